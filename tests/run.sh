@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tests/run.sh — run every test and print "N passed, N failed" last.
+#
+# C unit tests: build/tests/test_* (each prints PASS:/FAIL: lines per case).
+# Scenario tests: tests/t_*.sh (each one case; exit 0 passes, 77 skips).
+# Env: BUILD (default build), PY (python with msgpack, numpy, safetensors).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BUILD
+export PY=${PY:-$BUILD/pyenv/bin/python}
+export LANG=C.UTF-8
+export OPENBLAS_NUM_THREADS=1
+pass=0; fail=0; skip=0
+log=$BUILD/test-logs; rm -rf "$log"; mkdir -p "$log"
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    case "$t" in *.o|*.d) continue;; esac
+    name=$(basename "$t")
+    out=$log/$name.out
+    timeout 300 "$t" >"$out" 2>&1; rc=$?
+    p=$(grep -c '^PASS:' "$out"); f=$(grep -c '^FAIL:' "$out")
+    pass=$((pass + p)); fail=$((fail + f))
+    grep -E '^(PASS|FAIL):' "$out" | sed 's/^/  /'
+    if [ "$f" -gt 0 ]; then grep -v '^PASS:' "$out" | head -40 | sed 's/^/    | /'; fi
+    if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+        fail=$((fail + 1)); echo "  FAIL: $name exited $rc"; tail -20 "$out" | sed 's/^/    | /'
+    fi
+done
+
+for t in tests/t_*.sh; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t" .sh)
+    out=$log/$name.out
+    start=$(date +%s)
+    timeout 300 bash "$t" >"$out" 2>&1; rc=$?
+    secs=$(( $(date +%s) - start ))
+    if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "  PASS: $name (${secs}s)"
+    elif [ $rc -eq 77 ]; then skip=$((skip + 1)); echo "  SKIP: $name: $(tail -1 "$out")"
+    else fail=$((fail + 1)); echo "  FAIL: $name (exit $rc, ${secs}s)"; tail -30 "$out" | sed 's/^/    | /'
+    fi
+done
+
+# Leftover workers mean a test leaked processes: that is a failure too.
+if pgrep -x ddptop-worker >/dev/null 2>&1; then
+    fail=$((fail + 1)); echo "  FAIL: leftover ddptop-worker processes:"; pgrep -a -x ddptop-worker | sed 's/^/    | /'
+    pkill -9 -x ddptop-worker
+fi
+
+if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
+[ $fail -eq 0 ]

@@ -1,0 +1,44 @@
+/* zsock.h — thin ZeroMQ helpers for ddptop's sockets.
+ *
+ * Owns: sending/receiving one protocol message per frame (plain and ROUTER
+ * envelopes), the private ipc directory. Does not own socket lifetimes
+ * policy: callers create sockets with zmq_socket and close them.
+ * A socket belongs to one thread (ZeroMQ's rule).
+ */
+#ifndef DDPTOP_ZSOCK_H
+#define DDPTOP_ZSOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "protocol.h"
+
+#define ZS_IDENT_MAX 64
+
+/* Encode and send *m as one frame. flags: 0 or ZMQ_DONTWAIT.
+ * Returns 0 sent, 1 not sent because the queue is full (EAGAIN: the caller
+ * counts a drop), -1 error with err. `scratch` is reused between calls. */
+int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, size_t errlen);
+
+/* Same, on a ROUTER: first frame is the peer's routing id. */
+int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
+               CodecBuf *scratch, int flags, char *err, size_t errlen);
+
+/* Receive one frame and decode it into *out (caller calls msg_done on 0).
+ * Returns 0 message, 1 nothing to read (with ZMQ_DONTWAIT) or EINTR,
+ * 2 a frame was read but skipped (unknown kind, or malformed: err says why),
+ * -1 socket error with err. */
+int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen);
+
+/* Same on a ROUTER: ident (at least ZS_IDENT_MAX bytes) gets the sender's id. */
+int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
+                 char *err, size_t errlen);
+
+/* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
+ * ipc:// endpoints. out gets its path. Returns 0 or -1 with err. */
+int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen);
+/* Remove the directory and the socket files in it (best effort). */
+void zs_private_dir_remove(const char *dir);
+
+#endif

@@ -1,0 +1,58 @@
+/* model.h — the MLP: torch.nn.Sequential(Linear, ReLU, ..., Linear) on the CPU.
+ *
+ * Owns: parameters and gradients as one flat float buffer each, laid out in
+ * PyTorch's state_dict order ("0.weight" [out,in], "0.bias", "2.weight", ...),
+ * forward, backward of mean cross-entropy (OpenBLAS sgemm), activations.
+ * Does not own: optimizer state, communication. Main thread only; the
+ * backward hook lets the caller start all-reduces while backward goes on.
+ */
+#ifndef DDPTOP_MODEL_H
+#define DDPTOP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODEL_MAX_LINEAR 16
+
+typedef struct {
+    char name[32];      /* "0.weight" */
+    int ndim;           /* 1 or 2 */
+    int64_t shape[2];
+    size_t offset;      /* in floats, into params / grads */
+    size_t numel;
+} ModelTensor;
+
+typedef struct {
+    int n_linear;
+    int dims[MODEL_MAX_LINEAR + 1];  /* dims[0] = input, dims[n_linear] = classes */
+    int n_tensors;                   /* 2 * n_linear */
+    ModelTensor tensors[2 * MODEL_MAX_LINEAR];
+    size_t n_params;
+    float *params, *grads;
+    int max_batch;
+    float *act[MODEL_MAX_LINEAR + 1];  /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
+    float *dact;                        /* scratch for backward */
+    float *dact2;
+} Mlp;
+
+/* Parse "mlp:784,256,256,10" into dims/n_linear. Returns 0 or -1 with err. */
+int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errlen);
+/* Allocate for a batch of at most max_batch rows. Returns 0 or -1 with err. */
+int mlp_init(Mlp *m, const int *dims, int n_linear, int max_batch, char *err, size_t errlen);
+void mlp_done(Mlp *m);
+/* nn.Linear's default init: weight and bias uniform in +-1/sqrt(in), seeded. */
+void mlp_reset_params(Mlp *m, uint64_t seed);
+
+/* Called during backward as soon as tensor `t` (index into m->tensors) has
+ * its gradient final. Tensors arrive in reverse order. */
+typedef void (*MlpGradHook)(void *ctx, int tensor);
+
+/* Forward + backward for one batch: grads = d(mean CE)/dparams (overwritten).
+ * Returns the mean loss; *fwd_ms / *bwd_ms (may be NULL) get timings. */
+double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
+                            MlpGradHook hook, void *hook_ctx, double *fwd_ms, double *bwd_ms);
+/* Forward only; returns the number of correct argmax predictions and adds
+ * the summed loss to *loss_sum (may be NULL). */
+int64_t mlp_evaluate(Mlp *m, const float *x, const int32_t *y, int batch, double *loss_sum);
+
+#endif
