@@ -29,8 +29,9 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen);
 
 /* Decode one frame into *out (which the caller later gives to msg_done).
  * Returns 0 on success; 1 when the frame is well formed but of a kind this
- * build does not know (out->kind == MSG_UNKNOWN; skip it); -1 with a reason
- * in err for anything malformed. On -1 nothing needs freeing. */
+ * build does not know (out->kind == MSG_UNKNOWN; skip it; err names the
+ * kind); -1 with a reason in err for anything malformed. On -1 nothing needs
+ * freeing. */
 int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen);
 
 #endif

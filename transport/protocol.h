@@ -21,6 +21,10 @@
 /* Frames above this size are refused by the decoder (a shard of 1M indices
  * fits with room to spare). */
 #define PROTO_MAX_FRAME_BYTES (8u << 20)
+/* Most indices one shard message carries, and the largest store value.
+ * Encoder and decoder both refuse more; send a compact form instead. */
+#define PROTO_MAX_IDX (1u << 20)
+#define PROTO_MAX_VAL_BYTES (1u << 20)
 
 /* Fixed string sizes: decoders truncate longer strings (NUL-terminated). */
 #define PROTO_STR_SHORT 32
@@ -178,7 +182,8 @@ typedef struct {
 
 /* Initialise *m as an empty message of the given kind (rank -1). */
 void msg_init(Msg *m, MsgKind kind);
-/* Free heap parts a decode allocated (shard indices, store values). */
+/* Free heap parts a decode allocated (shard indices, store values). It frees
+ * idx/val whoever set them: on a message built around your own arrays, don't. */
 void msg_done(Msg *m);
 
 /* Names for kinds and phases, as they appear on the wire. */

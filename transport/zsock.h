@@ -18,7 +18,8 @@
 
 /* Encode and send *m as one frame. flags: 0 or ZMQ_DONTWAIT.
  * Returns 0 sent, 1 not sent because the queue is full (EAGAIN: the caller
- * counts a drop), -1 error with err. `scratch` is reused between calls. */
+ * counts a drop) or a signal interrupted a blocking send (EINTR), -1 error
+ * with err. `scratch` is reused between calls. */
 int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, size_t errlen);
 
 /* Same, on a ROUTER: first frame is the peer's routing id. */
@@ -36,7 +37,8 @@ int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int fla
                  char *err, size_t errlen);
 
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
- * ipc:// endpoints. out gets its path. Returns 0 or -1 with err. */
+ * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).
+ * out gets its path. Returns 0 or -1 with err. */
 int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen);
 /* Remove the directory and the socket files in it (best effort). */
 void zs_private_dir_remove(const char *dir);
