@@ -15,8 +15,14 @@ static const char *check_case_;
 
 #define TEST_BEGIN(name) do { check_case_ = (name); check_case_failed_ = 0; } while (0)
 #define TEST_END() do { \
-        if (check_case_failed_) { check_failures_++; printf("FAIL: %s:%s\n", __FILE__, check_case_); } \
-        else printf("PASS: %s:%s\n", __FILE__, check_case_); fflush(stdout); } while (0)
+        if (check_case_failed_) { \
+            check_failures_++; \
+            printf("FAIL: %s:%s\n", __FILE__, check_case_); \
+        } else { \
+            printf("PASS: %s:%s\n", __FILE__, check_case_); \
+        } \
+        fflush(stdout); \
+    } while (0)
 
 /* CHECK(cond, fmt, ...): record a failure with a reason, go on. */
 #define CHECK(cond, ...) do { if (!(cond)) { \
