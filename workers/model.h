@@ -13,6 +13,10 @@
 #include <stdint.h>
 
 #define MODEL_MAX_LINEAR 16
+/* Floats reserved just before grads[0] for the caller: the trainer puts its
+ * command flags there so they ride in the last bucket's all-reduce without a
+ * copy (DESIGN.md, "Commands take effect at the same step on every rank"). */
+#define MODEL_GRAD_PAD 16
 
 typedef struct {
     char name[32];      /* "0.weight" */
@@ -28,7 +32,7 @@ typedef struct {
     int n_tensors;                   /* 2 * n_linear */
     ModelTensor tensors[2 * MODEL_MAX_LINEAR];
     size_t n_params;
-    float *params, *grads;
+    float *params, *grads;           /* grads - MODEL_GRAD_PAD is the allocation */
     int max_batch;
     float *act[MODEL_MAX_LINEAR + 1];  /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
     float *dact;                        /* scratch for backward */

@@ -9,6 +9,7 @@
 #define DDPTOP_SAMPLER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
