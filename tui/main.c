@@ -1,0 +1,247 @@
+/* main.c — ddptop: the command line.
+ *
+ *   ddptop [run] [-n N] [--headless [--json]] [--timeout S] [--log-dir DIR] [-- TRAINER OPTIONS]
+ *   ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]
+ *
+ * Usage errors print one line and exit 2.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "sampler.h"
+
+#define DDPTOP_VERSION "0.1.0"
+
+static const char USAGE[] =
+    "usage: ddptop [run] [options] [-- TRAINER OPTIONS]\n"
+    "       ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]\n"
+    "\n"
+    "Launch one ddptop-worker per rank, train data-parallel (DDP semantics, Gloo on CPUs)\n"
+    "and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
+    "Fashion-MNIST when installed, else a synthetic set.\n"
+    "\n"
+    "run options:\n"
+    "  -n, --nproc-per-node N  ranks to launch (default: 2, or the core count if smaller)\n"
+    "  --backend gloo          collective backend (nccl comes with the CUDA build)\n"
+    "  --device cpu            compute device\n"
+    "  --headless              no screen: a progress line a second and a summary\n"
+    "  --json                  with --headless: one JSON object per event\n"
+    "  --timeout S             collective/rendezvous timeout given to workers (default 300)\n"
+    "  --stop-grace S          after a stop, seconds before SIGTERM (default 30)\n"
+    "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log\n"
+    "  -h, --help, --version\n"
+    "\n"
+    "keys: c checkpoint   d destroy cleanly   q quit (destroys first)\n"
+    "\n"
+    "trainer options: see `ddptop-worker --help`.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "ddptop: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see ddptop --help)\n");
+    return 2;
+}
+
+static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    if (!v) return usage_error("%s: missing value", opt);
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(d) || d < lo || d > hi) {
+        fprintf(stderr, "ddptop: %s: expected a number in [%g, %g], got \"%s\"\n", opt, lo, hi, v);
+        return 2;
+    }
+    *out = d;
+    return 0;
+}
+
+/* ddptop-worker lives next to ddptop. */
+static void worker_path(char *out, size_t n)
+{
+    char self[PATH_MAX - 32];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) { snprintf(out, n, "ddptop-worker"); return; }
+    self[k] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(out, n, "%s/ddptop-worker", self);
+}
+
+/* Ask the worker to validate the trainer options, so a typo is one line
+ * before anything is launched. Returns 0 when valid, else 2 (printed). */
+static int check_trainer_args(const char *wpath, char *const *args, int n)
+{
+    int pfd[2];
+    if (pipe(pfd)) return 0;
+    pid_t pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); return 0; }
+    if (pid == 0) {
+        dup2(pfd[1], 2);
+        int nul = open("/dev/null", O_WRONLY);
+        if (nul >= 0) dup2(nul, 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        char **argv = calloc((size_t)n + 2, sizeof *argv);
+        if (!argv) _exit(1);
+        argv[0] = (char *)wpath;
+        for (int i = 0; i < n; i++) argv[i + 1] = args[i];
+        setenv("DDPTOP_CHECK_ARGS", "1", 1);
+        execv(wpath, argv);
+        fprintf(stderr, "cannot run %s: %s\n", wpath, strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    char msg[1024] = "";
+    size_t got = 0;
+    ssize_t k;
+    while (got < sizeof msg - 1 && (k = read(pfd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)k;
+    msg[got] = 0;
+    close(pfd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    msg[strcspn(msg, "\n")] = 0;
+    const char *p = strncmp(msg, "ddptop-worker: ", 15) ? msg : msg + 15;
+    fprintf(stderr, "ddptop: %s\n", *p ? p : "the trainer options were refused");
+    return 2;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    RunOptions o = {.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30};
+    int i = 0;
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double d;
+        if (!strcmp(a, "--")) { i++; break; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!strcmp(a, "-n") || !strcmp(a, "--nproc-per-node")) {
+            if (parse_num(a, v, 1, 256, &d)) return 2;
+            if (d != floor(d)) return usage_error("-n: expected a whole number, got \"%s\"", v);
+            o.nproc = (int)d;
+            i++;
+        } else if (!strcmp(a, "--headless")) {
+            o.headless = true;
+        } else if (!strcmp(a, "--json")) {
+            o.json = true;
+        } else if (!strcmp(a, "--timeout")) {
+            if (parse_num(a, v, 0.1, 86400, &o.timeout_s)) return 2;
+            i++;
+        } else if (!strcmp(a, "--stop-grace")) {
+            if (parse_num(a, v, 0, 86400, &o.stop_grace_s)) return 2;
+            i++;
+        } else if (!strcmp(a, "--log-dir")) {
+            if (!v) return usage_error("%s: missing value", a);
+            o.log_dir = v;
+            i++;
+        } else if (!strcmp(a, "--backend")) {
+            if (!v) return usage_error("%s: missing value", a);
+            if (!strcmp(v, "nccl")) return usage_error("--backend %s: this build has no NCCL backend yet; use gloo", v);
+            if (strcmp(v, "gloo")) return usage_error("--backend: unknown backend \"%s\" (gloo, nccl)", v);
+            i++;
+        } else if (!strcmp(a, "--device")) {
+            if (!v) return usage_error("%s: missing value", a);
+            if (!strcmp(v, "cuda")) return usage_error("--device %s: this build has no CUDA backend yet; use cpu", v);
+            if (strcmp(v, "cpu")) return usage_error("--device: unknown device \"%s\" (cpu, cuda)", v);
+            i++;
+        } else {
+            return usage_error("unknown option \"%s\"", a);
+        }
+    }
+    if (o.json && !o.headless) return usage_error("%s needs --headless", "--json");
+    if (o.log_dir) {
+        struct stat st;
+        if (stat(o.log_dir, &st) && mkdir(o.log_dir, 0755)) {
+            fprintf(stderr, "ddptop: --log-dir %s: %s\n", o.log_dir, strerror(errno));
+            return 2;
+        }
+    }
+
+    /* The embedded default job: long enough to watch and steer. */
+    static char *dflt[] = {"--epochs", "10"};
+    char *const *targs = argv + i;
+    int ntargs = argc - i;
+    if (ntargs == 0) { targs = dflt; ntargs = 2; }
+    /* --timeout is ddptop's to set for every rank. */
+    char **args = calloc((size_t)ntargs + 3, sizeof *args);
+    char tbuf[32];
+    if (!args) { fprintf(stderr, "ddptop: out of memory\n"); return 1; }
+    snprintf(tbuf, sizeof tbuf, "%g", o.timeout_s);
+    int n = 0;
+    args[n++] = "--timeout";
+    args[n++] = tbuf;
+    for (int k = 0; k < ntargs; k++) args[n++] = targs[k];
+
+    char wpath[PATH_MAX];
+    worker_path(wpath, sizeof wpath);
+    o.worker_path = wpath;
+    int rc = check_trainer_args(wpath, args, n);
+    if (rc) { free(args); return rc; }
+    o.trainer_args = args;
+    o.n_trainer_args = n;
+    rc = run_job(&o);
+    free(args);
+    return rc;
+}
+
+static int cmd_sampler(int argc, char **argv)
+{
+    SamplerConfig c = {.size = -1, .world = 0, .rank = 0, .seed = 0, .shuffle = true, .drop_last = false};
+    double d, epoch = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!strcmp(a, "--size")) { if (parse_num(a, v, 0, 1 << 30, &d)) return 2; c.size = (int64_t)d; i++; }
+        else if (!strcmp(a, "--world")) { if (parse_num(a, v, 1, 1 << 16, &d)) return 2; c.world = (int)d; i++; }
+        else if (!strcmp(a, "--epoch")) { if (parse_num(a, v, 0, 1e15, &epoch)) return 2; i++; }
+        else if (!strcmp(a, "--seed")) { if (parse_num(a, v, 0, 1.8e19, &d)) return 2; c.seed = (uint64_t)d; i++; }
+        else if (!strcmp(a, "--no-shuffle")) c.shuffle = false;
+        else if (!strcmp(a, "--drop-last")) c.drop_last = true;
+        else return usage_error("sampler: unknown option \"%s\"", a);
+    }
+    if (c.size < 0) return usage_error("sampler: %s is required", "--size");
+    if (c.world < 1) return usage_error("sampler: %s is required", "--world");
+    char err[256];
+    if (sampler_check(&c, err, sizeof err)) { fprintf(stderr, "ddptop: sampler: %s\n", err); return 2; }
+    int64_t n = sampler_num_samples(&c);
+    int64_t *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
+    if (!idx) { fprintf(stderr, "ddptop: sampler: out of memory\n"); return 1; }
+    for (int r = 0; r < c.world; r++) {
+        c.rank = r;
+        if (sampler_indices(&c, (int64_t)epoch, idx, err, sizeof err)) {
+            fprintf(stderr, "ddptop: sampler: %s\n", err);
+            free(idx);
+            return 2;
+        }
+        printf("rank %d: ", r);
+        for (int64_t k = 0; k < n; k++) printf(k ? ",%" PRId64 : "%" PRId64, idx[k]);
+        putchar('\n');
+    }
+    free(idx);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    if (argc > 1 && !strcmp(argv[1], "--version")) { printf("ddptop " DDPTOP_VERSION "\n"); return 0; }
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { fputs(USAGE, stdout); return 0; }
+    if (argc > 1 && !strcmp(argv[1], "sampler")) return cmd_sampler(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+    if (argc > 1 && argv[1][0] != '-') return usage_error("unknown command \"%s\"", argv[1]);
+    return cmd_run(argc - 1, argv + 1);
+}

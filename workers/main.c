@@ -1,0 +1,123 @@
+/* main.c — ddptop-worker: one rank of a ddptop job.
+ *
+ * Identity comes from the launcher's environment (RANK, LOCAL_RANK,
+ * WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) as with torchrun,
+ * plus ddptop's endpoints (DDPTOP_CTL, DDPTOP_TEL) and job id (DDPTOP_JOB).
+ * Exit status: 0 clean, 1 runtime failure, 2 usage or input error.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "args.h"
+#include "ckpt.h"
+#include "dataset.h"
+#include "model.h"
+#include "comm.h"
+#include "trainer.h"
+#include "uplink.h"
+
+static int env_int(const char *name, int lo, int hi, int dflt, int *out, char *err, size_t errlen)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) {
+        if (dflt < lo) { snprintf(err, errlen, "%s is not set (start workers with ddptop run)", name); return -1; }
+        *out = dflt;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) {
+        snprintf(err, errlen, "%s=\"%s\" is not an integer in [%d, %d]", name, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The inputs a rank would fail on at start, checked once up front: the
+ * dataset files and the --init-from weights (names and shapes). */
+static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
+{
+    int in = a->dims[0], classes = a->dims[a->n_linear];
+    if (!strcmp(a->dataset, "fashion-mnist")) {
+        if (in != 784 || classes != 10) {
+            snprintf(err, errlen, "--model %s does not fit fashion-mnist (784 inputs, 10 classes)", a->model);
+            return -1;
+        }
+        if (!dataset_fashion_mnist_present(a->data_dir)) {
+            snprintf(err, errlen, "fashion-mnist not found in %s (install dataset-fashion-mnist, or use --dataset synthetic)",
+                     a->data_dir);
+            return -1;
+        }
+    }
+    if (a->init_from[0]) {
+        Mlp m;
+        if (mlp_init(&m, a->dims, a->n_linear, 1, err, errlen)) return -1;
+        int rc = ckpt_load_model(a->init_from, &m, err, errlen);
+        mlp_done(&m);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static void print_version(void)
+{
+    int maj, min, pat;
+    zmq_version(&maj, &min, &pat);
+    printf("ddptop-worker 0.1.0\n");
+    printf("backends: gloo (cpu)\n");
+    printf("gloo: %s\nzeromq: %d.%d.%d\nopenblas: %s\n", comm_version("gloo"), maj, min, pat,
+           openblas_get_config());
+}
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (argc > 1 && !strcmp(argv[1], "--version")) { print_version(); return 0; }
+
+    TrainerArgs a;
+    trainer_args_defaults(&a);
+    int rc = trainer_args_parse(&a, argc - 1, argv + 1, err, sizeof err);
+    if (rc == 1) return 0;
+    if (rc < 0) { fprintf(stderr, "ddptop-worker: %s\n", err); return 2; }
+    /* ddptop validates the trainer options before it launches anything. */
+    if (getenv("DDPTOP_CHECK_ARGS")) {
+        if (check_inputs(&a, err, sizeof err)) { fprintf(stderr, "ddptop-worker: %s\n", err); return 2; }
+        return 0;
+    }
+
+    WorkerIdentity id;
+    memset(&id, 0, sizeof id);
+    if (env_int("WORLD_SIZE", 1, 1 << 20, -1, &id.world, err, sizeof err) ||
+        env_int("RANK", 0, id.world - 1, -1, &id.rank, err, sizeof err) ||
+        env_int("LOCAL_RANK", 0, 1 << 20, id.rank, &id.local_rank, err, sizeof err) ||
+        env_int("LOCAL_WORLD_SIZE", 1, 1 << 20, id.world, &id.local_world, err, sizeof err)) {
+        fprintf(stderr, "ddptop-worker: %s\n", err);
+        return 2;
+    }
+    const char *ctl = getenv("DDPTOP_CTL"), *tel = getenv("DDPTOP_TEL"), *job = getenv("DDPTOP_JOB");
+    if (!ctl || !tel) {
+        fprintf(stderr, "ddptop-worker: DDPTOP_CTL and DDPTOP_TEL are not set (start workers with ddptop run)\n");
+        return 2;
+    }
+    snprintf(id.job_id, sizeof id.job_id, "%s", job && *job ? job : "ddptop");
+    const char *ma = getenv("MASTER_ADDR");
+    snprintf(id.master_addr, sizeof id.master_addr, "%s", ma && *ma ? ma : "127.0.0.1");
+
+    /* Several ranks share the cores: one BLAS thread each, or they fight. */
+    openblas_set_num_threads(1);
+
+    Uplink *up = NULL;
+    if (uplink_open(&up, ctl, tel, id.rank, err, sizeof err)) {
+        fprintf(stderr, "ddptop-worker rank %d: %s\n", id.rank, err);
+        return 1;
+    }
+    int status = trainer_run(&a, &id, up);
+    uplink_close(&up, 2000);
+    return status;
+}

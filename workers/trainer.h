@@ -1,0 +1,24 @@
+/* trainer.h — the worker's training loop, DDP style.
+ *
+ * Owns: one run from init to destroyed: data, sampler, model, optimizer,
+ * buckets, the collective backend, command agreement, checkpoints, and the
+ * telemetry that describes all of it. Main thread.
+ */
+#ifndef DDPTOP_TRAINER_H
+#define DDPTOP_TRAINER_H
+
+#include "args.h"
+#include "uplink.h"
+
+typedef struct {
+    int rank, world, local_rank, local_world;
+    char master_addr[128];
+    char job_id[96];        /* store key prefix: unique per job */
+} WorkerIdentity;
+
+/* Run the whole job on this rank. Returns the process exit status:
+ * 0 clean, 1 runtime failure (reported to ddptop as an error phase), 2 bad
+ * input (dataset, model, init file). */
+int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up);
+
+#endif

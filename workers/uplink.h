@@ -1,0 +1,44 @@
+/* uplink.h — a worker's connection to ddptop.
+ *
+ * Owns: the worker's ZeroMQ context and sockets (tel PUSH for telemetry, ctl
+ * DEALER for commands and store operations), the count of dropped telemetry,
+ * the queue of commands that arrived while a store reply was awaited.
+ * Used by the worker's main thread only.
+ */
+#ifndef DDPTOP_UPLINK_H
+#define DDPTOP_UPLINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+
+typedef struct Uplink Uplink;
+
+/* Connect to ddptop's ctl (ROUTER) and tel (PULL) endpoints as `rank`.
+ * Returns 0 or -1 with err. */
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
+                char *err, size_t errlen);
+/* Flush what is queued (at most linger_ms) and close. Safe on NULL. */
+void uplink_close(Uplink **u, int linger_ms);
+
+/* Telemetry: stamps "r" and "t", never blocks; a full queue drops the
+ * message and counts it. Returns 0 sent, 1 dropped. */
+int uplink_send(Uplink *u, Msg *m);
+/* For the few messages a user must see (hello, phase, ckpt, bye): waits up to
+ * 2 s for queue room, then drops and counts. hello goes over ctl so ddptop
+ * learns this rank's routing id. */
+int uplink_send_important(Uplink *u, Msg *m);
+uint64_t uplink_drops(const Uplink *u);
+
+/* Store operations (CommStore callbacks; ctx is the Uplink). */
+int uplink_store_set(void *ctx, const char *key, const void *val, size_t len,
+                     char *err, size_t errlen);
+int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
+                     char *err, size_t errlen);
+
+/* The next command from ddptop, without blocking. Returns 1 and fills *out,
+ * 0 when there is none, -1 when ddptop is gone (socket error). */
+int uplink_next_cmd(Uplink *u, MsgCmd *out);
+
+#endif
