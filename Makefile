@@ -41,8 +41,13 @@ WORKER_SRC    := $(filter-out workers/main.c,$(wildcard workers/*.c))
 WORKER_CXX    := $(wildcard workers/*.cc)
 TUI_SRC       := $(filter-out tui/main.c,$(wildcard tui/*.c))
 
+# Feature fragments (mk/*.mk: bench, CUDA, ...) come before the rules so they
+# can add objects (WORKER_EXTRA_OBJ), libraries (LDLIBS_W) and targets.
+WORKER_EXTRA_OBJ :=
+-include $(sort $(wildcard mk/*.mk))
+
 TRANSPORT_OBJ := $(TRANSPORT_SRC:%.c=$(BUILD)/%.o)
-WORKER_OBJ    := $(WORKER_SRC:%.c=$(BUILD)/%.o) $(WORKER_CXX:%.cc=$(BUILD)/%.o)
+WORKER_OBJ    := $(WORKER_SRC:%.c=$(BUILD)/%.o) $(WORKER_CXX:%.cc=$(BUILD)/%.o) $(WORKER_EXTRA_OBJ)
 TUI_OBJ       := $(TUI_SRC:%.c=$(BUILD)/%.o)
 
 # tui/ uses the sampler for `ddptop sampler` (pure code, no training).

@@ -56,6 +56,7 @@ EXPECT = {
     "beat": dict(r=3, step=471, phase="train", seq=9001, op="allreduce",
                  since=1700000000500000000),
     "bye": dict(r=3, status=0, step=9375),
+    "eval": dict(r=3, epoch=3, step=1876, loss=0.40625, accuracy=0.8575, correct=8575, total=10000),
     "cmd": dict(id=12, op="ckpt", arg=-1),
     "set": dict(r=3, key="rdzv/nccl_id", val=VAL),
     "get": dict(r=3, key="rdzv/nccl_id", timeout_ms=30000),

@@ -101,6 +101,10 @@ static void fill_sample(Msg *m, MsgKind k)
     case MSG_BYE:
         m->u.bye.status = -2, m->u.bye.step = 9375;
         break;
+    case MSG_EVAL:
+        m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
+        m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
+        break;
     case MSG_CMD:
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
         snprintf(m->u.cmd.op, sizeof m->u.cmd.op, "ckpt");
@@ -185,6 +189,13 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         break;
     case MSG_CMD:
         EQI(u.cmd.id); EQS(u.cmd.op); EQI(u.cmd.arg);
+        break;
+    case MSG_EVAL:
+        EQI(u.eval.epoch); EQI(u.eval.step); EQI(u.eval.correct); EQI(u.eval.total);
+        if (a->u.eval.loss != b->u.eval.loss || a->u.eval.accuracy != b->u.eval.accuracy) {
+            snprintf(why, whylen, "u.eval floats differ");
+            return 0;
+        }
         break;
     case MSG_SET:
     case MSG_VAL:
@@ -274,7 +285,7 @@ static void test_names(void)
 {
     TEST_BEGIN("names");
     const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",
-                           "beat", "bye", "cmd", "set", "get", "wait", "val" };
+                           "beat", "bye", "cmd", "set", "get", "wait", "val", "eval" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
         CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k,
               msg_kind_name((MsgKind)k));

@@ -94,6 +94,10 @@ static void sample(Msg *m, MsgKind k)
     case MSG_BYE:
         m->u.bye.status = 0, m->u.bye.step = 9375;
         break;
+    case MSG_EVAL:
+        m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
+        m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
+        break;
     case MSG_CMD:
         m->rank = -1; /* ddptop -> worker: no rank */
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
@@ -276,6 +280,14 @@ static void print_msg(const Msg *m)
     case MSG_BYE:
         put_i("status", m->u.bye.status);
         put_i("step", m->u.bye.step);
+        break;
+    case MSG_EVAL:
+        put_i("epoch", m->u.eval.epoch);
+        put_i("step", m->u.eval.step);
+        put_f("loss", m->u.eval.loss);
+        put_f("accuracy", m->u.eval.accuracy);
+        put_i("correct", m->u.eval.correct);
+        put_i("total", m->u.eval.total);
         break;
     case MSG_CMD:
         put_i("id", m->u.cmd.id);

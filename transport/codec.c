@@ -171,6 +171,15 @@ static const Field val_fields[] = {
     FLD("val", F_BIN, store),
 };
 
+static const Field eval_fields[] = {
+    FLD("epoch", F_I64, eval.epoch),
+    FLD("step", F_I64, eval.step),
+    FLD("loss", F_F64, eval.loss),
+    FLD("accuracy", F_F64, eval.accuracy),
+    FLD("correct", F_I64, eval.correct),
+    FLD("total", F_I64, eval.total),
+};
+
 #define TABLE(a) { a, sizeof a / sizeof a[0] }
 static const struct {
     const Field *f;
@@ -190,6 +199,7 @@ static const struct {
     [MSG_GET] = TABLE(get_fields),
     [MSG_WAIT] = TABLE(get_fields),
     [MSG_VAL] = TABLE(val_fields),
+    [MSG_EVAL] = TABLE(eval_fields),
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)

@@ -31,6 +31,7 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_GET] = "get",
     [MSG_WAIT] = "wait",
     [MSG_VAL] = "val",
+    [MSG_EVAL] = "eval",
 };
 
 /* Indexed by Phase; also wire strings. */

@@ -50,6 +50,8 @@ typedef enum {
     MSG_GET,
     MSG_WAIT,
     MSG_VAL,
+    /* worker -> ddptop, added after the first kinds (order here is not on the wire) */
+    MSG_EVAL,
     MSG__COUNT
 } MsgKind;
 
@@ -147,6 +149,13 @@ typedef struct {
 } MsgBye;
 
 typedef struct {
+    int64_t epoch, step;            /* evaluated after this step (end of epoch) */
+    double loss;                    /* mean cross-entropy over the eval set */
+    double accuracy;                /* correct / total, 0..1 */
+    int64_t correct, total;         /* all-reduced over ranks */
+} MsgEval;
+
+typedef struct {
     int64_t id;                     /* per-op sequence number, from 1 */
     char op[PROTO_STR_SHORT];       /* "ckpt", "stop", "pause", "resume", "ping" */
     int64_t arg;
@@ -177,6 +186,7 @@ typedef struct {
         MsgBye bye;
         MsgCmd cmd;
         MsgStore store;             /* set, get, wait, val */
+        MsgEval eval;
     } u;
 } Msg;
 
