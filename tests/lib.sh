@@ -20,4 +20,9 @@ wait_for() {
     while [ "$(date +%s)" -le "$end" ]; do "$@" && return 0; sleep 0.2; done
     return 1
 }
-no_workers() { ! pgrep -x ddptop-worker >/dev/null; }
+# Workers started by this test run carry DDPTOP_TEST_TAG in their
+# environment, so concurrent runs (or a user's own job) are not mistaken for
+# leftovers.
+export DDPTOP_TEST_TAG=${DDPTOP_TEST_TAG:-$$-$RANDOM}
+. tests/lib_tag.sh
+no_workers() { [ -z "$(our_workers)" ]; }

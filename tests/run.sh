@@ -11,6 +11,8 @@ export BUILD
 export PY=${PY:-$BUILD/pyenv/bin/python}
 export LANG=C.UTF-8
 export OPENBLAS_NUM_THREADS=1
+export DDPTOP_TEST_TAG="run-$$-$RANDOM"
+. tests/lib_tag.sh
 pass=0; fail=0; skip=0
 log=$BUILD/test-logs; rm -rf "$log"; mkdir -p "$log"
 
@@ -42,10 +44,12 @@ for t in tests/t_*.sh; do
     fi
 done
 
-# Leftover workers mean a test leaked processes: that is a failure too.
-if pgrep -x ddptop-worker >/dev/null 2>&1; then
-    fail=$((fail + 1)); echo "  FAIL: leftover ddptop-worker processes:"; pgrep -a -x ddptop-worker | sed 's/^/    | /'
-    pkill -9 -x ddptop-worker
+# Leftover workers of this run mean a test leaked processes: a failure too.
+# (Workers carry DDPTOP_TEST_TAG, so other jobs on the machine do not count.)
+left=$(our_workers)
+if [ -n "$left" ]; then
+    fail=$((fail + 1)); echo "  FAIL: leftover ddptop-worker processes: $left"
+    kill -9 $left 2>/dev/null
 fi
 
 if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi

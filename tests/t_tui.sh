@@ -4,13 +4,16 @@
 . tests/lib.sh
 command -v tmux >/dev/null || skip "tmux not installed"
 S=ddptop-test-$$
-CLEANUPS+=("tmux kill-session -t $S")
+# A private tmux server (-L): no interference with the user's sessions, and
+# the environment below is exactly what ddptop sees.
+tmux() { command tmux -L "$S" "$@"; }
+CLEANUPS+=("command tmux -L $S kill-server")
 tmux new-session -d -s "$S" -x 120 -y 40 \
-  "cd '$PWD' && LANG=C.UTF-8 '$DDPTOP' run -n 2 -- --dataset synthetic --model mlp:64,128,10 --epochs 100000 --batch-size 32 --ckpt-dir '$TMP/ck' --no-final-ckpt >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 60"
+  "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 '$DDPTOP' run -n 2 -- --dataset synthetic --model mlp:64,128,10 --epochs 100000 --batch-size 32 --ckpt-dir '$TMP/ck' --no-final-ckpt >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 60"
 screen() { tmux capture-pane -p -t "$S"; }
 has() { screen | grep -q -- "$1"; }
 # both rank rows, training
-wait_for 20 sh -c "tmux capture-pane -p -t $S | grep -q 'train'" || { screen; die "ranks never reached train"; }
+wait_for 20 has 'train' || { screen; die "ranks never reached train"; }
 screen >"$TMP/s1"
 grep -Eq '^ *0 +[0-9]+ +train' "$TMP/s1" || { cat "$TMP/s1"; die "no row for rank 0"; }
 grep -Eq '^ *1 +[0-9]+ +train' "$TMP/s1" || { cat "$TMP/s1"; die "no row for rank 1"; }

@@ -1,0 +1,8 @@
+# tests/lib_tag.sh — our_workers: ddptop-worker processes of this test run
+# (they inherit DDPTOP_TEST_TAG), sourced by run.sh and lib.sh.
+our_workers() {
+    local p
+    for p in $(pgrep -x ddptop-worker); do
+        tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
+    done
+}
