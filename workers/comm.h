@@ -3,13 +3,20 @@
  * Implementations side by side: comm_gloo.cc (Gloo over TCP, CPU buffers);
  * comm_nccl.cu later. Plain C face; exceptions and library errors never
  * cross it: every call returns 0 or -1 with a reason (file:line) in err.
- * A Comm is used by one thread at a time.
+ * A Comm is used by one thread at a time; ranks issue the same calls in the
+ * same order. After a call returns -1 only comm_free is valid. The store is
+ * used only inside comm_new (which may take up to twice timeout_ms, and sets
+ * SIGPIPE to ignored if it was at its default: Gloo writes unprotected).
  */
 #ifndef DDPTOP_COMM_H
 #define DDPTOP_COMM_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The rendezvous store, provided by the caller (ddptop's store over ZeroMQ). */
 typedef struct {
@@ -45,5 +52,9 @@ int comm_barrier(Comm *c, char *err, size_t errlen);
 void comm_free(Comm **c);
 /* e.g. "gloo 0.5.0". */
 const char *comm_version(const char *backend);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
