@@ -61,6 +61,8 @@ TOOL_BIN  := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BINS := $(BUILD)/ddptop $(BUILD)/ddptop-worker
 
 .PHONY: all deps pydeps run test bench clean info check-deps
+# Keep test objects: they are intermediate in a pattern chain.
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: info $(BINS) $(TEST_BIN) $(TOOL_BIN)
