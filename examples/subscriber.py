@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Print per-rank loss live from `ddptop run --publish ENDPOINT`.
+
+    ddptop run --headless --publish ipc:///tmp/ddptop.pub -- --steps 200 &
+    python3 examples/subscriber.py ipc:///tmp/ddptop.pub
+
+Every frame on the pub socket is one protocol v1 message: a msgpack map with
+string keys, "v" (protocol version) and "k" (kind) first, then "r" (rank) and
+"t" (wall-clock ns); docs/PROTOCOL.md lists every kind and key. There is no
+topic: subscribe to everything ("") and skip the kinds you do not need.
+
+One line per step: rank, epoch, step, loss. Exits 0 once every rank has said
+bye (the job's world size comes from the ranks' hello messages, or --world),
+or quietly on Ctrl-C. Needs pyzmq and msgpack (Debian: python3-zmq,
+python3-msgpack).
+"""
+import argparse
+import signal
+import sys
+import time
+
+import msgpack
+import zmq
+
+PROTO_VERSION = 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Print per-rank loss from a ddptop --publish endpoint.")
+    ap.add_argument("endpoint", help="the --publish endpoint, e.g. ipc:///tmp/ddptop.pub or tcp://127.0.0.1:5555")
+    ap.add_argument("--world", type=int, default=0,
+                    help="ranks to wait for (default: the world size the ranks' hello messages give)")
+    ap.add_argument("--timeout", type=float, default=0,
+                    help="give up (exit 1) after this many seconds without a message (default: wait forever)")
+    args = ap.parse_args()
+
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")      # no topics: every frame
+    sub.connect(args.endpoint)
+    print(f"listening on {args.endpoint}", file=sys.stderr, flush=True)
+
+    world = args.world
+    seen, byes = set(), set()
+    warned_version = False
+    last = time.monotonic()
+    poller = zmq.Poller()
+    poller.register(sub, zmq.POLLIN)
+    try:
+        while True:
+            # Poll with a timeout so Ctrl-C and --timeout are noticed promptly.
+            if not poller.poll(200):
+                if args.timeout and time.monotonic() - last > args.timeout:
+                    print(f"no message for {args.timeout:g} s; giving up", file=sys.stderr)
+                    return 1
+                continue
+            frame = sub.recv()
+            last = time.monotonic()
+            try:
+                m = msgpack.unpackb(frame, raw=False)
+            except Exception:
+                continue                      # not msgpack: not ours to read
+            if not isinstance(m, dict):
+                continue
+            if m.get("v") != PROTO_VERSION:
+                if not warned_version:
+                    print(f"skipping protocol version {m.get('v')} frames (this script reads {PROTO_VERSION})",
+                          file=sys.stderr)
+                    warned_version = True
+                continue
+            kind, rank = m.get("k"), m.get("r", -1)
+            if not isinstance(rank, int) or rank < 0:
+                continue                      # ddptop's own messages (none today)
+            if kind == "hello":
+                if rank not in seen:
+                    print(f"rank {rank} hello: {m.get('host', '?')} {m.get('device', '?')} {m.get('backend', '?')}, "
+                          f"world {m.get('world', '?')}", flush=True)
+                if not args.world and isinstance(m.get("world"), int):
+                    world = max(world, m["world"])
+                seen.add(rank)
+            elif kind == "step":
+                seen.add(rank)
+                print(f"rank {rank}  epoch {m.get('epoch')}  step {m.get('step')}  loss {m.get('loss', float('nan')):.6g}",
+                      flush=True)
+            elif kind == "bye":
+                seen.add(rank)
+                byes.add(rank)
+                print(f"rank {rank} bye (status {m.get('status')}) after step {m.get('step')}", flush=True)
+                need = set(range(world)) if world else seen
+                if need <= byes:
+                    print(f"all {len(need)} rank{'s' if len(need) != 1 else ''} said bye", flush=True)
+                    return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        # A second Ctrl-C while closing must not print a traceback either.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sub.close(linger=0)
+        ctx.term()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
