@@ -29,13 +29,24 @@ static const char USAGE[] =
     "  --lr X                (default 0.01 for sgd, 0.001 for adamw)\n"
     "  --momentum X --dampening X --nesterov --weight-decay X\n"
     "  --betas B1,B2 --eps X AdamW parameters\n"
-    "  --seed S              model init and sampler seed (default 0)\n"
+    "  --lr-schedule constant|cosine\n"
+    "                        (default constant); cosine decays to 0 at the last step\n"
+    "  --warmup-steps W      linear warm-up from 0 over W steps (default 0)\n"
+    "  --grad-accum K        K micro-batches of --batch-size per optimizer step, gradients\n"
+    "                        averaged and all-reduced once, on the last (DDP no_sync) (default 1)\n"
+    "  --seed S              model init, sampler and synthetic-data seed (default 0)\n"
     "  --no-shuffle --drop-last   as torch's DistributedSampler\n"
     "  --bucket-cap-mb X     gradient bucket cap (default 25; first bucket 1 MB)\n"
     "  --ckpt-dir DIR        (default ./checkpoints)\n"
     "  --ckpt-every N        checkpoint every N steps (default 0: on request and at the end)\n"
+    "  --keep-last K         keep only the newest K checkpoints (default 0: all)\n"
     "  --no-final-ckpt       do not write a checkpoint when the run stops\n"
+    "  --resume DIR          continue from CKPT_DIR/step-NNNNNNNN, CKPT_DIR/latest or CKPT_DIR\n"
+    "                        (same world size; --steps/--epochs count from the start)\n"
     "  --init-from FILE      initial weights from a model.safetensors\n"
+    "  --eval-every E        evaluate on the test set every E epochs (default 1; 0: never)\n"
+    "  --eval-limit N        evaluate on the first N test samples (default: all)\n"
+    "  --no-telemetry        send no step/coll/shard/beat messages (to measure their cost)\n"
     "  --timeout S           collective/rendezvous timeout in seconds (default 300)\n";
 
 const char *trainer_args_usage(void) { return USAGE; }
@@ -53,6 +64,10 @@ void trainer_args_defaults(TrainerArgs *a)
     a->optim.lr = 0.01;
     a->shuffle = true;
     a->bucket_cap_mb = 25.0;
+    a->grad_accum = 1;
+    a->lr_schedule = SCHED_CONSTANT;
+    a->eval_every = 1;
+    a->telemetry = true;
     snprintf(a->ckpt_dir, sizeof a->ckpt_dir, "checkpoints");
     a->final_ckpt = true;
     a->timeout_s = 300.0;
@@ -194,6 +209,32 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
         } else if (!strcmp(o, "--init-from")) {
             NEED_VALUE();
             if (copy_str(o, v, a->init_from, sizeof a->init_from, err, errlen)) return -1;
+        } else if (!strcmp(o, "--lr-schedule")) {
+            NEED_VALUE();
+            if (schedule_kind_parse(v, &a->lr_schedule)) {
+                snprintf(err, errlen, "--lr-schedule: unknown schedule \"%s\" (constant, cosine)", v);
+                return -1;
+            }
+        } else if (!strcmp(o, "--warmup-steps")) {
+            NEED_VALUE();
+            if (parse_i64(o, v, 0, INT64_C(1) << 40, &a->warmup_steps, err, errlen)) return -1;
+        } else if (!strcmp(o, "--grad-accum")) {
+            NEED_VALUE();
+            if (parse_i64(o, v, 1, 1 << 16, &a->grad_accum, err, errlen)) return -1;
+        } else if (!strcmp(o, "--keep-last")) {
+            NEED_VALUE();
+            if (parse_i64(o, v, 0, 1 << 20, &a->keep_last, err, errlen)) return -1;
+        } else if (!strcmp(o, "--resume")) {
+            NEED_VALUE();
+            if (copy_str(o, v, a->resume, sizeof a->resume, err, errlen)) return -1;
+        } else if (!strcmp(o, "--eval-every")) {
+            NEED_VALUE();
+            if (parse_i64(o, v, 0, INT64_C(1) << 30, &a->eval_every, err, errlen)) return -1;
+        } else if (!strcmp(o, "--eval-limit")) {
+            NEED_VALUE();
+            if (parse_i64(o, v, 1, INT64_C(1) << 31, &a->eval_limit, err, errlen)) return -1;
+        } else if (!strcmp(o, "--no-telemetry")) {
+            a->telemetry = false;
         } else if (!strcmp(o, "--timeout")) {
             NEED_VALUE();
             if (parse_f64(o, v, 0.1, 86400.0, &a->timeout_s, err, errlen)) return -1;
@@ -218,6 +259,10 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
     }
     if (nesterov && (a->optim.momentum <= 0 || a->optim.dampening != 0)) {
         snprintf(err, errlen, "--nesterov needs --momentum > 0 and zero dampening (as torch.optim.SGD)");
+        return -1;
+    }
+    if (a->resume[0] && a->init_from[0]) {
+        snprintf(err, errlen, "--resume and --init-from exclude each other (a checkpoint has its own weights)");
         return -1;
     }
     if (mlp_parse(a->model, a->dims, &a->n_linear, err, errlen)) return -1;

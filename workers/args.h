@@ -11,6 +11,7 @@
 
 #include "model.h"
 #include "optim.h"
+#include "schedule.h"
 
 typedef struct {
     char dataset[32];           /* "auto", "fashion-mnist", "synthetic" */
@@ -24,13 +25,21 @@ typedef struct {
     int64_t epochs;
     int64_t steps;              /* 0: until the epochs end */
     OptimConfig optim;
+    SchedKind lr_schedule;
+    int64_t warmup_steps;
+    int64_t grad_accum;         /* micro-batches per optimizer step */
     uint64_t seed;
     bool shuffle, drop_last;
     double bucket_cap_mb;
     char ckpt_dir[256];
     int64_t ckpt_every;         /* 0: only when asked and at the end */
     bool final_ckpt;            /* write a checkpoint when the run stops */
+    int64_t keep_last;          /* 0: keep every checkpoint */
     char init_from[256];
+    char resume[256];           /* "": start from scratch */
+    int64_t eval_every;         /* epochs; 0: never */
+    int64_t eval_limit;         /* first N test samples, 0 = all */
+    bool telemetry;             /* false: no step/coll/shard/beat messages */
     double timeout_s;           /* collectives and rendezvous */
 } TrainerArgs;
 

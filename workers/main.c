@@ -17,6 +17,8 @@
 #include "dataset.h"
 #include "model.h"
 #include "comm.h"
+#include "cuda_mlp.h"
+#include "gpu.h"
 #include "trainer.h"
 #include "uplink.h"
 
@@ -40,7 +42,9 @@ static int env_int(const char *name, int lo, int hi, int dflt, int *out, char *e
 }
 
 /* The inputs a rank would fail on at start, checked once up front: the
- * dataset files and the --init-from weights (names and shapes). */
+ * dataset files, the --init-from weights (names and shapes), the --resume
+ * checkpoint (every check a rank makes; the world size too when
+ * WORLD_SIZE is set, as ddptop can do for this check). */
 static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
 {
     int in = a->dims[0], classes = a->dims[a->n_linear];
@@ -62,17 +66,45 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
         mlp_done(&m);
         if (rc) return -1;
     }
+    if (a->resume[0]) {
+        int world = 0;
+        const char *ws = getenv("WORLD_SIZE");
+        if (ws && *ws && env_int("WORLD_SIZE", 1, 1 << 20, 0, &world, err, errlen)) return -1;
+        char dir[4096];
+        if (ckpt_resolve(a->resume, dir, sizeof dir, err, errlen)) return -1;
+        Mlp m;
+        Optim o;
+        CkptMeta meta;
+        if (mlp_init(&m, a->dims, a->n_linear, 1, err, errlen)) return -1;
+        if (optim_init(&o, &a->optim, m.n_params, err, errlen)) {
+            mlp_done(&m);
+            return -1;
+        }
+        int rc = ckpt_load(dir, &m, &o, &meta, world, NULL, 0, err, errlen);
+        optim_done(&o);
+        mlp_done(&m);
+        if (rc) return -1;
+    }
     return 0;
 }
 
+/* What this binary can run on, and with which libraries: the backends that
+ * were compiled in (mk/cuda.mk builds CUDA and NCCL wherever nvcc is found)
+ * and the versions loaded at run time. */
 static void print_version(void)
 {
     int maj, min, pat;
     zmq_version(&maj, &min, &pat);
+    const char *nccl = comm_version("nccl"), *cuda = gpu_version(), *blas = cuda_mlp_version();
     printf("ddptop-worker 0.1.0\n");
-    printf("backends: gloo (cpu)\n");
-    printf("gloo: %s\nzeromq: %d.%d.%d\nopenblas: %s\n", comm_version("gloo"), maj, min, pat,
-           openblas_get_config());
+    printf("backends: gloo (cpu%s)%s\n", cuda ? "; cuda, staged through host memory" : "",
+           nccl ? ", nccl (cuda)" : "");
+    printf("devices: cpu%s\n", cuda ? ", cuda" : "");
+    printf("gloo: %s\n", comm_version("gloo"));
+    printf("nccl: %s\n", nccl ? nccl : "not built in (no nvcc or nccl.h at build time)");
+    printf("cuda: %s\n", cuda ? cuda : "not built in (no nvcc at build time)");
+    if (blas) printf("cublas: %s\n", blas);
+    printf("zeromq: %d.%d.%d\nopenblas: %s\n", maj, min, pat, openblas_get_config());
 }
 
 int main(int argc, char **argv)

@@ -18,6 +18,8 @@
  */
 #include "model.h"
 
+#include "optim.h"
+
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
@@ -167,7 +169,9 @@ int mlp_init(Mlp *m, const int *dims, int n_linear, int max_batch, char *err, si
 static float torch_uniform_f32(Mt19937 *g, float from, float to)
 {
     float x = (float)(mt_next_u32(g) & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
-    return x * (to - from) + from;
+    /* torch's uniform_ kernel computes x*(to-from)+from fused on FMA CPUs:
+     * the same rounding gives the same initial weights as torch.manual_seed. */
+    return optim_fused_madd() ? fmaf(x, to - from, from) : x * (to - from) + from;
 }
 
 void mlp_reset_params(Mlp *m, uint64_t seed)

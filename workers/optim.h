@@ -35,6 +35,9 @@ void optim_config_defaults(OptimConfig *c, OptimKind kind);
 /* Returns 0 or -1 with err (e.g. nesterov without momentum). */
 int optim_init(Optim *o, const OptimConfig *c, size_t n, char *err, size_t errlen);
 void optim_done(Optim *o);
+/* Whether updates use fused multiply-add, as torch's kernels do on this
+ * CPU (AVX2+FMA). DDPTOP_OPTIM_FMA=0|1 overrides, for tests. */
+bool optim_fused_madd(void);
 /* One update with learning rate lr (the schedule's value for this step). */
 void optim_step(Optim *o, float *params, const float *grads, double lr);
 

@@ -1,12 +1,21 @@
 /* trainer.c — one rank of a data-parallel job, the way DDP trains.
  *
- * Per step: gather this rank's batch from its DistributedSampler shard,
- * forward/backward, divide gradients by the world size and all-reduce them
- * bucket by bucket (command flags riding in the last bucket), apply the
- * optimizer, report. Commands (checkpoint, stop) are acted on only at the
- * step where the all-reduced flags say so, which is the same step on every
- * rank — a rank never stops alone, so nobody is left waiting in a
- * collective. See DESIGN.md "Commands take effect at the same step".
+ * Per optimizer step: gather this rank's micro-batches from its
+ * DistributedSampler shard; forward/backward each (gradients accumulated
+ * locally, DDP's no_sync, except on the last); during the last backward,
+ * every gradient bucket is handed to the communication thread (reducer.c)
+ * the moment its last tensor is final, so its all-reduce overlaps the rest
+ * of backward; command flags ride in the last bucket; wait for the buckets,
+ * apply the optimizer at the schedule's learning rate, report. Commands
+ * (checkpoint, stop, pause/resume) are acted on only at the step where the
+ * all-reduced flags say so, which is the same step on every rank — a rank
+ * never stops or pauses alone, so nobody is left waiting in a collective.
+ * See DESIGN.md "Commands take effect at the same step" and
+ * docs/DECISIONS.md "Command agreement".
+ *
+ * Threads: everything here runs on the main thread, except the collectives
+ * (reducer.c). The uplink is main-thread only, so timings recorded by the
+ * communication thread are reported from here after each step.
  */
 #include "trainer.h"
 
@@ -25,36 +34,76 @@
 #include "dataset.h"
 #include "model.h"
 #include "optim.h"
+#include "reducer.h"
 #include "sampler.h"
+#include "schedule.h"
 
 #define VERSION_STR "0.1.0"
 /* Indices sent in a shard message; the rest are summarised by count. */
 #define SHARD_IDX_MAX (1 << 20)
+/* How often a rank polls commands and agrees with the others while paused. */
+#define PAUSE_ROUND_MS 20
+#define BEAT_MS 1000
+/* All-reduce tags of the collectives that are not gradient buckets (bucket
+ * b uses tag b; BUCKET_MAX is far below these). */
+#define TAG_PAUSE_FLAGS 0x70000001u
+#define TAG_EVAL 0x70000002u
 
-/* Command flags in the floats just before grads[0] (MODEL_GRAD_PAD):
- * each rank adds its own view; the sums decide. */
-enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_COUNT };
+/* Command flags in the floats just before grads[0] (MODEL_GRAD_PAD): each
+ * rank adds its own view; the sums decide. The same layout travels alone in
+ * the flags-only all-reduce of a paused round. */
+enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT };
+
+/* What the reduced flags of a step (or a paused round) ask for. */
+typedef struct {
+    bool ckpt, stop, pause;
+} Agreed;
 
 typedef struct {
     const TrainerArgs *a;
     const WorkerIdentity *id;
     Uplink *up;
-    Dataset ds;
+    Dataset ds, eval_ds;
+    bool eval_loaded, eval_off;
     Mlp m;
     Optim o;
+    Schedule sched;
+    uint64_t seed;              /* the run's seed (a checkpoint's when resuming) */
     Comm *comm;
+    Reducer *red;
     Bucket buckets[BUCKET_MAX];
     int nb;
-    int64_t coll_seq;
+    int tensor_bucket[2 * MODEL_MAX_LINEAR];
+    /* the step in progress: buckets handed to the reducer */
+    int64_t bucket_op[BUCKET_MAX];
+    int n_submitted;
+    float bucket_scale;         /* 1 / (micro-batches * world) */
+    bool add_acc;               /* hook adds the accumulated micro-batch grads */
+    float *acc;                 /* [n_params], --grad-accum > 1 */
+    bool hook_failed;
+    float flags_pause[FL_COUNT];
     float *xb;
     int32_t *yb;
     int64_t *idx;
+    int64_t ns;                 /* samples per rank per epoch */
     int64_t step, epoch, samples, pos_in_epoch;
+    bool resumed;
+    int64_t resume_dataset_size;
+    double last_lr;
     /* command agreement */
     int64_t ckpt_seen, ckpt_acted;   /* ckpt_acted is agreed by all ranks */
     bool stop_seen;
+    int64_t pause_seen, resume_seen; /* paused is wanted while pause_seen > resume_seen */
     int64_t last_ckpt_step;
     char stop_reason[96];
+    Phase phase;
+    double last_beat_ms;
+    /* throughput and the breakdown of a step, after the first */
+    double first_step_end_ms;
+    int64_t first_step_unix_ns, first_step;
+    double sum_data_ms, sum_compute_ms, sum_exposed_ms, sum_comm_ms, sum_opt_ms, sum_step_ms;
+    int64_t tel_ns_at_first;
+    double last_step_end_ms;
     char err[512];
 } Trainer;
 
@@ -67,6 +116,7 @@ static double now_ms(void)
 
 static void send_phase(Trainer *t, Phase p, const char *detail)
 {
+    t->phase = p;
     Msg m;
     msg_init(&m, MSG_PHASE);
     m.u.phase.phase = p;
@@ -101,6 +151,39 @@ static int fail(Trainer *t, int status)
     return status;
 }
 
+/* Heartbeat: the step, the phase, and the collective in flight, if any. A
+ * rank whose in-flight collective stays put names itself as the one that
+ * waits (or is waited for). */
+static void send_beat(Trainer *t)
+{
+    t->last_beat_ms = now_ms();
+    if (!t->a->telemetry) return;
+    Msg m;
+    msg_init(&m, MSG_BEAT);
+    MsgBeat *b = &m.u.beat;
+    b->step = t->step;
+    b->phase = t->phase;
+    b->coll_seq = -1;
+    int64_t id, since;
+    RedKind kind;
+    if (t->red && reducer_in_flight(t->red, &id, &kind, &since)) {
+        b->coll_seq = id;
+        snprintf(b->coll_op, sizeof b->coll_op, "%s", reducer_kind_name(kind));
+        b->coll_since_ns = since;
+    }
+    uplink_send(t->up, &m);
+    /* A beat may be all there is for a while (a long wait): out it goes,
+     * with the steps queued before it. */
+    uplink_flush(t->up);
+}
+
+static void maybe_beat(Trainer *t)
+{
+    if (now_ms() - t->last_beat_ms >= BEAT_MS) send_beat(t);
+}
+
+static void beat_cb(void *ctx) { send_beat(ctx); }
+
 static int load_data(Trainer *t)
 {
     const TrainerArgs *a = t->a;
@@ -117,10 +200,43 @@ static int load_data(Trainer *t)
         return dataset_load_fashion_mnist(&t->ds, a->data_dir, true, a->limit, t->err, sizeof t->err);
     }
     int64_t n = a->limit ? a->limit : a->synthetic_size;
-    return dataset_make_synthetic(&t->ds, n, in, classes, a->seed, t->err, sizeof t->err);
+    return dataset_make_synthetic(&t->ds, n, in, classes, t->seed, t->err, sizeof t->err);
 }
 
-static void send_hello(Trainer *t, const SamplerConfig *sc)
+/* The evaluation set, loaded at the first evaluation so that it costs
+ * nothing before the first step: Fashion-MNIST's t10k files, or for the
+ * synthetic set another draw from the same class prototypes (same seed:
+ * the prototypes are drawn first; labels and noise come out differently
+ * because the set is smaller). */
+static int load_eval(Trainer *t, char *err, size_t errlen)
+{
+    const TrainerArgs *a = t->a;
+    if (!strcmp(t->ds.name, "fashion-mnist"))
+        return dataset_load_fashion_mnist(&t->eval_ds, a->data_dir, false, a->eval_limit, err, errlen);
+    int64_t n = a->eval_limit ? a->eval_limit : (t->ds.n + 7) / 8;
+    if (n == t->ds.n && n > 1) n--;   /* never the training set itself */
+    return dataset_make_synthetic(&t->eval_ds, n, t->ds.dim, t->ds.classes, t->seed, err, errlen);
+}
+
+static int64_t batches_per_epoch(const Trainer *t)
+{
+    return (t->ns + t->a->batch_size - 1) / t->a->batch_size;
+}
+
+static int64_t steps_per_epoch(const Trainer *t)
+{
+    return (batches_per_epoch(t) + t->a->grad_accum - 1) / t->a->grad_accum;
+}
+
+/* Optimizer steps the run will take in all (the cosine schedule's T). */
+static int64_t planned_steps(const Trainer *t)
+{
+    int64_t s = steps_per_epoch(t) * t->a->epochs;
+    if (t->a->steps && t->a->steps < s) s = t->a->steps;
+    return s;
+}
+
+static void send_hello(Trainer *t)
 {
     Msg m;
     msg_init(&m, MSG_HELLO);
@@ -137,16 +253,15 @@ static void send_hello(Trainer *t, const SamplerConfig *sc)
     snprintf(h->model, sizeof h->model, "%s", t->a->model);
     h->params = (int64_t)t->m.n_params;
     h->batch_size = t->a->batch_size;
-    int64_t ns = sampler_num_samples(sc);
-    h->steps_per_epoch = (ns + t->a->batch_size - 1) / t->a->batch_size;
-    h->max_steps = h->steps_per_epoch * t->a->epochs;
-    if (t->a->steps && t->a->steps < h->max_steps) h->max_steps = t->a->steps;
+    h->steps_per_epoch = steps_per_epoch(t);
+    h->max_steps = planned_steps(t);
     h->dataset_size = t->ds.n;
     uplink_send_important(t->up, &m);
 }
 
-static void send_shard(Trainer *t, const SamplerConfig *sc, int64_t n)
+static void send_shard(Trainer *t, const SamplerConfig *sc)
 {
+    if (!t->a->telemetry) return;
     Msg m;
     msg_init(&m, MSG_SHARD);
     MsgShard *s = &m.u.shard;
@@ -155,61 +270,116 @@ static void send_shard(Trainer *t, const SamplerConfig *sc, int64_t n)
     s->shuffle = sc->shuffle;
     s->drop_last = sc->drop_last;
     s->dataset_size = sc->size;
-    s->num_samples = n;
+    s->num_samples = t->ns;
     s->total_size = sampler_total_size(sc);
     s->padding = sampler_padding(sc);
-    s->n_idx = (uint32_t)(n < SHARD_IDX_MAX ? n : SHARD_IDX_MAX);
+    s->n_idx = (uint32_t)(t->ns < SHARD_IDX_MAX ? t->ns : SHARD_IDX_MAX);
     s->idx = t->idx;   /* borrowed: not freed by us through msg_done */
     uplink_send(t->up, &m);
 }
 
-static void send_coll(Trainer *t, const char *op, int bucket, int64_t bytes,
-                      int64_t enq, int64_t start, int64_t done)
+static void send_coll(Trainer *t, const RedOp *op, int64_t step)
 {
+    if (!t->a->telemetry || !op) return;
     Msg m;
     msg_init(&m, MSG_COLL);
     MsgColl *c = &m.u.coll;
-    c->seq = ++t->coll_seq;
-    snprintf(c->op, sizeof c->op, "%s", op);
-    c->bucket = bucket;
-    c->step = t->step;
-    c->bytes = bytes;
-    c->enq_ns = enq;
-    c->start_ns = start;
-    c->done_ns = done;
-    double dt = (double)(done - start);
+    c->seq = op->id;    /* submission order: the same call has the same seq on every rank */
+    snprintf(c->op, sizeof c->op, "%s", reducer_kind_name(op->kind));
+    c->bucket = op->bucket;
+    c->step = step;
+    c->bytes = (int64_t)(op->n * sizeof(float));
+    c->enq_ns = op->enq_ns;
+    c->start_ns = op->start_ns;
+    c->done_ns = op->done_ns;
+    double dt = (double)(op->done_ns - op->start_ns);
     int w = t->id->world;
-    /* nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n for all-reduce. */
-    c->algbw_gbs = dt > 0 ? bytes / dt : 0;
-    c->busbw_gbs = !strcmp(op, "allreduce") ? c->algbw_gbs * 2.0 * (w - 1) / w : c->algbw_gbs;
+    /* nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n for
+     * all-reduce, = algbw for broadcast; a barrier moves no payload. */
+    c->algbw_gbs = dt > 0 && op->kind != RED_BARRIER ? c->bytes / dt : 0;
+    c->busbw_gbs = op->kind == RED_ALLREDUCE ? c->algbw_gbs * 2.0 * (w - 1) / w : c->algbw_gbs;
     uplink_send(t->up, &m);
+}
+
+/* A one-off collective through the reducer, reported as a coll message. */
+static int collective(Trainer *t, RedOp *op)
+{
+    int rc = reducer_run(t->red, op, beat_cb, t, BEAT_MS, t->err, sizeof t->err);
+    if (rc == 0) send_coll(t, op, t->step);
+    return rc;
 }
 
 /* Drain commands from ddptop into this rank's local view. */
 static void poll_commands(Trainer *t)
 {
     MsgCmd c;
-    int rc;
-    while ((rc = uplink_next_cmd(t->up, &c)) == 1) {
+    while (uplink_next_cmd(t->up, &c) == 1) {
         if (!strcmp(c.op, "ckpt")) {
             if (c.id > t->ckpt_seen) t->ckpt_seen = c.id;
         } else if (!strcmp(c.op, "stop")) {
             t->stop_seen = true;
+        } else if (!strcmp(c.op, "pause")) {
+            if (c.id > t->pause_seen) t->pause_seen = c.id;
+        } else if (!strcmp(c.op, "resume")) {
+            if (c.id > t->resume_seen) t->resume_seen = c.id;
         }
     }
 }
 
-static int write_ckpt(Trainer *t, const char *why)
+/* This rank's view of the commands, as flags to be summed over ranks. */
+static void put_flags(const Trainer *t, float *fl)
+{
+    bool pending = t->ckpt_seen > t->ckpt_acted;
+    fl[FL_CKPT_ID] = pending ? (float)t->ckpt_seen : 0.0f;
+    fl[FL_CKPT_PENDING] = pending ? 1.0f : 0.0f;
+    fl[FL_STOP] = t->stop_seen ? 1.0f : 0.0f;
+    fl[FL_PAUSE] = t->pause_seen > t->resume_seen ? 1.0f : 0.0f;
+}
+
+/* The reduced flags are identical on every rank: decide together. */
+static Agreed agree(Trainer *t, const float *fl)
+{
+    Agreed g = {false, false, false};
+    if (fl[FL_CKPT_PENDING] > 0.5f) {
+        /* Ranks that saw the request proposed its id; agree on the ceiling of
+         * their mean so every rank stores the same acted id (exact in float). */
+        double id = ceil((double)fl[FL_CKPT_ID] / (double)fl[FL_CKPT_PENDING] - 1e-6);
+        if (id > t->ckpt_acted) t->ckpt_acted = (int64_t)id;
+        g.ckpt = true;
+    }
+    g.stop = fl[FL_STOP] > 0.5f;
+    g.pause = fl[FL_PAUSE] > 0.5f;
+    return g;
+}
+
+/* Rank 0 writes a checkpoint of this step, then reports phase `after`
+ * (with `after_detail`, may be NULL). */
+static int write_ckpt(Trainer *t, const char *why, Phase after, const char *after_detail)
 {
     if (t->id->rank != 0 || t->last_ckpt_step == t->step) return 0;
     send_phase(t, PHASE_CHECKPOINT, why);
-    CkptMeta meta = {.step = t->step, .epoch = t->epoch, .seed = t->a->seed,
-                     .world = t->id->world, .sampler_pos = t->pos_in_epoch,
-                     .model_spec = t->a->model};
+    const TrainerArgs *a = t->a;
+    CkptMeta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.step = t->step;
+    meta.epoch = t->epoch;
+    meta.sampler_pos = t->pos_in_epoch;
+    meta.samples = t->samples;
+    meta.seed = t->seed;
+    meta.world = t->id->world;
+    snprintf(meta.model_spec, sizeof meta.model_spec, "%s", a->model);
+    snprintf(meta.dataset, sizeof meta.dataset, "%s", t->ds.name);
+    meta.dataset_size = t->ds.n;
+    meta.batch_size = a->batch_size;
+    meta.grad_accum = a->grad_accum;
+    meta.shuffle = a->shuffle;
+    meta.drop_last = a->drop_last;
+    meta.sched = t->sched;
+    meta.last_lr = t->last_lr;
     char path[512], err[512];
     int64_t bytes = 0;
     double t0 = now_ms();
-    int rc = ckpt_write(t->a->ckpt_dir, &meta, &t->m, &t->o, path, sizeof path, &bytes,
+    int rc = ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes,
                         err, sizeof err);
     Msg m;
     msg_init(&m, MSG_CKPT);
@@ -230,119 +400,385 @@ static int write_ckpt(Trainer *t, const char *why)
     uplink_send_important(t->up, &m);
     /* A failed checkpoint is reported, not fatal: training goes on and the
      * earlier checkpoints are untouched. */
-    send_phase(t, PHASE_TRAIN, NULL);
+    send_phase(t, after, after_detail);
     return 0;
 }
 
-/* One optimizer step on the batch in t->xb/t->yb. Returns 0 or -1 (t->err). */
-static int train_step(Trainer *t, int bs, bool *do_ckpt, bool *do_stop)
+/* Backward hook: tensor `tensor` has its final gradient for this
+ * micro-batch. Adds the accumulated micro-batches, and hands the bucket to
+ * the communication thread when this was its last tensor. */
+static void on_grad_ready(void *ctx, int tensor)
 {
+    Trainer *t = ctx;
+    const ModelTensor *mt = &t->m.tensors[tensor];
+    if (t->add_acc) {
+        float *g = t->m.grads + mt->offset;
+        const float *acc = t->acc + mt->offset;
+        for (size_t i = 0; i < mt->numel; i++) g[i] = acc[i] + g[i];
+    }
+    int b = t->tensor_bucket[tensor];
+    const Bucket *bk = &t->buckets[b];
+    if (tensor != bk->last_tensor || t->hook_failed) return;
+    RedOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = RED_ALLREDUCE;
+    op.buf = t->m.grads + bk->offset;
+    op.n = bk->numel;
+    op.tag = (uint32_t)b;
+    op.scale = t->bucket_scale;
+    op.bucket = b;
+    if (bk->offset == 0) {
+        /* The last bucket carries the command flags, never scaled. */
+        op.buf -= FL_COUNT;
+        op.n += FL_COUNT;
+        op.scale_from = FL_COUNT;
+    }
+    /* The last bucket is waited for at once: leave the communication
+     * thread asleep and let the main thread run it if it is idle. */
+    int64_t id = reducer_submit(t->red, &op, tensor != 0, t->err, sizeof t->err);
+    if (id < 0) {
+        t->hook_failed = true;
+        return;
+    }
+    t->bucket_op[t->n_submitted++] = id;
+}
+
+/* One optimizer step from sample `off` of the rank's shard: up to
+ * --grad-accum micro-batches. *used gets the samples consumed, *g what the
+ * ranks agreed. Returns 0 or -1 (t->err). */
+static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
+{
+    const TrainerArgs *a = t->a;
+    const int64_t bs = a->batch_size;
+    int64_t left_batches = (t->ns - off + bs - 1) / bs;
+    int micro = (int)(left_batches < a->grad_accum ? left_batches : a->grad_accum);
     MsgStep s;
     memset(&s, 0, sizeof s);
-    double t0 = now_ms();
-    double loss = mlp_forward_backward(&t->m, t->xb, t->yb, bs, NULL, NULL, &s.fwd_ms, &s.bwd_ms);
+    double t0 = now_ms(), data_ms = 0;
 
     /* Flags ride just before grads[0], i.e. at the front of the last bucket. */
     float *fl = t->m.grads - FL_COUNT;
-    bool pending = t->ckpt_seen > t->ckpt_acted;
-    fl[FL_CKPT_ID] = pending ? (float)t->ckpt_seen : 0.0f;
-    fl[FL_CKPT_PENDING] = pending ? 1.0f : 0.0f;
-    fl[FL_STOP] = t->stop_seen ? 1.0f : 0.0f;
-
-    const float inv_w = 1.0f / (float)t->id->world;
-    double comm_ms = 0;
-    for (int b = 0; b < t->nb; b++) {
-        Bucket *bk = &t->buckets[b];
-        float *g = t->m.grads + bk->offset;
-        /* DDP divides each gradient by the world size as it enters the bucket. */
-        for (size_t i = 0; i < bk->numel; i++) g[i] *= inv_w;
-        float *base = g;
-        size_t n = bk->numel;
-        if (bk->offset == 0) { base -= FL_COUNT; n += FL_COUNT; }
-        int64_t enq = proto_now_ns();
-        int64_t start = enq;
-        if (comm_allreduce_sum_f32(t->comm, base, n, (uint32_t)b, t->err, sizeof t->err)) return -1;
-        int64_t done = proto_now_ns();
-        comm_ms += (done - start) / 1e6;
-        send_coll(t, "allreduce", b, (int64_t)(n * sizeof(float)), enq, start, done);
+    put_flags(t, fl);
+    t->bucket_scale = (float)(1.0 / ((double)micro * (double)t->id->world));
+    t->n_submitted = 0;
+    t->hook_failed = false;
+    double loss_sum = 0;
+    int64_t u = 0;
+    const int dim = t->ds.dim;
+    for (int k = 0; k < micro; k++) {
+        double d0 = now_ms();
+        int bk = (int)(t->ns - (off + u) < bs ? t->ns - (off + u) : bs);
+        for (int i = 0; i < bk; i++) {
+            int64_t j = t->idx[off + u + i];
+            memcpy(t->xb + (size_t)i * dim, t->ds.x + (size_t)j * dim, (size_t)dim * sizeof(float));
+            t->yb[i] = t->ds.y[j];
+        }
+        data_ms += now_ms() - d0;
+        bool last = k == micro - 1;
+        t->add_acc = last && micro > 1;
+        double f = 0, b = 0;
+        double loss = mlp_forward_backward(&t->m, t->xb, t->yb, bk, last ? on_grad_ready : NULL, t, &f, &b);
+        s.fwd_ms += f;
+        s.bwd_ms += b;
+        loss_sum += loss;
+        u += bk;
+        if (!last) {
+            /* DDP's no_sync: keep the micro-batch's gradients locally. */
+            const float *gr = t->m.grads;
+            if (k == 0) memcpy(t->acc, gr, t->m.n_params * sizeof(float));
+            else for (size_t i = 0; i < t->m.n_params; i++) t->acc[i] = t->acc[i] + gr[i];
+        }
     }
+    double w0 = now_ms();
+    if (t->n_submitted > 0 &&
+        reducer_wait(t->red, t->bucket_op[t->n_submitted - 1], beat_cb, t, BEAT_MS, t->err, sizeof t->err))
+        return -1;
+    if (t->hook_failed) return -1;
+    if (t->n_submitted != t->nb) {
+        snprintf(t->err, sizeof t->err, "the model rejected a batch at step %" PRId64 " (bad label or size)",
+                 t->step + 1);
+        return -1;
+    }
+    s.exposed_ms = now_ms() - w0;
+    double comm_ms = 0;
+    for (int i = 0; i < t->n_submitted; i++) {
+        const RedOp *op = reducer_op(t->red, t->bucket_op[i]);
+        if (op) comm_ms += (op->done_ns - op->start_ns) / 1e6;
+    }
+    *g = agree(t, fl);
 
+    double lr = schedule_lr(&t->sched, t->step);
     double t1 = now_ms();
-    optim_step(&t->o, t->m.params, t->m.grads, t->a->optim.lr);
+    optim_step(&t->o, t->m.params, t->m.grads, lr);
     s.opt_ms = now_ms() - t1;
+    t->last_lr = lr;
 
     t->step++;
-    t->samples += bs;
+    t->samples += u;
+    *used = u;
     s.epoch = t->epoch;
     s.step = t->step;
-    s.loss = loss;
-    s.lr = t->a->optim.lr;
+    s.loss = loss_sum / micro;
+    s.lr = lr;
     s.samples = t->samples;
     s.comm_ms = comm_ms;
-    s.exposed_ms = comm_ms;   /* synchronous buckets: all of it is waited for */
-    s.step_ms = now_ms() - t0;
+    s.exposed_ms = s.exposed_ms < comm_ms ? s.exposed_ms : comm_ms;
+    double end = now_ms();
+    s.step_ms = end - t0;
     s.drops = uplink_drops(t->up);
-    Msg m;
-    msg_init(&m, MSG_STEP);
-    m.u.step = s;
-    uplink_send(t->up, &m);
-
-    /* The reduced flags are identical on every rank: decide together. */
-    if (fl[FL_CKPT_PENDING] > 0.5f) {
-        /* Ranks that saw the request proposed its id; agree on the ceiling of
-         * their mean so every rank stores the same acted id (exact in float). */
-        double id = ceil((double)fl[FL_CKPT_ID] / (double)fl[FL_CKPT_PENDING] - 1e-6);
-        if (id > t->ckpt_acted) t->ckpt_acted = (int64_t)id;
-        *do_ckpt = true;
+    if (t->first_step == 0) {
+        t->first_step = t->step;
+        t->first_step_end_ms = end;
+        t->first_step_unix_ns = proto_now_ns();
+        t->tel_ns_at_first = uplink_cost_ns(t->up);
+    } else {
+        t->sum_data_ms += data_ms;
+        t->sum_compute_ms += s.fwd_ms + s.bwd_ms;
+        t->sum_exposed_ms += s.exposed_ms;
+        t->sum_comm_ms += comm_ms;
+        t->sum_opt_ms += s.opt_ms;
+        t->sum_step_ms += s.step_ms;
     }
-    if (fl[FL_STOP] > 0.5f) *do_stop = true;
+    t->last_step_end_ms = end;
+    if (a->telemetry) {
+        Msg m;
+        msg_init(&m, MSG_STEP);
+        m.u.step = s;
+        uplink_send(t->up, &m);
+        for (int i = 0; i < t->n_submitted; i++) send_coll(t, reducer_op(t->red, t->bucket_op[i]), t->step);
+    }
     return 0;
+}
+
+/* Accuracy and loss on the evaluation set, split over the ranks without
+ * padding (rank r takes samples r, r+W, ...), counts all-reduced: every
+ * rank ends with the job's numbers; rank 0 reports them. A rank that cannot
+ * load the set says so in the all-reduce, and every rank turns evaluation
+ * off together. */
+static int run_eval(Trainer *t)
+{
+    char err[512] = "";
+    float red[4] = {0, 0, 0, 0};   /* correct, total, loss sum, ranks that failed */
+    if (!t->eval_loaded) {
+        if (load_eval(t, err, sizeof err)) red[3] = 1;
+        else t->eval_loaded = true;
+    }
+    if (t->eval_loaded) {
+        const int W = t->id->world, dim = t->eval_ds.dim;
+        int64_t correct = 0, total = 0;
+        double loss = 0;
+        int64_t i = t->id->rank;
+        while (i < t->eval_ds.n) {
+            int b = 0;
+            for (; b < t->m.max_batch && i < t->eval_ds.n; b++, i += W) {
+                memcpy(t->xb + (size_t)b * dim, t->eval_ds.x + (size_t)i * dim, (size_t)dim * sizeof(float));
+                t->yb[b] = t->eval_ds.y[i];
+            }
+            int64_t c = mlp_evaluate(&t->m, t->xb, t->yb, b, &loss);
+            if (c < 0) { red[3] = 1; break; }
+            correct += c;
+            total += b;
+        }
+        red[0] = (float)correct;
+        red[1] = (float)total;
+        red[2] = (float)loss;
+    }
+    RedOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = RED_ALLREDUCE;
+    op.buf = red;
+    op.n = 4;
+    op.tag = TAG_EVAL;
+    op.scale = 1.0f;
+    op.bucket = -1;
+    if (collective(t, &op)) return -1;
+    if (red[3] > 0.5f) {
+        t->eval_off = true;
+        if (err[0]) fprintf(stderr, "ddptop-worker rank %d: evaluation off: %s\n", t->id->rank, err);
+        if (t->id->rank == 0)
+            send_log(t, "warn", "evaluation turned off: %s", err[0] ? err : "another rank could not load the test set");
+        return 0;
+    }
+    if (t->id->rank == 0 && red[1] > 0) {
+        Msg m;
+        msg_init(&m, MSG_EVAL);
+        MsgEval *e = &m.u.eval;
+        e->epoch = t->epoch;
+        e->step = t->step;
+        e->correct = (int64_t)red[0];
+        e->total = (int64_t)red[1];
+        e->accuracy = (double)red[0] / (double)red[1];
+        e->loss = (double)red[2] / (double)red[1];
+        /* ddptop's job model turns it into the event line users read. */
+        uplink_send_important(t->up, &m);
+    }
+    return 0;
+}
+
+/* Paused after an agreed step: every PAUSE_ROUND_MS, poll commands and
+ * all-reduce the flags alone, so every rank leaves the pause at the same
+ * round — on resume, on stop (*stop set) — and a checkpoint asked for
+ * meanwhile is written at that round. No collective waits longer than a
+ * round, so a long pause never meets the collective timeout. */
+static int pause_loop(Trainer *t, bool *stop)
+{
+    char detail[64];
+    snprintf(detail, sizeof detail, "paused after step %" PRId64, t->step);
+    send_phase(t, PHASE_PAUSED, detail);
+    for (;;) {
+        struct timespec ts = {0, PAUSE_ROUND_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        poll_commands(t);
+        put_flags(t, t->flags_pause);
+        RedOp op;
+        memset(&op, 0, sizeof op);
+        op.kind = RED_ALLREDUCE;
+        op.buf = t->flags_pause;
+        op.n = FL_COUNT;
+        op.tag = TAG_PAUSE_FLAGS;
+        op.scale = 1.0f;
+        op.bucket = -1;
+        if (reducer_run(t->red, &op, beat_cb, t, BEAT_MS, t->err, sizeof t->err)) return -1;
+        Agreed g = agree(t, t->flags_pause);
+        /* back to paused after it: what comes next (train, stopping) says so itself */
+        if (g.ckpt) write_ckpt(t, "requested while paused", PHASE_PAUSED, detail);
+        if (g.stop) {
+            *stop = true;
+            return 0;
+        }
+        if (!g.pause) {
+            send_phase(t, PHASE_TRAIN, "resumed");
+            return 0;
+        }
+        maybe_beat(t);
+    }
+}
+
+/* The bucket layout, in the order the all-reduces start, e.g.
+ * "gradient buckets (first 1 MB, then 25 MB): [4.bias 4.weight ...] 1077288 B". */
+static void log_buckets(Trainer *t)
+{
+    char s[PROTO_STR_LONG];
+    size_t at = (size_t)snprintf(s, sizeof s, "gradient buckets (first %g MB, then %g MB):",
+                                 BUCKET_FIRST_CAP_BYTES / 1048576.0, t->a->bucket_cap_mb);
+    for (int b = 0; b < t->nb && at < sizeof s; b++) {
+        const Bucket *bk = &t->buckets[b];
+        for (int k = bk->first_tensor; k >= bk->last_tensor && at < sizeof s; k--)
+            at += (size_t)snprintf(s + at, sizeof s - at, "%s%s", k == bk->first_tensor ? " [" : " ",
+                                   t->m.tensors[k].name);
+        if (at < sizeof s) at += (size_t)snprintf(s + at, sizeof s - at, "] %zu B", bk->numel * sizeof(float));
+    }
+    send_log(t, "info", "%s", s);
+}
+
+static void log_throughput(Trainer *t)
+{
+    int64_t n = t->step - t->first_step;
+    if (t->first_step == 0) return;
+    double secs = (t->last_step_end_ms - t->first_step_end_ms) / 1e3;
+    double per = n > 0 ? 1.0 / (double)n : 0;
+    send_log(t, "info",
+             "throughput: %" PRId64 " steps in %.3f s after the first (%.1f steps/s); first step done at unix %.6f; "
+             "per step: data %.3f ms, compute %.3f ms, comm %.3f ms (exposed %.3f), optimizer %.3f ms, step %.3f ms, "
+             "telemetry %.4f ms",
+             n, secs, secs > 0 ? n / secs : 0.0, t->first_step_unix_ns / 1e9, t->sum_data_ms * per,
+             t->sum_compute_ms * per, t->sum_comm_ms * per, t->sum_exposed_ms * per, t->sum_opt_ms * per,
+             t->sum_step_ms * per, (uplink_cost_ns(t->up) - t->tel_ns_at_first) / 1e6 * per);
 }
 
 static int train(Trainer *t)
 {
     const TrainerArgs *a = t->a;
     SamplerConfig sc = {.size = t->ds.n, .world = t->id->world, .rank = t->id->rank,
-                        .seed = a->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
-    int64_t ns = sampler_num_samples(&sc);
-    t->idx = malloc((size_t)(ns > 0 ? ns : 1) * sizeof *t->idx);
-    if (!t->idx) { snprintf(t->err, sizeof t->err, "out of memory for sampler indices"); return -1; }
-    if (ns == 0) {
-        snprintf(t->err, sizeof t->err, "rank %d has no samples: dataset of %" PRId64 " over world size %d%s",
-                 t->id->rank, t->ds.n, t->id->world, a->drop_last ? " with --drop-last" : "");
-        return -1;
+                        .seed = t->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
+    int64_t e0 = 0, pos0 = 0;
+    if (t->resumed) {
+        e0 = t->epoch;
+        pos0 = t->pos_in_epoch;
+        if (pos0 >= t->ns) { e0++; pos0 = 0; }   /* saved at the end of an epoch */
     }
     bool stop = false;
-    for (int64_t e = 0; e < a->epochs && !stop; e++) {
+    if (a->steps && t->step >= a->steps) {
+        snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64 " (nothing left after the checkpoint)", a->steps);
+        return 0;
+    }
+    for (int64_t e = e0; e < a->epochs && !stop; e++) {
         t->epoch = e;
         /* set_epoch: a new permutation every epoch. */
         if (sampler_indices(&sc, t->epoch, t->idx, t->err, sizeof t->err)) return -1;
-        send_shard(t, &sc, ns);
-        t->pos_in_epoch = 0;
-        for (int64_t off = 0; off < ns && !stop; off += a->batch_size) {
-            int bs = (int)(ns - off < a->batch_size ? ns - off : a->batch_size);
-            int dim = t->ds.dim;
-            for (int i = 0; i < bs; i++) {
-                int64_t k = t->idx[off + i];
-                memcpy(t->xb + (size_t)i * dim, t->ds.x + (size_t)k * dim, (size_t)dim * sizeof(float));
-                t->yb[i] = t->ds.y[k];
-            }
+        send_shard(t, &sc);
+        int64_t off = e == e0 ? pos0 : 0;
+        t->pos_in_epoch = off;
+        while (off < t->ns && !stop) {
             poll_commands(t);
-            bool do_ckpt = false, do_stop = false;
-            if (train_step(t, bs, &do_ckpt, &do_stop)) return -1;
-            t->pos_in_epoch = off + bs;
-            if (do_ckpt) write_ckpt(t, "requested");
-            else if (a->ckpt_every && t->step % a->ckpt_every == 0) write_ckpt(t, "periodic");
-            if (do_stop) {
+            int64_t used = 0;
+            Agreed g;
+            if (train_step(t, off, &used, &g)) return -1;
+            off += used;
+            t->pos_in_epoch = off;
+            /* End of an epoch: evaluate before any checkpoint, so that a run
+             * resumed from a checkpoint taken here does not evaluate again. */
+            if (off >= t->ns && a->eval_every && !t->eval_off && (e + 1) % a->eval_every == 0 &&
+                run_eval(t))
+                return -1;
+            if (g.ckpt) write_ckpt(t, "requested", PHASE_TRAIN, NULL);
+            else if (a->ckpt_every && t->step % a->ckpt_every == 0) write_ckpt(t, "periodic", PHASE_TRAIN, NULL);
+            if (g.stop) {
                 snprintf(t->stop_reason, sizeof t->stop_reason, "stop requested by ddptop");
                 stop = true;
             } else if (a->steps && t->step >= a->steps) {
                 snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64, a->steps);
                 stop = true;
+            } else if (g.pause) {
+                if (pause_loop(t, &stop)) return -1;
+                if (stop) snprintf(t->stop_reason, sizeof t->stop_reason, "stop requested by ddptop (while paused)");
             }
+            maybe_beat(t);
         }
     }
     if (!stop) snprintf(t->stop_reason, sizeof t->stop_reason, "finished %" PRId64 " epochs", a->epochs);
+    return 0;
+}
+
+/* --resume: weights, optimizer state and position from a checkpoint. The
+ * position (and the seed that orders the data) is the checkpoint's; the
+ * hyper-parameters are this run's, and differences are said once. */
+static int resume_from(Trainer *t, int *status)
+{
+    const TrainerArgs *a = t->a;
+    char dir[4096], note[512];
+    CkptMeta meta;
+    *status = 2;
+    if (ckpt_resolve(a->resume, dir, sizeof dir, t->err, sizeof t->err)) return -1;
+    if (ckpt_load(dir, &t->m, &t->o, &meta, t->id->world, note, sizeof note, t->err, sizeof t->err))
+        return -1;
+    t->resumed = true;
+    t->step = meta.step;
+    t->epoch = meta.epoch;
+    t->pos_in_epoch = meta.sampler_pos;
+    t->samples = meta.samples;
+    t->last_lr = meta.last_lr;
+    t->last_ckpt_step = meta.step;
+    t->resume_dataset_size = meta.dataset_size;
+    if (meta.seed != a->seed) {
+        t->seed = meta.seed;
+        if (t->id->rank == 0)
+            send_log(t, "warn", "resume: using the checkpoint's seed %" PRIu64 " for the data (--seed %" PRIu64 " ignored)",
+                     meta.seed, a->seed);
+    }
+    if (t->id->rank == 0) {
+        if (note[0]) send_log(t, "warn", "resume: %s", note);
+        if (meta.batch_size != a->batch_size || meta.grad_accum != a->grad_accum)
+            send_log(t, "warn", "resume: saved with --batch-size %" PRId64 " --grad-accum %" PRId64
+                     ", this run uses %" PRId64 " and %" PRId64 ": it goes on from the same sample, not bit for bit",
+                     meta.batch_size, meta.grad_accum, a->batch_size, a->grad_accum);
+        if (meta.sched.base_lr != a->optim.lr || meta.sched.kind != a->lr_schedule ||
+            meta.sched.warmup_steps != a->warmup_steps)
+            send_log(t, "warn", "resume: the learning-rate settings differ from the checkpoint's (this run's apply)");
+        send_log(t, "info", "resuming from %s at step %" PRId64 " (epoch %" PRId64 ", sample %" PRId64 " of the epoch)",
+                 dir, meta.step, meta.epoch, meta.sampler_pos);
+    }
+    *status = 0;
     return 0;
 }
 
@@ -354,30 +790,57 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->a = a;
     t->id = id;
     t->up = up;
+    t->seed = a->seed;
     t->last_ckpt_step = -1;
+    t->last_beat_ms = now_ms();
     int status = 0;
 
     send_phase(t, PHASE_INIT, NULL);
-    if (load_data(t)) { status = fail(t, 2); goto out; }
     if (mlp_init(&t->m, a->dims, a->n_linear, (int)a->batch_size, t->err, sizeof t->err)) {
         status = fail(t, 2);
         goto out;
     }
-    mlp_reset_params(&t->m, a->seed);
-    if (a->init_from[0] && ckpt_load_model(a->init_from, &t->m, t->err, sizeof t->err)) {
+    if (optim_init(&t->o, &a->optim, t->m.n_params, t->err, sizeof t->err)) { status = fail(t, 2); goto out; }
+    if (a->resume[0]) {
+        int st;
+        if (resume_from(t, &st)) { status = fail(t, st); goto out; }
+    } else {
+        mlp_reset_params(&t->m, a->seed);
+        if (a->init_from[0] && ckpt_load_model(a->init_from, &t->m, t->err, sizeof t->err)) {
+            status = fail(t, 2);
+            goto out;
+        }
+    }
+    if (load_data(t)) { status = fail(t, 2); goto out; }
+    SamplerConfig sc = {.size = t->ds.n, .world = id->world, .rank = id->rank,
+                        .seed = t->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
+    if (sampler_check(&sc, t->err, sizeof t->err)) { status = fail(t, 2); goto out; }
+    t->ns = sampler_num_samples(&sc);
+    if (t->ns == 0) {
+        snprintf(t->err, sizeof t->err, "rank %d has no samples: dataset of %" PRId64 " over world size %d%s",
+                 id->rank, t->ds.n, id->world, a->drop_last ? " with --drop-last" : "");
         status = fail(t, 2);
         goto out;
     }
-    if (optim_init(&t->o, &a->optim, t->m.n_params, t->err, sizeof t->err)) { status = fail(t, 2); goto out; }
     t->xb = malloc((size_t)a->batch_size * t->ds.dim * sizeof(float));
     t->yb = malloc((size_t)a->batch_size * sizeof(int32_t));
-    if (!t->xb || !t->yb) { snprintf(t->err, sizeof t->err, "out of memory for a batch"); status = fail(t, 1); goto out; }
+    t->idx = malloc((size_t)t->ns * sizeof *t->idx);
+    if (a->grad_accum > 1) t->acc = malloc(t->m.n_params * sizeof(float));
+    if (!t->xb || !t->yb || !t->idx || (a->grad_accum > 1 && !t->acc)) {
+        snprintf(t->err, sizeof t->err, "out of memory for a batch");
+        status = fail(t, 1);
+        goto out;
+    }
+    t->sched = (Schedule){.kind = a->lr_schedule, .base_lr = a->optim.lr,
+                          .warmup_steps = a->warmup_steps, .total_steps = planned_steps(t)};
+    if (t->resumed && t->id->rank == 0 && t->ds.n != t->resume_dataset_size)
+        send_log(t, "warn", "resume: the checkpoint was taken on %" PRId64 " samples, this dataset has %" PRId64
+                 ": the data order differs from the interrupted run's", t->resume_dataset_size, t->ds.n);
     t->nb = bucket_assign(&t->m, a->bucket_cap_mb, BUCKET_FIRST_CAP_BYTES, t->buckets);
-
-    SamplerConfig sc = {.size = t->ds.n, .world = id->world, .rank = id->rank,
-                        .seed = a->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
-    if (sampler_check(&sc, t->err, sizeof t->err)) { status = fail(t, 2); goto out; }
-    send_hello(t, &sc);
+    for (int b = 0; b < t->nb; b++)
+        for (int k = t->buckets[b].last_tensor; k <= t->buckets[b].first_tensor; k++) t->tensor_bucket[k] = b;
+    send_hello(t);
+    if (id->rank == 0) log_buckets(t);
 
     send_phase(t, PHASE_RENDEZVOUS, NULL);
     CommStore store = {.ctx = up, .set = uplink_store_set, .get = uplink_store_get};
@@ -387,26 +850,36 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                      .host = id->master_addr[0] ? id->master_addr : "127.0.0.1",
                      .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store};
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
+    if (reducer_new(&t->red, t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
 
     /* DDP: rank 0's parameters everywhere before the first step. */
     send_phase(t, PHASE_BROADCAST, NULL);
-    int64_t b0 = proto_now_ns();
-    if (comm_broadcast_f32(t->comm, t->m.params, t->m.n_params, 0, t->err, sizeof t->err)) {
-        status = fail(t, 1);
-        goto out;
-    }
-    send_coll(t, "broadcast", -1, (int64_t)(t->m.n_params * sizeof(float)), b0, b0, proto_now_ns());
+    RedOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = RED_BROADCAST;
+    op.buf = t->m.params;
+    op.n = t->m.n_params;
+    op.root = 0;
+    op.scale = 1.0f;
+    op.bucket = -1;
+    if (collective(t, &op)) { status = fail(t, 1); goto out; }
 
     send_phase(t, PHASE_TRAIN, NULL);
     if (train(t)) { status = fail(t, 1); goto out; }
 
+    log_throughput(t);
     send_log(t, "info", "stopping after step %" PRId64 ": %s", t->step, t->stop_reason);
-    if (a->final_ckpt && t->step > 0) write_ckpt(t, "final");
+    if (a->final_ckpt && t->step > 0) write_ckpt(t, "final", PHASE_TRAIN, NULL);
     send_phase(t, PHASE_STOPPING, t->stop_reason);
     /* Nobody destroys the communicator while a peer may still use it. */
-    if (comm_barrier(t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
+    memset(&op, 0, sizeof op);
+    op.kind = RED_BARRIER;
+    op.scale = 1.0f;
+    op.bucket = -1;
+    if (collective(t, &op)) { status = fail(t, 1); goto out; }
     send_phase(t, PHASE_DESTROYING, NULL);
-    comm_free(&t->comm);
+    reducer_free(&t->red);
+    if (comm_destroy(&t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
     send_phase(t, PHASE_DESTROYED, NULL);
     Msg m;
     msg_init(&m, MSG_BYE);
@@ -414,12 +887,15 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     m.u.bye.step = t->step;
     uplink_send_important(up, &m);
 out:
+    reducer_free(&t->red);
     comm_free(&t->comm);
     free(t->idx);
     free(t->xb);
     free(t->yb);
+    free(t->acc);
     optim_done(&t->o);
     mlp_done(&t->m);
     dataset_done(&t->ds);
+    dataset_done(&t->eval_ds);
     return status;
 }

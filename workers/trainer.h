@@ -1,8 +1,10 @@
 /* trainer.h — the worker's training loop, DDP style.
  *
  * Owns: one run from init to destroyed: data, sampler, model, optimizer,
- * buckets, the collective backend, command agreement, checkpoints, and the
- * telemetry that describes all of it. Main thread.
+ * learning-rate schedule, gradient buckets and accumulation, the collective
+ * backend, command agreement (checkpoint, stop, pause/resume), evaluation,
+ * checkpoints and resume, and the telemetry that describes all of it.
+ * Main thread; the collectives run on the communication thread (reducer.h).
  */
 #ifndef DDPTOP_TRAINER_H
 #define DDPTOP_TRAINER_H

@@ -22,14 +22,23 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
 /* Flush what is queued (at most linger_ms) and close. Safe on NULL. */
 void uplink_close(Uplink **u, int linger_ms);
 
-/* Telemetry: stamps "r" and "t", never blocks; a full queue drops the
- * message and counts it. Returns 0 sent, 1 dropped. */
+/* Telemetry: stamps "r" and "t" (the time of the event, not of the send),
+ * never blocks. Sent in bursts at most TEL_FLUSH_MS (50 ms) apart; a full
+ * queue drops the message and counts it. Returns 0 queued or sent, 1
+ * dropped. */
 int uplink_send(Uplink *u, Msg *m);
+/* Send the waiting burst now (before a long wait, so the frontend is not
+ * left behind). */
+void uplink_flush(Uplink *u);
 /* For the few messages a user must see (hello, phase, ckpt, bye): waits up to
  * 2 s for queue room, then drops and counts. hello goes over ctl so ddptop
  * learns this rank's routing id. */
 int uplink_send_important(Uplink *u, Msg *m);
 uint64_t uplink_drops(const Uplink *u);
+/* Time this thread has spent in uplink_send and uplink_flush (encoding,
+ * queueing, handing frames to ZeroMQ): the worker's side of what
+ * telemetry costs. */
+int64_t uplink_cost_ns(const Uplink *u);
 
 /* Store operations (CommStore callbacks; ctx is the Uplink). */
 int uplink_store_set(void *ctx, const char *key, const void *val, size_t len,

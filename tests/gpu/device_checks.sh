@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# tests/gpu/device_checks.sh — every check that needs a GPU, as one run on
+# the GPU machine, ending with a short table.
+#
+#   . .devlibs/env.sh && bash tests/gpu/device_checks.sh [BUILD]
+#
+# From the repository root, BUILD (default build) holding ddptop,
+# ddptop-worker, tests/test_gpu and tests/gpu/bench_gpu built on the CPU
+# machine (`make gpu-bins`), .devlibs from shared/tools/device-bundle.sh.
+# If a binary built there does not start here, the .cu parts are rebuilt
+# here with this machine's nvcc and relinked from BUILD's objects (carry
+# BUILD/libworkers.a, BUILD/libtransport.a, BUILD/workers/main.o and
+# BUILD/tests/gpu/*.o for that).
+#
+# Steps: the machine; the binaries start; make test-gpu (CUDA against the
+# CPU, NCCL world size 1, the refusals); make bench-gpu (against PyTorch
+# eager); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
+# and 4 ranks on the one GPU, nothing left running) once ddptop accepts
+# --device cuda. Logs go to $OUT/device_checks.log when OUT is set.
+# Exit 0 when nothing failed (skipped steps are not failures).
+set -u
+B=${1:-build}
+LOG=${OUT:-/tmp}/device_checks.log
+: >"$LOG"
+exec > >(tee -a "$LOG") 2>&1
+export LANG=C.UTF-8 OPENBLAS_NUM_THREADS=1
+RESULTS=()
+FAILED=0
+row() { RESULTS+=("$1|$2"); case $2 in FAIL*) FAILED=1;; esac; }
+say() { printf '\n== %s\n' "$*"; }
+t_start=$(date +%s)
+
+say "machine"
+gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)
+echo "nvidia-smi: $gpu"
+echo "nvcc: $(nvcc --version 2>/dev/null | tail -1 || echo none)"
+echo "python3: $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1)"
+row "GPU" "${gpu:-none}"
+
+# ---- the binaries start, or are rebuilt here ----------------------------
+starts() {
+    "$B/ddptop-worker" --version >/tmp/dc-version.txt 2>&1 || return 1
+    grep -q '^nccl: nccl' /tmp/dc-version.txt || return 1
+    for b in "$B/tests/test_gpu" "$B/tests/gpu/bench_gpu"; do
+        [ -x "$b" ] || return 1
+        ldd "$b" 2>&1 | grep -q 'not found' && return 1
+    done
+    return 0
+}
+
+find_first() { for p in "$@"; do [ -e "$p" ] && { echo "$p"; return 0; }; done; return 1; }
+
+rebuild() {
+    local nv inc_nccl lib_nccl lib_cuda r=/tmp/ddptop-rebuild
+    nv=$(command -v nvcc || find_first /usr/local/cuda/bin/nvcc) || { echo "no nvcc here"; return 1; }
+    inc_nccl=$(dirname "$(find_first /usr/local/cuda/include/nccl.h /usr/include/nccl.h \
+        /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/include/nccl.h)") || { echo "no nccl.h here"; return 1; }
+    lib_nccl=$(find_first /usr/local/cuda/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
+        /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2) || { echo "no libnccl here"; return 1; }
+    lib_cuda=$(dirname "$(find_first /usr/local/cuda/lib64/libcudart.so.13 /usr/local/cuda/lib64/libcudart.so \
+        /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcudart.so.13 \
+        /opt/torch/.venv/lib/python3*/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13)")
+    rm -rf "$r" && mkdir -p "$r"
+    for f in gpu cuda_mlp comm_nccl; do
+        echo "nvcc workers/$f.cu"
+        "$nv" -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -Iworkers -Itransport -I"$inc_nccl" \
+            -c "workers/$f.cu" -o "$r/$f.o" || return 1
+    done
+    cp "$B/libworkers.a" "$r/libworkers.a" && ar r "$r/libworkers.a" "$r/gpu.o" "$r/cuda_mlp.o" "$r/comm_nccl.o" || return 1
+    local libs=(.devlibs/*.so* -L"$lib_cuda" -Wl,-rpath,"$lib_cuda" -l:libcudart.so.13 -l:libcublas.so.13
+                "$lib_nccl" -lstdc++ -lpthread -lm -ldl -Wl,-rpath-link,.devlibs)
+    gcc -o "$B/tests/test_gpu" "$B/tests/gpu/test_gpu.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}" &&
+    gcc -o "$B/tests/gpu/bench_gpu" "$B/tests/gpu/bench_gpu.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}" &&
+    gcc -o "$B/ddptop-worker" "$B/workers/main.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}"
+}
+
+say "binaries"
+if starts; then
+    row "binaries from the CPU machine" "start"
+else
+    cat /tmp/dc-version.txt; ldd "$B/tests/test_gpu" | grep 'not found'
+    echo "rebuilding the .cu parts here"
+    if rebuild && starts; then row "binaries" "rebuilt here, start"; else row "binaries" "FAIL: do not start"; fi
+fi
+cat /tmp/dc-version.txt
+
+# ---- make test-gpu ----------------------------------------------------------
+say "test-gpu"
+timeout 600 "$B/tests/test_gpu" >/tmp/dc-test.txt 2>&1
+rc=$?
+cat /tmp/dc-test.txt
+pass=$(grep -c '^PASS:' /tmp/dc-test.txt)
+fail=$(grep -c '^FAIL:' /tmp/dc-test.txt)
+if grep -q '^SKIP' /tmp/dc-test.txt; then
+    row "test-gpu" "FAIL: skipped: $(grep -m1 '^SKIP' /tmp/dc-test.txt | cut -c1-90)"
+elif [ "$fail" -gt 0 ] || [ $rc -ne 0 ]; then
+    row "test-gpu" "FAIL: $pass passed, $fail failed (exit $rc): $(grep '^FAIL:' /tmp/dc-test.txt | sed 's/.*://' | tr '\n' ' ' | cut -c1-120)"
+else
+    row "test-gpu" "$pass passed, 0 failed"
+fi
+for name in train_20_steps_sgd_momentum_matches_cpu train_20_steps_adamw_matches_cpu \
+            nccl_world1_allreduce_broadcast_barrier_destroy nccl_two_ranks_one_gpu_refused \
+            gloo_cuda_4_ranks_one_gpu; do
+    v=$(grep -m1 -E "^(PASS|FAIL):.*:$name\$" /tmp/dc-test.txt | cut -d: -f1)
+    row "  $name" "${v:-not run}"
+done
+for name in train_20_steps_sgd_momentum_matches_cpu train_20_steps_adamw_matches_cpu; do
+    w=$(grep -B1 -E "^(PASS|FAIL):.*:$name\$" /tmp/dc-test.txt | grep 'final weights' | sed 's/.*difference: //')
+    [ -n "$w" ] && row "  ${name%%_matches_cpu} weights" "relative $w"
+done
+
+# ---- make bench-gpu --------------------------------------------------------
+say "bench-gpu"
+TORCH_PY=python3 timeout 600 bash tests/gpu/bench.sh "$B/tests/gpu/bench_gpu" >/tmp/dc-bench.txt 2>&1
+rc=$?
+cat /tmp/dc-bench.txt
+if [ $rc -ne 0 ]; then
+    row "bench-gpu" "FAIL: exit $rc"
+elif grep -q '^SKIP' /tmp/dc-bench.txt; then
+    row "bench-gpu" "FAIL: skipped: $(grep -m1 '^SKIP' /tmp/dc-bench.txt | cut -c1-90)"
+else
+    while IFS= read -r l; do
+        case $l in
+            "ddptop (cuda_mlp"*|"PyTorch eager"*) row "  $(echo "$l" | cut -c1-34 | sed 's/ *$//')" \
+                "$(echo "$l" | awk '{n=NF; printf "%s steps/s, step %s ms (compute %s, exposed comm %s, overhead %s)", $(n-4), $(n-3), $(n-2), $(n-1), $n}')";;
+            "ddptop / PyTorch DDP"*) row "bench-gpu" "$l";;
+        esac
+    done </tmp/dc-bench.txt
+fi
+
+# ---- end to end through ddptop --------------------------------------------
+say "end to end"
+# Workers of this script carry its tag (tests/lib_tag.sh): only those count,
+# and only those are killed, by pid.
+export DDPTOP_TEST_TAG="device-checks-$$"
+. tests/lib_tag.sh
+workers_left() { [ -n "$(our_workers)" ]; }
+kill_ours() { local p; for p in $(our_workers); do kill -9 "$p"; done; }
+e2e() { # name: ddptop run arguments...
+    local name=$1; shift
+    timeout 300 "$B/ddptop" run --headless --timeout 60 "$@" >/tmp/dc-e2e.txt 2>&1
+    local rc=$?
+    tail -5 /tmp/dc-e2e.txt
+    if [ $rc -eq 2 ] && grep -qi 'no cuda backend yet\|no nccl backend yet\|unknown option' /tmp/dc-e2e.txt; then
+        row "$name" "skipped: ddptop does not take these options yet"
+    elif [ $rc -ne 0 ]; then
+        row "$name" "FAIL: exit $rc: $(tail -1 /tmp/dc-e2e.txt | cut -c1-100)"
+    else
+        sleep 1
+        if workers_left; then row "$name" "FAIL: ddptop-worker processes left"; kill_ours
+        else row "$name" "ok, clean destroy, no process left"; fi
+    fi
+}
+trainer="--dataset synthetic --model mlp:784,256,256,10 --batch-size 64 --steps 100"
+e2e "e2e nccl, 1 rank" -n 1 --device cuda --backend nccl -- $trainer
+e2e "e2e gloo on cuda, 2 ranks, 1 GPU" -n 2 --device cuda --backend gloo -- $trainer
+e2e "e2e gloo on cuda, 4 ranks, 1 GPU" -n 4 --device cuda --backend gloo -- $trainer
+timeout 120 "$B/ddptop" run --headless -n 2 --device cuda --backend nccl -- $trainer >/tmp/dc-e2e.txt 2>&1
+if grep -q -- '--backend gloo' /tmp/dc-e2e.txt; then row "e2e nccl, 2 ranks, 1 GPU" "refused with the gloo hint"
+elif grep -qi 'no cuda backend yet\|no nccl backend yet' /tmp/dc-e2e.txt; then row "e2e nccl, 2 ranks, 1 GPU" "skipped: ddptop does not take these options yet"
+else row "e2e nccl, 2 ranks, 1 GPU" "FAIL: not refused clearly: $(tail -1 /tmp/dc-e2e.txt | cut -c1-90)"; fi
+workers_left && { row "processes" "FAIL: ddptop-worker left"; kill_ours; }
+
+# ---- the table ---------------------------------------------------------------
+say "summary ($(date -u +%Y-%m-%dT%H:%MZ), $(( $(date +%s) - t_start )) s)"
+for r in "${RESULTS[@]}"; do printf '%-46s %s\n' "${r%%|*}" "${r#*|}"; done
+[ $FAILED -eq 0 ] && echo "device checks: all passed" || echo "device checks: FAILURES above"
+exit $FAILED
