@@ -3,6 +3,6 @@
 our_workers() {
     local p
     for p in $(pgrep -x ddptop-worker); do
-        tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
+        { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
     done
 }

@@ -15,11 +15,15 @@ has() { screen | grep -q -- "$1"; }
 # both rank rows, training
 wait_for 20 has 'train' || { screen; die "ranks never reached train"; }
 screen >"$TMP/s1"
-grep -Eq '^ *0 +[0-9]+ +train' "$TMP/s1" || { cat "$TMP/s1"; die "no row for rank 0"; }
-grep -Eq '^ *1 +[0-9]+ +train' "$TMP/s1" || { cat "$TMP/s1"; die "no row for rank 1"; }
-loss1=$(grep -E '^ *0 +[0-9]+ +train' "$TMP/s1" | awk '{print $5, $6}')
+# a rank's row: marker, RANK, HOST, PID, PHASE, EPOCH, STEP, LOSS, ...
+row() { grep -E "^. +$1 +[^ ]+ +[0-9]+ +train " "$2"; }
+step_loss() { row 0 "$1" | sed -E 's/^. +0 +[^ ]+ +[0-9]+ +train +[0-9]+ +([0-9]+) +([0-9.]+) .*/\1 \2/'; }
+row 0 "$TMP/s1" >/dev/null || { cat "$TMP/s1"; die "no row for rank 0"; }
+row 1 "$TMP/s1" >/dev/null || { cat "$TMP/s1"; die "no row for rank 1"; }
+loss1=$(step_loss "$TMP/s1")
 sleep 1.5
-loss2=$(screen | grep -E '^ *0 +[0-9]+ +train' | awk '{print $5, $6}')
+screen >"$TMP/s1b"
+loss2=$(step_loss "$TMP/s1b")
 [ -n "$loss1" ] && [ "$loss1" != "$loss2" ] || die "rank 0's step/loss did not change: '$loss1' -> '$loss2'"
 # c: a checkpoint appears and the events say so
 tmux send-keys -t "$S" c

@@ -342,6 +342,42 @@ static void test_events_lost(void)
     TEST_END();
 }
 
+static void test_evals_printed(void)
+{
+    TEST_BEGIN("headless_prints_evals_once");
+    for (int json = 0; json <= 1; json++) {
+        FILE *f = tmpfile();
+        Job *j = job_new(2);
+        ViewHeadless h;
+        view_headless_init(&h, f, json);
+        int64_t t = scripted_job(j, &h, 3);
+        Msg m;
+        for (int r = 0; r < 2; r++) {     /* every rank sends the same eval */
+            msg_init(&m, MSG_EVAL);
+            m.u.eval.epoch = 0;
+            m.u.eval.step = 3;
+            m.u.eval.accuracy = 0.8125;
+            m.u.eval.loss = 0.5;
+            m.u.eval.correct = 8125;
+            m.u.eval.total = 10000;
+            apply(j, &m, r, t += MS);
+        }
+        view_headless_tick(&h, j, t);
+        view_headless_tick(&h, j, t + MS);
+        const char *out = slurp(f);
+        if (json)
+            CHECK(count_lines_with(out, "{\"k\":\"eval\"", "\"epoch\":0,\"step\":3,\"accuracy\":0.8125,\"loss\":0.5,"
+                                                           "\"correct\":8125,\"total\":10000}") == 1,
+                  "JSON eval line:\n%s", out);
+        else
+            CHECK(count_lines_with(out, "[", "eval after epoch 0 (step 3): accuracy 81.25% (8125/10000), loss 0.5000") == 1,
+                  "text eval line:\n%s", out);
+        job_free(&j);
+        fclose(f);
+    }
+    TEST_END();
+}
+
 int main(void)
 {
     test_text_progress_and_events();
@@ -350,5 +386,6 @@ int main(void)
     test_json();
     test_json_failed_summary();
     test_events_lost();
+    test_evals_printed();
     CHECK_EXIT();
 }

@@ -110,7 +110,7 @@ static int recv_part(void *sock, zmq_msg_t *part, int flags, char *err, size_t e
 
 /* Decode a message part that must be the last one. 0, or 2 with err. */
 static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t errlen,
-                       const char *where)
+                       const char *where, ZsTap tap, void *tap_ctx)
 {
     if (zmq_msg_more(part)) {
         int extra = drain(sock);
@@ -119,6 +119,8 @@ static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t 
               where, extra);
         return 2;
     }
+    if (tap)
+        tap(tap_ctx, zmq_msg_data(part), zmq_msg_size(part));
     int rc = codec_decode(zmq_msg_data(part), zmq_msg_size(part), out, err, errlen);
     if (rc == 0)
         return 0;
@@ -129,17 +131,29 @@ static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t 
 
 int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen)
 {
+    return zs_recv_tap(sock, out, flags, NULL, NULL, err, errlen);
+}
+
+int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err,
+                size_t errlen)
+{
     zmq_msg_t part;
     zmq_msg_init(&part);
     int rc = recv_part(sock, &part, flags, err, errlen);
     if (rc == 0)
-        rc = decode_last(sock, &part, out, err, errlen, "");
+        rc = decode_last(sock, &part, out, err, errlen, "", tap, tap_ctx);
     zmq_msg_close(&part);
     return rc;
 }
 
 int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
                  char *err, size_t errlen)
+{
+    return zs_recv_from_tap(router, ident, ident_len, out, flags, NULL, NULL, err, errlen);
+}
+
+int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
+                     ZsTap tap, void *tap_ctx, char *err, size_t errlen)
 {
     zmq_msg_t id, body;
     zmq_msg_init(&id);
@@ -177,7 +191,7 @@ int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int fla
             break;
     }
     if (rc == 0)
-        rc = decode_last(router, &body, out, err, errlen, "peer sent a ");
+        rc = decode_last(router, &body, out, err, errlen, "peer sent a ", tap, tap_ctx);
     else if (rc == 1)
         rc = zfail(err, errlen, "zmq_msg_recv: body of a message missing");
     zmq_msg_close(&body);

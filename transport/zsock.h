@@ -36,6 +36,17 @@ int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen);
 int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
                  char *err, size_t errlen);
 
+/* Called with a frame's bytes exactly as received, before it is decoded
+ * (also for frames then skipped as malformed or of an unknown kind; not for
+ * multi-part messages). ddptop records and re-publishes through it. */
+typedef void (*ZsTap)(void *tap_ctx, const void *frame, size_t len);
+
+/* zs_recv and zs_recv_from with a tap (NULL for none). */
+int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err,
+                size_t errlen);
+int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
+                     ZsTap tap, void *tap_ctx, char *err, size_t errlen);
+
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
  * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).
  * out gets its path. Returns 0 or -1 with err. */

@@ -1,5 +1,7 @@
 /* job.c — the job model: folds protocol messages and process exits into
- * per-rank and job-wide state, and keeps the events log.
+ * per-rank and job-wide state, and keeps the events log. Collectives,
+ * the sampler map and rank summaries live in job_comm.c, job_shard.c and
+ * job_stats.c.
  *
  * Owns: everything inside a Job (job.h). Does not own: sockets, decoding,
  * processes or drawing — callers hand it decoded messages and waitpid
@@ -8,14 +10,17 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
 #endif
-#include "job.h"
+#include "job_priv.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+
+static JobEventLevel level_from_name(const char *s);
 
 static int64_t clock_ns(clockid_t id)
 {
@@ -52,8 +57,7 @@ static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
 
 /* Events caused by a message carry the message's arrival time, so a test
  * (or a replay) with its own clock gets consistent timestamps. */
-__attribute__((format(printf, 5, 6)))
-static void ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -107,6 +111,14 @@ Job *job_new(int world)
     j->start_ns = clock_ns(CLOCK_MONOTONIC);
     j->last_ckpt_step = -1;
     j->first_failed = -1;
+    series_init(&j->loss_all);
+    j->shard.epoch = -1;
+    j->shard.same_order_rank = -1;
+    j->shard.same_order_epoch = -1;
+    if (job_comm_init(j)) {
+        job_free(&j);
+        return NULL;
+    }
     for (int r = 0; r < world; r++) {
         JobRank *k = &j->ranks[r];
         k->rank = r;
@@ -115,6 +127,8 @@ Job *job_new(int world)
         k->phase_since_ns = j->start_ns;
         k->last_msg_ns = j->start_ns;
         k->bye_status = -1;
+        k->shard_mapped_epoch = -1;
+        series_init(&k->loss_hist);
     }
     return j;
 }
@@ -123,6 +137,8 @@ void job_free(Job **pj)
 {
     if (!pj || !*pj)
         return;
+    job_comm_done(*pj);
+    job_shard_done(*pj);
     free((*pj)->ranks);
     free(*pj);
     *pj = NULL;
@@ -157,8 +173,67 @@ static void update_state_from_phases(Job *j)
         if (!rank_trained(&j->ranks[i]))
             all_train = false;
     }
-    if (all_train && j->state == JOB_STARTING)
+    if (j->paused)
+        j->state = JOB_PAUSED;
+    else if (j->state == JOB_PAUSED)
         j->state = JOB_RUNNING;
+    else if (all_train && j->state == JOB_STARTING)
+        j->state = JOB_RUNNING;
+}
+
+/* Paused means every live rank says so (a rank with no hello yet is not
+ * paused). The outcome of `p` is told once, when the last rank gets there,
+ * with the step they stopped at: a spread of steps means they did not agree. */
+static void pause_update(Job *j, int64_t now_ns)
+{
+    int live = 0, paused = 0, training = 0;
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (r->state == RANK_WAITING)
+            live++;
+        if (r->state != RANK_ALIVE)
+            continue;
+        live++;
+        training += r->phase == PHASE_TRAIN;
+        if (r->phase != PHASE_PAUSED)
+            continue;
+        int64_t s = r->have_step ? r->last.step : 0;
+        if (paused == 0 || s < lo) lo = s;
+        if (paused == 0 || s > hi) hi = s;
+        paused++;
+    }
+    bool all = live > 0 && paused == live;
+    if (all && !j->paused) {
+        j->paused = true;
+        j->paused_step = lo;
+        if (lo == hi)
+            job_ev_add(j, now_ns, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
+                       live, live == 1 ? "" : "s", (long long)lo);
+        else
+            job_ev_add(j, now_ns, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
+                       (long long)lo, (long long)hi);
+    } else if (!all && j->paused && training > 0) {
+        j->paused = false;
+        job_ev_add(j, now_ns, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
+    } else if (!all && j->paused) {
+        j->paused = false;           /* stopping or failing while paused: no "resumed" */
+    }
+}
+
+static void count_nodes(Job *j)
+{
+    int n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->hello)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
+        n += !seen;
+    }
+    j->nodes = n;
 }
 
 static void step_min_recompute(Job *j)
@@ -259,7 +334,7 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
         j->dataset_size = h->dataset_size;
     } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
         /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
-        ev_add(j, now_ns, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
+        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
                r->rank, h->model, (long long)h->params, j->model, (long long)j->params);
     }
     r->hello = true;
@@ -269,10 +344,11 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
     copy_str(r->backend, sizeof r->backend, h->backend);
     if (r->state == RANK_WAITING)
         r->state = RANK_ALIVE;
-    ev_add(j, now_ns, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
+    count_nodes(j);
+    job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
            r->rank, (long long)r->pid, r->host, r->device, r->backend);
     if (h->world > 0 && h->world != j->world)
-        ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
+        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
                r->rank, (int)h->world, j->world);
 }
 
@@ -291,16 +367,21 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_n
     Phase old = r->phase;
     r->phase = p->phase;
     r->phase_since_ns = now_ns;
+    r->phases[r->phases_head] = (JobPhaseRec){p->phase, now_ns};
+    r->phases_head = (r->phases_head + 1) % JOB_PHASE_HIST;
+    if (r->phases_len < JOB_PHASE_HIST)
+        r->phases_len++;
     char from[48] = "";
     if (old != PHASE_NONE)
         snprintf(from, sizeof from, "%s -> ", phase_name(old));
     if (p->phase == PHASE_ERROR)
-        ev_add(j, now_ns, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
+        job_ev_add(j, now_ns, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
                has_detail ? ": " : "", has_detail ? p->detail : "");
     else
-        ev_add(j, now_ns, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
+        job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
                phase_name(p->phase), has_detail ? " (" : "", has_detail ? p->detail : "",
                has_detail ? ")" : "");
+    pause_update(j, now_ns);
     update_state_from_phases(j);
 }
 
@@ -322,7 +403,10 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
     rec->step_ms = s->step_ms;
     rec->comm_ms = s->comm_ms;
     rec->exposed_ms = s->exposed_ms;
+    rec->samples = s->samples;
     rec->t_ns = now_ns;
+    series_add(&r->loss_hist, s->step, s->loss);
+    series_add(&j->loss_all, s->step, s->loss);
     r->ring_head = (r->ring_head + 1) % JOB_STEP_RING;
     if (r->ring_len < JOB_STEP_RING)
         r->ring_len++;
@@ -331,31 +415,61 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
         update_state_from_phases(j);
 }
 
-static void apply_coll(JobRank *r, const MsgColl *c)
+static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
 {
     r->coll = *c;
     r->have_coll = true;
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
     r->coll_ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
+    JobCollRec *rec = &r->colls[r->colls_head];
+    rec->c = *c;
+    rec->ms = r->coll_ms;
+    rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
+    r->colls_head = (r->colls_head + 1) % JOB_RANK_COLLS;
+    if (r->colls_len < JOB_RANK_COLLS)
+        r->colls_len++;
+    job_comm_on_coll(j, r->rank, c);
 }
 
-static void apply_shard(JobRank *r, const MsgShard *s)
+static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t now_ns, int64_t wall_ns)
 {
-    r->have_shard = true;
-    r->shard_epoch = s->epoch;
-    r->num_samples = s->num_samples;
-    r->total_size = s->total_size;
-    r->padding = s->padding;
-    r->n_first = 0;
-    if (s->idx)
-        for (uint32_t i = 0; i < s->n_idx && i < JOB_SHARD_FIRST; i++)
-            r->first_idx[r->n_first++] = s->idx[i];
+    JobEventLevel level = level_from_name(l->level);
+    JobLogRec *rec = &r->logs[r->logs_head];
+    rec->t_ns = wall_ns;
+    rec->level = level;
+    copy_str(rec->text, sizeof rec->text, l->text);
+    r->logs_head = (r->logs_head + 1) % JOB_RANK_LOGS;
+    if (r->logs_len < JOB_RANK_LOGS)
+        r->logs_len++;
+    job_ev_add(j, now_ns, r->rank, level, "%s", l->text);
+}
+
+/* Every rank reports the same all-reduced eval: keep it once. Evals are
+ * not events: a short epoch makes one every second, which would push the
+ * checkpoints and errors off the events panel; the loss chart marks them
+ * and the headless printer prints them. */
+static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
+{
+    for (int i = 0; i < 4; i++) {
+        const JobEval *old = job_eval_at(j, i);
+        if (old && old->epoch == e->epoch && old->step == e->step)
+            return;
+    }
+    JobEval *v = &j->evals[j->n_evals % JOB_EVALS];
+    v->epoch = e->epoch;
+    v->step = e->step;
+    v->loss = e->loss;
+    v->accuracy = e->accuracy;
+    v->correct = e->correct;
+    v->total = e->total;
+    v->t_ns = now_ns;
+    j->n_evals++;
 }
 
 static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
 {
     if (!c->ok) {
-        ev_add(j, now_ns, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
+        job_ev_add(j, now_ns, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
                (long long)c->step, r->rank, c->error[0] ? c->error : "no reason given");
         return;
     }
@@ -364,7 +478,7 @@ static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
     j->ckpts++;
     /* test-sized models write a few kB: "0.0 MB" would read as nothing */
     bool small = c->bytes < 100000;
-    ev_add(j, now_ns, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
+    job_ev_add(j, now_ns, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
            (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
            c->path);
 }
@@ -400,22 +514,22 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns)
     case MSG_HELLO: apply_hello(j, r, &m->u.hello, now_ns); break;
     case MSG_PHASE: apply_phase(j, r, &m->u.phase, now_ns); break;
     case MSG_STEP: apply_step(j, r, &m->u.step, now_ns); break;
-    case MSG_COLL: apply_coll(r, &m->u.coll); break;
-    case MSG_SHARD: apply_shard(r, &m->u.shard); break;
+    case MSG_COLL: apply_coll(j, r, &m->u.coll); break;
+    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, now_ns); break;
     case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, now_ns); break;
-    case MSG_LOG:
-        ev_add(j, now_ns, r->rank, level_from_name(m->u.log.level), "%s", m->u.log.text);
-        break;
+    case MSG_LOG: apply_log(j, r, &m->u.log, now_ns, m->t_ns ? m->t_ns : clock_ns(CLOCK_REALTIME)); break;
+    case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
     case MSG_BEAT:
         r->beat = m->u.beat;
         r->have_beat = true;
         r->beat_ns = now_ns;
+        job_comm_on_beat(j, r->rank, &m->u.beat);
         break;
     case MSG_BYE:
         r->bye = true;
         r->bye_status = m->u.bye.status;
         if (m->u.bye.status != 0)
-            ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
+            job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
                    r->rank, (int)m->u.bye.status, (long long)m->u.bye.step);
         break;
     default:
@@ -443,7 +557,7 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     if (!j)
         return;
     if (rank < 0 || rank >= j->world) {
-        ev_add(j, now_ns, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
+        job_ev_add(j, now_ns, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
         return;
     }
     JobRank *r = &j->ranks[rank];
@@ -475,12 +589,14 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
         snprintf(r->how_ended, sizeof r->how_ended, "wait status 0x%x", (unsigned)wait_status);
     }
     r->state = clean ? RANK_EXITED_OK : RANK_FAILED;
+    if (j->paused)
+        pause_update(j, now_ns);
     char at[48] = "";
     if (r->have_step)
         snprintf(at, sizeof at, " at step %lld", (long long)r->last.step);
     else if (!clean)
         snprintf(at, sizeof at, " before its first step");
-    ev_add(j, now_ns, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
+    job_ev_add(j, now_ns, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
            rank, (long long)r->pid, r->how_ended, at);
     if (job_all_exited(j))
         j->samples_per_s = 0;        /* nobody left to train: no stale rate */
@@ -491,6 +607,14 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
     }
+}
+
+void job_set_pause_wanted(Job *j, bool pause)
+{
+    if (!j)
+        return;
+    j->pause_wanted = pause;
+    j->version++;
 }
 
 void job_set_stopping(Job *j)
@@ -538,6 +662,81 @@ double job_rank_allreduce_ms(const JobRank *r)
     if (r->have_coll && strcmp(r->coll.op, "allreduce") == 0)
         return r->coll_ms;
     return r->have_step ? r->last.comm_ms : 0.0;
+}
+
+const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->phases_len)
+        return NULL;
+    return &r->phases[(r->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
+}
+
+const JobCollRec *job_rank_coll_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->colls_len)
+        return NULL;
+    return &r->colls[(r->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
+}
+
+const JobLogRec *job_rank_log_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->logs_len)
+        return NULL;
+    return &r->logs[(r->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
+}
+
+const JobEval *job_eval_at(const Job *j, int i)
+{
+    if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS)
+        return NULL;
+    return &j->evals[(j->n_evals - 1 - i) % JOB_EVALS];
+}
+
+/* Over the newest steps spanning about a second: fast enough to follow a
+ * change of pace, long enough to smooth single slow steps. */
+double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
+{
+    const JobStepRec *a = job_rank_step_at(r, 0);
+    if (!a)
+        return 0;
+    const JobStepRec *b = NULL;
+    int steps = 0;
+    for (int i = 1; i < r->ring_len; i++) {
+        const JobStepRec *x = job_rank_step_at(r, i);
+        b = x;
+        steps = i;
+        if (a->t_ns - x->t_ns >= 1000000000LL)
+            break;
+    }
+    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples)
+        return 0;
+    /* no step for three step-times (and a second): the rank is not training */
+    double interval = (double)(a->t_ns - b->t_ns) / steps;
+    double quiet = (double)(now_ns - a->t_ns);
+    if (quiet > 1e9 && quiet > 3 * interval)
+        return 0;
+    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
+}
+
+double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
+{
+    int64_t d = now_ns - r->last_msg_ns;
+    return d > 0 ? (double)d / 1e9 : 0.0;
+}
+
+bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+{
+    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0 ||
+        r->state != RANK_ALIVE || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
+        return false;
+    /* a completed collective with that number means the beat is old news */
+    if (r->have_coll && r->coll.seq >= r->beat.coll_seq)
+        return false;
+    if (seq)
+        *seq = r->beat.coll_seq;
+    if (secs)
+        *secs = (double)(wall_ns - r->beat.coll_since_ns) / 1e9;
+    return true;
 }
 
 const JobStepRec *job_rank_step_at(const JobRank *r, int i)
@@ -590,6 +789,7 @@ const char *job_state_name(JobState s)
     case JOB_STOPPING: return "STOPPING";
     case JOB_DONE: return "DONE";
     case JOB_FAILED: return "FAILED";
+    case JOB_PAUSED: return "PAUSED";
     }
     return "?";
 }

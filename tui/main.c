@@ -2,6 +2,7 @@
  *
  *   ddptop [run] [-n N] [--headless [--json]] [--timeout S] [--log-dir DIR] [-- TRAINER OPTIONS]
  *   ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]
+ *   ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]
  *
  * Usage errors print one line and exit 2.
  */
@@ -18,6 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "export.h"
+#include "publish.h"
+#include "record.h"
 #include "run.h"
 #include "sampler.h"
 
@@ -26,6 +30,7 @@
 static const char USAGE[] =
     "usage: ddptop [run] [options] [-- TRAINER OPTIONS]\n"
     "       ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]\n"
+    "       ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]\n"
     "\n"
     "Launch one ddptop-worker per rank, train data-parallel (DDP semantics, Gloo on CPUs)\n"
     "and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
@@ -40,9 +45,13 @@ static const char USAGE[] =
     "  --timeout S             collective/rendezvous timeout given to workers (default 300)\n"
     "  --stop-grace S          after a stop, seconds before SIGTERM (default 30)\n"
     "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log\n"
+    "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
+    "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"
+    "                          loopback tcp://; see examples/subscriber.py)\n"
     "  -h, --help, --version\n"
     "\n"
-    "keys: c checkpoint   d destroy cleanly   q quit (destroys first)\n"
+    "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
+    "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n"
     "\n"
     "trainer options: see `ddptop-worker --help`.\n";
 
@@ -68,9 +77,13 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     return 0;
 }
 
-/* ddptop-worker lives next to ddptop. */
+/* ddptop-worker lives next to ddptop. DDPTOP_WORKER names another program
+ * speaking the protocol (tests run a scripted feeder in its place; see
+ * docs/TUI.md, "For developers"). */
 static void worker_path(char *out, size_t n)
 {
+    const char *env = getenv("DDPTOP_WORKER");
+    if (env && *env) { snprintf(out, n, "%s", env); return; }
     char self[PATH_MAX - 32];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) { snprintf(out, n, "ddptop-worker"); return; }
@@ -82,7 +95,7 @@ static void worker_path(char *out, size_t n)
 
 /* Ask the worker to validate the trainer options, so a typo is one line
  * before anything is launched. Returns 0 when valid, else 2 (printed). */
-static int check_trainer_args(const char *wpath, char *const *args, int n)
+static int check_trainer_args(const char *wpath, char *const *args, int n, int world)
 {
     int pfd[2];
     if (pipe(pfd)) return 0;
@@ -99,6 +112,10 @@ static int check_trainer_args(const char *wpath, char *const *args, int n)
         argv[0] = (char *)wpath;
         for (int i = 0; i < n; i++) argv[i + 1] = args[i];
         setenv("DDPTOP_CHECK_ARGS", "1", 1);
+        /* so --resume can compare the checkpoint's world size with -n */
+        char w[16];
+        snprintf(w, sizeof w, "%d", world);
+        setenv("WORLD_SIZE", w, 1);
         execv(wpath, argv);
         fprintf(stderr, "cannot run %s: %s\n", wpath, strerror(errno));
         _exit(127);
@@ -148,6 +165,19 @@ static int cmd_run(int argc, char **argv)
             if (!v) return usage_error("%s: missing value", a);
             o.log_dir = v;
             i++;
+        } else if (!strcmp(a, "--record")) {
+            if (!v || !*v) return usage_error("%s: missing value", a);
+            o.record_path = v;
+            i++;
+        } else if (!strcmp(a, "--publish")) {
+            if (!v || !*v) return usage_error("%s: missing value", a);
+            char perr[256];
+            if (publisher_check_endpoint(v, perr, sizeof perr)) {
+                fprintf(stderr, "ddptop: --publish: %s\n", perr);
+                return 2;
+            }
+            o.publish_ep = v;
+            i++;
         } else if (!strcmp(a, "--backend")) {
             if (!v) return usage_error("%s: missing value", a);
             if (!strcmp(v, "nccl")) return usage_error("--backend %s: this build has no NCCL backend yet; use gloo", v);
@@ -171,6 +201,24 @@ static int cmd_run(int argc, char **argv)
         }
     }
 
+    /* A bad --record path is a usage error, found before anything runs;
+     * an existing file is never overwritten (it may be someone's only copy). */
+    if (o.record_path) {
+        int fd = open(o.record_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "ddptop: --record %s: %s\n", o.record_path,
+                    errno == EEXIST ? "file exists (choose a new name)" : strerror(errno));
+            return 2;
+        }
+        close(fd);
+        unlink(o.record_path);
+    }
+    static char desc[REC_DESC_MAX];
+    size_t dl = (size_t)snprintf(desc, sizeof desc, "ddptop run");
+    for (int k = 0; k < argc && dl < sizeof desc; k++)
+        dl += (size_t)snprintf(desc + dl, sizeof desc - dl, " %s", argv[k]);
+    o.description = desc;
+
     /* The embedded default job: long enough to watch and steer. */
     static char *dflt[] = {"--epochs", "10"};
     char *const *targs = argv + i;
@@ -189,7 +237,7 @@ static int cmd_run(int argc, char **argv)
     char wpath[PATH_MAX];
     worker_path(wpath, sizeof wpath);
     o.worker_path = wpath;
-    int rc = check_trainer_args(wpath, args, n);
+    int rc = check_trainer_args(wpath, args, n, o.nproc);
     if (rc) { free(args); return rc; }
     o.trainer_args = args;
     o.n_trainer_args = n;
@@ -242,6 +290,7 @@ int main(int argc, char **argv)
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { fputs(USAGE, stdout); return 0; }
     if (argc > 1 && !strcmp(argv[1], "sampler")) return cmd_sampler(argc - 2, argv + 2);
     if (argc > 1 && !strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "export")) return export_main(argc - 2, argv + 2);
     if (argc > 1 && argv[1][0] != '-') return usage_error("unknown command \"%s\"", argv[1]);
     return cmd_run(argc - 1, argv + 1);
 }

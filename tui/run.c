@@ -4,6 +4,11 @@
  * step, checkpoint, barrier, destroy, bye) -> after stop_grace_s SIGTERM ->
  * 5 s later SIGKILL. A second Ctrl-C jumps a rung. The job model records
  * which rung ended each rank.
+ *
+ * Commands (ckpt, stop, pause, resume) go to every rank whose hello has
+ * arrived, and to late ones when theirs does; each op has its own id
+ * sequence. Frames are capped at one per FRAME_MS (bench.h measures what
+ * that costs and how late a step reaches the screen).
  */
 #include "run.h"
 
@@ -12,6 +17,7 @@
 #include <inttypes.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +26,31 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench.h"
 #include "job.h"
 #include "launcher.h"
+#include "publish.h"
+#include "record.h"
 #include "store.h"
 #include "view.h"
 #include "zsock.h"
 
 #define KILL_GRACE_MS 5000
-#define FRAME_MS 50
+/* At most ~15 frames a second: smooth for a monitor, and with the pacing
+ * below a step is on screen well within 100 ms of its arrival. */
+#define FRAME_MS 66
+/* Exits are collected this often (a waitpid per rank each time). */
+#define REAP_MS 50
+/* A rank that exited 0 before its bye was read: its last messages may
+ * still be on their way through the socket. Judged this much later. */
+#define BYE_GRACE_MS 500
+/* A loop turn takes at least this long while only telemetry flows, so a
+ * busy job is read in batches (64 ranks x 100 steps/s: ~250 messages a
+ * turn) instead of a wake-up, a poll and a pipe re-activation inside
+ * ZeroMQ per message: at that load it cuts ddptop's CPU by ~40% (make
+ * bench-tui). Store and command traffic (ctl) is never paced: rendezvous
+ * waits on it. */
+#define LOOP_MIN_MS 20
 
 static volatile sig_atomic_t g_signals;
 
@@ -46,11 +69,19 @@ typedef struct {
     ViewTui *tui;
     ViewHeadless hl;
     CodecBuf buf;
+    Bench *bench;             /* NULL unless DDPTOP_BENCH_OUT is set */
+    Recorder *rec;            /* --record */
+    Publisher *pub;           /* --publish */
     char dir[256];
     char ctl_ep[300], tel_ep[300];
     bool *routable;           /* [world] hello seen: its ctl routing id is known */
     int64_t *sent_ckpt;       /* [world] highest ckpt id sent */
     bool *sent_stop;          /* [world] */
+    int64_t *sent_pause, *sent_resume;  /* [world] highest ids sent */
+    int64_t *exit_at;         /* [world] ms an exit 0 without bye was reaped (0: none) */
+    int *exit_pid, *exit_status;        /* [world] that exit, waiting for its bye */
+    int64_t pause_id, resume_id;        /* pause n is always followed by resume n */
+    bool pause_wanted;
     int64_t ckpt_id;
     bool stop_requested;
     int64_t stop_at_ms;
@@ -74,6 +105,8 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* ---- commands ---- */
+
 static void send_cmd(Run *r, int rank, const char *op, int64_t id)
 {
     Msg m;
@@ -83,7 +116,8 @@ static void send_cmd(Run *r, int rank, const char *op, int64_t id)
     snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "%s", op);
     m.t_ns = proto_now_ns();
     int n = snprintf(ident, sizeof ident, "rank-%d", rank);
-    zs_send_to(r->ctl, ident, (size_t)n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err);
+    if (zs_send_to(r->ctl, ident, (size_t)n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err) == 0 && r->rec)
+        recorder_write(r->rec, REC_SRC_SENT, r->buf.data, r->buf.len, mono_ns(), 0, err, sizeof err);
 }
 
 /* Bring every routable rank up to date with the commands issued so far. */
@@ -95,11 +129,45 @@ static void flush_cmds(Run *r)
             send_cmd(r, k, "ckpt", r->ckpt_id);
             r->sent_ckpt[k] = r->ckpt_id;
         }
+        /* pause n always precedes resume n: a late rank gets both, in order */
+        if (r->sent_pause[k] < r->pause_id) {
+            send_cmd(r, k, "pause", r->pause_id);
+            r->sent_pause[k] = r->pause_id;
+        }
+        if (r->sent_resume[k] < r->resume_id) {
+            send_cmd(r, k, "resume", r->resume_id);
+            r->sent_resume[k] = r->resume_id;
+        }
         if (r->stop_requested && !r->sent_stop[k]) {
             send_cmd(r, k, "stop", 1);
             r->sent_stop[k] = true;
         }
     }
+}
+
+/* p: pause every rank at one agreed step, or resume them. The outcome
+ * ("paused: all 4 ranks at step 1200") comes from the ranks' phases. */
+static void request_pause(Run *r)
+{
+    if (r->stop_requested) {
+        job_event(r->job, -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
+        return;
+    }
+    if (launcher_running(r->l) == 0) {
+        job_event(r->job, -1, EV_WARN, "nothing to pause: every rank has ended");
+        return;
+    }
+    if (!r->pause_wanted) {
+        r->pause_id++;
+        r->pause_wanted = true;
+        job_event(r->job, -1, EV_INFO, "pause requested (p): the ranks agree on a step, then wait; p resumes");
+    } else {
+        r->resume_id++;
+        r->pause_wanted = false;
+        job_event(r->job, -1, EV_INFO, "resume requested (p)");
+    }
+    job_set_pause_wanted(r->job, r->pause_wanted);
+    flush_cmds(r);
 }
 
 static void request_stop(Run *r, const char *why)
@@ -159,13 +227,49 @@ static void tail_log(Run *r, int rank)
         job_event(r->job, rank, EV_ERROR, "log: %s", lines[i % 3]);
 }
 
+static void rank_ended(Run *r, int rank, int pid, int status);
+
+/* The process is gone, but an exit 0 is judged only with its bye, which may
+ * still be in the socket: hold it (BYE_GRACE_MS) and look again each turn. */
 static void on_exit_cb(void *ctx, int rank, int pid, int status)
 {
     Run *r = ctx;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !r->job->ranks[rank].bye) {
+        r->exit_at[rank] = mono_ms();
+        r->exit_pid[rank] = pid;
+        r->exit_status[rank] = status;
+        return;
+    }
+    rank_ended(r, rank, pid, status);
+}
+
+/* Exits held for their bye: the bye came, or the grace is over. Returns how
+ * many are still held. */
+static int held_exits(Run *r, bool all_now)
+{
+    int held = 0;
+    for (int k = 0; k < r->job->world; k++) {
+        if (!r->exit_at[k]) continue;
+        if (r->job->ranks[k].bye || all_now || mono_ms() - r->exit_at[k] >= BYE_GRACE_MS) {
+            r->exit_at[k] = 0;
+            rank_ended(r, k, r->exit_pid[k], r->exit_status[k]);
+        } else {
+            held++;
+        }
+    }
+    return held;
+}
+
+static void rank_ended(Run *r, int rank, int pid, int status)
+{
     const char *how = NULL;
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM && r->rung >= 1) how = "SIGTERM by ddptop";
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && r->rung >= 2) how = "SIGKILL by ddptop";
     job_rank_exited(r->job, rank, pid, status, how, mono_ns());
+    if (r->rec) {
+        char err[256];
+        recorder_write_exit(r->rec, rank, pid, status, how, mono_ns(), 0, err, sizeof err);
+    }
     JobRank *jr = &r->job->ranks[rank];
     if (jr->state == RANK_FAILED) {
         tail_log(r, rank);
@@ -184,20 +288,42 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
         if (ident) store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
         return;
     }
-    job_apply(r->job, m, mono_ns());
+    int64_t now = mono_ns();
+    job_apply(r->job, m, now);
+    bench_on_msg(r->bench, m, now);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
         r->routable[m->rank] = true;
         flush_cmds(r);
     }
 }
 
-/* Read whatever is waiting on both sockets (bounded, so keys stay responsive). */
-static void drain(Run *r)
+/* Every frame as received goes to the recording and the PUB socket,
+ * before it is decoded (so malformed frames are kept for a post-mortem). */
+typedef struct {
+    Run *r;
+    RecSource src;
+} Tap;
+
+static void tap_frame(void *ctx, const void *frame, size_t len)
 {
+    Tap *t = ctx;
+    char err[512];
+    if (t->r->rec && recorder_write(t->r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
+        job_event(t->r->job, -1, EV_WARN, "%s", err);
+    if (t->r->pub) publisher_send(t->r->pub, frame, len);
+}
+
+/* Read whatever is waiting on both sockets (bounded, so keys stay
+ * responsive). Returns how many ctl messages came. */
+static int drain(Run *r)
+{
+    int n_ctl = 0;
     char err[256];
+    Tap tel_tap = {r, REC_SRC_TEL}, ctl_tap = {r, REC_SRC_CTL};
+    ZsTap tap = (r->rec || r->pub) ? tap_frame : NULL;
     for (int i = 0; i < 4096; i++) {
         Msg m;
-        int rc = zs_recv(r->tel, &m, ZMQ_DONTWAIT, err, sizeof err);
+        int rc = zs_recv_tap(r->tel, &m, ZMQ_DONTWAIT, tap, &tel_tap, err, sizeof err);
         if (rc == 1 || rc < 0) break;
         if (rc == 2) { r->job->bad_frames++; r->job->version++; continue; }
         handle_msg(r, NULL, 0, &m);
@@ -207,12 +333,14 @@ static void drain(Run *r)
         Msg m;
         char ident[ZS_IDENT_MAX];
         size_t ident_len = 0;
-        int rc = zs_recv_from(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, err, sizeof err);
+        int rc = zs_recv_from_tap(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap, &ctl_tap, err, sizeof err);
         if (rc == 1 || rc < 0) break;
         if (rc == 2) { r->job->bad_frames++; r->job->version++; continue; }
         handle_msg(r, ident, ident_len, &m);
         msg_done(&m);
+        n_ctl++;
     }
+    return n_ctl;
 }
 
 static int setup(Run *r, char *err, size_t errlen)
@@ -233,13 +361,25 @@ static int setup(Run *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot bind %s: %s", r->dir, zmq_strerror(errno));
         return -1;
     }
+    if (o->publish_ep && !(r->pub = publisher_open(r->zctx, o->publish_ep, 0, err, errlen))) return -1;
+    if (o->record_path && !(r->rec = recorder_open(o->record_path, o->nproc, o->description, err, errlen)))
+        return -1;
     r->store = store_new();
     r->job = job_new(o->nproc);
     int w = o->nproc;
     r->routable = calloc((size_t)w, sizeof *r->routable);
     r->sent_ckpt = calloc((size_t)w, sizeof *r->sent_ckpt);
     r->sent_stop = calloc((size_t)w, sizeof *r->sent_stop);
-    if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop) {
+    r->sent_pause = calloc((size_t)w, sizeof *r->sent_pause);
+    r->sent_resume = calloc((size_t)w, sizeof *r->sent_resume);
+    r->exit_at = calloc((size_t)w, sizeof *r->exit_at);
+    r->exit_pid = calloc((size_t)w, sizeof *r->exit_pid);
+    r->exit_status = calloc((size_t)w, sizeof *r->exit_status);
+    err[0] = '\0';
+    r->bench = bench_from_env(w, err, errlen);
+    if (err[0]) return -1;
+    if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
+        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -250,6 +390,18 @@ static void teardown(Run *r)
 {
     launcher_free(&r->l);
     store_free(&r->store);
+    if (r->rec) {
+        char err[512];
+        unsigned long long n = (unsigned long long)recorder_records(r->rec);
+        if (recorder_close(&r->rec, err, sizeof err)) fprintf(stderr, "ddptop: --record: %s\n", err);
+        else fprintf(stderr, "ddptop: recorded %llu records to %s\n", n, r->o->record_path);
+    }
+    if (r->pub) {
+        if (publisher_drops(r->pub))
+            fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
+                    (unsigned long long)publisher_drops(r->pub));
+        publisher_close(&r->pub);   /* before zmq_ctx_term, which would wait on it */
+    }
     if (r->ctl) zmq_close(r->ctl);
     if (r->tel) zmq_close(r->tel);
     if (r->zctx) zmq_ctx_term(r->zctx);
@@ -264,6 +416,12 @@ static void teardown(Run *r)
     free(r->routable);
     free(r->sent_ckpt);
     free(r->sent_stop);
+    free(r->sent_pause);
+    free(r->sent_resume);
+    free(r->exit_at);
+    free(r->exit_pid);
+    free(r->exit_status);
+    bench_free(&r->bench);
     job_free(&r->job);
 }
 
@@ -301,7 +459,7 @@ int run_job(const RunOptions *o)
                        .log_dir = o->log_dir ? o->log_dir : r->dir};
 
     if (!o->headless) {
-        if (view_tui_open(&r->tui, err, sizeof err)) {
+        if (view_tui_open(&r->tui, o->nproc, err, sizeof err)) {
             fprintf(stderr, "ddptop: %s (use --headless)\n", err);
             teardown(r);
             return 2;
@@ -316,14 +474,25 @@ int run_job(const RunOptions *o)
         teardown(r);
         return 1;
     }
-    for (int k = 0; k < o->nproc; k++) job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
+    for (int k = 0; k < o->nproc; k++) {
+        job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
+        if (r->rec) recorder_write_start(r->rec, k, launcher_pid(r->l, k), mono_ns(), 0, err, sizeof err);
+    }
     job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
               lc.log_dir);
 
     uint64_t drawn_version = (uint64_t)-1;
-    int64_t last_draw = 0;
+    int64_t last_draw = 0, last_reap = 0;
     bool leave = false;
     while (!leave) {
+        int64_t turn_start = mono_ms();
+        /* Wake for the next frame slot when something changed, so a step
+         * reaches the screen within FRAME_MS of its arrival. */
+        long timeout = FRAME_MS;
+        if (r->tui && r->job->version != drawn_version) {
+            int64_t until = last_draw + FRAME_MS - mono_ms();
+            timeout = until < 0 ? 0 : until > FRAME_MS ? FRAME_MS : (long)until;
+        }
         zmq_pollitem_t items[3] = {
             {r->tel, 0, ZMQ_POLLIN, 0},
             {r->ctl, 0, ZMQ_POLLIN, 0},
@@ -331,12 +500,17 @@ int run_job(const RunOptions *o)
         };
         int nitems = 2;
         if (r->tui) nitems = 3;
-        if (zmq_poll(items, nitems, FRAME_MS) < 0 && errno != EINTR) {
+        if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
             job_event(r->job, -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
         }
-        drain(r);
+        int n_ctl = drain(r);
         store_tick(r->store, r->ctl, mono_ms(), &r->buf);
-        launcher_reap(r->l, on_exit_cb, r);
+        if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err)) job_event(r->job, -1, EV_WARN, "%s", err);
+        if (mono_ms() - last_reap >= REAP_MS) {
+            launcher_reap(r->l, on_exit_cb, r);
+            last_reap = mono_ms();
+        }
+        int held = held_exits(r, false);
 
         /* Signals: first a clean stop, then each one a rung up the ladder. */
         while (r->handled_signals < g_signals) {
@@ -347,9 +521,12 @@ int run_job(const RunOptions *o)
 
         if (r->tui) {
             ViewAction a;
-            while ((a = view_tui_poll_key(r->tui)) != VIEW_ACT_NONE) {
+            /* q asks first only while a stop is not already on its way */
+            bool running = launcher_running(r->l) > 0 && !r->stop_requested;
+            while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
                 if (a == VIEW_ACT_CKPT) request_ckpt(r);
                 else if (a == VIEW_ACT_DESTROY) request_stop(r, "destroy requested (d)");
+                else if (a == VIEW_ACT_PAUSE) request_pause(r);
                 else if (a == VIEW_ACT_QUIT) {
                     r->quit_after = true;
                     if (launcher_running(r->l) > 0) request_stop(r, "quit requested (q)");
@@ -367,7 +544,7 @@ int run_job(const RunOptions *o)
                 escalate(r, "ranks ignored SIGTERM");
         }
 
-        if (running == 0) {
+        if (running == 0 && held == 0) {
             if (!r->status[0] || r->stop_requested)
                 snprintf(r->status, sizeof r->status, "%s — press q to leave",
                          job_all_clean(r->job) ? "job done: every rank ended cleanly"
@@ -378,17 +555,34 @@ int run_job(const RunOptions *o)
         int64_t now = mono_ms();
         if (r->tui) {
             if ((r->job->version != drawn_version && now - last_draw >= FRAME_MS) || now - last_draw >= 1000 || leave) {
-                view_tui_draw(r->tui, r->job, mono_ns(), r->status);
+                int64_t t0 = mono_ns();
+                view_tui_draw(r->tui, r->job, t0, r->status);
+                bench_on_frame(r->bench, t0, r->job);
                 drawn_version = r->job->version;
                 last_draw = now;
             }
         } else {
             view_headless_tick(&r->hl, r->job, mono_ns());
         }
+
+        /* Pace the turns (LOOP_MIN_MS), never past the next frame slot. */
+        if (!leave && n_ctl == 0) {
+            int64_t left = turn_start + LOOP_MIN_MS - mono_ms();
+            if (r->tui && r->job->version != drawn_version) {
+                int64_t until = last_draw + FRAME_MS - mono_ms();
+                if (until < left) left = until;
+            }
+            if (left > 0) {
+                struct timespec ts = {0, (long)left * 1000000L};
+                nanosleep(&ts, NULL);    /* a signal cuts it short: fine */
+            }
+        }
     }
 
+    held_exits(r, true);
     status = job_all_clean(r->job) ? 0 : 1;
     view_tui_close(&r->tui);
+    bench_finish(r->bench, r->job);
     if (!o->headless) view_headless_init(&r->hl, stdout, false);
     view_headless_summary(&r->hl, r->job, mono_ns());
     teardown(r);

@@ -19,6 +19,9 @@ typedef struct {
     char *const *trainer_args;
     int n_trainer_args;
     const char *worker_path;
+    const char *record_path;    /* --record FILE, NULL for none */
+    const char *publish_ep;     /* --publish ENDPOINT, NULL for none */
+    const char *description;    /* the command line, kept in a recording's header */
 } RunOptions;
 
 /* Run the job; returns ddptop's exit status (0 only when every rank ended

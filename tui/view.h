@@ -10,32 +10,40 @@
 #include <stdio.h>
 
 #include "job.h"
+#include "ui.h"               /* ViewAction, the screen's state and keys */
 
-/* What a key press asks the run loop to do. */
-typedef enum {
-    VIEW_ACT_NONE = 0,
-    VIEW_ACT_CKPT,      /* c */
-    VIEW_ACT_DESTROY,   /* d: clean destroy (stop at an agreed step) */
-    VIEW_ACT_QUIT,      /* q: destroy first, then leave */
-    VIEW_ACT_REDRAW,    /* resize, Ctrl-L */
-} ViewAction;
-
-/* ---- interactive screen (view_tui.c) ---- */
+/* ---- interactive screen (view_tui.c; drawing in draw_*.c) ---- */
 typedef struct ViewTui ViewTui;
 
-/* Take over the terminal (UTF-8 when the locale is; ASCII otherwise; colours
- * unless NO_COLOR or the terminal has none). When stdin or stdout is not a
- * terminal (stdout sent to a file for the summary), the screen goes to the
- * controlling terminal, /dev/tty. Returns 0 or -1 with err (no terminal at
- * all: "not a terminal"; unknown TERM). */
-int view_tui_open(ViewTui **out, char *err, size_t errlen);
+/* Take over the terminal for a job of `world` ranks (UTF-8 when the locale
+ * is, ASCII otherwise; colours unless NO_COLOR is set or the terminal has
+ * none). When stdin or stdout is not a terminal (stdout sent to a file for
+ * the summary), the screen goes to the controlling terminal, /dev/tty.
+ * Returns 0 or -1 with err (no terminal at all: "not a terminal"; unknown
+ * TERM). */
+int view_tui_open(ViewTui **out, int world, char *err, size_t errlen);
 /* Give the terminal back (endwin). Safe on NULL; sets *v = NULL. */
 void view_tui_close(ViewTui **v);
 /* Draw the whole screen. `status` is a one-line message from the run loop
- * (e.g. "stop requested: ranks agree on the stop step..."), may be NULL. */
+ * (e.g. "stopping: ranks agree on the last step..."), may be NULL. */
 void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status);
-/* Read pending keys without blocking; returns the first action (NONE if none). */
-ViewAction view_tui_poll_key(ViewTui *v);
+/* Read pending keys and mouse events without blocking; view keys change
+ * the screen's state. Returns the first action (NONE if none); the rest
+ * stay queued. running: training is under way (q then asks first). */
+ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running);
+
+/* Replay mode (`ddptop replay`, replay.c). The model is rebuilt from a
+ * recording, so the clocks are the recording's: draw at its monotonic
+ * now_ns and its wall-clock wall_ns (view_tui_draw uses the real wall
+ * clock). view_tui_set_replay installs a hook that sees every key (ui.h
+ * codes) before the screen's own keys do, and returns nonzero when it
+ * took the key (the poll then answers VIEW_ACT_REDRAW), and a key line of
+ * n_keys {key, what} pairs drawn in place of the live one (c d p need live
+ * workers). The keys array must outlive the view; it is read at each draw,
+ * so its labels may change. NULL hook and keys: live mode again. */
+typedef int (*ViewKeyHook)(void *ctx, int key);
+void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys);
+void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status);
 
 /* ---- headless (view_headless.c) ---- */
 typedef struct {
@@ -43,6 +51,7 @@ typedef struct {
     bool json;              /* one JSON object per event instead of text */
     int64_t last_print_ns;  /* monotonic; progress lines once a second */
     uint64_t ev_printed;    /* job events already printed (compared with ev_total) */
+    int evals_printed;      /* job evals already printed (compared with n_evals) */
 } ViewHeadless;
 
 void view_headless_init(ViewHeadless *h, FILE *out, bool json);

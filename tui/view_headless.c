@@ -176,6 +176,34 @@ static void print_events(ViewHeadless *h, const Job *j, int64_t now_ns)
     }
 }
 
+/* Evals are kept apart from the events (see job.c); here they are lines of
+ * their own, as a training script would print them. */
+static void print_evals(ViewHeadless *h, const Job *j)
+{
+    if (h->evals_printed > j->n_evals)
+        h->evals_printed = 0;
+    if (j->n_evals - h->evals_printed > JOB_EVALS)
+        h->evals_printed = j->n_evals - JOB_EVALS;
+    for (; h->evals_printed < j->n_evals; h->evals_printed++) {
+        const JobEval *e = job_eval_at(j, j->n_evals - 1 - h->evals_printed);
+        if (!e)
+            continue;
+        double t = secs_since_start(j, e->t_ns);
+        if (h->json) {
+            fprintf(h->out, "{\"k\":\"eval\",\"t\":%.3f,\"epoch\":%lld,\"step\":%lld,\"accuracy\":", t,
+                    (long long)e->epoch, (long long)e->step);
+            put_json_num(h->out, e->accuracy, "%.6g");
+            fputs(",\"loss\":", h->out);
+            put_json_num(h->out, e->loss, "%.6g");
+            fprintf(h->out, ",\"correct\":%lld,\"total\":%lld}\n", (long long)e->correct, (long long)e->total);
+        } else {
+            fprintf(h->out, "[%6.1fs] eval after epoch %lld (step %lld): accuracy %.2f%% (%lld/%lld), loss %.4f\n", t,
+                    (long long)e->epoch, (long long)e->step, e->accuracy * 100, (long long)e->correct,
+                    (long long)e->total, e->loss);
+        }
+    }
+}
+
 /* ---- progress ---- */
 
 /* Mean over ranks that stepped: the figure a DDP script would print after
@@ -269,6 +297,7 @@ void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
     if (!h || !j)
         return;
     print_events(h, j, now_ns);
+    print_evals(h, j);
     /* progress only while there is some: nothing before the first step,
      * nothing once the job is over (the summary follows) */
     bool over = j->state == JOB_DONE || j->state == JOB_FAILED;

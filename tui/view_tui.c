@@ -1,14 +1,16 @@
-/* view_tui.c — the interactive ncurses screen: title, job header, a row per
- * rank, recent events, a status line and key hints; and key mapping.
+/* view_tui.c — the interactive ncurses screen: opens and restores the
+ * terminal, turns terminal keys and mouse events into ui.h's codes, and
+ * copies a drawn Canvas (draw.h) to the screen.
  *
- * Owns: the curses SCREEN and its colours. Reads the Job, never changes it.
- * Main thread only; never called from a signal handler (resize arrives as
+ * Owns: the curses SCREEN, its colours and the mouse mask, the Ui state
+ * and the canvas of the screen. Reads the Job, never changes it. Main
+ * thread only; never called from a signal handler (resize arrives as
  * KEY_RESIZE through view_tui_poll_key).
  *
- * Every row is formatted into a char buffer first and written with put(),
- * which clips to the screen by display columns, so nothing lands past an
- * edge whatever the text or terminal size. A frame is erase + draw + one
- * refresh; curses sends only the difference, so there is no flicker.
+ * A frame is: canvas (every cell decided in memory) -> the rows that differ
+ * from the last frame, in runs of one style, one call each -> one refresh;
+ * curses sends only the difference, so there is no flicker, and an
+ * unchanged row costs a comparison, not a trip through curses.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -23,7 +25,6 @@
 
 #include <fcntl.h>
 #include <langinfo.h>
-#include <math.h>
 #include <ncurses.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,38 +33,13 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#define MIN_W 60
-#define MIN_H 12
-/* Fixed part of a rank row: a marker column, then ROW_FMT; under
- * WIDE_MIN columns the PID goes (ROW_FMT_NARROW) so ALLRED_MS and some of
- * the note still fit. */
-#define ROW_FMT "%4s %7s %-10.10s %5s %7s %8s %7s %9s"
-#define ROW_FMT_NARROW "%4s %-10.10s %5s %7s %8s %7s %9s"
-#define TABLE_X 1
-#define TABLE_W 64
-#define TABLE_W_NARROW 56
-#define WIDE_MIN (TABLE_X + TABLE_W + 1 + 12)
-#define SPARK_MAX 40
-
-typedef struct {
-    const char *hline;
-    const char *spark[8];
-    const char *bar_full, *bar_empty;
-    const char *ellipsis;
-    const char *mark_fail, *mark_ok, *mark_stale;
-} Glyphs;
-
-static const Glyphs glyphs_utf8 = {
-    "─", {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}, "█", "░", "…", "✗", "✓", "!",
-};
-/* Without a UTF-8 locale those would vanish or garble: plain ASCII. */
-static const Glyphs glyphs_ascii = {
-    "-", {"_", ".", ",", "-", "~", "=", "*", "#"}, "#", ".", "...", "x", "+", "!",
-};
+#include "canvas.h"
+#include "draw.h"
 
 enum {
-    CP_OK = 1, CP_WARN, CP_ERR, CP_HEAD, CP_TITLE,
-    CP_BADGE_INFO, CP_BADGE_OK, CP_BADGE_WARN, CP_BADGE_ERR,
+    CP_LABEL = 1, CP_TITLE, CP_RULE, CP_OK, CP_WARN, CP_ERR, CP_ROW_WARN, CP_ROW_ERR,
+    CP_BADGE_INFO, CP_BADGE_OK, CP_BADGE_WARN, CP_BADGE_ERR, CP_BAND, CP_EVAL,
+    CP_SERIES0,                      /* eight follow */
 };
 
 struct ViewTui {
@@ -71,10 +47,17 @@ struct ViewTui {
     FILE *tty;                       /* /dev/tty when stdin/stdout are not the terminal */
     bool utf8, color;
     bool clear_next;                 /* Ctrl-L: repaint everything next frame */
-    const Glyphs *g;
+    bool mouse_on;                   /* the mask in force */
+    attr_t attr[ST__COUNT];          /* style -> curses attributes */
+    Ui ui;
+    Canvas cv;
+    Canvas prev;                     /* what the terminal shows now */
+    /* replay mode (view_tui_set_replay): keys seen first, and the key line */
+    ViewKeyHook hook;
+    void *hook_ctx;
+    const char *const (*keys)[2];
+    int n_keys;
 };
-
-/* ---- open / close / keys ---- */
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
@@ -82,7 +65,94 @@ static void set_err(char *err, size_t errlen, const char *msg)
         snprintf(err, errlen, "%s", msg);
 }
 
-int view_tui_open(ViewTui **out, char *err, size_t errlen)
+/* Colours when the terminal has them; otherwise bold, reverse, underline
+ * and dim carry the same meaning. */
+static void setup_styles(ViewTui *v)
+{
+    attr_t *a = v->attr;
+    for (int i = 0; i < ST__COUNT; i++)
+        a[i] = A_NORMAL;
+    a[ST_DIM] = A_DIM;
+    a[ST_BOLD] = A_BOLD;
+    a[ST_SEL] = A_REVERSE;
+    a[ST_KEY] = A_REVERSE | A_BOLD;
+    a[ST_AXIS] = A_DIM;
+    if (!v->color) {
+        a[ST_TITLE] = A_REVERSE;
+        a[ST_RULE_FOCUS] = A_REVERSE | A_BOLD;
+        a[ST_BADGE_INFO] = a[ST_BADGE_OK] = a[ST_BADGE_WARN] = A_REVERSE | A_BOLD;
+        a[ST_BADGE_ERR] = A_REVERSE | A_BOLD | A_UNDERLINE;
+        a[ST_WARN] = A_BOLD;
+        a[ST_ERR] = A_BOLD | A_UNDERLINE;
+        a[ST_ROW_WARN] = A_BOLD | A_UNDERLINE;
+        a[ST_ROW_ERR] = A_REVERSE | A_BOLD;
+        a[ST_MEAN] = A_BOLD;
+        a[ST_BAND] = A_DIM;
+        a[ST_EVAL] = A_BOLD;
+        return;
+    }
+    start_color();
+    short bg = use_default_colors() == OK ? -1 : COLOR_BLACK;
+    init_pair(CP_LABEL, COLOR_CYAN, bg);
+    init_pair(CP_TITLE, COLOR_BLACK, COLOR_CYAN);
+    init_pair(CP_RULE, COLOR_CYAN, bg);
+    init_pair(CP_OK, COLOR_GREEN, bg);
+    init_pair(CP_WARN, COLOR_YELLOW, bg);
+    init_pair(CP_ERR, COLOR_RED, bg);
+    init_pair(CP_ROW_WARN, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(CP_ROW_ERR, COLOR_WHITE, COLOR_RED);
+    init_pair(CP_BADGE_INFO, COLOR_WHITE, COLOR_BLUE);
+    init_pair(CP_BADGE_OK, COLOR_BLACK, COLOR_GREEN);
+    init_pair(CP_BADGE_WARN, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(CP_BADGE_ERR, COLOR_WHITE, COLOR_RED);
+    init_pair(CP_BAND, COLOR_BLUE, bg);
+    init_pair(CP_EVAL, COLOR_MAGENTA, bg);
+    /* eight series colours; the last two use the 256-colour palette when
+     * there is one, else bold variants */
+    short series[8] = {COLOR_CYAN, COLOR_YELLOW, COLOR_MAGENTA, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_WHITE,
+                       COLOR_GREEN};
+    if (COLORS >= 256) {
+        series[6] = 208;             /* orange */
+        series[7] = 141;             /* violet */
+    }
+    for (int i = 0; i < 8; i++) {
+        init_pair((short)(CP_SERIES0 + i), series[i], bg);
+        a[ST_SERIES0 + i] = COLOR_PAIR(CP_SERIES0 + i) | (COLORS < 256 && i >= 6 ? A_BOLD : 0);
+    }
+    a[ST_LABEL] = COLOR_PAIR(CP_LABEL);
+    a[ST_TITLE] = COLOR_PAIR(CP_TITLE);
+    a[ST_RULE] = COLOR_PAIR(CP_RULE);
+    a[ST_RULE_FOCUS] = COLOR_PAIR(CP_RULE) | A_BOLD | A_REVERSE;
+    a[ST_BADGE_INFO] = COLOR_PAIR(CP_BADGE_INFO) | A_BOLD;
+    a[ST_BADGE_OK] = COLOR_PAIR(CP_BADGE_OK) | A_BOLD;
+    a[ST_BADGE_WARN] = COLOR_PAIR(CP_BADGE_WARN) | A_BOLD;
+    a[ST_BADGE_ERR] = COLOR_PAIR(CP_BADGE_ERR) | A_BOLD;
+    a[ST_OK] = COLOR_PAIR(CP_OK);
+    a[ST_WARN] = COLOR_PAIR(CP_WARN) | A_BOLD;
+    a[ST_ERR] = COLOR_PAIR(CP_ERR) | A_BOLD;
+    a[ST_ROW_WARN] = COLOR_PAIR(CP_ROW_WARN);
+    a[ST_ROW_ERR] = COLOR_PAIR(CP_ROW_ERR) | A_BOLD;
+    a[ST_MEAN] = A_BOLD;
+    a[ST_BAND] = COLOR_PAIR(CP_BAND);
+    a[ST_EVAL] = COLOR_PAIR(CP_EVAL) | A_BOLD;
+}
+
+static void apply_mouse(ViewTui *v)
+{
+    if (v->ui.mouse == v->mouse_on)
+        return;
+    mmask_t m = 0;
+    if (v->ui.mouse) {
+        m = BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED;
+#ifdef BUTTON5_PRESSED
+        m |= BUTTON5_PRESSED;
+#endif
+    }
+    mousemask(m, NULL);
+    v->mouse_on = v->ui.mouse;
+}
+
+int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
 {
     *out = NULL;
     const char *term = getenv("TERM");
@@ -91,7 +161,8 @@ int view_tui_open(ViewTui **out, char *err, size_t errlen)
         return -1;
     }
     ViewTui *v = calloc(1, sizeof *v);
-    if (!v) {
+    if (!v || ui_init(&v->ui, world)) {
+        free(v);
         set_err(err, errlen, "out of memory");
         return -1;
     }
@@ -105,6 +176,7 @@ int view_tui_open(ViewTui **out, char *err, size_t errlen)
             if (fd >= 0)
                 close(fd);
             set_err(err, errlen, "not a terminal");
+            ui_done(&v->ui);
             free(v);
             return -1;
         }
@@ -117,33 +189,28 @@ int view_tui_open(ViewTui **out, char *err, size_t errlen)
             snprintf(err, errlen, "unknown terminal type '%.40s'", term);
         if (v->tty)
             fclose(v->tty);
+        ui_done(&v->ui);
         free(v);
         return -1;
     }
     set_term(v->scr);
     const char *cs = nl_langinfo(CODESET);
     v->utf8 = cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
-    v->g = v->utf8 ? &glyphs_utf8 : &glyphs_ascii;
     const char *nc = getenv("NO_COLOR");
     v->color = !(nc && *nc) && has_colors();
-    if (v->color) {
-        start_color();
-        short bg = use_default_colors() == OK ? -1 : COLOR_BLACK;
-        init_pair(CP_OK, COLOR_GREEN, bg);
-        init_pair(CP_WARN, COLOR_YELLOW, bg);
-        init_pair(CP_ERR, COLOR_RED, bg);
-        init_pair(CP_HEAD, COLOR_CYAN, bg);
-        init_pair(CP_TITLE, COLOR_BLACK, COLOR_CYAN);
-        init_pair(CP_BADGE_INFO, COLOR_WHITE, COLOR_BLUE);
-        init_pair(CP_BADGE_OK, COLOR_BLACK, COLOR_GREEN);
-        init_pair(CP_BADGE_WARN, COLOR_BLACK, COLOR_YELLOW);
-        init_pair(CP_BADGE_ERR, COLOR_WHITE, COLOR_RED);
-    }
+    setup_styles(v);
+    canvas_init(&v->cv, v->utf8);
+    canvas_init(&v->prev, v->utf8);
     noecho();
     cbreak();
     keypad(stdscr, TRUE);
     nodelay(stdscr, TRUE);
+    set_escdelay(25);                /* Esc closes things: do not wait a second for a sequence */
     curs_set(0);                     /* some terminals cannot: not an error */
+    typeahead(-1);                   /* keys are read by the loop: no poll in every refresh */
+    mouseinterval(200);
+    v->mouse_on = false;
+    apply_mouse(v);
     *out = v;
     return 0;
 }
@@ -154,513 +221,183 @@ void view_tui_close(ViewTui **pv)
         return;
     ViewTui *v = *pv;
     set_term(v->scr);
+    mousemask(0, NULL);
     curs_set(1);
     endwin();
     delscreen(v->scr);
     if (v->tty)
         fclose(v->tty);
+    canvas_done(&v->cv);
+    canvas_done(&v->prev);
+    ui_done(&v->ui);
     free(v);
     *pv = NULL;
 }
 
-ViewAction view_tui_poll_key(ViewTui *v)
+static int translate(int ch)
+{
+    switch (ch) {
+    case KEY_UP: return UI_KEY_UP;
+    case KEY_DOWN: return UI_KEY_DOWN;
+    case KEY_LEFT: return UI_KEY_LEFT;
+    case KEY_RIGHT: return UI_KEY_RIGHT;
+    case KEY_PPAGE: return UI_KEY_PGUP;
+    case KEY_NPAGE: return UI_KEY_PGDN;
+    case KEY_HOME: return UI_KEY_HOME;
+    case KEY_END: return UI_KEY_END;
+    case '\t': return UI_KEY_TAB;
+    case KEY_BTAB: return UI_KEY_BTAB;
+    case '\n': case '\r': case KEY_ENTER: return UI_KEY_ENTER;
+    case 27: return UI_KEY_ESC;
+    case KEY_BACKSPACE: case 127: case 8: return UI_KEY_BACKSPACE;
+    case KEY_RESIZE: return UI_KEY_RESIZE;
+    case 'L' & 0x1f: return UI_KEY_REDRAW;
+    default: return ch;
+    }
+}
+
+static ViewAction on_mouse(ViewTui *v, const Job *j)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return VIEW_ACT_NONE;
+    UiMouse kind;
+    if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
+        kind = UI_MOUSE_DOUBLE;
+    else if (ev.bstate & BUTTON1_CLICKED)
+        kind = UI_MOUSE_CLICK;
+    else if (ev.bstate & BUTTON4_PRESSED)
+        kind = UI_MOUSE_WHEEL_UP;
+#ifdef BUTTON5_PRESSED
+    else if (ev.bstate & BUTTON5_PRESSED)
+        kind = UI_MOUSE_WHEEL_DOWN;
+#endif
+    else
+        return VIEW_ACT_NONE;
+    return ui_mouse(&v->ui, kind, ev.x, ev.y, j);
+}
+
+ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
 {
     if (!v)
         return VIEW_ACT_NONE;
+    set_term(v->scr);
     int ch;
-    /* return at the first key that means something; the rest stay queued
-     * for the next call */
     while ((ch = getch()) != ERR) {
-        switch (ch) {
-        case 'c': case 'C': return VIEW_ACT_CKPT;
-        case 'd': case 'D': return VIEW_ACT_DESTROY;
-        case 'q': case 'Q': return VIEW_ACT_QUIT;
-        case KEY_RESIZE: return VIEW_ACT_REDRAW;
-        case 'L' & 0x1f:
-            v->clear_next = true;
-            return VIEW_ACT_REDRAW;
-        default: break;
+        ViewAction a;
+        if (ch == KEY_MOUSE) {
+            a = on_mouse(v, j);
+        } else {
+            int key = translate(ch);
+            if (key == UI_KEY_REDRAW)
+                v->clear_next = true;
+            if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW && v->hook(v->hook_ctx, key))
+                return VIEW_ACT_REDRAW;
+            a = ui_key(&v->ui, key, j, running);
         }
+        apply_mouse(v);
+        if (a != VIEW_ACT_NONE)
+            return a;
     }
     return VIEW_ACT_NONE;
 }
 
-/* ---- writing text ---- */
-
-static attr_t pick(const ViewTui *v, int pair, attr_t mono)
+/* Write cells [x0, x1) of row y: one call per run of one style. The
+ * bottom-right cell is left alone: writing it makes some terminals scroll. */
+static void put_cells(ViewTui *v, int y, int x0, int x1)
 {
-    return v->color ? (attr_t)COLOR_PAIR(pair) : mono;
-}
-
-/* Write UTF-8 text at (y, x), at most maxw columns (and never past the
- * right edge, nor into the bottom-right cell, where curses would scroll).
- * Bytes that are not valid, control characters and, without UTF-8, any
- * non-ASCII character become '?'. Returns the columns written. */
-static int put(const ViewTui *v, int y, int x, int maxw, attr_t a, const char *s)
-{
-    int h, w;
-    getmaxyx(stdscr, h, w);
-    if (y < 0 || y >= h || x < 0 || x >= w || !s)
-        return 0;
-    int lim = w - x - (y == h - 1 ? 1 : 0);
-    if (maxw < lim)
-        lim = maxw;
-    if (lim <= 0)
-        return 0;
-    wchar_t wb[1024];
-    int n = 0, cols = 0;
-    mbstate_t st;
-    memset(&st, 0, sizeof st);
-    size_t left = strlen(s);
-    while (left > 0 && n < (int)(sizeof wb / sizeof wb[0]) - 1) {
-        wchar_t wc;
-        size_t k = mbrtowc(&wc, s, left, &st);
-        if (k == 0)
-            break;
-        if (k == (size_t)-1 || k == (size_t)-2) {
-            wc = L'?';
-            k = 1;
-            memset(&st, 0, sizeof st);
+    const Canvas *c = &v->cv;
+    const Cell *row = &c->cells[(size_t)y * (size_t)c->w];
+    if (y == c->h - 1 && x1 == c->w)
+        x1--;
+    wchar_t run[1024];
+    int x = x0;
+    while (x < x1) {
+        int style = row[x].style, start = x, n = 0;
+        while (x < x1 && row[x].style == style && n < (int)(sizeof run / sizeof run[0]) - 1) {
+            if (row[x].ch != 0)
+                run[n++] = (wchar_t)row[x].ch;
+            x++;
         }
-        if (wc == L'\n' || wc == L'\t' || wc == L'\r')
-            wc = L' ';
-        if (!v->utf8 && wc > 0x7e)
-            wc = L'?';
-        int cw = wcwidth(wc);
-        if (cw < 0) {
-            wc = L'?';
-            cw = 1;
+        if (n > 0) {
+            run[n] = L'\0';
+            attrset(v->attr[style < ST__COUNT ? style : ST_NORMAL]);
+            mvaddnwstr(y, start, run, n);
         }
-        s += k;
-        left -= k;
-        if (cw == 0)
-            continue;                /* combining marks: dropped, never misplaced */
-        if (cols + cw > lim)
-            break;
-        wb[n++] = wc;
-        cols += cw;
     }
-    wb[n] = L'\0';
-    attrset(a);
-    mvaddnwstr(y, x, wb, n);
-    attrset(A_NORMAL);
-    return cols;
-}
-
-/* Display columns of UTF-8 text (as put would draw it, unclipped). */
-static int text_width(const char *s)
-{
-    int cols = 0;
-    mbstate_t st;
-    memset(&st, 0, sizeof st);
-    size_t left = strlen(s);
-    while (left > 0) {
-        wchar_t wc;
-        size_t k = mbrtowc(&wc, s, left, &st);
-        if (k == 0)
-            break;
-        if (k == (size_t)-1 || k == (size_t)-2) {
-            k = 1;
-            wc = L'?';
-            memset(&st, 0, sizeof st);
-        }
-        int cw = wcwidth(wc);
-        cols += cw < 0 ? 1 : cw;
-        s += k;
-        left -= k;
-    }
-    return cols;
-}
-
-/* Fill a whole row with blanks in attribute a (bars: title, table head). */
-static void fill_row(int y, attr_t a)
-{
-    int h, w;
-    getmaxyx(stdscr, h, w);
-    if (y < 0 || y >= h)
-        return;
-    attrset(a);
-    mvhline(y, 0, ' ', y == h - 1 ? w - 1 : w);
     attrset(A_NORMAL);
 }
 
-/* A number in at most `width` characters: fewer decimals, then %g. */
-static void fmt_fit(char *buf, size_t n, int width, double x, int decimals)
+/* Row y, only where it differs from what the terminal shows (all of it
+ * when full): spans of changed cells, bridging gaps of a few unchanged
+ * ones, widened so a wide character is never cut in half. */
+static void blit_row(ViewTui *v, int y, bool full)
 {
-    if (isnan(x)) {
-        snprintf(buf, n, "nan");
+    const Canvas *c = &v->cv;
+    if (full) {
+        put_cells(v, y, 0, c->w);
         return;
     }
-    if (isinf(x)) {
-        snprintf(buf, n, x > 0 ? "inf" : "-inf");
-        return;
-    }
-    for (int d = decimals; d >= 0; d--) {
-        snprintf(buf, n, "%.*f", d, x);
-        if ((int)strlen(buf) <= width)
-            return;
-    }
-    snprintf(buf, n, "%.*g", width > 6 ? width - 5 : 1, x);
-}
-
-static void fmt_hms(char *buf, size_t n, int64_t ns)
-{
-    long long s = ns > 0 ? ns / 1000000000LL : 0;
-    snprintf(buf, n, "%02lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-}
-
-static void fmt_count(char *buf, size_t n, int64_t x)
-{
-    if (x >= 1000000000)
-        snprintf(buf, n, "%.2fG", (double)x / 1e9);
-    else if (x >= 1000000)
-        snprintf(buf, n, "%.2fM", (double)x / 1e6);
-    else if (x >= 10000)
-        snprintf(buf, n, "%.1fk", (double)x / 1e3);
-    else
-        snprintf(buf, n, "%lld", (long long)x);
-}
-
-static const char *or_dash(const char *s)
-{
-    return s && *s ? s : "-";
-}
-
-/* ---- sections ---- */
-
-static const char *state_text(const Job *j)
-{
-    return job_state_name(j->state);
-}
-
-static int state_pair(JobState s)
-{
-    switch (s) {
-    case JOB_RUNNING: return CP_BADGE_OK;
-    case JOB_DONE: return CP_BADGE_OK;
-    case JOB_STOPPING: return CP_BADGE_WARN;
-    case JOB_FAILED: return CP_BADGE_ERR;
-    default: return CP_BADGE_INFO;
-    }
-}
-
-static void draw_title(const ViewTui *v, const Job *j, int64_t now_ns, int w)
-{
-    attr_t bar = pick(v, CP_TITLE, A_REVERSE);
-    fill_row(0, bar);
-    int x = put(v, 0, 0, w, bar | A_BOLD, " ddptop ");
-    char buf[64];
-    snprintf(buf, sizeof buf, " %s ", state_text(j));
-    x += put(v, 0, x + 1, w, v->color ? (attr_t)COLOR_PAIR(state_pair(j->state)) | A_BOLD : A_BOLD, buf) + 1;
-    snprintf(buf, sizeof buf, "  %d/%d ranks alive", job_alive(j), j->world);
-    x += put(v, 0, x, w, bar, buf);
-    char el[32];
-    fmt_hms(el, sizeof el, now_ns - j->start_ns);
-    snprintf(buf, sizeof buf, "elapsed %s ", el);
-    int bw = text_width(buf);
-    if (w - bw > x + 1)
-        put(v, 0, w - bw, bw, bar, buf);
-}
-
-typedef struct {
-    const char *label;
-    char value[160];
-    bool brk;                        /* start a new line before this one */
-} Seg;
-
-/* Lay label/value pairs out left to right, wrapping, in at most maxlines
- * lines from y. Returns the lines used. */
-static int flow(const ViewTui *v, int y, int maxlines, int w, const Seg *segs, int n)
-{
-    int line = 0, x = 0;
-    attr_t la = pick(v, CP_HEAD, A_NORMAL);
-    for (int i = 0; i < n; i++) {
-        int sw = text_width(segs[i].label) + 1 + text_width(segs[i].value);
-        if (x > 0 && (segs[i].brk || x + 2 + sw > w)) {
-            line++;
-            x = 0;
-        }
-        if (line >= maxlines)
-            break;
-        if (x > 0)
-            x += 2;
-        x += put(v, y + line, x, w - x, la, segs[i].label);
-        x += put(v, y + line, x, w - x, A_NORMAL, " ");
-        x += put(v, y + line, x, w - x, A_BOLD, segs[i].value);
-    }
-    return x > 0 || line > 0 ? line + 1 : 0;
-}
-
-static int draw_header(const ViewTui *v, const Job *j, int y, int maxlines, int w)
-{
-    Seg s[16];
-    int n = 0;
-    memset(s, 0, sizeof s);
-    /* progress first: on a short terminal the identity is what gets cut */
-    s[n].label = "epoch";
-    snprintf(s[n++].value, sizeof s[0].value, "%lld", (long long)j->epoch);
-    s[n].label = "step";
-    if (j->max_steps > 0)
-        snprintf(s[n++].value, sizeof s[0].value, "%lld/%lld", (long long)j->step, (long long)j->max_steps);
-    else
-        snprintf(s[n++].value, sizeof s[0].value, "%lld", (long long)j->step);
-    s[n].label = "samples/s";
-    snprintf(s[n++].value, sizeof s[0].value, "%.0f", j->samples_per_s);
-    s[n].label = "drops";
-    snprintf(s[n++].value, sizeof s[0].value, "%llu", (unsigned long long)j->drops);
-    s[n].label = "bad frames";
-    snprintf(s[n++].value, sizeof s[0].value, "%llu", (unsigned long long)j->bad_frames);
-    if (j->ckpts > 0) {
-        s[n].label = "ckpt";
-        snprintf(s[n++].value, sizeof s[0].value, "step %lld", (long long)j->last_ckpt_step);
-    }
-    s[n].label = "backend";
-    s[n].brk = true;
-    snprintf(s[n++].value, sizeof s[0].value, "%s", or_dash(j->backend));
-    s[n].label = "device";
-    snprintf(s[n++].value, sizeof s[0].value, "%s", or_dash(j->device));
-    s[n].label = "world";
-    snprintf(s[n++].value, sizeof s[0].value, "%d", j->world);
-    s[n].label = "dataset";
-    if (j->dataset_size > 0)
-        snprintf(s[n++].value, sizeof s[0].value, "%.60s (%lld)", or_dash(j->dataset), (long long)j->dataset_size);
-    else
-        snprintf(s[n++].value, sizeof s[0].value, "%.60s", or_dash(j->dataset));
-    s[n].label = "model";
-    snprintf(s[n++].value, sizeof s[0].value, "%.120s", or_dash(j->model));
-    s[n].label = "params";
-    if (j->params > 0)
-        fmt_count(s[n++].value, sizeof s[0].value, j->params);
-    else
-        snprintf(s[n++].value, sizeof s[0].value, "-");
-    if (j->batch_size > 0) {
-        s[n].label = "batch";
-        snprintf(s[n++].value, sizeof s[0].value, "%lld/rank", (long long)j->batch_size);
-    }
-    return flow(v, y, maxlines, w, s, n);
-}
-
-static void draw_progress_bar(const ViewTui *v, const Job *j, int y, int w)
-{
-    double frac = j->max_steps > 0 ? (double)j->step / (double)j->max_steps : 0;
-    if (frac < 0)
-        frac = 0;
-    if (frac > 1)
-        frac = 1;
-    char tail[64] = "";
-    double world_batch = (double)j->batch_size * j->world;
-    if (j->state == JOB_RUNNING && j->samples_per_s > 0 && world_batch > 0 && j->step < j->max_steps) {
-        double steps_per_s = j->samples_per_s / world_batch;
-        char eta[32];
-        fmt_hms(eta, sizeof eta, (int64_t)((double)(j->max_steps - j->step) / steps_per_s * 1e9));
-        snprintf(tail, sizeof tail, "  eta %s", eta);
-    }
-    char pct[96];
-    snprintf(pct, sizeof pct, " %5.1f%%%s", frac * 100, tail);
-    int bw = w - 2 - text_width(pct) - 1;
-    if (bw > 60)
-        bw = 60;
-    if (bw < 5)
-        return;
-    char bar[60 * 4 + 8];
-    int full = (int)(frac * bw + 0.5), len = 0;
-    bar[len++] = '[';
-    for (int i = 0; i < bw; i++) {
-        const char *gl = i < full ? v->g->bar_full : v->g->bar_empty;
-        size_t gl_len = strlen(gl);
-        memcpy(bar + len, gl, gl_len);
-        len += (int)gl_len;
-    }
-    bar[len++] = ']';
-    bar[len] = '\0';
-    int x = put(v, y, 0, w, pick(v, CP_OK, A_BOLD), bar);
-    put(v, y, x, w - x, A_NORMAL, pct);
-}
-
-/* Recent losses as a sparkline of `width` glyphs, oldest left. */
-static void sparkline(const ViewTui *v, const JobRank *r, int width, char *out, size_t n)
-{
-    out[0] = '\0';
-    int k = r->ring_len < width ? r->ring_len : width;
-    if (k < 2)
-        return;
-    double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < k; i++) {
-        double x = job_rank_step_at(r, i)->loss;
-        if (isfinite(x)) {
-            lo = x < lo ? x : lo;
-            hi = x > hi ? x : hi;
-        }
-    }
-    size_t len = 0;
-    for (int i = k - 1; i >= 0; i--) {
-        double x = job_rank_step_at(r, i)->loss;
-        const char *gl;
-        if (!isfinite(x))
-            gl = "?";
-        else if (hi - lo < 1e-12)
-            gl = v->g->spark[3];
-        else
-            gl = v->g->spark[(int)((x - lo) / (hi - lo) * 7 + 0.5)];
-        size_t gl_len = strlen(gl);
-        if (len + gl_len + 1 > n)
-            break;
-        memcpy(out + len, gl, gl_len);
-        len += gl_len;
-    }
-    out[len] = '\0';
-}
-
-static void draw_rank(const ViewTui *v, const JobRank *r, int y, int w, int64_t now_ns, int64_t wall_ns)
-{
-    char pid[24], epoch[24], step[24], loss[24], sms[24], ams[24], rk[16];
-    snprintf(rk, sizeof rk, "%d", r->rank);
-    if (r->pid > 0)
-        snprintf(pid, sizeof pid, "%lld", (long long)r->pid);
-    else
-        snprintf(pid, sizeof pid, "-");
-    const char *phase = r->phase != PHASE_NONE ? phase_name(r->phase)
-                        : r->state == RANK_WAITING ? "launched" : "-";
-    if (r->have_step) {
-        snprintf(epoch, sizeof epoch, "%lld", (long long)r->last.epoch);
-        snprintf(step, sizeof step, "%lld", (long long)r->last.step);
-        fmt_fit(loss, sizeof loss, 8, r->last.loss, 4);
-        fmt_fit(sms, sizeof sms, 7, r->last.step_ms, 1);
-    } else {
-        snprintf(epoch, sizeof epoch, "-");
-        snprintf(step, sizeof step, "-");
-        snprintf(loss, sizeof loss, "-");
-        snprintf(sms, sizeof sms, "-");
-    }
-    if (r->have_step || r->have_coll)
-        fmt_fit(ams, sizeof ams, 9, job_rank_allreduce_ms(r), 2);
-    else
-        snprintf(ams, sizeof ams, "-");
-    char row[256];
-    bool wide = w >= WIDE_MIN;
-    if (wide)
-        snprintf(row, sizeof row, ROW_FMT, rk, pid, phase, epoch, step, loss, sms, ams);
-    else
-        snprintf(row, sizeof row, ROW_FMT_NARROW, rk, phase, epoch, step, loss, sms, ams);
-
-    bool stale = job_rank_stale(r, now_ns);
-    const char *mark = " ";
-    attr_t a = A_NORMAL, na = A_NORMAL;
-    char note[256] = "";
-    /* a hang shows as a collective that has been in flight for long */
-    char inflight[96] = "";
-    if (r->have_beat && r->beat.coll_seq >= 0 && r->beat.coll_since_ns > 0 &&
-        wall_ns - r->beat.coll_since_ns > 1000000000LL)
-        snprintf(inflight, sizeof inflight, "in %.20s #%lld for %llds", or_dash(r->beat.coll_op),
-                 (long long)r->beat.coll_seq, (long long)((wall_ns - r->beat.coll_since_ns) / 1000000000LL));
-    if (r->state == RANK_FAILED) {
-        mark = v->g->mark_fail;
-        a = na = pick(v, CP_ERR, A_REVERSE) | A_BOLD;
-        snprintf(note, sizeof note, "FAILED %s", r->how_ended);
-    } else if (r->state == RANK_EXITED_OK) {
-        mark = v->g->mark_ok;
-        a = A_DIM;
-        na = pick(v, CP_OK, A_DIM);
-        snprintf(note, sizeof note, "%s", r->how_ended);
-    } else if (stale) {
-        mark = v->g->mark_stale;
-        a = na = pick(v, CP_WARN, A_BOLD) | A_BOLD;
-        snprintf(note, sizeof note, "STALE %llds%s%s", (long long)((now_ns - r->last_msg_ns) / 1000000000LL),
-                 inflight[0] ? " " : "", inflight);
-    } else if (r->phase == PHASE_ERROR) {
-        mark = v->g->mark_fail;
-        a = na = pick(v, CP_ERR, A_BOLD) | A_BOLD;
-        snprintf(note, sizeof note, "error: %.200s", or_dash(r->detail));
-    } else if (inflight[0]) {
-        mark = v->g->mark_stale;
-        na = pick(v, CP_WARN, A_BOLD);
-        snprintf(note, sizeof note, "%s", inflight);
-    } else if (r->state == RANK_WAITING) {
-        na = A_DIM;
-        snprintf(note, sizeof note, "waiting for hello");
-    } else {
-        int sw = w - (TABLE_X + (wide ? TABLE_W : TABLE_W_NARROW) + 1);
-        sparkline(v, r, sw < SPARK_MAX ? sw : SPARK_MAX, note, sizeof note);
-        na = pick(v, CP_HEAD, A_NORMAL);
-    }
-    put(v, y, 0, 1, a, mark);
-    int x = TABLE_X + put(v, y, TABLE_X, w - TABLE_X, a, row);
-    if (note[0] && x + 1 < w)
-        put(v, y, x + 1, w - x - 1, na, note);
-}
-
-static void draw_event(const ViewTui *v, const JobEvent *e, int y, int w)
-{
-    char when[16] = "--:--:--";
-    time_t secs = (time_t)(e->t_ns / 1000000000LL);
-    struct tm tm;
-    if (localtime_r(&secs, &tm))
-        strftime(when, sizeof when, "%H:%M:%S", &tm);
-    char who[16];
-    if (e->rank < 0)
-        snprintf(who, sizeof who, "ddptop");
-    else
-        snprintf(who, sizeof who, "r%d", e->rank);
-    char line[320];
-    snprintf(line, sizeof line, "%s %s %s", when, who, e->text);
-    attr_t a = e->level == EV_ERROR ? pick(v, CP_ERR, A_BOLD) | A_BOLD
-               : e->level == EV_WARN ? pick(v, CP_WARN, A_BOLD) : A_NORMAL;
-    put(v, y, 0, w, a, line);
-}
-
-/* A line of the box glyph with a label, e.g. "── events ───…". */
-static void draw_rule(const ViewTui *v, int y, int w, const char *label)
-{
-    char buf[4096];
-    size_t len = 0, gl = strlen(v->g->hline);
-    for (int i = 0; i < 2 && len + gl < sizeof buf; i++, len += gl)
-        memcpy(buf + len, v->g->hline, gl);
-    len += (size_t)snprintf(buf + len, sizeof buf - len, " %s ", label);
-    for (int i = text_width(label) + 4; i < w && len + gl < sizeof buf; i++, len += gl)
-        memcpy(buf + len, v->g->hline, gl);
-    buf[len] = '\0';
-    put(v, y, 0, w, pick(v, CP_HEAD, A_DIM), buf);
-}
-
-static void draw_status(const ViewTui *v, const Job *j, int y, int w, const char *status)
-{
-    char buf[600] = "";
-    attr_t a = A_BOLD;
-    if (status && *status) {
-        snprintf(buf, sizeof buf, "%s", status);
-    } else if (j->state == JOB_DONE || j->state == JOB_FAILED) {
-        job_verdict(j, buf, sizeof buf);
-        a = (j->state == JOB_DONE ? pick(v, CP_OK, A_BOLD) : pick(v, CP_ERR, A_REVERSE)) | A_BOLD;
-    } else if (j->ckpts > 0) {
-        snprintf(buf, sizeof buf, "last checkpoint: step %lld -> %.500s", (long long)j->last_ckpt_step,
-                 j->last_ckpt_path);
-        a = A_NORMAL;
-    }
-    put(v, y, 0, w, a, buf);
-}
-
-static void draw_keys(const ViewTui *v, int y, int w)
-{
-    static const char *const keys[][2] = {{"c", "checkpoint"}, {"d", "destroy"}, {"q", "quit"}};
+    const Cell *now = &c->cells[(size_t)y * (size_t)c->w], *was = &v->prev.cells[(size_t)y * (size_t)c->w];
     int x = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        x += put(v, y, x, w - x, A_REVERSE | A_BOLD, keys[i][0]);
-        x += put(v, y, x, w - x, A_NORMAL, " ");
-        x += put(v, y, x, w - x, A_NORMAL, keys[i][1]);
-        x += put(v, y, x, w - x, A_NORMAL, "  ");
+    while (x < c->w) {
+        if (now[x].ch == was[x].ch && now[x].style == was[x].style) {
+            x++;
+            continue;
+        }
+        /* the span ends after its last changed cell with no change in
+         * the 4 cells that follow */
+        int start = x, last = x;
+        for (int k = x + 1; k < c->w && k - last <= 4; k++)
+            if (now[k].ch != was[k].ch || now[k].style != was[k].style)
+                last = k;
+        int end = last + 1;
+        while (start > 0 && now[start].ch == 0)
+            start--;                 /* the left half of a wide character */
+        while (end < c->w && now[end].ch == 0)
+            end++;                   /* its right half */
+        put_cells(v, y, start, end);
+        x = end;
     }
 }
 
-static void draw_too_small(const ViewTui *v, int h, int w)
+void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys)
 {
-    char msg[96];
-    snprintf(msg, sizeof msg, "terminal too small: need %dx%d, have %dx%d", MIN_W, MIN_H, w, h);
-    int mw = text_width(msg);
-    int x = mw < w ? (w - mw) / 2 : 0;
-    put(v, h / 2, x, w, A_BOLD, msg);
+    if (!v)
+        return;
+    v->hook = hook;
+    v->hook_ctx = ctx;
+    v->keys = keys;
+    v->n_keys = keys ? n_keys : 0;
+}
+
+/* The replay's key line in place of the live one (the bottom row). */
+static void draw_replay_keys(ViewTui *v)
+{
+    Canvas *c = &v->cv;
+    int y = c->h - 1, w = c->w, x = 0;
+    if (c->w < DRAW_MIN_W || c->h < DRAW_MIN_H)
+        return;
+    canvas_fill(c, y, 0, w, ST_NORMAL);
+    for (int i = 0; i < v->n_keys; i++) {
+        int need = canvas_text_width(c, v->keys[i][0]) + 1 + canvas_text_width(c, v->keys[i][1]);
+        if (x + need > w)
+            break;
+        x += canvas_put(c, y, x, w - x, ST_KEY, v->keys[i][0]);
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, " ");
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, v->keys[i][1]);
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, "  ");
+    }
 }
 
 void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    view_tui_draw_at(v, j, now_ns, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, status);
+}
+
+void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status)
 {
     if (!v || !j)
         return;
@@ -668,65 +405,24 @@ void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
     if (v->clear_next) {
         clearok(curscr, TRUE);
         v->clear_next = false;
+        v->prev.w = -1;              /* and rewrite every row */
     }
-    erase();
     int h, w;
     getmaxyx(stdscr, h, w);
-    if (w < MIN_W || h < MIN_H) {
-        draw_too_small(v, h, w);
-        refresh();
+    if (canvas_reset(&v->cv, w, h))
         return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t wall_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-
-    draw_title(v, j, now_ns, w);
-    int y = 1;
-    y += draw_header(v, j, y, h >= 20 ? 3 : 2, w);
-    if (j->max_steps > 0 && h >= 16)
-        draw_progress_bar(v, j, y++, w);
-    if (h >= 20)
-        y++;
-
-    /* table head */
-    char head[160];
-    if (w >= WIDE_MIN)
-        snprintf(head, sizeof head, ROW_FMT, "RANK", "PID", "PHASE", "EPOCH", "STEP", "LOSS", "STEP_MS",
-                 "ALLRED_MS");
-    else
-        snprintf(head, sizeof head, ROW_FMT_NARROW, "RANK", "PHASE", "EPOCH", "STEP", "LOSS", "STEP_MS",
-                 "ALLRED_MS");
-    attr_t ha = pick(v, CP_TITLE, A_REVERSE);
-    fill_row(y, ha);
-    int x = TABLE_X + put(v, y, TABLE_X, w - TABLE_X, ha | A_BOLD, head);
-    put(v, y, x + 1, w - x - 1, ha | A_BOLD, w - x - 1 >= 18 ? "RECENT LOSS / NOTE" : "NOTE");
-    y++;
-
-    /* ranks get the room, less the status lines and a few events */
-    int ev_min = h >= 20 ? 4 : 1;
-    int avail = h - y - 2 - 1 - ev_min;
-    if (avail < 1)
-        avail = 1;
-    int shown = j->world <= avail ? j->world : avail - 1;
-    for (int i = 0; i < shown; i++)
-        draw_rank(v, &j->ranks[i], y++, w, now_ns, wall_ns);
-    if (shown < j->world) {
-        char more[64];
-        snprintf(more, sizeof more, " %s %d more ranks", v->g->ellipsis, j->world - shown);
-        put(v, y++, 0, w, A_DIM, more);
-    }
-
-    /* events, oldest of those that fit at the top, newest at the bottom */
-    draw_rule(v, y++, w, "events");
-    int n_ev = h - 2 - y;
-    int have = 0;
-    while (have < n_ev && job_event_at(j, have))
-        have++;
-    for (int i = 0; i < have; i++)
-        draw_event(v, job_event_at(j, have - 1 - i), y + i, w);
-
-    draw_status(v, j, h - 2, w, status);
-    draw_keys(v, h - 1, w);
+    draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
+    if (v->n_keys > 0)
+        draw_replay_keys(v);
+    /* a new size or Ctrl-L: everything; else the rows that changed */
+    bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
+    if (full)
+        erase();
+    for (int y = 0; y < h; y++)
+        blit_row(v, y, full);
     refresh();
+    if (canvas_reset(&v->prev, w, h) == 0)
+        memcpy(v->prev.cells, v->cv.cells, (size_t)w * (size_t)h * sizeof *v->cv.cells);
+    else
+        v->prev.w = -1;              /* no copy: the next frame is a full one */
 }
