@@ -3,7 +3,7 @@
 
 Launched like torchrun's static launch: RANK, LOCAL_RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT in the environment (Debian's torchrun is broken
-under Python 3.11, docs/BENCHMARKS-train.md). Trains the MLP of ddptop's
+under Python 3.11, docs/BENCHMARKS.md). Trains the MLP of ddptop's
 default job the way ddptop-worker does — nn.Sequential(Linear, ReLU, ...),
 DistributedSampler(seed, shuffle, drop_last) with set_epoch, DataLoader
 batches, DDP (bucket_cap_mb 25), cross-entropy, torch.optim.SGD or AdamW,

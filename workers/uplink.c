@@ -7,7 +7,7 @@
  * preempts some rank, and the others wait for it in the next all-reduce.
  * (A send still costs a few microseconds: ZeroMQ wakes its I/O thread per
  * message whenever that thread has caught up. Measured: about 20 us per
- * step per rank in all, docs/BENCHMARKS-train.md.) Messages a user must see
+ * step per rank in all, docs/BENCHMARKS.md.) Messages a user must see
  * (phase, ckpt, eval, log, bye) flush the burst first, so the order holds.
  * Store operations are synchronous request/reply over ctl, bounded by their
  * timeout plus a margin so a dead ddptop cannot hang a rank forever.
