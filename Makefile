@@ -72,7 +72,7 @@ info:
 	 if [ -n "$(HAVE_NVCC)" ]; then printf '✓ nvcc (%s) ' "$(CUDA_HOME)"; else printf '✗ nvcc '; fi; \
 	 if [ -n "$(HAVE_NCCL)" ]; then printf '✓ nccl '; else printf '✗ nccl '; fi; \
 	 if [ -f /usr/lib/libgloo.so ]; then printf '✓ gloo '; else printf '✗ gloo '; fi; \
-	 printf '(CUDA backend: later issue; CPU build)\n'
+	 if [ -n "$(HAVE_NVCC)" ]; then printf '(CUDA backend built: --device cuda%s)\n' "$(if $(HAVE_NCCL), --backend nccl|gloo, --backend gloo)"; else printf '(CPU build: no CUDA backend)\n'; fi
 
 # Install missing Debian packages; without root print the apt-get line.
 deps:

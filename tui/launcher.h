@@ -24,6 +24,8 @@ typedef struct {
     const char *master_addr;
     int master_port;
     const char *log_dir;        /* rank-N.log files go here */
+    const char *device;         /* DDPTOP_DEVICE (NULL: auto) */
+    const char *backend;        /* DDPTOP_BACKEND (NULL: auto) */
 } LaunchConfig;
 
 typedef struct Launcher Launcher;

@@ -1,8 +1,10 @@
 /* main.c — ddptop: the command line.
  *
- *   ddptop [run] [-n N] [--headless [--json]] [--timeout S] [--log-dir DIR] [-- TRAINER OPTIONS]
+ *   ddptop [run] [-n N] [--device D] [--backend B] [--headless [--json]] [--timeout S] [--log-dir DIR]
+ *          [-- TRAINER OPTIONS]
  *   ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]
  *   ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]
+ *   ddptop replay FILE [--speed X] [--headless [--json]]
  *
  * Usage errors print one line and exit 2.
  */
@@ -22,6 +24,7 @@
 #include "export.h"
 #include "publish.h"
 #include "record.h"
+#include "replay.h"
 #include "run.h"
 #include "sampler.h"
 
@@ -31,19 +34,23 @@ static const char USAGE[] =
     "usage: ddptop [run] [options] [-- TRAINER OPTIONS]\n"
     "       ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]\n"
     "       ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]\n"
+    "       ddptop replay FILE [--speed X] [--headless [--json]]\n"
     "\n"
-    "Launch one ddptop-worker per rank, train data-parallel (DDP semantics, Gloo on CPUs)\n"
-    "and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
+    "Launch one ddptop-worker per rank, train data-parallel (DDP semantics: NCCL on GPUs,\n"
+    "Gloo on CPUs) and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
     "Fashion-MNIST when installed, else a synthetic set.\n"
     "\n"
     "run options:\n"
     "  -n, --nproc-per-node N  ranks to launch (default: 2, or the core count if smaller)\n"
-    "  --backend gloo          collective backend (nccl comes with the CUDA build)\n"
-    "  --device cpu            compute device\n"
+    "  --device cpu|cuda|auto  compute device (default auto: cuda when a GPU is usable, else cpu)\n"
+    "  --backend gloo|nccl|auto  collectives (default auto: nccl on cuda, gloo on cpu; gloo on\n"
+    "                          cuda stages through host memory: more ranks than GPUs)\n"
     "  --headless              no screen: a progress line a second and a summary\n"
     "  --json                  with --headless: one JSON object per event\n"
     "  --timeout S             collective/rendezvous timeout given to workers (default 300)\n"
     "  --stop-grace S          after a stop, seconds before SIGTERM (default 30)\n"
+    "  --hang-after S          report a collective waited on this long as a hang, naming who\n"
+    "                          waits for whom (default 10)\n"
     "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log\n"
     "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
     "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"
@@ -93,9 +100,11 @@ static void worker_path(char *out, size_t n)
     snprintf(out, n, "%s/ddptop-worker", self);
 }
 
-/* Ask the worker to validate the trainer options, so a typo is one line
+/* Ask the worker to validate the trainer options and the device (no usable
+ * GPU for --device cuda, no NCCL), so a typo is one line
  * before anything is launched. Returns 0 when valid, else 2 (printed). */
-static int check_trainer_args(const char *wpath, char *const *args, int n, int world)
+static int check_trainer_args(const char *wpath, char *const *args, int n, int world, const char *device,
+                              const char *backend)
 {
     int pfd[2];
     if (pipe(pfd)) return 0;
@@ -112,6 +121,8 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
         argv[0] = (char *)wpath;
         for (int i = 0; i < n; i++) argv[i + 1] = args[i];
         setenv("DDPTOP_CHECK_ARGS", "1", 1);
+        setenv("DDPTOP_DEVICE", device, 1);
+        setenv("DDPTOP_BACKEND", backend, 1);
         /* so --resume can compare the checkpoint's world size with -n */
         char w[16];
         snprintf(w, sizeof w, "%d", world);
@@ -139,7 +150,8 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
 static int cmd_run(int argc, char **argv)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    RunOptions o = {.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30};
+    RunOptions o = {.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30, .hang_after_s = 10,
+                    .device = "auto", .backend = "auto"};
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -157,6 +169,9 @@ static int cmd_run(int argc, char **argv)
             o.json = true;
         } else if (!strcmp(a, "--timeout")) {
             if (parse_num(a, v, 0.1, 86400, &o.timeout_s)) return 2;
+            i++;
+        } else if (!strcmp(a, "--hang-after")) {
+            if (parse_num(a, v, 0.5, 86400, &o.hang_after_s)) return 2;
             i++;
         } else if (!strcmp(a, "--stop-grace")) {
             if (parse_num(a, v, 0, 86400, &o.stop_grace_s)) return 2;
@@ -180,19 +195,23 @@ static int cmd_run(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--backend")) {
             if (!v) return usage_error("%s: missing value", a);
-            if (!strcmp(v, "nccl")) return usage_error("--backend %s: this build has no NCCL backend yet; use gloo", v);
-            if (strcmp(v, "gloo")) return usage_error("--backend: unknown backend \"%s\" (gloo, nccl)", v);
+            if (strcmp(v, "gloo") && strcmp(v, "nccl") && strcmp(v, "auto"))
+                return usage_error("--backend: unknown backend \"%s\" (gloo, nccl, auto)", v);
+            o.backend = v;
             i++;
         } else if (!strcmp(a, "--device")) {
             if (!v) return usage_error("%s: missing value", a);
-            if (!strcmp(v, "cuda")) return usage_error("--device %s: this build has no CUDA backend yet; use cpu", v);
-            if (strcmp(v, "cpu")) return usage_error("--device: unknown device \"%s\" (cpu, cuda)", v);
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto"))
+                return usage_error("--device: unknown device \"%s\" (cpu, cuda, auto)", v);
+            o.device = v;
             i++;
         } else {
             return usage_error("unknown option \"%s\"", a);
         }
     }
     if (o.json && !o.headless) return usage_error("%s needs --headless", "--json");
+    if (!strcmp(o.backend, "nccl") && !strcmp(o.device, "cpu"))
+        return usage_error("%s: NCCL reduces GPU memory; use --backend gloo with --device cpu", "--backend nccl --device cpu");
     if (o.log_dir) {
         struct stat st;
         if (stat(o.log_dir, &st) && mkdir(o.log_dir, 0755)) {
@@ -237,7 +256,7 @@ static int cmd_run(int argc, char **argv)
     char wpath[PATH_MAX];
     worker_path(wpath, sizeof wpath);
     o.worker_path = wpath;
-    int rc = check_trainer_args(wpath, args, n, o.nproc);
+    int rc = check_trainer_args(wpath, args, n, o.nproc, o.device, o.backend);
     if (rc) { free(args); return rc; }
     o.trainer_args = args;
     o.n_trainer_args = n;
@@ -291,6 +310,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "sampler")) return cmd_sampler(argc - 2, argv + 2);
     if (argc > 1 && !strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
     if (argc > 1 && !strcmp(argv[1], "export")) return export_main(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "replay")) return replay_main(argc - 2, argv + 2);
     if (argc > 1 && argv[1][0] != '-') return usage_error("unknown command \"%s\"", argv[1]);
     return cmd_run(argc - 1, argv + 1);
 }

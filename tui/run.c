@@ -28,6 +28,7 @@
 
 #include "bench.h"
 #include "job.h"
+#include "hangwatch.h"
 #include "launcher.h"
 #include "publish.h"
 #include "record.h"
@@ -71,6 +72,7 @@ typedef struct {
     CodecBuf buf;
     Bench *bench;             /* NULL unless DDPTOP_BENCH_OUT is set */
     Recorder *rec;            /* --record */
+    HangWatch hw;             /* hang verdicts (--hang-after) */
     Publisher *pub;           /* --publish */
     char dir[256];
     char ctl_ep[300], tel_ep[300];
@@ -376,6 +378,10 @@ static int setup(Run *r, char *err, size_t errlen)
     r->exit_pid = calloc((size_t)w, sizeof *r->exit_pid);
     r->exit_status = calloc((size_t)w, sizeof *r->exit_status);
     err[0] = '\0';
+    if (hangwatch_init(&r->hw, w, o->hang_after_s > 0 ? o->hang_after_s : 10.0)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     r->bench = bench_from_env(w, err, errlen);
     if (err[0]) return -1;
     if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
@@ -388,6 +394,7 @@ static int setup(Run *r, char *err, size_t errlen)
 
 static void teardown(Run *r)
 {
+    hangwatch_done(&r->hw);
     launcher_free(&r->l);
     store_free(&r->store);
     if (r->rec) {
@@ -456,7 +463,8 @@ int run_job(const RunOptions *o)
                        .worker_path = o->worker_path, .worker_args = o->trainer_args,
                        .n_worker_args = o->n_trainer_args, .ctl_ep = r->ctl_ep, .tel_ep = r->tel_ep,
                        .job_id = job_id, .master_addr = "127.0.0.1", .master_port = 29500,
-                       .log_dir = o->log_dir ? o->log_dir : r->dir};
+                       .log_dir = o->log_dir ? o->log_dir : r->dir, .device = o->device,
+                       .backend = o->backend};
 
     if (!o->headless) {
         if (view_tui_open(&r->tui, o->nproc, err, sizeof err)) {
@@ -542,6 +550,14 @@ int run_job(const RunOptions *o)
                 escalate(r, "ranks did not finish the clean stop in time");
             else if (r->rung == 1 && waited > KILL_GRACE_MS)
                 escalate(r, "ranks ignored SIGTERM");
+        }
+
+        /* Who waits for whom: one verdict per hang, in the events and as
+         * {"k":"hang",...} for scripts. */
+        if (running > 0 && hangwatch_tick(&r->hw, r->job, r->l, mono_ns(), proto_now_ns())) {
+            job_event(r->job, -1, EV_ERROR, "hang: %s", r->hw.last.verdict);
+            if (!r->tui) view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
+            snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
         }
 
         if (running == 0 && held == 0) {

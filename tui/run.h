@@ -15,10 +15,13 @@ typedef struct {
     bool headless, json;
     double timeout_s;           /* passed to workers as the collective timeout */
     double stop_grace_s;        /* after a stop: how long before SIGTERM, then SIGKILL */
+    double hang_after_s;        /* a collective waited on this long is reported as a hang */
     const char *log_dir;        /* NULL: a private directory, removed at exit */
     char *const *trainer_args;
     int n_trainer_args;
     const char *worker_path;
+    const char *device;         /* --device cpu|cuda|auto, to workers as DDPTOP_DEVICE */
+    const char *backend;        /* --backend gloo|nccl|auto, to workers as DDPTOP_BACKEND */
     const char *record_path;    /* --record FILE, NULL for none */
     const char *publish_ep;     /* --publish ENDPOINT, NULL for none */
     const char *description;    /* the command line, kept in a recording's header */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hang.h"
 #include "job.h"
 #include "ui.h"               /* ViewAction, the screen's state and keys */
 
@@ -60,5 +61,8 @@ void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns);
 /* Final summary: one line per rank and the job's verdict (pending events
  * are left to view_headless_tick). */
 void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns);
+/* JSON mode: one {"k":"hang",...} object for a new hang verdict (text mode
+ * prints nothing: the verdict is also an event line). */
+void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns);
 
 #endif

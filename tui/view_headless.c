@@ -292,6 +292,25 @@ static void print_progress_json(ViewHeadless *h, const Job *j, double t)
             (unsigned long long)j->bad_frames, job_state_name(j->state));
 }
 
+void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns)
+{
+    if (!h || !h->json || !hr || !hr->hung)
+        return;   /* text mode: the verdict is an event line already */
+    FILE *o = h->out;
+    fprintf(o, "{\"k\":\"hang\",\"t\":%.3f,\"seq\":%lld,\"op\":", secs_since_start(j, now_ns),
+            (long long)hr->seq);
+    put_json_str(o, hr->op);
+    fputs(",\"waiting\":[", o);
+    for (int i = 0; i < hr->n_waiting && i < HANG_LIST_MAX; i++) fprintf(o, i ? ",%d" : "%d", hr->waiting[i]);
+    fputs("],\"missing\":[", o);
+    for (int i = 0; i < hr->n_missing && i < HANG_LIST_MAX; i++) fprintf(o, i ? ",%d" : "%d", hr->missing[i]);
+    fprintf(o, "],\"waited_ms\":%lld,\"mismatch\":%s,\"verdict\":", (long long)hr->waited_ms,
+            hr->mismatch ? "true" : "false");
+    put_json_str(o, hr->verdict);
+    fputs("}\n", o);
+    fflush(o);
+}
+
 void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
 {
     if (!h || !j)

@@ -88,6 +88,51 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
     return 0;
 }
 
+/* The device and backend ddptop asked for (DDPTOP_DEVICE: cpu, cuda or
+ * auto; DDPTOP_BACKEND: gloo, nccl or auto; unset is auto), resolved: auto
+ * is cuda when a GPU is usable, then nccl when it is built in, else cpu and
+ * gloo. Refused with one line: cuda without a usable GPU, nccl on the CPU,
+ * nccl not built in. Also run for DDPTOP_CHECK_ARGS, so ddptop says it
+ * before it launches anything. */
+static int pick_device(char *dev, size_t dn, char *be, size_t bn, char *err, size_t errlen)
+{
+    const char *d = getenv("DDPTOP_DEVICE"), *b = getenv("DDPTOP_BACKEND");
+    if (!d || !*d) d = "auto";
+    if (!b || !*b) b = "auto";
+    if (strcmp(d, "cpu") && strcmp(d, "cuda") && strcmp(d, "auto")) {
+        snprintf(err, errlen, "--device %s: unknown device (cpu, cuda, auto)", d);
+        return -1;
+    }
+    if (strcmp(b, "gloo") && strcmp(b, "nccl") && strcmp(b, "auto")) {
+        snprintf(err, errlen, "--backend %s: unknown backend (gloo, nccl, auto)", b);
+        return -1;
+    }
+    if (!strcmp(d, "cpu") && !strcmp(b, "nccl")) {
+        snprintf(err, errlen, "--backend nccl needs --device cuda (NCCL reduces GPU memory): use --backend gloo on CPUs");
+        return -1;
+    }
+    char gerr[256] = "";
+    int n = 0;
+    bool gpu = strcmp(d, "cpu") && gpu_count(&n, gerr, sizeof gerr) == 0 && n > 0;
+    if (!strcmp(d, "cuda") && !gpu) {
+        snprintf(err, errlen, "%s", gerr[0] ? gerr : "no usable CUDA GPU: use --device cpu");
+        return -1;
+    }
+    if (!strcmp(d, "auto")) d = gpu ? "cuda" : "cpu";
+    if (!strcmp(b, "auto")) b = !strcmp(d, "cuda") && comm_available("nccl") ? "nccl" : "gloo";
+    if (!strcmp(b, "nccl") && !strcmp(d, "cpu")) {
+        snprintf(err, errlen, "--backend nccl: %s", gerr[0] ? gerr : "no usable CUDA GPU: use --backend gloo --device cpu");
+        return -1;
+    }
+    if (!strcmp(b, "nccl") && !comm_available("nccl")) {
+        snprintf(err, errlen, "--backend nccl: ddptop-worker was built without NCCL: use --backend gloo");
+        return -1;
+    }
+    snprintf(dev, dn, "%s", d);
+    snprintf(be, bn, "%s", b);
+    return 0;
+}
+
 /* What this binary can run on, and with which libraries: the backends that
  * were compiled in (mk/cuda.mk builds CUDA and NCCL wherever nvcc is found)
  * and the versions loaded at run time. */
@@ -118,13 +163,20 @@ int main(int argc, char **argv)
     if (rc == 1) return 0;
     if (rc < 0) { fprintf(stderr, "ddptop-worker: %s\n", err); return 2; }
     /* ddptop validates the trainer options before it launches anything. */
-    if (getenv("DDPTOP_CHECK_ARGS")) {
-        if (check_inputs(&a, err, sizeof err)) { fprintf(stderr, "ddptop-worker: %s\n", err); return 2; }
-        return 0;
-    }
-
     WorkerIdentity id;
     memset(&id, 0, sizeof id);
+    if (getenv("DDPTOP_CHECK_ARGS")) {
+        if (check_inputs(&a, err, sizeof err) ||
+            pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {
+            fprintf(stderr, "ddptop-worker: %s\n", err);
+            return 2;
+        }
+        return 0;
+    }
+    if (pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {
+        fprintf(stderr, "ddptop-worker: %s\n", err);
+        return 2;
+    }
     if (env_int("WORLD_SIZE", 1, 1 << 20, -1, &id.world, err, sizeof err) ||
         env_int("RANK", 0, id.world - 1, -1, &id.rank, err, sizeof err) ||
         env_int("LOCAL_RANK", 0, 1 << 20, id.rank, &id.local_rank, err, sizeof err) ||

@@ -206,11 +206,16 @@ int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int
     while (r->done < id) {
         /* The communication thread is idle or asleep: run the op here
          * rather than wake it and wait (one thread switch less, and the
-         * order is kept because only one op runs at a time). */
-        if (r->taken == r->done && r->taken < r->submitted) {
+         * order is kept because only one op runs at a time) — but only when
+         * the caller wants no heartbeats: a thread blocked inside a
+         * collective cannot say so, and the hang view needs exactly that
+         * beat. With beats, the comm thread runs it and this thread beats. */
+        if (!beat && r->taken == r->done && r->taken < r->submitted) {
             run_next_locked(r, true);
             continue;
         }
+        if (r->taken == r->done && r->taken < r->submitted)
+            pthread_cond_signal(&r->work);
         struct timespec ts;
         int64_t dl = next_beat;
         ts.tv_sec = (time_t)(dl / 1000);

@@ -13,6 +13,17 @@
  * See DESIGN.md "Commands take effect at the same step" and
  * docs/DECISIONS.md "Command agreement".
  *
+ * With --device cuda (docs/GPU.md) the same loop drives cuda_mlp.h: the
+ * host Mlp and Optim stay as the layout and as the copies that checkpoints
+ * are written from and resumed into; each bucket's all-reduce is started
+ * from backward's "gradient ready" events on the main thread
+ * (comm_allreduce_sum_f32_start: NCCL queues it on its own stream, Gloo
+ * stages it through host memory and returns when done), the optimizer
+ * waits for them on the GPU, and the host waits once per step, in
+ * cuda_mlp_finish_step. One-off collectives still go through the reducer,
+ * with small host values carried in the pad before grads[0] (NCCL needs
+ * device memory).
+ *
  * Threads: everything here runs on the main thread, except the collectives
  * (reducer.c). The uplink is main-thread only, so timings recorded by the
  * communication thread are reported from here after each step.
@@ -31,7 +42,9 @@
 #include "bucket.h"
 #include "ckpt.h"
 #include "comm.h"
+#include "cuda_mlp.h"
 #include "dataset.h"
+#include "gpu.h"
 #include "model.h"
 #include "optim.h"
 #include "reducer.h"
@@ -104,6 +117,12 @@ typedef struct {
     double sum_data_ms, sum_compute_ms, sum_exposed_ms, sum_comm_ms, sum_opt_ms, sum_step_ms;
     int64_t tel_ns_at_first;
     double last_step_end_ms;
+    /* --device cuda: the model on the GPU; NULL on the CPU */
+    CudaMlp *g;
+    int gpu;                    /* the device index */
+    bool data_on_gpu;           /* dataset uploaded: batches gathered there */
+    int64_t tickets[BUCKET_MAX];/* the step's bucket all-reduces (comm_timing) */
+    int64_t coll_seq;           /* seq of coll messages on the GPU path */
     char err[512];
 } Trainer;
 
@@ -246,9 +265,10 @@ static void send_hello(Trainer *t)
     h->local_world = t->id->local_world;
     h->pid = getpid();
     gethostname(h->host, sizeof h->host - 1);
-    snprintf(h->device, sizeof h->device, "cpu");
-    snprintf(h->backend, sizeof h->backend, "gloo");
-    snprintf(h->version, sizeof h->version, "ddptop " VERSION_STR " %s", comm_version("gloo"));
+    if (t->g) snprintf(h->device, sizeof h->device, "cuda:%d", t->gpu);
+    else snprintf(h->device, sizeof h->device, "cpu");
+    snprintf(h->backend, sizeof h->backend, "%s", t->id->backend);
+    snprintf(h->version, sizeof h->version, "ddptop " VERSION_STR " %s", comm_version(t->id->backend));
     snprintf(h->dataset, sizeof h->dataset, "%s", t->ds.name);
     snprintf(h->model, sizeof h->model, "%s", t->a->model);
     h->params = (int64_t)t->m.n_params;
@@ -284,7 +304,9 @@ static void send_coll(Trainer *t, const RedOp *op, int64_t step)
     Msg m;
     msg_init(&m, MSG_COLL);
     MsgColl *c = &m.u.coll;
-    c->seq = op->id;    /* submission order: the same call has the same seq on every rank */
+    /* submission order: the same call has the same seq on every rank (on
+     * the GPU, buckets bypass the reducer: the trainer counts them all) */
+    c->seq = t->g ? ++t->coll_seq : op->id;
     snprintf(c->op, sizeof c->op, "%s", reducer_kind_name(op->kind));
     c->bucket = op->bucket;
     c->step = step;
@@ -379,7 +401,12 @@ static int write_ckpt(Trainer *t, const char *why, Phase after, const char *afte
     char path[512], err[512];
     int64_t bytes = 0;
     double t0 = now_ms();
-    int rc = ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes,
+    int rc = 0;
+    /* On the GPU the host copies are brought up to date first. */
+    if (t->g && (cuda_mlp_get_params(t->g, t->m.params, err, sizeof err) ||
+                 cuda_mlp_get_optim(t->g, &t->o, err, sizeof err)))
+        rc = -1;
+    if (rc == 0) rc = ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes,
                         err, sizeof err);
     Msg m;
     msg_init(&m, MSG_CKPT);
@@ -441,6 +468,46 @@ static void on_grad_ready(void *ctx, int tensor)
         return;
     }
     t->bucket_op[t->n_submitted++] = id;
+}
+
+/* The end of a step, either device: counters, the throughput sums and the
+ * step message (s has its timings; comm_ms and exposed_ms are capped here). */
+static void step_done(Trainer *t, MsgStep *sp, int64_t u, double loss, double lr, double comm_ms, double t0,
+                      double data_ms)
+{
+    MsgStep s = *sp;
+    t->step++;
+    t->samples += u;
+    s.epoch = t->epoch;
+    s.step = t->step;
+    s.loss = loss;
+    s.lr = lr;
+    s.samples = t->samples;
+    s.comm_ms = comm_ms;
+    s.exposed_ms = s.exposed_ms < comm_ms ? s.exposed_ms : comm_ms;
+    double end = now_ms();
+    s.step_ms = end - t0;
+    s.drops = uplink_drops(t->up);
+    if (t->first_step == 0) {
+        t->first_step = t->step;
+        t->first_step_end_ms = end;
+        t->first_step_unix_ns = proto_now_ns();
+        t->tel_ns_at_first = uplink_cost_ns(t->up);
+    } else {
+        t->sum_data_ms += data_ms;
+        t->sum_compute_ms += s.fwd_ms + s.bwd_ms;
+        t->sum_exposed_ms += s.exposed_ms;
+        t->sum_comm_ms += comm_ms;
+        t->sum_opt_ms += s.opt_ms;
+        t->sum_step_ms += s.step_ms;
+    }
+    t->last_step_end_ms = end;
+    if (t->a->telemetry) {
+        Msg m;
+        msg_init(&m, MSG_STEP);
+        m.u.step = s;
+        uplink_send(t->up, &m);
+    }
 }
 
 /* One optimizer step from sample `off` of the rank's shard: up to
@@ -513,40 +580,167 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     s.opt_ms = now_ms() - t1;
     t->last_lr = lr;
 
-    t->step++;
-    t->samples += u;
+    step_done(t, &s, u, loss_sum / micro, lr, comm_ms, t0, data_ms);
     *used = u;
-    s.epoch = t->epoch;
-    s.step = t->step;
-    s.loss = loss_sum / micro;
-    s.lr = lr;
-    s.samples = t->samples;
-    s.comm_ms = comm_ms;
-    s.exposed_ms = s.exposed_ms < comm_ms ? s.exposed_ms : comm_ms;
-    double end = now_ms();
-    s.step_ms = end - t0;
-    s.drops = uplink_drops(t->up);
-    if (t->first_step == 0) {
-        t->first_step = t->step;
-        t->first_step_end_ms = end;
-        t->first_step_unix_ns = proto_now_ns();
-        t->tel_ns_at_first = uplink_cost_ns(t->up);
-    } else {
-        t->sum_data_ms += data_ms;
-        t->sum_compute_ms += s.fwd_ms + s.bwd_ms;
-        t->sum_exposed_ms += s.exposed_ms;
-        t->sum_comm_ms += comm_ms;
-        t->sum_opt_ms += s.opt_ms;
-        t->sum_step_ms += s.step_ms;
-    }
-    t->last_step_end_ms = end;
-    if (a->telemetry) {
-        Msg m;
-        msg_init(&m, MSG_STEP);
-        m.u.step = s;
-        uplink_send(t->up, &m);
+    if (a->telemetry)
         for (int i = 0; i < t->n_submitted; i++) send_coll(t, reducer_op(t->red, t->bucket_op[i]), t->step);
+    return 0;
+}
+
+/* --device cuda: a bucket's last tensor is queued; start its all-reduce
+ * once its `ready` event has completed (NCCL: queued on its own stream,
+ * overlapping the rest of backward; Gloo: staged through host memory now,
+ * backward queued on afterwards). Flags ride in front of the last bucket;
+ * the 1/(micro-batches * world) scale was applied by backward. */
+static void on_grad_ready_gpu(void *ctx, int tensor, void *ready)
+{
+    Trainer *t = ctx;
+    int b = t->tensor_bucket[tensor];
+    const Bucket *bk = &t->buckets[b];
+    if (tensor != bk->last_tensor || t->hook_failed) return;
+    float *buf = cuda_mlp_grads(t->g) + bk->offset;
+    size_t n = bk->numel;
+    if (bk->offset == 0) {
+        buf -= FL_COUNT;
+        n += FL_COUNT;
     }
+    if (comm_allreduce_sum_f32_start(t->comm, buf, n, (uint32_t)b, ready, &t->tickets[t->n_submitted],
+                                     t->err, sizeof t->err)) {
+        t->hook_failed = true;
+        return;
+    }
+    t->bucket_op[t->n_submitted++] = b;   /* on the GPU: the bucket of each ticket */
+}
+
+/* train_step on the GPU: the same step, queued on the compute stream; the
+ * host waits once, in cuda_mlp_finish_step (heartbeats meanwhile; past
+ * --timeout the communicator is aborted: a collective is stuck). With
+ * --grad-accum > 1 each earlier micro-batch's loss costs one more wait. */
+static int train_step_gpu(Trainer *t, int64_t off, int64_t *used, Agreed *g)
+{
+    const TrainerArgs *a = t->a;
+    const int64_t bs = a->batch_size;
+    int64_t left_batches = (t->ns - off + bs - 1) / bs;
+    int micro = (int)(left_batches < a->grad_accum ? left_batches : a->grad_accum);
+    MsgStep s;
+    memset(&s, 0, sizeof s);
+    double t0 = now_ms(), data_ms = 0;
+    char *err = t->err;
+    const size_t el = sizeof t->err;
+
+    float fl[FL_COUNT];
+    put_flags(t, fl);
+    if (cuda_mlp_write_pad(t->g, fl, FL_COUNT, err, el)) return -1;
+    float scale = (float)(1.0 / ((double)micro * (double)t->id->world));
+    t->n_submitted = 0;
+    t->hook_failed = false;
+    double loss_sum = 0, loss = 0;
+    int64_t u = 0;
+    const int dim = t->ds.dim;
+    CudaMlpTimes tm;
+    for (int k = 0; k < micro; k++) {
+        double d0 = now_ms();
+        int bk = (int)(t->ns - (off + u) < bs ? t->ns - (off + u) : bs);
+        if (t->data_on_gpu) {
+            if (cuda_mlp_gather_batch(t->g, t->idx + off + u, bk, err, el)) return -1;
+        } else {
+            float *x;
+            int32_t *y;
+            if (cuda_mlp_host_batch(t->g, &x, &y, err, el)) return -1;
+            for (int i = 0; i < bk; i++) {
+                int64_t j = t->idx[off + u + i];
+                memcpy(x + (size_t)i * dim, t->ds.x + (size_t)j * dim, (size_t)dim * sizeof(float));
+                y[i] = t->ds.y[j];
+            }
+            if (cuda_mlp_load_batch(t->g, x, y, bk, err, el)) return -1;
+        }
+        data_ms += now_ms() - d0;
+        bool last = k == micro - 1;
+        if (cuda_mlp_forward_backward(t->g, scale, k > 0, last ? on_grad_ready_gpu : NULL, t, err, el) ||
+            t->hook_failed)
+            return -1;
+        u += bk;
+        if (!last) {
+            if (cuda_mlp_finish_step(t->g, 0, &loss, NULL, 0, &tm, err, el)) return -1;
+            loss_sum += loss;
+            s.fwd_ms += tm.fwd_ms;
+            s.bwd_ms += tm.bwd_ms;
+        }
+    }
+    if (t->n_submitted != t->nb) {
+        snprintf(err, el, "step %" PRId64 ": %d of %d gradient buckets were all-reduced", t->step + 1,
+                 t->n_submitted, t->nb);
+        return -1;
+    }
+    double lr = schedule_lr(&t->sched, t->step);
+    if (comm_join(t->comm, err, el) || cuda_mlp_optim_step(t->g, lr, err, el)) return -1;
+    float red[FL_COUNT];
+    double w0 = now_ms();
+    int rc;
+    while ((rc = cuda_mlp_finish_step(t->g, BEAT_MS, &loss, red, FL_COUNT, &tm, err, el)) == 1) {
+        send_beat(t);
+        if (now_ms() - w0 > a->timeout_s * 1e3) {
+            comm_abort(t->comm);
+            snprintf(err, el, "step %" PRId64 ": the gradient all-reduce did not finish within --timeout %g s "
+                     "(a rank is gone or stuck): communicator aborted", t->step + 1, a->timeout_s);
+            return -1;
+        }
+    }
+    if (rc) return -1;
+    loss_sum += loss;
+    s.fwd_ms += tm.fwd_ms;
+    s.bwd_ms += tm.bwd_ms;
+    s.opt_ms = tm.opt_ms;
+    CommTiming ct[BUCKET_MAX];
+    double comm_ms = 0;
+    for (int i = 0; i < t->n_submitted; i++) {
+        int r = comm_timing(t->comm, t->tickets[i], &ct[i], err, el);
+        if (r < 0) return -1;
+        if (r == 1) ct[i].start_ns = ct[i].done_ns = 0;
+        comm_ms += (ct[i].done_ns - ct[i].start_ns) / 1e6;
+    }
+    /* NCCL: what the optimizer waited for after backward. Gloo on CUDA ran
+     * each bucket inside backward's hook, none of it hidden. */
+    s.exposed_ms = !strcmp(t->id->backend, "nccl") ? tm.comm_wait_ms : comm_ms;
+    *g = agree(t, red);
+    t->last_lr = lr;
+    step_done(t, &s, u, loss_sum / micro, lr, comm_ms, t0, data_ms);
+    *used = u;
+    if (a->telemetry)
+        for (int i = 0; i < t->n_submitted; i++) {
+            RedOp op;
+            memset(&op, 0, sizeof op);
+            op.kind = RED_ALLREDUCE;
+            const Bucket *bk = &t->buckets[t->bucket_op[i]];
+            op.n = bk->numel + (bk->offset == 0 ? FL_COUNT : 0);
+            op.bucket = (int)t->bucket_op[i];
+            op.enq_ns = op.start_ns = ct[i].start_ns;
+            op.done_ns = ct[i].done_ns;
+            send_coll(t, &op, t->step);
+        }
+    return 0;
+}
+
+/* A one-off sum of n host floats (n <= FL_COUNT) over the ranks, through
+ * the reducer; `report` sends it as a coll message. On the GPU the values
+ * travel in the pad before grads[0], since NCCL reduces device memory. */
+static int small_allreduce(Trainer *t, float *v, int n, uint32_t tag, bool report)
+{
+    RedOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = RED_ALLREDUCE;
+    op.buf = v;
+    op.n = (size_t)n;
+    op.tag = tag;
+    op.scale = 1.0f;
+    op.bucket = -1;
+    if (t->g) {
+        if (cuda_mlp_write_pad(t->g, v, n, t->err, sizeof t->err)) return -1;
+        op.buf = cuda_mlp_grads(t->g) - n;
+    }
+    int rc = report ? collective(t, &op) : reducer_run(t->red, &op, beat_cb, t, BEAT_MS, t->err, sizeof t->err);
+    if (rc) return -1;
+    if (t->g && cuda_mlp_finish_step(t->g, 0, NULL, v, n, NULL, t->err, sizeof t->err)) return -1;
     return 0;
 }
 
@@ -568,6 +762,26 @@ static int run_eval(Trainer *t)
         int64_t correct = 0, total = 0;
         double loss = 0;
         int64_t i = t->id->rank;
+        if (t->g) {
+            /* This rank's rows, gathered once, evaluated on the GPU. */
+            int64_t n = (t->eval_ds.n - i + W - 1) / W;
+            float *x = malloc((size_t)(n > 0 ? n : 1) * dim * sizeof(float));
+            int32_t *y = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+            if (x && y) {
+                for (int64_t k = 0; k < n; k++, i += W) {
+                    memcpy(x + (size_t)k * dim, t->eval_ds.x + (size_t)i * dim, (size_t)dim * sizeof(float));
+                    y[k] = t->eval_ds.y[i];
+                }
+                if (cuda_mlp_evaluate(t->g, x, y, n, &correct, &loss, err, sizeof err)) red[3] = 1;
+                else total = n;
+            } else {
+                snprintf(err, sizeof err, "out of memory for the evaluation set");
+                red[3] = 1;
+            }
+            free(x);
+            free(y);
+            i = t->eval_ds.n;   /* done: skip the CPU loop */
+        }
         while (i < t->eval_ds.n) {
             int b = 0;
             for (; b < t->m.max_batch && i < t->eval_ds.n; b++, i += W) {
@@ -583,15 +797,7 @@ static int run_eval(Trainer *t)
         red[1] = (float)total;
         red[2] = (float)loss;
     }
-    RedOp op;
-    memset(&op, 0, sizeof op);
-    op.kind = RED_ALLREDUCE;
-    op.buf = red;
-    op.n = 4;
-    op.tag = TAG_EVAL;
-    op.scale = 1.0f;
-    op.bucket = -1;
-    if (collective(t, &op)) return -1;
+    if (small_allreduce(t, red, 4, TAG_EVAL, true)) return -1;
     if (red[3] > 0.5f) {
         t->eval_off = true;
         if (err[0]) fprintf(stderr, "ddptop-worker rank %d: evaluation off: %s\n", t->id->rank, err);
@@ -630,15 +836,7 @@ static int pause_loop(Trainer *t, bool *stop)
         nanosleep(&ts, NULL);
         poll_commands(t);
         put_flags(t, t->flags_pause);
-        RedOp op;
-        memset(&op, 0, sizeof op);
-        op.kind = RED_ALLREDUCE;
-        op.buf = t->flags_pause;
-        op.n = FL_COUNT;
-        op.tag = TAG_PAUSE_FLAGS;
-        op.scale = 1.0f;
-        op.bucket = -1;
-        if (reducer_run(t->red, &op, beat_cb, t, BEAT_MS, t->err, sizeof t->err)) return -1;
+        if (small_allreduce(t, t->flags_pause, FL_COUNT, TAG_PAUSE_FLAGS, false)) return -1;
         Agreed g = agree(t, t->flags_pause);
         /* back to paused after it: what comes next (train, stopping) says so itself */
         if (g.ckpt) write_ckpt(t, "requested while paused", PHASE_PAUSED, detail);
@@ -713,7 +911,7 @@ static int train(Trainer *t)
             poll_commands(t);
             int64_t used = 0;
             Agreed g;
-            if (train_step(t, off, &used, &g)) return -1;
+            if ((t->g ? train_step_gpu(t, off, &used, &g) : train_step(t, off, &used, &g))) return -1;
             off += used;
             t->pos_in_epoch = off;
             /* End of an epoch: evaluate before any checkpoint, so that a run
@@ -782,6 +980,42 @@ static int resume_from(Trainer *t, int *status)
     return 0;
 }
 
+/* --device cuda: this rank's GPU (LOCAL_RANK modulo the GPUs here; NCCL
+ * refuses two ranks on one, Gloo shares it), the model there with the host
+ * weights (and optimizer state when resuming), the dataset uploaded when it
+ * fits. Before the hello, so that it names the device. */
+static int gpu_setup(Trainer *t)
+{
+    const TrainerArgs *a = t->a;
+    char *err = t->err;
+    const size_t el = sizeof t->err;
+    int n = 0;
+    if (gpu_count(&n, err, el) || gpu_use(t->id->local_rank % n, err, el)) return -1;
+    t->gpu = t->id->local_rank % n;
+    if (cuda_mlp_new(&t->g, &t->m, &a->optim, (int)a->batch_size, err, el) ||
+        cuda_mlp_set_params(t->g, t->m.params, err, el) ||
+        (t->resumed && cuda_mlp_set_optim(t->g, &t->o, err, el)))
+        return -1;
+    int rc = cuda_mlp_upload_dataset(t->g, t->ds.x, t->ds.y, t->ds.n, err, el);
+    if (rc < 0) return -1;
+    t->data_on_gpu = rc == 0;
+    return 0;
+}
+
+/* GPU memory, for the log: the model's and the device's in use (the
+ * protocol's step message has no field for it). */
+static void log_gpu_memory(Trainer *t, const char *when)
+{
+    char desc[160] = "", e[256];
+    int64_t used = 0, total = 0;
+    if (gpu_describe(t->gpu, desc, sizeof desc, e, sizeof e)) snprintf(desc, sizeof desc, "?");
+    if (gpu_mem_info(&used, &total, e, sizeof e)) used = total = 0;
+    send_log(t, "info", "rank %d %s: cuda:%d (%s), %s; this rank's model %.1f MiB%s; device memory in use %.2f of %.2f GiB",
+             t->id->rank, when, t->gpu, desc, t->id->backend, cuda_mlp_bytes(t->g) / 1048576.0,
+             t->data_on_gpu ? " with the dataset" : ", batches from pinned host memory", used / 1073741824.0,
+             total / 1073741824.0);
+}
+
 int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
 {
     Trainer tr;
@@ -839,16 +1073,19 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->nb = bucket_assign(&t->m, a->bucket_cap_mb, BUCKET_FIRST_CAP_BYTES, t->buckets);
     for (int b = 0; b < t->nb; b++)
         for (int k = t->buckets[b].last_tensor; k <= t->buckets[b].first_tensor; k++) t->tensor_bucket[k] = b;
+    if (!strcmp(id->device, "cuda") && gpu_setup(t)) { status = fail(t, 1); goto out; }
     send_hello(t);
     if (id->rank == 0) log_buckets(t);
+    if (t->g) log_gpu_memory(t, "ready");
 
     send_phase(t, PHASE_RENDEZVOUS, NULL);
     CommStore store = {.ctx = up, .set = uplink_store_set, .get = uplink_store_get};
     char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s/gloo", id->job_id);
-    CommConfig cc = {.backend = "gloo", .rank = id->rank, .world = id->world,
+    snprintf(prefix, sizeof prefix, "%s/%s", id->job_id, id->backend);
+    CommConfig cc = {.backend = id->backend, .rank = id->rank, .world = id->world,
                      .host = id->master_addr[0] ? id->master_addr : "127.0.0.1",
-                     .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store};
+                     .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store,
+                     .device = t->g ? "cuda" : NULL, .stream = t->g ? cuda_mlp_stream(t->g) : NULL};
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
     if (reducer_new(&t->red, t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
 
@@ -857,7 +1094,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     RedOp op;
     memset(&op, 0, sizeof op);
     op.kind = RED_BROADCAST;
-    op.buf = t->m.params;
+    op.buf = t->g ? cuda_mlp_params(t->g) : t->m.params;
     op.n = t->m.n_params;
     op.root = 0;
     op.scale = 1.0f;
@@ -868,6 +1105,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     if (train(t)) { status = fail(t, 1); goto out; }
 
     log_throughput(t);
+    if (t->g) log_gpu_memory(t, "at the end");
     send_log(t, "info", "stopping after step %" PRId64 ": %s", t->step, t->stop_reason);
     if (a->final_ckpt && t->step > 0) write_ckpt(t, "final", PHASE_TRAIN, NULL);
     send_phase(t, PHASE_STOPPING, t->stop_reason);
@@ -880,6 +1118,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     send_phase(t, PHASE_DESTROYING, NULL);
     reducer_free(&t->red);
     if (comm_destroy(&t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
+    cuda_mlp_free(&t->g);
     send_phase(t, PHASE_DESTROYED, NULL);
     Msg m;
     msg_init(&m, MSG_BYE);
@@ -889,6 +1128,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
 out:
     reducer_free(&t->red);
     comm_free(&t->comm);
+    cuda_mlp_free(&t->g);
     free(t->idx);
     free(t->xb);
     free(t->yb);

@@ -16,6 +16,8 @@ typedef struct {
     int rank, world, local_rank, local_world;
     char master_addr[128];
     char job_id[96];        /* store key prefix: unique per job */
+    char device[8];         /* "cpu" or "cuda" (resolved: never "auto") */
+    char backend[8];        /* "gloo" or "nccl" */
 } WorkerIdentity;
 
 /* Run the whole job on this rank. Returns the process exit status:

@@ -15,8 +15,8 @@
 # Steps: the machine; the binaries start; make test-gpu (CUDA against the
 # CPU, NCCL world size 1, the refusals); make bench-gpu (against PyTorch
 # eager); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
-# and 4 ranks on the one GPU, nothing left running) once ddptop accepts
-# --device cuda. Logs go to $OUT/device_checks.log when OUT is set.
+# and 4 ranks on the one GPU, NCCL with 2 ranks on one GPU refused with
+# the gloo hint, nothing left running). Logs go to $OUT/device_checks.log when OUT is set.
 # Exit 0 when nothing failed (skipped steps are not failures).
 set -u
 B=${1:-build}
