@@ -51,7 +51,7 @@ WORKER_OBJ    := $(WORKER_SRC:%.c=$(BUILD)/%.o) $(WORKER_CXX:%.cc=$(BUILD)/%.o) 
 TUI_OBJ       := $(TUI_SRC:%.c=$(BUILD)/%.o)
 
 # tui/ uses the sampler for `ddptop sampler` (pure code, no training).
-TUI_EXTRA_OBJ := $(BUILD)/workers/sampler.o
+TUI_EXTRA_OBJ := $(BUILD)/workers/sampler.o $(BUILD)/workers/fault.o
 
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

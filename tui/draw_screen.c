@@ -188,6 +188,10 @@ static void draw_title(DrawCtx *d, int w)
     x += canvas_put(cv, 0, x, w - x, state_badge(j->state), buf);
     snprintf(buf, sizeof buf, "  %d/%d ranks", job_alive(j), j->world);
     x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    if (j->max_restarts > 0) {
+        snprintf(buf, sizeof buf, "  restart %d/%d", j->restarts, j->max_restarts);
+        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    }
     if (j->max_steps > 0)
         snprintf(buf, sizeof buf, "  epoch %lld  step %lld/%lld", (long long)j->epoch, (long long)j->step,
                  (long long)j->max_steps);
@@ -384,7 +388,7 @@ static void draw_keys(DrawCtx *d, int y, int w)
     const char *keys[][2] = {
         {"c", "ckpt"}, {"d", "destroy"}, {"p", d->j->pause_wanted ? "resume" : "pause"}, {"q", "quit"},
         {"?", "help"}, {"Tab", "panel"}, {"1-6", "zoom"}, {"Enter", "rank"}, {"s", "sort"}, {"l", "log"},
-        {"h", "hide"},
+        {"h", "hide"}, {"f", "fault"}, {"a", "abort"},
     };
     int x = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -461,6 +465,8 @@ static void draw_help(DrawCtx *d, int w, int h)
         "\tc\tcheckpoint now: the ranks agree on a step, rank 0 writes",
         "\td\tdestroy cleanly: one stop step, final checkpoint, barrier",
         "\tp\tpause / resume every rank at the same step",
+        "\ta\tabort now: SIGTERM every rank, SIGKILL 5 s later",
+        "\tf\tinject a fault (kill, stall, slow the selected rank; ...)",
         "\tq\tquit (asks while training; destroys cleanly first)",
         "\t?\tthis help (any key closes it)",
         "\tTab  S-Tab\tmove between panels",
@@ -490,6 +496,45 @@ static void draw_confirm_quit(DrawCtx *d, int w, int h)
         "\tany other key\tkeep training",
     };
     draw_box(d, w, h, "quit?", lines, (int)(sizeof lines / sizeof lines[0]), 15);
+}
+
+/* f: the teaching faults; the highlighted line is drawn selected. */
+static void draw_fault_menu(DrawCtx *d, int w, int h)
+{
+    const Ui *u = d->ui;
+    char text[UI_FAULT__COUNT][128];
+    const char *lines[UI_FAULT__COUNT + 3];
+    int n = 0;
+    for (int i = 0; i < UI_FAULT__COUNT; i++) {
+        char label[96];
+        ui_fault_label((UiFault)i, u->fault_rank, label, sizeof label);
+        snprintf(text[i], sizeof text[i], "\t%c\t%s", ui_fault_key((UiFault)i), label);
+        lines[n++] = text[i];
+    }
+    lines[n++] = "";
+    lines[n++] = "Enter or a letter injects it now; Esc closes. Each fault is";
+    lines[n++] = "explained in the events when it is requested.";
+    draw_box(d, w, h, "inject a fault", lines, n, 4);
+    /* the highlighted line: the box is centred as draw_box placed it */
+    int bh = n + 2 > h - 2 ? h - 2 : n + 2;
+    int y0 = (h - bh) / 2 < 1 ? 1 : (h - bh) / 2;
+    int y = y0 + 1 + u->fault_item;
+    if (u->fault_item >= 0 && u->fault_item < UI_FAULT__COUNT && y < y0 + bh - 1) {
+        int bw = 0;
+        for (int i = 0; i < n; i++) {
+            int lw = canvas_text_width(d->cv, lines[i]) + (lines[i][0] == '\t' ? 4 : 0);
+            if (lw > bw)
+                bw = lw;
+        }
+        bw += 4;
+        if (bw > w - 2)
+            bw = w - 2;
+        int x0 = (w - bw) / 2;
+        char label[96];
+        ui_fault_label((UiFault)u->fault_item, u->fault_rank, label, sizeof label);
+        canvas_fill(d->cv, y, x0 + 2 + 4, bw - 4 - 4, ST_SEL);
+        canvas_put(d->cv, y, x0 + 2 + 4, bw - 4 - 4, ST_SEL, label);
+    }
 }
 
 static void draw_too_small(DrawCtx *d, int w, int h)
@@ -713,4 +758,6 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
         draw_help(&d, w, h);
     else if (u->overlay == UI_CONFIRM_QUIT)
         draw_confirm_quit(&d, w, h);
+    else if (u->overlay == UI_FAULT_MENU)
+        draw_fault_menu(&d, w, h);
 }

@@ -617,6 +617,33 @@ void job_set_pause_wanted(Job *j, bool pause)
     j->version++;
 }
 
+void job_restart(Job *j, int64_t now_ns)
+{
+    if (!j)
+        return;
+    for (int i = 0; i < j->world; i++) {
+        JobRank *r = &j->ranks[i];
+        r->state = RANK_WAITING;
+        r->hello = false;
+        r->bye = false;
+        r->bye_status = -1;
+        r->wait_status = 0;
+        r->how_ended[0] = '\0';
+        r->had_error = false;
+        r->detail[0] = '\0';
+        r->have_beat = false;
+        r->phase = PHASE_NONE;
+        r->phase_since_ns = now_ns;
+        r->last_msg_ns = now_ns;
+    }
+    j->restarts++;
+    j->state = JOB_STARTING;
+    j->first_failed = -1;
+    j->pause_wanted = false;
+    j->paused = false;
+    j->version++;
+}
+
 void job_set_stopping(Job *j)
 {
     if (!j || j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING)

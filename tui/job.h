@@ -232,6 +232,7 @@ typedef struct {
     bool pause_wanted;               /* ddptop asked the ranks to pause (not resumed) */
     bool paused;                     /* every live rank reports phase paused */
     int64_t paused_step;
+    int restarts, max_restarts;      /* --max-restarts: restarts done / allowed */
     JobColl colls[JOB_COLL_RING];    /* slot seq % JOB_COLL_RING */
     int64_t coll_max_seq;
     JobBucket buckets[JOB_MAX_BUCKETS];
@@ -268,6 +269,11 @@ void job_set_stopping(Job *j);
 /* Note that ddptop asked the ranks to pause (true) or resume (false); the
  * ranks' phases then say whether it happened. */
 void job_set_pause_wanted(Job *j, bool pause);
+
+/* Every rank is launched again (--max-restarts): the ranks' process state
+ * (exit, bye, phase, error) starts over, their histories stay; restarts
+ * counts one more. */
+void job_restart(Job *j, int64_t now_ns);
 
 /* Every rank's process has exited. */
 bool job_all_exited(const Job *j);

@@ -91,7 +91,10 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
     pid_t parent = getpid();
     for (int r = 0; r < c->world; r++) {
         Proc *p = &l->p[r];
-        snprintf(p->log, sizeof p->log, "%s/rank-%d.log", c->log_dir, c->rank_offset + r);
+        if (c->restart > 0)
+            snprintf(p->log, sizeof p->log, "%s/rank-%d.restart-%d.log", c->log_dir, c->rank_offset + r, c->restart);
+        else
+            snprintf(p->log, sizeof p->log, "%s/rank-%d.log", c->log_dir, c->rank_offset + r);
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) {
@@ -111,6 +114,8 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
 {
     int running = 0;
+    if (!l)
+        return 0;
     for (int r = 0; r < l->world; r++) {
         Proc *p = &l->p[r];
         if (!p->running) continue;
@@ -132,6 +137,8 @@ int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int stat
 int launcher_signal_all(Launcher *l, int sig)
 {
     int n = 0;
+    if (!l)
+        return 0;
     for (int r = 0; r < l->world; r++)
         if (l->p[r].running && kill(l->p[r].pid, sig) == 0) n++;
     return n;
@@ -140,18 +147,20 @@ int launcher_signal_all(Launcher *l, int sig)
 int launcher_running(const Launcher *l)
 {
     int n = 0;
+    if (!l)
+        return 0;
     for (int r = 0; r < l->world; r++) n += l->p[r].running;
     return n;
 }
 
 pid_t launcher_pid(const Launcher *l, int rank)
 {
-    return (rank >= 0 && rank < l->world) ? l->p[rank].pid : -1;
+    return (l && rank >= 0 && rank < l->world) ? l->p[rank].pid : -1;
 }
 
 const char *launcher_log_path(const Launcher *l, int rank)
 {
-    return (rank >= 0 && rank < l->world) ? l->p[rank].log : "";
+    return (l && rank >= 0 && rank < l->world) ? l->p[rank].log : "";
 }
 
 void launcher_free(Launcher **pl)

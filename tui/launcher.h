@@ -23,7 +23,9 @@ typedef struct {
     const char *job_id;
     const char *master_addr;
     int master_port;
-    const char *log_dir;        /* rank-N.log files go here */
+    const char *log_dir;        /* rank-N.log files go here (rank-N.restart-K.log
+                                 * after restart K) */
+    int restart;                /* 0: the first run; K: the K-th restart (--max-restarts) */
     const char *device;         /* DDPTOP_DEVICE (NULL: auto) */
     const char *backend;        /* DDPTOP_BACKEND (NULL: auto) */
 } LaunchConfig;
@@ -42,7 +44,9 @@ int launcher_running(const Launcher *l);
 pid_t launcher_pid(const Launcher *l, int rank);
 /* The path of a rank's log file. */
 const char *launcher_log_path(const Launcher *l, int rank);
-/* SIGKILL whatever still runs, reap it, free. Safe on NULL. */
+/* The queries, reap and signal_all take NULL as "no process" (a restart
+ * that could not launch). SIGKILL whatever still runs, reap it, free. Safe
+ * on NULL. */
 void launcher_free(Launcher **l);
 
 #endif

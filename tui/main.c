@@ -1,7 +1,7 @@
 /* main.c — ddptop: the command line.
  *
  *   ddptop [run] [-n N] [--device D] [--backend B] [--headless [--json]] [--timeout S] [--log-dir DIR]
- *          [-- TRAINER OPTIONS]
+ *          [--max-restarts K] [-- TRAINER OPTIONS]
  *   ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]
  *   ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]
  *   ddptop replay FILE [--speed X] [--headless [--json]]
@@ -51,13 +51,18 @@ static const char USAGE[] =
     "  --stop-grace S          after a stop, seconds before SIGTERM (default 30)\n"
     "  --hang-after S          report a collective waited on this long as a hang, naming who\n"
     "                          waits for whom (default 10)\n"
-    "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log\n"
+    "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log (after restart K:\n"
+    "                          DIR/rank-N.restart-K.log)\n"
+    "  --max-restarts K        when a rank fails, stop the others and start every rank again,\n"
+    "                          from the trainer's --ckpt-dir latest checkpoint if any, up to K\n"
+    "                          times (torchrun's; default 0)\n"
     "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
     "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"
     "                          loopback tcp://; see examples/subscriber.py)\n"
     "  -h, --help, --version\n"
     "\n"
     "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
+    "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)\n"
     "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n"
     "\n"
     "trainer options: see `ddptop-worker --help`.\n";
@@ -175,6 +180,11 @@ static int cmd_run(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--stop-grace")) {
             if (parse_num(a, v, 0, 86400, &o.stop_grace_s)) return 2;
+            i++;
+        } else if (!strcmp(a, "--max-restarts")) {
+            if (parse_num(a, v, 0, 1000, &d)) return 2;
+            if (d != floor(d)) return usage_error("--max-restarts: expected a whole number, got \"%s\"", v);
+            o.max_restarts = (int)d;
             i++;
         } else if (!strcmp(a, "--log-dir")) {
             if (!v) return usage_error("%s: missing value", a);

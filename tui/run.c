@@ -3,7 +3,18 @@
  * Shutdown is a ladder with deadlines: a stop command (ranks agree on the
  * step, checkpoint, barrier, destroy, bye) -> after stop_grace_s SIGTERM ->
  * 5 s later SIGKILL. A second Ctrl-C jumps a rung. The job model records
- * which rung ended each rank.
+ * which rung ended each rank. `a` (abort) skips the clean stop: SIGTERM at
+ * once, SIGKILL 5 s later.
+ *
+ * A rank that fails outside a requested stop ends the job for all
+ * (torchrun's rule); with --max-restarts K, once every rank is reaped, all
+ * of them start again (a new job id, a fresh store), resuming from
+ * CKPT_DIR/latest when there is one, up to K times.
+ *
+ * ddptop's heartbeat: a "ping" command to every rank once a second, so a
+ * worker notices a frontend that vanished (kill -9) even where
+ * PR_SET_PDEATHSIG did not fire. The f menu sends "fault" commands whose
+ * arg is fault_pack()'s (workers/fault.h).
  *
  * Commands (ckpt, stop, pause, resume) go to every rank whose hello has
  * arrived, and to late ones when theirs does; each op has its own id
@@ -21,12 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "bench.h"
+#include "fault.h"
 #include "job.h"
 #include "hangwatch.h"
 #include "launcher.h"
@@ -37,6 +50,8 @@
 #include "zsock.h"
 
 #define KILL_GRACE_MS 5000
+/* ddptop's heartbeat: one ping per rank this often. */
+#define PING_MS 1000
 /* At most ~15 frames a second: smooth for a monitor, and with the pacing
  * below a step is on screen well within 100 ms of its arrival. */
 #define FRAME_MS 66
@@ -88,6 +103,14 @@ typedef struct {
     bool stop_requested;
     int64_t stop_at_ms;
     int rung;                 /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
+    bool aborted;             /* a: the job was aborted on demand (exit non-zero) */
+    int64_t ping_id, last_ping_ms;
+    int64_t fault_id;
+    bool restart_pending;     /* a rank failed: restart once every rank is reaped */
+    LaunchConfig lc;
+    char job_id[96];
+    char **restart_args;      /* trainer options + --resume CKPT_DIR/latest */
+    char resume_path[600];
     bool quit_after;
     int handled_signals;
     char status[256];
@@ -109,12 +132,13 @@ static int64_t mono_ns(void)
 
 /* ---- commands ---- */
 
-static void send_cmd(Run *r, int rank, const char *op, int64_t id)
+static void send_cmd(Run *r, int rank, const char *op, int64_t id, int64_t arg)
 {
     Msg m;
     char ident[32], err[160];
     msg_init(&m, MSG_CMD);
     m.u.cmd.id = id;
+    m.u.cmd.arg = arg;
     snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "%s", op);
     m.t_ns = proto_now_ns();
     int n = snprintf(ident, sizeof ident, "rank-%d", rank);
@@ -128,20 +152,20 @@ static void flush_cmds(Run *r)
     for (int k = 0; k < r->job->world; k++) {
         if (!r->routable[k]) continue;
         if (r->sent_ckpt[k] < r->ckpt_id) {
-            send_cmd(r, k, "ckpt", r->ckpt_id);
+            send_cmd(r, k, "ckpt", r->ckpt_id, 0);
             r->sent_ckpt[k] = r->ckpt_id;
         }
         /* pause n always precedes resume n: a late rank gets both, in order */
         if (r->sent_pause[k] < r->pause_id) {
-            send_cmd(r, k, "pause", r->pause_id);
+            send_cmd(r, k, "pause", r->pause_id, 0);
             r->sent_pause[k] = r->pause_id;
         }
         if (r->sent_resume[k] < r->resume_id) {
-            send_cmd(r, k, "resume", r->resume_id);
+            send_cmd(r, k, "resume", r->resume_id, 0);
             r->sent_resume[k] = r->resume_id;
         }
         if (r->stop_requested && !r->sent_stop[k]) {
-            send_cmd(r, k, "stop", 1);
+            send_cmd(r, k, "stop", 1, 0);
             r->sent_stop[k] = true;
         }
     }
@@ -210,6 +234,97 @@ static void escalate(Run *r, const char *why)
     r->stop_at_ms = mono_ms();
 }
 
+/* a: no clean stop; the ladder's later rungs, starting now. A second a
+ * jumps to SIGKILL. */
+static void request_abort(Run *r)
+{
+    if (launcher_running(r->l) == 0) {
+        job_event(r->job, -1, EV_WARN, "nothing to abort: every rank has ended");
+        return;
+    }
+    r->restart_pending = false;
+    r->quit_after = true;
+    if (r->aborted) {
+        escalate(r, "abort requested again (a)");
+        return;
+    }
+    r->aborted = true;
+    if (!r->stop_requested) {
+        r->stop_requested = true;    /* no stop command: the ranks are signalled */
+        for (int k = 0; k < r->job->world; k++) r->sent_stop[k] = true;
+        job_set_stopping(r->job);
+    }
+    if (r->rung == 0) escalate(r, "abort requested (a): no clean stop");
+    else escalate(r, "abort requested (a)");
+    snprintf(r->status, sizeof r->status, "aborting: SIGTERM sent, SIGKILL in %d s", KILL_GRACE_MS / 1000);
+}
+
+/* ddptop's heartbeat: every rank that can be reached gets a ping a second. */
+static void ping_ranks(Run *r)
+{
+    int64_t now = mono_ms();
+    if (now - r->last_ping_ms < PING_MS) return;
+    r->last_ping_ms = now;
+    r->ping_id++;
+    for (int k = 0; k < r->job->world; k++) {
+        RankState st = r->job->ranks[k].state;
+        if (r->routable[k] && st != RANK_EXITED_OK && st != RANK_FAILED) send_cmd(r, k, "ping", r->ping_id, 0);
+    }
+}
+
+/* The f menu's choice as a fault.h Fault: step 0 is "at the next step". */
+static Fault menu_fault(int pick, int rank)
+{
+    Fault f = {.kind = FAULT_NONE, .rank = -1, .step = 0, .ms = 0};
+    switch (pick) {
+    case UI_FAULT_KILL: f.kind = FAULT_KILL; f.rank = rank; break;
+    case UI_FAULT_STALL: f.kind = FAULT_STALL; f.rank = rank; break;
+    case UI_FAULT_SLOW: f.kind = FAULT_SLOW; f.rank = rank; f.ms = UI_FAULT_SLOW_MS; break;
+    case UI_FAULT_SKIP_SET_EPOCH: f.kind = FAULT_SKIP_SET_EPOCH; break;
+    case UI_FAULT_UNSAFE_STOP: f.kind = FAULT_UNSAFE_STOP; break;
+    case UI_FAULT_NO_BARRIER: f.kind = FAULT_NO_BARRIER; break;
+    default: break;
+    }
+    return f;
+}
+
+/* fault_explain's sentence, for a fault sent live ("at step 0" there
+ * means at the rank's next step). */
+static void explain_live(const Fault *f, char *out, size_t len)
+{
+    char buf[320];
+    fault_explain(f, buf, sizeof buf);
+    const char *s = strncmp(buf, "fault: ", 7) ? buf : buf + 7;
+    const char *at = strstr(s, " at step 0 ");
+    if (at) snprintf(out, len, "%.*s at its next step %s", (int)(at - s), s, at + 11);
+    else snprintf(out, len, "%s", s);
+}
+
+static void request_fault(Run *r, int pick, int rank)
+{
+    Fault f = menu_fault(pick, rank);
+    if (f.kind == FAULT_NONE) return;
+    if (launcher_running(r->l) == 0) {
+        job_event(r->job, -1, EV_WARN, "fault not injected: every rank has ended");
+        return;
+    }
+    if (f.rank >= 0 && (f.rank >= r->job->world || !r->routable[f.rank])) {
+        job_event(r->job, -1, EV_WARN, "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
+        return;
+    }
+    r->fault_id++;
+    int64_t arg = fault_pack(&f);
+    int sent = 0;
+    for (int k = 0; k < r->job->world; k++) {
+        if (!r->routable[k] || (f.rank >= 0 && k != f.rank)) continue;
+        send_cmd(r, k, "fault", r->fault_id, arg);
+        sent++;
+    }
+    char why[400];
+    explain_live(&f, why, sizeof why);
+    job_event(r->job, f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
+}
+
 static void tail_log(Run *r, int rank)
 {
     const char *path = launcher_log_path(r->l, rank);
@@ -275,6 +390,13 @@ static void rank_ended(Run *r, int rank, int pid, int status)
     JobRank *jr = &r->job->ranks[rank];
     if (jr->state == RANK_FAILED) {
         tail_log(r, rank);
+        /* --max-restarts: a failure outside a requested stop restarts the
+         * job once every rank is reaped */
+        if (!r->stop_requested && !r->restart_pending && r->job->restarts < r->o->max_restarts) {
+            r->restart_pending = true;
+            job_event(r->job, rank, EV_WARN, "rank %d %s: every rank will be started again (restart %d/%d)", rank,
+                      jr->how_ended, r->job->restarts + 1, r->o->max_restarts);
+        }
         /* torchrun's rule: one rank failing ends the job for all. */
         if (launcher_running(r->l) > 0 && !r->stop_requested) {
             char why[128];
@@ -355,8 +477,10 @@ static int setup(Run *r, char *err, size_t errlen)
     r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
     r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
     if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
-    int hwm = 100000, zero = 0;
+    int hwm = 100000, zero = 0, one = 1;
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* a restarted rank takes over its routing id ("rank-N") at once */
+    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     if (zmq_bind(r->ctl, r->ctl_ep) || zmq_bind(r->tel, r->tel_ep)) {
@@ -428,8 +552,100 @@ static void teardown(Run *r)
     free(r->exit_at);
     free(r->exit_pid);
     free(r->exit_status);
+    free(r->restart_args);
     bench_free(&r->bench);
     job_free(&r->job);
+}
+
+/* The trainer's --ckpt-dir (its default when not given). */
+static const char *ckpt_dir(const RunOptions *o)
+{
+    const char *d = "./checkpoints";
+    for (int i = 0; i + 1 < o->n_trainer_args; i++)
+        if (!strcmp(o->trainer_args[i], "--ckpt-dir")) d = o->trainer_args[i + 1];
+    return d;
+}
+
+/* Launch every rank (restart 0: the first time). The rows, events and
+ * charts stay; a restart gets a new job id (the store's keys start over)
+ * and, when CKPT_DIR/latest exists, --resume it. */
+static int launch(Run *r, int restart, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    snprintf(r->job_id, sizeof r->job_id, "ddptop-%d-%" PRId64, (int)getpid(), proto_now_ns());
+    r->lc = (LaunchConfig){.world = o->nproc, .rank_offset = 0, .global_world = o->nproc,
+                           .worker_path = o->worker_path, .worker_args = o->trainer_args,
+                           .n_worker_args = o->n_trainer_args, .ctl_ep = r->ctl_ep, .tel_ep = r->tel_ep,
+                           .job_id = r->job_id, .master_addr = "127.0.0.1", .master_port = 29500,
+                           .log_dir = o->log_dir ? o->log_dir : r->dir, .device = o->device,
+                           .backend = o->backend, .restart = restart};
+    if (restart > 0) {
+        const char *dir = ckpt_dir(o);
+        char link[600], target[256];
+        snprintf(link, sizeof link, "%s/latest", dir);
+        struct stat st;
+        if (stat(link, &st) == 0) {
+            if (!r->restart_args) r->restart_args = calloc((size_t)o->n_trainer_args + 3, sizeof *r->restart_args);
+            if (!r->restart_args) { snprintf(err, errlen, "out of memory"); return -1; }
+            for (int k = 0; k < o->n_trainer_args; k++) r->restart_args[k] = o->trainer_args[k];
+            snprintf(r->resume_path, sizeof r->resume_path, "%s", link);
+            r->restart_args[o->n_trainer_args] = "--resume";
+            r->restart_args[o->n_trainer_args + 1] = r->resume_path;
+            r->lc.worker_args = r->restart_args;
+            r->lc.n_worker_args = o->n_trainer_args + 2;
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            target[n > 0 ? n : 0] = '\0';
+            const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+            long long step = -1;
+            if (sscanf(base, "step-%lld", &step) == 1)
+                job_event(r->job, -1, EV_WARN, "restart %d/%d: resuming from step %lld (%s)", restart, o->max_restarts,
+                          step, link);
+            else
+                job_event(r->job, -1, EV_WARN, "restart %d/%d: resuming from %s", restart, o->max_restarts, link);
+        } else {
+            job_event(r->job, -1, EV_WARN, "restart %d/%d: no checkpoint in %s, starting from step 0", restart,
+                      o->max_restarts, dir);
+        }
+    }
+    if (launcher_start(&r->l, &r->lc, err, errlen)) return -1;
+    for (int k = 0; k < o->nproc; k++) {
+        job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
+        if (r->rec) recorder_write_start(r->rec, k, launcher_pid(r->l, k), mono_ns(), 0, err, errlen);
+    }
+    err[0] = '\0';
+    return 0;
+}
+
+/* --max-restarts: every rank is reaped; start them all again. */
+static int restart_job(Run *r, char *err, size_t errlen)
+{
+    int w = r->job->world;
+    launcher_free(&r->l);
+    store_free(&r->store);
+    hangwatch_done(&r->hw);
+    if (!(r->store = store_new()) || hangwatch_init(&r->hw, w, r->o->hang_after_s > 0 ? r->o->hang_after_s : 10.0)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* commands issued so far are history: the new ranks start clean */
+    r->resume_id = r->pause_id;
+    r->pause_wanted = false;
+    for (int k = 0; k < w; k++) {
+        r->routable[k] = false;
+        r->sent_ckpt[k] = r->ckpt_id;
+        r->sent_pause[k] = r->pause_id;
+        r->sent_resume[k] = r->resume_id;
+        r->sent_stop[k] = false;
+        r->exit_at[k] = 0;
+    }
+    r->stop_requested = false;
+    r->rung = 0;
+    r->restart_pending = false;
+    r->status[0] = '\0';
+    job_restart(r->job, mono_ns());
+    if (launch(r, r->job->restarts, err, errlen)) return -1;
+    snprintf(r->status, sizeof r->status, "restart %d/%d", r->job->restarts, r->o->max_restarts);
+    return 0;
 }
 
 int run_job(const RunOptions *o)
@@ -457,15 +673,7 @@ int run_job(const RunOptions *o)
         return 1;
     }
 
-    char job_id[96];
-    snprintf(job_id, sizeof job_id, "ddptop-%d-%" PRId64, (int)getpid(), proto_now_ns());
-    LaunchConfig lc = {.world = o->nproc, .rank_offset = 0, .global_world = o->nproc,
-                       .worker_path = o->worker_path, .worker_args = o->trainer_args,
-                       .n_worker_args = o->n_trainer_args, .ctl_ep = r->ctl_ep, .tel_ep = r->tel_ep,
-                       .job_id = job_id, .master_addr = "127.0.0.1", .master_port = 29500,
-                       .log_dir = o->log_dir ? o->log_dir : r->dir, .device = o->device,
-                       .backend = o->backend};
-
+    r->job->max_restarts = o->max_restarts;
     if (!o->headless) {
         if (view_tui_open(&r->tui, o->nproc, err, sizeof err)) {
             fprintf(stderr, "ddptop: %s (use --headless)\n", err);
@@ -476,18 +684,14 @@ int run_job(const RunOptions *o)
         view_headless_init(&r->hl, stdout, o->json);
     }
 
-    if (launcher_start(&r->l, &lc, err, sizeof err)) {
+    if (launch(r, 0, err, sizeof err)) {
         view_tui_close(&r->tui);
         fprintf(stderr, "ddptop: %s\n", err);
         teardown(r);
         return 1;
     }
-    for (int k = 0; k < o->nproc; k++) {
-        job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
-        if (r->rec) recorder_write_start(r->rec, k, launcher_pid(r->l, k), mono_ns(), 0, err, sizeof err);
-    }
     job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
-              lc.log_dir);
+              r->lc.log_dir);
 
     uint64_t drawn_version = (uint64_t)-1;
     int64_t last_draw = 0, last_reap = 0;
@@ -523,8 +727,9 @@ int run_job(const RunOptions *o)
         /* Signals: first a clean stop, then each one a rung up the ladder. */
         while (r->handled_signals < g_signals) {
             r->handled_signals++;
+            r->restart_pending = false;
             if (!r->stop_requested) { request_stop(r, "signal received"); r->quit_after = true; }
-            else escalate(r, "signal received again");
+            else { r->quit_after = true; escalate(r, "signal received again"); }
         }
 
         if (r->tui) {
@@ -533,14 +738,21 @@ int run_job(const RunOptions *o)
             bool running = launcher_running(r->l) > 0 && !r->stop_requested;
             while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
                 if (a == VIEW_ACT_CKPT) request_ckpt(r);
-                else if (a == VIEW_ACT_DESTROY) request_stop(r, "destroy requested (d)");
+                else if (a == VIEW_ACT_DESTROY) { r->restart_pending = false; request_stop(r, "destroy requested (d)"); }
                 else if (a == VIEW_ACT_PAUSE) request_pause(r);
-                else if (a == VIEW_ACT_QUIT) {
+                else if (a == VIEW_ACT_ABORT) request_abort(r);
+                else if (a == VIEW_ACT_FAULT) {
+                    int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
+                    request_fault(r, pick, rank);
+                } else if (a == VIEW_ACT_QUIT) {
+                    r->restart_pending = false;
                     r->quit_after = true;
                     if (launcher_running(r->l) > 0) request_stop(r, "quit requested (q)");
                 } else if (a == VIEW_ACT_REDRAW) drawn_version = (uint64_t)-1;
             }
         }
+
+        ping_ranks(r);
 
         /* Deadlines of the ladder. */
         int running = launcher_running(r->l);
@@ -560,7 +772,14 @@ int run_job(const RunOptions *o)
             snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
         }
 
-        if (running == 0 && held == 0) {
+        if (running == 0 && held == 0 && r->restart_pending) {
+            if (restart_job(r, err, sizeof err)) {
+                job_event(r->job, -1, EV_ERROR, "restart failed: %s", err);
+                r->restart_pending = false;
+            }
+            running = launcher_running(r->l);
+        }
+        if (running == 0 && held == 0 && !r->restart_pending) {
             if (!r->status[0] || r->stop_requested)
                 snprintf(r->status, sizeof r->status, "%s — press q to leave",
                          job_all_clean(r->job) ? "job done: every rank ended cleanly"
@@ -596,7 +815,7 @@ int run_job(const RunOptions *o)
     }
 
     held_exits(r, true);
-    status = job_all_clean(r->job) ? 0 : 1;
+    status = job_all_clean(r->job) && !r->aborted ? 0 : 1;
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);
     if (!o->headless) view_headless_init(&r->hl, stdout, false);

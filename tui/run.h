@@ -17,6 +17,7 @@ typedef struct {
     double stop_grace_s;        /* after a stop: how long before SIGTERM, then SIGKILL */
     double hang_after_s;        /* a collective waited on this long is reported as a hang */
     const char *log_dir;        /* NULL: a private directory, removed at exit */
+    int max_restarts;           /* --max-restarts K: start every rank again after a failure */
     char *const *trainer_args;
     int n_trainer_args;
     const char *worker_path;

@@ -18,6 +18,49 @@ const char *ui_panel_name(PanelId p)
     return p >= 0 && p < PANEL__COUNT ? panel_names[p] : "?";
 }
 
+static const char fault_keys[UI_FAULT__COUNT] = {'k', 't', 'w', 'e', 'u', 'b'};
+
+int ui_fault_key(UiFault f)
+{
+    return f >= 0 && f < UI_FAULT__COUNT ? fault_keys[f] : '?';
+}
+
+void ui_fault_label(UiFault f, int rank, char *buf, size_t len)
+{
+    switch (f) {
+    case UI_FAULT_KILL: snprintf(buf, len, "kill rank %d now (SIGKILL at its next step)", rank); break;
+    case UI_FAULT_STALL: snprintf(buf, len, "stall rank %d (stops stepping, keeps its sockets)", rank); break;
+    case UI_FAULT_SLOW: snprintf(buf, len, "slow rank %d by %d ms per step", rank, UI_FAULT_SLOW_MS); break;
+    case UI_FAULT_SKIP_SET_EPOCH: snprintf(buf, len, "skip set_epoch on every rank"); break;
+    case UI_FAULT_UNSAFE_STOP: snprintf(buf, len, "unsafe stop: each rank stops at its own step"); break;
+    case UI_FAULT_NO_BARRIER: snprintf(buf, len, "destroy without the final barrier"); break;
+    default: snprintf(buf, len, "?"); break;
+    }
+}
+
+/* The f menu: Up/Down and Enter, or a fault's letter; Esc closes. */
+static ViewAction fault_menu_key(Ui *u, int key)
+{
+    if (key == UI_KEY_UP || key == UI_KEY_DOWN) {
+        u->fault_item = (u->fault_item + (key == UI_KEY_UP ? UI_FAULT__COUNT - 1 : 1)) % UI_FAULT__COUNT;
+        return VIEW_ACT_REDRAW;
+    }
+    int pick = -1;
+    if (key == UI_KEY_ENTER)
+        pick = u->fault_item;
+    for (int i = 0; i < UI_FAULT__COUNT; i++)
+        if (key == fault_keys[i] || key == '1' + i)
+            pick = i;
+    if (pick >= 0) {
+        u->overlay = UI_NO_OVERLAY;
+        u->fault_pick = pick;
+        return VIEW_ACT_FAULT;
+    }
+    u->overlay = UI_NO_OVERLAY;          /* Esc, or any other key: no fault */
+    snprintf(u->note, sizeof u->note, "fault menu closed: nothing injected");
+    return VIEW_ACT_REDRAW;
+}
+
 int ui_init(Ui *u, int world)
 {
     memset(u, 0, sizeof *u);
@@ -182,6 +225,8 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
     case UI_HELP:
         u->overlay = UI_NO_OVERLAY;      /* any key closes the help */
         return VIEW_ACT_REDRAW;
+    case UI_FAULT_MENU:
+        return fault_menu_key(u, key);
     case UI_DETAIL:
         if (key == UI_KEY_ESC || key == UI_KEY_ENTER || key == UI_KEY_BACKSPACE || key == UI_KEY_LEFT) {
             u->overlay = UI_NO_OVERLAY;
@@ -201,6 +246,13 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
     case 'c': case 'C': return VIEW_ACT_CKPT;
     case 'd': case 'D': return VIEW_ACT_DESTROY;
     case 'p': case 'P': return VIEW_ACT_PAUSE;
+    case 'a': case 'A': return VIEW_ACT_ABORT;
+    case 'f': case 'F':
+        if (u->world <= 0)
+            return VIEW_ACT_NONE;
+        u->overlay = UI_FAULT_MENU;
+        u->fault_rank = u->sel;
+        return VIEW_ACT_REDRAW;
     case 'q': case 'Q':
         if (!running)
             return VIEW_ACT_QUIT;
@@ -299,7 +351,7 @@ static int panel_at(const Ui *u, int x, int y)
 
 ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j)
 {
-    if (u->overlay == UI_HELP || u->overlay == UI_CONFIRM_QUIT) {
+    if (u->overlay == UI_HELP || u->overlay == UI_CONFIRM_QUIT || u->overlay == UI_FAULT_MENU) {
         if (kind == UI_MOUSE_CLICK || kind == UI_MOUSE_DOUBLE) {
             u->overlay = UI_NO_OVERLAY;
             return VIEW_ACT_REDRAW;

@@ -10,6 +10,7 @@
 #define DDPTOP_UI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "job.h"
@@ -22,14 +23,25 @@ typedef enum {
     VIEW_ACT_QUIT,      /* q (confirmed while training): destroy first, then leave */
     VIEW_ACT_REDRAW,    /* the screen changed: resize, Ctrl-L, any view key */
     VIEW_ACT_PAUSE,     /* p: pause, or resume when paused */
+    VIEW_ACT_ABORT,     /* a: abort now: SIGTERM, then SIGKILL (no clean stop) */
+    VIEW_ACT_FAULT,     /* f menu: inject Ui.fault_pick on Ui.fault_rank */
 } ViewAction;
+
+/* The f menu's faults, in menu order (run.c turns them into workers/fault.h
+ * Faults: the first three on the selected rank, the rest on every rank). */
+typedef enum {
+    UI_FAULT_KILL = 0, UI_FAULT_STALL, UI_FAULT_SLOW, UI_FAULT_SKIP_SET_EPOCH, UI_FAULT_UNSAFE_STOP,
+    UI_FAULT_NO_BARRIER, UI_FAULT__COUNT
+} UiFault;
+/* The f menu slows a rank by this much per step. */
+#define UI_FAULT_SLOW_MS 50
 
 /* The panels, numbered as the zoom keys 1-6. */
 typedef enum {
     PANEL_HEADER = 0, PANEL_RANKS, PANEL_LOSS, PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS, PANEL__COUNT
 } PanelId;
 
-typedef enum { UI_NO_OVERLAY = 0, UI_HELP, UI_DETAIL, UI_CONFIRM_QUIT } UiOverlay;
+typedef enum { UI_NO_OVERLAY = 0, UI_HELP, UI_DETAIL, UI_CONFIRM_QUIT, UI_FAULT_MENU } UiOverlay;
 
 /* Keys that are not characters (above Unicode, so they never clash). */
 enum {
@@ -58,6 +70,9 @@ typedef struct {
     int64_t strip_first;             /* first dataset index in the sampler strip */
     UiOverlay overlay;
     int detail_rank;
+    int fault_item;                  /* f menu: the highlighted line (UiFault) */
+    int fault_rank;                  /* f menu: the rank it acts on (the selection when opened) */
+    int fault_pick;                  /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
     bool mouse;                      /* report mouse events (off: the terminal selects text) */
     char note[160];                  /* the outcome of the last view key, for the status line */
     int64_t note_ns;                 /* when the draw first showed it (0: not yet) */
@@ -76,6 +91,9 @@ void ui_done(Ui *u);
 ViewAction ui_key(Ui *u, int key, const Job *j, bool running);
 /* A mouse event at screen cell (x, y). */
 ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j);
+/* The f menu's key for a fault ('k', ...) and its line, for rank `rank`. */
+int ui_fault_key(UiFault f);
+void ui_fault_label(UiFault f, int rank, char *buf, size_t len);
 /* "ranks", "loss", ... */
 const char *ui_panel_name(PanelId p);
 /* Shown in the current layout (not hidden; the zoomed one when zoomed). */

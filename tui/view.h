@@ -33,6 +33,10 @@ void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
  * stay queued. running: training is under way (q then asks first). */
 ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running);
 
+/* After VIEW_ACT_FAULT: the fault picked in the f menu (UiFault) and the
+ * rank it was opened on. */
+int view_tui_fault_pick(const ViewTui *v, int *rank);
+
 /* Replay mode (`ddptop replay`, replay.c). The model is rebuilt from a
  * recording, so the clocks are the recording's: draw at its monotonic
  * now_ns and its wall-clock wall_ns (view_tui_draw uses the real wall

@@ -302,6 +302,13 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
     return VIEW_ACT_NONE;
 }
 
+int view_tui_fault_pick(const ViewTui *v, int *rank)
+{
+    if (rank)
+        *rank = v ? v->ui.fault_rank : 0;
+    return v ? v->ui.fault_pick : 0;
+}
+
 /* Write cells [x0, x1) of row y: one call per run of one style. The
  * bottom-right cell is left alone: writing it makes some terminals scroll. */
 static void put_cells(ViewTui *v, int y, int x0, int x1)

@@ -47,7 +47,9 @@ static const char USAGE[] =
     "  --eval-every E        evaluate on the test set every E epochs (default 1; 0: never)\n"
     "  --eval-limit N        evaluate on the first N test samples (default: all)\n"
     "  --no-telemetry        send no step/coll/shard/beat messages (to measure their cost)\n"
-    "  --timeout S           collective/rendezvous timeout in seconds (default 300)\n";
+    "  --timeout S           collective/rendezvous timeout in seconds (default 300)\n"
+    "  --fault SPEC          a teaching fault (repeatable; docs/TRAINING.md): kill:R@S,\n"
+    "                        stall:R@S, slow:R:MSms, skip-set-epoch, unsafe-stop[@S], no-barrier\n";
 
 const char *trainer_args_usage(void) { return USAGE; }
 
@@ -238,6 +240,9 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
         } else if (!strcmp(o, "--timeout")) {
             NEED_VALUE();
             if (parse_f64(o, v, 0.1, 86400.0, &a->timeout_s, err, errlen)) return -1;
+        } else if (!strcmp(o, "--fault")) {
+            NEED_VALUE();
+            if (fault_parse(&a->faults, v, err, errlen)) return -1;
         } else {
             snprintf(err, errlen, "unknown trainer option \"%s\" (see ddptop-worker --help)", o);
             return -1;

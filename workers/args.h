@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault.h"
 #include "model.h"
 #include "optim.h"
 #include "schedule.h"
@@ -41,6 +42,7 @@ typedef struct {
     int64_t eval_limit;         /* first N test samples, 0 = all */
     bool telemetry;             /* false: no step/coll/shard/beat messages */
     double timeout_s;           /* collectives and rendezvous */
+    FaultPlan faults;           /* --fault: teaching faults (fault.h) */
 } TrainerArgs;
 
 void trainer_args_defaults(TrainerArgs *a);

@@ -3,6 +3,9 @@
  * Identity comes from the launcher's environment (RANK, LOCAL_RANK,
  * WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) as with torchrun,
  * plus ddptop's endpoints (DDPTOP_CTL, DDPTOP_TEL) and job id (DDPTOP_JOB).
+ * DDPTOP_PING_TIMEOUT (seconds, default 15, 0 off): once ddptop's first
+ * ping has come, a rank that hears nothing from it for that long exits
+ * (the second guard after PR_SET_PDEATHSIG, for a ddptop that hangs).
  * Exit status: 0 clean, 1 runtime failure, 2 usage or input error.
  */
 #include <cblas.h>
@@ -15,6 +18,7 @@
 #include "args.h"
 #include "ckpt.h"
 #include "dataset.h"
+#include "fault.h"
 #include "model.h"
 #include "comm.h"
 #include "cuda_mlp.h"
@@ -66,10 +70,18 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
         mlp_done(&m);
         if (rc) return -1;
     }
+    const char *ws = getenv("WORLD_SIZE");
+    int world = 0;
+    if (ws && *ws && env_int("WORLD_SIZE", 1, 1 << 20, 0, &world, err, errlen)) return -1;
+    for (int i = 0; i < a->faults.n; i++) {
+        const Fault *f = &a->faults.f[i];
+        if (world > 0 && f->rank >= world) {
+            snprintf(err, errlen, "--fault %s: rank %d does not exist (ranks 0..%d)", fault_name(f->kind), f->rank,
+                     world - 1);
+            return -1;
+        }
+    }
     if (a->resume[0]) {
-        int world = 0;
-        const char *ws = getenv("WORLD_SIZE");
-        if (ws && *ws && env_int("WORLD_SIZE", 1, 1 << 20, 0, &world, err, errlen)) return -1;
         char dir[4096];
         if (ckpt_resolve(a->resume, dir, sizeof dir, err, errlen)) return -1;
         Mlp m;
@@ -177,7 +189,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddptop-worker: %s\n", err);
         return 2;
     }
-    if (env_int("WORLD_SIZE", 1, 1 << 20, -1, &id.world, err, sizeof err) ||
+    int ping_s = 0;
+    if (env_int("DDPTOP_PING_TIMEOUT", 0, 86400, 15, &ping_s, err, sizeof err) ||
+        env_int("WORLD_SIZE", 1, 1 << 20, -1, &id.world, err, sizeof err) ||
         env_int("RANK", 0, id.world - 1, -1, &id.rank, err, sizeof err) ||
         env_int("LOCAL_RANK", 0, 1 << 20, id.rank, &id.local_rank, err, sizeof err) ||
         env_int("LOCAL_WORLD_SIZE", 1, 1 << 20, id.world, &id.local_world, err, sizeof err)) {
@@ -201,6 +215,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddptop-worker rank %d: %s\n", id.rank, err);
         return 1;
     }
+    uplink_set_ping_timeout(up, (int64_t)ping_s * 1000);
     int status = trainer_run(&a, &id, up);
     uplink_close(&up, 2000);
     return status;

@@ -24,15 +24,24 @@
  * with small host values carried in the pad before grads[0] (NCCL needs
  * device memory).
  *
+ * Teaching faults (fault.h, docs/TRAINING.md "Teaching faults") break this
+ * on purpose, at a few hook points: before a step (kill, stall, slow), at
+ * an epoch's start (skip-set-epoch), after a step (unsafe-stop: a rank
+ * stops without the flags) and at shutdown (no-barrier). Each says its
+ * sentence once, as a warn log, when it fires. Without faults the hooks
+ * cost one test of a counter.
+ *
  * Threads: everything here runs on the main thread, except the collectives
  * (reducer.c). The uplink is main-thread only, so timings recorded by the
  * communication thread are reported from here after each step.
  */
 #include "trainer.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +53,7 @@
 #include "comm.h"
 #include "cuda_mlp.h"
 #include "dataset.h"
+#include "fault.h"
 #include "gpu.h"
 #include "model.h"
 #include "optim.h"
@@ -123,6 +133,9 @@ typedef struct {
     bool data_on_gpu;           /* dataset uploaded: batches gathered there */
     int64_t tickets[BUCKET_MAX];/* the step's bucket all-reduces (comm_timing) */
     int64_t coll_seq;           /* seq of coll messages on the GPU path */
+    /* teaching faults: --fault, then live ones from ddptop */
+    FaultPlan faults;
+    bool fault_said[FAULT_MAX];
     char err[512];
 } Trainer;
 
@@ -170,12 +183,26 @@ static int fail(Trainer *t, int status)
     return status;
 }
 
+/* ddptop's heartbeat (uplink.h): silent past DDPTOP_PING_TIMEOUT after its
+ * first ping, it is gone or stuck, and this rank leaves at once: the main
+ * thread may be inside a collective, and an orderly teardown could wait on
+ * peers for the whole --timeout. */
+static void check_ddptop(Trainer *t)
+{
+    int64_t silent = uplink_ddptop_silent_ms(t->up);
+    if (!silent) return;
+    fprintf(stderr, "ddptop-worker rank %d: nothing from ddptop for %.1f s (DDPTOP_PING_TIMEOUT): "
+            "it is gone or stuck; exiting\n", t->id->rank, silent / 1e3);
+    _exit(1);
+}
+
 /* Heartbeat: the step, the phase, and the collective in flight, if any. A
  * rank whose in-flight collective stays put names itself as the one that
  * waits (or is waited for). */
 static void send_beat(Trainer *t)
 {
     t->last_beat_ms = now_ms();
+    check_ddptop(t);
     if (!t->a->telemetry) return;
     Msg m;
     msg_init(&m, MSG_BEAT);
@@ -331,6 +358,36 @@ static int collective(Trainer *t, RedOp *op)
     return rc;
 }
 
+/* A fault fires: its sentence, once, on stderr and as a warn log. A fault
+ * of every rank is said by rank 0 alone (the others would repeat it). */
+static void fault_fired(Trainer *t, const Fault *f)
+{
+    int i = (int)(f - t->faults.f);
+    if (t->fault_said[i]) return;
+    t->fault_said[i] = true;
+    char s[PROTO_STR_LONG];
+    fault_explain(f, s, sizeof s);
+    fprintf(stderr, "ddptop-worker rank %d: %s\n", t->id->rank, s);
+    if (f->rank >= 0 || t->id->rank == 0) send_log(t, "warn", "%s", s);
+}
+
+/* A live fault replaces one of the same kind for the same ranks (a new
+ * slow:R:MS changes the delay), else joins the plan. */
+static void add_fault(Trainer *t, const Fault *f)
+{
+    for (int i = 0; i < t->faults.n; i++)
+        if (t->faults.f[i].kind == f->kind && t->faults.f[i].rank == f->rank) {
+            t->faults.f[i] = *f;
+            t->fault_said[i] = false;
+            return;
+        }
+    if (t->faults.n == FAULT_MAX) {
+        send_log(t, "warn", "fault %s ignored: at most %d faults", fault_name(f->kind), FAULT_MAX);
+        return;
+    }
+    fault_add(&t->faults, f);
+}
+
 /* Drain commands from ddptop into this rank's local view. */
 static void poll_commands(Trainer *t)
 {
@@ -344,6 +401,9 @@ static void poll_commands(Trainer *t)
             if (c.id > t->pause_seen) t->pause_seen = c.id;
         } else if (!strcmp(c.op, "resume")) {
             if (c.id > t->resume_seen) t->resume_seen = c.id;
+        } else if (!strcmp(c.op, "fault")) {
+            Fault f;
+            if (fault_unpack(c.arg, &f) == 0 && (f.rank < 0 || f.rank == t->id->rank)) add_fault(t, &f);
         }
     }
 }
@@ -884,6 +944,56 @@ static void log_throughput(Trainer *t)
              t->sum_step_ms * per, (uplink_cost_ns(t->up) - t->tel_ns_at_first) / 1e6 * per);
 }
 
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
+/* Faults that act before a step: kill and stall once this rank has done
+ * S steps, slow before every step. */
+static void faults_before_step(Trainer *t)
+{
+    const int r = t->id->rank;
+    const Fault *f = fault_find(&t->faults, FAULT_KILL, r);
+    if (f && t->step >= f->step) {
+        fault_fired(t, f);
+        uplink_flush(t->up);
+        /* SIGKILL leaves ZeroMQ's I/O thread no time: let it send the sentence first. */
+        sleep_ms(200);
+        raise(SIGKILL);
+    }
+    f = fault_find(&t->faults, FAULT_STALL, r);
+    if (f && t->step >= f->step) {
+        fault_fired(t, f);
+        uplink_flush(t->up);
+        /* Alive, sockets open, answering nothing: the peers wait in their
+         * next all-reduce. ddptop's pings are still read, so its heartbeat
+         * does not end the lesson; its stop ladder or death does. */
+        for (;;) {
+            sleep_ms(200);
+            check_ddptop(t);
+        }
+    }
+    f = fault_find(&t->faults, FAULT_SLOW, r);
+    if (f) {
+        fault_fired(t, f);
+        sleep_ms(f->ms);
+    }
+}
+
+/* unsafe-stop: stop alone after step S + rank, without the flags, as a
+ * script that breaks out of its loop on a local condition does. */
+static bool unsafe_stop(Trainer *t)
+{
+    const Fault *f = fault_find(&t->faults, FAULT_UNSAFE_STOP, t->id->rank);
+    if (!f || t->step < f->step + t->id->rank) return false;
+    fault_fired(t, f);
+    snprintf(t->stop_reason, sizeof t->stop_reason, "unsafe stop (fault): rank %d stops alone, no agreement",
+             t->id->rank);
+    return true;
+}
+
 static int train(Trainer *t)
 {
     const TrainerArgs *a = t->a;
@@ -902,13 +1012,20 @@ static int train(Trainer *t)
     }
     for (int64_t e = e0; e < a->epochs && !stop; e++) {
         t->epoch = e;
-        /* set_epoch: a new permutation every epoch. */
-        if (sampler_indices(&sc, t->epoch, t->idx, t->err, sizeof t->err)) return -1;
+        /* set_epoch: a new permutation every epoch (the fault forgets it). */
+        int64_t order = e;
+        const Fault *sk = t->faults.n ? fault_find(&t->faults, FAULT_SKIP_SET_EPOCH, t->id->rank) : NULL;
+        if (sk && e > 0) {
+            order = 0;
+            fault_fired(t, sk);
+        }
+        if (sampler_indices(&sc, order, t->idx, t->err, sizeof t->err)) return -1;
         send_shard(t, &sc);
         int64_t off = e == e0 ? pos0 : 0;
         t->pos_in_epoch = off;
         while (off < t->ns && !stop) {
             poll_commands(t);
+            if (t->faults.n) faults_before_step(t);
             int64_t used = 0;
             Agreed g;
             if ((t->g ? train_step_gpu(t, off, &used, &g) : train_step(t, off, &used, &g))) return -1;
@@ -926,6 +1043,8 @@ static int train(Trainer *t)
                 stop = true;
             } else if (a->steps && t->step >= a->steps) {
                 snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64, a->steps);
+                stop = true;
+            } else if (t->faults.n && unsafe_stop(t)) {
                 stop = true;
             } else if (g.pause) {
                 if (pause_loop(t, &stop)) return -1;
@@ -1027,6 +1146,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->seed = a->seed;
     t->last_ckpt_step = -1;
     t->last_beat_ms = now_ms();
+    t->faults = a->faults;
     int status = 0;
 
     send_phase(t, PHASE_INIT, NULL);
@@ -1109,12 +1229,18 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     send_log(t, "info", "stopping after step %" PRId64 ": %s", t->step, t->stop_reason);
     if (a->final_ckpt && t->step > 0) write_ckpt(t, "final", PHASE_TRAIN, NULL);
     send_phase(t, PHASE_STOPPING, t->stop_reason);
-    /* Nobody destroys the communicator while a peer may still use it. */
-    memset(&op, 0, sizeof op);
-    op.kind = RED_BARRIER;
-    op.scale = 1.0f;
-    op.bucket = -1;
-    if (collective(t, &op)) { status = fail(t, 1); goto out; }
+    /* Nobody destroys the communicator while a peer may still use it
+     * (unless the no-barrier fault shows why). */
+    const Fault *nb = t->faults.n ? fault_find(&t->faults, FAULT_NO_BARRIER, id->rank) : NULL;
+    if (nb) {
+        fault_fired(t, nb);
+    } else {
+        memset(&op, 0, sizeof op);
+        op.kind = RED_BARRIER;
+        op.scale = 1.0f;
+        op.bucket = -1;
+        if (collective(t, &op)) { status = fail(t, 1); goto out; }
+    }
     send_phase(t, PHASE_DESTROYING, NULL);
     reducer_free(&t->red);
     if (comm_destroy(&t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }

@@ -11,10 +11,12 @@
  * (phase, ckpt, eval, log, bye) flush the burst first, so the order holds.
  * Store operations are synchronous request/reply over ctl, bounded by their
  * timeout plus a margin so a dead ddptop cannot hang a rank forever.
+ * Every ctl message received stamps last_heard_ms; pings stop here.
  */
 #include "uplink.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,9 @@ struct Uplink {
     int64_t cost_ns;         /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
     int q_head, q_len;
+    int64_t last_heard_ms;   /* last ctl message from ddptop */
+    int64_t ping_timeout_ms; /* 0: never judge */
+    bool pinged;             /* a ping came: ddptop keeps a heartbeat */
 };
 
 static int64_t mono_ns(void)
@@ -62,6 +67,7 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
     Uplink *u = calloc(1, sizeof *u);
     if (!u) { snprintf(err, errlen, "uplink: out of memory"); return -1; }
     u->rank = rank;
+    u->last_heard_ms = mono_ms();
     codec_buf_init(&u->buf);
     codec_buf_init(&u->burst);
     u->zctx = zmq_ctx_new();
@@ -212,8 +218,18 @@ uint64_t uplink_drops(const Uplink *u) { return u->drops; }
 
 int64_t uplink_cost_ns(const Uplink *u) { return u->cost_ns; }
 
+/* Everything from ddptop over ctl passes here: it is alive. */
+static void heard(Uplink *u)
+{
+    u->last_heard_ms = mono_ms();
+}
+
 static void queue_cmd(Uplink *u, const MsgCmd *c)
 {
+    if (!strcmp(c->op, "ping")) {
+        u->pinged = true;
+        return;
+    }
     if (u->q_len == CMD_QUEUE) return; /* ddptop sends a handful; a flood is dropped */
     u->q[(u->q_head + u->q_len) % CMD_QUEUE] = *c;
     u->q_len++;
@@ -250,6 +266,7 @@ static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char 
         int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, rerr, sizeof rerr);
         if (rc < 0) { snprintf(err, errlen, "store: %s", rerr); return -1; }
         if (rc != 0) continue;
+        heard(u);
         if (m.kind == MSG_CMD) {
             queue_cmd(u, &m.u.cmd);
         } else if (m.kind == MSG_VAL && !strcmp(m.u.store.key, req->u.store.key)) {
@@ -302,6 +319,21 @@ int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_
     return 0;
 }
 
+/* Read one waiting ctl message, queueing a command. Returns 0 when one was
+ * read, 1 when none waits, -1 on a socket error. */
+static int read_ctl(Uplink *u)
+{
+    Msg m;
+    char err[160];
+    int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, err, sizeof err);
+    if (rc < 0 || rc == 1) return rc;
+    heard(u);
+    if (rc == 2) return 0;
+    if (m.kind == MSG_CMD) queue_cmd(u, &m.u.cmd);
+    msg_done(&m);
+    return 0;
+}
+
 int uplink_next_cmd(Uplink *u, MsgCmd *out)
 {
     for (;;) {
@@ -311,13 +343,17 @@ int uplink_next_cmd(Uplink *u, MsgCmd *out)
             u->q_len--;
             return 1;
         }
-        Msg m;
-        char err[160];
-        int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, err, sizeof err);
-        if (rc < 0) return -1;
-        if (rc == 1) return 0;
-        if (rc == 2) continue;
-        if (m.kind == MSG_CMD) queue_cmd(u, &m.u.cmd);
-        msg_done(&m);
+        int rc = read_ctl(u);
+        if (rc) return rc < 0 ? -1 : 0;
     }
+}
+
+void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms) { u->ping_timeout_ms = timeout_ms; }
+
+int64_t uplink_ddptop_silent_ms(Uplink *u)
+{
+    while (read_ctl(u) == 0) {}
+    if (!u->pinged || u->ping_timeout_ms <= 0) return 0;
+    int64_t silent = mono_ms() - u->last_heard_ms;
+    return silent > u->ping_timeout_ms ? silent : 0;
 }

@@ -2,7 +2,9 @@
  *
  * Owns: the worker's ZeroMQ context and sockets (tel PUSH for telemetry, ctl
  * DEALER for commands and store operations), the count of dropped telemetry,
- * the queue of commands that arrived while a store reply was awaited.
+ * the queue of commands that arrived while a store reply was awaited, and
+ * when ddptop was last heard from (any ctl message is a sign of life; its
+ * "ping" commands are absorbed here, never handed to the trainer).
  * Used by the worker's main thread only.
  */
 #ifndef DDPTOP_UPLINK_H
@@ -49,5 +51,15 @@ int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_
 /* The next command from ddptop, without blocking. Returns 1 and fills *out,
  * 0 when there is none, -1 when ddptop is gone (socket error). */
 int uplink_next_cmd(Uplink *u, MsgCmd *out);
+
+/* ddptop's heartbeat: it sends a "ping" command every second. After the
+ * first ping, silence longer than timeout_ms means ddptop is gone (0: never
+ * judge). Before the first ping nothing is judged, so a ddptop that does not
+ * ping is never taken for dead. */
+void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms);
+/* Reads what waits on ctl (commands are queued for uplink_next_cmd), then
+ * returns the milliseconds ddptop has been silent when that exceeds the
+ * ping timeout, else 0. Cheap; call it from heartbeats and waits. */
+int64_t uplink_ddptop_silent_ms(Uplink *u);
 
 #endif
