@@ -67,6 +67,15 @@ int main(void)
     CHECK(strstr(h.verdict, "instead") != NULL, "verdict names the other collective: %s", h.verdict);
     TEST_END();
 
+    TEST_BEGIN("a_stuck_rank_says_where_it_sleeps");
+    for (int k = 0; k < 2; k++) rank(&r[k], k, 40, 41, "allreduce", now - 12 * S);
+    r[1].inflight_seq = -1;
+    snprintf(r[1].wchan, sizeof r[1].wchan, "futex_wait_queue");
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1, "hang expected");
+    CHECK(strstr(h.verdict, "rank 1, which stopped stepping after step 40 (sleeping in futex_wait_queue"),
+          "verdict: %s", h.verdict);
+    TEST_END();
+
     TEST_BEGIN("everyone_inside_means_the_collective_is_stuck");
     for (int k = 0; k < 2; k++) rank(&r[k], k, 5, 6, "allreduce", now - 20 * S);
     CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1, "hang expected");

@@ -58,11 +58,12 @@ static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
     } else if (r->phase == PHASE_PAUSED) {
         snprintf(buf, len, "which is paused after step %" PRId64, r->last_step);
     } else if (r->silent_ns > 5000000000LL) {
-        snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 " (%s)",
-                 (int64_t)(r->silent_ns / 1000000000), r->last_step, procstat_state_name(r->proc_state));
+        snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 " (%s%s%s)",
+                 (int64_t)(r->silent_ns / 1000000000), r->last_step, procstat_state_name(r->proc_state),
+                 r->wchan[0] ? " in " : "", r->wchan);
     } else {
-        snprintf(buf, len, "which stopped stepping after step %" PRId64 " (%s, phase %s)", r->last_step,
-                 procstat_state_name(r->proc_state), phase_name(r->phase));
+        snprintf(buf, len, "which stopped stepping after step %" PRId64 " (%s%s%s, phase %s)", r->last_step,
+                 procstat_state_name(r->proc_state), r->wchan[0] ? " in " : "", r->wchan, phase_name(r->phase));
     }
 }
 

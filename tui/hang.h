@@ -21,6 +21,7 @@ typedef struct {
     bool exited;                /* its process ended */
     char how_ended[64];         /* "signal 9 (Killed)", "exit 1" */
     char proc_state;            /* /proc state letter; 0 unknown */
+    char wchan[48];             /* kernel function it sleeps in; "" unknown */
     Phase phase;
     int64_t last_step;          /* last completed optimizer step */
     int64_t inflight_seq;       /* collective in flight per its newest beat; -1 none */

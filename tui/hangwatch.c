@@ -47,7 +47,10 @@ int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_n
         s->silent_ns = r->last_msg_ns ? mono_ns - r->last_msg_ns : -1;
         if (l && !s->exited) {
             ProcStat ps;
-            if (procstat_read(launcher_pid(l, k), &ps) == 0) s->proc_state = ps.state;
+            if (procstat_read(launcher_pid(l, k), &ps) == 0) {
+                s->proc_state = ps.state;
+                snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
+            }
         }
     }
     HangReport rep;
