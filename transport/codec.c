@@ -221,8 +221,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
  * a str, and the views print these strings: so every string leaving the
  * encoder or the decoder is well-formed UTF-8, cut only between characters. */
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t codec_utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
     if (c < 0x80)
@@ -263,7 +262,7 @@ static size_t utf8_copy(char *out, size_t cap, const char *s, size_t n)
     if (cap == 0)
         return 0;
     while (i < n && u[i] != 0) {
-        size_t k = utf8_seq(u + i, n - i);
+        size_t k = codec_utf8_seq(u + i, n - i);
         if (k == 0) {
             if (o + 1 >= cap)
                 break;

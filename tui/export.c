@@ -53,31 +53,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- JSON output ------------------------------------------------------ */
 
-/* Length of a well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates, at most U+10FFFF), 0 if ill-formed. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t k;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (c < 0x80) return 1;
-    else if (c >= 0xc2 && c <= 0xdf) k = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        k = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        k = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else return 0;
-    if (n < k) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < k; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
-    return k;
-}
-
 /* A JSON string: quotes, backslashes and control characters escaped,
  * ill-formed UTF-8 bytes replaced by U+FFFD. */
 static void json_strn(FILE *f, const char *s, size_t n)
@@ -94,7 +69,7 @@ static void json_strn(FILE *f, const char *s, size_t n)
         else if (c < 0x20 || c == 0x7f) { fprintf(f, "\\u%04x", c); i++; }
         else if (c < 0x80) { fputc((int)c, f); i++; }
         else {
-            size_t k = utf8_len(p + i, n - i);
+            size_t k = codec_utf8_seq(p + i, n - i);
             if (k) { fwrite(p + i, 1, k, f); i += k; }
             else { fputs("\\ufffd", f); i++; }
         }

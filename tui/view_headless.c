@@ -8,6 +8,7 @@
  * Times are seconds since the job was created ("[  12.3s]", "t"). An
  * event's time is when ddptop saw what caused it, not when it is printed.
  */
+#include "codec.h"
 #include "view.h"
 
 #include <math.h>
@@ -31,26 +32,11 @@ static double secs_since_start(const Job *j, int64_t mono_ns)
 
 /* ---- output helpers ---- */
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid; stops at
+ * the NUL (strnlen bounds what the codec's rule may read). */
 static int utf8_len(const unsigned char *p)
 {
-    int n;
-    unsigned min;
-    unsigned cp;
-    if (p[0] < 0x80)
-        return 1;
-    if ((p[0] & 0xe0) == 0xc0) { n = 2; cp = p[0] & 0x1f; min = 0x80; }
-    else if ((p[0] & 0xf0) == 0xe0) { n = 3; cp = p[0] & 0x0f; min = 0x800; }
-    else if ((p[0] & 0xf8) == 0xf0) { n = 4; cp = p[0] & 0x07; min = 0x10000; }
-    else return 0;
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;                /* also stops at the NUL */
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
+    return (int)codec_utf8_seq(p, strnlen((const char *)p, 4));
 }
 
 /* Text from workers may hold newlines, escape sequences or broken UTF-8:
