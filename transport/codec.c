@@ -180,6 +180,20 @@ static const Field eval_fields[] = {
     FLD("total", F_I64, eval.total),
 };
 
+static const Field node_fields[] = {
+    FLD("op", F_STR, node.op),
+    FLD("node", F_I32, node.node),
+    FLD("nnodes", F_I32, node.nnodes),
+    FLD("nproc", F_I32, node.nproc),
+    FLD("host", F_STR, node.host),
+    FLD("pid", F_I64, node.pid),
+    FLD("status", F_I32, node.status),
+    FLD("signo", F_I32, node.signo),
+    FLD("restart", F_I32, node.restart),
+    FLD("job", F_STR, node.job),
+    FLD("text", F_STR, node.text),
+};
+
 #define TABLE(a) { a, sizeof a / sizeof a[0] }
 static const struct {
     const Field *f;
@@ -200,6 +214,7 @@ static const struct {
     [MSG_WAIT] = TABLE(get_fields),
     [MSG_VAL] = TABLE(val_fields),
     [MSG_EVAL] = TABLE(eval_fields),
+    [MSG_NODE] = TABLE(node_fields),
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)

@@ -32,6 +32,7 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_WAIT] = "wait",
     [MSG_VAL] = "val",
     [MSG_EVAL] = "eval",
+    [MSG_NODE] = "node",
 };
 
 /* Indexed by Phase; also wire strings. */

@@ -52,6 +52,8 @@ typedef enum {
     MSG_VAL,
     /* worker -> ddptop, added after the first kinds (order here is not on the wire) */
     MSG_EVAL,
+    /* ddptop on node 0 <-> the agent on another node (multi-node runs) */
+    MSG_NODE,
     MSG__COUNT
 } MsgKind;
 
@@ -155,6 +157,23 @@ typedef struct {
     int64_t correct, total;         /* all-reduced over ranks */
 } MsgEval;
 
+/* Between node 0's ddptop and the agent of node K (ops, see PROTOCOL.md):
+ * agent -> node 0: "join" (nnodes, nproc, host, pid), "started" (r, pid),
+ * "exit" (r, pid, status: a wait status), "log" (r, text: a line of a rank's
+ * log tail);
+ * node 0 -> agent: "welcome" (job, restart, text: the trainer options
+ * added for a restart), "refused" (text), "launch" (job, restart, text),
+ * "signal" (signo), "done". */
+typedef struct {
+    char op[PROTO_STR_SHORT];
+    int32_t node, nnodes, nproc;
+    char host[PROTO_STR_MED];
+    int64_t pid;
+    int32_t status, signo, restart;
+    char job[PROTO_STR_MED];
+    char text[PROTO_STR_LONG];
+} MsgNode;
+
 typedef struct {
     int64_t id;                     /* per-op sequence number, from 1 */
     char op[PROTO_STR_SHORT];       /* "ckpt", "stop", "pause", "resume", "ping" */
@@ -187,6 +206,7 @@ typedef struct {
         MsgCmd cmd;
         MsgStore store;             /* set, get, wait, val */
         MsgEval eval;
+        MsgNode node;
     } u;
 } Msg;
 
