@@ -285,7 +285,7 @@ static void test_names(void)
 {
     TEST_BEGIN("names");
     const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",
-                           "beat", "bye", "cmd", "set", "get", "wait", "val", "eval" };
+                           "beat", "bye", "cmd", "set", "get", "wait", "val", "eval", "node" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
         CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k,
               msg_kind_name((MsgKind)k));
