@@ -1,8 +1,9 @@
 /* main.c — ddptop-worker: one rank of a ddptop job.
  *
- * Identity comes from the launcher's environment (RANK, LOCAL_RANK,
- * WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) as with torchrun,
- * plus ddptop's endpoints (DDPTOP_CTL, DDPTOP_TEL) and job id (DDPTOP_JOB).
+ * Identity comes from the launcher's environment (torchrun's RANK,
+ * WORLD_SIZE, ... or Slurm's), ddptop's endpoints from DDPTOP_CTL and
+ * DDPTOP_TEL (ddptop run) or DDPTOP_CONNECT with DDPTOP_KEYS (another
+ * host), all read by identity.c; docs/CLUSTER.md lists them.
  * DDPTOP_PING_TIMEOUT (seconds, default 15, 0 off): once ddptop's first
  * ping has come, a rank that hears nothing from it for that long exits
  * (the second guard after PR_SET_PDEATHSIG, for a ddptop that hangs).
@@ -23,22 +24,22 @@
 #include "comm.h"
 #include "cuda_mlp.h"
 #include "gpu.h"
+#include "identity.h"
+#include "keys.h"
 #include "trainer.h"
 #include "uplink.h"
 
-static int env_int(const char *name, int lo, int hi, int dflt, int *out, char *err, size_t errlen)
+/* DDPTOP_PING_TIMEOUT: seconds in [0, 86400], default 15. */
+static int ping_timeout_s(int *out, char *err, size_t errlen)
 {
-    const char *s = getenv(name);
-    if (!s || !*s) {
-        if (dflt < lo) { snprintf(err, errlen, "%s is not set (start workers with ddptop run)", name); return -1; }
-        *out = dflt;
-        return 0;
-    }
+    const char *s = getenv("DDPTOP_PING_TIMEOUT");
+    *out = 15;
+    if (!s || !*s) return 0;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s=\"%s\" is not an integer in [%d, %d]", name, s, lo, hi);
+    if (errno || *end || v < 0 || v > 86400) {
+        snprintf(err, errlen, "DDPTOP_PING_TIMEOUT=\"%s\" is not an integer in [0, 86400]", s);
         return -1;
     }
     *out = (int)v;
@@ -70,9 +71,8 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
         mlp_done(&m);
         if (rc) return -1;
     }
-    const char *ws = getenv("WORLD_SIZE");
     int world = 0;
-    if (ws && *ws && env_int("WORLD_SIZE", 1, 1 << 20, 0, &world, err, errlen)) return -1;
+    if (identity_world(NULL, NULL, &world, err, errlen)) return -1;
     for (int i = 0; i < a->faults.n; i++) {
         const Fault *f = &a->faults.f[i];
         if (world > 0 && f->rank >= world) {
@@ -190,28 +190,30 @@ int main(int argc, char **argv)
         return 2;
     }
     int ping_s = 0;
-    if (env_int("DDPTOP_PING_TIMEOUT", 0, 86400, 15, &ping_s, err, sizeof err) ||
-        env_int("WORLD_SIZE", 1, 1 << 20, -1, &id.world, err, sizeof err) ||
-        env_int("RANK", 0, id.world - 1, -1, &id.rank, err, sizeof err) ||
-        env_int("LOCAL_RANK", 0, 1 << 20, id.rank, &id.local_rank, err, sizeof err) ||
-        env_int("LOCAL_WORLD_SIZE", 1, 1 << 20, id.world, &id.local_world, err, sizeof err)) {
+    char ctl[512], tel[512], keys_path[4096];
+    /* Where ddptop is and with which keys, before who this rank is: a
+     * worker pointed at tcp:// without keys hears that first. */
+    if (ping_timeout_s(&ping_s, err, sizeof err) ||
+        identity_endpoints(NULL, NULL, ctl, sizeof ctl, tel, sizeof tel, keys_path, sizeof keys_path, err,
+                           sizeof err) ||
+        identity_from_env(NULL, NULL, &id, err, sizeof err) ||
+        identity_gloo_host(NULL, NULL, id.master_addr, id.gloo_host, sizeof id.gloo_host, err, sizeof err)) {
         fprintf(stderr, "ddptop-worker: %s\n", err);
         return 2;
     }
-    const char *ctl = getenv("DDPTOP_CTL"), *tel = getenv("DDPTOP_TEL"), *job = getenv("DDPTOP_JOB");
-    if (!ctl || !tel) {
-        fprintf(stderr, "ddptop-worker: DDPTOP_CTL and DDPTOP_TEL are not set (start workers with ddptop run)\n");
+    /* Keys only where ddptop demands them: its ipc:// sockets are plain. */
+    JobKeys keys;
+    bool curve = keys_path[0] && (!strncmp(ctl, "tcp://", 6) || !strncmp(tel, "tcp://", 6));
+    if (curve && keys_read(keys_path, &keys, err, sizeof err)) {
+        fprintf(stderr, "ddptop-worker: %s: %s\n", KEYS_ENV, err);
         return 2;
     }
-    snprintf(id.job_id, sizeof id.job_id, "%s", job && *job ? job : "ddptop");
-    const char *ma = getenv("MASTER_ADDR");
-    snprintf(id.master_addr, sizeof id.master_addr, "%s", ma && *ma ? ma : "127.0.0.1");
 
     /* Several ranks share the cores: one BLAS thread each, or they fight. */
     openblas_set_num_threads(1);
 
     Uplink *up = NULL;
-    if (uplink_open(&up, ctl, tel, id.rank, err, sizeof err)) {
+    if (uplink_open(&up, ctl, tel, id.rank, curve ? &keys : NULL, err, sizeof err)) {
         fprintf(stderr, "ddptop-worker rank %d: %s\n", id.rank, err);
         return 1;
     }

@@ -291,7 +291,7 @@ static void send_hello(Trainer *t)
     h->world = t->id->world;
     h->local_world = t->id->local_world;
     h->pid = getpid();
-    gethostname(h->host, sizeof h->host - 1);
+    snprintf(h->host, sizeof h->host, "%s", t->id->host);
     if (t->g) snprintf(h->device, sizeof h->device, "cuda:%d", t->gpu);
     else snprintf(h->device, sizeof h->device, "cpu");
     snprintf(h->backend, sizeof h->backend, "%s", t->id->backend);
@@ -1203,7 +1203,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/%s", id->job_id, id->backend);
     CommConfig cc = {.backend = id->backend, .rank = id->rank, .world = id->world,
-                     .host = id->master_addr[0] ? id->master_addr : "127.0.0.1",
+                     .host = id->gloo_host[0] ? id->gloo_host : "127.0.0.1",
                      .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store,
                      .device = t->g ? "cuda" : NULL, .stream = t->g ? cuda_mlp_stream(t->g) : NULL};
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }

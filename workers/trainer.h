@@ -10,15 +10,8 @@
 #define DDPTOP_TRAINER_H
 
 #include "args.h"
+#include "identity.h"   /* WorkerIdentity */
 #include "uplink.h"
-
-typedef struct {
-    int rank, world, local_rank, local_world;
-    char master_addr[128];
-    char job_id[96];        /* store key prefix: unique per job */
-    char device[8];         /* "cpu" or "cuda" (resolved: never "auto") */
-    char backend[8];        /* "gloo" or "nccl" */
-} WorkerIdentity;
 
 /* Run the whole job on this rank. Returns the process exit status:
  * 0 clean, 1 runtime failure (reported to ddptop as an error phase), 2 bad

@@ -61,7 +61,7 @@ static int64_t mono_ns(void)
 
 static int64_t mono_ms(void) { return mono_ns() / 1000000; }
 
-int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
                 char *err, size_t errlen)
 {
     Uplink *u = calloc(1, sizeof *u);
@@ -82,6 +82,9 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
         zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
         zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
         goto zfail;
+    /* CURVE options must be set before connect. */
+    if (keys && (keys_client_socket(u->ctl, keys, err, errlen) || keys_client_socket(u->tel, keys, err, errlen)))
+        goto fail;
     if (zmq_connect(u->ctl, ctl_ep)) {
         snprintf(err, errlen, "uplink: cannot connect ctl to %s: %s", ctl_ep, zmq_strerror(errno));
         goto fail;

@@ -1,10 +1,11 @@
 /* uplink.h — a worker's connection to ddptop.
  *
  * Owns: the worker's ZeroMQ context and sockets (tel PUSH for telemetry, ctl
- * DEALER for commands and store operations), the count of dropped telemetry,
- * the queue of commands that arrived while a store reply was awaited, and
- * when ddptop was last heard from (any ctl message is a sign of life; its
- * "ping" commands are absorbed here, never handed to the trainer).
+ * DEALER for commands and store operations; CURVE clients when given the
+ * job's keys), the count of dropped telemetry, the queue of commands that
+ * arrived while a store reply was awaited, and when ddptop was last heard
+ * from (any ctl message is a sign of life; its "ping" commands are absorbed
+ * here, never handed to the trainer).
  * Used by the worker's main thread only.
  */
 #ifndef DDPTOP_UPLINK_H
@@ -13,13 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keys.h"
 #include "protocol.h"
 
 typedef struct Uplink Uplink;
 
 /* Connect to ddptop's ctl (ROUTER) and tel (PULL) endpoints as `rank`.
- * Returns 0 or -1 with err. */
-int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank,
+ * keys: the job's keys, making both sockets CURVE clients of ddptop (what
+ * its tcp:// sockets demand); NULL for none (ipc://). Returns 0 or -1 with
+ * err. */
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
                 char *err, size_t errlen);
 /* Flush what is queued (at most linger_ms) and close. Safe on NULL. */
 void uplink_close(Uplink **u, int linger_ms);
