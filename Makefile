@@ -26,7 +26,7 @@ endif
 # Debian packages the project needs (make deps installs the missing ones).
 DEB_PKGS := build-essential pkg-config libncurses-dev libzmq3-dev libmsgpack-dev libgloo-dev \
             libopenblas-dev zlib1g-dev tmux dataset-fashion-mnist python3 python3-venv \
-            python3-pip python3-msgpack python3-zmq python3-numpy procps
+            python3-pip python3-msgpack python3-zmq python3-numpy procps iproute2 util-linux
 
 # --- CUDA / NCCL detection (the CUDA backend itself arrives with the GPU issue) ---
 ifeq ($(NO_CUDA),1)

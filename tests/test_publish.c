@@ -5,6 +5,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,9 +126,60 @@ static void test_slow_subscriber(void)
     TEST_END();
 }
 
+/* With the job's keys any tcp endpoint may be bound, and only subscribers
+ * holding the key file read it. */
+static int sub_reads(void *ctx, const char *ep, const JobKeys *k, Publisher *p)
+{
+    void *sub = zmq_socket(ctx, ZMQ_SUB);
+    int zero = 0;
+    char err[256];
+    zmq_setsockopt(sub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+    if (k) keys_client_socket(sub, k, err, sizeof err);
+    zmq_connect(sub, ep);
+    int got = 0;
+    for (int i = 0; i < 30 && !got; i++) {   /* slow joiner: keep publishing */
+        publisher_send(p, "frame", 5);
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 50) > 0) {
+            char b[16];
+            got = zmq_recv(sub, b, sizeof b, 0) == 5;
+        }
+    }
+    zmq_close(sub);
+    return got;
+}
+
+static void test_curve(void)
+{
+    TEST_BEGIN("curve_with_keys");
+    char err[512];
+    JobKeys k;
+    CHECK(keys_generate(&k, err, sizeof err) == 0, "%s", err);
+    CHECK(publisher_check_endpoint_keys("tcp://0.0.0.0:5555", true, err, sizeof err) == 0, "keys allow any tcp");
+    CHECK(publisher_check_endpoint_keys("tcp://0.0.0.0:5555", false, err, sizeof err) < 0, "no keys: refused");
+    void *ctx = zmq_ctx_new();
+    ZapHandler *zap = NULL;
+    CHECK(zap_start(&zap, ctx, &k, err, sizeof err) == 0, "%s", err);
+    Publisher *p = publisher_open_keys(ctx, "tcp://0.0.0.0:*", 0, &k, err, sizeof err);
+    CHECK(p != NULL, "open with keys: %s", err);
+    if (p) {
+        char ep[128];
+        int port = atoi(strrchr(publisher_endpoint(p), ':') + 1);
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+        CHECK(!sub_reads(ctx, ep, NULL, p), "a subscriber without keys read the job");
+        CHECK(sub_reads(ctx, ep, &k, p), "a subscriber with the key file read nothing");
+        publisher_close(&p);
+    }
+    zap_stop(&zap);
+    zmq_ctx_term(ctx);
+    TEST_END();
+}
+
 int main(void)
 {
     test_endpoint_policy();
+    test_curve();
     test_exact_frames();
     test_slow_subscriber();
     CHECK_EXIT();

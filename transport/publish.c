@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include "publish.h"
+#include "keys.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +38,13 @@ static bool loopback_host(const char *host)
     return false;   /* "*", 0.0.0.0, interface names, other hosts */
 }
 
+int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
+{
+    /* with keys, any tcp://HOST:PORT (PORT may be *); zmq_bind judges the rest */
+    if (have_keys && ep && !strncmp(ep, "tcp://", 6) && strrchr(ep + 6, ':') && strrchr(ep + 6, ':')[1]) return 0;
+    return publisher_check_endpoint(ep, err, errlen);
+}
+
 int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
 {
     if (!ep || !*ep) {
@@ -61,8 +69,8 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
     host[n] = 0;
     if (!loopback_host(host)) {
         snprintf(err, errlen,
-                 "--publish %s: publishing beyond this machine needs CURVE keys, which this build "
-                 "does not have yet; use tcp://127.0.0.1:PORT or ipc://PATH", ep);
+                 "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
+                 "(subscribers then need that key file), or use tcp://127.0.0.1:PORT or ipc://PATH", ep);
         return -1;
     }
     return 0;
@@ -70,7 +78,14 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
 
 Publisher *publisher_open(void *ctx, const char *endpoint, int sndhwm, char *err, size_t errlen)
 {
-    if (publisher_check_endpoint(endpoint, err, errlen)) return NULL;
+    return publisher_open_keys(ctx, endpoint, sndhwm, NULL, err, errlen);
+}
+
+Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, const JobKeys *keys, char *err,
+                               size_t errlen)
+{
+    bool curve = keys && !strncmp(endpoint, "tcp://", 6);
+    if (publisher_check_endpoint_keys(endpoint, curve, err, errlen)) return NULL;
     Publisher *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, errlen, "--publish: out of memory");
@@ -84,6 +99,7 @@ Publisher *publisher_open(void *ctx, const char *endpoint, int sndhwm, char *err
         snprintf(err, errlen, "--publish: zeromq: %s", zmq_strerror(errno));
         goto fail;
     }
+    if (curve && keys_server_socket(p->sock, keys, err, errlen)) goto fail;
     if (zmq_bind(p->sock, endpoint)) {
         snprintf(err, errlen, "--publish %s: cannot bind: %s", endpoint, zmq_strerror(errno));
         goto fail;

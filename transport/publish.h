@@ -7,15 +7,20 @@
  * frame (docs/PROTOCOL.md), readable by any msgpack client.
  * The socket belongs to the thread that opened it (ddptop's main loop).
  *
- * Binding beyond this machine is refused for now: without CURVE anyone who
- * can reach the port could read the job. ipc://, inproc:// and tcp:// on a
- * loopback address (127.0.0.0/8, ::1, localhost) are accepted.
+ * Binding beyond this machine needs the job's CURVE keys (publisher_open_keys:
+ * the PUB socket is then a CURVE server, and subscribers need the key file
+ * and pass the ZAP check); without keys anyone who can reach the port could
+ * read the job, so only ipc://, inproc:// and tcp:// on a loopback address
+ * (127.0.0.0/8, ::1, localhost) are accepted.
  */
 #ifndef DDPTOP_PUBLISH_H
 #define DDPTOP_PUBLISH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "keys.h"
 
 /* Messages a subscriber may fall behind by before it loses some. */
 #define PUBLISH_DEFAULT_HWM 10000
@@ -29,9 +34,16 @@ typedef struct Publisher Publisher;
  * to refuse a bad --publish before launching anything. */
 int publisher_check_endpoint(const char *endpoint, char *err, size_t errlen);
 
+/* The same, when the job has CURVE keys: any tcp:// endpoint is accepted. */
+int publisher_check_endpoint_keys(const char *endpoint, bool have_keys, char *err, size_t errlen);
+
 /* Bind a PUB socket in the ZeroMQ context ctx. sndhwm <= 0 means
  * PUBLISH_DEFAULT_HWM. Returns NULL with a one-line reason in err. */
 Publisher *publisher_open(void *ctx, const char *endpoint, int sndhwm, char *err, size_t errlen);
+/* With keys (non-NULL) a tcp:// endpoint gets CURVE (a ZAP handler must run
+ * in ctx: zap_start). */
+Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, const JobKeys *keys, char *err,
+                               size_t errlen);
 
 /* The endpoint actually bound (a "tcp://127.0.0.1:*" gets its port here). */
 const char *publisher_endpoint(const Publisher *p);

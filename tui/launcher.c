@@ -61,6 +61,8 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
     setenv("DDPTOP_CTL", c->ctl_ep, 1);
     setenv("DDPTOP_TEL", c->tel_ep, 1);
     setenv("DDPTOP_JOB", c->job_id, 1);
+    if (c->keys_path) setenv("DDPTOP_KEYS", c->keys_path, 1);
+    else unsetenv("DDPTOP_KEYS");
     setenv("DDPTOP_DEVICE", c->device ? c->device : "auto", 1);
     setenv("DDPTOP_BACKEND", c->backend ? c->backend : "auto", 1);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);

@@ -28,6 +28,7 @@ typedef struct {
     int restart;                /* 0: the first run; K: the K-th restart (--max-restarts) */
     const char *device;         /* DDPTOP_DEVICE (NULL: auto) */
     const char *backend;        /* DDPTOP_BACKEND (NULL: auto) */
+    const char *keys_path;      /* DDPTOP_KEYS: the job's key file (tcp endpoints), NULL: none */
 } LaunchConfig;
 
 typedef struct Launcher Launcher;

@@ -5,6 +5,9 @@
  *   ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]
  *   ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]
  *   ddptop replay FILE [--speed X] [--headless [--json]]
+ *   ddptop run ... --nnodes M --node-rank K --rdzv HOST:PORT [--keys FILE] [--rdzv-timeout S]
+ *   ddptop listen ENDPOINT [--keys FILE] [--headless [--json]] ...
+ *   ddptop attach ENDPOINT [--control] [--keys FILE] [--headless [--json]]
  *
  * Usage errors print one line and exit 2.
  */
@@ -21,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "export.h"
 #include "publish.h"
 #include "record.h"
@@ -35,6 +39,8 @@ static const char USAGE[] =
     "       ddptop sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]\n"
     "       ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]\n"
     "       ddptop replay FILE [--speed X] [--headless [--json]]\n"
+    "       ddptop listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)\n"
+    "       ddptop attach ENDPOINT [--control] [--keys FILE] [--headless [--json]]\n"
     "\n"
     "Launch one ddptop-worker per rank, train data-parallel (DDP semantics: NCCL on GPUs,\n"
     "Gloo on CPUs) and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
@@ -59,6 +65,14 @@ static const char USAGE[] =
     "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
     "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"
     "                          loopback tcp://; see examples/subscriber.py)\n"
+    "\n"
+    "several nodes (torchrun's shape; docs/CLUSTER.md):\n"
+    "  --nnodes M              nodes in the job (default 1)\n"
+    "  --node-rank K           this node (0 hosts the store and the screen; others run agents)\n"
+    "  --rdzv HOST:PORT        node 0's address; it binds PORT (control) and PORT+1 (telemetry)\n"
+    "  --rdzv-timeout S        every node must join within S seconds (default 60)\n"
+    "  --keys FILE             the job's CURVE key file (0600); node 0 writes it when absent,\n"
+    "                          the other nodes, workers and viewers need a copy\n"
     "  -h, --help, --version\n"
     "\n"
     "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
@@ -152,11 +166,13 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
     return 2;
 }
 
-static int cmd_run(int argc, char **argv)
+static int cmd_run(int argc, char **argv, const char *listen_ep)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     RunOptions o = {.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30, .hang_after_s = 10,
-                    .device = "auto", .backend = "auto"};
+                    .device = "auto", .backend = "auto", .nnodes = 1, .node_rank = 0, .rdzv_timeout_s = 60};
+    bool node_rank_set = false;
+    if (listen_ep) o.listen_ep = listen_ep;
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -196,12 +212,29 @@ static int cmd_run(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--publish")) {
             if (!v || !*v) return usage_error("%s: missing value", a);
-            char perr[256];
-            if (publisher_check_endpoint(v, perr, sizeof perr)) {
-                fprintf(stderr, "ddptop: --publish: %s\n", perr);
-                return 2;
-            }
             o.publish_ep = v;
+            i++;
+        } else if (!strcmp(a, "--nnodes")) {
+            if (parse_num(a, v, 1, 4096, &d)) return 2;
+            if (d != floor(d)) return usage_error("--nnodes: expected a whole number, got \"%s\"", v);
+            o.nnodes = (int)d;
+            i++;
+        } else if (!strcmp(a, "--node-rank")) {
+            if (parse_num(a, v, 0, 4095, &d)) return 2;
+            if (d != floor(d)) return usage_error("--node-rank: expected a whole number, got \"%s\"", v);
+            o.node_rank = (int)d;
+            node_rank_set = true;
+            i++;
+        } else if (!strcmp(a, "--rdzv") || !strcmp(a, "--rdzv-endpoint")) {
+            if (!v || !*v) return usage_error("%s: missing value (HOST:PORT)", a);
+            o.rdzv = v;
+            i++;
+        } else if (!strcmp(a, "--rdzv-timeout")) {
+            if (parse_num(a, v, 1, 86400, &o.rdzv_timeout_s)) return 2;
+            i++;
+        } else if (!strcmp(a, "--keys")) {
+            if (!v || !*v) return usage_error("%s: missing value", a);
+            o.keys_path = v;
             i++;
         } else if (!strcmp(a, "--backend")) {
             if (!v) return usage_error("%s: missing value", a);
@@ -220,6 +253,24 @@ static int cmd_run(int argc, char **argv)
         }
     }
     if (o.json && !o.headless) return usage_error("%s needs --headless", "--json");
+    if (o.publish_ep) {
+        char perr[300];
+        if (publisher_check_endpoint_keys(o.publish_ep, o.keys_path != NULL, perr, sizeof perr)) {
+            fprintf(stderr, "ddptop: --publish: %s\n", perr);
+            return 2;
+        }
+    }
+    if (o.nnodes > 1 && !o.rdzv) return usage_error("%s needs --rdzv HOST:PORT (node 0's address)", "--nnodes");
+    if (o.nnodes == 1 && (o.rdzv || node_rank_set))
+        return usage_error("%s is for several nodes: add --nnodes M", o.rdzv ? "--rdzv" : "--node-rank");
+    if (o.node_rank >= o.nnodes) {
+        fprintf(stderr, "ddptop: --node-rank %d: expected 0..%d for --nnodes %d\n", o.node_rank, o.nnodes - 1, o.nnodes);
+        return 2;
+    }
+    if (o.listen_ep && o.nnodes > 1) return usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
+    if (o.rdzv && strrchr(o.rdzv, ':') == NULL) return usage_error("--rdzv %s: expected HOST:PORT", o.rdzv);
+    if (o.node_rank > 0 && !o.keys_path)
+        return usage_error("--node-rank %s needs the job's key file: --keys FILE (node 0 wrote it)", argv[0] ? "K" : "K");
     if (!strcmp(o.backend, "nccl") && !strcmp(o.device, "cpu"))
         return usage_error("%s: NCCL reduces GPU memory; use --backend gloo with --device cpu", "--backend nccl --device cpu");
     if (o.log_dir) {
@@ -266,11 +317,12 @@ static int cmd_run(int argc, char **argv)
     char wpath[PATH_MAX];
     worker_path(wpath, sizeof wpath);
     o.worker_path = wpath;
-    int rc = check_trainer_args(wpath, args, n, o.nproc, o.device, o.backend);
+    /* listen starts nothing: the workers bring their own options */
+    int rc = o.listen_ep ? 0 : check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend);
     if (rc) { free(args); return rc; }
     o.trainer_args = args;
     o.n_trainer_args = n;
-    rc = run_job(&o);
+    rc = o.node_rank > 0 ? agent_run(&o) : run_job(&o);
     free(args);
     return rc;
 }
@@ -318,9 +370,14 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--version")) { printf("ddptop " DDPTOP_VERSION "\n"); return 0; }
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { fputs(USAGE, stdout); return 0; }
     if (argc > 1 && !strcmp(argv[1], "sampler")) return cmd_sampler(argc - 2, argv + 2);
-    if (argc > 1 && !strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2, NULL);
+    if (argc > 1 && !strcmp(argv[1], "listen")) {
+        if (argc < 3 || argv[2][0] == '-') return usage_error("%s: missing ENDPOINT (tcp://HOST:PORT or ipc://PATH)", "listen");
+        return cmd_run(argc - 3, argv + 3, argv[2]);
+    }
+    if (argc > 1 && !strcmp(argv[1], "attach")) return attach_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "export")) return export_main(argc - 2, argv + 2);
     if (argc > 1 && !strcmp(argv[1], "replay")) return replay_main(argc - 2, argv + 2);
     if (argc > 1 && argv[1][0] != '-') return usage_error("unknown command \"%s\"", argv[1]);
-    return cmd_run(argc - 1, argv + 1);
+    return cmd_run(argc - 1, argv + 1, NULL);
 }

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,11 +43,14 @@
 #include "fault.h"
 #include "job.h"
 #include "hangwatch.h"
+#include "keys.h"
 #include "launcher.h"
+#include "nodes.h"
 #include "publish.h"
 #include "record.h"
 #include "store.h"
 #include "view.h"
+#include "viewers.h"
 #include "zsock.h"
 
 #define KILL_GRACE_MS 5000
@@ -89,6 +93,18 @@ typedef struct {
     Recorder *rec;            /* --record */
     HangWatch hw;             /* hang verdicts (--hang-after) */
     Publisher *pub;           /* --publish */
+    Viewers *viewers;         /* ddptop attach */
+    Nodes *nodes;             /* --nnodes > 1: the agents of nodes 1..M-1 */
+    ZapHandler *zap;          /* tcp: admits only the job's client key */
+    JobKeys keys;
+    bool tcp;                 /* ctl/tel on tcp:// with CURVE */
+    char keys_file[600];
+    bool keys_made;           /* this run wrote keys_file: remove it at the end */
+    bool launched;            /* multi-node: every node joined, ranks started */
+    int64_t rdzv_start_ms;
+    bool external;            /* listen: ranks are not ours to start or signal */
+    int64_t *heard_ms;        /* [world] listen: last message from each rank */
+    bool *ext_ended;          /* [world] listen: bye or silence ended it */
     char dir[256];
     char ctl_ep[300], tel_ep[300];
     bool *routable;           /* [world] hello seen: its ctl routing id is known */
@@ -128,6 +144,16 @@ static int64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Ranks still running: this node's children, the agents' ranks, or (listen)
+ * ranks that said hello and have not ended. */
+static int procs_running(const Run *r)
+{
+    int n = launcher_running(r->l) + (r->nodes ? nodes_running(r->nodes) : 0);
+    if (r->external && r->job)
+        for (int k = 0; k < r->job->world; k++) n += r->routable[k] && !r->ext_ended[k];
+    return n;
 }
 
 /* ---- commands ---- */
@@ -179,7 +205,7 @@ static void request_pause(Run *r)
         job_event(r->job, -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
         return;
     }
-    if (launcher_running(r->l) == 0) {
+    if (procs_running(r) == 0) {
         job_event(r->job, -1, EV_WARN, "nothing to pause: every rank has ended");
         return;
     }
@@ -221,14 +247,17 @@ static void request_ckpt(Run *r)
 /* The next rung of the ladder, for ranks still running. */
 static void escalate(Run *r, const char *why)
 {
-    if (launcher_running(r->l) == 0) return;
+    if (procs_running(r) == 0) return;
     if (r->rung == 0) {
         r->rung = 1;
-        int n = launcher_signal_all(r->l, SIGTERM);
+        int n = launcher_signal_all(r->l, SIGTERM) + (r->nodes ? nodes_signal(r->nodes, SIGTERM) : 0);
+        if (r->external)
+            job_event(r->job, -1, EV_WARN, "%s: ranks ddptop did not start cannot be signalled; they exit %d s after "
+                      "ddptop stops pinging them", why, 15);
         job_event(r->job, -1, EV_WARN, "%s: sent SIGTERM to %d rank%s", why, n, n == 1 ? "" : "s");
     } else if (r->rung == 1) {
         r->rung = 2;
-        int n = launcher_signal_all(r->l, SIGKILL);
+        int n = launcher_signal_all(r->l, SIGKILL) + (r->nodes ? nodes_signal(r->nodes, SIGKILL) : 0);
         job_event(r->job, -1, EV_ERROR, "%s: sent SIGKILL to %d rank%s", why, n, n == 1 ? "" : "s");
     }
     r->stop_at_ms = mono_ms();
@@ -238,7 +267,7 @@ static void escalate(Run *r, const char *why)
  * jumps to SIGKILL. */
 static void request_abort(Run *r)
 {
-    if (launcher_running(r->l) == 0) {
+    if (procs_running(r) == 0) {
         job_event(r->job, -1, EV_WARN, "nothing to abort: every rank has ended");
         return;
     }
@@ -304,7 +333,7 @@ static void request_fault(Run *r, int pick, int rank)
 {
     Fault f = menu_fault(pick, rank);
     if (f.kind == FAULT_NONE) return;
-    if (launcher_running(r->l) == 0) {
+    if (procs_running(r) == 0) {
         job_event(r->job, -1, EV_WARN, "fault not injected: every rank has ended");
         return;
     }
@@ -398,7 +427,7 @@ static void rank_ended(Run *r, int rank, int pid, int status)
                       jr->how_ended, r->job->restarts + 1, r->o->max_restarts);
         }
         /* torchrun's rule: one rank failing ends the job for all. */
-        if (launcher_running(r->l) > 0 && !r->stop_requested) {
+        if (procs_running(r) > 0 && !r->stop_requested) {
             char why[128];
             snprintf(why, sizeof why, "rank %d %s", rank, jr->how_ended);
             request_stop(r, why);
@@ -406,13 +435,92 @@ static void rank_ended(Run *r, int rank, int pid, int status)
     }
 }
 
+/* ---- the agents of other nodes (nodes.h) ---- */
+
+static void node_started(void *ctx, int rank, int pid, const char *host)
+{
+    Run *r = ctx;
+    (void)host;
+    job_rank_started(r->job, rank, pid, mono_ns());
+    if (r->rec) {
+        char err[256];
+        recorder_write_start(r->rec, rank, pid, mono_ns(), 0, err, sizeof err);
+    }
+}
+
+static void node_log(void *ctx, int rank, const char *line)
+{
+    job_event(((Run *)ctx)->job, rank, EV_ERROR, "log: %s", line);
+}
+
+static void node_stop(void *ctx, int node, const char *why)
+{
+    Run *r = ctx;
+    r->restart_pending = false;
+    char w[200];
+    snprintf(w, sizeof w, "node %d: %s", node, why[0] ? why : "stop requested");
+    request_stop(r, w);
+}
+
+static void node_event(void *ctx, int level, const char *text)
+{
+    Run *r = ctx;
+    job_event(r->job, -1, level == 0 ? EV_INFO : level == 1 ? EV_WARN : EV_ERROR, "%s", text);
+    if (!r->tui && level == 2) fprintf(stderr, "ddptop: %s\n", text);
+}
+
+static NodeEvents node_events(Run *r)
+{
+    return (NodeEvents){.ctx = r, .started = node_started, .exited = on_exit_cb, .log = node_log,
+                        .stop = node_stop, .event = node_event};
+}
+
+/* A command from an attached viewer (--control) acts like the key. */
+static void viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m)
+{
+    char who[96] = "viewer";
+    ViewerAction a = viewers_handle(r->viewers, r->ctl, ident, ident_len, m, mono_ms(), who, sizeof who);
+    char why[160];
+    switch (a) {
+    case VIEWER_CKPT: job_event(r->job, -1, EV_INFO, "%s asked for a checkpoint", who); request_ckpt(r); break;
+    case VIEWER_STOP:
+        snprintf(why, sizeof why, "destroy requested by %s", who);
+        r->restart_pending = false;
+        request_stop(r, why);
+        break;
+    case VIEWER_PAUSE: job_event(r->job, -1, EV_INFO, "%s toggled pause", who); request_pause(r); break;
+    case VIEWER_ABORT: job_event(r->job, -1, EV_WARN, "%s asked to abort", who); request_abort(r); break;
+    default: break;
+    }
+}
+
 static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
 {
+    int node;
+    if (ident && r->nodes && nodes_ident(ident, ident_len, &node)) {
+        NodeEvents ev = node_events(r);
+        nodes_handle(r->nodes, ident, ident_len, m, mono_ms(), &ev);
+        return;
+    }
+    if (ident && viewers_is_viewer_ident(ident, ident_len)) {
+        if (m->kind == MSG_CMD) viewer_cmd(r, ident, ident_len, m);
+        return;
+    }
     if (m->kind == MSG_SET || m->kind == MSG_GET || m->kind == MSG_WAIT) {
         if (ident) store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
         return;
     }
+    if (m->kind == MSG_NODE || m->kind == MSG_CMD) return;   /* not a rank's */
     int64_t now = mono_ns();
+    if (r->external && m->rank >= 0 && m->rank < r->job->world) {
+        r->heard_ms[m->rank] = mono_ms();
+        if (m->kind == MSG_BYE && !r->ext_ended[m->rank]) {
+            job_apply(r->job, m, now);
+            r->ext_ended[m->rank] = true;
+            rank_ended(r, m->rank, (int)r->job->ranks[m->rank].pid, (m->u.bye.status & 0xff) << 8);
+            return;
+        }
+    }
     job_apply(r->job, m, now);
     bench_on_msg(r->bench, m, now);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
@@ -426,12 +534,17 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
 typedef struct {
     Run *r;
     RecSource src;
+    const char *ident;        /* ctl: the sender's routing id, set before the tap runs */
+    const size_t *ident_len;
 } Tap;
 
 static void tap_frame(void *ctx, const void *frame, size_t len)
 {
     Tap *t = ctx;
     char err[512];
+    /* only the ranks' own frames: not agents' or viewers' */
+    if (t->ident && (*t->ident_len < 5 || memcmp(t->ident, "rank-", 5))) return;
+    if (t->r->viewers) viewers_on_frame(t->r->viewers, t->r->ctl, frame, len);
     if (t->r->rec && recorder_write(t->r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
         job_event(t->r->job, -1, EV_WARN, "%s", err);
     if (t->r->pub) publisher_send(t->r->pub, frame, len);
@@ -443,8 +556,10 @@ static int drain(Run *r)
 {
     int n_ctl = 0;
     char err[256];
-    Tap tel_tap = {r, REC_SRC_TEL}, ctl_tap = {r, REC_SRC_CTL};
-    ZsTap tap = (r->rec || r->pub) ? tap_frame : NULL;
+    char ident[ZS_IDENT_MAX];
+    size_t ident_len = 0;
+    Tap tel_tap = {r, REC_SRC_TEL, NULL, NULL}, ctl_tap = {r, REC_SRC_CTL, ident, &ident_len};
+    ZsTap tap = (r->rec || r->pub || r->viewers) ? tap_frame : NULL;
     for (int i = 0; i < 4096; i++) {
         Msg m;
         int rc = zs_recv_tap(r->tel, &m, ZMQ_DONTWAIT, tap, &tel_tap, err, sizeof err);
@@ -455,10 +570,14 @@ static int drain(Run *r)
     }
     for (int i = 0; i < 1024; i++) {
         Msg m;
-        char ident[ZS_IDENT_MAX];
-        size_t ident_len = 0;
         int rc = zs_recv_from_tap(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap, &ctl_tap, err, sizeof err);
         if (rc == 1 || rc < 0) break;
+        int node;
+        if (rc == 2 && r->nodes && ident_len && nodes_ident(ident, ident_len, &node)) {
+            NodeEvents ev = node_events(r);
+            nodes_refuse_frame(r->nodes, ident, ident_len, err, &ev);
+            continue;
+        }
         if (rc == 2) { r->job->bad_frames++; r->job->version++; continue; }
         handle_msg(r, ident, ident_len, &m);
         msg_done(&m);
@@ -467,13 +586,94 @@ static int drain(Run *r)
     return n_ctl;
 }
 
-static int setup(Run *r, char *err, size_t errlen)
+/* The job's keys for tcp: --keys FILE when it exists; else fresh ones,
+ * written to FILE (or ./ddptop-PID.keys, removed at the end) for the other
+ * nodes, workers and viewers. */
+static int job_keys(Run *r, char *err, size_t errlen)
+{
+    const char *path = r->o->keys_path;
+    if (path && access(path, F_OK) == 0) {
+        if (keys_read(path, &r->keys, err, errlen)) return -1;
+        snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
+        return 0;
+    }
+    if (keys_generate(&r->keys, err, errlen)) return -1;
+    if (path) snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
+    else {
+        snprintf(r->keys_file, sizeof r->keys_file, "ddptop-%d.keys", (int)getpid());
+        r->keys_made = true;
+    }
+    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return -1; }
+    /* absolute, so the workers (started elsewhere) find it */
+    char abs[PATH_MAX];
+    if (realpath(r->keys_file, abs)) snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
+    return 0;
+}
+
+/* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
+ * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
+ * or what `listen` was given. */
+static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err, size_t errlen)
 {
     const RunOptions *o = r->o;
+    if (o->listen_ep) {
+        snprintf(bind_ctl, n, "%s", o->listen_ep);
+        if (keys_tel_endpoint(o->listen_ep, bind_tel, n)) {
+            snprintf(err, errlen, "listen %s: expected tcp://HOST:PORT (PORT < 65535) or ipc://PATH", o->listen_ep);
+            return -1;
+        }
+        r->tcp = !strncmp(o->listen_ep, "tcp://", 6);
+        snprintf(r->ctl_ep, sizeof r->ctl_ep, "%s", bind_ctl);
+        snprintf(r->tel_ep, sizeof r->tel_ep, "%s", bind_tel);
+        if (!r->tcp) {
+            /* ipc: only in a private directory */
+            char dir[300];
+            snprintf(dir, sizeof dir, "%s", o->listen_ep + 6);
+            char *slash = strrchr(dir, '/');
+            if (slash) *slash = 0;
+            struct stat st;
+            if (!slash || !dir[0] || stat(dir, &st) || (st.st_mode & 077) || st.st_uid != getuid()) {
+                snprintf(err, errlen, "listen %s: the socket's directory must exist, be yours and private (mkdir -m 700 DIR)",
+                         o->listen_ep);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (o->nnodes > 1) {
+        char host[256];
+        int port;
+        char ep[300];
+        snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
+        if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535) {
+            snprintf(err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
+            return -1;
+        }
+        r->tcp = true;
+        snprintf(bind_ctl, n, "tcp://*:%d", port);
+        snprintf(bind_tel, n, "tcp://*:%d", port + 1);
+        snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
+        snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
+        return 0;
+    }
     if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
     snprintf(r->ctl_ep, sizeof r->ctl_ep, "ipc://%s/ctl", r->dir);
     snprintf(r->tel_ep, sizeof r->tel_ep, "ipc://%s/tel", r->dir);
+    snprintf(bind_ctl, n, "%s", r->ctl_ep);
+    snprintf(bind_tel, n, "%s", r->tel_ep);
+    return 0;
+}
+
+static int setup_sockets(Run *r, char *err, size_t errlen)
+{
+    char bind_ctl[300], bind_tel[300];
+    err[0] = 0;
+    if (endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen)) return -1;
+    if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
     r->zctx = zmq_ctx_new();
+    if (r->zctx && r->tcp) {
+        if (job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return -1;
+    }
     r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
     r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
     if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
@@ -483,16 +683,38 @@ static int setup(Run *r, char *err, size_t errlen)
     zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
-    if (zmq_bind(r->ctl, r->ctl_ep) || zmq_bind(r->tel, r->tel_ep)) {
-        snprintf(err, errlen, "cannot bind %s: %s", r->dir, zmq_strerror(errno));
+    if (r->tcp && (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
+        return -1;
+    if (zmq_bind(r->ctl, bind_ctl)) {
+        snprintf(err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
         return -1;
     }
-    if (o->publish_ep && !(r->pub = publisher_open(r->zctx, o->publish_ep, 0, err, errlen))) return -1;
-    if (o->record_path && !(r->rec = recorder_open(o->record_path, o->nproc, o->description, err, errlen)))
+    if (zmq_bind(r->tel, bind_tel)) {
+        snprintf(err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel, zmq_strerror(errno));
         return -1;
-    r->store = store_new();
-    r->job = job_new(o->nproc);
-    int w = o->nproc;
+    }
+    return 0;
+}
+
+/* Everything sized by the world (known once the first hello came, for listen). */
+static int setup_job(Run *r, int w, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    if (o->publish_ep) {
+        /* tcp with --keys: CURVE, so the job's key file is needed to read it */
+        bool curve = o->keys_path && !strncmp(o->publish_ep, "tcp://", 6);
+        if (curve && !r->zap && (job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)))
+            return -1;
+        if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen))) return -1;
+    }
+    if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
+        return -1;
+    if (!r->store) r->store = store_new();
+    r->job = job_new(w);
+    r->viewers = viewers_new(w);
+    if (o->nnodes > 1) r->nodes = nodes_new(o->nnodes, o->nproc, r->ctl);
+    r->heard_ms = calloc((size_t)w, sizeof *r->heard_ms);
+    r->ext_ended = calloc((size_t)w, sizeof *r->ext_ended);
     r->routable = calloc((size_t)w, sizeof *r->routable);
     r->sent_ckpt = calloc((size_t)w, sizeof *r->sent_ckpt);
     r->sent_stop = calloc((size_t)w, sizeof *r->sent_stop);
@@ -509,7 +731,8 @@ static int setup(Run *r, char *err, size_t errlen)
     r->bench = bench_from_env(w, err, errlen);
     if (err[0]) return -1;
     if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
-        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status) {
+        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status || !r->viewers || !r->heard_ms ||
+        !r->ext_ended || (o->nnodes > 1 && !r->nodes)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -533,9 +756,15 @@ static void teardown(Run *r)
                     (unsigned long long)publisher_drops(r->pub));
         publisher_close(&r->pub);   /* before zmq_ctx_term, which would wait on it */
     }
+    viewers_free(&r->viewers);
+    nodes_free(&r->nodes);
     if (r->ctl) zmq_close(r->ctl);
     if (r->tel) zmq_close(r->tel);
+    zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
+    if (r->keys_made) unlink(r->keys_file);
+    free(r->heard_ms);
+    free(r->ext_ended);
     if (r->dir[0] && !r->o->log_dir) zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
         char p[320];
@@ -573,12 +802,22 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
 {
     const RunOptions *o = r->o;
     snprintf(r->job_id, sizeof r->job_id, "ddptop-%d-%" PRId64, (int)getpid(), proto_now_ns());
-    r->lc = (LaunchConfig){.world = o->nproc, .rank_offset = 0, .global_world = o->nproc,
+    static char master[256];
+    int master_port = 29500;
+    snprintf(master, sizeof master, "127.0.0.1");
+    if (o->nnodes > 1) {
+        char ep[300];
+        snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
+        keys_tcp_split(ep, master, sizeof master, &master_port);
+    }
+    r->lc = (LaunchConfig){.world = o->nproc, .rank_offset = 0, .global_world = r->job->world,
                            .worker_path = o->worker_path, .worker_args = o->trainer_args,
                            .n_worker_args = o->n_trainer_args, .ctl_ep = r->ctl_ep, .tel_ep = r->tel_ep,
-                           .job_id = r->job_id, .master_addr = "127.0.0.1", .master_port = 29500,
+                           .job_id = r->job_id, .master_addr = master, .master_port = master_port,
                            .log_dir = o->log_dir ? o->log_dir : r->dir, .device = o->device,
-                           .backend = o->backend, .restart = restart};
+                           .backend = o->backend, .restart = restart,
+                           .keys_path = r->tcp ? r->keys_file : NULL};
+    char extra[PROTO_STR_LONG] = "";
     if (restart > 0) {
         const char *dir = ckpt_dir(o);
         char link[600], target[256];
@@ -593,6 +832,7 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
             r->restart_args[o->n_trainer_args + 1] = r->resume_path;
             r->lc.worker_args = r->restart_args;
             r->lc.n_worker_args = o->n_trainer_args + 2;
+            snprintf(extra, sizeof extra, "--resume %.400s", link);
             ssize_t n = readlink(link, target, sizeof target - 1);
             target[n > 0 ? n : 0] = '\0';
             const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
@@ -608,6 +848,8 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
         }
     }
     if (launcher_start(&r->l, &r->lc, err, errlen)) return -1;
+    if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra);
+    r->launched = true;
     for (int k = 0; k < o->nproc; k++) {
         job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
         if (r->rec) recorder_write_start(r->rec, k, launcher_pid(r->l, k), mono_ns(), 0, err, errlen);
@@ -648,6 +890,45 @@ static int restart_job(Run *r, char *err, size_t errlen)
     return 0;
 }
 
+static void copy_frame(void *ctx, const void *frame, size_t len)
+{
+    CodecBuf *b = ctx;
+    codec_buf_reset(b);
+    if (len > b->cap) {
+        uint8_t *p = realloc(b->data, len);
+        if (!p) return;
+        b->data = p;
+        b->cap = len;
+    }
+    memcpy(b->data, frame, len);
+    b->len = len;
+}
+
+/* listen: wait for the first rank's hello (it carries the world size).
+ * Store requests are served meanwhile. Returns the world size, 0 when
+ * interrupted, -1 on a socket error. */
+static int listen_first_hello(Run *r, Msg *first, char *ident, size_t *ident_len, CodecBuf *frame)
+{
+    fprintf(stderr, "ddptop: waiting for workers (DDPTOP_CONNECT=%s%s%s); Ctrl-C to leave\n", r->o->listen_ep,
+            r->tcp ? " DDPTOP_KEYS=" : "", r->tcp ? r->keys_file : "");
+    for (;;) {
+        if (g_signals) return 0;
+        zmq_pollitem_t it = {r->ctl, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return -1;
+        char err[256];
+        int rc = zs_recv_from_tap(r->ctl, ident, ident_len, first, ZMQ_DONTWAIT, copy_frame, frame, err, sizeof err);
+        if (rc == 1) continue;
+        if (rc < 0) { fprintf(stderr, "ddptop: %s\n", err); return -1; }
+        if (rc == 2) continue;
+        if (first->kind == MSG_HELLO && first->rank >= 0 && first->u.hello.world >= 1 &&
+            first->rank < first->u.hello.world && first->u.hello.world <= 4096)
+            return first->u.hello.world;
+        if (first->kind == MSG_SET || first->kind == MSG_GET || first->kind == MSG_WAIT)
+            store_handle(r->store, r->ctl, ident, *ident_len, first, mono_ms(), &r->buf);
+        msg_done(first);
+    }
+}
+
 int run_job(const RunOptions *o)
 {
     Run run;
@@ -667,31 +948,84 @@ int run_job(const RunOptions *o)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (setup(r, err, sizeof err)) {
+    if (setup_sockets(r, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
+        teardown(r);
+        return err[0] && (strstr(err, "cannot bind") || strstr(err, "--rdzv") || strstr(err, "listen ")) ? 2 : 1;
+    }
+    if (r->tcp)
+        fprintf(stderr, "ddptop: %s on %s (CURVE; key file %s)\n", o->listen_ep ? "listening" : "rendezvous",
+                o->listen_ep ? o->listen_ep : o->rdzv, r->keys_file);
+
+    int world = o->nnodes > 1 ? o->nnodes * o->nproc : o->nproc;
+    Msg first;
+    char first_ident[ZS_IDENT_MAX];
+    size_t first_len = 0;
+    CodecBuf first_frame;
+    codec_buf_init(&first_frame);
+    if (o->listen_ep) {
+        r->external = true;
+        r->store = store_new();
+        int w = listen_first_hello(r, &first, first_ident, &first_len, &first_frame);
+        if (w <= 0) {
+            codec_buf_done(&first_frame);
+            teardown(r);
+            return w == 0 ? 0 : 1;
+        }
+        world = w;
+    }
+    if (setup_job(r, world, err, sizeof err)) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        codec_buf_done(&first_frame);
         teardown(r);
         return 1;
     }
 
     r->job->max_restarts = o->max_restarts;
     if (!o->headless) {
-        if (view_tui_open(&r->tui, o->nproc, err, sizeof err)) {
+        if (view_tui_open(&r->tui, world, err, sizeof err)) {
             fprintf(stderr, "ddptop: %s (use --headless)\n", err);
+            codec_buf_done(&first_frame);
             teardown(r);
             return 2;
         }
     } else {
         view_headless_init(&r->hl, stdout, o->json);
     }
-
-    if (launch(r, 0, err, sizeof err)) {
-        view_tui_close(&r->tui);
-        fprintf(stderr, "ddptop: %s\n", err);
-        teardown(r);
-        return 1;
+    {
+        const char *shown = o->listen_ep ? o->listen_ep : r->ctl_ep;
+        char rdzv_ep[300];
+        if (o->nnodes > 1) { snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv); shown = rdzv_ep; }
+        if (r->tcp) job_event(r->job, -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
+        else job_event(r->job, -1, EV_INFO, "attach: ddptop attach %s", shown);
     }
-    job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
-              r->lc.log_dir);
+
+    if (o->listen_ep) {
+        job_event(r->job, -1, EV_INFO, "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s",
+                  o->listen_ep, world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
+                  r->tcp ? r->keys_file : "");
+        Tap t = {r, REC_SRC_CTL, first_ident, &first_len};
+        tap_frame(&t, first_frame.data, first_frame.len);
+        handle_msg(r, first_ident, first_len, &first);
+        msg_done(&first);
+    } else if (r->nodes) {
+        r->rdzv_start_ms = mono_ms();
+        job_event(r->job, -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)", o->rdzv,
+                  o->nnodes - 1, o->nnodes == 2 ? "" : "s", r->keys_file);
+        snprintf(r->status, sizeof r->status, "rendezvous: waiting for nodes to join on %s", o->rdzv);
+    } else {
+        if (launch(r, 0, err, sizeof err)) {
+            view_tui_close(&r->tui);
+            fprintf(stderr, "ddptop: %s\n", err);
+            codec_buf_done(&first_frame);
+            teardown(r);
+            return 1;
+        }
+        job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
+                  r->lc.log_dir);
+    }
+    codec_buf_done(&first_frame);
+    bool rdzv_failed = false;
 
     uint64_t drawn_version = (uint64_t)-1;
     int64_t last_draw = 0, last_reap = 0;
@@ -735,7 +1069,7 @@ int run_job(const RunOptions *o)
         if (r->tui) {
             ViewAction a;
             /* q asks first only while a stop is not already on its way */
-            bool running = launcher_running(r->l) > 0 && !r->stop_requested;
+            bool running = procs_running(r) > 0 && !r->stop_requested;
             while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
                 if (a == VIEW_ACT_CKPT) request_ckpt(r);
                 else if (a == VIEW_ACT_DESTROY) { r->restart_pending = false; request_stop(r, "destroy requested (d)"); }
@@ -747,15 +1081,58 @@ int run_job(const RunOptions *o)
                 } else if (a == VIEW_ACT_QUIT) {
                     r->restart_pending = false;
                     r->quit_after = true;
-                    if (launcher_running(r->l) > 0) request_stop(r, "quit requested (q)");
+                    if (procs_running(r) > 0) request_stop(r, "quit requested (q)");
                 } else if (a == VIEW_ACT_REDRAW) drawn_version = (uint64_t)-1;
             }
         }
 
         ping_ranks(r);
+        viewers_tick(r->viewers, mono_ms());
+        if (r->nodes && r->launched) {
+            NodeEvents ev = node_events(r);
+            nodes_tick(r->nodes, mono_ms(), &ev);
+        }
+        /* Multi-node: start the ranks once every node joined. */
+        if (r->nodes && !r->launched && !rdzv_failed) {
+            if (nodes_all_joined(r->nodes)) {
+                if (launch(r, 0, err, sizeof err)) {
+                    job_event(r->job, -1, EV_ERROR, "launch failed: %s", err);
+                    rdzv_failed = true;
+                } else {
+                    job_event(r->job, -1, EV_INFO, "every node joined: launched %d ranks on %d nodes", r->job->world,
+                              o->nnodes);
+                    r->status[0] = 0;
+                }
+            } else if (r->handled_signals || mono_ms() - r->rdzv_start_ms > (int64_t)(o->rdzv_timeout_s * 1000)) {
+                char missing[200], why[700];
+                nodes_missing(r->nodes, missing, sizeof missing);
+                if (r->handled_signals) snprintf(why, sizeof why, "rendezvous interrupted: node%s %s had not joined",
+                                                 strchr(missing, ',') ? "s" : "", missing);
+                else snprintf(why, sizeof why, "rendezvous did not complete within %g s: node%s %s of %d never joined "
+                              "(ddptop run --nnodes %d --node-rank K --rdzv %.60s --keys %.120s on those hosts)",
+                              o->rdzv_timeout_s, strchr(missing, ',') ? "s" : "", missing, o->nnodes, o->nnodes,
+                              o->rdzv, r->keys_file);
+                job_event(r->job, -1, EV_ERROR, "%s", why);
+                if (!r->tui) fprintf(stderr, "ddptop: %s\n", why);
+                snprintf(r->status, sizeof r->status, "%.250s", why);
+                nodes_done(r->nodes, why);
+                rdzv_failed = true;
+                r->quit_after = true;
+            }
+        }
+        /* listen: a rank silent this long is taken for gone. */
+        if (r->external) {
+            for (int k = 0; k < r->job->world; k++) {
+                if (!r->routable[k] || r->ext_ended[k] || mono_ms() - r->heard_ms[k] < 20000) continue;
+                r->ext_ended[k] = true;
+                job_event(r->job, k, EV_ERROR, "rank %d has been silent for 20 s: taken for gone", k);
+                rank_ended(r, k, (int)r->job->ranks[k].pid, 0xff00);
+            }
+        }
+        bool starting = (r->nodes && !r->launched && !rdzv_failed);
 
         /* Deadlines of the ladder. */
-        int running = launcher_running(r->l);
+        int running = procs_running(r);
         if (r->stop_requested && running > 0) {
             int64_t waited = mono_ms() - r->stop_at_ms;
             if (r->rung == 0 && waited > (int64_t)(o->stop_grace_s * 1000))
@@ -777,9 +1154,9 @@ int run_job(const RunOptions *o)
                 job_event(r->job, -1, EV_ERROR, "restart failed: %s", err);
                 r->restart_pending = false;
             }
-            running = launcher_running(r->l);
+            running = procs_running(r);
         }
-        if (running == 0 && held == 0 && !r->restart_pending) {
+        if (running == 0 && held == 0 && !r->restart_pending && !starting) {
             if (!r->status[0] || r->stop_requested)
                 snprintf(r->status, sizeof r->status, "%s — press q to leave",
                          job_all_clean(r->job) ? "job done: every rank ended cleanly"
@@ -815,11 +1192,13 @@ int run_job(const RunOptions *o)
     }
 
     held_exits(r, true);
-    status = job_all_clean(r->job) && !r->aborted ? 0 : 1;
+    if (r->nodes && !rdzv_failed) nodes_done(r->nodes, "the job ended");
+    status = job_all_clean(r->job) && !r->aborted && !rdzv_failed ? 0 : 1;
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);
     if (!o->headless) view_headless_init(&r->hl, stdout, false);
-    view_headless_summary(&r->hl, r->job, mono_ns());
+    if (rdzv_failed && !r->launched) printf("job not started: %s\n", r->status);
+    else view_headless_summary(&r->hl, r->job, mono_ns());
     teardown(r);
     return status;
 }

@@ -26,7 +26,17 @@ typedef struct {
     const char *record_path;    /* --record FILE, NULL for none */
     const char *publish_ep;     /* --publish ENDPOINT, NULL for none */
     const char *description;    /* the command line, kept in a recording's header */
+    /* Beyond one machine (docs/CLUSTER.md). nnodes 1: a local job on ipc://. */
+    int nnodes, node_rank;      /* --nnodes M --node-rank K */
+    const char *rdzv;           /* --rdzv HOST:PORT: node 0's control endpoint (tel: PORT+1) */
+    double rdzv_timeout_s;      /* --rdzv-timeout: every node joins within this */
+    const char *keys_path;      /* --keys FILE: reuse a key file (node 0 writes one when absent) */
+    const char *listen_ep;      /* `ddptop listen ENDPOINT`: no launch; workers connect */
 } RunOptions;
+
+/* A node K > 0 of a multi-node job: start this node's ranks when node 0
+ * says so, report their exits, relay node 0's signals (tui/agent.c). */
+int agent_run(const RunOptions *o);
 
 /* Run the job; returns ddptop's exit status (0 only when every rank ended
  * cleanly; 1 when the job failed; 2 for bad input found before launch). */

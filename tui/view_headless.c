@@ -354,7 +354,9 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
                 put_json_num(o, r->last.loss, "%.6g");
             else
                 fputs("null", o);
-            fprintf(o, ",\"phase\":\"%s\"}", phase_str(r->phase));
+            fprintf(o, ",\"phase\":\"%s\",\"host\":", phase_str(r->phase));
+            put_json_str(o, r->host);
+            fputc('}', o);
         }
         fputs("],\"verdict\":", o);
         put_json_str(o, verdict);
@@ -371,7 +373,12 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
             fprintf(o, ", step %lld, loss %.4f", (long long)r->last.step, r->last.loss);
         else
             fputs(", no step", o);
-        fprintf(o, ", phase %s\n", phase_str(r->phase));
+        fprintf(o, ", phase %s", phase_str(r->phase));
+        if (r->host[0]) {
+            fputs(", host ", o);
+            put_text(o, r->host);
+        }
+        fputc('\n', o);
     }
     put_text(o, verdict);
     fputc('\n', o);
