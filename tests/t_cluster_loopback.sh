@@ -5,7 +5,11 @@
 #  2. a rendezvous that does not complete within --rdzv-timeout names the
 #     missing node, and the node that did join is told and leaves;
 #  3. a node started with another -n is refused with both shapes named;
-#  4. an agent without the key file is a usage error.
+#  4. an agent without the key file is a usage error;
+#  5. a longer job with 1 s liveness deadlines (DDPTOP_NODE_SILENT_MS): the
+#     agent's beats and node 0's pings keep both sides alive; a viewer attaches
+#     over tcp with the key file (and is refused without it) and sees rank 1's
+#     steps; Ctrl-C on node 0 ends the job cleanly on both nodes.
 . tests/lib.sh
 port=$((20000 + RANDOM % 20000))
 KEYS=$TMP/job.keys
@@ -72,4 +76,38 @@ rg=$?
 cat "$TMP/g.out"
 [ $rg -eq 2 ] && grep -q "needs the job's key file" "$TMP/g.out" || die "an agent without keys: exit $rg"
 wait_for 5 no_workers || die "workers left running: $(our_workers)"
-echo "PASS: failures and rendezvous errors across nodes"
+
+# 5. liveness across nodes, attach over tcp, a clean stop
+port5=$((port + 6))
+export DDPTOP_NODE_SILENT_MS=1000
+LONG="--dataset synthetic --model mlp:64,64,10 --epochs 100000 --batch-size 8 --no-final-ckpt"
+"$DDPTOP" run --headless -n 1 --nnodes 2 --node-rank 0 --rdzv 127.0.0.1:$port5 --keys "$TMP/k5" -- $LONG \
+    >"$TMP/h.out" 2>&1 &
+ph=$!
+CLEANUPS+=("kill -9 $ph")
+wait_for 10 test -s "$TMP/k5" || die "no key file for the liveness case"
+"$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:$port5 --keys "$TMP/k5" -- $LONG >"$TMP/i.out" 2>&1 &
+pi=$!
+CLEANUPS+=("kill -9 $pi")
+wait_for 15 grep -q "broadcast -> train" "$TMP/h.out" || { cat "$TMP/h.out"; die "the long job did not start"; }
+"$DDPTOP" attach tcp://127.0.0.1:$port5 --headless >"$TMP/j.out" 2>&1
+rj=$?
+[ $rj -eq 2 ] && grep -q "keys" "$TMP/j.out" || { cat "$TMP/j.out"; die "attach over tcp without keys: exit $rj"; }
+"$DDPTOP" attach tcp://127.0.0.1:$port5 --keys "$TMP/k5" --headless >"$TMP/v.out" 2>&1 &
+pv=$!
+CLEANUPS+=("kill -9 $pv")
+sleep 3.5     # more than three liveness deadlines
+kill -INT $ph                  # Ctrl-C on node 0: the clean path, on both nodes
+wait $ph; rh=$?
+wait $pi; ri=$?
+wait $pv; rv=$?
+tail -n 5 "$TMP/h.out"; cat "$TMP/i.out"; tail -n 5 "$TMP/v.out"
+grep -q "is lost" "$TMP/h.out" && die "node 0 lost its agent although it beats"
+grep -q "silent" "$TMP/i.out" && die "the agent took node 0 for silent"
+[ $rh -eq 0 ] && [ $ri -eq 0 ] || die "the stopped job did not end cleanly: node 0 $rh, node 1 $ri"
+grep -q "signal received: asking every rank to stop" "$TMP/h.out" || die "node 0 did not take the clean path"
+[ $rv -eq 0 ] || die "the tcp viewer exited $rv"
+grep -q "rank 1: exit 0" "$TMP/v.out" || die "the tcp viewer did not see rank 1 end cleanly"
+unset DDPTOP_NODE_SILENT_MS
+wait_for 5 no_workers || die "workers left running: $(our_workers)"
+echo "PASS: failures and rendezvous errors across nodes; liveness; attach over tcp"

@@ -295,7 +295,7 @@ int agent_run(const RunOptions *o)
         }
         launcher_reap(a->l, on_exit_cb, a);
         int running = launcher_running(a->l);
-        if (now_ms() - last_beat >= 1000) {   /* node 0 counts a silent agent as lost */
+        if (now_ms() - last_beat >= nodes_beat_ms()) {   /* node 0 counts a silent agent as lost */
             send_op(a, "beat", -1, 0, 0, NULL);
             last_beat = now_ms();
         }

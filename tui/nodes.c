@@ -40,6 +40,12 @@ int nodes_silent_ms(void)
     return v >= 500 && v <= 3600000 ? (int)v : NODES_SILENT_MS;
 }
 
+int nodes_beat_ms(void)
+{
+    int q = nodes_silent_ms() / 4;
+    return q < 1000 ? q : 1000;
+}
+
 Nodes *nodes_new(int nnodes, int nproc, void *router)
 {
     Nodes *n = calloc(1, sizeof *n);
@@ -249,7 +255,7 @@ int nodes_running(const Nodes *n)
 
 void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
 {
-    if (now_ms - n->last_ping_ms < 1000) return;
+    if (now_ms - n->last_ping_ms < nodes_beat_ms()) return;
     n->last_ping_ms = now_ms;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];

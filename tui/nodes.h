@@ -25,6 +25,9 @@
  * DDPTOP_NODE_SILENT_MS overrides it (tests; very slow networks). */
 #define NODES_SILENT_MS 15000
 int nodes_silent_ms(void);
+/* How often both sides send a sign of life: a second, or a quarter of the
+ * silence deadline when that is shorter. */
+int nodes_beat_ms(void);
 
 typedef struct Nodes Nodes;
 
