@@ -40,7 +40,7 @@ static const char USAGE[] =
     "       ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]\n"
     "       ddptop replay FILE [--speed X] [--headless [--json]]\n"
     "       ddptop listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)\n"
-    "       ddptop attach ENDPOINT [--control] [--keys FILE] [--headless [--json]]\n"
+    "       ddptop attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]\n"
     "\n"
     "Launch one ddptop-worker per rank, train data-parallel (DDP semantics: NCCL on GPUs,\n"
     "Gloo on CPUs) and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
