@@ -4,10 +4,12 @@
  *
  * It joins node 0 (a DEALER with routing id "node-K" on node 0's control
  * endpoint, CURVE with the job's keys), waits until node 0 says launch,
- * starts this node's ranks (global rank = K*N + local rank) with their
- * sockets pointed straight at node 0, and from then on reports each
- * rank's start and exit (with its log tail on failure), relays node 0's
- * signals to its ranks, and follows the shutdown rules: when node 0 goes
+ * starts this node's ranks (global rank = K*N + local rank) connected to
+ * its relay (relay.h: local ipc sockets, forwarded byte for byte to node 0
+ * over CURVE, so the ranks need no keys), and from then on relays their
+ * telemetry and node 0's commands, reports each rank's start and exit
+ * (with its log tail on failure), relays node 0's signals to its ranks,
+ * and follows the shutdown rules: when node 0 goes
  * silent for nodes_silent_ms() its ranks get SIGTERM, then SIGKILL, and the
  * agent exits 1; Ctrl-C asks node 0 to stop the whole job (twice: SIGTERM
  * to this node's ranks). No screen: a line per event on stdout.
@@ -28,6 +30,7 @@
 #include "keys.h"
 #include "launcher.h"
 #include "nodes.h"
+#include "relay.h"
 #include "zsock.h"
 
 #define KILL_GRACE_MS 5000
@@ -51,6 +54,8 @@ typedef struct {
     CodecBuf buf;
     Launcher *l;
     LaunchConfig lc;
+    Relay *relay;
+    JobKeys keys;
     char host[256], ctl_ep[300], tel_ep[300], dir[256];
     char job[PROTO_STR_MED], extra[PROTO_STR_LONG];
     char **args;
@@ -138,10 +143,11 @@ static int launch(Agent *a, int restart)
     keys_tcp_split(a->ctl_ep, rdzv_host, sizeof rdzv_host, &port);
     a->lc = (LaunchConfig){.world = a->nproc, .rank_offset = a->first_rank, .global_world = a->o->nnodes * a->nproc,
                            .worker_path = a->o->worker_path, .worker_args = a->args, .n_worker_args = n,
-                           .ctl_ep = a->ctl_ep, .tel_ep = a->tel_ep, .job_id = a->job, .master_addr = rdzv_host,
+                           .ctl_ep = relay_ctl_endpoint(a->relay), .tel_ep = relay_tel_endpoint(a->relay),
+                           .job_id = a->job, .master_addr = rdzv_host,
                            .master_port = port, .log_dir = a->o->log_dir ? a->o->log_dir : a->dir,
                            .restart = restart, .device = a->o->device, .backend = a->o->backend,
-                           .keys_path = a->o->keys_path};
+                           .keys_path = NULL};
     if (launcher_start(&a->l, &a->lc, err, sizeof err)) {
         say(a, "cannot start ranks: %s", err);
         send_op(a, "error", -1, 0, 0, err);
@@ -221,19 +227,20 @@ int agent_run(const RunOptions *o)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    JobKeys keys;
+    JobKeys *keys = &a->keys;
     if (!o->keys_path) {
         fprintf(stderr, "ddptop: node %d needs the job's key file: --keys FILE (node 0 wrote it; copy it here, mode 0600)\n",
                 o->node_rank);
         return 2;
     }
-    if (keys_read(o->keys_path, &keys, err, sizeof err)) { fprintf(stderr, "ddptop: --keys: %s\n", err); return 2; }
+    if (keys_read(o->keys_path, keys, err, sizeof err)) { fprintf(stderr, "ddptop: --keys: %s\n", err); return 2; }
     snprintf(a->ctl_ep, sizeof a->ctl_ep, "tcp://%s", o->rdzv);
     if (keys_tel_endpoint(a->ctl_ep, a->tel_ep, sizeof a->tel_ep)) {
         fprintf(stderr, "ddptop: --rdzv %s: expected HOST:PORT with PORT below 65535\n", o->rdzv);
         return 2;
     }
-    if (!o->log_dir && zs_private_dir(a->dir, sizeof a->dir, err, sizeof err)) {
+    /* the relay's sockets (and the logs without --log-dir) */
+    if (zs_private_dir(a->dir, sizeof a->dir, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 1;
     }
@@ -242,7 +249,7 @@ int agent_run(const RunOptions *o)
     char id[32];
     int idn = snprintf(id, sizeof id, "node-%d", o->node_rank), zero = 0;
     if (!a->sock || zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, (size_t)idn) ||
-        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) || keys_client_socket(a->sock, &keys, err, sizeof err) ||
+        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) || keys_client_socket(a->sock, keys, err, sizeof err) ||
         zmq_connect(a->sock, a->ctl_ep)) {
         fprintf(stderr, "ddptop: cannot connect to node 0 at %s: %s\n", a->ctl_ep, err[0] ? err : zmq_strerror(errno));
         goto out;
@@ -277,6 +284,11 @@ int agent_run(const RunOptions *o)
             goto out;
         }
     }
+    if (relay_open(&a->relay, a->zctx, a->dir, a->ctl_ep, a->tel_ep, keys, err, sizeof err)) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        send_op(a, "error", -1, 0, 0, err);
+        goto out;
+    }
     if (launch(a, restart)) goto out;
 
     /* The job: relay, reap, watch node 0. */
@@ -284,8 +296,8 @@ int agent_run(const RunOptions *o)
     int64_t rung_at = 0, all_gone_at = 0, last_beat = 0;
     bool done = false;
     for (;;) {
-        zmq_pollitem_t it = {a->sock, 0, ZMQ_POLLIN, 0};
-        zmq_poll(&it, 1, 100);
+        int ready;
+        relay_pump(a->relay, a->sock, &ready, 50);
         bool relaunch = false;
         int rc = read_node0(a, &relaunch, &restart);
         if (rc < 0) break;
@@ -331,9 +343,14 @@ int agent_run(const RunOptions *o)
     }
     launcher_reap(a->l, on_exit_cb, a);
     status = (a->failed == 0 && rung == 0 && launcher_running(a->l) == 0) ? 0 : 1;
-    say(a, "%s", status == 0 ? "every rank of this node ended cleanly" : "this node's ranks did not all end cleanly");
+    for (int ready, k = 0; k < 20 && relay_pump(a->relay, a->sock, &ready, 10) > 0; k++) {}   /* the last frames */
+    say(a, "%s (relayed %llu frames up, %llu down, %llu dropped)",
+        status == 0 ? "every rank of this node ended cleanly" : "this node's ranks did not all end cleanly",
+        (unsigned long long)relay_frames_up(a->relay), (unsigned long long)relay_frames_down(a->relay),
+        (unsigned long long)relay_drops(a->relay));
 out:
     launcher_free(&a->l);
+    relay_close(&a->relay);
     if (a->sock) zmq_close(a->sock);
     if (a->zctx) zmq_ctx_term(a->zctx);
     if (a->dir[0]) zs_private_dir_remove(a->dir);

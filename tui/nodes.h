@@ -4,10 +4,10 @@
  * of every remote rank as its agent reports it (started, pid, exited with a
  * wait status), and the "node" messages node 0 sends them (wait, refused,
  * launch, signal, ping, done). Agents talk to node 0 over the job's ctl
- * ROUTER with routing id "node-K". Workers of every node talk to node 0
- * directly (their own DEALER/PUSH, CURVE); agents carry what only a
- * process on that host can do: starting, signalling and reaping ranks,
- * and their log tails. Main thread only.
+ * ROUTER with routing id "node-K". Their ranks' own frames come through
+ * each agent's relay (relay.h) under the ranks' routing ids, so node 0
+ * handles them like local ranks'; the agents also start, signal and reap
+ * ranks and send their log tails. Main thread only.
  */
 #ifndef DDPTOP_NODES_H
 #define DDPTOP_NODES_H
