@@ -19,4 +19,25 @@ check 2 "corrupt init file" "$DDPTOP" run --headless -- --init-from "$TMP/bad.sa
 check 2 "fashion-mnist with a model that does not fit" "$DDPTOP" run --headless -- --dataset fashion-mnist --model mlp:20,3
 check 2 "missing dataset dir" "$DDPTOP" run --headless -- --dataset fashion-mnist --data-dir "$TMP/none"
 check 2 "unknown command" "$DDPTOP" frobnicate
+# beyond one machine (docs/CLUSTER.md)
+check 2 "listen without endpoint" "$DDPTOP" listen
+check 2 "listen on an unknown transport" "$DDPTOP" listen foo://x --headless
+check 2 "listen on port 99999" "$DDPTOP" listen tcp://127.0.0.1:99999 --headless
+check 2 "listen on ipc outside a private dir" "$DDPTOP" listen ipc:///tmp/ddptop-open.sock --headless
+touch "$TMP/open.keys"; chmod 644 "$TMP/open.keys"
+check 2 "a key file others can read" "$DDPTOP" listen tcp://127.0.0.1:$((20000 + RANDOM % 20000)) --headless --keys "$TMP/open.keys"
+printf 'ddptop-keys v1\nserver-public short\n' >"$TMP/bad.keys"; chmod 600 "$TMP/bad.keys"
+check 2 "a damaged key file" "$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:9 --keys "$TMP/bad.keys"
+check 2 "--nnodes without --rdzv" "$DDPTOP" run --nnodes 2
+check 2 "--rdzv without a port" "$DDPTOP" run --nnodes 2 --rdzv hostonly
+check 2 "--rdzv port 0" "$DDPTOP" run --headless --nnodes 2 --rdzv 127.0.0.1:0
+check 2 "--node-rank out of range" "$DDPTOP" run --nnodes 2 --node-rank 2 --rdzv h:1
+check 2 "--rdzv for one node" "$DDPTOP" run --rdzv h:1
+check 2 "an agent without keys" "$DDPTOP" run --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:9
+check 2 "attach without endpoint" "$DDPTOP" attach
+check 2 "attach over tcp without keys" "$DDPTOP" attach tcp://127.0.0.1:9 --headless
+check 2 "publish beyond loopback without keys" "$DDPTOP" run --headless --publish tcp://0.0.0.0:5555
+DDPTOP_CONNECT=tcp://127.0.0.1:9 check 2 "a worker on tcp without keys" "${DDPTOP%ddptop}ddptop-worker" --dataset synthetic
+RANK=0 WORLD_SIZE=2 SLURM_PROCID=1 DDPTOP_CTL=ipc:///x DDPTOP_TEL=ipc:///y check 2 "a worker with rank >= world" \
+    env RANK=5 "${DDPTOP%ddptop}ddptop-worker" --dataset synthetic
 no_workers || die "workers left running"

@@ -256,7 +256,7 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     if (o.publish_ep) {
         char perr[300];
         if (publisher_check_endpoint_keys(o.publish_ep, o.keys_path != NULL, perr, sizeof perr)) {
-            fprintf(stderr, "ddptop: --publish: %s\n", perr);
+            fprintf(stderr, "ddptop: %s\n", perr);
             return 2;
         }
     }
@@ -269,8 +269,11 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     }
     if (o.listen_ep && o.nnodes > 1) return usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
     if (o.rdzv && strrchr(o.rdzv, ':') == NULL) return usage_error("--rdzv %s: expected HOST:PORT", o.rdzv);
-    if (o.node_rank > 0 && !o.keys_path)
-        return usage_error("--node-rank %s needs the job's key file: --keys FILE (node 0 wrote it)", argv[0] ? "K" : "K");
+    if (o.node_rank > 0 && !o.keys_path) {
+        fprintf(stderr, "ddptop: --node-rank %d needs the job's key file: --keys FILE (node 0 wrote it; copy it here, "
+                        "mode 0600)\n", o.node_rank);
+        return 2;
+    }
     if (!strcmp(o.backend, "nccl") && !strcmp(o.device, "cpu"))
         return usage_error("%s: NCCL reduces GPU memory; use --backend gloo with --device cpu", "--backend nccl --device cpu");
     if (o.log_dir) {

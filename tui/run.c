@@ -951,7 +951,7 @@ int run_job(const RunOptions *o)
     if (setup_sockets(r, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
         teardown(r);
-        return err[0] && (strstr(err, "cannot bind") || strstr(err, "--rdzv") || strstr(err, "listen ")) ? 2 : 1;
+        return err[0] && (strstr(err, "cannot bind") || strstr(err, "--rdzv") || strstr(err, "listen ") || strstr(err, "key file")) ? 2 : 1;
     }
     if (r->tcp)
         fprintf(stderr, "ddptop: %s on %s (CURVE; key file %s)\n", o->listen_ep ? "listening" : "rendezvous",
