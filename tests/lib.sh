@@ -26,3 +26,17 @@ wait_for() {
 export DDPTOP_TEST_TAG=${DDPTOP_TEST_TAG:-$$-$RANDOM}
 . tests/lib_tag.sh
 no_workers() { [ -z "$(our_workers)" ]; }
+# free_port [N]: a port P with P..P+N-1 (default 2) free on 127.0.0.1, below
+# the kernel's ephemeral range (32768+), where Gloo's own ports live.
+free_port() {
+    local n=${1:-2} p k busy
+    for _ in $(seq 1 100); do
+        p=$((20000 + RANDOM % 12000))
+        busy=0
+        for k in $(seq 0 $((n - 1))); do
+            (exec 3<>/dev/tcp/127.0.0.1/$((p + k))) 2>/dev/null && { busy=1; break; }
+        done
+        [ $busy = 0 ] && [ $((p + n)) -lt 32768 ] && { echo $p; return 0; }
+    done
+    echo 29999
+}

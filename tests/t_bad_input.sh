@@ -25,7 +25,7 @@ check 2 "listen on an unknown transport" "$DDPTOP" listen foo://x --headless
 check 2 "listen on port 99999" "$DDPTOP" listen tcp://127.0.0.1:99999 --headless
 check 2 "listen on ipc outside a private dir" "$DDPTOP" listen ipc:///tmp/ddptop-open.sock --headless
 touch "$TMP/open.keys"; chmod 644 "$TMP/open.keys"
-check 2 "a key file others can read" "$DDPTOP" listen tcp://127.0.0.1:$((20000 + RANDOM % 20000)) --headless --keys "$TMP/open.keys"
+check 2 "a key file others can read" "$DDPTOP" listen tcp://127.0.0.1:$(free_port) --headless --keys "$TMP/open.keys"
 printf 'ddptop-keys v1\nserver-public short\n' >"$TMP/bad.keys"; chmod 600 "$TMP/bad.keys"
 check 2 "a damaged key file" "$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:9 --keys "$TMP/bad.keys"
 check 2 "--nnodes without --rdzv" "$DDPTOP" run --nnodes 2

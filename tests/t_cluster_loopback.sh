@@ -11,7 +11,7 @@
 #     over tcp with the key file (and is refused without it) and sees rank 1's
 #     steps; Ctrl-C on node 0 ends the job cleanly on both nodes.
 . tests/lib.sh
-port=$((20000 + RANDOM % 20000))
+port=$(free_port 8)
 KEYS=$TMP/job.keys
 TRAIN="--dataset synthetic --model mlp:20,16,3 --steps 400 --batch-size 8 --no-final-ckpt"
 

@@ -7,7 +7,7 @@ case $BUILD in /*) W=$BUILD/ddptop-worker;; *) W=$PWD/$BUILD/ddptop-worker;; esa
 TRAIN="--dataset synthetic --model mlp:20,16,3 --steps 30 --batch-size 8 --no-final-ckpt"
 
 run_case() {   # run_case NAME ENV-BUILDER
-    local name=$1 builder=$2 port=$((20000 + RANDOM % 20000)) keys=$TMP/$1.keys out=$TMP/$1.out
+    local name=$1 builder=$2 port=$(free_port) keys=$TMP/$1.keys out=$TMP/$1.out
     "$DDPTOP" listen tcp://127.0.0.1:$port --headless --keys "$keys" >"$out" 2>&1 &
     local pl=$!
     CLEANUPS+=("kill -9 $pl")
@@ -19,7 +19,7 @@ run_case() {   # run_case NAME ENV-BUILDER
         pids+=($!)
         CLEANUPS+=("kill -9 $!")
     done
-    for r in 0 1; do wait ${pids[$r]} || { cat "$TMP/$name.w$r"; die "$name: worker $r exited $?"; }; done
+    for r in 0 1; do wait ${pids[$r]}; local rw=$?; [ $rw -eq 0 ] || { cat "$TMP/$name.w$r" "$out"; die "$name: worker $r exited $rw"; }; done
     wait $pl; local rl=$?
     cat "$out"
     [ $rl -eq 0 ] || die "$name: ddptop listen exited $rl"

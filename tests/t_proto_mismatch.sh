@@ -4,7 +4,7 @@
 # Python "node 0" answers a real agent with "v": 2.
 . tests/lib.sh
 "$PY" -c "import zmq, msgpack; assert zmq.has('curve')" 2>/dev/null || skip "SKIP: pyzmq with CURVE or msgpack missing"
-port=$((20000 + RANDOM % 20000))
+port=$(free_port 8)
 KEYS=$TMP/job.keys
 TRAIN="--dataset synthetic --model mlp:20,16,3 --steps 30 --batch-size 8"
 cat >"$TMP/keys.py" <<'PYEOF'

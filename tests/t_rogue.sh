@@ -8,7 +8,7 @@
 # answers and its stop ends the job cleanly.
 . tests/lib.sh
 case $BUILD in /*) W=$BUILD/ddptop-worker; ROGUE=$BUILD/tests/tool_rogue;; *) W=$PWD/$BUILD/ddptop-worker; ROGUE=$PWD/$BUILD/tests/tool_rogue;; esac
-port=$((20000 + RANDOM % 20000))
+port=$(free_port 8)
 KEYS=$TMP/job.keys EP=tcp://127.0.0.1:$port out=$TMP/listen.out
 "$DDPTOP" listen $EP --headless --keys "$KEYS" >"$out" 2>&1 &
 pl=$!
