@@ -63,8 +63,16 @@ GPU_BENCH := $(BUILD)/tests/gpu/bench_gpu
 # linked ahead of the archive): they run in every `make test`, so the GPU
 # test's own flow and comm.c's device-buffer staging are checked in CI.
 GPU_TEST_EMU := $(BUILD)/tests/test_gpu_emu
+# The worker itself over the same stand-in: tests/t_gpu_emu.sh runs
+# `ddptop run --device cuda` through it (DDPTOP_WORKER), end to end.
+GPU_WORKER_EMU := $(BUILD)/tests/gpu/ddptop-worker-emu
 
-all: $(GPU_TEST) $(GPU_BENCH) $(GPU_TEST_EMU)
+all: $(GPU_TEST) $(GPU_BENCH) $(GPU_TEST_EMU) $(GPU_WORKER_EMU)
+
+$(GPU_WORKER_EMU): $(BUILD)/workers/main.o $(BUILD)/tests/gpu/emu_cuda.o $(BUILD)/libworkers.a $(BUILD)/libtransport.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_Z) $(LDLIBS_W)
 
 $(GPU_TEST_EMU): $(BUILD)/tests/gpu/test_gpu.o $(BUILD)/tests/gpu/emu_cuda.o \
                  $(BUILD)/libworkers.a $(BUILD)/libtransport.a

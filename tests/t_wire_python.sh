@@ -44,7 +44,7 @@ EXPECT = {
     "phase": dict(r=3, phase="destroying", detail="waiting for rank 2"),
     "step": dict(r=3, epoch=2, step=471, loss=0.3817, lr=0.001, samples=30144, step_ms=12.5,
                  fwd_ms=3.25, bwd_ms=6.125, opt_ms=0.75, comm_ms=4.5, exposed_ms=1.0625,
-                 drops=17),
+                 drops=17, dev_mem=1288490188, dev_mem_total=150118350848),
     "coll": dict(r=3, seq=9001, op="allreduce", bucket=-1, step=471, bytes=26214400,
                  enq=1700000000000000000, start=1700000000000001000,
                  done=1700000000002501000, algbw=10.48576, busbw=15.72864),

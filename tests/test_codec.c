@@ -60,6 +60,7 @@ static void fill_sample(Msg *m, MsgKind k)
         s->epoch = 2, s->step = 471, s->loss = 0.3817, s->lr = 1e-3, s->samples = 30144;
         s->step_ms = 12.5, s->fwd_ms = 3.25, s->bwd_ms = 6.125, s->opt_ms = 0.75;
         s->comm_ms = 4.5, s->exposed_ms = 1.0625, s->drops = 17;
+        s->dev_mem = 1288490188, s->dev_mem_total = 150118350848;
         break;
     }
     case MSG_COLL: {
@@ -160,6 +161,7 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.step.epoch); EQI(u.step.step); EQD(u.step.loss); EQD(u.step.lr);
         EQI(u.step.samples); EQD(u.step.step_ms); EQD(u.step.fwd_ms); EQD(u.step.bwd_ms);
         EQD(u.step.opt_ms); EQD(u.step.comm_ms); EQD(u.step.exposed_ms); EQU(u.step.drops);
+        EQI(u.step.dev_mem); EQI(u.step.dev_mem_total);
         break;
     case MSG_COLL:
         EQI(u.coll.seq); EQS(u.coll.op); EQI(u.coll.bucket); EQI(u.coll.step);

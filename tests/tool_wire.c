@@ -54,6 +54,7 @@ static void sample(Msg *m, MsgKind k)
         s->epoch = 2, s->step = 471, s->loss = 0.3817, s->lr = 0.001, s->samples = 30144;
         s->step_ms = 12.5, s->fwd_ms = 3.25, s->bwd_ms = 6.125, s->opt_ms = 0.75;
         s->comm_ms = 4.5, s->exposed_ms = 1.0625, s->drops = 17;
+        s->dev_mem = 1288490188, s->dev_mem_total = 150118350848;
         break;
     }
     case MSG_COLL: {
@@ -221,6 +222,8 @@ static void print_msg(const Msg *m)
         put_f("comm_ms", s->comm_ms);
         put_f("exposed_ms", s->exposed_ms);
         put_u("drops", s->drops);
+        put_i("dev_mem", s->dev_mem);
+        put_i("dev_mem_total", s->dev_mem_total);
         break;
     }
     case MSG_COLL: {

@@ -93,6 +93,8 @@ static const Field step_fields[] = {
     FLD("comm_ms", F_F64, step.comm_ms),
     FLD("exposed_ms", F_F64, step.exposed_ms),
     FLD("drops", F_U64, step.drops),
+    FLD("dev_mem", F_I64, step.dev_mem),
+    FLD("dev_mem_total", F_I64, step.dev_mem_total),
 };
 
 static const Field coll_fields[] = {

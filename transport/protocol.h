@@ -103,6 +103,9 @@ typedef struct {
     double comm_ms;                 /* total time collectives took */
     double exposed_ms;              /* part of comm the step waited for */
     uint64_t drops;                 /* telemetry messages dropped so far */
+    int64_t dev_mem, dev_mem_total; /* GPU memory in use / in all on the rank's
+                                       device, bytes, as nvidia-smi counts it
+                                       (every process); 0 on a CPU */
 } MsgStep;
 
 typedef struct {

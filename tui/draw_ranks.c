@@ -176,7 +176,11 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(f[C_PID], sizeof f[0], "%lld", (long long)r->pid);
     else
         snprintf(f[C_PID], sizeof f[0], "-");
-    snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
+    if (r->have_step && r->last.dev_mem_total > 0)   /* "cuda:0 1.2G" */
+        snprintf(f[C_DEV], sizeof f[0], "%.12s %.1fG", r->device[0] ? r->device : "-",
+                 (double)r->last.dev_mem / (1 << 30));
+    else
+        snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
     snprintf(f[C_PHASE], sizeof f[0], "%s",
              r->phase != PHASE_NONE ? phase_name(r->phase) : r->state == RANK_WAITING ? "launched" : "-");
     if (r->have_step) {
@@ -450,6 +454,10 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                       (long long)s->step, (long long)s->epoch, s->loss, s->lr, (long long)s->samples, s->step_ms,
                       s->fwd_ms, s->bwd_ms, s->opt_ms, s->comm_ms, s->exposed_ms, (unsigned long long)s->drops);
     }
+    if (row < end && r->have_step && r->last.dev_mem_total > 0)
+        canvas_printf(cv, row++, x, w, ST_NORMAL, "GPU memory in use on %s: %.2f of %.2f GiB (every process, as nvidia-smi)",
+                      r->device[0] ? r->device : "its device", (double)r->last.dev_mem / (1 << 30),
+                      (double)r->last.dev_mem_total / (1 << 30));
     if (row < end && (r->phase == PHASE_ERROR || r->had_error) && r->detail[0])
         canvas_printf(cv, row++, x, w, ST_ERR, "error: %s", r->detail);
     /* phases, oldest first, with how long each lasted */

@@ -125,6 +125,8 @@ typedef struct {
     double first_step_end_ms;
     int64_t first_step_unix_ns, first_step;
     double sum_data_ms, sum_compute_ms, sum_exposed_ms, sum_comm_ms, sum_opt_ms, sum_step_ms;
+    int64_t mem_used, mem_total;    /* GPU: last gpu_mem_info, for step messages */
+    double mem_at_ms;
     int64_t tel_ns_at_first;
     double last_step_end_ms;
     /* --device cuda: the model on the GPU; NULL on the CPU */
@@ -548,6 +550,16 @@ static void step_done(Trainer *t, MsgStep *sp, int64_t u, double loss, double lr
     double end = now_ms();
     s.step_ms = end - t0;
     s.drops = uplink_drops(t->up);
+    if (t->g) {
+        /* GPU memory in use: cudaMemGetInfo at most once a second */
+        if (end - t->mem_at_ms >= 1000 || t->mem_at_ms == 0) {
+            char e[160];
+            if (gpu_mem_info(&t->mem_used, &t->mem_total, e, sizeof e)) t->mem_used = t->mem_total = 0;
+            t->mem_at_ms = end;
+        }
+        s.dev_mem = t->mem_used;
+        s.dev_mem_total = t->mem_total;
+    }
     if (t->first_step == 0) {
         t->first_step = t->step;
         t->first_step_end_ms = end;
