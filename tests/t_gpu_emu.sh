@@ -29,5 +29,12 @@ DDPTOP_WORKER=$EMU "$DDPTOP" run -n 1 --device cuda --backend nccl --headless --
 "$DDPTOP" run -n 2 --device cpu --headless -- --dataset synthetic --model mlp:20,16,3 --steps 40 --batch-size 8 \
     --resume "$TMP/ck/latest" --no-final-ckpt >"$TMP/r.out" 2>&1 || { cat "$TMP/r.out"; die "cpu resume of a cuda checkpoint"; }
 grep -q "rank 0: exit 0, step 40" "$TMP/r.out" || die "the resumed cpu run did not reach step 40"
+# without -n: one rank per GPU (torchrun's --nproc-per-node gpu); on the CPU the default stays
+DDPTOP_WORKER=$EMU DDPTOP_EMU_GPUS=3 "$DDPTOP" run --backend gloo --headless -- $TRAIN --no-final-ckpt \
+    >"$TMP/d.out" 2>&1 || { cat "$TMP/d.out"; die "default -n on 3 (emulated) GPUs failed"; }
+grep -q "^rank 2: exit 0" "$TMP/d.out" && ! grep -q "^rank 3:" "$TMP/d.out" || die "-n did not default to the 3 GPUs"
+DDPTOP_WORKER=$EMU DDPTOP_EMU_GPUS=3 "$DDPTOP" run --device cpu --headless -- $TRAIN --no-final-ckpt \
+    >"$TMP/e.out" 2>&1 || die "cpu run beside 3 GPUs failed"
+grep -q "^rank 1: exit 0" "$TMP/e.out" && ! grep -q "^rank 2:" "$TMP/e.out" || die "--device cpu did not keep the default -n"
 wait_for 5 no_workers || die "workers left running: $(our_workers)"
-echo "PASS: --device cuda end to end over the stand-in: dev_mem on the wire, cpu losses, nccl x1, resume on cpu"
+echo "PASS: --device cuda end to end over the stand-in: dev_mem on the wire, cpu losses, nccl x1, resume on cpu, -n = GPUs"

@@ -47,7 +47,8 @@ static const char USAGE[] =
     "Fashion-MNIST when installed, else a synthetic set.\n"
     "\n"
     "run options:\n"
-    "  -n, --nproc-per-node N  ranks to launch (default: 2, or the core count if smaller)\n"
+    "  -n, --nproc-per-node N  ranks to launch on this node (default: one per GPU when the job\n"
+    "                          runs on GPUs, else 2, or the core count if smaller)\n"
     "  --device cpu|cuda|auto  compute device (default auto: cuda when a GPU is usable, else cpu)\n"
     "  --backend gloo|nccl|auto  collectives (default auto: nccl on cuda, gloo on cpu; gloo on\n"
     "                          cuda stages through host memory: more ranks than GPUs)\n"
@@ -123,16 +124,16 @@ static void worker_path(char *out, size_t n)
  * GPU for --device cuda, no NCCL), so a typo is one line
  * before anything is launched. Returns 0 when valid, else 2 (printed). */
 static int check_trainer_args(const char *wpath, char *const *args, int n, int world, const char *device,
-                              const char *backend)
+                              const char *backend, int *gpus)
 {
+    if (gpus) *gpus = 0;
     int pfd[2];
     if (pipe(pfd)) return 0;
     pid_t pid = fork();
     if (pid < 0) { close(pfd[0]); close(pfd[1]); return 0; }
     if (pid == 0) {
         dup2(pfd[1], 2);
-        int nul = open("/dev/null", O_WRONLY);
-        if (nul >= 0) dup2(nul, 1);
+        dup2(pfd[1], 1);   /* on success the worker says "gpus N" */
         close(pfd[0]);
         close(pfd[1]);
         char **argv = calloc((size_t)n + 2, sizeof *argv);
@@ -159,7 +160,11 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
     close(pfd[0]);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        const char *g = strstr(msg, "gpus ");
+        if (gpus && g) *gpus = atoi(g + 5);
+        return 0;
+    }
     msg[strcspn(msg, "\n")] = 0;
     const char *p = strncmp(msg, "ddptop-worker: ", 15) ? msg : msg + 15;
     fprintf(stderr, "ddptop: %s\n", *p ? p : "the trainer options were refused");
@@ -171,7 +176,7 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     RunOptions o = {.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30, .hang_after_s = 10,
                     .device = "auto", .backend = "auto", .nnodes = 1, .node_rank = 0, .rdzv_timeout_s = 60};
-    bool node_rank_set = false;
+    bool node_rank_set = false, nproc_set = false;
     if (listen_ep) o.listen_ep = listen_ep;
     int i = 0;
     for (; i < argc; i++) {
@@ -183,6 +188,7 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
             if (parse_num(a, v, 1, 256, &d)) return 2;
             if (d != floor(d)) return usage_error("-n: expected a whole number, got \"%s\"", v);
             o.nproc = (int)d;
+            nproc_set = true;
             i++;
         } else if (!strcmp(a, "--headless")) {
             o.headless = true;
@@ -321,7 +327,14 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     worker_path(wpath, sizeof wpath);
     o.worker_path = wpath;
     /* listen starts nothing: the workers bring their own options */
-    int rc = o.listen_ep ? 0 : check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend);
+    int gpus = 0;
+    int rc = o.listen_ep ? 0 : check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend, &gpus);
+    /* torchrun's --nproc-per-node gpu: without -n, one rank per GPU when the
+     * job runs on GPUs (checked again: --resume compares the world size) */
+    if (!rc && !nproc_set && gpus > 0 && strcmp(o.device, "cpu") && gpus != o.nproc) {
+        o.nproc = gpus;
+        rc = check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend, NULL);
+    }
     if (rc) { free(args); return rc; }
     o.trainer_args = args;
     o.n_trainer_args = n;

@@ -183,6 +183,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "ddptop-worker: %s\n", err);
             return 2;
         }
+        /* for ddptop's default -n: one rank per GPU when on GPUs */
+        int gpus = 0;
+        char gerr[160];
+        if (!strcmp(id.device, "cuda") && gpu_count(&gpus, gerr, sizeof gerr)) gpus = 0;
+        printf("device %s backend %s gpus %d\n", id.device, id.backend, gpus);
         return 0;
     }
     if (pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {

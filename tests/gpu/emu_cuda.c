@@ -45,16 +45,23 @@ static int64_t wall_ns(void)
 
 int gpu_compiled(void) { return 1; }
 
+/* DDPTOP_EMU_GPUS=N (tests): pretend to have N devices, all the same CPU. */
+static int emu_gpus(void)
+{
+    const char *e = getenv("DDPTOP_EMU_GPUS");
+    return e && atoi(e) > 0 ? atoi(e) : 1;
+}
+
 int gpu_count(int *count, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    *count = 1;
+    *count = emu_gpus();
     return 0;
 }
 
 int gpu_use(int device, char *err, size_t errlen)
 {
-    return device == 0 ? 0 : EMU_ERR("gpu_use: device %d of 1", device);
+    return device >= 0 && device < emu_gpus() ? 0 : EMU_ERR("gpu_use: device %d of %d", device, emu_gpus());
 }
 
 int gpu_describe(int device, char *buf, size_t n, char *err, size_t errlen)
