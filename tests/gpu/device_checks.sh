@@ -16,7 +16,8 @@
 # CPU, NCCL world size 1, the refusals); make bench-gpu (against PyTorch
 # eager); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
 # and 4 ranks on the one GPU, NCCL with 2 ranks on one GPU refused with
-# the gloo hint, nothing left running). Logs go to $OUT/device_checks.log when OUT is set.
+# the gloo hint, one rank per GPU without -n, GPU memory in step
+# messages, nothing left running). Logs go to $OUT/device_checks.log when OUT is set.
 # Exit 0 when nothing failed (skipped steps are not failures).
 set -u
 B=${1:-build}
@@ -159,6 +160,16 @@ timeout 120 "$B/ddptop" run --headless -n 2 --device cuda --backend nccl -- $tra
 if grep -q -- '--backend gloo' /tmp/dc-e2e.txt; then row "e2e nccl, 2 ranks, 1 GPU" "refused with the gloo hint"
 elif grep -qi 'no cuda backend yet\|no nccl backend yet' /tmp/dc-e2e.txt; then row "e2e nccl, 2 ranks, 1 GPU" "skipped: ddptop does not take these options yet"
 else row "e2e nccl, 2 ranks, 1 GPU" "FAIL: not refused clearly: $(tail -1 /tmp/dc-e2e.txt | cut -c1-90)"; fi
+# without -n: one rank per GPU; every step message carries the GPU memory
+rm -f /tmp/dc-auto.rec /tmp/dc-auto.jsonl
+timeout 120 "$B/ddptop" run --headless --record /tmp/dc-auto.rec -- $trainer >/tmp/dc-e2e.txt 2>&1
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+nranks=$(grep -c '^rank [0-9]*: exit 0' /tmp/dc-e2e.txt)
+if [ "$nranks" -ge 1 ] && [ "$nranks" = "$ngpu" ]; then row "e2e default -n" "$nranks rank(s) for $ngpu GPU(s)"
+else row "e2e default -n" "FAIL: $nranks clean ranks for $ngpu GPU(s): $(tail -1 /tmp/dc-e2e.txt | cut -c1-80)"; fi
+"$B/ddptop" export /tmp/dc-auto.rec --jsonl /tmp/dc-auto.jsonl >/dev/null 2>&1
+mem=$(grep -m1 '"k":"step"' /tmp/dc-auto.jsonl | grep -o '"dev_mem":[0-9]*,"dev_mem_total":[0-9]*')
+case $mem in *'"dev_mem":0,'*|"") row "e2e GPU memory in step" "FAIL: ${mem:-no step message}";; *) row "e2e GPU memory in step" "$mem";; esac
 workers_left && { row "processes" "FAIL: ddptop-worker left"; kill_ours; }
 
 # ---- the table ---------------------------------------------------------------
