@@ -1097,7 +1097,9 @@ int run_job(const RunOptions *o)
             if (nodes_all_joined(r->nodes)) {
                 if (launch(r, 0, err, sizeof err)) {
                     job_event(r->job, -1, EV_ERROR, "launch failed: %s", err);
+                    nodes_done(r->nodes, err);
                     rdzv_failed = true;
+                    r->quit_after = true;
                 } else {
                     job_event(r->job, -1, EV_INFO, "every node joined: launched %d ranks on %d nodes", r->job->world,
                               o->nnodes);
