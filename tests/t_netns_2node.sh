@@ -42,4 +42,35 @@ grep -q "relayed [1-9][0-9]* frames up, [1-9][0-9]* down, 0 dropped" "$TMP/b.out
 grep -q "ddpA" "$TMP/a.out" && grep -q "ddpB" "$TMP/a.out" || die "the ranks' hosts are not shown"
 [ -L "$TMP/ck/latest" ] || die "no checkpoint from rank 0"
 wait_for 5 no_workers || die "workers left running: $(our_workers)"
-echo "PASS: two nodes over a veth link, CURVE, hosts named, clean end"
+
+# The same two hosts with node 0's screen (tmux inside namespace A): the ranks
+# panel shows each rank's host, and d (destroy) reaches the remote rank too.
+command -v tmux >/dev/null || skip "SKIP (after the headless part passed): tmux not installed"
+TS=ddptop-netns-$$
+CLEANUPS+=("ip netns exec $A tmux -L $TS kill-server")
+LONG="--dataset synthetic --model mlp:64,64,10 --epochs 100000 --batch-size 8 --no-final-ckpt"
+rm -f "$KEYS"
+ip netns exec $A unshare --uts sh -c "hostname ddpA; exec tmux -L $TS new-session -d -x 140 -y 40 \
+    'DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG LANG=C.UTF-8 $DDPTOP run -n 1 --nnodes 2 --node-rank 0 --rdzv 10.231.7.1:29433 \
+     --keys $KEYS -- $LONG; echo \$? >$TMP/tui.exit; sleep 60'"
+wait_for 10 test -s "$KEYS" || die "node 0 (screen) wrote no key file"
+ip netns exec $B unshare --uts sh -c "hostname ddpB; exec $DDPTOP run -n 1 --nnodes 2 --node-rank 1 \
+    --rdzv 10.231.7.1:29433 --keys $KEYS -- $LONG" >"$TMP/b2.out" 2>&1 &
+pb2=$!
+CLEANUPS+=("kill -9 $pb2")
+scr() { ip netns exec $A tmux -L $TS capture-pane -p; }
+rows_ok() { scr | grep -Eq '^.{0,3} +0 ddpA .* train ' && scr | grep -Eq '^.{0,3} +1 ddpB .* train '; }
+wait_for 20 rows_ok || { scr; die "the ranks panel does not show rank 0 on ddpA and rank 1 on ddpB, training"; }
+scr | head -8
+ip netns exec $A tmux -L $TS send-keys d
+wait_for 30 sh -c "ip netns exec $A tmux -L $TS capture-pane -p | grep -q 'job done: every rank ended cleanly'" \
+    || { scr; die "the job did not end cleanly after d"; }
+wait $pb2; rb2=$?
+ip netns exec $A tmux -L $TS send-keys q
+wait_for 10 test -s "$TMP/tui.exit" || { scr; die "node 0's screen did not leave on q"; }
+scr | grep -q "is lost" && { scr; die "node 0 took its agent for lost after the job ended"; }
+[ "$(cat "$TMP/tui.exit")" = 0 ] || { scr; die "node 0 exited $(cat "$TMP/tui.exit") after d"; }
+cat "$TMP/b2.out"
+[ $rb2 -eq 0 ] || die "node 1 exited $rb2 after d on node 0's screen"
+wait_for 5 no_workers || die "workers left running: $(our_workers)"
+echo "PASS: two nodes over a veth link, CURVE, hosts named on screen and in the summary, d reaches both, clean end"

@@ -30,6 +30,7 @@ struct Nodes {
     unsigned char *rank;   /* [nnodes*nproc]: R_* */
     int *pid;
     int64_t last_ping_ms;
+    bool done;             /* "done" sent: the agents are leaving */
     CodecBuf buf;
 };
 
@@ -224,6 +225,7 @@ bool nodes_all_joined(const Nodes *n) { return nodes_joined(n) == n->nnodes - 1;
 
 void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra)
 {
+    n->done = false;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
         if (!nd->joined || nd->lost) continue;
@@ -255,7 +257,7 @@ int nodes_running(const Nodes *n)
 
 void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
 {
-    if (now_ms - n->last_ping_ms < nodes_beat_ms()) return;
+    if (n->done || now_ms - n->last_ping_ms < nodes_beat_ms()) return;
     n->last_ping_ms = now_ms;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
@@ -276,6 +278,8 @@ void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
 
 void nodes_done(Nodes *n, const char *why)
 {
+    if (n->done) return;
+    n->done = true;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
         if (nd->joined && !nd->lost) send_node(n, nd->ident, nd->ident_len, "done", 0, NULL, 0, why);

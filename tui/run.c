@@ -1159,6 +1159,7 @@ int run_job(const RunOptions *o)
             running = procs_running(r);
         }
         if (running == 0 && held == 0 && !r->restart_pending && !starting) {
+            if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
             if (!r->status[0] || r->stop_requested)
                 snprintf(r->status, sizeof r->status, "%s — press q to leave",
                          job_all_clean(r->job) ? "job done: every rank ended cleanly"
