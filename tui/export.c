@@ -352,6 +352,7 @@ static void trace_step(Trace *tr, int rank, const Msg *m, int64_t end)
     arg_d(tr, false, "comm_ms", s->comm_ms);
     arg_d(tr, false, "exposed_ms", s->exposed_ms);
     arg_i(tr, false, "drops", (int64_t)s->drops);
+    if (s->dev_mem_total > 0) arg_i(tr, false, "dev_mem", s->dev_mem);
     ev_end(tr, true);
     /* Forward and backward from the step's start, the optimizer at its end;
      * each clamped inside the step so the nesting holds. */
