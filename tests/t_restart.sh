@@ -2,10 +2,15 @@
 # its first checkpoints; ddptop stops rank 0, starts both again with
 # --resume CKPT_DIR/latest, the output counts the restart ("restart 1/1:
 # resuming from step N"), the job ends cleanly (exit 0), each rank has a
-# log per run in --log-dir, and nothing is left running.
+# log per run in --log-dir, and nothing is left running. The job starts
+# from --init-from weights: the restart drops that option (the checkpoint
+# has its own weights; the trainer refuses both).
 . tests/lib.sh
 out=$TMP/out.txt
+"$DDPTOP" run -n 1 --headless -- --steps 1 --dataset synthetic --model mlp:784,1024,1024,10 --batch-size 8 \
+    --ckpt-dir "$TMP/init" >/dev/null 2>&1 || die "could not make the initial weights"
 "$DDPTOP" run -n 2 --headless --max-restarts 1 --stop-grace 3 --log-dir "$TMP/logs" -- --ckpt-every 10 \
+    --init-from "$TMP/init/latest/model.safetensors" \
     --steps 200 --epochs 1000 --dataset synthetic --model mlp:784,1024,1024,10 --batch-size 128 \
     --ckpt-dir "$TMP/ck" >"$out" 2>&1 &
 dp=$!

@@ -130,10 +130,21 @@ static int launch(Agent *a, int restart)
     free(a->args);
     a->args = calloc((size_t)n + 3, sizeof *a->args);
     if (!a->args) return -1;
-    for (int k = 0; k < n; k++) a->args[k] = a->o->trainer_args[k];
-    /* a restart resumes from node 0's latest checkpoint (a shared path) */
+    /* a restart resumes from node 0's latest checkpoint (a shared path),
+     * without --init-from (as on node 0) */
+    bool resuming = !strncmp(a->extra, "--resume ", 9);
+    int na = 0;
+    for (int k = 0; k < a->o->n_trainer_args; k++) {
+        const char *t = a->o->trainer_args[k];
+        if (resuming && (!strcmp(t, "--init-from") || !strcmp(t, "--resume")) && k + 1 < a->o->n_trainer_args) {
+            k++;
+            continue;
+        }
+        a->args[na++] = a->o->trainer_args[k];
+    }
+    n = na;
     static char resume[PROTO_STR_LONG];
-    if (!strncmp(a->extra, "--resume ", 9)) {
+    if (resuming) {
         snprintf(resume, sizeof resume, "%s", a->extra + 9);
         a->args[n++] = "--resume";
         a->args[n++] = resume;

@@ -826,12 +826,19 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
         if (stat(link, &st) == 0) {
             if (!r->restart_args) r->restart_args = calloc((size_t)o->n_trainer_args + 3, sizeof *r->restart_args);
             if (!r->restart_args) { snprintf(err, errlen, "out of memory"); return -1; }
-            for (int k = 0; k < o->n_trainer_args; k++) r->restart_args[k] = o->trainer_args[k];
+            /* the checkpoint has its own weights: drop --init-from (the
+             * trainer refuses both) and an earlier --resume */
+            int na = 0;
+            for (int k = 0; k < o->n_trainer_args; k++) {
+                const char *t = o->trainer_args[k];
+                if ((!strcmp(t, "--init-from") || !strcmp(t, "--resume")) && k + 1 < o->n_trainer_args) { k++; continue; }
+                r->restart_args[na++] = o->trainer_args[k];
+            }
             snprintf(r->resume_path, sizeof r->resume_path, "%s", link);
-            r->restart_args[o->n_trainer_args] = "--resume";
-            r->restart_args[o->n_trainer_args + 1] = r->resume_path;
+            r->restart_args[na++] = "--resume";
+            r->restart_args[na++] = r->resume_path;
             r->lc.worker_args = r->restart_args;
-            r->lc.n_worker_args = o->n_trainer_args + 2;
+            r->lc.n_worker_args = na;
             snprintf(extra, sizeof extra, "--resume %.400s", link);
             ssize_t n = readlink(link, target, sizeof target - 1);
             target[n > 0 ? n : 0] = '\0';
