@@ -95,6 +95,11 @@ wait_for 5 has view 'read-only: checkpoint not sent' || dies view "no read-only 
 wait_for 5 has view 'read-only viewer: "ckpt" not sent' || dies view "ddptop did not answer the read-only c"
 sleep 1.5
 [ ! -e "$TMP/ck/latest" ] || die "a read-only viewer's c wrote a checkpoint"
+# ? shows the viewer's own keys
+tmux send-keys -t "$S:view" '?'
+wait_for 5 has view 'ddptop attach keys (read-only)' || dies view "? does not show the viewer's keys"
+has view 'start with --control' || dies view "the viewer's help does not say how to get control"
+tmux send-keys -t "$S:view" Escape
 # q: detaches (exit 0), the job goes on
 tmux send-keys -t "$S:view" q
 wait_for 5 test -s "$TMP/view.exit" || dies view "q did not detach"

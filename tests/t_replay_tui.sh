@@ -72,6 +72,12 @@ for k in c d p; do
 done
 keys '>'
 wait_for 5 has "forward 1 s" || dies "> did not seek 1 s"
+# ? shows the replay's own keys, not the live job's
+keys '?'
+wait_for 5 has "ddptop replay keys" || dies "? does not show the replay's keys"
+has "play / pause" && has "need live workers" || dies "the replay help lacks its keys"
+has "checkpoint now" && dies "the replay help shows the live c key"
+keys Escape
 # to the end: the ladder's outcome, then q
 keys + + + + + + + + Space
 wait_for 20 has "replay: end of recording" || dies "the hang recording did not reach its end"

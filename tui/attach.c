@@ -411,6 +411,21 @@ static int loop_tui(Attach *A)
     }
     set_keys(A);
     view_tui_set_replay(A->tui, on_key, A, (const char *const (*)[2])A->keys, A->n_keys);
+    static const char *const help_control[] = {
+        "\tc\tcheckpoint now (the job's ranks agree on a step)",
+        "\td\tdestroy the job cleanly",
+        "\tp\tpause / resume every rank at the same step",
+        "\ta\tabort the job (SIGTERM, then SIGKILL)",
+        "\tf\tfaults: only from the job's own screen",
+        "\tq\tdetach (the job goes on)",
+    };
+    static const char *const help_ro[] = {
+        "\tc d p a\tread-only: start with --control to send commands",
+        "\tf\tfaults: only from the job's own screen",
+        "\tq\tdetach (the job goes on)",
+    };
+    if (A->control) view_tui_set_help(A->tui, "ddptop attach --control keys", help_control, 6);
+    else view_tui_set_help(A->tui, "ddptop attach keys (read-only)", help_ro, 3);
     int64_t last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     bool drawn_ended = false;

@@ -461,13 +461,15 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
 
 static void draw_help(DrawCtx *d, int w, int h)
 {
-    static const char *const lines[] = {
+    static const char *const live[] = {
         "\tc\tcheckpoint now: the ranks agree on a step, rank 0 writes",
         "\td\tdestroy cleanly: one stop step, final checkpoint, barrier",
         "\tp\tpause / resume every rank at the same step",
         "\ta\tabort now: SIGTERM every rank, SIGKILL 5 s later",
         "\tf\tinject a fault (kill, stall, slow the selected rank; ...)",
         "\tq\tquit (asks while training; destroys cleanly first)",
+    };
+    static const char *const nav[] = {
         "\t?\tthis help (any key closes it)",
         "\tTab  S-Tab\tmove between panels",
         "\tUp Down\tselect a rank / scroll the focused panel",
@@ -482,7 +484,15 @@ static void draw_help(DrawCtx *d, int w, int h)
         "\tm\tmouse on/off (off: the terminal can select text)",
         "\tCtrl-L\tredraw the screen",
     };
-    draw_box(d, w, h, "ddptop keys", lines, (int)(sizeof lines / sizeof lines[0]), 12);
+    const Ui *u = d->ui;
+    const char *const *own = u->help_keys ? u->help_keys : live;
+    int n_own = u->help_keys ? u->n_help_keys : (int)(sizeof live / sizeof live[0]);
+    int n_nav = (int)(sizeof nav / sizeof nav[0]);
+    const char *lines[64];
+    int n = 0;
+    for (int i = 0; i < n_own && n < 64; i++) lines[n++] = own[i];
+    for (int i = 0; i < n_nav && n < 64; i++) lines[n++] = nav[i];
+    draw_box(d, w, h, u->help_title ? u->help_title : "ddptop keys", lines, n, 12);
 }
 
 static void draw_confirm_quit(DrawCtx *d, int w, int h)

@@ -424,6 +424,17 @@ static int play_tui(Replay *R)
     }
     set_keys(R);
     view_tui_set_replay(R->tui, on_key, R, (const char *const (*)[2])R->keys, R->n_keys);
+    static const char *const help[] = {
+        "\tspace\tplay / pause",
+        "\t,  .\tone step back / forward (pauses)",
+        "\t<  >\tone second back / forward",
+        "\t[  ]\t10% of the recording back / forward",
+        "\tg\tgo to a step (type it, Enter)",
+        "\t-  +\tslower / faster",
+        "\tc d p\tneed live workers: a replay only shows what happened",
+        "\tq\tquit",
+    };
+    view_tui_set_help(R->tui, "ddptop replay keys", help, (int)(sizeof help / sizeof help[0]));
     int64_t last = mono_ms(), last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     size_t drawn_pos = (size_t)-1;

@@ -75,6 +75,11 @@ typedef struct {
     int fault_pick;                  /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
     bool mouse;                      /* report mouse events (off: the terminal selects text) */
     char note[160];                  /* the outcome of the last view key, for the status line */
+    /* ? in another mode (replay, attach): its own keys above the shared
+     * navigation lines; NULL: the live job's keys */
+    const char *help_title;
+    const char *const *help_keys;
+    int n_help_keys;
     int64_t note_ns;                 /* when the draw first showed it (0: not yet) */
     /* written by each draw: what is where, for paging keys and mouse hits */
     UiRect rect[PANEL__COUNT];

@@ -49,6 +49,9 @@ int view_tui_fault_pick(const ViewTui *v, int *rank);
 typedef int (*ViewKeyHook)(void *ctx, int key);
 void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys);
 void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status);
+/* The ? box of such a mode: title and its own key lines ("\tkey\twhat"),
+ * shown above the navigation keys every mode shares. Must outlive the view. */
+void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n);
 
 /* ---- headless (view_headless.c) ---- */
 typedef struct {

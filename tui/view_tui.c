@@ -368,6 +368,15 @@ static void blit_row(ViewTui *v, int y, bool full)
     }
 }
 
+void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n)
+{
+    if (!v)
+        return;
+    v->ui.help_title = title;
+    v->ui.help_keys = lines;
+    v->ui.n_help_keys = lines ? n : 0;
+}
+
 void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys)
 {
     if (!v)
