@@ -27,17 +27,6 @@ struct Publisher {
     uint64_t sent, drops;
 };
 
-/* Is host (an address or name, IPv6 without brackets) this machine only? */
-static bool loopback_host(const char *host)
-{
-    if (!strcasecmp(host, "localhost")) return true;
-    struct in_addr a4;
-    if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-    struct in6_addr a6;
-    if (inet_pton(AF_INET6, host, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
-    return false;   /* "*", 0.0.0.0, interface names, other hosts */
-}
-
 int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
 {
     /* with keys, any tcp://HOST:PORT (PORT may be *); zmq_bind judges the rest */
@@ -67,7 +56,7 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
     if (h[0] == '[' && n >= 2 && h[n - 1] == ']') { h++; n -= 2; }
     memcpy(host, h, n);
     host[n] = 0;
-    if (!loopback_host(host)) {
+    if (!keys_host_is_loopback(host)) {
         snprintf(err, errlen,
                  "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
                  "(subscribers then need that key file), or use tcp://127.0.0.1:PORT or ipc://PATH", ep);
