@@ -21,7 +21,7 @@
  * sequence. Frames are capped at one per FRAME_MS (bench.h measures what
  * that costs and how late a step reaches the screen).
  */
-#include "run.h"
+#include "run_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,71 +80,8 @@ static void on_signal(int sig)
     g_signals++;
 }
 
-typedef struct {
-    const RunOptions *o;
-    void *zctx, *ctl, *tel;
-    Store *store;
-    Launcher *l;
-    Job *job;
-    ViewTui *tui;
-    ViewHeadless hl;
-    CodecBuf buf;
-    Bench *bench;             /* NULL unless DDPTOP_BENCH_OUT is set */
-    Recorder *rec;            /* --record */
-    HangWatch hw;             /* hang verdicts (--hang-after) */
-    Publisher *pub;           /* --publish */
-    Viewers *viewers;         /* ddptop attach */
-    Nodes *nodes;             /* --nnodes > 1: the agents of nodes 1..M-1 */
-    ZapHandler *zap;          /* tcp: admits only the job's client key */
-    JobKeys keys;
-    bool tcp;                 /* ctl/tel on tcp:// with CURVE */
-    char keys_file[600];
-    bool keys_made;           /* this run wrote keys_file: remove it at the end */
-    bool launched;            /* multi-node: every node joined, ranks started */
-    int64_t rdzv_start_ms;
-    bool external;            /* listen: ranks are not ours to start or signal */
-    int64_t *heard_ms;        /* [world] listen: last message from each rank */
-    bool *ext_ended;          /* [world] listen: bye or silence ended it */
-    char dir[256];
-    char ctl_ep[300], tel_ep[300];
-    bool *routable;           /* [world] hello seen: its ctl routing id is known */
-    int64_t *sent_ckpt;       /* [world] highest ckpt id sent */
-    bool *sent_stop;          /* [world] */
-    int64_t *sent_pause, *sent_resume;  /* [world] highest ids sent */
-    int64_t *exit_at;         /* [world] ms an exit 0 without bye was reaped (0: none) */
-    int *exit_pid, *exit_status;        /* [world] that exit, waiting for its bye */
-    int64_t pause_id, resume_id;        /* pause n is always followed by resume n */
-    bool pause_wanted;
-    int64_t ckpt_id;
-    bool stop_requested;
-    int64_t stop_at_ms;
-    int rung;                 /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
-    bool aborted;             /* a: the job was aborted on demand (exit non-zero) */
-    int64_t ping_id, last_ping_ms;
-    int64_t fault_id;
-    bool restart_pending;     /* a rank failed: restart once every rank is reaped */
-    LaunchConfig lc;
-    char job_id[96];
-    char **restart_args;      /* trainer options + --resume CKPT_DIR/latest */
-    char resume_path[600];
-    bool quit_after;
-    int handled_signals;
-    char status[256];
-} Run;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* Run (the loop's state) is in run_priv.h; setting up and tearing down
+ * the sockets and the job are in run_setup.c. */
 
 /* Ranks still running: this node's children, the agents' ranks, or (listen)
  * ranks that said hello and have not ended. */
@@ -586,206 +523,6 @@ static int drain(Run *r)
     return n_ctl;
 }
 
-/* The job's keys for tcp: --keys FILE when it exists; else fresh ones,
- * written to FILE (or ./ddptop-PID.keys, removed at the end) for the other
- * nodes, workers and viewers. */
-static int job_keys(Run *r, char *err, size_t errlen)
-{
-    const char *path = r->o->keys_path;
-    if (path && access(path, F_OK) == 0) {
-        if (keys_read(path, &r->keys, err, errlen)) return -1;
-        snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
-        return 0;
-    }
-    if (keys_generate(&r->keys, err, errlen)) return -1;
-    if (path) snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
-    else {
-        snprintf(r->keys_file, sizeof r->keys_file, "ddptop-%d.keys", (int)getpid());
-        r->keys_made = true;
-    }
-    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return -1; }
-    /* absolute, so the workers (started elsewhere) find it */
-    char abs[PATH_MAX];
-    if (realpath(r->keys_file, abs)) snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
-    return 0;
-}
-
-/* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
- * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
- * or what `listen` was given. */
-static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err, size_t errlen)
-{
-    const RunOptions *o = r->o;
-    if (o->listen_ep) {
-        snprintf(bind_ctl, n, "%s", o->listen_ep);
-        if (keys_tel_endpoint(o->listen_ep, bind_tel, n)) {
-            snprintf(err, errlen, "listen %s: expected tcp://HOST:PORT (PORT < 65535) or ipc://PATH", o->listen_ep);
-            return -1;
-        }
-        r->tcp = !strncmp(o->listen_ep, "tcp://", 6);
-        snprintf(r->ctl_ep, sizeof r->ctl_ep, "%s", bind_ctl);
-        snprintf(r->tel_ep, sizeof r->tel_ep, "%s", bind_tel);
-        if (!r->tcp) {
-            /* ipc: only in a private directory */
-            char dir[300];
-            snprintf(dir, sizeof dir, "%s", o->listen_ep + 6);
-            char *slash = strrchr(dir, '/');
-            if (slash) *slash = 0;
-            struct stat st;
-            if (!slash || !dir[0] || stat(dir, &st) || (st.st_mode & 077) || st.st_uid != getuid()) {
-                snprintf(err, errlen, "listen %s: the socket's directory must exist, be yours and private (mkdir -m 700 DIR)",
-                         o->listen_ep);
-                return -1;
-            }
-        }
-        return 0;
-    }
-    if (o->nnodes > 1) {
-        char host[256];
-        int port;
-        char ep[300];
-        snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
-        if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535) {
-            snprintf(err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
-            return -1;
-        }
-        r->tcp = true;
-        snprintf(bind_ctl, n, "tcp://*:%d", port);
-        snprintf(bind_tel, n, "tcp://*:%d", port + 1);
-        snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
-        snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
-        return 0;
-    }
-    if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
-    snprintf(r->ctl_ep, sizeof r->ctl_ep, "ipc://%s/ctl", r->dir);
-    snprintf(r->tel_ep, sizeof r->tel_ep, "ipc://%s/tel", r->dir);
-    snprintf(bind_ctl, n, "%s", r->ctl_ep);
-    snprintf(bind_tel, n, "%s", r->tel_ep);
-    return 0;
-}
-
-static int setup_sockets(Run *r, char *err, size_t errlen)
-{
-    char bind_ctl[300], bind_tel[300];
-    err[0] = 0;
-    if (endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen)) return -1;
-    if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
-    r->zctx = zmq_ctx_new();
-    if (r->zctx && r->tcp) {
-        if (job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return -1;
-    }
-    r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
-    r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
-    if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
-    int hwm = 100000, zero = 0, one = 1;
-    zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    /* a restarted rank takes over its routing id ("rank-N") at once */
-    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-    zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
-    if (r->tcp && (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
-        return -1;
-    if (zmq_bind(r->ctl, bind_ctl)) {
-        snprintf(err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
-        return -1;
-    }
-    if (zmq_bind(r->tel, bind_tel)) {
-        snprintf(err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel, zmq_strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* Everything sized by the world (known once the first hello came, for listen). */
-static int setup_job(Run *r, int w, char *err, size_t errlen)
-{
-    const RunOptions *o = r->o;
-    if (o->publish_ep) {
-        /* tcp with --keys: CURVE, so the job's key file is needed to read it */
-        bool curve = o->keys_path && !strncmp(o->publish_ep, "tcp://", 6);
-        if (curve && !r->zap && (job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)))
-            return -1;
-        if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen))) return -1;
-    }
-    if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
-        return -1;
-    if (!r->store) r->store = store_new();
-    r->job = job_new(w);
-    r->viewers = viewers_new(w);
-    if (o->nnodes > 1) r->nodes = nodes_new(o->nnodes, o->nproc, r->ctl);
-    r->heard_ms = calloc((size_t)w, sizeof *r->heard_ms);
-    r->ext_ended = calloc((size_t)w, sizeof *r->ext_ended);
-    r->routable = calloc((size_t)w, sizeof *r->routable);
-    r->sent_ckpt = calloc((size_t)w, sizeof *r->sent_ckpt);
-    r->sent_stop = calloc((size_t)w, sizeof *r->sent_stop);
-    r->sent_pause = calloc((size_t)w, sizeof *r->sent_pause);
-    r->sent_resume = calloc((size_t)w, sizeof *r->sent_resume);
-    r->exit_at = calloc((size_t)w, sizeof *r->exit_at);
-    r->exit_pid = calloc((size_t)w, sizeof *r->exit_pid);
-    r->exit_status = calloc((size_t)w, sizeof *r->exit_status);
-    err[0] = '\0';
-    if (hangwatch_init(&r->hw, w, o->hang_after_s > 0 ? o->hang_after_s : 10.0)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    r->bench = bench_from_env(w, err, errlen);
-    if (err[0]) return -1;
-    if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
-        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status || !r->viewers || !r->heard_ms ||
-        !r->ext_ended || (o->nnodes > 1 && !r->nodes)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-static void teardown(Run *r)
-{
-    hangwatch_done(&r->hw);
-    launcher_free(&r->l);
-    store_free(&r->store);
-    if (r->rec) {
-        char err[512];
-        unsigned long long n = (unsigned long long)recorder_records(r->rec);
-        if (recorder_close(&r->rec, err, sizeof err)) fprintf(stderr, "ddptop: --record: %s\n", err);
-        else fprintf(stderr, "ddptop: recorded %llu records to %s\n", n, r->o->record_path);
-    }
-    if (r->pub) {
-        if (publisher_drops(r->pub))
-            fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
-                    (unsigned long long)publisher_drops(r->pub));
-        publisher_close(&r->pub);   /* before zmq_ctx_term, which would wait on it */
-    }
-    viewers_free(&r->viewers);
-    nodes_free(&r->nodes);
-    if (r->ctl) zmq_close(r->ctl);
-    if (r->tel) zmq_close(r->tel);
-    zap_stop(&r->zap);
-    if (r->zctx) zmq_ctx_term(r->zctx);
-    if (r->keys_made) unlink(r->keys_file);
-    free(r->heard_ms);
-    free(r->ext_ended);
-    if (r->dir[0] && !r->o->log_dir) zs_private_dir_remove(r->dir);
-    else if (r->dir[0]) {
-        char p[320];
-        snprintf(p, sizeof p, "%s/ctl", r->dir); unlink(p);
-        snprintf(p, sizeof p, "%s/tel", r->dir); unlink(p);
-        rmdir(r->dir);
-    }
-    codec_buf_done(&r->buf);
-    free(r->routable);
-    free(r->sent_ckpt);
-    free(r->sent_stop);
-    free(r->sent_pause);
-    free(r->sent_resume);
-    free(r->exit_at);
-    free(r->exit_pid);
-    free(r->exit_status);
-    free(r->restart_args);
-    bench_free(&r->bench);
-    job_free(&r->job);
-}
-
 /* The trainer's --ckpt-dir (its default when not given). */
 static const char *ckpt_dir(const RunOptions *o)
 {
@@ -897,45 +634,6 @@ static int restart_job(Run *r, char *err, size_t errlen)
     return 0;
 }
 
-static void copy_frame(void *ctx, const void *frame, size_t len)
-{
-    CodecBuf *b = ctx;
-    codec_buf_reset(b);
-    if (len > b->cap) {
-        uint8_t *p = realloc(b->data, len);
-        if (!p) return;
-        b->data = p;
-        b->cap = len;
-    }
-    memcpy(b->data, frame, len);
-    b->len = len;
-}
-
-/* listen: wait for the first rank's hello (it carries the world size).
- * Store requests are served meanwhile. Returns the world size, 0 when
- * interrupted, -1 on a socket error. */
-static int listen_first_hello(Run *r, Msg *first, char *ident, size_t *ident_len, CodecBuf *frame)
-{
-    fprintf(stderr, "ddptop: waiting for workers (DDPTOP_CONNECT=%s%s%s); Ctrl-C to leave\n", r->o->listen_ep,
-            r->tcp ? " DDPTOP_KEYS=" : "", r->tcp ? r->keys_file : "");
-    for (;;) {
-        if (g_signals) return 0;
-        zmq_pollitem_t it = {r->ctl, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return -1;
-        char err[256];
-        int rc = zs_recv_from_tap(r->ctl, ident, ident_len, first, ZMQ_DONTWAIT, copy_frame, frame, err, sizeof err);
-        if (rc == 1) continue;
-        if (rc < 0) { fprintf(stderr, "ddptop: %s\n", err); return -1; }
-        if (rc == 2) continue;
-        if (first->kind == MSG_HELLO && first->rank >= 0 && first->u.hello.world >= 1 &&
-            first->rank < first->u.hello.world && first->u.hello.world <= 4096)
-            return first->u.hello.world;
-        if (first->kind == MSG_SET || first->kind == MSG_GET || first->kind == MSG_WAIT)
-            store_handle(r->store, r->ctl, ident, *ident_len, first, mono_ms(), &r->buf);
-        msg_done(first);
-    }
-}
-
 int run_job(const RunOptions *o)
 {
     Run run;
@@ -955,9 +653,9 @@ int run_job(const RunOptions *o)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (setup_sockets(r, err, sizeof err)) {
+    if (run_setup_sockets(r, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
-        teardown(r);
+        run_teardown(r);
         return err[0] && (strstr(err, "cannot bind") || strstr(err, "--rdzv") || strstr(err, "listen ") || strstr(err, "key file")) ? 2 : 1;
     }
     if (r->tcp)
@@ -973,18 +671,18 @@ int run_job(const RunOptions *o)
     if (o->listen_ep) {
         r->external = true;
         r->store = store_new();
-        int w = listen_first_hello(r, &first, first_ident, &first_len, &first_frame);
+        int w = run_listen_first_hello(r, &first, first_ident, &first_len, &first_frame, &g_signals);
         if (w <= 0) {
             codec_buf_done(&first_frame);
-            teardown(r);
+            run_teardown(r);
             return w == 0 ? 0 : 1;
         }
         world = w;
     }
-    if (setup_job(r, world, err, sizeof err)) {
+    if (run_setup_job(r, world, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
         codec_buf_done(&first_frame);
-        teardown(r);
+        run_teardown(r);
         return 1;
     }
 
@@ -993,7 +691,7 @@ int run_job(const RunOptions *o)
         if (view_tui_open(&r->tui, world, err, sizeof err)) {
             fprintf(stderr, "ddptop: %s (use --headless)\n", err);
             codec_buf_done(&first_frame);
-            teardown(r);
+            run_teardown(r);
             return 2;
         }
     } else {
@@ -1025,7 +723,7 @@ int run_job(const RunOptions *o)
             view_tui_close(&r->tui);
             fprintf(stderr, "ddptop: %s\n", err);
             codec_buf_done(&first_frame);
-            teardown(r);
+            run_teardown(r);
             return 1;
         }
         job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
@@ -1209,6 +907,6 @@ int run_job(const RunOptions *o)
     if (!o->headless) view_headless_init(&r->hl, stdout, false);
     if (rdzv_failed && !r->launched) printf("job not started: %s\n", r->status);
     else view_headless_summary(&r->hl, r->job, mono_ns());
-    teardown(r);
+    run_teardown(r);
     return status;
 }
