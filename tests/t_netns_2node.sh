@@ -54,11 +54,14 @@ ip netns exec $A unshare --uts sh -c "hostname ddpA; exec tmux -L $TS new-sessio
     'DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG LANG=C.UTF-8 $DDPTOP run -n 1 --nnodes 2 --node-rank 0 --rdzv 10.231.7.1:29433 \
      --keys $KEYS -- $LONG; echo \$? >$TMP/tui.exit; sleep 60'"
 wait_for 10 test -s "$KEYS" || die "node 0 (screen) wrote no key file"
+scr() { ip netns exec $A tmux -L $TS capture-pane -p; }
+pending_ok() { scr | grep -Eq '^.{0,3} +1 +- .*pending .*not started yet'; }
+wait_for 10 pending_ok || { scr; die "before node 1 joins, rank 1 is not shown as pending"; }
+scr | grep -q "rendezvous: waiting for nodes to join" || { scr; die "no rendezvous status line"; }
 ip netns exec $B unshare --uts sh -c "hostname ddpB; exec $DDPTOP run -n 1 --nnodes 2 --node-rank 1 \
     --rdzv 10.231.7.1:29433 --keys $KEYS -- $LONG" >"$TMP/b2.out" 2>&1 &
 pb2=$!
 CLEANUPS+=("kill -9 $pb2")
-scr() { ip netns exec $A tmux -L $TS capture-pane -p; }
 rows_ok() { scr | grep -Eq '^.{0,3} +0 ddpA .* train ' && scr | grep -Eq '^.{0,3} +1 ddpB .* train '; }
 wait_for 20 rows_ok || { scr; die "the ranks panel does not show rank 0 on ddpA and rank 1 on ddpB, training"; }
 scr | head -8

@@ -182,7 +182,8 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     else
         snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
     snprintf(f[C_PHASE], sizeof f[0], "%s",
-             r->phase != PHASE_NONE ? phase_name(r->phase) : r->state == RANK_WAITING ? "launched" : "-");
+             r->phase != PHASE_NONE ? phase_name(r->phase)
+             : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending") : "-");
     if (r->have_step) {
         snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)r->last.epoch);
         snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)r->last.step);
@@ -236,7 +237,9 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(note, sizeof note, "%s", inf);
     } else if (r->state == RANK_WAITING) {
         nst = ST_DIM;
-        snprintf(note, sizeof note, "waiting for hello");
+        /* no pid yet: another node's agent (or, with listen, the
+         * launcher) has not started it */
+        snprintf(note, sizeof note, "%s", r->pid > 0 ? "waiting for hello" : "not started yet");
     } else if (r->phase == PHASE_PAUSED) {
         nst = ST_WARN;
         snprintf(note, sizeof note, "paused after step %lld", (long long)(r->have_step ? r->last.step : 0));
