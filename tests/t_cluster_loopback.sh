@@ -9,9 +9,10 @@
 #  5. a longer job with 1 s liveness deadlines (DDPTOP_NODE_SILENT_MS): the
 #     agent's beats and node 0's pings keep both sides alive; a viewer attaches
 #     over tcp with the key file (and is refused without it) and sees rank 1's
-#     steps; Ctrl-C on node 0 ends the job cleanly on both nodes.
+#     steps; Ctrl-C on node 0 ends the job cleanly on both nodes;
+#  6. node 0 killed -9: nothing is left on either node, node 1 says why.
 . tests/lib.sh
-port=$(free_port 8)
+port=$(free_port 10)
 KEYS=$TMP/job.keys
 TRAIN="--dataset synthetic --model mlp:20,16,3 --steps 400 --batch-size 8 --no-final-ckpt"
 
@@ -108,6 +109,25 @@ grep -q "silent" "$TMP/i.out" && die "the agent took node 0 for silent"
 grep -q "signal received: asking every rank to stop" "$TMP/h.out" || die "node 0 did not take the clean path"
 [ $rv -eq 0 ] || die "the tcp viewer exited $rv"
 grep -q "rank 1: exit 0" "$TMP/v.out" || die "the tcp viewer did not see rank 1 end cleanly"
+
+# 6. node 0 killed -9: its ranks die with it, node 1's agent stops its rank
+#    once node 0 has been silent past the deadline, and leaves with 1
+port6=$((port + 8))
+"$DDPTOP" run --headless -n 1 --nnodes 2 --node-rank 0 --rdzv 127.0.0.1:$port6 --keys "$TMP/k6" -- $LONG \
+    >"$TMP/m.out" 2>&1 &
+pm=$!
+CLEANUPS+=("kill -9 $pm")
+wait_for 10 test -s "$TMP/k6" || die "no key file for the kill case"
+"$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:$port6 --keys "$TMP/k6" -- $LONG >"$TMP/n.out" 2>&1 &
+pn=$!
+CLEANUPS+=("kill -9 $pn")
+wait_for 15 grep -q "broadcast -> train" "$TMP/m.out" || { cat "$TMP/m.out"; die "the job to kill did not start"; }
+kill -9 $pm
+wait_for 10 sh -c "! kill -0 $pn 2>/dev/null" || { cat "$TMP/n.out"; die "node 1's agent outlived node 0 by 10 s"; }
+wait $pn; rn=$?
+cat "$TMP/n.out"
+[ $rn -eq 1 ] || die "node 1's agent exited $rn after node 0 vanished (want 1)"
+grep -q "node 0 has been silent" "$TMP/n.out" || die "node 1 did not say node 0 went silent"
 unset DDPTOP_NODE_SILENT_MS
 wait_for 5 no_workers || die "workers left running: $(our_workers)"
-echo "PASS: failures and rendezvous errors across nodes; liveness; attach over tcp"
+echo "PASS: failures and rendezvous errors across nodes; liveness; attach over tcp; node 0 killed"

@@ -349,6 +349,10 @@ int agent_run(const RunOptions *o)
         }
         if (running == 0) {
             if (!all_gone_at) all_gone_at = now_ms();
+            if (!rung && now_ms() - a->heard_ms > nodes_silent_ms()) {
+                say(a, "node 0 has been silent for %.1f s: leaving", nodes_silent_ms() / 1000.0);
+                rung = 1;   /* not a clean end */
+            }
             if (done || rung || now_ms() - all_gone_at > AFTER_MS) break;
         }
     }
