@@ -126,6 +126,7 @@ static int launch(Agent *a, int restart)
 {
     char err[512];
     launcher_free(&a->l);
+    a->failed = 0;   /* the node's verdict is its last run's, as node 0's is */
     int n = a->o->n_trainer_args;
     free(a->args);
     a->args = calloc((size_t)n + 3, sizeof *a->args);
