@@ -124,9 +124,10 @@ static void worker_path(char *out, size_t n)
  * GPU for --device cuda, no NCCL), so a typo is one line
  * before anything is launched. Returns 0 when valid, else 2 (printed). */
 static int check_trainer_args(const char *wpath, char *const *args, int n, int world, const char *device,
-                              const char *backend, int *gpus)
+                              const char *backend, int *gpus, char *resolved, size_t rlen)
 {
     if (gpus) *gpus = 0;
+    if (resolved && rlen) snprintf(resolved, rlen, "%s", device);
     int pfd[2];
     if (pipe(pfd)) return 0;
     pid_t pid = fork();
@@ -161,8 +162,9 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        const char *g = strstr(msg, "gpus ");
+        const char *g = strstr(msg, "gpus "), *dv = strstr(msg, "device ");
         if (gpus && g) *gpus = atoi(g + 5);
+        if (resolved && rlen && dv) snprintf(resolved, rlen, "%.*s", (int)strcspn(dv + 7, " \n"), dv + 7);
         return 0;
     }
     msg[strcspn(msg, "\n")] = 0;
@@ -323,17 +325,32 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     args[n++] = tbuf;
     for (int k = 0; k < ntargs; k++) args[n++] = targs[k];
 
-    char wpath[PATH_MAX];
+    char wpath[PATH_MAX], cpath[PATH_MAX + 8];
     worker_path(wpath, sizeof wpath);
-    o.worker_path = wpath;
+    /* cpu/ddptop-worker beside ddptop-worker (a CUDA build): the same worker
+     * without the CUDA libraries, which cost every start 0.1 s of dynamic
+     * loading. Used whenever the job runs on CPUs. */
+    snprintf(cpath, sizeof cpath, "%s", wpath);
+    char *slash = strrchr(cpath, '/');
+    snprintf(slash ? slash + 1 : cpath, sizeof cpath - (size_t)(slash ? slash + 1 - cpath : 0), "cpu/ddptop-worker");
+    bool have_cpu = !getenv("DDPTOP_WORKER") && access(cpath, X_OK) == 0;
+    /* no NVIDIA device nodes, no driver: auto means cpu, no need to ask CUDA */
+    bool maybe_gpu = access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
+    const char *check_bin = have_cpu && (!strcmp(o.device, "cpu") || (!strcmp(o.device, "auto") && !maybe_gpu))
+                                ? cpath : wpath;
+    o.worker_path = check_bin;
     /* listen starts nothing: the workers bring their own options */
     int gpus = 0;
-    int rc = o.listen_ep ? 0 : check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend, &gpus);
+    char resolved[32] = "";
+    int rc = o.listen_ep ? 0
+                         : check_trainer_args(check_bin, args, n, o.nproc * o.nnodes, o.device, o.backend, &gpus,
+                                              resolved, sizeof resolved);
+    if (!rc && have_cpu && !strcmp(resolved, "cpu")) o.worker_path = cpath;
     /* torchrun's --nproc-per-node gpu: without -n, one rank per GPU when the
      * job runs on GPUs (checked again: --resume compares the world size) */
     if (!rc && !nproc_set && gpus > 0 && strcmp(o.device, "cpu") && gpus != o.nproc) {
         o.nproc = gpus;
-        rc = check_trainer_args(wpath, args, n, o.nproc * o.nnodes, o.device, o.backend, NULL);
+        rc = check_trainer_args(check_bin, args, n, o.nproc * o.nnodes, o.device, o.backend, NULL, NULL, 0);
     }
     if (rc) { free(args); return rc; }
     o.trainer_args = args;

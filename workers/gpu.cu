@@ -25,6 +25,7 @@
 #endif
 
 extern "C" int gpu_compiled(void) { return 1; }
+extern "C" const char *gpu_missing(void) { return ""; }
 
 extern "C" int gpu_count(int *count, char *err, size_t errlen)
 {

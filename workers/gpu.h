@@ -23,6 +23,10 @@ extern "C" {
 
 /* 1 in a build with CUDA (gpu.cu), 0 with gpu_none.c. */
 int gpu_compiled(void);
+/* Why this binary has no CUDA, for --version ("" when it has it):
+ * built without nvcc, or cpu/ddptop-worker, the CPU-only twin of a CUDA
+ * build (mk/cuda.mk). */
+const char *gpu_missing(void);
 
 /* Number of usable CUDA devices in *count (>= 1). Returns 0, or -1 with err
  * naming the CUDA error when there is no GPU or no driver: fast, no retries

@@ -4,8 +4,14 @@
 
 #include <stdio.h>
 
+#ifdef DDPTOP_CPU_ONLY
+#define NO_CUDA "this is the CPU-only worker (cpu/ddptop-worker): the ddptop-worker beside ddptop runs on GPUs"
+const char *gpu_missing(void) { return "not in the CPU-only worker (cpu/ddptop-worker); the ddptop-worker beside ddptop has it"; }
+#else
 #define NO_CUDA \
     "ddptop-worker was built without CUDA (nvcc not found at build time): use --device cpu"
+const char *gpu_missing(void) { return "not built in (no nvcc at build time)"; }
+#endif
 
 int gpu_compiled(void) { return 0; }
 

@@ -158,8 +158,8 @@ static void print_version(void)
            nccl ? ", nccl (cuda)" : "");
     printf("devices: cpu%s\n", cuda ? ", cuda" : "");
     printf("gloo: %s\n", comm_version("gloo"));
-    printf("nccl: %s\n", nccl ? nccl : "not built in (no nvcc or nccl.h at build time)");
-    printf("cuda: %s\n", cuda ? cuda : "not built in (no nvcc at build time)");
+    printf("nccl: %s\n", nccl ? nccl : gpu_compiled() ? "not built in (no nccl.h at build time)" : gpu_missing());
+    printf("cuda: %s\n", cuda ? cuda : gpu_missing());
     if (blas) printf("cublas: %s\n", blas);
     printf("zeromq: %d.%d.%d\nopenblas: %s\n", maj, min, pat, openblas_get_config());
 }

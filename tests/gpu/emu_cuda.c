@@ -44,6 +44,7 @@ static int64_t wall_ns(void)
 /* ---- gpu.h ---------------------------------------------------------------- */
 
 int gpu_compiled(void) { return 1; }
+const char *gpu_missing(void) { return ""; }
 
 /* DDPTOP_EMU_GPUS=N (tests): pretend to have N devices, all the same CPU. */
 static int emu_gpus(void)
