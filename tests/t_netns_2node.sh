@@ -47,7 +47,7 @@ wait_for 5 no_workers || die "workers left running: $(our_workers)"
 # panel shows each rank's host, and d (destroy) reaches the remote rank too.
 command -v tmux >/dev/null || skip "SKIP (after the headless part passed): tmux not installed"
 TS=ddptop-netns-$$
-CLEANUPS+=("ip netns exec $A tmux -L $TS kill-server")
+CLEANUPS+=("tmux -L $TS kill-server")   # the socket is a file: reachable from any namespace
 LONG="--dataset synthetic --model mlp:64,64,10 --epochs 100000 --batch-size 8 --no-final-ckpt"
 rm -f "$KEYS"
 ip netns exec $A unshare --uts sh -c "hostname ddpA; exec tmux -L $TS new-session -d -x 140 -y 40 \
