@@ -10,6 +10,8 @@ cat "$out"
 grep -q "rank 0: exit 0" "$out" || die "no clean exit line for rank 0"
 grep -q "rank 1: exit 0" "$out" || die "no clean exit line for rank 1"
 grep -qi "job done" "$out" || die "no final verdict"
+grep -q "collectives: gloo; all-reduce through shared memory (every rank on this host)" "$out" \
+    || die "two ranks on this host did not say they sum through shared memory"
 wait_for 3 no_workers || die "workers left running: $(our_workers)"
 [ -L "$TMP/ck/latest" ] || die "no latest symlink"
 [ "$(readlink "$TMP/ck/latest")" = "step-00000040" ] || die "latest -> $(readlink "$TMP/ck/latest")"

@@ -260,6 +260,12 @@ void comm_free(Comm **pc)
     comm_destroy(pc, err, sizeof err);
 }
 
+const char *comm_describe(const Comm *c)
+{
+    if (!c) return "none";
+    return c->ops->describe ? c->ops->describe(c->impl) : c->ops->name;
+}
+
 const char *comm_version(const char *backend)
 {
     const CommOps *ops = find_backend(backend);

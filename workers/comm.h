@@ -130,6 +130,10 @@ int comm_destroy(Comm **c, char *err, size_t errlen);
  * NULL and on *c == NULL. */
 void comm_free(Comm **c);
 
+/* How c moves data, in words ("gloo over TCP", "gloo; all-reduce through
+ * shared memory (...)", "nccl"). Static or c-owned storage. */
+const char *comm_describe(const Comm *c);
+
 /* "gloo 0.5.0", "nccl 2.28.9"; NULL for a backend not built in. */
 const char *comm_version(const char *backend);
 /* 1 when `backend` is built into this binary, else 0. */

@@ -43,6 +43,9 @@ typedef struct {
     /* NULL: no abort; calls end at the timeout. */
     void (*abort)(void *impl);
     const char *(*version)(void);
+    /* NULL: the name says it all. Else how this communicator moves data,
+     * for the user ("gloo, all-reduce through shared memory ..."). */
+    const char *(*describe)(void *impl);
 } CommOps;
 
 extern const CommOps comm_gloo_ops;

@@ -579,6 +579,13 @@ int gloo_destroy(void *impl, char *err, size_t errlen) {
 #define COMM_STR_(x) #x
 #define COMM_STR(x) COMM_STR_(x)
 
+const char *gloo_describe(void *impl) {
+    GlooComm *c = (GlooComm *)impl;
+    if (c && c->shm) return "gloo; all-reduce through shared memory (every rank on this host)";
+    if (c && c->world > 1) return "gloo over TCP";
+    return "gloo";
+}
+
 const char *gloo_version(void) {
     return "gloo " COMM_STR(GLOO_VERSION_MAJOR) "." COMM_STR(GLOO_VERSION_MINOR) "." COMM_STR(
         GLOO_VERSION_PATCH);
@@ -601,4 +608,5 @@ extern "C" const CommOps comm_gloo_ops = {
     gloo_destroy,   /* destroy */
     nullptr,        /* abort */
     gloo_version,   /* version */
+    gloo_describe,  /* describe */
 };

@@ -639,4 +639,5 @@ extern "C" const CommOps comm_nccl_ops = {
     nccl_destroy,    /* destroy */
     nccl_abort,      /* abort */
     nccl_version,    /* version */
+    nullptr,         /* describe: "nccl" */
 };

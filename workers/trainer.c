@@ -1219,6 +1219,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                      .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store,
                      .device = t->g ? "cuda" : NULL, .stream = t->g ? cuda_mlp_stream(t->g) : NULL};
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
+    if (id->rank == 0 && id->world > 1) send_log(t, "info", "collectives: %s", comm_describe(t->comm));
     if (reducer_new(&t->red, t->comm, t->err, sizeof t->err)) { status = fail(t, 1); goto out; }
 
     /* DDP: rank 0's parameters everywhere before the first step. */
