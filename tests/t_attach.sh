@@ -61,6 +61,7 @@ tmux new-window -d -t "$S" -n view \
   "cd '$PWD' && LANG=C.UTF-8 '$DDPTOP' attach '$EP' >'$TMP/view.txt' 2>&1; echo \$? >'$TMP/view.exit'; sleep 60"
 VIEW_PID=$(pid_in view) && CLEANUPS+=("kill -9 $VIEW_PID")
 wait_for 10 has view 'attached (read-only)' || dies view "the viewer does not say it is read-only"
+wait_for 5 has job 'viewer 1 (pid [0-9]*) attached (1 attached)' || dies job "the job's screen does not say a viewer attached"
 # a rank's row: marker, RANK, HOST, PID, PHASE, EPOCH, STEP, ...
 row() { grep -E "^. +$1 +[^ ]+ +[0-9]+ +train +[0-9]+ +[0-9]+ " "$2"; }
 pid_of() { row "$1" "$2" | awk '{print $4}'; }
@@ -104,6 +105,7 @@ tmux send-keys -t "$S:view" Escape
 tmux send-keys -t "$S:view" q
 wait_for 5 test -s "$TMP/view.exit" || dies view "q did not detach"
 [ "$(cat "$TMP/view.exit")" = 0 ] || { cat "$TMP/view.txt"; die "the viewer exited $(cat "$TMP/view.exit")"; }
+wait_for 5 has job 'viewer 1 (pid [0-9]*) detached (0 attached)' || dies job "the job's screen does not say the viewer left"
 grep -q "detached from $EP" "$TMP/view.txt" || { cat "$TMP/view.txt"; die "no word on detaching"; }
 sleep 0.5
 [ ! -e "$TMP/job.exit" ] && [ -n "$(our_workers)" ] || die "the job ended when a viewer left"

@@ -416,7 +416,11 @@ static NodeEvents node_events(Run *r)
 static void viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m)
 {
     char who[96] = "viewer";
+    int before = viewers_count(r->viewers);
     ViewerAction a = viewers_handle(r->viewers, r->ctl, ident, ident_len, m, mono_ms(), who, sizeof who);
+    int after = viewers_count(r->viewers);
+    if (after != before)
+        job_event(r->job, -1, EV_INFO, "%s %s (%d attached)", who, after > before ? "attached" : "detached", after);
     char why[160];
     switch (a) {
     case VIEWER_CKPT: job_event(r->job, -1, EV_INFO, "%s asked for a checkpoint", who); request_ckpt(r); break;
@@ -792,7 +796,12 @@ int run_job(const RunOptions *o)
         }
 
         ping_ranks(r);
-        viewers_tick(r->viewers, mono_ms());
+        {
+            int before = viewers_count(r->viewers), after = viewers_tick(r->viewers, mono_ms());
+            if (after < before)
+                job_event(r->job, -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)", before - after,
+                          before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
+        }
         if (r->nodes && r->launched) {
             NodeEvents ev = node_events(r);
             nodes_tick(r->nodes, mono_ms(), &ev);
