@@ -105,8 +105,15 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
     r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
     r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
     if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
-    int hwm = 100000, zero = 0, one = 1;
+    /* Per peer: 10000 frames queued (the loop drains every 20 ms: a rank
+     * would need 500k messages/s to fill it), and no frame above what the
+     * decoder accepts: ZeroMQ drops a peer that sends one, before a byte
+     * of it is buffered. Together they bound what a flood can hold. */
+    int hwm = 10000, zero = 0, one = 1;
+    int64_t maxmsg = (int64_t)PROTO_MAX_FRAME_BYTES;
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     /* a restarted rank takes over its routing id ("rank-N") at once */
     zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
