@@ -127,8 +127,13 @@ int shm_reduce_open(ShmReduce **out, const char *name, int rank, int world, int6
         snprintf(err, errlen, "shm_reduce.c:%d: shm_open %s: %s", __LINE__, name, strerror(errno));
         return -1;
     }
-    if (rank == 0 && ftruncate(fd, (off_t)len)) {
-        snprintf(err, errlen, "shm_reduce.c:%d: ftruncate %s to %zu bytes: %s", __LINE__, name, len, strerror(errno));
+    /* posix_fallocate, not just ftruncate: a /dev/shm too small for the
+     * slots (a container's 64 MB default) must fail here, cleanly (Gloo's
+     * TCP then), not with SIGBUS at the first write into a missing page */
+    int rc = rank == 0 ? posix_fallocate(fd, 0, (off_t)len) : 0;
+    if (rc) {
+        snprintf(err, errlen, "shm_reduce.c:%d: cannot reserve %zu bytes for %s: %s", __LINE__, len, name,
+                 strerror(rc));
         close(fd);
         shm_unlink(name);
         return -1;
