@@ -311,7 +311,7 @@ static int cmd_run(int argc, char **argv, const char *listen_ep)
     o.description = desc;
 
     /* The embedded default job: long enough to watch and steer. */
-    static char *dflt[] = {"--epochs", "10"};
+    static char *dflt[] = {"--epochs", "30"};
     char *const *targs = argv + i;
     int ntargs = argc - i;
     if (ntargs == 0) { targs = dflt; ntargs = 2; }
