@@ -14,6 +14,7 @@
  * agent exits 1; Ctrl-C asks node 0 to stop the whole job (twice: SIGTERM
  * to this node's ranks). No screen: a line per event on stdout.
  */
+#include "clock.h"
 #include "run.h"
 
 #include <errno.h>
@@ -41,13 +42,6 @@
 static volatile sig_atomic_t g_sig;
 static void on_sig(int s) { (void)s; g_sig++; }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 typedef struct {
     const RunOptions *o;
     void *zctx, *sock;
@@ -57,7 +51,7 @@ typedef struct {
     Relay *relay;
     JobKeys keys;
     char host[256], ctl_ep[300], tel_ep[300], dir[256];
-    char job[PROTO_STR_MED], extra[PROTO_STR_LONG];
+    char job[PROTO_STR_MED], extra[PROTO_STR_LONG], resume[PROTO_STR_LONG];
     char **args;
     int first_rank, nproc, failed;
     int64_t heard_ms;
@@ -96,16 +90,9 @@ static void send_op(Agent *a, const char *op, int rank, int64_t pid, int status,
 /* The last lines of a failed rank's log, for node 0's events. */
 static void send_tail(Agent *a, int local, int rank)
 {
-    FILE *f = fopen(launcher_log_path(a->l, local), "r");
-    if (!f) return;
-    char lines[3][256], line[256];
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        if (*line) snprintf(lines[n++ % 3], sizeof lines[0], "%s", line);
-    }
-    fclose(f);
-    for (int i = n > 3 ? n - 3 : 0; i < n; i++) send_op(a, "log", rank, 0, 0, lines[i % 3]);
+    char lines[3][256];
+    int n = launcher_log_tail(a->l, local, lines, 3);
+    for (int i = 0; i < n; i++) send_op(a, "log", rank, 0, 0, lines[i]);
 }
 
 static void on_exit_cb(void *ctx, int local, int pid, int status)
@@ -132,23 +119,12 @@ static int launch(Agent *a, int restart)
     a->args = calloc((size_t)n + 3, sizeof *a->args);
     if (!a->args) return -1;
     /* a restart resumes from node 0's latest checkpoint (a shared path),
-     * without --init-from (as on node 0) */
-    bool resuming = !strncmp(a->extra, "--resume ", 9);
-    int na = 0;
-    for (int k = 0; k < a->o->n_trainer_args; k++) {
-        const char *t = a->o->trainer_args[k];
-        if (resuming && (!strcmp(t, "--init-from") || !strcmp(t, "--resume")) && k + 1 < a->o->n_trainer_args) {
-            k++;
-            continue;
-        }
-        a->args[na++] = a->o->trainer_args[k];
-    }
-    n = na;
-    static char resume[PROTO_STR_LONG];
-    if (resuming) {
-        snprintf(resume, sizeof resume, "%s", a->extra + 9);
-        a->args[n++] = "--resume";
-        a->args[n++] = resume;
+     * as node 0's own ranks do */
+    if (!strncmp(a->extra, "--resume ", 9)) {
+        snprintf(a->resume, sizeof a->resume, "%s", a->extra + 9);
+        n = launcher_resume_args(a->o->trainer_args, n, a->resume, a->args);
+    } else {
+        for (int k = 0; k < n; k++) a->args[k] = a->o->trainer_args[k];
     }
     char rdzv_host[256];
     int port = 0;
@@ -188,7 +164,7 @@ static int read_node0(Agent *a, bool *launched, int *restart_out)
             }
             continue;
         }
-        a->heard_ms = now_ms();
+        a->heard_ms = mono_ms();
         if (m.kind != MSG_NODE) { msg_done(&m); continue; }
         MsgNode *nm = &m.u.node;
         int ret = 0;
@@ -230,14 +206,7 @@ int agent_run(const RunOptions *o)
     char err[512];
     int status = 1;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sig;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    catch_stop_signals(on_sig, 1);
 
     JobKeys *keys = &a->keys;
     if (!o->keys_path) {
@@ -270,15 +239,15 @@ int agent_run(const RunOptions *o)
         o->nproc == 1 ? "" : "s");
 
     /* Rendezvous: join every second until node 0 says launch. */
-    int64_t t0 = now_ms(), last_join = 0;
+    int64_t t0 = mono_ms(), last_join = 0;
     bool launched = false, heard = false;
     int restart = 0;
     a->heard_ms = 0;
     while (!launched) {
         if (g_sig) { say(a, "interrupted before the job started"); goto out; }
-        if (now_ms() - last_join >= 1000) {
+        if (mono_ms() - last_join >= 1000) {
             send_op(a, "join", -1, getpid(), 0, NULL);
-            last_join = now_ms();
+            last_join = mono_ms();
         }
         zmq_pollitem_t it = {a->sock, 0, ZMQ_POLLIN, 0};
         zmq_poll(&it, 1, 200);
@@ -286,7 +255,7 @@ int agent_run(const RunOptions *o)
         if (rc < 0) { status = 2; goto out; }
         if (rc > 0) { say(a, "node 0 ended the job before it started"); goto out; }
         if (a->heard_ms) heard = true;
-        if (!launched && now_ms() - t0 > (int64_t)(o->rdzv_timeout_s * 1000)) {
+        if (!launched && mono_ms() - t0 > (int64_t)(o->rdzv_timeout_s * 1000)) {
             if (heard)
                 fprintf(stderr, "ddptop: rendezvous did not complete within %g s: node 0 is still waiting for other nodes\n",
                         o->rdzv_timeout_s);
@@ -319,9 +288,9 @@ int agent_run(const RunOptions *o)
         }
         launcher_reap(a->l, on_exit_cb, a);
         int running = launcher_running(a->l);
-        if (now_ms() - last_beat >= nodes_beat_ms()) {   /* node 0 counts a silent agent as lost */
+        if (mono_ms() - last_beat >= nodes_beat_ms()) {   /* node 0 counts a silent agent as lost */
             send_op(a, "beat", -1, 0, 0, NULL);
-            last_beat = now_ms();
+            last_beat = mono_ms();
         }
         while (handled < g_sig) {
             handled++;
@@ -336,25 +305,25 @@ int agent_run(const RunOptions *o)
             }
         }
         /* node 0 silent: this node's ranks must not outlive the job */
-        if (running > 0 && now_ms() - a->heard_ms > nodes_silent_ms()) {
+        if (running > 0 && mono_ms() - a->heard_ms > nodes_silent_ms()) {
             if (rung == 0) {
                 rung = 1;
-                rung_at = now_ms();
+                rung_at = mono_ms();
                 int n = launcher_signal_all(a->l, SIGTERM);
                 say(a, "node 0 has been silent for %.1f s: SIGTERM to %d rank%s", nodes_silent_ms() / 1000.0, n, n == 1 ? "" : "s");
-            } else if (rung == 1 && now_ms() - rung_at > KILL_GRACE_MS) {
+            } else if (rung == 1 && mono_ms() - rung_at > KILL_GRACE_MS) {
                 rung = 2;
                 int n = launcher_signal_all(a->l, SIGKILL);
                 say(a, "ranks ignored SIGTERM: SIGKILL to %d", n);
             }
         }
         if (running == 0) {
-            if (!all_gone_at) all_gone_at = now_ms();
-            if (!rung && now_ms() - a->heard_ms > nodes_silent_ms()) {
+            if (!all_gone_at) all_gone_at = mono_ms();
+            if (!rung && mono_ms() - a->heard_ms > nodes_silent_ms()) {
                 say(a, "node 0 has been silent for %.1f s: leaving", nodes_silent_ms() / 1000.0);
                 rung = 1;   /* not a clean end */
             }
-            if (done || rung || now_ms() - all_gone_at > AFTER_MS) break;
+            if (done || rung || mono_ms() - all_gone_at > AFTER_MS) break;
         }
     }
     launcher_reap(a->l, on_exit_cb, a);

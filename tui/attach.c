@@ -15,6 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "clock.h"
 #include "attach.h"
 
 #include <errno.h>
@@ -95,20 +96,6 @@ typedef struct {
     const char *keys[12][2];
     int n_keys;
 } Attach;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void say(Attach *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(Attach *A, const char *fmt, ...)
@@ -637,14 +624,7 @@ int attach_main(int argc, char **argv)
         }
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;       /* no SA_RESTART: zmq_poll returns EINTR */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    catch_stop_signals(on_signal, 1);
 
     codec_buf_init(&A.buf);
     random_ident(A.ident, sizeof A.ident);

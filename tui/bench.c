@@ -5,6 +5,7 @@
  * the worker's wall clock, same host) go into 0.1 ms histograms. CPU is
  * getrusage(RUSAGE_SELF) over the window. Main thread.
  */
+#include "clock.h"
 #include "bench.h"
 
 #include <stdio.h>
@@ -36,13 +37,6 @@ struct Bench {
     uint64_t slow_gaps;              /* frame gaps over 100 ms */
     uint64_t drops0;                 /* job drops when the window opened */
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static double cpu_s(void)
 {

@@ -113,6 +113,38 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
     return 0;
 }
 
+int launcher_log_tail(const Launcher *l, int local, char lines[][256], int max)
+{
+    FILE *f = max > 0 ? fopen(launcher_log_path(l, local), "r") : NULL;
+    if (!f) return 0;
+    char ring[8][256], line[256];
+    if (max > 8) max = 8;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (*line) snprintf(ring[n++ % max], sizeof ring[0], "%s", line);
+    }
+    fclose(f);
+    int first = n > max ? n - max : 0;
+    for (int i = first; i < n; i++) snprintf(lines[i - first], 256, "%s", ring[i % max]);
+    return n - first;
+}
+
+int launcher_resume_args(char *const *args, int n, const char *resume, char **out)
+{
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if ((!strcmp(args[k], "--init-from") || !strcmp(args[k], "--resume")) && k + 1 < n) {
+            k++;
+            continue;
+        }
+        out[m++] = args[k];
+    }
+    out[m++] = "--resume";
+    out[m++] = (char *)resume;
+    return m;
+}
+
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
 {
     int running = 0;

@@ -45,6 +45,16 @@ int launcher_running(const Launcher *l);
 pid_t launcher_pid(const Launcher *l, int rank);
 /* The path of a rank's log file. */
 const char *launcher_log_path(const Launcher *l, int rank);
+/* The last (at most max) non-empty lines of local rank `local`'s log, oldest
+ * first, into lines. Returns how many (0 when there is no log). */
+int launcher_log_tail(const Launcher *l, int local, char lines[][256], int max);
+
+/* The trainer options of a restart: args without any --init-from or
+ * --resume pair (the checkpoint has its own weights; the trainer refuses
+ * both), then "--resume" resume. out needs n + 2 slots; it points into args
+ * and at resume. Returns the count. */
+int launcher_resume_args(char *const *args, int n, const char *resume, char **out);
+
 /* The queries, reap and signal_all take NULL as "no process" (a restart
  * that could not launch). SIGKILL whatever still runs, reap it, free. Safe
  * on NULL. */

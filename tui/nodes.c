@@ -36,9 +36,13 @@ struct Nodes {
 
 int nodes_silent_ms(void)
 {
-    const char *e = getenv("DDPTOP_NODE_SILENT_MS");
-    long v = e && *e ? strtol(e, NULL, 10) : 0;
-    return v >= 500 && v <= 3600000 ? (int)v : NODES_SILENT_MS;
+    static int ms;   /* read once: the loops ask every turn */
+    if (!ms) {
+        const char *e = getenv("DDPTOP_NODE_SILENT_MS");
+        long v = e && *e ? strtol(e, NULL, 10) : 0;
+        ms = v >= 500 && v <= 3600000 ? (int)v : NODES_SILENT_MS;
+    }
+    return ms;
 }
 
 int nodes_beat_ms(void)

@@ -13,6 +13,7 @@
  * Frames are decoded once at load for the step index (which record carries
  * which step), and again as they are applied: the Job owns what it keeps.
  */
+#include "clock.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -72,13 +73,6 @@ typedef struct {
     const char *keys[12][2];
     int n_keys;
 } Replay;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -613,13 +607,7 @@ int replay_main(int argc, char **argv)
     if (!R.rec->complete)
         fprintf(stderr, "ddptop replay: %s\n", R.rec->tail);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    catch_stop_signals(on_signal, 0);
 
     int rc = 1;
     if (rebuild(&R) == 0) {

@@ -291,23 +291,13 @@ static void request_fault(Run *r, int pick, int rank)
     job_event(r->job, f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
 }
 
+/* A local rank's last log lines, into the events (other nodes' agents send
+ * theirs as "log" messages). */
 static void tail_log(Run *r, int rank)
 {
-    const char *path = launcher_log_path(r->l, rank);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
     char lines[3][256];
-    int n = 0;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        if (!*line) continue;
-        snprintf(lines[n % 3], sizeof lines[0], "%s", line);
-        n++;
-    }
-    fclose(f);
-    for (int i = n > 3 ? n - 3 : 0; i < n; i++)
-        job_event(r->job, rank, EV_ERROR, "log: %s", lines[i % 3]);
+    int n = launcher_log_tail(r->l, rank, lines, 3);
+    for (int i = 0; i < n; i++) job_event(r->job, rank, EV_ERROR, "log: %s", lines[i]);
 }
 
 static void rank_ended(Run *r, int rank, int pid, int status);
@@ -567,17 +557,8 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
         if (stat(link, &st) == 0) {
             if (!r->restart_args) r->restart_args = calloc((size_t)o->n_trainer_args + 3, sizeof *r->restart_args);
             if (!r->restart_args) { snprintf(err, errlen, "out of memory"); return -1; }
-            /* the checkpoint has its own weights: drop --init-from (the
-             * trainer refuses both) and an earlier --resume */
-            int na = 0;
-            for (int k = 0; k < o->n_trainer_args; k++) {
-                const char *t = o->trainer_args[k];
-                if ((!strcmp(t, "--init-from") || !strcmp(t, "--resume")) && k + 1 < o->n_trainer_args) { k++; continue; }
-                r->restart_args[na++] = o->trainer_args[k];
-            }
             snprintf(r->resume_path, sizeof r->resume_path, "%s", link);
-            r->restart_args[na++] = "--resume";
-            r->restart_args[na++] = r->resume_path;
+            int na = launcher_resume_args(o->trainer_args, o->n_trainer_args, r->resume_path, r->restart_args);
             r->lc.worker_args = r->restart_args;
             r->lc.n_worker_args = na;
             snprintf(extra, sizeof extra, "--resume %.400s", link);
@@ -648,14 +629,7 @@ int run_job(const RunOptions *o)
     char err[512];
     int status = 1;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;   /* no SA_RESTART: zmq_poll returns EINTR */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    catch_stop_signals(on_signal, 1);
 
     if (run_setup_sockets(r, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "clock.h"
 #include "codec.h"
 #include "hangwatch.h"
 #include "job.h"
@@ -76,20 +77,6 @@ typedef struct {
     int handled_signals;
     char status[256];
 } Run;
-
-static inline int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* run_setup.c */
 /* The job's keys: --keys FILE when it exists, else fresh ones written there

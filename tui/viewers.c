@@ -22,6 +22,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "clock.h"
 #include "viewers.h"
 
 #include <errno.h>
@@ -104,13 +105,6 @@ struct Viewers {
     void *router;                    /* the ctl ROUTER last passed in: viewers_tick pumps through it */
     CodecBuf buf;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- blobs ---- */
 
