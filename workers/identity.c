@@ -33,9 +33,7 @@ static const char *env_get(IdentityGetenv get, void *ctx, const char *name)
     return s && *s ? s : NULL;   /* set but empty counts as unset, as before */
 }
 
-/* An integer variable in [lo, hi]; *out untouched when unset. Returns 1
- * set, 0 unset, -1 malformed. */
-static int env_int(IdentityGetenv get, void *ctx, const char *name, int lo, int hi, int *out,
+int identity_env_int(IdentityGetenv get, void *ctx, const char *name, int lo, int hi, int *out,
                    char *err, size_t errlen)
 {
     const char *s = env_get(get, ctx, name);
@@ -55,7 +53,7 @@ int identity_world(IdentityGetenv get, void *ctx, int *world, char *err, size_t 
 {
     *world = 0;
     const char *name = env_get(get, ctx, "WORLD_SIZE") || env_get(get, ctx, "RANK") ? "WORLD_SIZE" : "SLURM_NTASKS";
-    return env_int(get, ctx, name, 1, INT_MAX_ENV, world, err, errlen) < 0 ? -1 : 0;
+    return identity_env_int(get, ctx, name, 1, INT_MAX_ENV, world, err, errlen) < 0 ? -1 : 0;
 }
 
 /* ---- Slurm syntax ---- */
@@ -184,13 +182,13 @@ static int torchrun_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char 
                  r ? "WORLD_SIZE" : "RANK");
         return -1;
     }
-    if (env_int(get, ctx, "WORLD_SIZE", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
-        env_int(get, ctx, "RANK", 0, id->world - 1, &id->rank, err, errlen) < 0)
+    if (identity_env_int(get, ctx, "WORLD_SIZE", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
+        identity_env_int(get, ctx, "RANK", 0, id->world - 1, &id->rank, err, errlen) < 0)
         return -1;
     id->local_rank = id->rank;
     id->local_world = id->world;
-    if (env_int(get, ctx, "LOCAL_WORLD_SIZE", 1, id->world, &id->local_world, err, errlen) < 0 ||
-        env_int(get, ctx, "LOCAL_RANK", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0)
+    if (identity_env_int(get, ctx, "LOCAL_WORLD_SIZE", 1, id->world, &id->local_world, err, errlen) < 0 ||
+        identity_env_int(get, ctx, "LOCAL_RANK", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -203,17 +201,17 @@ static int slurm_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *er
                  r ? "SLURM_NTASKS" : "SLURM_PROCID");
         return -1;
     }
-    if (env_int(get, ctx, "SLURM_NTASKS", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
-        env_int(get, ctx, "SLURM_PROCID", 0, id->world - 1, &id->rank, err, errlen) < 0)
+    if (identity_env_int(get, ctx, "SLURM_NTASKS", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
+        identity_env_int(get, ctx, "SLURM_PROCID", 0, id->world - 1, &id->rank, err, errlen) < 0)
         return -1;
     id->local_rank = id->rank;
     id->local_world = id->world;
-    int rc = env_int(get, ctx, "SLURM_NTASKS_PER_NODE", 1, id->world, &id->local_world, err, errlen);
+    int rc = identity_env_int(get, ctx, "SLURM_NTASKS_PER_NODE", 1, id->world, &id->local_world, err, errlen);
     if (rc < 0) return -1;
     const char *tpn = env_get(get, ctx, "SLURM_TASKS_PER_NODE");
     if (rc == 0 && tpn) {
         int node = -1;
-        if (env_int(get, ctx, "SLURM_NODEID", 0, INT_MAX_ENV, &node, err, errlen) < 0) return -1;
+        if (identity_env_int(get, ctx, "SLURM_NODEID", 0, INT_MAX_ENV, &node, err, errlen) < 0) return -1;
         int n = identity_tasks_per_node(tpn, node);
         if (n < 1) {
             snprintf(err, errlen, "SLURM_TASKS_PER_NODE=\"%s\" is not a task count list (like 4(x2),3)", tpn);
@@ -226,7 +224,7 @@ static int slurm_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *er
         }
         id->local_world = n;
     }
-    if (env_int(get, ctx, "SLURM_LOCALID", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0) return -1;
+    if (identity_env_int(get, ctx, "SLURM_LOCALID", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0) return -1;
     if (id->local_rank >= id->local_world) {   /* defaulted to the rank */
         snprintf(err, errlen, "SLURM_LOCALID is not set and SLURM_PROCID=%d is not below %d tasks per node", id->rank,
                  id->local_world);
@@ -246,7 +244,7 @@ int identity_from_env(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *e
     if (torchrun ? torchrun_ids(get, ctx, id, err, errlen) : slurm_ids(get, ctx, id, err, errlen)) return -1;
 
     id->master_port = DEFAULT_MASTER_PORT;
-    if (env_int(get, ctx, "MASTER_PORT", 1, 65535, &id->master_port, err, errlen) < 0) return -1;
+    if (identity_env_int(get, ctx, "MASTER_PORT", 1, 65535, &id->master_port, err, errlen) < 0) return -1;
     const char *ma = env_get(get, ctx, "MASTER_ADDR");
     if (ma) {
         if (strlen(ma) >= sizeof id->master_addr) {

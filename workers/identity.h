@@ -45,6 +45,11 @@ int identity_from_env(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *e
 
 /* The world size when the environment names one (WORLD_SIZE, else
  * SLURM_NTASKS), else 0 in *world. Returns 0 or -1 (not an integer). */
+/* An integer variable in [lo, hi]; *out untouched when unset. Returns 1
+ * set, 0 unset, -1 malformed (err names the variable and the range). */
+int identity_env_int(IdentityGetenv get, void *ctx, const char *name, int lo, int hi, int *out, char *err,
+                     size_t errlen);
+
 int identity_world(IdentityGetenv get, void *ctx, int *world, char *err, size_t errlen);
 
 /* ddptop's endpoints: DDPTOP_CTL and DDPTOP_TEL (what `ddptop run` sets;

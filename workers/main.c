@@ -32,18 +32,8 @@
 /* DDPTOP_PING_TIMEOUT: seconds in [0, 86400], default 15. */
 static int ping_timeout_s(int *out, char *err, size_t errlen)
 {
-    const char *s = getenv("DDPTOP_PING_TIMEOUT");
     *out = 15;
-    if (!s || !*s) return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 0 || v > 86400) {
-        snprintf(err, errlen, "DDPTOP_PING_TIMEOUT=\"%s\" is not an integer in [0, 86400]", s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
+    return identity_env_int(NULL, NULL, "DDPTOP_PING_TIMEOUT", 0, 86400, out, err, errlen) < 0 ? -1 : 0;
 }
 
 /* The inputs a rank would fail on at start, checked once up front: the
