@@ -10,7 +10,6 @@
  * Exit status: 0 clean, 1 runtime failure, 2 usage or input error.
  */
 #include <cblas.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
