@@ -1,7 +1,7 @@
 # `ddptop sampler` prints each rank's indices exactly as PyTorch's
 # DistributedSampler (rows of the shared fixture), and refuses bad input.
 . tests/lib.sh
-fx=../shared/fixtures/distributed_sampler.tsv
+fx=tests/fixtures/distributed_sampler.tsv   # a copy of shared/fixtures' file: a clone tests alone
 [ -f "$fx" ] || die "fixture $fx missing"
 "$PY" - "$DDPTOP" "$fx" <<'PYEOF' || die "sampler output differs from PyTorch"
 import subprocess, sys, csv

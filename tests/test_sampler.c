@@ -1,7 +1,8 @@
 /* test_sampler.c — mt19937, randperm and DistributedSampler against PyTorch.
  *
  * The fixture rows come from torch 1.13's own DistributedSampler; run from the
- * repository root (the fixture is ../shared/fixtures/distributed_sampler.tsv).
+ * repository root (tests/fixtures/distributed_sampler.tsv: a copy of the
+ * project's shared/fixtures file, kept in the repository so a clone tests alone).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -12,7 +13,7 @@
 #include "check.h"
 #include "sampler.h"
 
-#define FIXTURE "../shared/fixtures/distributed_sampler.tsv"
+#define FIXTURE "tests/fixtures/distributed_sampler.tsv"
 
 static void test_mt19937(void)
 {
