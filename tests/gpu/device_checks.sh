@@ -170,6 +170,59 @@ else row "e2e default -n" "FAIL: $nranks clean ranks for $ngpu GPU(s): $(tail -1
 "$B/ddptop" export /tmp/dc-auto.rec --jsonl /tmp/dc-auto.jsonl >/dev/null 2>&1
 mem=$(grep -m1 '"k":"step"' /tmp/dc-auto.jsonl | grep -o '"dev_mem":[0-9]*,"dev_mem_total":[0-9]*')
 case $mem in *'"dev_mem":0,'*|"") row "e2e GPU memory in step" "FAIL: ${mem:-no step message}";; *) row "e2e GPU memory in step" "$mem";; esac
+# every gradient bucket's all-reduce timed by CUDA events
+python3 - /tmp/dc-auto.jsonl >/tmp/dc-coll.txt 2>&1 <<'PYEOF'
+import json, sys
+ms = [json.loads(l) for l in open(sys.argv[1])]
+coll = [m for m in ms if m.get("k") == "coll" and m.get("op") == "allreduce" and m.get("bucket", -1) >= 0]
+bad = [c for c in coll if not (c["enq"] <= c["start"] <= c["done"])]
+us = sorted((c["done"] - c["start"]) / 1e3 for c in coll)
+print(f"{len(coll)} bucket all-reduces in {len(set(c['bucket'] for c in coll))} bucket(s), {len(bad)} with bad times;",
+      f"median {us[len(us) // 2]:.1f} us" if us else "")
+sys.exit(0 if coll and not bad else 1)
+PYEOF
+if [ $? -eq 0 ]; then row "e2e coll per bucket" "$(cat /tmp/dc-coll.txt)"; else row "e2e coll per bucket" "FAIL: $(tail -1 /tmp/dc-coll.txt | cut -c1-100)"; fi
+
+# checkpoints cross devices: resume the other device's step-30 checkpoint and
+# end at step 60 where the uninterrupted run did (float32 on both; the GPU's
+# sums run in another order, so close, not equal)
+small="--dataset synthetic --model mlp:784,256,256,10 --batch-size 64 --steps 60 --ckpt-every 30"
+xdev() { # name n: first-run options -- resume options
+    local name=$1 n=$2 a=/tmp/dc-xa b=/tmp/dc-xb; shift 2
+    local first=() second=(); while [ "$1" != "--" ]; do first+=("$1"); shift; done; shift; second=("$@")
+    rm -rf $a $b
+    if ! timeout 120 "$B/ddptop" run --headless -n "$n" "${first[@]}" -- $small --ckpt-dir $a >/tmp/dc-x1.txt 2>&1; then
+        row "$name" "FAIL: first run: $(tail -1 /tmp/dc-x1.txt | cut -c1-90)"; return; fi
+    if ! timeout 120 "$B/ddptop" run --headless -n "$n" "${second[@]}" -- $small --ckpt-dir $b \
+            --resume $a/step-00000030 >/tmp/dc-x2.txt 2>&1; then
+        row "$name" "FAIL: resume: $(tail -1 /tmp/dc-x2.txt | cut -c1-90)"; return; fi
+    grep -q "r0 resuming from $a/step-00000030 at step 30" /tmp/dc-x2.txt || {
+        row "$name" "FAIL: the second run did not resume at step 30"; return; }
+    if python3 tests/gpu/ckpt_compare.py $b/step-00000060/model.safetensors $a/step-00000060/model.safetensors 1e-4 \
+            >/tmp/dc-x3.txt 2>&1; then row "$name" "step 60 weights: $(cut -c1-80 /tmp/dc-x3.txt)"
+    else row "$name" "FAIL: $(tail -1 /tmp/dc-x3.txt | cut -c1-100)"; fi
+}
+xdev "ckpt: GPU (nccl) -> CPU resume" 1 --device cuda --backend nccl -- --device cpu --backend gloo
+xdev "ckpt: CPU -> GPU (gloo, 2 ranks) resume" 2 --device cpu --backend gloo -- --device cuda --backend gloo
+
+# end to end at the benchmark's size: steps/s from the step messages' clocks
+# with telemetry on, and the whole run's wall time with and without it
+big="--dataset synthetic --model mlp:784,4096,4096,10 --batch-size 512 --steps 3000 --epochs 1000 --no-final-ckpt"
+rm -f /tmp/dc-big.rec
+t0=$(date +%s.%N)
+timeout 200 "$B/ddptop" run --headless -n 1 --device cuda --backend nccl --record /tmp/dc-big.rec -- $big >/tmp/dc-big.txt 2>&1; rc1=$?
+t1=$(date +%s.%N)
+timeout 200 "$B/ddptop" run --headless -n 1 --device cuda --backend nccl -- $big --no-telemetry >/tmp/dc-big2.txt 2>&1; rc2=$?
+t2=$(date +%s.%N)
+rm -f /tmp/dc-big.jsonl; "$B/ddptop" export /tmp/dc-big.rec --jsonl /tmp/dc-big.jsonl >/dev/null 2>&1
+sps=$(python3 -c '
+import json, sys
+st = {m["step"]: m["t"] for m in map(json.loads, open(sys.argv[1])) if m.get("k") == "step" and m.get("r") == 0}
+a, b = 500, max(st)
+print(f"{(b - a) / ((st[b] - st[a]) / 1e9):.1f}")' /tmp/dc-big.jsonl 2>/dev/null)
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$sps" ]; then
+    row "e2e 784-4096-4096-10 b512 nccl x1" "$sps steps/s (steps 500-3000); wall 3000 steps: $(echo "$t1 $t0 $t2" | awk '{printf "%.2f s telemetry on, %.2f s off", $1-$2, $3-$1}')"
+else row "e2e 784-4096-4096-10 b512 nccl x1" "FAIL: exit $rc1/$rc2: $(tail -1 /tmp/dc-big.txt | cut -c1-80)"; fi
 workers_left && { row "processes" "FAIL: ddptop-worker left"; kill_ours; }
 
 # ---- the table ---------------------------------------------------------------
