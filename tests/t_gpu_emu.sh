@@ -27,8 +27,17 @@ g=$(grep "^rank 1:" "$TMP/g.out" | sed 's/.*loss \([0-9.]*\).*/\1/') c=$(grep "^
 DDPTOP_WORKER=$EMU "$DDPTOP" run -n 1 --device cuda --backend nccl --headless -- $TRAIN --no-final-ckpt \
     >"$TMP/n.out" 2>&1 || { cat "$TMP/n.out"; die "nccl world size 1 (emulated) failed"; }
 "$DDPTOP" run -n 2 --device cpu --headless -- --dataset synthetic --model mlp:20,16,3 --steps 40 --batch-size 8 \
-    --resume "$TMP/ck/latest" --no-final-ckpt >"$TMP/r.out" 2>&1 || { cat "$TMP/r.out"; die "cpu resume of a cuda checkpoint"; }
+    --resume "$TMP/ck/latest" --ckpt-dir "$TMP/rk" >"$TMP/r.out" 2>&1 || { cat "$TMP/r.out"; die "cpu resume of a cuda checkpoint"; }
 grep -q "rank 0: exit 0, step 40" "$TMP/r.out" || die "the resumed cpu run did not reach step 40"
+grep -q "resuming from .*step-00000030 at step 30" "$TMP/r.out" || die "the cpu run did not resume at step 30"
+# ends where an uninterrupted cpu run does, by the comparer device_checks.sh uses on the GPU
+"$DDPTOP" run -n 2 --device cpu --headless -- --dataset synthetic --model mlp:20,16,3 --steps 40 --batch-size 8 \
+    --ckpt-dir "$TMP/uk" >"$TMP/u.out" 2>&1 || die "uninterrupted cpu run failed"
+"$PY" tests/gpu/ckpt_compare.py "$TMP/rk/step-00000040/model.safetensors" "$TMP/uk/step-00000040/model.safetensors" 1e-6 \
+    || die "the resumed run's step-40 weights differ from the uninterrupted run's"
+! "$PY" tests/gpu/ckpt_compare.py "$TMP/ck/step-00000030/model.safetensors" "$TMP/uk/step-00000040/model.safetensors" 1e-6 \
+    >"$TMP/cmp.out" || die "ckpt_compare.py passed step 30 against step 40"
+grep -q "largest relative difference" "$TMP/cmp.out" || die "ckpt_compare.py: $(cat "$TMP/cmp.out")"
 # without -n: one rank per GPU (torchrun's --nproc-per-node gpu); on the CPU the default stays
 DDPTOP_WORKER=$EMU DDPTOP_EMU_GPUS=3 "$DDPTOP" run --backend gloo --headless -- $TRAIN --no-final-ckpt \
     >"$TMP/d.out" 2>&1 || { cat "$TMP/d.out"; die "default -n on 3 (emulated) GPUs failed"; }
