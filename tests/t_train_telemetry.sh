@@ -73,5 +73,19 @@ for e in ev:
     if e["total"] != 192 or not 0 <= e["correct"] <= 192 or abs(e["accuracy"] - e["correct"] / 192) > 1e-12:
         fail(f"eval {e}")
 print("evals:", [(e["epoch"], e["correct"], e["total"], round(e["loss"], 4)) for e in ev])
+# each rank's throughput line accounts for the time between steps, the two
+# evaluations (both after the first step) included
+import re
+for r in (0, 1):
+    tp = [m["text"] for m in f.of("log", r) if m["text"].startswith("throughput:")]
+    m = re.search(r"(\d+) steps in ([0-9.]+) s after the first .* step ([0-9.]+) ms, telemetry [0-9.]+ ms; "
+                  r"between steps ([0-9.]+) ms \(evaluation ([0-9.]+), new shards ([0-9.]+)\)$", tp[0] if tp else "")
+    if not m:
+        fail(f"rank {r}: throughput line {tp}")
+    n_, secs, step_ms, gap, ev_ms, shard_ms = int(m[1]), *map(float, m.group(2, 3, 4, 5, 6))
+    if abs(gap - (secs * 1e3 / n_ - step_ms)) > 0.002 + 0.01 * step_ms or not 0 < ev_ms <= gap + 0.001 \
+            or not 0 <= shard_ms <= gap + 0.001 or ev_ms + shard_ms > gap + 0.002:
+        fail(f"rank {r}: between steps does not add up: {tp[0]}")
+    print(f"rank {r}: step {step_ms} ms, between steps {gap} ms, of which evaluation {ev_ms}, new shards {shard_ms}")
 PYEOF
 no_workers || die "workers left running"

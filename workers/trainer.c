@@ -125,6 +125,9 @@ typedef struct {
     double first_step_end_ms;
     int64_t first_step_unix_ns, first_step;
     double sum_data_ms, sum_compute_ms, sum_exposed_ms, sum_comm_ms, sum_opt_ms, sum_step_ms;
+    /* Between two steps (after the first): new shards (sampler + shard
+     * message) and evaluations; pend_* until the next step ends. */
+    double sum_epoch_ms, sum_eval_ms, pend_epoch_ms, pend_eval_ms;
     int64_t mem_used, mem_total;    /* GPU: last gpu_mem_info, for step messages */
     double mem_at_ms;
     int64_t tel_ns_at_first;
@@ -572,7 +575,10 @@ static void step_done(Trainer *t, MsgStep *sp, int64_t u, double loss, double lr
         t->sum_comm_ms += comm_ms;
         t->sum_opt_ms += s.opt_ms;
         t->sum_step_ms += s.step_ms;
+        t->sum_epoch_ms += t->pend_epoch_ms;
+        t->sum_eval_ms += t->pend_eval_ms;
     }
+    t->pend_epoch_ms = t->pend_eval_ms = 0;
     t->last_step_end_ms = end;
     if (t->a->telemetry) {
         Msg m;
@@ -950,10 +956,12 @@ static void log_throughput(Trainer *t)
     send_log(t, "info",
              "throughput: %" PRId64 " steps in %.3f s after the first (%.1f steps/s); first step done at unix %.6f; "
              "per step: data %.3f ms, compute %.3f ms, comm %.3f ms (exposed %.3f), optimizer %.3f ms, step %.3f ms, "
-             "telemetry %.4f ms",
+             "telemetry %.4f ms; between steps %.3f ms (evaluation %.3f, new shards %.3f)",
              n, secs, secs > 0 ? n / secs : 0.0, t->first_step_unix_ns / 1e9, t->sum_data_ms * per,
              t->sum_compute_ms * per, t->sum_comm_ms * per, t->sum_exposed_ms * per, t->sum_opt_ms * per,
-             t->sum_step_ms * per, (uplink_cost_ns(t->up) - t->tel_ns_at_first) / 1e6 * per);
+             t->sum_step_ms * per, (uplink_cost_ns(t->up) - t->tel_ns_at_first) / 1e6 * per,
+             (t->last_step_end_ms - t->first_step_end_ms - t->sum_step_ms) * per, t->sum_eval_ms * per,
+             t->sum_epoch_ms * per);
 }
 
 static void sleep_ms(int64_t ms)
@@ -1031,8 +1039,10 @@ static int train(Trainer *t)
             order = 0;
             fault_fired(t, sk);
         }
+        double e_t0 = now_ms();
         if (sampler_indices(&sc, order, t->idx, t->err, sizeof t->err)) return -1;
         send_shard(t, &sc);
+        t->pend_epoch_ms += now_ms() - e_t0;
         int64_t off = e == e0 ? pos0 : 0;
         t->pos_in_epoch = off;
         while (off < t->ns && !stop) {
@@ -1045,9 +1055,11 @@ static int train(Trainer *t)
             t->pos_in_epoch = off;
             /* End of an epoch: evaluate before any checkpoint, so that a run
              * resumed from a checkpoint taken here does not evaluate again. */
-            if (off >= t->ns && a->eval_every && !t->eval_off && (e + 1) % a->eval_every == 0 &&
-                run_eval(t))
-                return -1;
+            if (off >= t->ns && a->eval_every && !t->eval_off && (e + 1) % a->eval_every == 0) {
+                double v0 = now_ms();
+                if (run_eval(t)) return -1;
+                t->pend_eval_ms += now_ms() - v0;
+            }
             if (g.ckpt) write_ckpt(t, "requested", PHASE_TRAIN, NULL);
             else if (a->ckpt_every && t->step % a->ckpt_every == 0) write_ckpt(t, "periodic", PHASE_TRAIN, NULL);
             if (g.stop) {

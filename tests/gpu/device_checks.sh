@@ -205,24 +205,23 @@ xdev() { # name n: first-run options -- resume options
 xdev "ckpt: GPU (nccl) -> CPU resume" 1 --device cuda --backend nccl -- --device cpu --backend gloo
 xdev "ckpt: CPU -> GPU (gloo, 2 ranks) resume" 2 --device cpu --backend gloo -- --device cuda --backend gloo
 
-# end to end at the benchmark's size: steps/s from the step messages' clocks
-# with telemetry on, and the whole run's wall time with and without it
+# end to end at the benchmark's size, through the whole product: each rank's
+# throughput line (steps/s, the time inside a step and between steps) with
+# telemetry on, off, and without the per-epoch evaluation
 big="--dataset synthetic --model mlp:784,4096,4096,10 --batch-size 512 --steps 3000 --epochs 1000 --no-final-ckpt"
-rm -f /tmp/dc-big.rec
-t0=$(date +%s.%N)
-timeout 200 "$B/ddptop" run --headless -n 1 --device cuda --backend nccl --record /tmp/dc-big.rec -- $big >/tmp/dc-big.txt 2>&1; rc1=$?
-t1=$(date +%s.%N)
-timeout 200 "$B/ddptop" run --headless -n 1 --device cuda --backend nccl -- $big --no-telemetry >/tmp/dc-big2.txt 2>&1; rc2=$?
-t2=$(date +%s.%N)
-rm -f /tmp/dc-big.jsonl; "$B/ddptop" export /tmp/dc-big.rec --jsonl /tmp/dc-big.jsonl >/dev/null 2>&1
-sps=$(python3 -c '
-import json, sys
-st = {m["step"]: m["t"] for m in map(json.loads, open(sys.argv[1])) if m.get("k") == "step" and m.get("r") == 0}
-a, b = 500, max(st)
-print(f"{(b - a) / ((st[b] - st[a]) / 1e9):.1f}")' /tmp/dc-big.jsonl 2>/dev/null)
-if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$sps" ]; then
-    row "e2e 784-4096-4096-10 b512 nccl x1" "$sps steps/s (steps 500-3000); wall 3000 steps: $(echo "$t1 $t0 $t2" | awk '{printf "%.2f s telemetry on, %.2f s off", $1-$2, $3-$1}')"
-else row "e2e 784-4096-4096-10 b512 nccl x1" "FAIL: exit $rc1/$rc2: $(tail -1 /tmp/dc-big.txt | cut -c1-80)"; fi
+for v in "telemetry on|" "--no-telemetry|--no-telemetry" "--eval-every 0|--eval-every 0"; do
+    name=${v%%|*} extra=${v#*|}
+    rm -f /tmp/dc-big.rec /tmp/dc-big.jsonl
+    t0=$(date +%s.%N)
+    timeout 200 "$B/ddptop" run --headless -n 1 --device cuda --backend nccl --record /tmp/dc-big.rec -- $big $extra \
+        >/tmp/dc-big.txt 2>&1; rc=$?
+    t1=$(date +%s.%N)
+    "$B/ddptop" export /tmp/dc-big.rec --jsonl /tmp/dc-big.jsonl >/dev/null 2>&1
+    tp=$(python3 tests/gpu/throughput_row.py /tmp/dc-big.jsonl 2>&1)
+    if [ $rc -eq 0 ] && [ -n "$tp" ]; then
+        row "e2e 784-4096-4096-10 b512, $name" "$tp; $(echo "$t1 $t0" | awk '{printf "%.2f s", $1-$2}')"
+    else row "e2e 784-4096-4096-10 b512, $name" "FAIL: exit $rc: $(echo "$tp" | tail -1 | cut -c1-60) $(tail -1 /tmp/dc-big.txt | cut -c1-60)"; fi
+done
 workers_left && { row "processes" "FAIL: ddptop-worker left"; kill_ours; }
 
 # ---- the table ---------------------------------------------------------------
