@@ -1,6 +1,7 @@
 /* launcher.c — the workers' processes. See launcher.h. */
 #include "launcher.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -145,6 +146,23 @@ int launcher_resume_args(char *const *args, int n, const char *resume, char **ou
     return m;
 }
 
+/* A rank that dies between creating its shared-memory segment for the
+ * all-reduce and the other ranks' opening it (workers/shm_reduce.c names it
+ * "/ddptop-<creator's pid>-<random>", and removes the name once all have it
+ * mapped) leaves the name in /dev/shm. Once that process is reaped its pid's
+ * names are nobody's: they go. */
+static void remove_shm_of(pid_t pid)
+{
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "ddptop-%d-", (int)pid);
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, prefix, (size_t)n)) unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
 {
     int running = 0;
@@ -157,6 +175,7 @@ int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int stat
         pid_t w = waitpid(p->pid, &st, WNOHANG);
         if (w == p->pid) {
             p->running = false;
+            remove_shm_of(p->pid);
             if (cb) cb(ctx, r, (int)p->pid, st);
         } else if (w < 0 && errno == ECHILD) {
             p->running = false;
@@ -206,6 +225,7 @@ void launcher_free(Launcher **pl)
         if (!p->running || p->pid <= 0) continue;
         kill(p->pid, SIGKILL);
         while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) {}
+        remove_shm_of(p->pid);
         p->running = false;
     }
     free(l->p);

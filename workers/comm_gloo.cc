@@ -343,7 +343,14 @@ void setup_shm(GlooComm *cm, gloo::rendezvous::Store &st, int64_t timeout_ms) {
     opts.setReduceFunction(sum_f32);
     opts.setTag(0x73686d);
     opts.setTimeout(cm->timeout);
-    gloo::allreduce(opts);
+    try {
+        gloo::allreduce(opts);
+    } catch (...) {
+        /* a peer gone before the agreement: the name must not outlive it */
+        if (cm->rank == 0 && name[0]) shm_reduce_unlink(name);
+        shm_reduce_close(&s);
+        throw;
+    }
     if (cm->rank == 0 && name[0]) shm_reduce_unlink(name);
     if (ok != (float)cm->world) {
         shm_reduce_close(&s);

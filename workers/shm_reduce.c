@@ -108,6 +108,8 @@ void shm_reduce_name(char *out, size_t outlen)
         r = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
     }
     if (fd >= 0) close(fd);
+    /* ddptop's launcher (tui/launcher.c) removes names of this form left by
+     * a reaped rank: keep the two in step */
     snprintf(out, outlen, "/ddptop-%d-%016llx", (int)getpid(), (unsigned long long)r);
 }
 
