@@ -56,7 +56,7 @@ TUI_EXTRA_OBJ := $(BUILD)/workers/sampler.o $(BUILD)/workers/fault.o
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_SRC  := $(wildcard tests/tool_*.c)
-TOOL_BIN  := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOL_BIN  := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/bench_comm
 
 BINS := $(BUILD)/ddptop $(BUILD)/ddptop-worker
 
@@ -96,6 +96,17 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory all pydeps
 	$(Q)PY=$(PY) BUILD=$(BUILD) bash tests/run.sh
+
+# The all-reduce alone, shared memory against Gloo over loopback TCP, side by
+# side (docs/BENCHMARKS.md); COMM_ARGS e.g. "-n 4 4096 1048576".
+COMM_ARGS ?= -n 2 4096 1048576 4194304
+.PHONY: bench-comm
+bench: bench-comm
+bench-comm: $(BUILD)/tests/bench_comm
+	$(Q)echo "bench-comm: all-reduce, shared memory (the default on one host)"
+	$(Q)$(BUILD)/tests/bench_comm -a auto $(COMM_ARGS)
+	$(Q)echo "bench-comm: all-reduce, Gloo over loopback TCP (DDPTOP_SHM=0)"
+	$(Q)DDPTOP_SHM=0 $(BUILD)/tests/bench_comm -a auto $(COMM_ARGS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

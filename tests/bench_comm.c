@@ -106,7 +106,8 @@ static int bench_rank(int rank, int world, const char *algo, const size_t *bytes
     CommStore cs = {NULL, st_set, st_get};
     char prefix[64], err[512];
     snprintf(prefix, sizeof prefix, "bench-%d-%s", run, algo);
-    CommConfig cfg = {"gloo", rank, world, "127.0.0.1", prefix, 30000, &cs};
+    CommConfig cfg = {.backend = "gloo", .rank = rank, .world = world, .host = "127.0.0.1", .prefix = prefix,
+                      .timeout_ms = 30000, .store = &cs};
     Comm *c = NULL;
     if (comm_new(&c, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "rank %d: %s\n", rank, err);
