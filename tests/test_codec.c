@@ -357,6 +357,50 @@ static void test_roundtrip(void)
     TEST_END();
 }
 
+/* The decoder looks for each key from the field after the last one found;
+ * every kind must decode alike with its keys reversed, or rotated by any
+ * amount (a writer with another order, e.g. Python dicts built otherwise). */
+static void test_roundtrip_key_orders(void)
+{
+    TEST_BEGIN("roundtrip_every_kind_any_key_order");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256], why[256];
+    for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
+        Msg in, out;
+        fill_sample(&in, (MsgKind)k);
+        CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "%s: encode: %s", msg_kind_name((MsgKind)k), err);
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        CHECK(msgpack_unpack_next(&up, (const char *)b.data, b.len, &off) == MSGPACK_UNPACK_SUCCESS &&
+                  up.data.type == MSGPACK_OBJECT_MAP, "%s: unpack", msg_kind_name((MsgKind)k));
+        uint32_t n = up.data.via.map.size;
+        for (uint32_t rot = 0; rot <= n; rot++) {   /* rot == n: reversed */
+            msgpack_sbuffer sb;
+            msgpack_packer pk;
+            msgpack_sbuffer_init(&sb);
+            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+            msgpack_pack_map(&pk, n);
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t j = rot == n ? n - 1 - i : (i + rot) % n;
+                msgpack_pack_object(&pk, up.data.via.map.ptr[j].key);
+                msgpack_pack_object(&pk, up.data.via.map.ptr[j].val);
+            }
+            int rc = dec(sb.data, sb.size, &out, err, sizeof err);
+            CHECK(rc == 0, "%s, order %u: decode: %s", msg_kind_name((MsgKind)k), rot, err);
+            if (rc == 0)
+                CHECK(msg_equal(&in, &out, why, sizeof why), "%s, order %u: %s", msg_kind_name((MsgKind)k), rot, why);
+            msg_done(&out);
+            msgpack_sbuffer_destroy(&sb);
+        }
+        msgpack_unpacked_destroy(&up);
+        msg_done(&in);
+    }
+    codec_buf_done(&b);
+    TEST_END();
+}
+
 static void test_envelope_optional(void)
 {
     TEST_BEGIN("rank_and_time_omitted_when_absent");
@@ -1065,6 +1109,7 @@ int main(void)
     test_version();
     test_unknown_kind();
     test_unknown_keys();
+    test_roundtrip_key_orders();
     test_oversize();
     test_encode_errors();
     test_nesting();

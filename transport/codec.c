@@ -846,14 +846,15 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         if (k->type != MSGPACK_OBJECT_STR)
             return fail(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i,
                         obj_type_name(k->type));
-        if (key_is(k, "v"))
-            ov = &kv[i].val;
-        else if (key_is(k, "k"))
-            ok = &kv[i].val;
-        else if (key_is(k, "r"))
-            orank = &kv[i].val;
-        else if (key_is(k, "t"))
-            ot = &kv[i].val;
+        if (k->via.str.size != 1)
+            continue;
+        switch (k->via.str.ptr[0]) {
+        case 'v': ov = &kv[i].val; break;
+        case 'k': ok = &kv[i].val; break;
+        case 'r': orank = &kv[i].val; break;
+        case 't': ot = &kv[i].val; break;
+        default: break;
+        }
     }
 
     if (!ov)
@@ -906,14 +907,20 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         return 1;
     }
 
-    /* Pass 2: the kind's own keys; anything else is skipped (a newer peer). */
+    /* Pass 2: the kind's own keys; anything else is skipped (a newer peer).
+     * Each key is looked for from the field after the last one found, so
+     * keys in the table's order (as codec_encode writes them) cost one
+     * comparison each; any other order still finds every key. */
     const Field *f = kind_fields[kind].f;
     size_t nf = kind_fields[kind].n;
+    size_t next = 0;
     for (uint32_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < nf; j++) {
+        for (size_t t = 0; t < nf; t++) {
+            size_t j = next + t < nf ? next + t : next + t - nf;
             if (key_is(&kv[i].key, f[j].key)) {
                 if (decode_field(&kv[i].val, m, &f[j], err, errlen) < 0)
                     return -1;
+                next = j + 1 < nf ? j + 1 : 0;
                 break;
             }
         }
