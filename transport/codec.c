@@ -49,13 +49,14 @@ typedef enum {
 
 typedef struct {
     const char *key;
+    size_t klen; /* strlen(key) */
     FieldType type;
     size_t off;  /* offset in Msg */
     size_t size; /* F_STR: capacity including the NUL */
 } Field;
 
 #define FLD(key, type, member) \
-    { key, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) }
+    { key, sizeof(key) - 1, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) }
 
 static const Field hello_fields[] = {
     FLD("local_rank", F_I32, hello.local_rank),
@@ -477,7 +478,7 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
 
     const Field *f = kind_fields[m->kind].f;
     for (size_t i = 0; !rc && i < kind_fields[m->kind].n; i++, nkeys++) {
-        rc = pack_cstr(&pk, f[i].key);
+        rc = msgpack_pack_str(&pk, f[i].klen) || msgpack_pack_str_body(&pk, f[i].key, f[i].klen);
         if (!rc) {
             int frc = pack_field(&pk, m, &f[i], err, errlen);
             if (frc == -2) {
@@ -653,10 +654,9 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
 
 /* ---- decoder ------------------------------------------------------------- */
 
-static bool key_is(const msgpack_object *k, const char *name)
+static bool key_is(const msgpack_object *k, const Field *f)
 {
-    size_t n = strlen(name);
-    return k->via.str.size == n && memcmp(k->via.str.ptr, name, n) == 0;
+    return k->via.str.size == f->klen && memcmp(k->via.str.ptr, f->key, f->klen) == 0;
 }
 
 /* 0 ok, -1 not an integer, -2 does not fit int64. */
@@ -917,7 +917,7 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     for (uint32_t i = 0; i < n; i++) {
         for (size_t t = 0; t < nf; t++) {
             size_t j = next + t < nf ? next + t : next + t - nf;
-            if (key_is(&kv[i].key, f[j].key)) {
+            if (key_is(&kv[i].key, &f[j])) {
                 if (decode_field(&kv[i].val, m, &f[j], err, errlen) < 0)
                     return -1;
                 next = j + 1 < nf ? j + 1 : 0;
