@@ -119,9 +119,9 @@ static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t 
               where, extra);
         return 2;
     }
-    if (tap)
-        tap(tap_ctx, zmq_msg_data(part), zmq_msg_size(part));
     int rc = codec_decode(zmq_msg_data(part), zmq_msg_size(part), out, err, errlen);
+    if (tap)
+        tap(tap_ctx, zmq_msg_data(part), zmq_msg_size(part), out, rc);
     if (rc == 0)
         return 0;
     /* Unknown kind (1) or malformed (-1): skip it; codec filled err. */

@@ -36,10 +36,13 @@ int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen);
 int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
                  char *err, size_t errlen);
 
-/* Called with a frame's bytes exactly as received, before it is decoded
- * (also for frames then skipped as malformed or of an unknown kind; not for
- * multi-part messages). ddptop records and re-publishes through it. */
-typedef void (*ZsTap)(void *tap_ctx, const void *frame, size_t len);
+/* Called with a frame's bytes exactly as received (also for frames then
+ * skipped as malformed or of an unknown kind; not for multi-part messages),
+ * once it has been decoded: rc is codec_decode's (0: m holds the message, 1:
+ * unknown kind, -1: malformed; m is then not to be read), so a tap that
+ * needs the fields does not decode the frame again. ddptop records,
+ * re-publishes and feeds attached viewers through it. */
+typedef void (*ZsTap)(void *tap_ctx, const void *frame, size_t len, const Msg *m, int rc);
 
 /* zs_recv and zs_recv_from with a tap (NULL for none). */
 int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err,

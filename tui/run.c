@@ -469,13 +469,13 @@ typedef struct {
     const size_t *ident_len;
 } Tap;
 
-static void tap_frame(void *ctx, const void *frame, size_t len)
+static void tap_frame(void *ctx, const void *frame, size_t len, const Msg *m, int rc)
 {
     Tap *t = ctx;
     char err[512];
     /* only the ranks' own frames: not agents' or viewers' */
     if (t->ident && (*t->ident_len < 5 || memcmp(t->ident, "rank-", 5))) return;
-    if (t->r->viewers) viewers_on_frame(t->r->viewers, t->r->ctl, frame, len);
+    if (t->r->viewers) viewers_on_decoded(t->r->viewers, t->r->ctl, frame, len, m, rc);
     if (t->r->rec && recorder_write(t->r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
         job_event(t->r->job, -1, EV_WARN, "%s", err);
     if (t->r->pub) publisher_send(t->r->pub, frame, len);
@@ -688,7 +688,7 @@ int run_job(const RunOptions *o)
                   o->listen_ep, world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
                   r->tcp ? r->keys_file : "");
         Tap t = {r, REC_SRC_CTL, first_ident, &first_len};
-        tap_frame(&t, first_frame.data, first_frame.len);
+        tap_frame(&t, first_frame.data, first_frame.len, &first, 0);
         handle_msg(r, first_ident, first_len, &first);
         msg_done(&first);
     } else if (r->nodes) {

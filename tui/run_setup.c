@@ -221,8 +221,10 @@ void run_teardown(Run *r)
     job_free(&r->job);
 }
 
-static void copy_frame(void *ctx, const void *frame, size_t len)
+static void copy_frame(void *ctx, const void *frame, size_t len, const Msg *m, int rc)
 {
+    (void)m;
+    (void)rc;
     CodecBuf *b = ctx;
     codec_buf_reset(b);
     if (len > b->cap) {

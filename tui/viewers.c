@@ -462,16 +462,28 @@ void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t le
 {
     if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
         return;
-    if (ctl_router)
-        v->router = ctl_router;
     if (v->n == 0) {
         MsgKind k = peek_kind(frame, len);
-        if (k == MSG_COLL || k == MSG_BEAT || k == MSG_SET || k == MSG_GET || k == MSG_WAIT || k == MSG_NODE)
+        if (k == MSG_COLL || k == MSG_BEAT || k == MSG_SET || k == MSG_GET || k == MSG_WAIT || k == MSG_NODE) {
+            if (ctl_router)
+                v->router = ctl_router;
             return;                  /* not kept, and nobody to forward it to */
+        }
     }
     Msg m;
     char err[160];
     int rc = codec_decode(frame, len, &m, err, sizeof err);
+    viewers_on_decoded(v, ctl_router, frame, len, &m, rc);
+    if (rc >= 0)
+        msg_done(&m);
+}
+
+void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc)
+{
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
+        return;
+    if (ctl_router)
+        v->router = ctl_router;
     if (rc < 0) {
         v->bad++;
         return;
@@ -479,16 +491,16 @@ void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t le
     bool forward = true;
     Blob *b = NULL;
     if (rc == 0) {
-        switch (m.kind) {
+        switch (m->kind) {
         case MSG_SET: case MSG_GET: case MSG_WAIT: case MSG_VAL: case MSG_CMD: case MSG_NODE:
             forward = false;         /* the store's and ddptop's business, not a screen's */
             break;
         default:
-            b = keep(v, &m, frame, len);
+            b = keep(v, m, frame, len);
             break;
         }
     }
-    msg_done(&m);                    /* rc 1 (a newer kind): forwarded as it is */
+    /* rc 1 (a newer kind): forwarded as it is */
     if (forward && v->n > 0) {
         for (int i = 0; i < VIEWERS_MAX; i++) {
             Viewer *w = &v->v[i];

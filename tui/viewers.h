@@ -50,6 +50,9 @@ bool viewers_is_viewer_ident(const void *ident, size_t ident_len);
  * for the snapshot when it is of a kind the snapshot holds, and forwarded
  * to every attached viewer. */
 void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t len);
+/* The same for a frame already decoded (rc and m as ZsTap gives them):
+ * ddptop's receive loop, which must not pay for a second decode. */
+void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc);
 
 /* A decoded message from a viewer's routing id (m->kind == MSG_CMD).
  * Registers/refreshes the viewer on "attach" (and sends it the snapshot),
