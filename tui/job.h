@@ -30,6 +30,11 @@
 #define JOB_SHARD_FIRST 16
 /* A live rank silent this long is shown as stale (a hang, or a dead link). */
 #define JOB_STALE_NS 5000000000LL
+/* Ranks send steps in bursts up to 50 ms apart (workers/uplink.c), so at a
+ * few hundred steps a second their last reported steps differ by tens of
+ * steps while DDP keeps them within one. A rank counts as behind only when
+ * it is 2+ steps back and has reported no step for this long. */
+#define JOB_BEHIND_QUIET_NS 500000000LL
 /* samples/s is measured over this window, from snapshots taken at most
  * every JOB_RATE_SNAP_NS (the ring must span the window). */
 #define JOB_RATE_WINDOW_NS 2000000000LL
@@ -95,6 +100,7 @@ typedef struct {
                                       * then keeps the error's text */
     bool have_step;
     MsgStep last;                    /* latest step message */
+    int64_t last_step_ns;            /* monotonic arrival of it */
     int64_t last_msg_ns;             /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
     JobStepRec ring[JOB_STEP_RING];
