@@ -211,7 +211,8 @@ xdev "ckpt: CPU -> GPU (gloo, 2 ranks) resume" 2 --device cpu --backend gloo -- 
 # then once without the per-epoch evaluation
 big="--dataset synthetic --model mlp:784,4096,4096,10 --batch-size 512 --steps 3000 --epochs 1000 --no-final-ckpt"
 SPS_ON=() SPS_OFF=()
-for v in "on|" "off|--no-telemetry" "on|" "off|--no-telemetry" "on|" "off|--no-telemetry" "--eval-every 0|--eval-every 0"; do
+for v in "telemetry on|" "telemetry off|--no-telemetry" "telemetry on|" "telemetry off|--no-telemetry" \
+         "telemetry on|" "telemetry off|--no-telemetry" "no evaluation (--eval-every 0)|--eval-every 0"; do
     name=${v%%|*} extra=${v#*|}
     rm -f /tmp/dc-big.rec /tmp/dc-big.jsonl
     t0=$(date +%s.%N)
@@ -221,9 +222,9 @@ for v in "on|" "off|--no-telemetry" "on|" "off|--no-telemetry" "on|" "off|--no-t
     "$B/ddptop" export /tmp/dc-big.rec --jsonl /tmp/dc-big.jsonl >/dev/null 2>&1
     tp=$(python3 tests/gpu/throughput_row.py /tmp/dc-big.jsonl 2>&1); rt=$?
     if [ $rc -eq 0 ] && [ $rt -eq 0 ]; then
-        row "e2e 784-4096-4096-10 b512, telemetry $name" "$tp; $(echo "$t1 $t0" | awk '{printf "%.2f s", $1-$2}')"
-        case $name in on) SPS_ON+=("${tp%% *}");; off) SPS_OFF+=("${tp%% *}");; esac
-    else row "e2e 784-4096-4096-10 b512, telemetry $name" "FAIL: exit $rc: $(echo "$tp" | tail -1 | cut -c1-60) $(tail -1 /tmp/dc-big.txt | cut -c1-60)"; fi
+        row "e2e 784-4096-4096-10 b512, $name" "$tp; $(echo "$t1 $t0" | awk '{printf "%.2f s", $1-$2}')"
+        case $name in "telemetry on") SPS_ON+=("${tp%% *}");; "telemetry off") SPS_OFF+=("${tp%% *}");; esac
+    else row "e2e 784-4096-4096-10 b512, $name" "FAIL: exit $rc: $(echo "$tp" | tail -1 | cut -c1-60) $(tail -1 /tmp/dc-big.txt | cut -c1-60)"; fi
 done
 if [ ${#SPS_ON[@]} -eq 3 ] && [ ${#SPS_OFF[@]} -eq 3 ]; then
     row "e2e telemetry A/B (medians of 3)" "$(printf '%s\n' "${SPS_ON[@]}" | sort -g | sed -n 2p) on, $(printf '%s\n' "${SPS_OFF[@]}" | sort -g | sed -n 2p) off steps/s: $(
