@@ -10,6 +10,7 @@
  * Ranks rendezvous through files in a temporary directory. Single-threaded.
  */
 #include "comm.h"
+#include "dir_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,67 +32,8 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- the same directory store as tests/test_comm.c ------------------ */
-
-static char store_dir[256];
-
-static void key_path(const char *key, char *out, size_t n) {
-    size_t k = (size_t)snprintf(out, n, "%s/", store_dir);
-    for (const unsigned char *p = (const unsigned char *)key; *p && k + 4 < n; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '_' || *p == '-')
-            out[k++] = (char)*p;
-        else
-            k += (size_t)snprintf(out + k, n - k, "%%%02X", *p);
-    }
-    out[k] = 0;
-}
-
-static int st_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                  size_t errlen) {
-    (void)ctx;
-    char path[1024], tmp[1100];
-    static unsigned seq;
-    key_path(key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%d.%u", store_dir, (int)getpid(), seq++);
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(val, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int st_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                  char *err, size_t errlen) {
-    (void)ctx;
-    char path[1024];
-    key_path(key, path, sizeof path);
-    int64_t deadline = now_ns() + timeout_ms * 1000000;
-    FILE *f;
-    while ((f = fopen(path, "rb")) == NULL) {
-        if (errno != ENOENT) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        if (now_ns() >= deadline) return 1;
-        usleep(1000);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: short read", path);
-        free(buf);
-        fclose(f);
-        return -1;
-    }
-    fclose(f);
-    *val = buf;
-    *len = (size_t)n;
-    return 0;
-}
+/* Ranks rendezvous through files (tests/dir_store.h); forked after it is made. */
+static DirStore store;
 
 /* ---- the benchmark -------------------------------------------------- */
 
@@ -103,7 +45,7 @@ static int cmp_i64(const void *a, const void *b) {
 static int bench_rank(int rank, int world, const char *algo, const size_t *bytes, int nsizes,
                       double seconds, int run) {
     setenv("DDPTOP_GLOO_ALLREDUCE", algo, 1);
-    CommStore cs = {NULL, st_set, st_get};
+    CommStore cs = {&store, ds_set, ds_get};
     char prefix[64], err[512];
     snprintf(prefix, sizeof prefix, "bench-%d-%s", run, algo);
     CommConfig cfg = {.backend = "gloo", .rank = rank, .world = world, .host = "127.0.0.1", .prefix = prefix,
@@ -183,8 +125,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_comm: world must be 1..64\n");
         return 2;
     }
-    snprintf(store_dir, sizeof store_dir, "/tmp/bench_comm.XXXXXX");
-    if (!mkdtemp(store_dir)) {
+    if (dir_store_open(&store, "bench_comm")) {
         perror("mkdtemp");
         return 1;
     }
@@ -205,15 +146,6 @@ int main(int argc, char **argv) {
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
         }
     }
-    DIR *d = opendir(store_dir);
-    struct dirent *e;
-    char path[1024];
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || e->d_name[1] == '.')) continue;
-        snprintf(path, sizeof path, "%s/%s", store_dir, e->d_name);
-        unlink(path);
-    }
-    if (d) closedir(d);
-    rmdir(store_dir);
+    dir_store_remove(&store);
     return rc;
 }

@@ -12,6 +12,7 @@
  */
 #include "check.h"
 #include "comm.h"
+#include "dir_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,12 +30,6 @@
 
 #define MAX_RANKS 8
 
-/* ---- a CommStore over a directory ---------------------------------- */
-
-typedef struct {
-    char dir[256];
-} DirStore;
-
 static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -45,118 +40,6 @@ static void sleep_ms(int64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-/* Keys hold '/' (Gloo's PrefixStore joins with it): escape anything that
- * is not [A-Za-z0-9_-], which also keeps keys apart from ".tmp" files. */
-static int key_path(const DirStore *ds, const char *key, char *out, size_t n) {
-    size_t k = (size_t)snprintf(out, n, "%s/", ds->dir);
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        if (k + 4 >= n) return -1;
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '_' || *p == '-')
-            out[k++] = (char)*p;
-        else
-            k += (size_t)snprintf(out + k, n - k, "%%%02X", *p);
-    }
-    out[k] = 0;
-    return 0;
-}
-
-static int ds_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                  size_t errlen) {
-    const DirStore *ds = ctx;
-    char path[1024], tmp[1100];
-    static unsigned seq;
-    if (key_path(ds, key, path, sizeof path) != 0) {
-        snprintf(err, errlen, "key too long: %s", key);
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%d.%u", ds->dir, (int)getpid(), seq++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    const char *p = val;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    close(fd);
-    /* rename is atomic: a reader sees no file or the whole value */
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "rename %s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-static int ds_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                  char *err, size_t errlen) {
-    const DirStore *ds = ctx;
-    char path[1024];
-    if (key_path(ds, key, path, sizeof path) != 0) {
-        snprintf(err, errlen, "key too long: %s", key);
-        return -1;
-    }
-    int64_t deadline = now_ms() + timeout_ms;
-    int fd;
-    while ((fd = open(path, O_RDONLY)) < 0) {
-        if (errno != ENOENT && errno != EINTR) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        if (now_ms() >= deadline) return 1;
-        sleep_ms(1);
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    char *buf = malloc(n ? n : 1);
-    while (buf && got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!buf || got != n) {
-        snprintf(err, errlen, "%s: short read", path);
-        free(buf);
-        return -1;
-    }
-    *val = buf;
-    *len = n;
-    return 0;
-}
-
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char path[1024];
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 /* ---- jobs: one forked process per rank ------------------------------ */
@@ -224,8 +107,7 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
     pid_t pid[MAX_RANKS];
     int done[MAX_RANKS] = {0};
 
-    snprintf(job->store.dir, sizeof job->store.dir, "/tmp/test_comm.XXXXXX");
-    if (!mkdtemp(job->store.dir)) {
+    if (dir_store_open(&job->store, "test_comm")) {
         printf("  mkdtemp: %s\n", strerror(errno));
         for (int r = 0; r < job->world; r++) res.status[r] = -1;
         return res;
@@ -293,7 +175,7 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
     }
     /* everything forked must have been reaped by now */
     res.leftover = !(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
-    rm_dir(job->store.dir);
+    dir_store_remove(&job->store);
     return res;
 }
 

@@ -28,49 +28,13 @@
 #include "model.h"
 #include "optim.h"
 
+#include "mem_store.h"
+
 static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* One key is all NCCL's world-1 rendezvous stores. */
-typedef struct {
-    char key[4][128];
-    void *val[4];
-    size_t len[4];
-    int n;
-} OneStore;
-
-static int os_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                  size_t errlen)
-{
-    OneStore *s = ctx;
-    if (s->n == 4) {
-        snprintf(err, errlen, "store full");
-        return -1;
-    }
-    snprintf(s->key[s->n], sizeof s->key[0], "%s", key);
-    s->val[s->n] = malloc(len ? len : 1);
-    memcpy(s->val[s->n], val, len);
-    s->len[s->n++] = len;
-    return 0;
-}
-
-static int os_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                  char *err, size_t errlen)
-{
-    (void)timeout_ms, (void)err, (void)errlen;
-    OneStore *s = ctx;
-    for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->key[i], key)) {
-            *val = malloc(s->len[i] ? s->len[i] : 1);
-            memcpy(*val, s->val[i], s->len[i]);
-            *len = s->len[i];
-            return 0;
-        }
-    return 1;
 }
 
 enum { FLAGS = 3 };
@@ -158,8 +122,8 @@ int main(int argc, char **argv)
     Mlp lay;   /* host copy of the weights; batch 1 keeps it small */
     CudaMlp *g = NULL;
     Comm *c = NULL;
-    OneStore st = {0};
-    CommStore cs = {.ctx = &st, .set = os_set, .get = os_get};
+    MemStore st = {0};
+    CommStore cs = {.ctx = &st, .set = ms_set, .get = ms_get};
     float *x = NULL;
     int32_t *y = NULL;
     int64_t *idx = NULL;
@@ -273,7 +237,7 @@ fail:
     comm_free(&c);
     cuda_mlp_free(&g);
     mlp_done(&lay);
-    for (int i = 0; i < st.n; i++) free(st.val[i]);
+    ms_done(&st);
     free(x);
     free(y);
     free(idx);

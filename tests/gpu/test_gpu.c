@@ -35,6 +35,8 @@
  * tests/test_comm.c.
  */
 #include "../check.h"
+#include "../dir_store.h"
+#include "mem_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,113 +75,9 @@ static int64_t wall_ns(void)
 
 /* ---- stores ----------------------------------------------------------- */
 
-/* In memory, for one process. */
-typedef struct {
-    char key[32][128];
-    void *val[32];
-    size_t len[32];
-    int n;
-} MemStore;
-
-static int ms_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                  size_t errlen)
-{
-    MemStore *s = ctx;
-    if (s->n == 32) {
-        snprintf(err, errlen, "memstore full");
-        return -1;
-    }
-    snprintf(s->key[s->n], sizeof s->key[0], "%s", key);
-    s->val[s->n] = malloc(len ? len : 1);
-    memcpy(s->val[s->n], val, len);
-    s->len[s->n++] = len;
-    return 0;
-}
-
-static int ms_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                  char *err, size_t errlen)
-{
-    (void)timeout_ms, (void)err, (void)errlen;
-    MemStore *s = ctx;
-    for (int i = s->n - 1; i >= 0; i--)
-        if (!strcmp(s->key[i], key)) {
-            *val = malloc(s->len[i] ? s->len[i] : 1);
-            memcpy(*val, s->val[i], s->len[i]);
-            *len = s->len[i];
-            return 0;
-        }
-    return 1;   /* one process: a missing key never comes */
-}
-
-static void ms_done(MemStore *s)
-{
-    for (int i = 0; i < s->n; i++) free(s->val[i]);
-    s->n = 0;
-}
-
-/* A directory, one file per key written by rename, for forked ranks. */
-static char store_dir[256];
-
-static void key_path(const char *key, char *out, size_t n)
-{
-    size_t k = (size_t)snprintf(out, n, "%s/", store_dir);
-    for (const unsigned char *p = (const unsigned char *)key; *p && k + 4 < n; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '_' || *p == '-')
-            out[k++] = (char)*p;
-        else
-            k += (size_t)snprintf(out + k, n - k, "%%%02X", *p);
-    }
-    out[k] = 0;
-}
-
-static int ds_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                  size_t errlen)
-{
-    (void)ctx;
-    char path[1024], tmp[1100];
-    static unsigned seq;
-    key_path(key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%d.%u", store_dir, (int)getpid(), seq++);
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(val, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int ds_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                  char *err, size_t errlen)
-{
-    (void)ctx;
-    char path[1024];
-    key_path(key, path, sizeof path);
-    int64_t deadline = now_ms() + timeout_ms;
-    FILE *f;
-    while (!(f = fopen(path, "rb"))) {
-        if (errno != ENOENT) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        if (now_ms() >= deadline) return 1;
-        usleep(2000);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *val = malloc(n > 0 ? (size_t)n : 1);
-    *len = fread(*val, 1, (size_t)n, f);
-    fclose(f);
-    return 0;
-}
-
-static void rm_store(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_dir);
-    if (store_dir[0] && system(cmd) != 0) printf("  (could not remove %s)\n", store_dir);
-}
+/* In memory for one process (mem_store.h); a directory for forked ranks
+ * (dir_store.h), made anew by each run_ranks. */
+static DirStore store;
 
 /* ---- forked ranks ----------------------------------------------------- */
 
@@ -202,14 +100,13 @@ static void rank_say(int rank, const char *fmt, ...)
 static int run_ranks(int world, RankFn fn, int timeout_s)
 {
     static int job;
-    snprintf(store_dir, sizeof store_dir, "/tmp/test_gpu.XXXXXX");
-    if (!mkdtemp(store_dir)) {
+    if (dir_store_open(&store, "test_gpu")) {
         printf("  mkdtemp: %s\n", strerror(errno));
         return -1;
     }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "test-gpu-%d-%d", (int)getpid(), job++);
-    CommStore st = {.ctx = NULL, .set = ds_set, .get = ds_get};
+    CommStore st = {.ctx = &store, .set = ds_set, .get = ds_get};
     pid_t pid[8];
     fflush(stdout);
     for (int r = 0; r < world; r++) {
@@ -243,7 +140,7 @@ static int run_ranks(int world, RankFn fn, int timeout_s)
             waitpid(pid[r], NULL, 0);
             bad = 1;
         }
-    rm_store();
+    dir_store_remove(&store);
     return bad ? -1 : 0;
 }
 
