@@ -396,7 +396,6 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
         j->drops += s->drops - old_drops;
     r->last = *s;
     r->have_step = true;
-    r->last_step_ns = now_ns;
     JobStepRec *rec = &r->ring[r->ring_head];
     rec->step = s->step;
     rec->epoch = s->epoch;

@@ -100,7 +100,6 @@ typedef struct {
                                       * then keeps the error's text */
     bool have_step;
     MsgStep last;                    /* latest step message */
-    int64_t last_step_ns;            /* monotonic arrival of it */
     int64_t last_msg_ns;             /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
     JobStepRec ring[JOB_STEP_RING];

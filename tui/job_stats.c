@@ -158,7 +158,8 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         snprintf(brief, bn, "loss %s", isnan(r->last.loss) ? "nan" : "inf");
         return JOB_OUT_NAN;
     }
-    if (c->max_step - r->last.step >= 2 && now_ns - r->last_step_ns >= JOB_BEHIND_QUIET_NS) {
+    const JobStepRec *latest = job_rank_step_at(r, 0);   /* its arrival time */
+    if (c->max_step - r->last.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
         snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - r->last.step));
         snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - r->last.step));
         return JOB_OUT_BEHIND;
