@@ -119,7 +119,28 @@ int main(int argc, char **argv) {
     }
     if (optind < argc) {
         nsizes = 0;
-        for (int i = optind; i < argc && nsizes < 32; i++) bytes[nsizes++] = strtoull(argv[i], 0, 0);
+        for (int i = optind; i < argc; i++) {
+            char *end;
+            errno = 0;
+            unsigned long long b = strtoull(argv[i], &end, 0);
+            if (argv[i][0] == '-' || end == argv[i] || *end || errno || b == 0 || b > (1ull << 30) || nsizes == 32) {
+                fprintf(stderr, "bench_comm: size \"%s\": want a byte count 1..%llu, at most 32 sizes\n", argv[i],
+                        1ull << 30);
+                return 2;
+            }
+            bytes[nsizes++] = (size_t)b;
+        }
+    }
+    char check[256];
+    snprintf(check, sizeof check, "%s", algos);
+    for (char *a = strtok(check, ","); a; a = strtok(NULL, ","))
+        if (strcmp(a, "ring") && strcmp(a, "opts") && strcmp(a, "bcube") && strcmp(a, "auto")) {
+            fprintf(stderr, "bench_comm: -a %s: want ring, opts, bcube or auto (comma-separated)\n", a);
+            return 2;
+        }
+    if (seconds <= 0) {
+        fprintf(stderr, "bench_comm: -t %g: want seconds > 0\n", seconds);
+        return 2;
     }
     if (world < 1 || world > 64) {
         fprintf(stderr, "bench_comm: world must be 1..64\n");

@@ -40,4 +40,11 @@ check 2 "publish beyond loopback without keys" "$DDPTOP" run --headless --publis
 DDPTOP_CONNECT=tcp://127.0.0.1:9 check 2 "a worker on tcp without keys" "${DDPTOP%ddptop}ddptop-worker" --dataset synthetic
 RANK=0 WORLD_SIZE=2 SLURM_PROCID=1 DDPTOP_CTL=ipc:///x DDPTOP_TEL=ipc:///y check 2 "a worker with rank >= world" \
     env RANK=5 "${DDPTOP%ddptop}ddptop-worker" --dataset synthetic
+# make bench-comm's tool (COMM_ARGS)
+BC=$BUILD/tests/bench_comm
+check 2 "bench-comm: a size that is not a number" "$BC" -n 2 4k
+check 2 "bench-comm: a zero size" "$BC" -n 2 0
+check 2 "bench-comm: an unknown algorithm" "$BC" -n 2 -a ring,bogus 4096
+check 2 "bench-comm: no time" "$BC" -n 2 -t 0 4096
+check 2 "bench-comm: world 0" "$BC" -n 0 4096
 no_workers || die "workers left running"
