@@ -1,5 +1,12 @@
 # ddptop — one GNU Makefile. `make run`, `make test`; V=1 for full commands.
-# Overridable: CC, CXX, CUDA_HOME, NO_CUDA=1, PY (python with msgpack/numpy).
+# Overridable: CC, CXX, CUDA_HOME, NO_CUDA=1, T=PATTERN (make test: only the
+# tests whose names contain PATTERN).
+#
+# Every subsystem is a folder and a library (build/lib<name>.a). A folder
+# compiles with one include directory, build/inc/<name>/, holding links to
+# itself and to the folders it may use (LAYERS below), so an include of
+# anything else fails the build; includes name the folder ("wire/codec.h").
+# docs/ARCHITECTURE.md draws the same map.
 
 CC       ?= gcc
 CXX      ?= g++
@@ -10,12 +17,9 @@ PYENV    := $(BUILD)/pyenv
 PY       := $(PYENV)/bin/python
 
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -MMD -MP -Itransport -Iworkers -Itui
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -MMD -MP
 CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=c++17 -Wall -Wextra -MMD -MP -Itransport -Iworkers
-LDLIBS_Z := $(shell pkg-config --libs libzmq msgpack 2>/dev/null || echo -lzmq -lmsgpackc)
-LDLIBS_W := -lopenblas -lz -lgloo -lstdc++ -lpthread -lm
-LDLIBS_T := -lncursesw -ltinfo -lpthread -lm
+CXXFLAGS += -std=c++17 -Wall -Wextra -MMD -MP
 
 ifeq ($(V),1)
 Q :=
@@ -28,39 +32,181 @@ DEB_PKGS := build-essential pkg-config libncurses-dev libzmq3-dev libmsgpack-dev
             libopenblas-dev zlib1g-dev tmux dataset-fashion-mnist python3 python3-venv \
             python3-pip python3-msgpack python3-zmq python3-numpy procps iproute2 util-linux
 
-# --- CUDA / NCCL detection (the CUDA backend itself arrives with the GPU issue) ---
+# --- CUDA / NCCL detection (mk/cuda.mk builds the .cu files when nvcc is here) ---
 ifeq ($(NO_CUDA),1)
 HAVE_NVCC :=
 else
 HAVE_NVCC := $(wildcard $(CUDA_HOME)/bin/nvcc)
 HAVE_NCCL := $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h)
 endif
+# With nvcc the .cu files are compiled (also in CI, which has no GPU: the
+# binaries then fail cleanly at run time, "no usable CUDA GPU"), otherwise
+# their plain-C stand-ins (*_none.c, "built without CUDA"); without nccl.h,
+# CUDA compute is built and NCCL is a stand-in. Callers never see the
+# difference: the same headers, the same symbols. CUDA_DROP: the stand-ins
+# a .cu file replaces. mk/cuda.mk has the rest (nvcc, the CPU-only worker,
+# make test-gpu and bench-gpu).
+CUDA_STUBS := workers/cuda/gpu_none.c workers/cuda/cuda_mlp_none.c workers/comm/comm_nccl_none.c
+ifneq ($(HAVE_NVCC),)
+CUDA_CU    := workers/cuda/gpu.cu workers/cuda/cuda_mlp.cu
+CUDA_DROP  := workers/cuda/gpu_none.c workers/cuda/cuda_mlp_none.c
+EXT_cuda   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas
+ifneq ($(HAVE_NCCL),)
+CUDA_CU    += workers/comm/comm_nccl.cu
+CUDA_DROP  += workers/comm/comm_nccl_none.c
+EXT_cuda   += -lnccl
+endif
+endif
 
-TRANSPORT_SRC := $(wildcard transport/*.c)
-WORKER_SRC    := $(filter-out workers/main.c,$(wildcard workers/*.c))
-WORKER_CXX    := $(wildcard workers/*.cc)
-TUI_SRC       := $(filter-out tui/main.c,$(wildcard tui/*.c))
+# --- Layers: each folder, the tree it lives in, what it may include ---------
+# transport/: the wire, shared by everyone (base helpers, wire format, sockets).
+# workers/:   ddptop-worker.   tui/: ddptop.   DEPS_x is the whole set x may
+# use (already closed under "uses"); the link order is LINK_ORDER's.
+T_LAYERS := base wire net
+W_LAYERS := nn data ckpt cuda comm ddp link train
+U_LAYERS := model view screen launch record attach cluster run cmd
+LAYERS   := $(T_LAYERS) $(W_LAYERS) $(U_LAYERS)
+$(foreach l,$(T_LAYERS),$(eval TREE_$(l) := transport))
+$(foreach l,$(W_LAYERS),$(eval TREE_$(l) := workers))
+$(foreach l,$(U_LAYERS),$(eval TREE_$(l) := tui))
 
-# Feature fragments (mk/*.mk: bench, CUDA, ...) come before the rules so they
-# can add objects (WORKER_EXTRA_OBJ), libraries (LDLIBS_W) and targets.
-WORKER_EXTRA_OBJ :=
--include $(sort $(wildcard mk/*.mk))
+DEPS_base    :=
+DEPS_wire    := base
+DEPS_net     := base wire
+DEPS_nn      := base wire
+DEPS_data    := base wire
+DEPS_ckpt    := base wire nn
+DEPS_cuda    := base wire nn
+DEPS_comm    := base wire nn cuda
+DEPS_ddp     := base wire nn cuda comm
+DEPS_link    := base wire net
+DEPS_train   := base wire net nn data ckpt cuda comm ddp link
+DEPS_model   := base wire
+DEPS_view    := base wire model
+DEPS_screen  := base wire model view
+DEPS_launch  := base wire
+DEPS_record  := base wire model view
+DEPS_attach  := base wire net model view
+DEPS_cluster := base wire net launch
+DEPS_run     := base wire net model view screen launch record attach cluster
+DEPS_cmd     := base wire net model view screen launch record attach cluster run
+LINK_ORDER   := cmd run cluster attach record screen view model launch \
+                train link ddp comm cuda ckpt data nn net wire base
 
-TRANSPORT_OBJ := $(TRANSPORT_SRC:%.c=$(BUILD)/%.o)
-WORKER_OBJ    := $(WORKER_SRC:%.c=$(BUILD)/%.o) $(WORKER_CXX:%.cc=$(BUILD)/%.o) $(WORKER_EXTRA_OBJ)
-TUI_OBJ       := $(TUI_SRC:%.c=$(BUILD)/%.o)
+# Outside libraries each layer needs at link time.
+EXT_wire   := $(shell pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -lm
+EXT_net    := $(shell pkg-config --libs libzmq 2>/dev/null || echo -lzmq)
+EXT_nn     := -lopenblas -lm
+EXT_data   := -lz
+EXT_ckpt   := -lz
+EXT_comm   := -lgloo -lstdc++ -lpthread
+EXT_ddp    := -lpthread
+EXT_train  := -lm
+EXT_model  := -lm
+EXT_screen := -lncursesw -ltinfo
+EXT_launch := -lpthread
+EXT_run    := -lm
 
-# tui/ uses the sampler for `ddptop sampler` (pure code, no training).
-TUI_EXTRA_OBJ := $(BUILD)/workers/sampler.o $(BUILD)/workers/fault.o
+# Sources of a layer: its .c and .cc files, and the .cu ones chosen above.
+layer_src  = $(filter-out $(CUDA_DROP),$(wildcard $(TREE_$(1))/$(1)/*.c $(TREE_$(1))/$(1)/*.cc)) \
+             $(filter $(TREE_$(1))/$(1)/%,$(CUDA_CU))
+obj_of     = $(patsubst %,$(BUILD)/%.o,$(basename $(1)))
+$(foreach l,$(LAYERS),$(eval OBJ_$(l) := $(call obj_of,$(call layer_src,$(l)))))
+# The layers a set of layers pulls in, in link order, and their libraries.
+closure    = $(filter $(sort $(1) $(foreach l,$(1),$(DEPS_$(l)))),$(LINK_ORDER))
+libs_of    = $(foreach l,$(call closure,$(1)),$(BUILD)/lib$(l).a)
+ext_of     = $(foreach l,$(call closure,$(1)),$(EXT_$(l)))
+# The layers a source file's includes name ("wire/codec.h" -> wire).
+incl_of    = $(filter $(LAYERS),$(shell sed -n 's|^[ \t]*\#[ \t]*include "\([a-z]*\)/.*|\1|p' $(1) | sort -u))
 
-TEST_SRC  := $(wildcard tests/test_*.c)
-TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOL_SRC  := $(wildcard tests/tool_*.c)
-TOOL_BIN  := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/bench_comm
+# One compile rule set per layer: its own include directory, nothing else.
+define LAYER_RULES
+$(BUILD)/$(TREE_$(1))/$(1)/%.o: $(TREE_$(1))/$(1)/%.c | $(BUILD)/inc/$(1)/.ok
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  CC    $$<")
+	$$(Q)$$(CC) $$(CFLAGS) -I$(BUILD)/inc/$(1) -c $$< -o $$@
+$(BUILD)/$(TREE_$(1))/$(1)/%.o: $(TREE_$(1))/$(1)/%.cc | $(BUILD)/inc/$(1)/.ok
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  CXX   $$<")
+	$$(Q)$$(CXX) $$(CXXFLAGS) -I$(BUILD)/inc/$(1) -c $$< -o $$@
+$(BUILD)/$(TREE_$(1))/$(1)/%.o: $(TREE_$(1))/$(1)/%.cu | $(BUILD)/inc/$(1)/.ok
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  NVCC  $$<")
+	$$(Q)$$(NVCC) $$(NVCCFLAGS) -I$(BUILD)/inc/$(1) -c $$< -o $$@
+$(BUILD)/lib$(1).a: $$(OBJ_$(1))
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call LAYER_RULES,$(l))))
+
+# Include sets beyond the layers: the worker's main (all of workers/ and
+# transport/), examples (transport/'s public face), tests and tools (all).
+INCSET_worker   := $(T_LAYERS) $(W_LAYERS)
+INCSET_examples := base wire net
+INCSET_tests    := $(LAYERS)
+$(foreach l,$(LAYERS),$(eval INCSET_$(l) := $(l) $(DEPS_$(l))))
+# build/inc/<set>/<layer> -> that layer's folder, for every layer the set may use.
+define INC_RULE
+$(BUILD)/inc/$(1)/.ok: Makefile
+	@rm -rf $(BUILD)/inc/$(1) && mkdir -p $(BUILD)/inc/$(1)
+	$(Q)$(foreach l,$(INCSET_$(1)),ln -sfn "$$$$(realpath -m --relative-to=$(BUILD)/inc/$(1) $(TREE_$(l))/$(l))" $(BUILD)/inc/$(1)/$(l) &&) touch $$@
+endef
+$(foreach s,$(LAYERS) worker examples tests,$(eval $(call INC_RULE,$(s))))
 
 BINS := $(BUILD)/ddptop $(BUILD)/ddptop-worker
 
-.PHONY: all deps pydeps run test bench clean info check-deps
+# ddptop: tui/cmd/ and every tui layer; ddptop-worker: workers/main.c and
+# every worker layer. Neither links the other's tree.
+CMD_OBJ := $(OBJ_cmd)
+$(BUILD)/workers/main.o: workers/main.c | $(BUILD)/inc/worker/.ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/inc/worker -c $< -o $@
+
+WORKER_LIBS = $(call libs_of,train)
+WORKER_EXT  = $(call ext_of,train)
+$(BUILD)/ddptop-worker: $(BUILD)/workers/main.o $(WORKER_LIBS)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) -o $@ $^ $(WORKER_EXT)
+
+# cmd objects are linked as objects, not an archive (main is among them).
+$(BUILD)/ddptop: $(OBJ_cmd) $(call libs_of,$(DEPS_cmd))
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) -o $@ $^ $(call ext_of,$(DEPS_cmd))
+
+# --- Tests and tools: each links the layers its includes name, no more ----
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
+
+$(BUILD)/tests/%.o: tests/unit/%.c | $(BUILD)/inc/tests/.ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/inc/tests -Itests -c $< -o $@
+$(BUILD)/tests/%.o: tests/tools/%.c | $(BUILD)/inc/tests/.ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/inc/tests -Itests -c $< -o $@
+$(BUILD)/tests/gpu/%.o: tests/gpu/%.c | $(BUILD)/inc/tests/.ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/inc/tests -Itests -c $< -o $@
+$(BUILD)/examples/%.o: examples/%.c | $(BUILD)/inc/examples/.ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/inc/examples -c $< -o $@
+
+# A program from one source: link the layers it names (and theirs).
+define PROG_RULE
+$(1): $(2) $(call libs_of,$(call incl_of,$(3)))
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  LINK  $$@")
+	$$(Q)$$(CC) -o $$@ $$^ $(call ext_of,$(call incl_of,$(3)))
+endef
+$(foreach s,$(TEST_SRC),$(eval $(call PROG_RULE,$(s:tests/unit/%.c=$(BUILD)/tests/%),$(s:tests/unit/%.c=$(BUILD)/tests/%.o),$(s))))
+$(foreach s,$(TOOL_SRC),$(eval $(call PROG_RULE,$(s:tests/tools/%.c=$(BUILD)/tests/%),$(s:tests/tools/%.c=$(BUILD)/tests/%.o),$(s))))
+
+.PHONY: all deps pydeps run test bench clean info check-deps check-layers format
 # Keep test objects: they are intermediate in a pattern chain.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -95,7 +241,20 @@ run: deps
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all pydeps
-	$(Q)PY=$(PY) BUILD=$(BUILD) bash tests/run.sh
+	$(Q)$(MAKE) --no-print-directory check-layers
+	$(Q)PY=$(PY) BUILD=$(BUILD) bash tests/run.sh $(T)
+
+# The layering, proven: the job model links with msgpack and libm alone (no
+# ncurses, no ZeroMQ), transport without workers/ or tui/, and an include
+# across the rules fails to compile (tests/layers.sh).
+check-layers: $(call libs_of,model) $(call libs_of,net) $(BUILD)/tests/test_job.o $(BUILD)/tests/test_codec.o
+	$(Q)BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)" EXT_MODEL="$(call ext_of,model)" \
+	  EXT_NET="$(call ext_of,net)" LIBS_MODEL="$(call libs_of,model)" LIBS_NET="$(call libs_of,net)" \
+	  LAYERS="$(LAYERS)" bash tests/layers.sh
+
+# The tree through clang-format (.clang-format at the root).
+format:
+	$(Q)git ls-files '*.c' '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
 
 # The all-reduce alone, shared memory against Gloo over loopback TCP, side by
 # side (docs/BENCHMARKS.md); COMM_ARGS e.g. "-n 4 4096 1048576".
@@ -108,37 +267,11 @@ bench-comm: $(BUILD)/tests/bench_comm
 	$(Q)echo "bench-comm: all-reduce, Gloo over loopback TCP (DDPTOP_SHM=0)"
 	$(Q)DDPTOP_SHM=0 $(BUILD)/tests/bench_comm -a auto $(COMM_ARGS)
 
-$(BUILD)/%.o: %.c
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC    $<")
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
-
-$(BUILD)/%.o: %.cc
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CXX   $<")
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
-
-$(BUILD)/libtransport.a: $(TRANSPORT_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
-$(BUILD)/libworkers.a: $(WORKER_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
-$(BUILD)/libtui.a: $(TUI_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
-
-$(BUILD)/ddptop-worker: $(BUILD)/workers/main.o $(BUILD)/libworkers.a $(BUILD)/libtransport.a
-	@$(if $(Q),echo "  LINK  $@")
-	$(Q)$(CC) -o $@ $^ $(LDLIBS_Z) $(LDLIBS_W)
-
-$(BUILD)/ddptop: $(BUILD)/tui/main.o $(BUILD)/libtui.a $(TUI_EXTRA_OBJ) $(BUILD)/libtransport.a
-	@$(if $(Q),echo "  LINK  $@")
-	$(Q)$(CC) -o $@ $^ $(LDLIBS_Z) $(LDLIBS_T)
-
-# Tests and tools link everything; the linker takes what each needs.
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libtui.a $(BUILD)/libworkers.a $(BUILD)/libtransport.a
-	@$(if $(Q),echo "  LINK  $@")
-	$(Q)$(CC) -o $@ $^ $(LDLIBS_Z) $(LDLIBS_W) $(LDLIBS_T)
-
 clean:
 	rm -rf $(BUILD)
+
+# Feature fragments (mk/*.mk: CUDA, benchmarks, examples), after the layers
+# they build on.
+-include $(sort $(wildcard mk/*.mk))
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

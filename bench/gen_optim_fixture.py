@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate tests/optim_torch_fixture.h: torch 1.13's optimizers on fixed
-inputs, as float32 bit patterns, so tests/test_optim_exact.c can check that
-workers/optim.c updates bit for bit like torch (on a CPU with FMA, where
+inputs, as float32 bit patterns, so tests/unit/test_optim_exact.c can check that
+workers/nn/optim.c updates bit for bit like torch (on a CPU with FMA, where
 torch's kernels fuse multiply-adds; see optim.c).
 
     /usr/bin/python3 bench/gen_optim_fixture.py > tests/optim_torch_fixture.h

@@ -28,8 +28,8 @@
 
 #include <zmq.h>
 
-#include "protocol.h"
-#include "zsock.h"
+#include "wire/protocol.h"
+#include "net/zsock.h"
 
 typedef struct {
     void *ctx, *ctl, *tel;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/bench_tui.sh — `make bench-tui`: can the frontend keep up? RANKS
-# scripted ranks (tests/tool_feed.c) send RATE steps/s each (a step and a
+# scripted ranks (tests/tools/tool_feed.c) send RATE steps/s each (a step and a
 # bucket all-reduce per step, like the worker) to the real ddptop drawing
-# on a real terminal (tmux, 200x60); ddptop measures itself (tui/bench.h):
+# on a real terminal (tmux, 200x60); ddptop measures itself (tui/run/bench.h):
 # CPU over the window, frames, arrival->screen and send->screen latency,
 # steps lost (gaps) and dropped. /proc gives the CPU of ddptop, of the
 # feeders and of tmux over the same window, for context.

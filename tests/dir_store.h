@@ -1,5 +1,5 @@
 /* dir_store.h — a CommStore over a directory, for tests and benchmarks
- * whose ranks are forked processes (tests/test_comm.c, tests/bench_comm.c,
+ * whose ranks are forked processes (tests/unit/test_comm.c, tests/tools/bench_comm.c,
  * tests/gpu/test_gpu.c): one file per key, written by rename so a reader
  * sees no file or the whole value; a get polls until its timeout.
  *

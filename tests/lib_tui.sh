@@ -1,6 +1,6 @@
 # tests/lib_tui.sh — the screen as a user sees it, in a private tmux server
 # (tmux -L: no interference with anyone's sessions), with the scripted
-# feeder (tests/tool_feed.c) in place of the workers, so every panel is
+# feeder (tests/tools/tool_feed.c) in place of the workers, so every panel is
 # tested reproducibly through the real frontend. Sourced after tests/lib.sh.
 command -v tmux >/dev/null || skip "tmux not installed"
 case $BUILD in /*) FEED=$BUILD/tests/tool_feed;; *) FEED=$PWD/$BUILD/tests/tool_feed;; esac

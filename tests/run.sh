@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# tests/run.sh — run every test and print "N passed, N failed" last.
+# tests/run.sh [PATTERN] — run every test (or those whose name contains
+# PATTERN) and print "N passed, N failed" last. `make test T=PATTERN`.
 #
-# C unit tests: build/tests/test_* (each prints PASS:/FAIL: lines per case).
-# Scenario tests: tests/t_*.sh (each one case; exit 0 passes, 77 skips).
+# C unit tests: tests/unit/test_*.c, built as build/tests/test_* (each
+#   prints PASS:/FAIL: lines per case); test_gpu* from tests/gpu/.
+# Scenario tests: tests/scenario/<subsystem>/t_*.sh (each one case; exit 0
+#   passes, 77 skips). PATTERN matches "screen/t_tui_keys" too.
 # Env: BUILD (default build), PY (python with msgpack, numpy, safetensors).
 set -u
 cd "$(dirname "$0")/.."
@@ -13,13 +16,16 @@ export LANG=C.UTF-8
 export OPENBLAS_NUM_THREADS=1
 export DDPTOP_TEST_TAG="run-$$-$RANDOM"
 . tests/lib_tag.sh
-pass=0; fail=0; skip=0
+pat=${1:-}
+pass=0; fail=0; skip=0; ran=0
 log=$BUILD/test-logs; rm -rf "$log"; mkdir -p "$log"
 
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     case "$t" in *.o|*.d) continue;; esac
     name=$(basename "$t")
+    case "$name" in *"$pat"*) ;; *) continue;; esac
+    ran=$((ran + 1))
     out=$log/$name.out
     timeout 300 "$t" >"$out" 2>&1; rc=$?
     p=$(grep -c '^PASS:' "$out"); f=$(grep -c '^FAIL:' "$out")
@@ -31,9 +37,11 @@ for t in "$BUILD"/tests/test_*; do
     fi
 done
 
-for t in tests/t_*.sh; do
+for t in tests/scenario/*/t_*.sh; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .sh)
+    case "${t#tests/scenario/}" in *"$pat"*) ;; *) continue;; esac
+    ran=$((ran + 1))
     out=$log/$name.out
     start=$(date +%s)
     timeout 300 bash "$t" >"$out" 2>&1; rc=$?
@@ -52,5 +60,6 @@ if [ -n "$left" ]; then
     kill -9 $left 2>/dev/null
 fi
 
+if [ -n "$pat" ] && [ $ran -eq 0 ]; then echo "no test matches '$pat'"; fail=$((fail + 1)); fi
 if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
 [ $fail -eq 0 ]

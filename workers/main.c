@@ -15,18 +15,18 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "args.h"
-#include "ckpt.h"
-#include "dataset.h"
-#include "fault.h"
-#include "model.h"
-#include "comm.h"
-#include "cuda_mlp.h"
-#include "gpu.h"
-#include "identity.h"
-#include "keys.h"
-#include "trainer.h"
-#include "uplink.h"
+#include "train/args.h"
+#include "ckpt/ckpt.h"
+#include "data/dataset.h"
+#include "wire/fault.h"
+#include "nn/model.h"
+#include "comm/comm.h"
+#include "cuda/cuda_mlp.h"
+#include "cuda/gpu.h"
+#include "link/identity.h"
+#include "net/curve.h"
+#include "train/trainer.h"
+#include "link/uplink.h"
 
 /* DDPTOP_PING_TIMEOUT: seconds in [0, 86400], default 15. */
 static int ping_timeout_s(int *out, char *err, size_t errlen)

@@ -21,12 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "bucket.h"
-#include "comm.h"
-#include "cuda_mlp.h"
-#include "gpu.h"
-#include "model.h"
-#include "optim.h"
+#include "ddp/bucket.h"
+#include "comm/comm.h"
+#include "cuda/cuda_mlp.h"
+#include "cuda/gpu.h"
+#include "nn/model.h"
+#include "nn/optim.h"
 
 #include "mem_store.h"
 

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm_backend.h"
-#include "cuda_mlp.h"
-#include "gpu.h"
+#include "comm/comm_backend.h"
+#include "cuda/cuda_mlp.h"
+#include "cuda/gpu.h"
 
 static double now_ms(void)
 {

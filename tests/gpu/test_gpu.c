@@ -32,7 +32,7 @@
  * a CUDA process cannot use CUDA): a child probes for the GPU, the
  * multi-rank cases run in children, and only then does the parent run the
  * single-process cases. Ranks rendezvous through a directory store, as in
- * tests/test_comm.c.
+ * tests/unit/test_comm.c.
  */
 #include "../check.h"
 #include "../dir_store.h"
@@ -51,11 +51,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "cuda_mlp.h"
-#include "gpu.h"
-#include "model.h"
-#include "optim.h"
+#include "comm/comm.h"
+#include "cuda/cuda_mlp.h"
+#include "cuda/gpu.h"
+#include "nn/model.h"
+#include "nn/optim.h"
 
 #define TOL 1e-4
 

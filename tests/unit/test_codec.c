@@ -1,0 +1,1119 @@
+/* test_codec.c — protocol names and the msgpack codec, without sockets.
+ *
+ * Round trips of every kind and field, then hostile input: truncations,
+ * wrong types, lying lengths, deep nesting, oversize frames and seeded
+ * random mutations. Run under ASan/UBSan to make "no crash" mean something:
+ * every decode reads from a heap copy of exactly the frame's size.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "check.h"
+#include "wire/codec.h"
+#include "wire/protocol.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Decode from an exact-size heap copy so ASan sees any over-read. */
+static int dec(const void *p, size_t n, Msg *m, char *err, size_t errlen)
+{
+    uint8_t *copy = malloc(n ? n : 1);
+    if (n)
+        memcpy(copy, p, n);
+    err[0] = 0;
+    int rc = codec_decode(n ? copy : NULL, n, m, err, errlen);
+    free(copy);
+    return rc;
+}
+
+static void fill_sample(Msg *m, MsgKind k)
+{
+    msg_init(m, k);
+    m->rank = 3;
+    m->t_ns = 1700000000123456789LL;
+    switch (k) {
+    case MSG_HELLO: {
+        MsgHello *h = &m->u.hello;
+        h->local_rank = 1, h->world = 4, h->local_world = 2, h->pid = 4242;
+        snprintf(h->host, sizeof h->host, "node-7.cluster");
+        snprintf(h->device, sizeof h->device, "cuda:1");
+        snprintf(h->backend, sizeof h->backend, "nccl");
+        snprintf(h->version, sizeof h->version, "ddptop 0.1.0 zmq 4.3.4");
+        snprintf(h->dataset, sizeof h->dataset, "fashion-mnist");
+        snprintf(h->model, sizeof h->model, "mlp:784,256,256,10");
+        h->params = 269322, h->batch_size = 64, h->max_steps = 9375;
+        h->steps_per_epoch = 235, h->dataset_size = 60000;
+        break;
+    }
+    case MSG_PHASE:
+        m->u.phase.phase = PHASE_DESTROYING;
+        snprintf(m->u.phase.detail, sizeof m->u.phase.detail, "waiting for rank 2");
+        break;
+    case MSG_STEP: {
+        MsgStep *s = &m->u.step;
+        s->epoch = 2, s->step = 471, s->loss = 0.3817, s->lr = 1e-3, s->samples = 30144;
+        s->step_ms = 12.5, s->fwd_ms = 3.25, s->bwd_ms = 6.125, s->opt_ms = 0.75;
+        s->comm_ms = 4.5, s->exposed_ms = 1.0625, s->drops = 17;
+        s->dev_mem = 1288490188, s->dev_mem_total = 150118350848;
+        break;
+    }
+    case MSG_COLL: {
+        MsgColl *c = &m->u.coll;
+        c->seq = 9001, c->bucket = 2, c->step = 471, c->bytes = 26214400;
+        snprintf(c->op, sizeof c->op, "allreduce");
+        c->enq_ns = 1700000000000000000LL, c->start_ns = c->enq_ns + 1000;
+        c->done_ns = c->enq_ns + 2500000, c->algbw_gbs = 10.48576, c->busbw_gbs = 15.72864;
+        break;
+    }
+    case MSG_SHARD: {
+        MsgShard *s = &m->u.shard;
+        s->epoch = 1, s->seed = -5, s->shuffle = true, s->drop_last = false;
+        s->dataset_size = 10, s->num_samples = 3, s->total_size = 12, s->padding = 2;
+        s->n_idx = 5;
+        s->idx = malloc(5 * sizeof *s->idx);
+        int64_t v[5] = { 7, 0, 300, -1, INT64_MAX };
+        memcpy(s->idx, v, sizeof v);
+        break;
+    }
+    case MSG_CKPT: {
+        MsgCkpt *c = &m->u.ckpt;
+        c->step = 400, c->epoch = 1, c->ok = true, c->bytes = 1077290, c->ms = 42.5;
+        snprintf(c->path, sizeof c->path, "/ckpt/step-00000400");
+        snprintf(c->error, sizeof c->error, "none");
+        break;
+    }
+    case MSG_LOG:
+        snprintf(m->u.log.level, sizeof m->u.log.level, "warn");
+        snprintf(m->u.log.text, sizeof m->u.log.text, "loss \xe2\x86\x93 0.38\nnext line");
+        break;
+    case MSG_BEAT: {
+        MsgBeat *b = &m->u.beat;
+        b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001;
+        snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
+        b->coll_since_ns = 1700000000500000000LL;
+        break;
+    }
+    case MSG_BYE:
+        m->u.bye.status = -2, m->u.bye.step = 9375;
+        break;
+    case MSG_EVAL:
+        m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
+        m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
+        break;
+    case MSG_CMD:
+        m->u.cmd.id = 12, m->u.cmd.arg = -1;
+        snprintf(m->u.cmd.op, sizeof m->u.cmd.op, "ckpt");
+        break;
+    case MSG_SET:
+    case MSG_GET:
+    case MSG_WAIT:
+    case MSG_VAL: {
+        MsgStore *s = &m->u.store;
+        snprintf(s->key, sizeof s->key, "rdzv/nccl_id");
+        s->timeout_ms = 30000;
+        s->ok = true;
+        s->val_len = 6;
+        s->val = malloc(6);
+        memcpy(s->val, "\x00\x01\xff" "abc", 6);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+#define EQI(f) do { if (a->f != b->f) { snprintf(why, whylen, #f ": %lld != %lld", \
+        (long long)a->f, (long long)b->f); return 0; } } while (0)
+#define EQU(f) do { if (a->f != b->f) { snprintf(why, whylen, #f ": %llu != %llu", \
+        (unsigned long long)a->f, (unsigned long long)b->f); return 0; } } while (0)
+/* Bitwise, so NaN compares equal to itself. */
+#define EQD(f) do { if (memcmp(&a->f, &b->f, sizeof(double)) != 0) { \
+        snprintf(why, whylen, #f ": %.17g != %.17g", a->f, b->f); return 0; } } while (0)
+#define EQS(f) do { if (strcmp(a->f, b->f) != 0) { snprintf(why, whylen, #f ": \"%.60s\" != \"%.60s\"", \
+        a->f, b->f); return 0; } } while (0)
+
+/* Every field the kind carries on the wire. Store kinds compare only the
+ * fields their operation sends (see docs/PROTOCOL.md). */
+static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
+{
+    EQI(kind);
+    EQI(version);
+    EQI(rank);
+    EQI(t_ns);
+    switch (a->kind) {
+    case MSG_HELLO:
+        EQI(u.hello.local_rank); EQI(u.hello.world); EQI(u.hello.local_world);
+        EQI(u.hello.pid); EQS(u.hello.host); EQS(u.hello.device); EQS(u.hello.backend);
+        EQS(u.hello.version); EQS(u.hello.dataset); EQS(u.hello.model);
+        EQI(u.hello.params); EQI(u.hello.batch_size); EQI(u.hello.max_steps);
+        EQI(u.hello.steps_per_epoch); EQI(u.hello.dataset_size);
+        break;
+    case MSG_PHASE:
+        EQI(u.phase.phase); EQS(u.phase.detail);
+        break;
+    case MSG_STEP:
+        EQI(u.step.epoch); EQI(u.step.step); EQD(u.step.loss); EQD(u.step.lr);
+        EQI(u.step.samples); EQD(u.step.step_ms); EQD(u.step.fwd_ms); EQD(u.step.bwd_ms);
+        EQD(u.step.opt_ms); EQD(u.step.comm_ms); EQD(u.step.exposed_ms); EQU(u.step.drops);
+        EQI(u.step.dev_mem); EQI(u.step.dev_mem_total);
+        break;
+    case MSG_COLL:
+        EQI(u.coll.seq); EQS(u.coll.op); EQI(u.coll.bucket); EQI(u.coll.step);
+        EQI(u.coll.bytes); EQI(u.coll.enq_ns); EQI(u.coll.start_ns); EQI(u.coll.done_ns);
+        EQD(u.coll.algbw_gbs); EQD(u.coll.busbw_gbs);
+        break;
+    case MSG_SHARD:
+        EQI(u.shard.epoch); EQI(u.shard.seed); EQI(u.shard.shuffle); EQI(u.shard.drop_last);
+        EQI(u.shard.dataset_size); EQI(u.shard.num_samples); EQI(u.shard.total_size);
+        EQI(u.shard.padding); EQU(u.shard.n_idx);
+        for (uint32_t i = 0; i < a->u.shard.n_idx; i++)
+            EQI(u.shard.idx[i]);
+        break;
+    case MSG_CKPT:
+        EQI(u.ckpt.step); EQI(u.ckpt.epoch); EQI(u.ckpt.ok); EQS(u.ckpt.path);
+        EQI(u.ckpt.bytes); EQD(u.ckpt.ms); EQS(u.ckpt.error);
+        break;
+    case MSG_LOG:
+        EQS(u.log.level); EQS(u.log.text);
+        break;
+    case MSG_BEAT:
+        EQI(u.beat.step); EQI(u.beat.phase); EQI(u.beat.coll_seq); EQS(u.beat.coll_op);
+        EQI(u.beat.coll_since_ns);
+        break;
+    case MSG_BYE:
+        EQI(u.bye.status); EQI(u.bye.step);
+        break;
+    case MSG_CMD:
+        EQI(u.cmd.id); EQS(u.cmd.op); EQI(u.cmd.arg);
+        break;
+    case MSG_EVAL:
+        EQI(u.eval.epoch); EQI(u.eval.step); EQI(u.eval.correct); EQI(u.eval.total);
+        if (a->u.eval.loss != b->u.eval.loss || a->u.eval.accuracy != b->u.eval.accuracy) {
+            snprintf(why, whylen, "u.eval floats differ");
+            return 0;
+        }
+        break;
+    case MSG_SET:
+    case MSG_VAL:
+        EQS(u.store.key); EQU(u.store.val_len);
+        if (a->u.store.val_len && memcmp(a->u.store.val, b->u.store.val, a->u.store.val_len)) {
+            snprintf(why, whylen, "u.store.val bytes differ");
+            return 0;
+        }
+        if (a->kind == MSG_VAL)
+            EQI(u.store.ok);
+        break;
+    case MSG_GET:
+    case MSG_WAIT:
+        EQS(u.store.key); EQI(u.store.timeout_ms);
+        break;
+    default:
+        break;
+    }
+    return 1;
+}
+
+/* A tiny msgpack writer for hand-made frames. */
+typedef struct {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+} TB;
+
+static void tb_init(TB *t)
+{
+    msgpack_sbuffer_init(&t->sb);
+    msgpack_packer_init(&t->pk, &t->sb, msgpack_sbuffer_write);
+}
+static void tb_done(TB *t) { msgpack_sbuffer_destroy(&t->sb); }
+static void tb_str(TB *t, const char *s)
+{
+    msgpack_pack_str(&t->pk, strlen(s));
+    msgpack_pack_str_body(&t->pk, s, strlen(s));
+}
+static void tb_int(TB *t, int64_t v) { msgpack_pack_int64(&t->pk, v); }
+/* Map of 2 + extra keys, starting with "v" = 1 and "k" = kind. */
+static void tb_head(TB *t, const char *kind, uint32_t extra)
+{
+    tb_init(t);
+    msgpack_pack_map(&t->pk, 2 + extra);
+    tb_str(t, "v");
+    tb_int(t, PROTO_VERSION);
+    tb_str(t, "k");
+    tb_str(t, kind);
+}
+
+/* Is a top-level key present in an encoded frame? (read with msgpack-c) */
+static int frame_has_key(const CodecBuf *b, const char *key, int *index)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    int found = 0;
+    if (msgpack_unpack_next(&up, (const char *)b->data, b->len, &off) == MSGPACK_UNPACK_SUCCESS &&
+        up.data.type == MSGPACK_OBJECT_MAP) {
+        for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+            msgpack_object *k = &up.data.via.map.ptr[i].key;
+            if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+                memcmp(k->via.str.ptr, key, strlen(key)) == 0) {
+                found = 1;
+                if (index)
+                    *index = (int)i;
+            }
+        }
+    }
+    msgpack_unpacked_destroy(&up);
+    return found;
+}
+
+static uint64_t rng_state;
+static uint64_t rng(void)
+{
+    /* xorshift64*: deterministic across runs and platforms */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+static void test_names(void)
+{
+    TEST_BEGIN("names");
+    const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",
+                           "beat", "bye", "cmd", "set", "get", "wait", "val", "eval", "node" };
+    for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
+        CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k,
+              msg_kind_name((MsgKind)k));
+        CHECK(msg_kind_from_name(wire[k - 1]) == (MsgKind)k, "from \"%s\"", wire[k - 1]);
+    }
+    const char *ph[] = { "init", "rendezvous", "broadcast", "train", "paused", "checkpoint",
+                         "stopping", "destroying", "destroyed", "error" };
+    for (int p = PHASE_INIT; p < PHASE__COUNT; p++) {
+        CHECK(strcmp(phase_name((Phase)p), ph[p - 1]) == 0, "phase %d is \"%s\"", p,
+              phase_name((Phase)p));
+        CHECK(phase_from_name(ph[p - 1]) == (Phase)p, "from \"%s\"", ph[p - 1]);
+    }
+    CHECK(msg_kind_from_name("Step") == MSG_UNKNOWN, "names are case-sensitive");
+    CHECK(msg_kind_from_name("") == MSG_UNKNOWN, "empty name");
+    CHECK(msg_kind_from_name(NULL) == MSG_UNKNOWN, "NULL name");
+    CHECK(msg_kind_from_name("unknown") == MSG_UNKNOWN, "\"unknown\"");
+    CHECK(phase_from_name("training") == PHASE_NONE, "unknown phase");
+    CHECK(phase_from_name(NULL) == PHASE_NONE, "NULL phase");
+    CHECK(msg_kind_name((MsgKind)99) != NULL, "out-of-range kind has a name");
+    CHECK(phase_name((Phase)-3) != NULL, "out-of-range phase has a name");
+    TEST_END();
+}
+
+static void test_init_and_time(void)
+{
+    TEST_BEGIN("init_defaults_and_time");
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    CHECK(m.rank == -1 && m.t_ns == 0 && m.version == PROTO_VERSION, "envelope defaults");
+    CHECK(m.u.coll.bucket == -1, "coll bucket defaults to -1 (not a bucket)");
+    msg_init(&m, MSG_BEAT);
+    CHECK(m.u.beat.coll_seq == -1, "beat coll_seq defaults to -1 (none in flight)");
+    msg_init(&m, (MsgKind)1234);
+    CHECK(m.kind == MSG_UNKNOWN, "bad kind becomes MSG_UNKNOWN");
+    msg_done(&m);
+    msg_done(&m); /* idempotent */
+    msg_done(NULL);
+    int64_t t = proto_now_ns();
+    CHECK(t > 1577836800LL * 1000000000LL, "proto_now_ns %lld is wall-clock ns", (long long)t);
+    TEST_END();
+}
+
+static void test_roundtrip(void)
+{
+    TEST_BEGIN("roundtrip_every_kind");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256], why[256];
+    for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
+        Msg in, out;
+        fill_sample(&in, (MsgKind)k);
+        int rc = codec_encode(&in, &b, err, sizeof err);
+        CHECK(rc == 0, "%s: encode: %s", msg_kind_name((MsgKind)k), err);
+        /* "v" then "k" first, as the design promises other readers */
+        size_t h = (b.data[0] & 0xf0) == 0x80 ? 1 : b.data[0] == 0xde ? 3 : 0;
+        CHECK(h && b.len > h + 5 && b.data[h] == 0xa1 && b.data[h + 1] == 'v' &&
+                  b.data[h + 2] == PROTO_VERSION && b.data[h + 3] == 0xa1 && b.data[h + 4] == 'k',
+              "%s: frame does not start with a map of v, k", msg_kind_name((MsgKind)k));
+        rc = dec(b.data, b.len, &out, err, sizeof err);
+        CHECK(rc == 0, "%s: decode: %s", msg_kind_name((MsgKind)k), err);
+        if (rc == 0)
+            CHECK(msg_equal(&in, &out, why, sizeof why), "%s: %s", msg_kind_name((MsgKind)k), why);
+        msg_done(&out);
+        msg_done(&in);
+    }
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+/* The decoder looks for each key from the field after the last one found;
+ * every kind must decode alike with its keys reversed, or rotated by any
+ * amount (a writer with another order, e.g. Python dicts built otherwise). */
+static void test_roundtrip_key_orders(void)
+{
+    TEST_BEGIN("roundtrip_every_kind_any_key_order");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256], why[256];
+    for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
+        Msg in, out;
+        fill_sample(&in, (MsgKind)k);
+        CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "%s: encode: %s", msg_kind_name((MsgKind)k), err);
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        CHECK(msgpack_unpack_next(&up, (const char *)b.data, b.len, &off) == MSGPACK_UNPACK_SUCCESS &&
+                  up.data.type == MSGPACK_OBJECT_MAP, "%s: unpack", msg_kind_name((MsgKind)k));
+        uint32_t n = up.data.via.map.size;
+        for (uint32_t rot = 0; rot <= n; rot++) {   /* rot == n: reversed */
+            msgpack_sbuffer sb;
+            msgpack_packer pk;
+            msgpack_sbuffer_init(&sb);
+            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+            msgpack_pack_map(&pk, n);
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t j = rot == n ? n - 1 - i : (i + rot) % n;
+                msgpack_pack_object(&pk, up.data.via.map.ptr[j].key);
+                msgpack_pack_object(&pk, up.data.via.map.ptr[j].val);
+            }
+            int rc = dec(sb.data, sb.size, &out, err, sizeof err);
+            CHECK(rc == 0, "%s, order %u: decode: %s", msg_kind_name((MsgKind)k), rot, err);
+            if (rc == 0)
+                CHECK(msg_equal(&in, &out, why, sizeof why), "%s, order %u: %s", msg_kind_name((MsgKind)k), rot, why);
+            msg_done(&out);
+            msgpack_sbuffer_destroy(&sb);
+        }
+        msgpack_unpacked_destroy(&up);
+        msg_done(&in);
+    }
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+static void test_envelope_optional(void)
+{
+    TEST_BEGIN("rank_and_time_omitted_when_absent");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256];
+    Msg in, out;
+    msg_init(&in, MSG_CMD);
+    snprintf(in.u.cmd.op, sizeof in.u.cmd.op, "stop");
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(!frame_has_key(&b, "r", NULL), "\"r\" present although rank is -1");
+    CHECK(!frame_has_key(&b, "t", NULL), "\"t\" present although t_ns is 0");
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(out.rank == -1 && out.t_ns == 0, "rank %d t %lld", out.rank, (long long)out.t_ns);
+    in.rank = 0;
+    in.t_ns = 5;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    int ir = -1, it = -1;
+    CHECK(frame_has_key(&b, "r", &ir) && ir == 2, "\"r\" third (at %d)", ir);
+    CHECK(frame_has_key(&b, "t", &it) && it == 3, "\"t\" fourth (at %d)", it);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0 && out.rank == 0 && out.t_ns == 5,
+          "rank 0 round trip");
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+static void test_extremes(void)
+{
+    TEST_BEGIN("roundtrip_extreme_values");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256], why[256];
+    Msg in, out;
+
+    msg_init(&in, MSG_STEP);
+    in.rank = INT32_MAX;
+    in.t_ns = INT64_MIN;
+    in.u.step.epoch = INT64_MAX;
+    in.u.step.step = INT64_MIN;
+    in.u.step.loss = NAN;
+    in.u.step.lr = -INFINITY;
+    in.u.step.step_ms = DBL_MIN;
+    in.u.step.fwd_ms = -0.0;
+    in.u.step.drops = UINT64_MAX;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(msg_equal(&in, &out, why, sizeof why), "%s", why);
+    CHECK(isnan(out.u.step.loss), "NaN loss survives (a diverged run must show as NaN)");
+
+    /* empty shard, empty value with ok=false (a timed-out get) */
+    msg_init(&in, MSG_SHARD);
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(out.u.shard.n_idx == 0 && out.u.shard.idx == NULL, "empty idx");
+    msg_done(&out);
+    msg_init(&in, MSG_VAL);
+    snprintf(in.u.store.key, sizeof in.u.store.key, "k");
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(msg_equal(&in, &out, why, sizeof why), "%s", why);
+    CHECK(!out.u.store.ok && out.u.store.val == NULL, "timed-out val");
+    msg_done(&out);
+
+    /* a string exactly as long as its field allows survives whole */
+    msg_init(&in, MSG_LOG);
+    memset(in.u.log.level, 'x', sizeof in.u.log.level - 1);
+    memset(in.u.log.text, 'y', sizeof in.u.log.text - 1);
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(msg_equal(&in, &out, why, sizeof why), "%s", why);
+
+    /* an unterminated field is sent as its full size, never read past */
+    memset(in.u.log.level, 'z', sizeof in.u.log.level);
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(strlen(out.u.log.level) == sizeof out.u.log.level - 1, "level truncated to %zu",
+          strlen(out.u.log.level));
+
+    /* invalid UTF-8 is replaced before it reaches Python's strict decoder */
+    msg_init(&in, MSG_LOG);
+    snprintf(in.u.log.text, sizeof in.u.log.text, "a\xff" "b\xc3");
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
+    CHECK(strcmp(out.u.log.text, "a?b?") == 0, "sanitized to \"%s\"", out.u.log.text);
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+static void test_truncate_strings(void)
+{
+    TEST_BEGIN("long_strings_truncated_safely");
+    char err[256];
+    Msg m;
+    TB t;
+    char longhost[1000];
+    memset(longhost, 'h', sizeof longhost - 1);
+    longhost[sizeof longhost - 1] = 0;
+    /* 'é' is 2 bytes; 200 of them cross the 128-byte field mid-character */
+    char accents[401];
+    for (int i = 0; i < 200; i++)
+        accents[2 * i] = (char)0xc3, accents[2 * i + 1] = (char)0xa9;
+    accents[400] = 0;
+    tb_head(&t, "hello", 2);
+    tb_str(&t, "host");
+    tb_str(&t, longhost);
+    tb_str(&t, "model");
+    tb_str(&t, accents);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0, "decode: %s", err);
+    CHECK(strlen(m.u.hello.host) == PROTO_STR_MED - 1, "host length %zu", strlen(m.u.hello.host));
+    CHECK(strlen(m.u.hello.model) == PROTO_STR_MED - 2, "model cut between characters (%zu)",
+          strlen(m.u.hello.model));
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_truncations(void)
+{
+    TEST_BEGIN("every_truncation_fails");
+    CodecBuf b;
+    codec_buf_init(&b);
+    char err[256];
+    int bad = 0, total = 0;
+    for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
+        Msg in, out;
+        fill_sample(&in, (MsgKind)k);
+        codec_encode(&in, &b, err, sizeof err);
+        for (size_t n = 0; n < b.len; n++, total++) {
+            int rc = dec(b.data, n, &out, err, sizeof err);
+            if (rc != -1 || err[0] == 0) {
+                if (bad++ < 5)
+                    CHECK(0, "%s cut to %zu of %zu bytes: rc %d", msg_kind_name((MsgKind)k), n,
+                          b.len, rc);
+            }
+            msg_done(&out);
+        }
+        msg_done(&in);
+    }
+    CHECK(bad == 0, "%d of %d truncations accepted", bad, total);
+    CHECK(total > 500, "only %d truncations tried", total);
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+/* Frame "kind" with one key set to a value of the wrong type. */
+typedef enum { W_STR, W_INT, W_NEG, W_FLOAT, W_BOOL, W_NIL, W_ARR_STR, W_BIG, W_MAP } Wrong;
+
+static void pack_wrong(TB *t, Wrong w)
+{
+    switch (w) {
+    case W_STR: tb_str(t, "abc"); break;
+    case W_INT: tb_int(t, 5); break;
+    case W_NEG: tb_int(t, -5); break;
+    case W_FLOAT: msgpack_pack_double(&t->pk, 1.5); break;
+    case W_BOOL: msgpack_pack_true(&t->pk); break;
+    case W_NIL: msgpack_pack_nil(&t->pk); break;
+    case W_ARR_STR: msgpack_pack_array(&t->pk, 2); tb_int(t, 1); tb_str(t, "x"); break;
+    case W_BIG: msgpack_pack_uint64(&t->pk, UINT64_MAX); break;
+    case W_MAP: msgpack_pack_map(&t->pk, 0); break;
+    }
+}
+
+static void test_wrong_types(void)
+{
+    TEST_BEGIN("wrong_type_for_known_key");
+    static const struct {
+        const char *kind, *key;
+        Wrong w;
+    } cases[] = {
+        { "step", "loss", W_STR },       { "step", "loss", W_NIL },
+        { "step", "epoch", W_FLOAT },    { "step", "step", W_STR },
+        { "step", "drops", W_NEG },      { "step", "samples", W_BIG },
+        { "hello", "world", W_FLOAT },   { "hello", "world", W_BIG },
+        { "hello", "host", W_INT },      { "hello", "pid", W_BOOL },
+        { "phase", "phase", W_INT },     { "phase", "detail", W_MAP },
+        { "coll", "bucket", W_STR },     { "coll", "algbw", W_BOOL },
+        { "shard", "idx", W_STR },       { "shard", "idx", W_ARR_STR },
+        { "shard", "shuffle", W_INT },   { "ckpt", "ok", W_STR },
+        { "ckpt", "ms", W_STR },         { "log", "text", W_INT },
+        { "beat", "phase", W_NIL },      { "beat", "op", W_INT },
+        { "bye", "status", W_BIG },      { "cmd", "op", W_INT },
+        { "set", "val", W_INT },         { "val", "ok", W_INT },
+        { "get", "timeout_ms", W_FLOAT },{ "wait", "key", W_INT },
+        { "step", "r", W_STR },          { "step", "t", W_FLOAT },
+        { "cmd", "r", W_BIG },
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TB t;
+        Msg m;
+        tb_head(&t, cases[i].kind, 1);
+        tb_str(&t, cases[i].key);
+        pack_wrong(&t, cases[i].w);
+        int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "\"%s\"", cases[i].key);
+        CHECK(rc == -1, "%s.%s (wrong type %d) accepted", cases[i].kind, cases[i].key,
+              (int)cases[i].w);
+        CHECK(strstr(err, quoted) && strstr(err, cases[i].kind) && !strchr(err, '\n'),
+              "error does not name kind and key on one line: \"%s\"", err);
+        msg_done(&m);
+        tb_done(&t);
+    }
+    /* the exact wording the brief asks for */
+    TB t;
+    Msg m;
+    tb_head(&t, "step", 1);
+    tb_str(&t, "loss");
+    tb_str(&t, "low");
+    dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(strcmp(err, "step: key \"loss\" is not a number") == 0, "got \"%s\"", err);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_accepted_forms(void)
+{
+    TEST_BEGIN("numbers_in_every_msgpack_form");
+    char err[256];
+    TB t;
+    Msg m;
+    tb_head(&t, "step", 6);
+    tb_str(&t, "loss");
+    msgpack_pack_float(&t.pk, 0.5f); /* float32 */
+    tb_str(&t, "lr");
+    tb_int(&t, 2); /* int where a float is expected */
+    tb_str(&t, "step_ms");
+    tb_int(&t, -3);
+    tb_str(&t, "epoch");
+    msgpack_pack_fix_int64(&t.pk, 7); /* 9-byte signed form of a small value */
+    tb_str(&t, "step");
+    msgpack_pack_fix_uint8(&t.pk, 200);
+    tb_str(&t, "samples");
+    tb_int(&t, -12);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0, "decode: %s", err);
+    CHECK(m.u.step.loss == 0.5 && m.u.step.lr == 2.0 && m.u.step.step_ms == -3.0,
+          "floats %g %g %g", m.u.step.loss, m.u.step.lr, m.u.step.step_ms);
+    CHECK(m.u.step.epoch == 7 && m.u.step.step == 200 && m.u.step.samples == -12,
+          "ints %lld %lld %lld", (long long)m.u.step.epoch, (long long)m.u.step.step,
+          (long long)m.u.step.samples);
+    tb_done(&t);
+
+    /* store values may come as str from a hand-written peer */
+    tb_head(&t, "set", 2);
+    tb_str(&t, "key");
+    tb_str(&t, "a");
+    tb_str(&t, "val");
+    tb_str(&t, "hello");
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.u.store.val_len == 5 && memcmp(m.u.store.val, "hello", 5) == 0,
+          "str value: rc %d %s", rc, err);
+    msg_done(&m);
+    tb_done(&t);
+
+    /* a phase a newer peer added is not an error */
+    tb_head(&t, "phase", 1);
+    tb_str(&t, "phase");
+    tb_str(&t, "compiling");
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.u.phase.phase == PHASE_NONE, "unknown phase: rc %d %s", rc, err);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_huge_lengths(void)
+{
+    TEST_BEGIN("declared_lengths_larger_than_frame");
+    static const struct {
+        const char *what;
+        uint8_t bytes[16];
+        size_t n;
+        const char *why; /* the pre-scan's reason, not msgpack-c's */
+    } cases[] = {
+        { "top-level map32 of 4G entries", { 0xdf, 0xff, 0xff, 0xff, 0xff }, 5, "declares" },
+        { "top-level array32", { 0xdd, 0xff, 0xff, 0xff, 0xff }, 5, "declares" },
+        { "top-level str32", { 0xdb, 0xff, 0xff, 0xff, 0xff }, 5, "declares" },
+        { "map16 claiming more pairs than bytes", { 0xde, 0x00, 0x03, 0xa1, 'v', 0x01 }, 6, "declares" },
+        { "value array32", { 0x81, 0xa1, 'x', 0xdd, 0xff, 0xff, 0xff, 0xff }, 8, "declares" },
+        { "value map32", { 0x81, 0xa1, 'x', 0xdf, 0x7f, 0xff, 0xff, 0xff }, 8, "declares" },
+        { "value bin32", { 0x81, 0xa1, 'x', 0xc6, 0xff, 0xff, 0xff, 0xff }, 8, "declares" },
+        { "value str32", { 0x81, 0xa1, 'x', 0xdb, 0x00, 0x10, 0x00, 0x00, 'a' }, 9, "declares" },
+        { "value ext32", { 0x81, 0xa1, 'x', 0xc9, 0xff, 0xff, 0xff, 0xff, 0x01 }, 9, "declares" },
+        { "key str8 too long", { 0x81, 0xd9, 0xff, 'v' }, 4, "declares" },
+        { "array16 of 2 with one byte", { 0x81, 0xa1, 'x', 0xdc, 0x00, 0x02, 0xc0 }, 7, "declares" },
+        { "fixext16 cut", { 0x81, 0xa1, 'x', 0xd8, 0x01, 0x00 }, 6, "cut short" },
+        { "float64 cut", { 0x81, 0xa1, 'x', 0xcb, 0x00, 0x00 }, 6, "cut short" },
+        { "reserved byte 0xc1", { 0x81, 0xa1, 'x', 0xc1 }, 4, "not a type" },
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Msg m;
+        int rc = dec(cases[i].bytes, cases[i].n, &m, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, cases[i].why), "%s: rc %d \"%s\"", cases[i].what, rc, err);
+        msg_done(&m);
+    }
+    TEST_END();
+}
+
+static void test_structure(void)
+{
+    TEST_BEGIN("non_map_int_keys_trailing_empty");
+    char err[256];
+    Msg m;
+    TB t;
+
+    uint8_t arr[] = { 0x92, 0x01, 0x02 }, num[] = { 0x05 }, str[] = { 0xa1, 'v' }, nil[] = { 0xc0 };
+    CHECK(dec(arr, sizeof arr, &m, err, sizeof err) == -1 && strstr(err, "not a map"), "array: %s", err);
+    CHECK(dec(num, sizeof num, &m, err, sizeof err) == -1 && strstr(err, "not a map"), "int: %s", err);
+    CHECK(dec(str, sizeof str, &m, err, sizeof err) == -1, "str: %s", err);
+    CHECK(dec(nil, sizeof nil, &m, err, sizeof err) == -1, "nil: %s", err);
+    CHECK(dec(NULL, 0, &m, err, sizeof err) == -1 && strstr(err, "empty"), "empty: %s", err);
+
+    /* integer keys: what Python refuses by default, we refuse too */
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 3);
+    tb_str(&t, "v"); tb_int(&t, 1);
+    tb_str(&t, "k"); tb_str(&t, "step");
+    tb_int(&t, 7); tb_int(&t, 1);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "not a string"),
+          "integer key: %s", err);
+    tb_done(&t);
+
+    /* valid frame followed by garbage */
+    CodecBuf b;
+    codec_buf_init(&b);
+    Msg in;
+    fill_sample(&in, MSG_BYE);
+    codec_encode(&in, &b, err, sizeof err);
+    uint8_t *g = malloc(b.len + 1);
+    memcpy(g, b.data, b.len);
+    g[b.len] = 0xc0;
+    CHECK(dec(g, b.len + 1, &m, err, sizeof err) == -1 && strstr(err, "trailing"),
+          "trailing byte: %s", err);
+    free(g);
+    codec_buf_done(&b);
+
+    /* missing envelope keys */
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 1);
+    tb_str(&t, "k"); tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""),
+          "missing v: %s", err);
+    tb_done(&t);
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 1);
+    tb_str(&t, "v"); tb_int(&t, 1);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""),
+          "missing k: %s", err);
+    tb_done(&t);
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 2);
+    tb_str(&t, "v"); tb_int(&t, 1);
+    tb_str(&t, "k"); tb_int(&t, 3);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""),
+          "k not a string: %s", err);
+    tb_done(&t);
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 2);
+    tb_str(&t, "v"); tb_str(&t, "1");
+    tb_str(&t, "k"); tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""),
+          "v not an integer: %s", err);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_version(void)
+{
+    TEST_BEGIN("other_protocol_version_refused");
+    char err[256];
+    Msg m;
+    TB t;
+    int64_t versions[] = { 2, 0, -1 };
+    for (size_t i = 0; i < 3; i++) {
+        tb_init(&t);
+        msgpack_pack_map(&t.pk, 2);
+        tb_str(&t, "v"); tb_int(&t, versions[i]);
+        tb_str(&t, "k"); tb_str(&t, "step");
+        char want[64];
+        snprintf(want, sizeof want, "version %lld, this build speaks %d", (long long)versions[i],
+                 PROTO_VERSION);
+        CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, want),
+              "v=%lld: \"%s\"", (long long)versions[i], err);
+        tb_done(&t);
+    }
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 2);
+    tb_str(&t, "v"); msgpack_pack_uint64(&t.pk, UINT64_MAX);
+    tb_str(&t, "k"); tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "version"),
+          "v=2^64-1: \"%s\"", err);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_unknown_kind(void)
+{
+    TEST_BEGIN("unknown_kind_returns_1");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_head(&t, "gossip", 3);
+    tb_str(&t, "r"); tb_int(&t, 5);
+    tb_str(&t, "t"); tb_int(&t, 123);
+    tb_str(&t, "whatever"); msgpack_pack_array(&t.pk, 1); tb_int(&t, 1);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 1, "rc %d: %s", rc, err);
+    CHECK(m.kind == MSG_UNKNOWN && m.rank == 5 && m.t_ns == 123, "kind %d rank %d", m.kind, m.rank);
+    CHECK(strstr(err, "gossip") != NULL, "err names the kind: %s", err);
+    msg_done(&m);
+    tb_done(&t);
+
+    /* a known name with a NUL and more after it is not that kind */
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 2);
+    tb_str(&t, "v"); tb_int(&t, 1);
+    tb_str(&t, "k"); msgpack_pack_str(&t.pk, 6); msgpack_pack_str_body(&t.pk, "step\0x", 6);
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 1 && m.kind == MSG_UNKNOWN, "\"step\\0x\": rc %d kind %d", rc, m.kind);
+    tb_done(&t);
+
+    /* a kind name longer than any known one */
+    char longkind[300];
+    memset(longkind, 's', sizeof longkind - 1);
+    longkind[sizeof longkind - 1] = 0;
+    tb_head(&t, longkind, 0);
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 1 && m.kind == MSG_UNKNOWN, "long kind: rc %d", rc);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_unknown_keys(void)
+{
+    TEST_BEGIN("unknown_keys_skipped_any_order");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_init(&t);
+    msgpack_pack_map(&t.pk, 10);
+    /* fields before the envelope, and every msgpack type as a future key */
+    tb_str(&t, "loss"); msgpack_pack_double(&t.pk, 0.25);
+    tb_str(&t, "future_map"); msgpack_pack_map(&t.pk, 1);
+        msgpack_pack_int(&t.pk, 1); /* non-string keys deeper down are not our business */
+        msgpack_pack_array(&t.pk, 2); msgpack_pack_nil(&t.pk); tb_str(&t, "x");
+    tb_str(&t, "k"); tb_str(&t, "step");
+    tb_str(&t, "future_bin"); msgpack_pack_bin(&t.pk, 3); msgpack_pack_bin_body(&t.pk, "abc", 3);
+    tb_str(&t, "v"); tb_int(&t, 1);
+    tb_str(&t, "future_ext"); msgpack_pack_ext(&t.pk, 4, 42); msgpack_pack_ext_body(&t.pk, "wxyz", 4);
+    tb_str(&t, "future_f32"); msgpack_pack_float(&t.pk, 1.0f);
+    tb_str(&t, "step"); tb_int(&t, 99);
+    tb_str(&t, "future_nil"); msgpack_pack_nil(&t.pk);
+    tb_str(&t, ""); tb_str(&t, "empty key");
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0, "rc %d: %s", rc, err);
+    CHECK(m.kind == MSG_STEP && m.u.step.loss == 0.25 && m.u.step.step == 99,
+          "kind %d loss %g step %lld", m.kind, m.u.step.loss, (long long)m.u.step.step);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_oversize(void)
+{
+    TEST_BEGIN("oversize_frames_and_limits");
+    char err[256];
+    Msg m, in;
+    CodecBuf b;
+    codec_buf_init(&b);
+
+    size_t n = (size_t)PROTO_MAX_FRAME_BYTES + 1;
+    uint8_t *big = calloc(1, n);
+    big[0] = 0x80;
+    CHECK(codec_decode(big, n, &m, err, sizeof err) == -1 && strstr(err, "exceeds"),
+          "oversize frame: %s", err);
+    free(big);
+
+    /* the largest shard allowed round-trips ... */
+    msg_init(&in, MSG_SHARD);
+    in.u.shard.n_idx = PROTO_MAX_IDX;
+    in.u.shard.idx = malloc(PROTO_MAX_IDX * sizeof(int64_t));
+    for (uint32_t i = 0; i < PROTO_MAX_IDX; i++)
+        in.u.shard.idx[i] = (int64_t)i * 4099 % 70001;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "max shard: %s", err);
+    CHECK(b.len <= PROTO_MAX_FRAME_BYTES, "max shard is %zu bytes", b.len);
+    int rc = codec_decode(b.data, b.len, &m, err, sizeof err);
+    CHECK(rc == 0 && m.u.shard.n_idx == PROTO_MAX_IDX &&
+              m.u.shard.idx[PROTO_MAX_IDX - 1] == in.u.shard.idx[PROTO_MAX_IDX - 1],
+          "max shard decode: %s", err);
+    msg_done(&m);
+    /* ... one more is refused by the encoder */
+    in.u.shard.n_idx = PROTO_MAX_IDX + 1;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == -1, "encoded %u indices", PROTO_MAX_IDX + 1);
+    in.u.shard.n_idx = PROTO_MAX_IDX;
+    msg_done(&in);
+
+    /* ... and by the decoder (hand-made) */
+    TB t;
+    tb_head(&t, "shard", 1);
+    tb_str(&t, "idx");
+    msgpack_pack_array(&t.pk, PROTO_MAX_IDX + 1);
+    for (uint32_t i = 0; i < PROTO_MAX_IDX + 1; i++)
+        msgpack_pack_fix_uint8(&t.pk, 1);
+    rc = codec_decode(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "idx"), "too many indices: rc %d %s", rc, err);
+    tb_done(&t);
+
+    /* store value: 1 MiB passes, one byte more does not */
+    msg_init(&in, MSG_SET);
+    snprintf(in.u.store.key, sizeof in.u.store.key, "blob");
+    in.u.store.val_len = PROTO_MAX_VAL_BYTES;
+    in.u.store.val = calloc(1, PROTO_MAX_VAL_BYTES + 1);
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "1 MiB value: %s", err);
+    rc = codec_decode(b.data, b.len, &m, err, sizeof err);
+    CHECK(rc == 0 && m.u.store.val_len == PROTO_MAX_VAL_BYTES, "1 MiB value decode: %s", err);
+    msg_done(&m);
+    in.u.store.val_len = PROTO_MAX_VAL_BYTES + 1;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == -1, "encoded a value over the limit");
+    tb_head(&t, "set", 1);
+    tb_str(&t, "val");
+    msgpack_pack_bin(&t.pk, PROTO_MAX_VAL_BYTES + 1);
+    msgpack_pack_bin_body(&t.pk, in.u.store.val, PROTO_MAX_VAL_BYTES + 1);
+    rc = codec_decode(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "\"val\""), "value over the limit: rc %d %s", rc, err);
+    tb_done(&t);
+    in.u.store.val_len = PROTO_MAX_VAL_BYTES;
+    msg_done(&in);
+
+    /* many tiny objects under an unknown key: bounded before msgpack-c sees them */
+    tb_head(&t, "step", 1);
+    tb_str(&t, "junk");
+    msgpack_pack_array(&t.pk, 2 * PROTO_MAX_IDX);
+    for (uint32_t i = 0; i < 2 * PROTO_MAX_IDX; i++)
+        msgpack_pack_nil(&t.pk);
+    rc = codec_decode(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "objects"), "2M objects: rc %d %s", rc, err);
+    tb_done(&t);
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+static void test_encode_errors(void)
+{
+    TEST_BEGIN("encode_refuses_bad_messages");
+    char err[256];
+    CodecBuf b;
+    codec_buf_init(&b);
+    Msg m;
+    msg_init(&m, MSG_UNKNOWN);
+    CHECK(codec_encode(&m, &b, err, sizeof err) == -1, "encoded MSG_UNKNOWN");
+    msg_init(&m, MSG_PHASE);
+    m.u.phase.phase = (Phase)77;
+    CHECK(codec_encode(&m, &b, err, sizeof err) == -1 && strstr(err, "phase"), "bad phase: %s", err);
+    msg_init(&m, MSG_SHARD);
+    m.u.shard.n_idx = 3;
+    CHECK(codec_encode(&m, &b, err, sizeof err) == -1 && strstr(err, "NULL"), "NULL idx: %s", err);
+    msg_init(&m, MSG_VAL);
+    m.u.store.val_len = 3;
+    CHECK(codec_encode(&m, &b, err, sizeof err) == -1 && strstr(err, "NULL"), "NULL val: %s", err);
+    CHECK(b.len == 0, "failed encode leaves an empty buffer (%zu)", b.len);
+    codec_buf_done(&b);
+    TEST_END();
+}
+
+static void nest(TB *t, int levels)
+{
+    for (int i = 0; i < levels; i++)
+        msgpack_pack_array(&t->pk, i + 1 < levels ? 1 : 0);
+}
+
+static void test_nesting(void)
+{
+    TEST_BEGIN("deep_nesting_refused");
+    char err[256];
+    Msg m;
+    TB t;
+    /* the message map is level 1: 15 more levels are allowed, 16 are not */
+    tb_head(&t, "step", 1);
+    tb_str(&t, "x");
+    nest(&t, 15);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0, "depth 16: rc %d %s", rc, err);
+    tb_done(&t);
+    tb_head(&t, "step", 1);
+    tb_str(&t, "x");
+    nest(&t, 16);
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "nesting"), "depth 17: rc %d %s", rc, err);
+    tb_done(&t);
+    /* far deeper than any recursion could survive */
+    size_t n = 3 + 2 + 1000000;
+    uint8_t *deep = malloc(n);
+    memcpy(deep, "\x81\xa1x", 3);
+    memset(deep + 3, 0x91, n - 3);
+    deep[n - 1] = 0xc0;
+    rc = dec(deep, n, &m, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "nesting"), "depth 1e6: rc %d %s", rc, err);
+    free(deep);
+    TEST_END();
+}
+
+static void test_duplicates(void)
+{
+    TEST_BEGIN("repeated_keys_do_not_leak");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_head(&t, "shard", 2);
+    tb_str(&t, "idx"); msgpack_pack_array(&t.pk, 2); tb_int(&t, 1); tb_int(&t, 2);
+    tb_str(&t, "idx"); msgpack_pack_array(&t.pk, 1); tb_int(&t, 9);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.u.shard.n_idx == 1 && m.u.shard.idx[0] == 9, "last idx wins: rc %d", rc);
+    msg_done(&m);
+    tb_done(&t);
+    /* an error after a heap field leaves nothing to free (LeakSanitizer checks) */
+    tb_head(&t, "set", 2);
+    tb_str(&t, "val"); msgpack_pack_bin(&t.pk, 2); msgpack_pack_bin_body(&t.pk, "ab", 2);
+    tb_str(&t, "key"); tb_int(&t, 1);
+    rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == -1 && m.u.store.val == NULL, "error after val: rc %d", rc);
+    tb_done(&t);
+    TEST_END();
+}
+
+static void test_mutations(void)
+{
+    TEST_BEGIN("random_mutations_10000");
+    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1,
+                                           0xc4, 0xc6, 0xc9, 0xca, 0xcb, 0xcf, 0xd3, 0xd8,
+                                           0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
+    CodecBuf frames[MSG__COUNT];
+    char err[256];
+    for (int k = 0; k < MSG__COUNT; k++) {
+        codec_buf_init(&frames[k]);
+        if (k == MSG_UNKNOWN)
+            continue;
+        Msg in;
+        fill_sample(&in, (MsgKind)k);
+        codec_encode(&in, &frames[k], err, sizeof err);
+        msg_done(&in);
+    }
+    rng_state = 0x5eed2024ddb70b01ULL;
+    int counts[3] = { 0, 0, 0 }, bad = 0;
+    uint8_t *buf = malloc(4096);
+    for (int iter = 0; iter < 10000; iter++) {
+        const CodecBuf *src = &frames[1 + rng() % (MSG__COUNT - 1)];
+        size_t n = src->len;
+        memcpy(buf, src->data, n);
+        int muts = 1 + (int)(rng() % 4);
+        for (int j = 0; j < muts && n > 0; j++) {
+            size_t at = rng() % n;
+            switch (rng() % 6) {
+            case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
+            case 1: buf[at] = (uint8_t)rng(); break;
+            case 2: buf[at] = interesting[rng() % sizeof interesting]; break;
+            case 3: /* insert */
+                if (n < 4000) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = interesting[rng() % sizeof interesting];
+                    n++;
+                }
+                break;
+            case 4: /* delete */
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+                break;
+            case 5: n = at; break; /* truncate */
+            }
+        }
+        Msg m;
+        int rc = dec(buf, n, &m, err, sizeof err);
+        if (rc < -1 || rc > 1 || (rc == -1 && err[0] == 0))
+            bad++;
+        else
+            counts[rc + 1]++;
+        if (rc == 0 && m.kind == MSG_LOG && strnlen(m.u.log.text, sizeof m.u.log.text) ==
+                                                sizeof m.u.log.text)
+            bad++;
+        msg_done(&m);
+    }
+    free(buf);
+    for (int k = 0; k < MSG__COUNT; k++)
+        codec_buf_done(&frames[k]);
+    CHECK(bad == 0, "%d mutations gave an out-of-contract result", bad);
+    /* mutations must exercise both paths, or the test proves little */
+    CHECK(counts[0] > 1000 && counts[1] > 100, "errors %d ok %d unknown %d", counts[0],
+          counts[1], counts[2]);
+    printf("  mutations: %d refused, %d decoded, %d unknown kind\n", counts[0], counts[1],
+           counts[2]);
+    TEST_END();
+}
+
+int main(void)
+{
+    test_names();
+    test_init_and_time();
+    test_roundtrip();
+    test_envelope_optional();
+    test_extremes();
+    test_truncate_strings();
+    test_truncations();
+    test_wrong_types();
+    test_accepted_forms();
+    test_huge_lengths();
+    test_structure();
+    test_version();
+    test_unknown_kind();
+    test_unknown_keys();
+    test_roundtrip_key_orders();
+    test_oversize();
+    test_encode_errors();
+    test_nesting();
+    test_duplicates();
+    test_mutations();
+    CHECK_EXIT();
+}

@@ -1,0 +1,894 @@
+/* test_job.c — the job model driven by hand-built messages: phases and job
+ * state, step minimum, samples/s, collectives, shards, checkpoints, exits
+ * and verdicts, bad ranks, the events ring; pause outcomes, evals, the
+ * straggler of a collective and who it waits for, buckets, the sampler's
+ * index map and the set_epoch check, min/median/max, outliers and orders,
+ * decimated series. No sockets, no terminal.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "model/job.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+/* ---- message builders ---- */
+
+static void send_hello(Job *j, int rank, int64_t pid, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_HELLO);
+    m.rank = rank;
+    m.u.hello.world = j->world;
+    m.u.hello.pid = pid;
+    snprintf(m.u.hello.host, sizeof m.u.hello.host, "node%d", rank);
+    snprintf(m.u.hello.device, sizeof m.u.hello.device, "cpu");
+    snprintf(m.u.hello.backend, sizeof m.u.hello.backend, "gloo");
+    snprintf(m.u.hello.dataset, sizeof m.u.hello.dataset, "fashion-mnist");
+    snprintf(m.u.hello.model, sizeof m.u.hello.model, "mlp:784,256,256,10");
+    m.u.hello.params = 269322;
+    m.u.hello.batch_size = 64;
+    m.u.hello.max_steps = 938;
+    m.u.hello.steps_per_epoch = 469;
+    m.u.hello.dataset_size = 60000;
+    job_apply(j, &m, t);
+}
+
+static void send_phase(Job *j, int rank, Phase p, const char *detail, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_PHASE);
+    m.rank = rank;
+    m.u.phase.phase = p;
+    if (detail)
+        snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
+    job_apply(j, &m, t);
+}
+
+static void send_step(Job *j, int rank, int64_t epoch, int64_t step, double loss, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_STEP);
+    m.rank = rank;
+    m.u.step.epoch = epoch;
+    m.u.step.step = step;
+    m.u.step.loss = loss;
+    m.u.step.samples = step * 64;
+    m.u.step.step_ms = 10;
+    m.u.step.comm_ms = 2.5;
+    job_apply(j, &m, t);
+}
+
+static void send_bye(Job *j, int rank, int status, int64_t step, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_BYE);
+    m.rank = rank;
+    m.u.bye.status = status;
+    m.u.bye.step = step;
+    job_apply(j, &m, t);
+}
+
+/* Is there an event (any age still kept) whose text contains s? */
+static const JobEvent *find_event(const Job *j, const char *s)
+{
+    for (int i = 0; job_event_at(j, i); i++)
+        if (strstr(job_event_at(j, i)->text, s))
+            return job_event_at(j, i);
+    return NULL;
+}
+
+/* Two ranks through launch, hello and the phases up to training. */
+static Job *started_job(int64_t *t)
+{
+    Job *j = job_new(2);
+    *t = j->start_ns;
+    for (int r = 0; r < 2; r++)
+        job_rank_started(j, r, 1000 + r, *t);
+    for (int r = 0; r < 2; r++)
+        send_hello(j, r, 1000 + r, *t += MS);
+    Phase ps[] = {PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN};
+    for (unsigned i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        for (int r = 0; r < 2; r++)
+            send_phase(j, r, ps[i], NULL, *t += MS);
+    return j;
+}
+
+static void test_new_free(void)
+{
+    TEST_BEGIN("new_free");
+    CHECK(job_new(0) == NULL, "world 0 accepted");
+    CHECK(job_new(JOB_MAX_RANKS + 1) == NULL, "world above max accepted");
+    Job *j = job_new(3);
+    CHECK(j && j->world == 3 && j->state == JOB_STARTING, "bad new job");
+    CHECK(j && job_event_at(j, 0) == NULL && job_event_nth(j, 0) == NULL, "events in a new job");
+    job_free(&j);
+    CHECK(j == NULL, "job_free left the pointer");
+    job_free(&j);                    /* twice is harmless */
+    job_free(NULL);
+    TEST_END();
+}
+
+static void test_clean_run(void)
+{
+    TEST_BEGIN("clean_run_two_ranks");
+    Job *j = job_new(2);
+    int64_t t = j->start_ns;
+    job_rank_started(j, 0, 1000, t);
+    job_rank_started(j, 1, 1001, t);
+    send_hello(j, 0, 1000, t += MS);
+    CHECK(strcmp(j->model, "mlp:784,256,256,10") == 0 && j->max_steps == 938 && j->params == 269322,
+          "job-wide fields not taken from the first hello: model '%s' max %lld", j->model,
+          (long long)j->max_steps);
+    CHECK(j->ranks[0].state == RANK_ALIVE && j->ranks[1].state == RANK_WAITING, "rank states after one hello");
+    CHECK(find_event(j, "rank 0 hello pid 1000 on node0 (cpu, gloo)"), "hello event missing: '%s'",
+          job_event_at(j, 0) ? job_event_at(j, 0)->text : "(none)");
+    send_hello(j, 1, 1001, t += MS);
+    CHECK(job_alive(j) == 2, "alive %d", job_alive(j));
+
+    Phase ps[] = {PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN};
+    for (int i = 0; i < 4; i++)
+        send_phase(j, 0, ps[i], NULL, t += MS);
+    CHECK(j->state == JOB_STARTING, "RUNNING before rank 1 trains: %s", job_state_name(j->state));
+    for (int i = 0; i < 3; i++)
+        send_phase(j, 1, ps[i], NULL, t += MS);
+    CHECK(find_event(j, "rank 1: rendezvous -> broadcast"), "phase change event missing");
+    CHECK(j->ranks[1].phase == PHASE_BROADCAST && j->ranks[1].phase_since_ns == t, "phase/since not kept");
+    uint64_t before = j->ev_total;
+    send_phase(j, 1, PHASE_BROADCAST, NULL, t += MS);   /* repeat: no new event */
+    CHECK(j->ev_total == before, "repeated phase made an event");
+    send_phase(j, 1, PHASE_TRAIN, NULL, t += MS);
+    CHECK(j->state == JOB_RUNNING, "not RUNNING once both train: %s", job_state_name(j->state));
+
+    for (int s = 1; s <= 10; s++)
+        for (int r = 0; r < 2; r++)
+            send_step(j, r, 0, s, 2.0 - 0.1 * s - 0.01 * r, t += 5 * MS);
+    CHECK(j->step == 10 && j->epoch == 0, "job step %lld", (long long)j->step);
+    CHECK(j->ranks[1].ring_len == 10, "ring len %d", j->ranks[1].ring_len);
+    const JobStepRec *newest = job_rank_step_at(&j->ranks[1], 0), *oldest = job_rank_step_at(&j->ranks[1], 9);
+    CHECK(newest && newest->step == 10 && oldest && oldest->step == 1, "step ring order wrong");
+    CHECK(job_rank_step_at(&j->ranks[1], 10) == NULL, "step ring past its end");
+
+    send_phase(j, 0, PHASE_STOPPING, NULL, t += MS);
+    CHECK(j->state == JOB_STOPPING, "not STOPPING: %s", job_state_name(j->state));
+    for (int r = 0; r < 2; r++) {
+        send_phase(j, r, PHASE_DESTROYING, NULL, t += MS);
+        send_phase(j, r, PHASE_DESTROYED, NULL, t += MS);
+        send_bye(j, r, 0, 10, t += MS);
+    }
+    CHECK(j->ranks[0].bye && j->ranks[0].bye_status == 0, "bye not kept");
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    CHECK(j->state == JOB_STOPPING, "finished before rank 1 exited: %s", job_state_name(j->state));
+    CHECK(!job_all_exited(j), "all exited with rank 1 alive");
+    uint64_t v = j->version;
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS);
+    CHECK(j->version > v, "version did not move on exit");
+    CHECK(j->state == JOB_DONE, "not DONE: %s", job_state_name(j->state));
+    CHECK(job_all_exited(j) && job_all_clean(j) && job_alive(j) == 0, "clean predicates");
+    CHECK(j->samples_per_s == 0, "samples/s %.1f with every rank gone", j->samples_per_s);
+    CHECK(strcmp(j->ranks[1].how_ended, "exit 0") == 0, "how_ended '%s'", j->ranks[1].how_ended);
+    const JobEvent *e = find_event(j, "rank 1 (pid 1001) ended: exit 0");
+    CHECK(e && e->level == EV_INFO && e->rank == 1, "clean exit event");
+    char verdict[256];
+    job_verdict(j, verdict, sizeof verdict);
+    CHECK(strcmp(verdict, "job done: all 2 ranks ended cleanly") == 0, "verdict '%s'", verdict);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_step_min(void)
+{
+    TEST_BEGIN("job_step_is_min_over_ranks");
+    Job *j = job_new(3);
+    int64_t t = j->start_ns;
+    CHECK(j->step == 0, "step before any step message");
+    send_step(j, 0, 0, 5, 1.0, t += MS);
+    CHECK(j->step == 5, "one rank: %lld", (long long)j->step);
+    send_step(j, 1, 0, 3, 1.0, t += MS);
+    CHECK(j->step == 3, "min not taken: %lld", (long long)j->step);
+    send_step(j, 0, 0, 6, 1.0, t += MS);
+    CHECK(j->step == 3, "moved with a rank above the min: %lld", (long long)j->step);
+    send_step(j, 1, 0, 6, 1.0, t += MS);
+    CHECK(j->step == 6, "min did not follow: %lld", (long long)j->step);
+    send_step(j, 2, 1, 7, 1.0, t += MS);   /* rank 2 (never stepped before) above min */
+    CHECK(j->step == 6 && j->epoch == 0, "step %lld epoch %lld", (long long)j->step, (long long)j->epoch);
+    send_step(j, 0, 1, 7, 1.0, t += MS);
+    CHECK(j->step == 6, "one rank still at 6: %lld", (long long)j->step);
+    send_step(j, 1, 1, 8, 1.0, t += MS);
+    CHECK(j->step == 7 && j->epoch == 1, "step %lld epoch %lld", (long long)j->step, (long long)j->epoch);
+    send_step(j, 2, 0, 2, 1.0, t += MS);   /* backwards (restart) */
+    CHECK(j->step == 2 && j->epoch == 0, "backwards step: %lld", (long long)j->step);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_samples_per_s(void)
+{
+    TEST_BEGIN("samples_per_s_sliding_window");
+    int64_t t;
+    Job *j = started_job(&t);
+    int64_t t0 = t;
+    /* 2 ranks x 64 samples x 10 steps/s = 1280 samples/s */
+    for (int s = 1; s <= 40; s++)
+        for (int r = 0; r < 2; r++)
+            send_step(j, r, 0, s, 1.0, t0 + s * 100 * MS);
+    CHECK(j->samples_per_s > 1280 * 0.95 && j->samples_per_s < 1280 * 1.05, "samples/s %.1f, want ~1280",
+          j->samples_per_s);
+    /* twice as fast from here: the window forgets the old pace within ~2 s */
+    int64_t t1 = t0 + 40 * 100 * MS;
+    for (int s = 1; s <= 60; s++)
+        for (int r = 0; r < 2; r++)
+            send_step(j, r, 0, 40 + s, 1.0, t1 + s * 50 * MS);
+    CHECK(j->samples_per_s > 2560 * 0.95 && j->samples_per_s < 2560 * 1.05, "samples/s %.1f, want ~2560",
+          j->samples_per_s);
+    /* steps stop, heartbeats go on: the rate falls to zero */
+    int64_t t2 = t1 + 60 * 50 * MS;
+    for (int k = 1; k <= 30; k++) {
+        Msg m;
+        msg_init(&m, MSG_BEAT);
+        m.rank = k % 2;
+        job_apply(j, &m, t2 + k * 100 * MS);
+    }
+    CHECK(j->samples_per_s < 1, "samples/s %.1f after steps stopped", j->samples_per_s);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_coll_shard_ckpt(void)
+{
+    TEST_BEGIN("coll_shard_ckpt");
+    int64_t t;
+    Job *j = started_job(&t);
+    send_step(j, 1, 0, 1, 1.0, t += MS);
+    CHECK(job_rank_allreduce_ms(&j->ranks[1]) == 2.5, "comm_ms fallback %.2f", job_rank_allreduce_ms(&j->ranks[1]));
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = 1;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    m.u.coll.seq = 7;
+    m.u.coll.enq_ns = 1000 * SEC;
+    m.u.coll.start_ns = 1000 * SEC + 1 * MS;
+    m.u.coll.done_ns = 1000 * SEC + 1 * MS + 1500000;  /* 1.5 ms after start */
+    job_apply(j, &m, t += MS);
+    CHECK(j->ranks[1].have_coll && j->ranks[1].coll.seq == 7, "coll not kept");
+    CHECK(j->ranks[1].coll_ms > 1.499 && j->ranks[1].coll_ms < 1.501, "coll_ms %.3f", j->ranks[1].coll_ms);
+    CHECK(job_rank_allreduce_ms(&j->ranks[1]) == j->ranks[1].coll_ms, "allreduce ms not the collective's");
+
+    int64_t idx[40];
+    for (int i = 0; i < 40; i++)
+        idx[i] = 1000 - i;
+    msg_init(&m, MSG_SHARD);
+    m.rank = 0;
+    m.u.shard.epoch = 2;
+    m.u.shard.num_samples = 30001;
+    m.u.shard.total_size = 60002;
+    m.u.shard.padding = 2;
+    m.u.shard.n_idx = 40;
+    m.u.shard.idx = idx;             /* borrowed: no msg_done */
+    job_apply(j, &m, t += MS);
+    const JobRank *r0 = &j->ranks[0];
+    CHECK(r0->have_shard && r0->shard_epoch == 2 && r0->num_samples == 30001 && r0->total_size == 60002 &&
+          r0->padding == 2, "shard summary");
+    CHECK(r0->n_first == JOB_SHARD_FIRST && r0->first_idx[0] == 1000 && r0->first_idx[JOB_SHARD_FIRST - 1] ==
+          1000 - (JOB_SHARD_FIRST - 1), "shard first indices: n %d", r0->n_first);
+
+    msg_init(&m, MSG_CKPT);
+    m.rank = 0;
+    m.u.ckpt.ok = true;
+    m.u.ckpt.step = 100;
+    m.u.ckpt.ms = 42.4;
+    m.u.ckpt.bytes = 3250000;
+    snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "ckpt/step-00000100");
+    job_apply(j, &m, t += MS);
+    CHECK(find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.2 MB) -> ckpt/step-00000100") ||
+          find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.3 MB) -> ckpt/step-00000100"),
+          "ckpt event: '%s'", job_event_at(j, 0)->text);
+    CHECK(j->last_ckpt_step == 100 && strcmp(j->last_ckpt_path, "ckpt/step-00000100") == 0 && j->ckpts == 1,
+          "last ckpt not kept");
+    m.u.ckpt.ok = false;
+    m.u.ckpt.step = 200;
+    snprintf(m.u.ckpt.error, sizeof m.u.ckpt.error, "No space left on device");
+    job_apply(j, &m, t += MS);
+    const JobEvent *e = job_event_at(j, 0);
+    CHECK(e && e->level == EV_ERROR && strstr(e->text, "200") && strstr(e->text, "No space left on device"),
+          "ckpt failure event: '%s'", e ? e->text : "");
+    CHECK(j->last_ckpt_step == 100 && j->ckpts == 1, "failed ckpt counted");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_log_and_error_phase(void)
+{
+    TEST_BEGIN("log_levels_and_error_phase");
+    int64_t t;
+    Job *j = started_job(&t);
+    const char *lv[] = {"info", "warn", "error"};
+    JobEventLevel want[] = {EV_INFO, EV_WARN, EV_ERROR};
+    for (int i = 0; i < 3; i++) {
+        Msg m;
+        msg_init(&m, MSG_LOG);
+        m.rank = 1;
+        snprintf(m.u.log.level, sizeof m.u.log.level, "%s", lv[i]);
+        snprintf(m.u.log.text, sizeof m.u.log.text, "message %d", i);
+        job_apply(j, &m, t += MS);
+        char want_text[32];
+        snprintf(want_text, sizeof want_text, "message %d", i);
+        const JobEvent *e = job_event_at(j, 0);
+        CHECK(e && e->level == want[i] && e->rank == 1 && strcmp(e->text, want_text) == 0,
+              "log event %d: '%s'", i, e ? e->text : "");
+        CHECK(e && e->mono_ns == t, "event time is not the arrival time");
+    }
+    send_phase(j, 0, PHASE_ERROR, "allreduce: Connection reset by peer", t += MS);
+    const JobEvent *e = job_event_at(j, 0);
+    CHECK(e && e->level == EV_ERROR && strstr(e->text, "rank 0: train -> error") &&
+          strstr(e->text, "Connection reset by peer"), "error phase event: '%s'", e ? e->text : "");
+    send_phase(j, 0, PHASE_DESTROYING, NULL, t += MS);
+    CHECK(strcmp(j->ranks[0].detail, "allreduce: Connection reset by peer") == 0, "error detail lost: '%s'",
+          j->ranks[0].detail);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS);
+    char verdict[256];
+    job_verdict(j, verdict, sizeof verdict);
+    CHECK(strstr(verdict, "job failed: rank 0 exit 1") && strstr(verdict, "Connection reset by peer"),
+          "verdict '%s'", verdict);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_signal_exit(void)
+{
+    TEST_BEGIN("signal_exit_fails_job");
+    int64_t t;
+    Job *j = started_job(&t);
+    for (int s = 1; s <= 57; s++)
+        for (int r = 0; r < 2; r++)
+            send_step(j, r, 0, s, 1.0, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, SIGKILL), NULL, t += MS);
+    const JobRank *r1 = &j->ranks[1];
+    CHECK(r1->state == RANK_FAILED, "rank state %s", rank_state_name(r1->state));
+    CHECK(strcmp(r1->how_ended, "signal 9 (Killed)") == 0, "how_ended '%s'", r1->how_ended);
+    CHECK(j->state == JOB_FAILED, "job %s after a killed rank", job_state_name(j->state));
+    CHECK(j->first_failed == 1, "first_failed %d", j->first_failed);
+    const JobEvent *e = job_event_at(j, 0);
+    CHECK(e && e->level == EV_ERROR && e->rank == 1 && strstr(e->text, "signal 9 (Killed)") &&
+          strstr(e->text, "step 57"), "exit event: '%s'", e ? e->text : "");
+    char verdict[256];
+    job_verdict(j, verdict, sizeof verdict);
+    CHECK(strcmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57") == 0, "verdict '%s'", verdict);
+    /* the survivor then dies of the broken link: the verdict still names rank 1 */
+    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS);
+    CHECK(j->state == JOB_FAILED, "state moved off FAILED");
+    job_verdict(j, verdict, sizeof verdict);
+    CHECK(strncmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57", 46) == 0 &&
+          strstr(verdict, "2 ranks failed"), "verdict '%s'", verdict);
+    job_free(&j);
+
+    j = started_job(&t);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS);
+    CHECK(strcmp(j->ranks[0].how_ended, "SIGTERM by ddptop") == 0, "how text not used: '%s'",
+          j->ranks[0].how_ended);
+    CHECK(strstr(job_event_at(j, 0)->text, "before its first step"), "event '%s'", job_event_at(j, 0)->text);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_exit_without_bye(void)
+{
+    TEST_BEGIN("exit0_without_bye_fails");
+    int64_t t;
+    Job *j = started_job(&t);
+    send_bye(j, 0, 0, 0, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    CHECK(j->ranks[0].state == RANK_EXITED_OK, "rank 0 with bye: %s", rank_state_name(j->ranks[0].state));
+    CHECK(j->state != JOB_FAILED, "failed after one clean exit");
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS);
+    CHECK(j->ranks[1].state == RANK_FAILED, "exit 0 without bye: %s", rank_state_name(j->ranks[1].state));
+    CHECK(j->state == JOB_FAILED, "job %s", job_state_name(j->state));
+    CHECK(strstr(j->ranks[1].how_ended, "exit 0") && strstr(j->ranks[1].how_ended, "without bye"),
+          "how_ended '%s'", j->ranks[1].how_ended);
+    CHECK(job_all_exited(j) && !job_all_clean(j), "predicates");
+    job_free(&j);
+
+    /* bye says failure, exit says 0: not clean either */
+    j = started_job(&t);
+    send_bye(j, 0, 3, 0, t += MS);
+    CHECK(job_event_at(j, 0)->level == EV_WARN, "bye with status 3 not flagged");
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    CHECK(j->ranks[0].state == RANK_FAILED && strstr(j->ranks[0].how_ended, "bye status 3"),
+          "bye status 3: %s '%s'", rank_state_name(j->ranks[0].state), j->ranks[0].how_ended);
+    job_free(&j);
+
+    j = started_job(&t);
+    send_bye(j, 1, 0, 0, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(3, 0), NULL, t += MS);
+    CHECK(strcmp(j->ranks[1].how_ended, "exit 3") == 0 && j->state == JOB_FAILED, "exit 3: '%s'",
+          j->ranks[1].how_ended);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_bad_rank(void)
+{
+    TEST_BEGIN("out_of_range_rank_is_bad_frame");
+    int64_t t;
+    Job *j = started_job(&t);
+    uint64_t ev = j->ev_total;
+    send_hello(j, 2, 4242, t += MS);
+    send_step(j, -1, 0, 1, 1.0, t += MS);
+    send_phase(j, 99, PHASE_ERROR, "x", t += MS);
+    CHECK(j->bad_frames == 3, "bad_frames %llu", (unsigned long long)j->bad_frames);
+    CHECK(j->ev_total == ev, "an out-of-range rank made events");
+    CHECK(j->step == 0 && j->state == JOB_RUNNING, "an out-of-range rank changed the job");
+    /* a store request with no rank is not a bad frame: it is not the model's */
+    Msg m;
+    msg_init(&m, MSG_GET);
+    job_apply(j, &m, t += MS);
+    CHECK(j->bad_frames == 3, "store message counted as bad");
+    /* anything from a good rank refreshes its liveness, even an unknown kind */
+    msg_init(&m, MSG_UNKNOWN);
+    m.rank = 1;
+    job_apply(j, &m, t += 7 * SEC);
+    CHECK(j->ranks[1].last_msg_ns == t, "unknown kind did not refresh last_msg_ns");
+    CHECK(job_rank_stale(&j->ranks[0], t) && !job_rank_stale(&j->ranks[1], t), "staleness");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_event_ring(void)
+{
+    TEST_BEGIN("event_ring_wraps");
+    Job *j = job_new(1);
+    for (int i = 0; i < JOB_EVENTS + 100; i++)
+        job_event(j, i % 3 - 1, EV_INFO, "event %d", i);
+    CHECK(j->ev_total == JOB_EVENTS + 100, "ev_total %llu", (unsigned long long)j->ev_total);
+    const JobEvent *e = job_event_at(j, 0);
+    CHECK(e && strcmp(e->text, "event 611") == 0, "newest '%s'", e ? e->text : "");
+    e = job_event_at(j, JOB_EVENTS - 1);
+    CHECK(e && strcmp(e->text, "event 100") == 0, "oldest kept '%s'", e ? e->text : "");
+    CHECK(job_event_at(j, JOB_EVENTS) == NULL && job_event_at(j, -1) == NULL, "past the ring");
+    CHECK(job_event_nth(j, 99) == NULL, "overwritten event returned");
+    e = job_event_nth(j, 100);
+    CHECK(e && strcmp(e->text, "event 100") == 0, "nth 100 '%s'", e ? e->text : "");
+    e = job_event_nth(j, JOB_EVENTS + 99);
+    CHECK(e && strcmp(e->text, "event 611") == 0 && e->rank == 611 % 3 - 1, "nth newest");
+    CHECK(job_event_nth(j, JOB_EVENTS + 100) == NULL, "nth past the end");
+    /* long text is cut, not overflowed */
+    char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    job_event(j, -1, EV_WARN, "%s", big);
+    CHECK(strlen(job_event_at(j, 0)->text) == sizeof job_event_at(j, 0)->text - 1, "long event not truncated");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_state_edges(void)
+{
+    TEST_BEGIN("stopping_and_hello_mismatch");
+    int64_t t;
+    Job *j = started_job(&t);
+    job_set_stopping(j);
+    CHECK(j->state == JOB_STOPPING, "set_stopping: %s", job_state_name(j->state));
+    job_free(&j);
+
+    j = job_new(2);
+    t = j->start_ns;
+    send_hello(j, 0, 10, t += MS);
+    Msg m;
+    msg_init(&m, MSG_HELLO);
+    m.rank = 1;
+    m.u.hello.world = 4;
+    snprintf(m.u.hello.model, sizeof m.u.hello.model, "mlp:784,10");
+    m.u.hello.params = 7850;
+    job_apply(j, &m, t += MS);
+    CHECK(strcmp(j->model, "mlp:784,256,256,10") == 0, "second hello overwrote the job's model");
+    CHECK(find_event(j, "says world size 4") && find_event(j, "runs model mlp:784,10"),
+          "mismatch warnings missing");
+    /* a job that already failed stays failed */
+    job_rank_exited(j, 0, 10, W_EXITCODE(0, SIGSEGV), NULL, t += MS);
+    job_set_stopping(j);
+    send_phase(j, 1, PHASE_STOPPING, NULL, t += MS);
+    CHECK(j->state == JOB_FAILED, "FAILED overwritten by %s", job_state_name(j->state));
+    CHECK(strstr(j->ranks[0].how_ended, "signal 11"), "how '%s'", j->ranks[0].how_ended);
+    job_free(&j);
+    TEST_END();
+}
+
+/* ---- added with the TUI panels ---- */
+
+static void send_step_ms(Job *j, int rank, int64_t step, double loss, double step_ms, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_STEP);
+    m.rank = rank;
+    m.u.step.step = step;
+    m.u.step.loss = loss;
+    m.u.step.samples = step * 64;
+    m.u.step.step_ms = step_ms;
+    m.u.step.comm_ms = 4;
+    m.u.step.exposed_ms = 1;
+    job_apply(j, &m, t);
+}
+
+static void test_pause_outcome(void)
+{
+    TEST_BEGIN("pause_outcome_from_phases");
+    int64_t t;
+    Job *j = started_job(&t);
+    for (int r = 0; r < 2; r++)
+        send_step(j, r, 0, 5, 1.0, t += MS);
+    job_set_pause_wanted(j, true);
+    CHECK(j->pause_wanted && !j->paused, "pause wanted/paused");
+    send_phase(j, 0, PHASE_PAUSED, "paused after step 5", t += MS);
+    CHECK(!j->paused && j->state == JOB_RUNNING, "paused with one rank of two: %s", job_state_name(j->state));
+    send_phase(j, 1, PHASE_PAUSED, "paused after step 5", t += MS);
+    CHECK(j->paused && j->state == JOB_PAUSED && j->paused_step == 5, "not PAUSED: %s", job_state_name(j->state));
+    const JobEvent *e = find_event(j, "paused: all 2 ranks at step 5");
+    CHECK(e && e->rank == -1 && e->level == EV_INFO, "no paused outcome event");
+    job_set_pause_wanted(j, false);
+    send_phase(j, 1, PHASE_TRAIN, NULL, t += MS);
+    CHECK(!j->paused && j->state == JOB_RUNNING, "not running again: %s", job_state_name(j->state));
+    CHECK(find_event(j, "resumed at step 5"), "no resumed event");
+    uint64_t ev = j->ev_total;
+    send_phase(j, 0, PHASE_TRAIN, NULL, t += MS);
+    CHECK(j->ev_total == ev + 1, "second rank's resume told twice (%llu events)", (unsigned long long)(j->ev_total - ev));
+    /* ranks that pause at different steps did not agree: a warning */
+    send_step(j, 1, 0, 6, 1.0, t += MS);
+    send_phase(j, 0, PHASE_PAUSED, NULL, t += MS);
+    send_phase(j, 1, PHASE_PAUSED, NULL, t += MS);
+    e = find_event(j, "paused at different steps (5..6)");
+    CHECK(e && e->level == EV_WARN, "no disagreement warning");
+    /* a stop while paused ends the pause without "resumed" */
+    ev = j->ev_total;
+    send_phase(j, 0, PHASE_STOPPING, NULL, t += MS);
+    CHECK(!j->paused && j->state == JOB_STOPPING, "stopping while paused: %s", job_state_name(j->state));
+    for (uint64_t n = ev; n < j->ev_total; n++)
+        CHECK(!strstr(job_event_nth(j, n)->text, "resumed"), "resumed told on a stop");
+    job_free(&j);
+
+    /* a rank that has not said hello yet is not paused */
+    j = job_new(2);
+    t = j->start_ns;
+    job_rank_started(j, 0, 10, t);
+    job_rank_started(j, 1, 11, t);
+    send_hello(j, 0, 10, t += MS);
+    send_phase(j, 0, PHASE_PAUSED, NULL, t += MS);
+    CHECK(!j->paused, "paused while rank 1 never said hello");
+    send_hello(j, 1, 11, t += MS);
+    send_phase(j, 1, PHASE_PAUSED, NULL, t += MS);
+    CHECK(j->paused && find_event(j, "paused: all 2 ranks at step 0"), "late rank's pause not counted");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_evals(void)
+{
+    TEST_BEGIN("evals_kept_once_not_events");
+    int64_t t;
+    Job *j = started_job(&t);
+    uint64_t ev = j->ev_total;
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_EVAL);
+        m.rank = r;
+        m.u.eval.epoch = 0;
+        m.u.eval.step = 469;
+        m.u.eval.accuracy = 0.8412;
+        m.u.eval.loss = 0.43;
+        m.u.eval.correct = 8412;
+        m.u.eval.total = 10000;
+        job_apply(j, &m, t += MS);
+    }
+    CHECK(j->n_evals == 1, "every rank's copy kept: %d", j->n_evals);
+    const JobEval *e = job_eval_at(j, 0);
+    CHECK(e && e->step == 469 && e->accuracy == 0.8412 && e->correct == 8412, "eval values");
+    CHECK(j->ev_total == ev, "an eval became an event");
+    m.u.eval.epoch = 1;
+    m.u.eval.step = 938;
+    m.u.eval.accuracy = 0.86;
+    job_apply(j, &m, t += MS);
+    CHECK(j->n_evals == 2 && job_eval_at(j, 0)->step == 938 && job_eval_at(j, 1)->step == 469, "eval order");
+    CHECK(job_eval_at(j, 2) == NULL, "past the evals");
+    job_free(&j);
+    TEST_END();
+}
+
+static void coll(Job *j, int rank, int64_t seq, int bucket, int64_t step, int64_t enq_ms, double ms, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = rank;
+    m.u.coll.seq = seq;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    m.u.coll.bucket = bucket;
+    m.u.coll.step = step;
+    m.u.coll.bytes = 1 << 20;
+    m.u.coll.enq_ns = 1000 * SEC + enq_ms * MS;
+    m.u.coll.start_ns = m.u.coll.enq_ns;
+    m.u.coll.done_ns = m.u.coll.start_ns + (int64_t)(ms * MS);
+    m.u.coll.algbw_gbs = 1.0;
+    m.u.coll.busbw_gbs = 1.5;
+    job_apply(j, &m, t);
+}
+
+static void test_collectives(void)
+{
+    TEST_BEGIN("collective_straggler_waiting_and_buckets");
+    Job *j = job_new(3);
+    int64_t t = j->start_ns;
+    /* seq 10: rank 1 enters 3 ms after rank 0, rank 2 in between */
+    coll(j, 0, 10, 0, 7, 100, 4.0, t += MS);
+    coll(j, 1, 10, 0, 7, 103, 1.0, t += MS);
+    coll(j, 2, 10, 0, 7, 101, 3.0, t += MS);
+    const JobColl *list[8];
+    int n = job_colls_recent(j, list, 8);
+    CHECK(n == 1 && list[0]->seq == 10 && list[0]->arrived == 3 && list[0]->done == 3, "recent: n %d", n);
+    const JobColl *c = list[0];
+    CHECK(c->last_rank == 1 && c->first_rank == 0, "last %d first %d", c->last_rank, c->first_rank);
+    CHECK(c->last_ns - c->prev_last_ns == 2 * MS && c->last_ns - c->first_ns == 3 * MS, "lateness %lld spread %lld",
+          (long long)(c->last_ns - c->prev_last_ns), (long long)(c->last_ns - c->first_ns));
+    CHECK(fabs(c->ms_sum / c->done - 8.0 / 3) < 1e-9 && c->ms_max_rank == 0, "durations");
+    /* seq 11 in flight on ranks 0 and 2 (heartbeats): everybody waits for rank 1 */
+    Msg m;
+    for (int r = 0; r <= 2; r += 2) {
+        msg_init(&m, MSG_BEAT);
+        m.rank = r;
+        m.u.beat.step = 7;
+        m.u.beat.coll_seq = 11;
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        m.u.beat.coll_since_ns = 2000 * SEC;
+        job_apply(j, &m, t += MS);
+    }
+    n = job_colls_recent(j, list, 8);
+    CHECK(n == 2 && list[0]->seq == 11 && list[0]->arrived == 2 && list[0]->done == 0, "in-flight collective");
+    CHECK(list[0]->step == 8, "in-flight step %lld", (long long)list[0]->step);
+    CHECK(job_coll_arrived(j, list[0], 0) && !job_coll_arrived(j, list[0], 1) && job_coll_arrived(j, list[0], 2),
+          "arrivals");
+    j->ranks[0].state = RANK_ALIVE;
+    int64_t seq;
+    double secs;
+    CHECK(job_rank_in_flight(&j->ranks[0], 2000 * SEC + 3 * SEC, &seq, &secs) && seq == 11 && fabs(secs - 3) < 1e-9,
+          "rank 0 not in flight");
+    CHECK(!job_rank_in_flight(&j->ranks[0], 2000 * SEC + SEC / 2, NULL, NULL), "in flight after half a second");
+    /* an old seq after the ring moved on is ignored, not a crash */
+    coll(j, 0, 10 + JOB_COLL_RING, 0, 8, 200, 1, t += MS);
+    coll(j, 1, 10, 0, 7, 103, 1.0, t += MS);
+    CHECK(job_colls_recent(j, list, 8) >= 1 && list[0]->seq == 10 + JOB_COLL_RING, "ring order");
+    /* buckets: means over ranks per step */
+    job_free(&j);
+    j = job_new(2);
+    t = j->start_ns;
+    for (int s = 1; s <= 3; s++)
+        for (int r = 0; r < 2; r++) {
+            coll(j, r, 2 * s, 0, s, s * 10, 2.0 + r, t += MS);
+            coll(j, r, 2 * s + 1, 1, s, s * 10, 1.0, t += MS);
+        }
+    CHECK(j->n_buckets == 2 && j->buckets[0].used && j->buckets[1].used, "buckets %d", j->n_buckets);
+    CHECK(fabs(j->buckets[0].last_ms - 2.5) < 1e-9 && j->buckets[0].last_n == 2, "bucket 0 mean %.3f",
+          j->buckets[0].last_ms);
+    CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9,
+          "bucket series");
+    double cf, ef, hf, cms, ems;
+    CHECK(!job_comm_share(j, &cf, &ef, &hf, &cms, &ems), "share without steps");
+    send_step_ms(j, 0, 3, 1.0, 10, t += MS);
+    send_step_ms(j, 1, 3, 1.0, 10, t += MS);
+    CHECK(job_comm_share(j, &cf, &ef, &hf, &cms, &ems) && fabs(cf - 0.4) < 1e-9 && fabs(ef - 0.1) < 1e-9 &&
+          fabs(hf - 0.75) < 1e-9, "share %.2f exposed %.2f hidden %.2f", cf, ef, hf);
+    job_free(&j);
+    TEST_END();
+}
+
+static void shard(Job *j, int rank, int64_t epoch, bool shuffle, const int64_t *idx, uint32_t n, int64_t size,
+                  int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_SHARD);
+    m.rank = rank;
+    m.u.shard.epoch = epoch;
+    m.u.shard.shuffle = shuffle;
+    m.u.shard.dataset_size = size;
+    m.u.shard.num_samples = n;
+    m.u.shard.total_size = n * j->world;
+    m.u.shard.padding = n * j->world - size;
+    m.u.shard.n_idx = n;
+    m.u.shard.idx = (int64_t *)idx;   /* borrowed: no msg_done */
+    job_apply(j, &m, t);
+}
+
+static void test_shard_map(void)
+{
+    TEST_BEGIN("sampler_map_padding_and_set_epoch");
+    Job *j = job_new(2);
+    int64_t t = j->start_ns;
+    /* N = 5 over 2 ranks: 3 each, index 3 handed out twice (padding) */
+    int64_t a[] = {3, 0, 2}, b[] = {1, 4, 3};
+    shard(j, 0, 0, true, a, 3, 5, t += MS);
+    shard(j, 1, 0, true, b, 3, 5, t += MS);
+    int count;
+    CHECK(j->shard.epoch == 0 && j->shard.ranks == 2 && j->shard.size == 5, "map epoch %lld ranks %d",
+          (long long)j->shard.epoch, j->shard.ranks);
+    CHECK(job_shard_owner(j, 3, &count) == 0 && count == 2 && j->shard.dup_indices == 1, "padding duplicate");
+    CHECK(job_shard_owner(j, 4, &count) == 1 && count == 1, "index 4");
+    CHECK(job_shard_owner(j, 5, NULL) == -1 && job_shard_owner(j, -1, NULL) == -1, "outside the map");
+    /* the same shard again changes nothing */
+    shard(j, 0, 0, true, a, 3, 5, t += MS);
+    CHECK(j->shard.ranks == 2 && job_shard_owner(j, 0, &count) == 0 && count == 1, "resent shard counted twice");
+    /* epoch 1 in the same order: set_epoch forgotten, told once */
+    uint64_t ev = j->ev_total;
+    shard(j, 0, 1, true, a, 3, 5, t += MS);
+    CHECK(j->shard.epoch == 1 && j->shard.ranks == 1, "map not reset for epoch 1");
+    shard(j, 1, 1, true, b, 3, 5, t += MS);
+    const JobEvent *e = find_event(j, "epoch 1 has the same sample order as epoch 0");
+    CHECK(e && e->level == EV_WARN && e->rank == 0, "no set_epoch warning");
+    CHECK(j->ev_total == ev + 1, "warned %llu times", (unsigned long long)(j->ev_total - ev));
+    CHECK(j->shard.same_order_rank == 0 && j->shard.same_order_epoch == 1, "warning not kept for the panel");
+    /* a new order: no warning; without shuffle the same order is expected */
+    int64_t a2[] = {0, 2, 4};
+    ev = j->ev_total;
+    shard(j, 0, 2, true, a2, 3, 5, t += MS);
+    shard(j, 0, 3, false, a2, 3, 5, t += MS);
+    CHECK(j->ev_total == ev, "warned on a new order or without shuffle");
+    /* an older epoch does not disturb the map */
+    shard(j, 1, 2, true, b, 3, 5, t += MS);
+    CHECK(j->shard.epoch == 3 && j->shard.ranks == 1, "older epoch entered the map");
+    CHECK(j->ranks[1].shard_epoch == 2 && j->ranks[1].first_idx[0] == 1, "rank summary still updated");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_stats_outliers_order(void)
+{
+    TEST_BEGIN("stats_outliers_and_orders");
+    Job *j = job_new(5);
+    int64_t t = j->start_ns;
+    for (int r = 0; r < 5; r++) {
+        job_rank_started(j, r, 100 + r, t);
+        send_hello(j, r, 100 + r, t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    }
+    double step_ms[5] = {10, 11, 10, 30, 10};
+    for (int s = 1; s <= 10; s++)
+        for (int r = 0; r < 5; r++) {
+            if (r == 4 && s > 7)
+                continue;                /* rank 4 falls 3 steps behind */
+            double loss = r == 2 && s == 10 ? NAN : 1.0 + 0.1 * r;
+            send_step_ms(j, r, s, loss, step_ms[r], t += MS);
+        }
+    JobStat st[JOB_METRIC__COUNT];
+    job_rank_stats(j, t, st);
+    CHECK(st[JOB_METRIC_STEP_MS].n == 5 && st[JOB_METRIC_STEP_MS].median == 10 && st[JOB_METRIC_STEP_MS].max == 30 &&
+          st[JOB_METRIC_STEP_MS].max_rank == 3, "step_ms stats: median %.1f max %.1f r%d",
+          st[JOB_METRIC_STEP_MS].median, st[JOB_METRIC_STEP_MS].max, st[JOB_METRIC_STEP_MS].max_rank);
+    CHECK(st[JOB_METRIC_LOSS].n == 4 && st[JOB_METRIC_LOSS].max_rank == 4, "nan loss counted in stats");
+    CHECK(st[JOB_METRIC_STEP].min == 7 && st[JOB_METRIC_STEP].max == 10, "step stats");
+    JobOutlier o[8];
+    /* rank 4's last step arrived 12 ms ago: telemetry comes in bursts, so
+     * 3 steps back is not "behind" yet */
+    int n = job_outliers(j, t, 0, o, 8);
+    CHECK(n == 2 && o[0].kind == JOB_OUT_NAN && o[1].kind == JOB_OUT_SLOW, "fresh rank 4 flagged: %d: %s | %s", n,
+          n > 0 ? o[0].text : "", n > 1 ? o[1].text : "");
+    /* half a second without a step from it while the others are ahead: behind */
+    t += JOB_BEHIND_QUIET_NS;
+    n = job_outliers(j, t, 0, o, 8);
+    CHECK(n == 3, "outliers: %d", n);
+    CHECK(n >= 3 && o[0].rank == 2 && o[0].kind == JOB_OUT_NAN && o[1].rank == 4 && o[1].kind == JOB_OUT_BEHIND &&
+          o[2].rank == 3 && o[2].kind == JOB_OUT_SLOW, "outlier order: %s | %s | %s", o[0].text, o[1].text, o[2].text);
+    CHECK(n >= 3 && strcmp(o[2].text, "r3 step 30.0 ms (3.0x median)") == 0 && strcmp(o[2].brief, "slow 3.0x median") == 0,
+          "slow text '%s' / '%s'", o[2].text, o[2].brief);
+    CHECK(n >= 3 && strcmp(o[1].text, "r4 3 steps behind") == 0, "behind text '%s'", o[1].text);
+    CHECK(!job_rank_is_outlier(j, &j->ranks[1], t, 0) && job_rank_is_outlier(j, &j->ranks[3], t, 0), "is_outlier");
+    /* a silent rank comes before all of those */
+    n = job_outliers(j, t + 6 * SEC, 0, o, 1);
+    CHECK(n == 5 && o[0].kind == JOB_OUT_STALE, "stale first: %d, kind %d", n, (int)o[0].kind);
+    int order[5];
+    job_rank_order(j, JOB_SORT_STEP_MS, false, t, 0, order);
+    CHECK(order[0] == 3 && order[1] == 1, "by step ms: %d %d", order[0], order[1]);
+    job_rank_order(j, JOB_SORT_STEP_MS, true, t, 0, order);
+    CHECK(order[4] == 3, "reversed step ms: last %d", order[4]);
+    job_rank_order(j, JOB_SORT_LOSS, false, t, 0, order);
+    CHECK(order[0] == 4 && order[4] == 2, "by loss (nan last): %d .. %d", order[0], order[4]);
+    job_rank_order(j, JOB_SORT_STEP, false, t, 0, order);
+    CHECK(order[0] == 4, "by step: behind first, got %d", order[0]);
+    job_rank_order(j, JOB_SORT_HEALTH, false, t, 0, order);
+    CHECK(order[0] == 2 && order[1] == 4 && order[2] == 3 && order[3] == 0 && order[4] == 1, "health %d %d %d %d %d",
+          order[0], order[1], order[2], order[3], order[4]);
+    job_rank_order(j, JOB_SORT_RANK, false, t, 0, order);
+    CHECK(order[0] == 0 && order[4] == 4, "by rank");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_series(void)
+{
+    TEST_BEGIN("series_decimates_exactly");
+    Series s;
+    series_init(&s);
+    double lo, hi;
+    CHECK(s.len == 0 && !series_range(&s, false, &lo, &hi), "empty series");
+    for (int x = 1; x <= 5000; x++)
+        series_add(&s, x, (double)x);
+    CHECK(s.len <= SERIES_CAP && s.stride == 16 && s.first == 1, "len %d stride %lld", s.len, (long long)s.stride);
+    CHECK(series_bin_mean(&s.bin[0]) == 8.5 && s.bin[0].min == 1 && s.bin[0].max == 16 && s.bin[0].n == 16,
+          "bin 0: mean %.2f", series_bin_mean(&s.bin[0]));
+    CHECK(series_range(&s, false, &lo, &hi) && lo == 1 && hi == 5000, "range %.0f..%.0f", lo, hi);
+    CHECK(series_last_x(&s) >= 5000 && series_bin_x(&s, 1) == 17, "x of bins");
+    series_add(&s, 5001, NAN);
+    CHECK(s.bin[s.len - 1].n_bad == 1, "nan not counted as bad");
+    series_add(&s, -3, 7);
+    CHECK(s.bin[0].n == 17, "x before the first not in bin 0");
+    Series p;
+    series_init(&p);
+    series_add(&p, 1, -1);
+    series_add(&p, 2, 0.5);
+    series_add(&p, 3, 2);
+    CHECK(series_range(&p, true, &lo, &hi) && lo == 0.5 && hi == 2, "positive range %.2f..%.2f", lo, hi);
+    TEST_END();
+}
+
+static void test_rank_histories(void)
+{
+    TEST_BEGIN("rank_histories_nodes_rate");
+    Job *j = job_new(3);
+    int64_t t = j->start_ns;
+    Msg m;
+    for (int r = 0; r < 3; r++) {
+        msg_init(&m, MSG_HELLO);
+        m.rank = r;
+        snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", r < 2 ? "alpha" : "beta");
+        job_apply(j, &m, t += MS);
+    }
+    CHECK(j->nodes == 2, "nodes %d", j->nodes);
+    send_phase(j, 1, PHASE_INIT, NULL, t += MS);
+    send_phase(j, 1, PHASE_TRAIN, NULL, t += MS);
+    const JobPhaseRec *p0 = job_rank_phase_at(&j->ranks[1], 0), *p1 = job_rank_phase_at(&j->ranks[1], 1);
+    CHECK(p0 && p0->phase == PHASE_TRAIN && p1 && p1->phase == PHASE_INIT && p0->since_ns == t, "phase history");
+    for (int i = 0; i < JOB_RANK_LOGS + 2; i++) {
+        msg_init(&m, MSG_LOG);
+        m.rank = 1;
+        snprintf(m.u.log.text, sizeof m.u.log.text, "line %d", i);
+        job_apply(j, &m, t += MS);
+    }
+    const JobLogRec *l = job_rank_log_at(&j->ranks[1], 0);
+    CHECK(l && strcmp(l->text, "line 9") == 0 && job_rank_log_at(&j->ranks[1], JOB_RANK_LOGS) == NULL, "log ring");
+    coll(j, 1, 3, 0, 1, 0, 2.5, t += MS);
+    const JobCollRec *c = job_rank_coll_at(&j->ranks[1], 0);
+    CHECK(c && c->c.seq == 3 && fabs(c->ms - 2.5) < 1e-9, "rank collective ring");
+    /* 10 steps/s of 64 samples: 640 samples/s, then nothing for 5 s */
+    for (int s = 1; s <= 20; s++)
+        send_step_ms(j, 1, s, 1.0, 10, t += 100 * MS);
+    double sps = job_rank_samples_per_s(&j->ranks[1], t);
+    CHECK(sps > 630 && sps < 650, "samples/s %.1f", sps);
+    CHECK(job_rank_samples_per_s(&j->ranks[1], t + 5 * SEC) == 0, "rate of a quiet rank not 0");
+    CHECK(j->ranks[1].loss_hist.len == 20 && j->loss_all.len == 20, "loss history len %d", j->ranks[1].loss_hist.len);
+    job_free(&j);
+    TEST_END();
+}
+
+int main(void)
+{
+    test_new_free();
+    test_clean_run();
+    test_step_min();
+    test_samples_per_s();
+    test_coll_shard_ckpt();
+    test_log_and_error_phase();
+    test_signal_exit();
+    test_exit_without_bye();
+    test_bad_rank();
+    test_event_ring();
+    test_state_edges();
+    test_pause_outcome();
+    test_evals();
+    test_collectives();
+    test_shard_map();
+    test_stats_outliers_order();
+    test_series();
+    test_rank_histories();
+    CHECK_EXIT();
+}

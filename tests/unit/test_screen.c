@@ -1,0 +1,489 @@
+/* test_screen.c — the screen drawn into a canvas, read as text: every
+ * panel at 80x24, 120x40 and 200x60, the too-small message, ASCII without
+ * UTF-8, a 256-rank job's summaries, zoom, hide, help, the quit question,
+ * a rank's detail, sorting, the log scale, mouse clicks; and what each key
+ * asks of the run loop. No terminal: the ncurses view only copies these
+ * cells (tested in tmux by tests/t_tui*.sh).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "screen/draw.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+#define WALL (1700000000LL * SEC)
+
+static char text[200 * 1024];
+
+/* The canvas as lines of UTF-8. */
+static const char *dump(const Canvas *cv)
+{
+    size_t len = 0;
+    for (int y = 0; y < cv->h; y++) {
+        char row[2048];
+        canvas_row_text(cv, y, row, sizeof row);
+        size_t k = strlen(row);
+        if (len + k + 2 > sizeof text)
+            break;
+        memcpy(text + len, row, k);
+        len += k;
+        text[len++] = '\n';
+    }
+    text[len] = '\0';
+    return text;
+}
+
+static const char *line_with(const char *t, const char *needle)
+{
+    static char line[2048];
+    const char *hit = strstr(t, needle);
+    line[0] = '\0';
+    if (!hit)
+        return line;
+    const char *s = hit;
+    while (s > t && s[-1] != '\n')
+        s--;
+    const char *e = strchr(hit, '\n');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    memcpy(line, s, n);
+    line[n] = '\0';
+    return line;
+}
+
+static void apply(Job *j, Msg *m, int rank, int64_t t)
+{
+    m->rank = rank;
+    job_apply(j, m, t);
+}
+
+/* A job of `world` ranks that trained `steps` steps with collectives, a
+ * shard, an eval and a checkpoint; returns its time. */
+static int64_t scripted(Job *j, int steps)
+{
+    int64_t t = j->start_ns;
+    Msg m;
+    for (int r = 0; r < j->world; r++) {
+        job_rank_started(j, r, 4000 + r, t);
+        msg_init(&m, MSG_HELLO);
+        m.u.hello.pid = 4000 + r;
+        m.u.hello.world = j->world;
+        snprintf(m.u.hello.host, sizeof m.u.hello.host, "node%d", r % 4);
+        snprintf(m.u.hello.device, sizeof m.u.hello.device, "cpu");
+        snprintf(m.u.hello.backend, sizeof m.u.hello.backend, "gloo");
+        snprintf(m.u.hello.dataset, sizeof m.u.hello.dataset, "synthetic");
+        snprintf(m.u.hello.model, sizeof m.u.hello.model, "mlp:64,128,10");
+        m.u.hello.params = 9610;
+        m.u.hello.batch_size = 32;
+        m.u.hello.max_steps = 1000;
+        m.u.hello.dataset_size = 10;
+        apply(j, &m, r, t += MS);
+        msg_init(&m, MSG_PHASE);
+        m.u.phase.phase = PHASE_TRAIN;
+        apply(j, &m, r, t += MS);
+        /* N = 10 over the world, with padding */
+        int64_t idx[64];
+        int n = (10 + j->world - 1) / j->world;
+        for (int k = 0; k < n && k < 64; k++)
+            idx[k] = (r + (int64_t)k * j->world) % 10;
+        msg_init(&m, MSG_SHARD);
+        m.u.shard.epoch = 0;
+        m.u.shard.shuffle = true;
+        m.u.shard.dataset_size = 10;
+        m.u.shard.num_samples = n;
+        m.u.shard.total_size = (int64_t)n * j->world;
+        m.u.shard.padding = (int64_t)n * j->world - 10;
+        m.u.shard.n_idx = (uint32_t)(n < 64 ? n : 64);
+        m.u.shard.idx = idx;
+        apply(j, &m, r, t += MS);
+    }
+    int64_t seq = 0;
+    for (int s = 1; s <= steps; s++) {
+        t += 20 * MS;
+        seq++;
+        for (int r = 0; r < j->world; r++) {
+            msg_init(&m, MSG_COLL);
+            m.u.coll.seq = seq;
+            snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+            m.u.coll.bucket = 0;
+            m.u.coll.step = s;
+            m.u.coll.bytes = 1 << 20;
+            m.u.coll.enq_ns = WALL + s * 20 * MS + (r == 1 ? 2 * MS : 0);   /* rank 1 comes 2 ms late */
+            m.u.coll.start_ns = m.u.coll.enq_ns;
+            m.u.coll.done_ns = WALL + s * 20 * MS + 3 * MS;
+            m.u.coll.algbw_gbs = 0.5;
+            m.u.coll.busbw_gbs = 0.75;
+            apply(j, &m, r, t);
+            msg_init(&m, MSG_STEP);
+            m.u.step.step = s;
+            m.u.step.loss = 2.0 * exp(-s / 30.0) + 0.1 + 0.01 * r;
+            m.u.step.samples = 32LL * s;
+            m.u.step.step_ms = r == 3 && j->world > 3 ? 40 : 10;
+            m.u.step.comm_ms = 3;
+            m.u.step.exposed_ms = 1;
+            apply(j, &m, r, t);
+        }
+    }
+    msg_init(&m, MSG_EVAL);
+    m.u.eval.step = steps / 2;
+    m.u.eval.accuracy = 0.625;
+    apply(j, &m, 0, t += MS);
+    msg_init(&m, MSG_CKPT);
+    m.u.ckpt.ok = true;
+    m.u.ckpt.step = steps;
+    m.u.ckpt.ms = 41;
+    m.u.ckpt.bytes = 2000000;
+    snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "/ck/step-%08d", steps);
+    apply(j, &m, 0, t += MS);
+    return t;
+}
+
+static const char *render(Canvas *cv, Ui *u, const Job *j, int w, int h, bool utf8, bool color, int64_t t)
+{
+    canvas_done(cv);
+    canvas_init(cv, utf8);
+    canvas_reset(cv, w, h);
+    draw_screen(cv, u, j, t, WALL + 60 * SEC, NULL, color);
+    return dump(cv);
+}
+
+static void test_panels_120x40(void)
+{
+    TEST_BEGIN("panels_at_120x40");
+    Job *j = job_new(4);
+    int64_t t = scripted(j, 60);
+    Ui u;
+    ui_init(&u, 4);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, " ddptop  RUNNING ") && strstr(s, "4/4 ranks") && strstr(s, "step 60/1000"), "title:\n%s", s);
+    CHECK(strstr(s, "world 4 on 4 nodes") && strstr(s, "mlp:64,128,10 (9.61k params)"), "header");
+    const char *rules[] = {"─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events"};
+    for (int i = 0; i < 5; i++)
+        CHECK(strstr(s, rules[i]), "no '%s'", rules[i]);
+    CHECK(strstr(line_with(s, "node3 "), "slow 4.0x median"), "slow rank row: '%s'", line_with(s, "node3 "));
+    CHECK(strstr(s, "▼62.5%"), "eval mark");
+    CHECK(strstr(s, "last in r1 +2.00 ms"), "straggler:\n%s", s);
+    CHECK(strstr(s, "hidden behind backward 67%"), "comm share");
+    CHECK(strstr(s, "padding 2") && strstr(s, "▚"), "padding duplicates in the sampler");
+    CHECK(strstr(s, "checkpoint step 60 written by rank 0 in 41 ms (2.0 MB) -> /ck/step-00000060"), "ckpt event");
+    CHECK(u.rect[PANEL_RANKS].w == 120 && u.list_rows == 4, "rect/list rows: %d %d", u.rect[PANEL_RANKS].w, u.list_rows);
+    /* every row is exactly the width */
+    for (int y = 0; y < cv.h; y++) {
+        int cols = 0;
+        for (int x = 0; x < cv.w; x++)
+            cols++;
+        CHECK(cols == 120, "row %d", y);
+    }
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_sizes(void)
+{
+    TEST_BEGIN("80x24_200x60_and_too_small");
+    Job *j = job_new(2);
+    int64_t t = scripted(j, 40);
+    Ui u;
+    ui_init(&u, 2);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 80, 24, true, true, t);
+    const char *rules[] = {"─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events"};
+    for (int i = 0; i < 5; i++)
+        CHECK(strstr(s, rules[i]), "80x24: no '%s':\n%s", rules[i], s);
+    CHECK(strstr(s, "c ckpt  d destroy"), "no keys line at 80x24");
+    s = render(&cv, &u, j, 200, 60, true, true, t);
+    CHECK(strstr(line_with(s, "─ 2 ranks"), "│─ 4 all-reduce"), "no two columns at 200x60:\n%s", s);
+    CHECK(strstr(s, "HOST") && strstr(s, "EPOCH") && strstr(s, "PID"), "wide table lacks columns:\n%s", s);
+    s = render(&cv, &u, j, 59, 30, true, true, t);
+    CHECK(strstr(s, "terminal too small: need 60x12, have 59x30") && !strstr(s, "ranks"), "59x30:\n%s", s);
+    s = render(&cv, &u, j, 100, 11, true, true, t);
+    CHECK(strstr(s, "terminal too small"), "100x11 drawn");
+    s = render(&cv, &u, j, 60, 12, true, true, t);
+    CHECK(!strstr(s, "too small") && strstr(s, "─ 2 ranks") && strstr(s, "RANK"), "60x12:\n%s", s);
+    s = render(&cv, &u, j, 1, 1, true, true, t);     /* nothing crashes at absurd sizes */
+    s = render(&cv, &u, j, 0, 0, true, true, t);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_ascii(void)
+{
+    TEST_BEGIN("ascii_without_utf8_digits_without_colour");
+    Job *j = job_new(2);
+    int64_t t = scripted(j, 40);
+    Msg m;
+    msg_init(&m, MSG_LOG);
+    snprintf(m.u.log.text, sizeof m.u.log.text, "caf\xc3\xa9 \xe2\x9c\x93 \x1b[31mred");   /* UTF-8 and an escape */
+    apply(j, &m, 1, t += MS);
+    Ui u;
+    ui_init(&u, 2);
+    Canvas cv;
+    canvas_init(&cv, false);
+    render(&cv, &u, j, 120, 40, false, false, t);
+    int bad = 0;
+    for (int i = 0; i < cv.w * cv.h; i++)
+        bad += cv.cells[i].ch > 0x7e || (cv.cells[i].ch < 0x20 && cv.cells[i].ch != 0);
+    CHECK(bad == 0, "%d cells outside printable ASCII", bad);
+    const char *s = dump(&cv);
+    CHECK(strstr(s, "- 2 ranks") && strstr(s, "0=r0 1=r1"), "ASCII rules and chart legend:\n%s", s);
+    CHECK(strstr(s, "caf?? ??? ?[31mred"), "log text not made safe: '%s'", line_with(s, "caf"));
+    /* UTF-8 but no colour: ranks' lines drawn with their digits, not braille */
+    s = render(&cv, &u, j, 120, 40, true, false, t);
+    const char *plot = line_with(s, " │");
+    CHECK(strpbrk(plot, "01") != NULL, "no digit lines without colour: '%s'", plot);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "\xe2\xa0") || strstr(s, "\xe2\xa1") || strstr(s, "\xe2\xa3"), "no braille with colour");
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_many_ranks(void)
+{
+    TEST_BEGIN("256_ranks_summary_outliers_scroll");
+    Job *j = job_new(256);
+    int64_t t = scripted(j, 12);
+    Msg m;
+    msg_init(&m, MSG_STEP);          /* rank 200 diverges */
+    m.u.step.step = 13;
+    m.u.step.loss = NAN;
+    m.u.step.step_ms = 10;
+    apply(j, &m, 200, t += MS);
+    Ui u;
+    ui_init(&u, 256);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "·   min ") && strstr(s, "·   med ") && strstr(s, "·   max "), "no summary rows:\n%s", s);
+    CHECK(strstr(line_with(s, "·   med "), "256 ranks"), "median row");
+    CHECK(strstr(line_with(s, "·   max "), "step_ms r3"), "max row does not name rank 3: '%s'", line_with(s, "·   max "));
+    CHECK(strstr(line_with(s, "outliers: "), "r200 loss nan | r3 step 40.0 ms (4.0x median)"), "outliers: '%s'",
+          line_with(s, "outliers: "));
+    CHECK(strstr(s, " 1-") && strstr(s, " of 256 "), "no list position");
+    CHECK(strstr(s, "mean min/max of ranks"), "loss chart not in band mode");
+    CHECK(strstr(s, "colour = rank mod 8"), "sampler legend");
+    ViewAction a = ui_key(&u, UI_KEY_END, j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(a == VIEW_ACT_REDRAW && u.sel == 255 && strstr(s, "▶   255 node3"), "End did not reach rank 255:\n%s", s);
+    CHECK(strstr(s, " of 256 ") && u.ranks_top + u.list_rows == 256, "list not at its end");
+    for (int i = 0; i < 6; i++)
+        ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_HEALTH && u.order[0] == 200 && u.order[1] == 3 && u.sel == 200 && u.ranks_top == 0,
+          "health order: %d %d sel %d", u.order[0], u.order[1], u.sel);
+    CHECK(strstr(s, "sorted by health"), "rule does not say the order");
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_keys(void)
+{
+    TEST_BEGIN("keys_actions_and_screens");
+    Job *j = job_new(4);
+    int64_t t = scripted(j, 30);
+    Ui u;
+    ui_init(&u, 4);
+    Canvas cv;
+    canvas_init(&cv, true);
+    CHECK(ui_key(&u, 'c', j, true) == VIEW_ACT_CKPT && ui_key(&u, 'd', j, true) == VIEW_ACT_DESTROY &&
+          ui_key(&u, 'p', j, true) == VIEW_ACT_PAUSE, "job keys");
+    CHECK(ui_key(&u, 'z', j, true) == VIEW_ACT_NONE, "unknown key did something");
+    /* q asks while training, only y/q confirm */
+    CHECK(ui_key(&u, 'q', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_CONFIRM_QUIT, "q did not ask");
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "Quit now?") && strstr(s, "keep training"), "no quit question");
+    CHECK(ui_key(&u, 'n', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_NO_OVERLAY, "n did not cancel");
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "quit cancelled: training goes on"), "no cancel note");
+    ui_key(&u, 'q', j, true);
+    CHECK(ui_key(&u, 'y', j, true) == VIEW_ACT_QUIT, "y did not quit");
+    CHECK(ui_key(&u, 'q', j, false) == VIEW_ACT_QUIT, "q after the job asked");
+    /* help lists every key; any key closes it */
+    ui_key(&u, '?', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    const char *need[] = {"checkpoint now", "destroy cleanly", "pause / resume", "quit (asks", "Tab", "Enter",
+                          "zoom a panel", "hide the focused", "log scale", "sort ranks", "mouse on/off"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        CHECK(strstr(s, need[i]), "help lacks '%s'", need[i]);
+    CHECK(ui_key(&u, 'c', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_NO_OVERLAY, "a key in the help acted");
+    /* zoom 3: the loss chart alone; 3 again or Esc: all */
+    ui_key(&u, '3', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "─ 3 loss") && !strstr(s, "─ 2 ranks") && u.rect[PANEL_LOSS].h == 37, "zoom 3: h %d",
+          u.rect[PANEL_LOSS].h);
+    ui_key(&u, UI_KEY_ESC, j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "─ 2 ranks") && strstr(s, "─ 3 loss"), "Esc did not unzoom");
+    ui_key(&u, '1', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "─ 1 header") && strstr(s, "nodes") && strstr(s, "node0") && strstr(s, "steps/epoch"),
+          "zoomed header:\n%s", s);
+    ui_key(&u, '1', j, true);
+    /* Tab to the loss chart, h hides it, H shows all */
+    CHECK(u.focus == PANEL_HEADER, "focus after zoom 1");
+    ui_key(&u, UI_KEY_TAB, j, true);
+    ui_key(&u, UI_KEY_TAB, j, true);
+    CHECK(u.focus == PANEL_LOSS, "Tab: focus %d", (int)u.focus);
+    ui_key(&u, 'h', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(!strstr(s, "─ 3 loss") && strstr(s, "panel 3 loss hidden") && u.focus != PANEL_LOSS, "h:\n%s", s);
+    ui_key(&u, 'H', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "─ 3 loss"), "H did not show the loss chart");
+    /* l: log scale in the chart's title */
+    ui_key(&u, 'l', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "3 loss  log "), "l: no log scale");
+    /* s / S: the order and its direction, on the table head */
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_STEP_MS && u.order[0] == 3 && strstr(s, "STEP_MS▼") && strstr(s, "sorted by step ms"),
+          "sorted by step ms: first %d", u.order[0]);
+    ui_key(&u, 'S', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.order[3] == 3 && strstr(s, "STEP_MS▲"), "reversed");
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 's', j, true);
+    ui_key(&u, 'S', j, true);
+    CHECK(u.sort == JOB_SORT_RANK && !u.sort_desc, "sort did not wrap to rank: %d", (int)u.sort);
+    /* Down selects rank 1, Enter opens its detail, Up browses, Esc closes */
+    render(&cv, &u, j, 120, 40, true, true, t);
+    u.focus = PANEL_RANKS;
+    ui_key(&u, UI_KEY_DOWN, j, true);
+    CHECK(u.sel == 1, "Down: sel %d", u.sel);
+    ui_key(&u, UI_KEY_ENTER, j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.overlay == UI_DETAIL && strstr(s, "rank 1  Esc closes") && strstr(s, "host node1  pid 4001"),
+          "detail:\n%s", s);
+    CHECK(strstr(s, "SEQ OP") && strstr(s, "phases: train") && strstr(s, "shard: epoch 0"), "detail sections");
+    ui_key(&u, UI_KEY_UP, j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "rank 0  Esc closes"), "Up in the detail");
+    ui_key(&u, UI_KEY_ESC, j, true);
+    CHECK(u.overlay == UI_NO_OVERLAY, "Esc kept the detail");
+    /* mouse: a click on rank 2's row selects it, a double click opens it */
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    int y2 = u.list_y + 2;
+    CHECK(ui_mouse(&u, UI_MOUSE_CLICK, 10, y2, j) == VIEW_ACT_REDRAW && u.sel == 2 && u.focus == PANEL_RANKS,
+          "click: sel %d", u.sel);
+    ui_mouse(&u, UI_MOUSE_DOUBLE, 10, u.list_y + 3, j);
+    CHECK(u.overlay == UI_DETAIL && u.detail_rank == 3, "double click: overlay %d rank %d", (int)u.overlay,
+          u.detail_rank);
+    ui_key(&u, UI_KEY_ESC, j, true);
+    render(&cv, &u, j, 120, 40, true, true, t);
+    const UiRect *ev = &u.rect[PANEL_EVENTS];
+    ui_mouse(&u, UI_MOUSE_CLICK, ev->x + 1, ev->y + 1, j);
+    CHECK(u.focus == PANEL_EVENTS, "click did not focus the events");
+    CHECK(ui_key(&u, 'm', j, true) == VIEW_ACT_REDRAW && !u.mouse, "m did not turn the mouse off");
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_states(void)
+{
+    TEST_BEGIN("paused_failed_stale_hung_rows");
+    Job *j = job_new(4);
+    int64_t t = scripted(j, 20);
+    Ui u;
+    ui_init(&u, 4);
+    Canvas cv;
+    canvas_init(&cv, true);
+    job_set_pause_wanted(j, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, " PAUSING "), "no PAUSING while ranks have not paused");
+    Msg m;
+    for (int r = 0; r < 4; r++) {
+        msg_init(&m, MSG_PHASE);
+        m.u.phase.phase = PHASE_PAUSED;
+        apply(j, &m, r, t += MS);
+    }
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, " PAUSED ") && strstr(s, "paused after step 20") && strstr(s, "p resume"), "paused:\n%s", s);
+    /* rank 1 dies, rank 2 goes silent, rank 0 sits in a collective */
+    job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS);
+    msg_init(&m, MSG_BEAT);
+    m.u.beat.step = 20;
+    m.u.beat.coll_seq = 21;
+    snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+    m.u.beat.coll_since_ns = WALL + 55 * SEC;
+    apply(j, &m, 0, t + 5 * SEC);
+    apply(j, &m, 3, t + 5 * SEC);
+    s = render(&cv, &u, j, 120, 40, true, true, t + 7 * SEC);
+    CHECK(strstr(line_with(s, " node1 "), "FAILED signal 9"), "failed row: '%s'", line_with(s, " node1 "));
+    CHECK(strstr(line_with(s, " node2 "), "STALE 7s"), "stale row: '%s'", line_with(s, " node2 "));
+    CHECK(strstr(line_with(s, " node0 "), "in allreduce #21 for 5s"), "hung row: '%s'", line_with(s, " node0 "));
+    CHECK(strstr(s, "2/4 in, waiting 5.0s for r1 r2"), "collective waiting:\n%s", s);
+    CHECK(strstr(s, " FAILED "), "title state");
+    /* the styles that make those rows stand out */
+    int y = -1;
+    for (int k = 0; k < cv.h && y < 0; k++) {
+        char row[2048];
+        canvas_row_text(&cv, k, row, sizeof row);
+        if (strstr(row, " node1 "))
+            y = k;
+    }
+    CHECK(y >= 0 && canvas_at(&cv, y, 5)->style == ST_ROW_ERR, "failed row not in the error style");
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_canvas(void)
+{
+    TEST_BEGIN("canvas_clips_and_measures");
+    Canvas cv;
+    canvas_init(&cv, true);
+    canvas_reset(&cv, 10, 2);
+    CHECK(canvas_put(&cv, 0, 7, 100, ST_BOLD, "abcdef") == 3, "not clipped at the edge");
+    CHECK(canvas_put(&cv, 1, 0, 10, ST_NORMAL, "日本語です") == 10 && canvas_at(&cv, 1, 1)->ch == 0,
+          "wide characters");
+    CHECK(canvas_put(&cv, 1, 9, 10, ST_NORMAL, "日") == 0, "half a wide character written");
+    CHECK(canvas_put(&cv, 5, 0, 10, ST_NORMAL, "x") == 0 && canvas_put(&cv, 0, -1, 10, ST_NORMAL, "x") == 0,
+          "outside the canvas");
+    CHECK(canvas_text_width(&cv, "a\xcc\x81") == 1, "combining mark counted");
+    char row[64];
+    canvas_row_text(&cv, 0, row, sizeof row);
+    CHECK(strcmp(row, "       abc") == 0, "row text '%s'", row);
+    canvas_done(&cv);
+    TEST_END();
+}
+
+int main(void)
+{
+    if (!setlocale(LC_ALL, "C.UTF-8"))
+        setlocale(LC_ALL, "");
+    test_canvas();
+    test_panels_120x40();
+    test_sizes();
+    test_ascii();
+    test_many_ranks();
+    test_keys();
+    test_states();
+    CHECK_EXIT();
+}

@@ -1,0 +1,130 @@
+/* publish.c — the pub socket: re-publish received frames. See publish.h.
+ *
+ * Non-blocking by construction: ZMQ_XPUB_NODROP makes a full subscriber
+ * queue an EAGAIN we can count (a plain PUB drops silently), and every send
+ * uses ZMQ_DONTWAIT, so a slow or stuck subscriber costs ddptop a counter
+ * increment, never a wait. Main thread only (the socket's owner).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "net/publish.h"
+#include "net/curve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <zmq.h>
+
+struct Publisher {
+    void *sock;
+    char endpoint[256];
+    uint64_t sent, drops;
+};
+
+int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
+{
+    /* with keys, any tcp://HOST:PORT (PORT may be *); zmq_bind judges the rest */
+    if (have_keys && ep && !strncmp(ep, "tcp://", 6) && strrchr(ep + 6, ':') && strrchr(ep + 6, ':')[1]) return 0;
+    return publisher_check_endpoint(ep, err, errlen);
+}
+
+int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
+{
+    if (!ep || !*ep) {
+        snprintf(err, errlen, "--publish: missing endpoint (e.g. ipc:///tmp/ddptop.pub or tcp://127.0.0.1:5555)");
+        return -1;
+    }
+    if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9)) return 0;
+    if (strncmp(ep, "tcp://", 6)) {
+        snprintf(err, errlen, "--publish %s: unsupported transport (use ipc://PATH or tcp://127.0.0.1:PORT)", ep);
+        return -1;
+    }
+    /* tcp://HOST:PORT, HOST possibly [v6]; the port is after the last ':'. */
+    char host[256];
+    const char *h = ep + 6, *colon = strrchr(h, ':');
+    size_t n = colon ? (size_t)(colon - h) : 0;
+    if (!colon || n == 0 || n >= sizeof host || !colon[1]) {
+        snprintf(err, errlen, "--publish %s: expected tcp://HOST:PORT", ep);
+        return -1;
+    }
+    if (h[0] == '[' && n >= 2 && h[n - 1] == ']') { h++; n -= 2; }
+    memcpy(host, h, n);
+    host[n] = 0;
+    if (!keys_host_is_loopback(host)) {
+        snprintf(err, errlen,
+                 "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
+                 "(subscribers then need that key file), or use tcp://127.0.0.1:PORT or ipc://PATH", ep);
+        return -1;
+    }
+    return 0;
+}
+
+Publisher *publisher_open(void *ctx, const char *endpoint, int sndhwm, char *err, size_t errlen)
+{
+    return publisher_open_keys(ctx, endpoint, sndhwm, NULL, err, errlen);
+}
+
+Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, const JobKeys *keys, char *err,
+                               size_t errlen)
+{
+    bool curve = keys && !strncmp(endpoint, "tcp://", 6);
+    if (publisher_check_endpoint_keys(endpoint, curve, err, errlen)) return NULL;
+    Publisher *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "--publish: out of memory");
+        return NULL;
+    }
+    int hwm = sndhwm > 0 ? sndhwm : PUBLISH_DEFAULT_HWM, one = 1, linger = PUBLISH_LINGER_MS;
+    p->sock = zmq_socket(ctx, ZMQ_PUB);
+    if (!p->sock || zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(p->sock, ZMQ_XPUB_NODROP, &one, sizeof one) ||
+        zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof linger)) {
+        snprintf(err, errlen, "--publish: zeromq: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    if (curve && keys_server_socket(p->sock, keys, err, errlen)) goto fail;
+    if (zmq_bind(p->sock, endpoint)) {
+        snprintf(err, errlen, "--publish %s: cannot bind: %s", endpoint, zmq_strerror(errno));
+        goto fail;
+    }
+    size_t len = sizeof p->endpoint;
+    if (zmq_getsockopt(p->sock, ZMQ_LAST_ENDPOINT, p->endpoint, &len))
+        snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
+    return p;
+fail:
+    publisher_close(&p);
+    return NULL;
+}
+
+const char *publisher_endpoint(const Publisher *p) { return p->endpoint; }
+
+int publisher_send(Publisher *p, const void *frame, size_t len)
+{
+    if (!p) return 1;
+    if (zmq_send(p->sock, frame, len, ZMQ_DONTWAIT) >= 0) {
+        p->sent++;
+        return 0;
+    }
+    /* EAGAIN: a subscriber is full. EINTR or anything else: the frame is
+     * lost all the same, and the screen must not wait for it. */
+    p->drops++;
+    return 1;
+}
+
+uint64_t publisher_sent(const Publisher *p) { return p ? p->sent : 0; }
+uint64_t publisher_drops(const Publisher *p) { return p ? p->drops : 0; }
+
+void publisher_close(Publisher **pp)
+{
+    Publisher *p = pp ? *pp : NULL;
+    if (!p) return;
+    if (p->sock) zmq_close(p->sock);
+    free(p);
+    *pp = NULL;
+}

@@ -1,0 +1,961 @@
+/* codec.c — msgpack encoding and decoding of protocol v1 messages.
+ *
+ * Owns: the key names and msgpack types of every field (the tables below
+ * ARE the wire format; docs/PROTOCOL.md documents them), the structural
+ * pre-scan that stands between hostile bytes and msgpack-c, and the UTF-8
+ * hygiene of strings in both directions.
+ * Does not own: sockets (zsock.c), kind and phase names (protocol.c).
+ * Pure functions, no globals: safe from any thread.
+ *
+ * Encoding and decoding are driven by one field table per kind, so the two
+ * directions cannot drift apart. Renaming a key or changing its type is an
+ * incompatible change: bump PROTO_VERSION in protocol.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strnlen under -std=c11 */
+#endif
+#include "wire/codec.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+/* Containers nested deeper than this are refused (the protocol itself
+ * needs 2: the message map and the shard's index array). */
+#define CODEC_MAX_DEPTH 16
+/* Cap on msgpack objects in one frame: msgpack-c allocates ~24-48 bytes per
+ * object, so this bounds its memory to a few tens of MiB whatever the frame
+ * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
+#define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
+/* Room kept in front of the body for the map header, patched in at the end
+ * once the number of keys is known (map32 is 5 bytes). */
+#define HDR_RESERVE 5
+
+typedef enum {
+    F_I32,   /* msgpack int, int32_t */
+    F_I64,   /* msgpack int, int64_t */
+    F_U64,   /* msgpack int >= 0, uint64_t */
+    F_F64,   /* msgpack float (or int), double */
+    F_BOOL,  /* msgpack bool, bool */
+    F_STR,   /* msgpack str, char[size] */
+    F_PHASE, /* msgpack str (phase name), Phase */
+    F_IDX,   /* msgpack array of int: MsgShard idx/n_idx */
+    F_BIN,   /* msgpack bin: MsgStore val/val_len */
+} FieldType;
+
+typedef struct {
+    const char *key;
+    size_t klen; /* strlen(key) */
+    FieldType type;
+    size_t off;  /* offset in Msg */
+    size_t size; /* F_STR: capacity including the NUL */
+} Field;
+
+#define FLD(key, type, member) \
+    { key, sizeof(key) - 1, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) }
+
+static const Field hello_fields[] = {
+    FLD("local_rank", F_I32, hello.local_rank),
+    FLD("world", F_I32, hello.world),
+    FLD("local_world", F_I32, hello.local_world),
+    FLD("pid", F_I64, hello.pid),
+    FLD("host", F_STR, hello.host),
+    FLD("device", F_STR, hello.device),
+    FLD("backend", F_STR, hello.backend),
+    FLD("version", F_STR, hello.version),
+    FLD("dataset", F_STR, hello.dataset),
+    FLD("model", F_STR, hello.model),
+    FLD("params", F_I64, hello.params),
+    FLD("batch", F_I64, hello.batch_size),
+    FLD("max_steps", F_I64, hello.max_steps),
+    FLD("steps_per_epoch", F_I64, hello.steps_per_epoch),
+    FLD("dataset_size", F_I64, hello.dataset_size),
+};
+
+static const Field phase_fields[] = {
+    FLD("phase", F_PHASE, phase.phase),
+    FLD("detail", F_STR, phase.detail),
+};
+
+static const Field step_fields[] = {
+    FLD("epoch", F_I64, step.epoch),
+    FLD("step", F_I64, step.step),
+    FLD("loss", F_F64, step.loss),
+    FLD("lr", F_F64, step.lr),
+    FLD("samples", F_I64, step.samples),
+    FLD("step_ms", F_F64, step.step_ms),
+    FLD("fwd_ms", F_F64, step.fwd_ms),
+    FLD("bwd_ms", F_F64, step.bwd_ms),
+    FLD("opt_ms", F_F64, step.opt_ms),
+    FLD("comm_ms", F_F64, step.comm_ms),
+    FLD("exposed_ms", F_F64, step.exposed_ms),
+    FLD("drops", F_U64, step.drops),
+    FLD("dev_mem", F_I64, step.dev_mem),
+    FLD("dev_mem_total", F_I64, step.dev_mem_total),
+};
+
+static const Field coll_fields[] = {
+    FLD("seq", F_I64, coll.seq),
+    FLD("op", F_STR, coll.op),
+    FLD("bucket", F_I32, coll.bucket),
+    FLD("step", F_I64, coll.step),
+    FLD("bytes", F_I64, coll.bytes),
+    FLD("enq", F_I64, coll.enq_ns),
+    FLD("start", F_I64, coll.start_ns),
+    FLD("done", F_I64, coll.done_ns),
+    FLD("algbw", F_F64, coll.algbw_gbs),
+    FLD("busbw", F_F64, coll.busbw_gbs),
+};
+
+static const Field shard_fields[] = {
+    FLD("epoch", F_I64, shard.epoch),
+    FLD("seed", F_I64, shard.seed),
+    FLD("shuffle", F_BOOL, shard.shuffle),
+    FLD("drop_last", F_BOOL, shard.drop_last),
+    FLD("size", F_I64, shard.dataset_size),
+    FLD("num_samples", F_I64, shard.num_samples),
+    FLD("total_size", F_I64, shard.total_size),
+    FLD("padding", F_I64, shard.padding),
+    FLD("idx", F_IDX, shard),
+};
+
+static const Field ckpt_fields[] = {
+    FLD("step", F_I64, ckpt.step),
+    FLD("epoch", F_I64, ckpt.epoch),
+    FLD("ok", F_BOOL, ckpt.ok),
+    FLD("path", F_STR, ckpt.path),
+    FLD("bytes", F_I64, ckpt.bytes),
+    FLD("ms", F_F64, ckpt.ms),
+    FLD("error", F_STR, ckpt.error),
+};
+
+static const Field log_fields[] = {
+    FLD("level", F_STR, log.level),
+    FLD("text", F_STR, log.text),
+};
+
+static const Field beat_fields[] = {
+    FLD("step", F_I64, beat.step),
+    FLD("phase", F_PHASE, beat.phase),
+    FLD("seq", F_I64, beat.coll_seq),
+    FLD("op", F_STR, beat.coll_op),
+    FLD("since", F_I64, beat.coll_since_ns),
+};
+
+static const Field bye_fields[] = {
+    FLD("status", F_I32, bye.status),
+    FLD("step", F_I64, bye.step),
+};
+
+static const Field cmd_fields[] = {
+    FLD("id", F_I64, cmd.id),
+    FLD("op", F_STR, cmd.op),
+    FLD("arg", F_I64, cmd.arg),
+};
+
+/* Store kinds carry only what their operation uses. */
+static const Field set_fields[] = {
+    FLD("key", F_STR, store.key),
+    FLD("val", F_BIN, store),
+};
+
+static const Field get_fields[] = {
+    FLD("key", F_STR, store.key),
+    FLD("timeout_ms", F_I64, store.timeout_ms),
+};
+
+static const Field val_fields[] = {
+    FLD("key", F_STR, store.key),
+    FLD("ok", F_BOOL, store.ok),
+    FLD("val", F_BIN, store),
+};
+
+static const Field eval_fields[] = {
+    FLD("epoch", F_I64, eval.epoch),
+    FLD("step", F_I64, eval.step),
+    FLD("loss", F_F64, eval.loss),
+    FLD("accuracy", F_F64, eval.accuracy),
+    FLD("correct", F_I64, eval.correct),
+    FLD("total", F_I64, eval.total),
+};
+
+static const Field node_fields[] = {
+    FLD("op", F_STR, node.op),
+    FLD("node", F_I32, node.node),
+    FLD("nnodes", F_I32, node.nnodes),
+    FLD("nproc", F_I32, node.nproc),
+    FLD("host", F_STR, node.host),
+    FLD("pid", F_I64, node.pid),
+    FLD("status", F_I32, node.status),
+    FLD("signo", F_I32, node.signo),
+    FLD("restart", F_I32, node.restart),
+    FLD("job", F_STR, node.job),
+    FLD("text", F_STR, node.text),
+};
+
+#define TABLE(a) { a, sizeof a / sizeof a[0] }
+static const struct {
+    const Field *f;
+    size_t n;
+} kind_fields[MSG__COUNT] = {
+    [MSG_HELLO] = TABLE(hello_fields),
+    [MSG_PHASE] = TABLE(phase_fields),
+    [MSG_STEP] = TABLE(step_fields),
+    [MSG_COLL] = TABLE(coll_fields),
+    [MSG_SHARD] = TABLE(shard_fields),
+    [MSG_CKPT] = TABLE(ckpt_fields),
+    [MSG_LOG] = TABLE(log_fields),
+    [MSG_BEAT] = TABLE(beat_fields),
+    [MSG_BYE] = TABLE(bye_fields),
+    [MSG_CMD] = TABLE(cmd_fields),
+    [MSG_SET] = TABLE(set_fields),
+    [MSG_GET] = TABLE(get_fields),
+    [MSG_WAIT] = TABLE(get_fields),
+    [MSG_VAL] = TABLE(val_fields),
+    [MSG_EVAL] = TABLE(eval_fields),
+    [MSG_NODE] = TABLE(node_fields),
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- UTF-8 ---------------------------------------------------------------
+ * Python's msgpack (raw=False) refuses a whole message over one bad byte in
+ * a str, and the views print these strings: so every string leaving the
+ * encoder or the decoder is well-formed UTF-8, cut only between characters. */
+
+size_t codec_utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the 2nd byte */
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong */
+        if (c == 0xed)
+            hi = 0x9f; /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90; /* overlong */
+        if (c == 0xf4)
+            hi = 0x8f; /* above U+10FFFF */
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/* Copy s[0..n) into out[cap] NUL-terminated, stopping at a NUL byte or at
+ * the last whole character that fits, each ill-formed byte replaced by '?'.
+ * Returns the length written. */
+static size_t utf8_copy(char *out, size_t cap, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    if (cap == 0)
+        return 0;
+    while (i < n && u[i] != 0) {
+        size_t k = codec_utf8_seq(u + i, n - i);
+        if (k == 0) {
+            if (o + 1 >= cap)
+                break;
+            out[o++] = '?';
+            i++;
+            continue;
+        }
+        if (o + k >= cap)
+            break;
+        memcpy(out + o, u + i, k);
+        o += k;
+        i += k;
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* ---- CodecBuf ------------------------------------------------------------ */
+
+void codec_buf_init(CodecBuf *b)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void codec_buf_done(CodecBuf *b)
+{
+    free(b->data);
+    codec_buf_init(b);
+}
+
+void codec_buf_reset(CodecBuf *b)
+{
+    b->len = 0;
+}
+
+/* ---- encoder ------------------------------------------------------------- */
+
+typedef struct {
+    CodecBuf *b;
+    int too_big; /* the frame would exceed PROTO_MAX_FRAME_BYTES */
+    int oom;
+} Sink;
+
+/* msgpack_packer's write callback: append to the CodecBuf, refusing to grow
+ * past what a peer would accept anyway. */
+static int sink_write(void *data, const char *buf, size_t len)
+{
+    Sink *s = data;
+    CodecBuf *b = s->b;
+    if (len == 0)
+        return 0; /* an empty str/bin body may come with a NULL pointer */
+    if (len > (size_t)PROTO_MAX_FRAME_BYTES + HDR_RESERVE - b->len) {
+        s->too_big = 1;
+        return -1;
+    }
+    if (b->len + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + len)
+            cap *= 2;
+        uint8_t *p = realloc(b->data, cap);
+        if (!p) {
+            s->oom = 1;
+            return -1;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
+static int pack_cstr(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+}
+
+/* A char[size] field: may lack its NUL, may hold bad UTF-8 (a path, a
+ * hostname, a message cut by snprintf). */
+static int pack_field_str(msgpack_packer *pk, const char *s, size_t size)
+{
+    char tmp[PROTO_STR_LONG + 1];
+    size_t n = utf8_copy(tmp, sizeof tmp, s, strnlen(s, size));
+    return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, tmp, n);
+}
+
+/* Pack one field's value. Returns 0, -1 packer failure, -2 invalid (err). */
+static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *err,
+                      size_t errlen)
+{
+    const char *base = (const char *)m + f->off;
+    const char *kind = msg_kind_name(m->kind);
+    switch (f->type) {
+    case F_I32: {
+        int32_t v;
+        memcpy(&v, base, sizeof v);
+        return msgpack_pack_int64(pk, v);
+    }
+    case F_I64: {
+        int64_t v;
+        memcpy(&v, base, sizeof v);
+        return msgpack_pack_int64(pk, v);
+    }
+    case F_U64: {
+        uint64_t v;
+        memcpy(&v, base, sizeof v);
+        return msgpack_pack_uint64(pk, v);
+    }
+    case F_F64: {
+        double v;
+        memcpy(&v, base, sizeof v);
+        return msgpack_pack_double(pk, v);
+    }
+    case F_BOOL: {
+        bool v;
+        memcpy(&v, base, sizeof v);
+        return v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    }
+    case F_STR:
+        return pack_field_str(pk, base, f->size);
+    case F_PHASE: {
+        Phase p;
+        memcpy(&p, base, sizeof p);
+        if ((int)p < 0 || (int)p >= PHASE__COUNT) {
+            fail(err, errlen, "%s: key \"%s\" has invalid phase %d", kind, f->key, (int)p);
+            return -2;
+        }
+        return pack_cstr(pk, phase_name(p));
+    }
+    case F_IDX: {
+        const MsgShard *sh = &m->u.shard;
+        if (sh->n_idx > PROTO_MAX_IDX) {
+            fail(err, errlen, "%s: %" PRIu32 " indices, more than the %u a message may carry",
+                 kind, sh->n_idx, PROTO_MAX_IDX);
+            return -2;
+        }
+        if (sh->n_idx && !sh->idx) {
+            fail(err, errlen, "%s: n_idx is %" PRIu32 " but idx is NULL", kind, sh->n_idx);
+            return -2;
+        }
+        if (msgpack_pack_array(pk, sh->n_idx))
+            return -1;
+        for (uint32_t i = 0; i < sh->n_idx; i++)
+            if (msgpack_pack_int64(pk, sh->idx[i]))
+                return -1;
+        return 0;
+    }
+    case F_BIN: {
+        const MsgStore *st = &m->u.store;
+        if (st->val_len > PROTO_MAX_VAL_BYTES) {
+            fail(err, errlen, "%s: value of %" PRIu32 " bytes, more than the %u allowed", kind,
+                 st->val_len, PROTO_MAX_VAL_BYTES);
+            return -2;
+        }
+        if (st->val_len && !st->val) {
+            fail(err, errlen, "%s: val_len is %" PRIu32 " but val is NULL", kind, st->val_len);
+            return -2;
+        }
+        return msgpack_pack_bin(pk, st->val_len) ||
+               msgpack_pack_bin_body(pk, st->val, st->val_len);
+    }
+    }
+    return -1;
+}
+
+int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
+{
+    if ((int)m->kind <= MSG_UNKNOWN || (int)m->kind >= MSG__COUNT)
+        return fail(err, errlen, "cannot encode message of unknown kind %d", (int)m->kind);
+
+    codec_buf_reset(b);
+    Sink sink = { .b = b };
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sink, sink_write);
+
+    static const char zeros[HDR_RESERVE];
+    uint32_t nkeys = 0;
+    int rc = sink_write(&sink, zeros, HDR_RESERVE);
+
+    /* "v" and "k" first: a reader can tell version and kind from the
+     * first bytes. */
+    rc = rc || pack_cstr(&pk, "v") || msgpack_pack_int64(&pk, PROTO_VERSION);
+    rc = rc || pack_cstr(&pk, "k") || pack_cstr(&pk, msg_kind_name(m->kind));
+    nkeys += 2;
+    if (m->rank >= 0) {
+        rc = rc || pack_cstr(&pk, "r") || msgpack_pack_int64(&pk, m->rank);
+        nkeys++;
+    }
+    if (m->t_ns != 0) {
+        rc = rc || pack_cstr(&pk, "t") || msgpack_pack_int64(&pk, m->t_ns);
+        nkeys++;
+    }
+
+    const Field *f = kind_fields[m->kind].f;
+    for (size_t i = 0; !rc && i < kind_fields[m->kind].n; i++, nkeys++) {
+        rc = msgpack_pack_str(&pk, f[i].klen) || msgpack_pack_str_body(&pk, f[i].key, f[i].klen);
+        if (!rc) {
+            int frc = pack_field(&pk, m, &f[i], err, errlen);
+            if (frc == -2) {
+                codec_buf_reset(b);
+                return -1;
+            }
+            rc = frc;
+        }
+    }
+    if (rc) {
+        codec_buf_reset(b);
+        if (sink.too_big)
+            return fail(err, errlen, "%s: message exceeds the %u-byte frame limit",
+                        msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
+        return fail(err, errlen, "%s: out of memory while encoding", msg_kind_name(m->kind));
+    }
+
+    /* Patch the smallest map header in front of the body. */
+    uint8_t hdr[HDR_RESERVE];
+    size_t h;
+    if (nkeys <= 15) {
+        hdr[0] = (uint8_t)(0x80 | nkeys);
+        h = 1;
+    } else if (nkeys <= 0xffff) {
+        hdr[0] = 0xde;
+        hdr[1] = (uint8_t)(nkeys >> 8);
+        hdr[2] = (uint8_t)nkeys;
+        h = 3;
+    } else {
+        hdr[0] = 0xdf;
+        for (int i = 0; i < 4; i++)
+            hdr[1 + i] = (uint8_t)(nkeys >> (24 - 8 * i));
+        h = 5;
+    }
+    memcpy(b->data + HDR_RESERVE - h, hdr, h);
+    memmove(b->data, b->data + HDR_RESERVE - h, b->len - (HDR_RESERVE - h));
+    b->len -= HDR_RESERVE - h;
+    if (b->len > PROTO_MAX_FRAME_BYTES) {
+        codec_buf_reset(b);
+        return fail(err, errlen, "%s: message exceeds the %u-byte frame limit",
+                    msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
+    }
+    return 0;
+}
+
+/* ---- pre-scan -------------------------------------------------------------
+ * msgpack-c allocates an array's or a map's objects from the count in its
+ * header before reading them, and recurses as deep as the data says. Walk
+ * the bytes first, iteratively and without allocating, and refuse anything
+ * whose declared sizes do not fit in what is actually there. */
+
+static uint64_t be_read(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
+{
+    uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
+    int depth = 0;                      /* left[0]: the one top-level object */
+    size_t pos = 0;
+    uint64_t objects = 0;
+
+    left[0] = 1;
+    for (;;) {
+        while (depth >= 0 && left[depth] == 0)
+            depth--;
+        if (depth < 0)
+            break;
+        left[depth]--;
+
+        if (pos >= len)
+            return fail(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message",
+                        len);
+        if (++objects > CODEC_MAX_OBJECTS)
+            return fail(err, errlen, "frame holds more than %u msgpack objects",
+                        CODEC_MAX_OBJECTS);
+
+        size_t at = pos;
+        uint8_t c = p[pos++];
+        size_t hlen = 0;       /* length bytes following the type byte */
+        uint64_t skip = 0;     /* payload bytes after those */
+        uint64_t payload_base = 0;
+        uint64_t count = 0;    /* child objects, for containers */
+        int container = 0, per_entry = 1;
+        const char *what = NULL;
+
+        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
+            /* fixint, nil, bool: the type byte is all */
+        } else if (c <= 0x8f) {
+            count = c & 0x0f, container = 1, per_entry = 2, what = "map";
+        } else if (c <= 0x9f) {
+            count = c & 0x0f, container = 1, what = "array";
+        } else if (c <= 0xbf) {
+            skip = c & 0x1f, what = "str";
+        } else {
+            switch (c) {
+            case 0xc4: hlen = 1, what = "bin"; break;
+            case 0xc5: hlen = 2, what = "bin"; break;
+            case 0xc6: hlen = 4, what = "bin"; break;
+            case 0xc7: hlen = 1, payload_base = 1, what = "ext"; break;
+            case 0xc8: hlen = 2, payload_base = 1, what = "ext"; break;
+            case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
+            case 0xca: skip = 4; break;
+            case 0xcb: skip = 8; break;
+            case 0xcc: case 0xd0: skip = 1; break;
+            case 0xcd: case 0xd1: skip = 2; break;
+            case 0xce: case 0xd2: skip = 4; break;
+            case 0xcf: case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            case 0xd8: skip = 17; break;
+            case 0xd9: hlen = 1, what = "str"; break;
+            case 0xda: hlen = 2, what = "str"; break;
+            case 0xdb: hlen = 4, what = "str"; break;
+            case 0xdc: hlen = 2, container = 1, what = "array"; break;
+            case 0xdd: hlen = 4, container = 1, what = "array"; break;
+            case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
+            case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
+            default: /* 0xc1 is reserved */
+                return fail(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type",
+                            c, at);
+            }
+        }
+        if (hlen) {
+            if (len - pos < hlen)
+                return fail(err, errlen, "truncated msgpack: %s header at byte %zu cut short",
+                            what, at);
+            uint64_t v = be_read(p + pos, hlen);
+            pos += hlen;
+            if (container)
+                count = v;
+            else
+                skip = v + payload_base;
+        }
+        size_t rem = len - pos;
+        if (container) {
+            /* Each entry takes at least one byte, so a count larger than the
+             * bytes left is a lie (and would size msgpack-c's allocation). */
+            if (count > rem / per_entry)
+                return fail(err, errlen,
+                            "malformed msgpack: %s at byte %zu declares %" PRIu64
+                            " entries but only %zu bytes follow",
+                            what, at, count, rem);
+            if (depth + 1 > CODEC_MAX_DEPTH)
+                return fail(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu",
+                            CODEC_MAX_DEPTH, at);
+            if (count) {
+                depth++;
+                left[depth] = count * per_entry;
+            }
+        } else if (skip > rem) {
+            if (what)
+                return fail(err, errlen,
+                            "malformed msgpack: %s at byte %zu declares %" PRIu64
+                            " bytes but only %zu follow",
+                            what, at, skip - payload_base, rem);
+            return fail(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
+        } else {
+            pos += (size_t)skip;
+        }
+    }
+    if (pos != len)
+        return fail(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu",
+                    len - pos, pos);
+    return 0;
+}
+
+/* ---- decoder ------------------------------------------------------------- */
+
+static bool key_is(const msgpack_object *k, const Field *f)
+{
+    return k->via.str.size == f->klen && memcmp(k->via.str.ptr, f->key, f->klen) == 0;
+}
+
+/* 0 ok, -1 not an integer, -2 does not fit int64. */
+static int obj_i64(const msgpack_object *o, int64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        if (o->via.u64 > INT64_MAX)
+            return -2;
+        *v = (int64_t)o->via.u64;
+        return 0;
+    }
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        *v = o->via.i64;
+        return 0;
+    }
+    return -1;
+}
+
+static int int_error(int rc, const char *kind, const char *key, char *err, size_t errlen)
+{
+    if (rc == -1)
+        return fail(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
+    return fail(err, errlen, "%s: key \"%s\" is out of range", kind, key);
+}
+
+/* Decode one known key's value into m. */
+static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *err,
+                        size_t errlen)
+{
+    char *base = (char *)m + f->off;
+    const char *kind = msg_kind_name(m->kind);
+    int rc;
+
+    switch (f->type) {
+    case F_I32: {
+        int64_t v = 0;
+        rc = obj_i64(o, &v);
+        if (rc == 0 && (v < INT32_MIN || v > INT32_MAX))
+            rc = -2;
+        if (rc)
+            return int_error(rc, kind, f->key, err, errlen);
+        int32_t w = (int32_t)v;
+        memcpy(base, &w, sizeof w);
+        return 0;
+    }
+    case F_I64: {
+        int64_t v = 0;
+        if ((rc = obj_i64(o, &v)))
+            return int_error(rc, kind, f->key, err, errlen);
+        memcpy(base, &v, sizeof v);
+        return 0;
+    }
+    case F_U64: {
+        if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+            return fail(err, errlen, "%s: key \"%s\" is negative", kind, f->key);
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return int_error(-1, kind, f->key, err, errlen);
+        uint64_t v = o->via.u64;
+        memcpy(base, &v, sizeof v);
+        return 0;
+    }
+    case F_F64: {
+        double v;
+        if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+            v = o->via.f64;
+        else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            v = (double)o->via.u64;
+        else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+            v = (double)o->via.i64;
+        else
+            return fail(err, errlen, "%s: key \"%s\" is not a number", kind, f->key);
+        memcpy(base, &v, sizeof v);
+        return 0;
+    }
+    case F_BOOL: {
+        if (o->type != MSGPACK_OBJECT_BOOLEAN)
+            return fail(err, errlen, "%s: key \"%s\" is not a boolean", kind, f->key);
+        bool v = o->via.boolean;
+        memcpy(base, &v, sizeof v);
+        return 0;
+    }
+    case F_STR:
+        if (o->type != MSGPACK_OBJECT_STR)
+            return fail(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        utf8_copy(base, f->size, o->via.str.ptr, o->via.str.size);
+        return 0;
+    case F_PHASE: {
+        if (o->type != MSGPACK_OBJECT_STR)
+            return fail(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        /* A phase a newer peer added reads as PHASE_NONE, not as an error. */
+        char name[PROTO_STR_SHORT];
+        Phase p = PHASE_NONE;
+        if (o->via.str.size < sizeof name && !memchr(o->via.str.ptr, 0, o->via.str.size)) {
+            memcpy(name, o->via.str.ptr, o->via.str.size);
+            name[o->via.str.size] = 0;
+            p = phase_from_name(name);
+        }
+        memcpy(base, &p, sizeof p);
+        return 0;
+    }
+    case F_IDX: {
+        MsgShard *sh = &m->u.shard;
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+            return fail(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
+        uint32_t n = o->via.array.size;
+        if (n > PROTO_MAX_IDX)
+            return fail(err, errlen, "%s: key \"%s\" has %" PRIu32 " entries, more than the %u allowed",
+                        kind, f->key, n, PROTO_MAX_IDX);
+        /* A repeated key replaces, it does not leak. */
+        free(sh->idx);
+        sh->idx = NULL;
+        sh->n_idx = 0;
+        if (n == 0)
+            return 0;
+        int64_t *idx = malloc((size_t)n * sizeof *idx);
+        if (!idx)
+            return fail(err, errlen, "%s: out of memory for %" PRIu32 " indices", kind, n);
+        for (uint32_t i = 0; i < n; i++) {
+            if ((rc = obj_i64(&o->via.array.ptr[i], &idx[i]))) {
+                free(idx);
+                return fail(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is %s", kind,
+                            f->key, i, rc == -1 ? "not an integer" : "out of range");
+            }
+        }
+        sh->idx = idx;
+        sh->n_idx = n;
+        return 0;
+    }
+    case F_BIN: {
+        MsgStore *st = &m->u.store;
+        /* str is accepted too: a hand-written peer may send text values. */
+        if (o->type != MSGPACK_OBJECT_BIN && o->type != MSGPACK_OBJECT_STR)
+            return fail(err, errlen, "%s: key \"%s\" is not binary", kind, f->key);
+        uint32_t n = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.str.size;
+        const char *src = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.ptr : o->via.str.ptr;
+        if (n > PROTO_MAX_VAL_BYTES)
+            return fail(err, errlen, "%s: key \"%s\" is %" PRIu32 " bytes, more than the %u allowed",
+                        kind, f->key, n, PROTO_MAX_VAL_BYTES);
+        free(st->val);
+        st->val = NULL;
+        st->val_len = 0;
+        if (n == 0)
+            return 0;
+        uint8_t *v = malloc(n);
+        if (!v)
+            return fail(err, errlen, "%s: out of memory for a %" PRIu32 "-byte value", kind, n);
+        memcpy(v, src, n);
+        st->val = v;
+        st->val_len = n;
+        return 0;
+    }
+    }
+    return fail(err, errlen, "%s: key \"%s\": internal error", kind, f->key);
+}
+
+static const char *obj_type_name(msgpack_object_type t)
+{
+    switch (t) {
+    case MSGPACK_OBJECT_NIL: return "nil";
+    case MSGPACK_OBJECT_BOOLEAN: return "boolean";
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "integer";
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: return "float";
+    case MSGPACK_OBJECT_STR: return "string";
+    case MSGPACK_OBJECT_ARRAY: return "array";
+    case MSGPACK_OBJECT_MAP: return "map";
+    case MSGPACK_OBJECT_BIN: return "bin";
+    case MSGPACK_OBJECT_EXT: return "ext";
+    }
+    return "unknown type";
+}
+
+static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errlen)
+{
+    if (top->type != MSGPACK_OBJECT_MAP)
+        return fail(err, errlen, "message is a msgpack %s, not a map", obj_type_name(top->type));
+
+    const msgpack_object_kv *kv = top->via.map.ptr;
+    uint32_t n = top->via.map.size;
+    const msgpack_object *ov = NULL, *ok = NULL, *orank = NULL, *ot = NULL;
+
+    /* Pass 1: keys are strings; find the envelope keys wherever they are
+     * (our encoder puts "v","k" first, but a reader need not insist). */
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *k = &kv[i].key;
+        if (k->type != MSGPACK_OBJECT_STR)
+            return fail(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i,
+                        obj_type_name(k->type));
+        if (k->via.str.size != 1)
+            continue;
+        switch (k->via.str.ptr[0]) {
+        case 'v': ov = &kv[i].val; break;
+        case 'k': ok = &kv[i].val; break;
+        case 'r': orank = &kv[i].val; break;
+        case 't': ot = &kv[i].val; break;
+        default: break;
+        }
+    }
+
+    if (!ov)
+        return fail(err, errlen, "missing key \"v\" (protocol version)");
+    int64_t v;
+    if (obj_i64(ov, &v) == -1)
+        return fail(err, errlen, "key \"v\" is not an integer");
+    if (ov->type == MSGPACK_OBJECT_POSITIVE_INTEGER && ov->via.u64 > INT64_MAX)
+        return fail(err, errlen, "protocol version %" PRIu64 ", this build speaks %d",
+                    ov->via.u64, PROTO_VERSION);
+    if (v != PROTO_VERSION)
+        return fail(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v,
+                    PROTO_VERSION);
+    if (!ok)
+        return fail(err, errlen, "missing key \"k\" (message kind)");
+    if (ok->type != MSGPACK_OBJECT_STR)
+        return fail(err, errlen, "key \"k\" is not a string");
+
+    char kname[PROTO_STR_SHORT];
+    MsgKind kind = MSG_UNKNOWN;
+    /* "step\0junk" is not "step" */
+    if (ok->via.str.size < sizeof kname && !memchr(ok->via.str.ptr, 0, ok->via.str.size)) {
+        memcpy(kname, ok->via.str.ptr, ok->via.str.size);
+        kname[ok->via.str.size] = 0;
+        kind = msg_kind_from_name(kname);
+    }
+    msg_init(m, kind);
+    m->version = (int32_t)v;
+    const char *kn = msg_kind_name(kind);
+
+    if (orank) {
+        int64_t r = 0;
+        int rc = obj_i64(orank, &r);
+        if (rc == 0 && (r < INT32_MIN || r > INT32_MAX))
+            rc = -2;
+        if (rc)
+            return int_error(rc, kn, "r", err, errlen);
+        m->rank = (int32_t)r;
+    }
+    if (ot) {
+        int rc = obj_i64(ot, &m->t_ns);
+        if (rc)
+            return int_error(rc, kn, "t", err, errlen);
+    }
+
+    if (kind == MSG_UNKNOWN) {
+        char shown[PROTO_STR_SHORT];
+        utf8_copy(shown, sizeof shown, ok->via.str.ptr, ok->via.str.size);
+        fail(err, errlen, "unknown kind \"%s\"", shown);
+        return 1;
+    }
+
+    /* Pass 2: the kind's own keys; anything else is skipped (a newer peer).
+     * Each key is looked for from the field after the last one found, so
+     * keys in the table's order (as codec_encode writes them) cost one
+     * comparison each; any other order still finds every key. */
+    const Field *f = kind_fields[kind].f;
+    size_t nf = kind_fields[kind].n;
+    size_t next = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < nf; t++) {
+            size_t j = next + t < nf ? next + t : next + t - nf;
+            if (key_is(&kv[i].key, &f[j])) {
+                if (decode_field(&kv[i].val, m, &f[j], err, errlen) < 0)
+                    return -1;
+                next = j + 1 < nf ? j + 1 : 0;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
+{
+    msg_init(out, MSG_UNKNOWN);
+    if (!frame || len == 0)
+        return fail(err, errlen, "empty frame");
+    if (len > PROTO_MAX_FRAME_BYTES)
+        return fail(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len,
+                    PROTO_MAX_FRAME_BYTES);
+    if (prescan(frame, len, err, errlen) < 0)
+        return -1;
+
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    int rc;
+    msgpack_unpack_return ur = msgpack_unpack_next(&up, frame, len, &off);
+    if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
+        rc = fail(err, errlen, "out of memory decoding a %zu-byte frame", len);
+    else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
+        rc = fail(err, errlen, "malformed msgpack (unpack result %d)", (int)ur);
+    else
+        rc = decode_map(&up.data, out, err, errlen);
+    msgpack_unpacked_destroy(&up);
+
+    if (rc < 0) {
+        /* On error nothing is left for the caller to free. */
+        msg_done(out);
+        msg_init(out, MSG_UNKNOWN);
+    }
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* codec.h — msgpack encoding and decoding of protocol v1 messages.
+ *
+ * Pure functions: no sockets, no globals, safe from any thread.
+ * Decoding never reads outside the frame it is given and never trusts a
+ * length inside it: malformed, truncated, oversized or hostile frames come
+ * back as an error; unknown kinds as MSG_UNKNOWN; unknown keys are skipped.
+ */
+#ifndef DDPTOP_CODEC_H
+#define DDPTOP_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/protocol.h"
+
+/* A growable byte buffer the encoder appends to. */
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} CodecBuf;
+
+void codec_buf_init(CodecBuf *b);
+void codec_buf_done(CodecBuf *b);
+void codec_buf_reset(CodecBuf *b);  /* len = 0, keeps the memory */
+
+/* Encode *m (with "v" = PROTO_VERSION) into b, replacing its contents.
+ * Returns 0, or -1 with a reason in err (unknown kind, out of memory). */
+int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen);
+
+/* Decode one frame into *out (which the caller later gives to msg_done).
+ * Returns 0 on success; 1 when the frame is well formed but of a kind this
+ * build does not know (out->kind == MSG_UNKNOWN; skip it; err names the
+ * kind); -1 with a reason in err for anything malformed. On -1 nothing needs
+ * freeing. */
+int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen);
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes available; RFC
+ * 3629: no overlongs, no surrogates, at most U+10FFFF), or 0 if ill-formed.
+ * The one UTF-8 rule of ddptop: the codec, exports and printers share it. */
+size_t codec_utf8_seq(const unsigned char *s, size_t n);
+
+#endif

@@ -1,0 +1,675 @@
+/* attach.c — `ddptop attach`: a second screen on a running job. See
+ * attach.h; ddptop's side is viewers.c.
+ *
+ * The model needs the world size up front (job_new), and only a hello says
+ * it: frames are held until the first hello (the snapshot sends hellos
+ * first, so that is the first frame when ranks are up), then the model is
+ * made and the held frames applied in order.
+ *
+ * What the viewer cannot see, it infers: a rank's process exit (ddptop's
+ * launcher reaps it, no frame says so) is taken from its bye (exit with
+ * the bye's status), so rows, verdict and summary read as they do live.
+ * The job has ended when every rank said bye, or when nothing came for
+ * ATTACH_SILENT_MS after frames had flowed (ddptop gone, or the link).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "base/clock.h"
+#include "attach/client.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "wire/codec.h"
+#include "model/job.h"
+#include "net/curve.h"
+#include "view/view.h"
+#include "net/zsock.h"
+
+#define FRAME_MS 66
+#define TURN_MS 15
+/* "attach" this often (ddptop forgets a viewer silent for 6 s). */
+#define ATTACH_EVERY_MS 1000
+/* Nothing heard this long after frames flowed: the job has ended (or ddptop
+ * is gone, or the link). */
+#define ATTACH_SILENT_MS 10000
+/* A notice on the status line stays this long. */
+#define MSG_MS 4000
+/* Frames held before the first hello. */
+#define HELD_MAX 65536
+#define HELD_MAX_BYTES (64u << 20)
+/* What ddptop's refusal says first (viewers.c). */
+#define REFUSED_PREFIX "attach refused"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+typedef struct {
+    unsigned char *data;
+    size_t len;
+} Held;
+
+enum { OP_CKPT = 0, OP_STOP, OP_PAUSE, OP_ABORT, OP__COUNT };
+static const char *const OP_NAME[OP__COUNT] = {"ckpt", "stop", "pause", "abort"};
+static const char *const OP_WHAT[OP__COUNT] = {"checkpoint", "destroy", "pause/resume", "abort"};
+
+typedef struct {
+    const char *ep;
+    bool control, headless, json;
+    double wait_s;
+    void *zctx, *sock;
+    char ident[64];
+    CodecBuf buf;
+    Job *job;
+    Held *held;
+    size_t n_held, held_bytes;
+    bool answered;                   /* ddptop said something (a log) */
+    char refused[PROTO_STR_LONG];
+    int64_t start_ms, last_heard_ms, last_attach_ms;
+    bool flowed;                     /* frames from ranks have come */
+    bool ended;
+    bool ended_silent;               /* ended by silence, not by byes */
+    int64_t cmd_id[OP__COUNT];
+    ViewTui *tui;
+    ViewHeadless hl;
+    char msg[256];
+    int64_t msg_until_ms;
+    bool quit;
+    const char *keys[12][2];
+    int n_keys;
+} Attach;
+
+static void say(Attach *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(Attach *A, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(A->msg, sizeof A->msg, fmt, ap);
+    va_end(ap);
+    A->msg_until_ms = mono_ms() + MSG_MS;
+}
+
+/* ---- talking to ddptop ---- */
+
+static void send_cmd(Attach *A, const char *op, int64_t id, int64_t arg)
+{
+    Msg m;
+    char err[160];
+    msg_init(&m, MSG_CMD);
+    m.t_ns = proto_now_ns();
+    m.u.cmd.id = id;
+    m.u.cmd.arg = arg;
+    snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "%s", op);
+    zs_send(A->sock, &m, &A->buf, ZMQ_DONTWAIT, err, sizeof err);
+}
+
+static void send_attach(Attach *A)
+{
+    send_cmd(A, "attach", 0, A->control ? 1 : 0);
+    A->last_attach_ms = mono_ms();
+}
+
+/* c d p a: with --control, sent; read-only, sent as well (ddptop answers
+ * with a warning for its own events) and refused here at once. */
+static void command(Attach *A, int op)
+{
+    if (A->ended) {
+        say(A, "%s: the job has ended", OP_WHAT[op]);
+        return;
+    }
+    send_cmd(A, OP_NAME[op], ++A->cmd_id[op], 0);
+    if (!A->control) {
+        say(A, "read-only: %s not sent to the job (ddptop attach --control %s sends commands)", OP_WHAT[op], A->ep);
+        return;
+    }
+    say(A, "%s requested: sent to the job", OP_WHAT[op]);
+    if (A->job)
+        job_event(A->job, -1, EV_INFO, "%s requested from this viewer (--control)", OP_WHAT[op]);
+}
+
+/* ---- frames ---- */
+
+/* Every rank has said bye (and nothing else is owed). */
+static bool all_bye(const Job *j)
+{
+    for (int r = 0; r < j->world; r++)
+        if (!j->ranks[r].bye)
+            return false;
+    return true;
+}
+
+static void apply_frame(Attach *A, const void *data, size_t len)
+{
+    Job *j = A->job;
+    int64_t now = mono_ns();
+    Msg m;
+    char err[256];
+    int rc = codec_decode(data, len, &m, err, sizeof err);
+    if (rc != 0) {
+        if (rc > 0)
+            msg_done(&m);            /* a kind this build does not know */
+        else {
+            j->bad_frames++;         /* as the live loop counts it */
+            j->version++;
+        }
+        return;
+    }
+    if (m.kind == MSG_LOG && m.rank < 0) {
+        /* ddptop's own word to this viewer */
+        JobEventLevel lv = !strncmp(m.u.log.level, "warn", 4) ? EV_WARN
+                           : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR : EV_INFO;
+        job_event(j, -1, lv, "%s", m.u.log.text);
+        /* a local notice says the same in this viewer's words: it stays */
+        if (lv != EV_INFO && !(A->msg[0] && mono_ms() < A->msg_until_ms))
+            say(A, "ddptop: %s", m.u.log.text);
+        msg_done(&m);
+        return;
+    }
+    if (m.kind == MSG_CMD || m.kind == MSG_SET || m.kind == MSG_GET || m.kind == MSG_WAIT || m.kind == MSG_VAL ||
+        m.kind == MSG_NODE) {
+        msg_done(&m);
+        return;
+    }
+    A->flowed = true;
+    int r = m.rank;
+    bool in = r >= 0 && r < j->world;
+    /* a rank that ended says hello again: the job was restarted */
+    if (m.kind == MSG_HELLO && in && (j->ranks[r].state == RANK_EXITED_OK || j->ranks[r].state == RANK_FAILED)) {
+        job_restart(j, now);
+        A->ended = false;
+    }
+    job_apply(j, &m, now);
+    /* whether ddptop asked for a pause is not on the wire: what the ranks
+     * do is the wish, so no "PAUSING"/"RESUMING" that would never end */
+    if (j->pause_wanted != j->paused)
+        job_set_pause_wanted(j, j->paused);
+    if (m.kind == MSG_BYE && in) {
+        /* the process exit ddptop sees and this viewer does not */
+        int st = m.u.bye.status;
+        job_rank_exited(j, r, 0, W_EXITCODE(st < 0 || st > 255 ? 1 : st, 0), NULL, now);
+    }
+    msg_done(&m);
+}
+
+/* The first hello: the world is known, the model can be made. Returns -1
+ * when the world cannot be shown. */
+static int make_model(Attach *A, const Msg *hello)
+{
+    int world = hello->u.hello.world;
+    if (world <= 0 || hello->rank >= world)
+        world = hello->rank + 1;
+    if (world <= 0 || world > JOB_MAX_RANKS) {
+        fprintf(stderr, "ddptop attach: the job says world size %d: more ranks than ddptop shows (%d)\n",
+                (int)hello->u.hello.world, JOB_MAX_RANKS);
+        return -1;
+    }
+    if (!(A->job = job_new(world))) {
+        fprintf(stderr, "ddptop attach: out of memory\n");
+        return -1;
+    }
+    /* "elapsed" counts from the rank's hello, as the job's own screen counts
+     * from the launch a moment before, not from attaching; a hello stamped
+     * in the future or ages ago (another host's clock) is not believed */
+    int64_t age = proto_now_ns() - hello->t_ns;
+    if (hello->t_ns > 0 && age > 0 && age < 7 * 86400 * 1000000000LL)
+        A->job->start_ns -= age;
+    job_event(A->job, -1, EV_INFO, "attached to %s (%s)%s", A->ep, A->control ? "--control" : "read-only",
+              A->control ? ": c d p a act on the job" : "");
+    return 0;
+}
+
+/* One frame from ddptop. Returns -1 on a fatal problem. */
+static int on_frame(Attach *A, const unsigned char *data, size_t len)
+{
+    A->last_heard_ms = mono_ms();
+    if (A->ended_silent) {
+        A->ended = A->ended_silent = false;   /* the link is back */
+    }
+    if (A->job) {
+        apply_frame(A, data, len);
+        return 0;
+    }
+    Msg m;
+    char err[256];
+    int rc = codec_decode(data, len, &m, err, sizeof err);
+    bool hello = rc == 0 && m.kind == MSG_HELLO && m.rank >= 0;
+    if (rc == 0 && m.kind == MSG_LOG && m.rank < 0) {
+        A->answered = true;
+        if (!strncmp(m.u.log.text, REFUSED_PREFIX, strlen(REFUSED_PREFIX)))
+            snprintf(A->refused, sizeof A->refused, "%s", m.u.log.text);
+    }
+    if (hello && make_model(A, &m) < 0) {
+        msg_done(&m);
+        return -1;
+    }
+    if (rc >= 0)
+        msg_done(&m);
+    if (!hello) {
+        if (A->n_held >= HELD_MAX || A->held_bytes + len > HELD_MAX_BYTES)
+            return 0;                /* a job that sends no hello: the wait ends it */
+        if (A->n_held % 256 == 0) {
+            Held *h = realloc(A->held, (A->n_held + 256) * sizeof *h);
+            if (!h)
+                return 0;
+            A->held = h;
+        }
+        unsigned char *copy = malloc(len);
+        if (!copy)
+            return 0;
+        memcpy(copy, data, len);
+        A->held[A->n_held++] = (Held){copy, len};
+        A->held_bytes += len;
+        return 0;
+    }
+    for (size_t i = 0; i < A->n_held; i++) {
+        apply_frame(A, A->held[i].data, A->held[i].len);
+        free(A->held[i].data);
+    }
+    free(A->held);
+    A->held = NULL;
+    A->n_held = A->held_bytes = 0;
+    apply_frame(A, data, len);
+    return 0;
+}
+
+/* Read what is waiting (bounded, so keys stay responsive). */
+static int drain(Attach *A)
+{
+    for (int i = 0; i < 8192; i++) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, A->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            break;                   /* EAGAIN, EINTR: next turn */
+        }
+        bool more = zmq_msg_more(&msg);
+        int rc = 0;
+        if (!more)
+            rc = on_frame(A, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        zmq_msg_close(&msg);
+        while (more) {               /* not ddptop's: one frame per message */
+            zmq_msg_t part;
+            zmq_msg_init(&part);
+            if (zmq_msg_recv(&part, A->sock, 0) < 0 && errno != EINTR) {
+                zmq_msg_close(&part);
+                break;
+            }
+            more = zmq_msg_more(&part);
+            zmq_msg_close(&part);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Has the job ended? Sets A->ended once. */
+static void check_end(Attach *A)
+{
+    if (!A->job || A->ended)
+        return;
+    if (all_bye(A->job)) {
+        A->ended = true;
+        job_event(A->job, -1, EV_INFO, "the job has ended: every rank said bye");
+    } else if (A->flowed && mono_ms() - A->last_heard_ms >= ATTACH_SILENT_MS) {
+        A->ended = A->ended_silent = true;
+        job_event(A->job, -1, EV_WARN, "no word from the job for %d s: it has ended, or ddptop or the link is gone",
+                  ATTACH_SILENT_MS / 1000);
+    }
+}
+
+/* ---- the screen ---- */
+
+static int on_key(void *ctx, int key)
+{
+    Attach *A = ctx;
+    if (key == 'f' || key == 'F') {
+        say(A, "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
+        return 1;
+    }
+    return 0;
+}
+
+static void set_keys(Attach *A)
+{
+    int n = 0;
+    if (A->control) {
+        A->keys[n][0] = "c"; A->keys[n++][1] = "ckpt";
+        A->keys[n][0] = "d"; A->keys[n++][1] = "destroy";
+        A->keys[n][0] = "p"; A->keys[n++][1] = "pause";
+        A->keys[n][0] = "a"; A->keys[n++][1] = "abort";
+    }
+    A->keys[n][0] = "q"; A->keys[n++][1] = "detach";
+    A->keys[n][0] = "?"; A->keys[n++][1] = "help";
+    A->keys[n][0] = "Tab"; A->keys[n++][1] = "panel";
+    A->keys[n][0] = "1-6"; A->keys[n++][1] = "zoom";
+    A->keys[n][0] = "Enter"; A->keys[n++][1] = "rank";
+    A->n_keys = n;
+}
+
+static void status_line(Attach *A, char *buf, size_t n)
+{
+    char what[300];
+    if (A->msg[0] && mono_ms() < A->msg_until_ms)
+        snprintf(what, sizeof what, "%s", A->msg);
+    else
+        what[0] = '\0';
+    if (A->ended) {
+        char verdict[200];
+        if (A->ended_silent)
+            snprintf(verdict, sizeof verdict, "no word from the job for %d s (ended, or the link is gone)",
+                     ATTACH_SILENT_MS / 1000);
+        else
+            job_verdict(A->job, verdict, sizeof verdict);
+        snprintf(buf, n, "attached to %s: %s%s%s", A->ep, verdict, what[0] ? " | " : " — q leaves", what);
+        return;
+    }
+    if (what[0])
+        snprintf(buf, n, "%s", what);
+    else
+        snprintf(buf, n, "attached %s to %s — q detaches, the job goes on",
+                 A->control ? "with --control" : "(read-only)", A->ep);
+}
+
+static int loop_tui(Attach *A)
+{
+    char err[256], status[700];
+    if (view_tui_open(&A->tui, A->job->world, err, sizeof err)) {
+        fprintf(stderr, "ddptop attach: %s (use --headless)\n", err);
+        return 1;
+    }
+    set_keys(A);
+    view_tui_set_replay(A->tui, on_key, A, (const char *const (*)[2])A->keys, A->n_keys);
+    static const char *const help_control[] = {
+        "\tc\tcheckpoint now (the job's ranks agree on a step)",
+        "\td\tdestroy the job cleanly",
+        "\tp\tpause / resume every rank at the same step",
+        "\ta\tabort the job (SIGTERM, then SIGKILL)",
+        "\tf\tfaults: only from the job's own screen",
+        "\tq\tdetach (the job goes on)",
+    };
+    static const char *const help_ro[] = {
+        "\tc d p a\tread-only: start with --control to send commands",
+        "\tf\tfaults: only from the job's own screen",
+        "\tq\tdetach (the job goes on)",
+    };
+    if (A->control) view_tui_set_help(A->tui, "ddptop attach --control keys", help_control, 6);
+    else view_tui_set_help(A->tui, "ddptop attach keys (read-only)", help_ro, 3);
+    int64_t last_draw = 0;
+    uint64_t drawn_version = (uint64_t)-1;
+    bool drawn_ended = false;
+    while (!A->quit && !g_stop) {
+        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        zmq_poll(&it, 1, TURN_MS);
+        if (drain(A) < 0)
+            break;
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
+            send_attach(A);
+        check_end(A);
+        ViewAction a;
+        bool redraw = false;
+        while ((a = view_tui_poll_key(A->tui, A->job, false)) != VIEW_ACT_NONE) {
+            switch (a) {
+            case VIEW_ACT_QUIT: A->quit = true; break;
+            case VIEW_ACT_CKPT: command(A, OP_CKPT); redraw = true; break;
+            case VIEW_ACT_DESTROY: command(A, OP_STOP); redraw = true; break;
+            case VIEW_ACT_PAUSE: command(A, OP_PAUSE); redraw = true; break;
+            case VIEW_ACT_ABORT: command(A, OP_ABORT); redraw = true; break;
+            case VIEW_ACT_REDRAW: redraw = true; break;
+            default: break;
+            }
+        }
+        int64_t now = mono_ms();
+        bool changed = A->job->version != drawn_version || A->ended != drawn_ended;
+        if (redraw || (changed && now - last_draw >= FRAME_MS) || now - last_draw >= 250) {
+            status_line(A, status, sizeof status);
+            view_tui_draw(A->tui, A->job, mono_ns(), status);
+            drawn_version = A->job->version;
+            drawn_ended = A->ended;
+            last_draw = now;
+        }
+    }
+    view_tui_close(&A->tui);
+    return 0;
+}
+
+static int loop_headless(Attach *A)
+{
+    view_headless_init(&A->hl, stdout, A->json);
+    while (!g_stop && !A->ended) {
+        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        zmq_poll(&it, 1, 50);
+        if (drain(A) < 0)
+            return 1;
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
+            send_attach(A);
+        check_end(A);
+        view_headless_tick(&A->hl, A->job, mono_ns());
+        fflush(stdout);
+    }
+    if (g_stop && !A->ended)
+        job_event(A->job, -1, EV_INFO, "detached from %s: the job goes on", A->ep);
+    view_headless_tick(&A->hl, A->job, mono_ns());
+    view_headless_summary(&A->hl, A->job, mono_ns());
+    fflush(stdout);
+    return 0;
+}
+
+/* Until the first hello, or --wait seconds. 0 model made, 1 none (said
+ * why), -1 fatal (said why), 2 interrupted. */
+static int wait_model(Attach *A)
+{
+    int64_t deadline = A->start_ms + (int64_t)(A->wait_s * 1000);
+    while (!A->job) {
+        if (g_stop)
+            return 2;
+        if (A->refused[0]) {
+            fprintf(stderr, "ddptop attach: %s: %s\n", A->ep, A->refused);
+            return 1;
+        }
+        if (mono_ms() >= deadline) {
+            if (A->answered)
+                fprintf(stderr, "ddptop attach: ddptop answered at %s, but no rank said hello within %g s\n", A->ep,
+                        A->wait_s);
+            else
+                fprintf(stderr, "ddptop attach: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
+                        A->ep, A->wait_s);
+            return 1;
+        }
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
+            send_attach(A);
+        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        zmq_poll(&it, 1, 50);
+        if (drain(A) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- command line ---- */
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "ddptop attach: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see ddptop attach --help)\n");
+    return 2;
+}
+
+static const char HELP[] =
+    "usage: ddptop attach ENDPOINT [--control] [--headless [--json]] [--keys FILE] [--wait S]\n"
+    "A second screen on a running job: ENDPOINT is the job's control endpoint, as ddptop prints it\n"
+    "(\"attach: ddptop attach ENDPOINT\"): ipc://DIR/ctl on the same machine, tcp://HOST:PORT from\n"
+    "another one (with the job's key file: --keys FILE or DDPTOP_KEYS=FILE).\n"
+    "Read-only by default; --control lets c d p a checkpoint, destroy, pause and abort the job.\n"
+    "q or Ctrl-C detaches: the job goes on. --headless prints ddptop run --headless's lines\n"
+    "(--json: JSON lines) and exits when the job ends. --wait S: give up when no rank has said\n"
+    "hello within S seconds (default 10).\n";
+
+static void random_ident(char *out, size_t n)
+{
+    unsigned int rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        rnd = (unsigned int)(mono_ns() ^ ((int64_t)getpid() << 16));
+    snprintf(out, n, "view-%d-%08x", (int)getpid(), rnd);
+}
+
+static void cleanup(Attach *A)
+{
+    if (A->sock) {
+        /* a goodbye, so ddptop forgets this viewer now rather than in 6 s */
+        int linger = 200;
+        zmq_setsockopt(A->sock, ZMQ_LINGER, &linger, sizeof linger);
+        send_cmd(A, "detach", 0, 0);
+        zmq_close(A->sock);
+    }
+    if (A->zctx)
+        zmq_ctx_term(A->zctx);
+    for (size_t i = 0; i < A->n_held; i++)
+        free(A->held[i].data);
+    free(A->held);
+    job_free(&A->job);
+    codec_buf_done(&A->buf);
+}
+
+int attach_main(int argc, char **argv)
+{
+    Attach A;
+    memset(&A, 0, sizeof A);
+    A.wait_s = 10;
+    const char *keys_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(HELP, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--control")) {
+            A.control = true;
+        } else if (!strcmp(a, "--headless")) {
+            A.headless = true;
+        } else if (!strcmp(a, "--json")) {
+            A.json = true;
+        } else if (!strcmp(a, "--keys")) {
+            if (!v || !*v)
+                return bad("%s: missing key file", a);
+            keys_path = v;
+            i++;
+        } else if (!strcmp(a, "--wait")) {
+            if (!v)
+                return bad("%s: missing value", a);
+            char *end;
+            errno = 0;
+            double d = strtod(v, &end);
+            if (errno || end == v || *end || !isfinite(d) || d <= 0 || d > 86400) {
+                fprintf(stderr, "ddptop attach: --wait: expected seconds in (0, 86400], got \"%s\"\n", v);
+                return 2;
+            }
+            A.wait_s = d;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return bad("unknown option \"%s\"", a);
+        } else if (A.ep) {
+            return bad("one endpoint at a time (\"%s\" is extra)", a);
+        } else {
+            A.ep = a;
+        }
+    }
+    if (!A.ep || !*A.ep)
+        return bad("%s", "which job? (ddptop attach ENDPOINT: the endpoint ddptop prints as \"attach: ...\")");
+    if (A.json && !A.headless)
+        return bad("%s needs --headless", "--json");
+    bool tcp = !strncmp(A.ep, "tcp://", 6);
+    if (!tcp && strncmp(A.ep, "ipc://", 6))
+        return bad("%s: expected ipc://PATH or tcp://HOST:PORT", A.ep);
+    if (!tcp && !A.ep[6])
+        return bad("%s: expected ipc://PATH", A.ep);
+    JobKeys keys;
+    if (tcp) {
+        char host[256];
+        int port = 0;
+        if (keys_tcp_split(A.ep, host, sizeof host, &port) || port <= 0)
+            return bad("%s: expected tcp://HOST:PORT", A.ep);
+        if (!keys_path) {
+            const char *env = getenv(KEYS_ENV);
+            keys_path = env && *env ? env : NULL;
+        }
+        if (!keys_path) {
+            fprintf(stderr, "ddptop attach: %s: a tcp:// job needs its key file: --keys FILE (or %s=FILE)\n", A.ep,
+                    KEYS_ENV);
+            return 2;
+        }
+        char err[512];
+        if (keys_read(keys_path, &keys, err, sizeof err)) {
+            fprintf(stderr, "ddptop attach: %s\n", err);
+            return 2;
+        }
+    }
+
+    catch_stop_signals(on_signal, 1);
+
+    codec_buf_init(&A.buf);
+    random_ident(A.ident, sizeof A.ident);
+    int rc = 1;
+    char err[512];
+    A.zctx = zmq_ctx_new();
+    A.sock = A.zctx ? zmq_socket(A.zctx, ZMQ_DEALER) : NULL;
+    if (!A.sock) {
+        fprintf(stderr, "ddptop attach: zeromq: %s\n", zmq_strerror(errno));
+        goto done;
+    }
+    int zero = 0, hwm = 200000;
+    zmq_setsockopt(A.sock, ZMQ_ROUTING_ID, A.ident, strlen(A.ident));
+    zmq_setsockopt(A.sock, ZMQ_LINGER, &zero, sizeof zero);
+    /* the snapshot comes in bursts; room for it and for a busy job's stream */
+    zmq_setsockopt(A.sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (tcp && keys_client_socket(A.sock, &keys, err, sizeof err)) {
+        fprintf(stderr, "ddptop attach: %s\n", err);
+        goto done;
+    }
+    if (zmq_connect(A.sock, A.ep)) {
+        fprintf(stderr, "ddptop attach: cannot connect to %s: %s\n", A.ep, zmq_strerror(errno));
+        rc = 2;
+        goto done;
+    }
+    A.start_ms = A.last_heard_ms = mono_ms();
+    send_attach(&A);
+    int w = wait_model(&A);
+    if (w == 2) {
+        rc = 0;                      /* Ctrl-C while waiting: nothing to detach from */
+        goto done;
+    }
+    if (w != 0)
+        goto done;
+    rc = A.headless ? loop_headless(&A) : loop_tui(&A);
+    if (!A.headless) {
+        /* the screen is gone: one line for the terminal */
+        char verdict[200];
+        job_verdict(A.job, verdict, sizeof verdict);
+        if (A.ended)
+            printf("ddptop attach: %s: %s\n", A.ep, A.ended_silent ? "no word from the job (ended?)" : verdict);
+        else
+            printf("ddptop attach: detached from %s (the job goes on)\n", A.ep);
+    }
+done:
+    cleanup(&A);
+    return rc;
+}

@@ -1,0 +1,685 @@
+/* viewers.c — screens attached to a running job, ddptop's side. See
+ * viewers.h (the wire is in docs/PROTOCOL.md, "Attached viewers").
+ *
+ * Frames are kept as received, in reference-counted blobs: the snapshot
+ * holds one reference per slot (a rank's last hello, phase, shard, ckpt,
+ * bye, its recent steps; the job's recent distinct evals and last log
+ * lines), and each
+ * viewer's outbound queue one per queued frame, so a frame shared by the
+ * snapshot and sixteen queues exists once.
+ *
+ * Why a queue: a newcomer's snapshot can be thousands of frames (a hello,
+ * a phase, a shard and a step per rank), more than a ROUTER pipe holds by
+ * default (1000 messages), and the ROUTER drops silently when it is full.
+ * So the snapshot goes out in bursts of VIEWERS_BURST frames, at most one
+ * burst per viewer every VIEWERS_BURST_GAP_NS (from viewers_on_frame,
+ * viewers_handle and viewers_tick), and frames that arrive meanwhile wait
+ * behind it, in order. A viewer with nothing queued gets frames at once.
+ * Nothing here ever waits on a socket (ZMQ_DONTWAIT throughout).
+ *
+ * Main thread only (the ctl socket's owner).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "base/clock.h"
+#include "attach/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#include "net/zsock.h"
+
+#define VIEWERS_MAX 16
+/* Forgotten when silent this long (a viewer says "attach" every second). */
+#define VIEWERS_TIMEOUT_MS 6000
+/* Snapshot bounds: shards larger than this are not kept (a viewer sees
+ * the next epoch's), nor anything once the total would pass the cap. */
+#define VIEWERS_SHARD_MAX_BYTES (1u << 20)
+#define VIEWERS_SNAP_MAX_BYTES (64u << 20)
+/* Recent steps kept for the loss chart: about this many over all ranks,
+ * at least one and at most VIEWERS_STEPS_PER_RANK per rank. */
+#define VIEWERS_STEPS_TOTAL 2048
+#define VIEWERS_STEPS_PER_RANK 256
+#define VIEWERS_EVALS 16
+/* The job's last log lines (warnings, fault notes), whatever the rank. */
+#define VIEWERS_LOGS 32
+/* Outbound queue bounds per viewer; past them frames are dropped (counted). */
+#define VIEWERS_QUEUE_MAX 65536
+#define VIEWERS_QUEUE_MAX_BYTES (32u << 20)
+#define VIEWERS_BURST 500
+#define VIEWERS_BURST_GAP_NS 2000000LL
+
+typedef struct {
+    int refs;
+    size_t len;
+    unsigned char data[];
+} Blob;
+
+typedef struct {
+    Blob *hello, *phase, *shard, *ckpt, *bye;
+    Blob **steps;                    /* ring of step_keep */
+    int steps_head, steps_len;
+} SnapRank;
+
+typedef struct {
+    Blob *blob;
+    int64_t epoch, step;
+} SnapEval;
+
+typedef struct {
+    bool used;
+    unsigned char ident[ZS_IDENT_MAX];
+    size_t ident_len;
+    int seq;                         /* viewer 1, 2, ... in attach order */
+    long pid;                        /* from "view-<pid>-...", 0 unknown */
+    bool control;
+    int64_t last_ms;                 /* last heard, caller's clock */
+    int64_t last_id[4];              /* highest command id seen per op */
+    Blob **q;                        /* ring of q_cap */
+    size_t q_head, q_len, q_cap, q_bytes;
+    int64_t pump_ns;                 /* last burst */
+    uint64_t drops;
+} Viewer;
+
+struct Viewers {
+    int world;
+    SnapRank *ranks;                 /* [world] */
+    int step_keep;
+    SnapEval evals[VIEWERS_EVALS];   /* ring, oldest first from evals_head */
+    int evals_head, evals_len;
+    Blob *logs[VIEWERS_LOGS];        /* ring, oldest first from logs_head */
+    int logs_head, logs_len;
+    size_t snap_bytes;
+    uint64_t skipped;                /* frames not kept for the snapshot (size caps) */
+    uint64_t bad;                    /* malformed frames (neither kept nor forwarded) */
+    Viewer v[VIEWERS_MAX];
+    int n;                           /* attached */
+    int next_seq;
+    uint64_t drops;
+    void *router;                    /* the ctl ROUTER last passed in: viewers_tick pumps through it */
+    CodecBuf buf;
+};
+
+/* ---- blobs ---- */
+
+static Blob *blob_new(const void *data, size_t len)
+{
+    Blob *b = malloc(sizeof *b + len);
+    if (!b)
+        return NULL;
+    b->refs = 1;
+    b->len = len;
+    memcpy(b->data, data, len);
+    return b;
+}
+
+static Blob *blob_ref(Blob *b)
+{
+    if (b)
+        b->refs++;
+    return b;
+}
+
+static void blob_unref(Blob *b)
+{
+    if (b && --b->refs == 0)
+        free(b);
+}
+
+/* Put b (one reference, taken over) in *slot, releasing what was there;
+ * the snapshot's byte count follows. */
+static void slot_set(Viewers *v, Blob **slot, Blob *b)
+{
+    if (*slot) {
+        v->snap_bytes -= (*slot)->len;
+        blob_unref(*slot);
+    }
+    *slot = b;
+    if (b)
+        v->snap_bytes += b->len;
+}
+
+/* ---- lifetime ---- */
+
+Viewers *viewers_new(int world)
+{
+    if (world <= 0)
+        return NULL;
+    Viewers *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->world = world;
+    v->ranks = calloc((size_t)world, sizeof *v->ranks);
+    int keep = VIEWERS_STEPS_TOTAL / world;
+    v->step_keep = keep < 1 ? 1 : keep > VIEWERS_STEPS_PER_RANK ? VIEWERS_STEPS_PER_RANK : keep;
+    if (!v->ranks)
+        goto fail;
+    for (int r = 0; r < world; r++)
+        if (!(v->ranks[r].steps = calloc((size_t)v->step_keep, sizeof *v->ranks[r].steps)))
+            goto fail;
+    codec_buf_init(&v->buf);
+    return v;
+fail:
+    if (v->ranks)
+        for (int r = 0; r < world; r++)
+            free(v->ranks[r].steps);
+    free(v->ranks);
+    free(v);
+    return NULL;
+}
+
+static void queue_clear(Viewer *w)
+{
+    for (size_t i = 0; i < w->q_len; i++)
+        blob_unref(w->q[(w->q_head + i) % w->q_cap]);
+    w->q_head = w->q_len = w->q_bytes = 0;
+}
+
+static void forget(Viewers *v, Viewer *w)
+{
+    queue_clear(w);
+    free(w->q);
+    memset(w, 0, sizeof *w);
+    v->n--;
+}
+
+void viewers_free(Viewers **pv)
+{
+    Viewers *v = pv ? *pv : NULL;
+    if (!v)
+        return;
+    for (int i = 0; i < VIEWERS_MAX; i++)
+        if (v->v[i].used)
+            forget(v, &v->v[i]);
+    for (int r = 0; r < v->world; r++) {
+        SnapRank *s = &v->ranks[r];
+        slot_set(v, &s->hello, NULL);
+        slot_set(v, &s->phase, NULL);
+        slot_set(v, &s->shard, NULL);
+        slot_set(v, &s->ckpt, NULL);
+        slot_set(v, &s->bye, NULL);
+        for (int k = 0; k < v->step_keep; k++)
+            slot_set(v, &s->steps[k], NULL);
+        free(s->steps);
+    }
+    for (int i = 0; i < VIEWERS_EVALS; i++)
+        slot_set(v, &v->evals[i].blob, NULL);
+    for (int i = 0; i < VIEWERS_LOGS; i++)
+        slot_set(v, &v->logs[i], NULL);
+    free(v->ranks);
+    codec_buf_done(&v->buf);
+    free(v);
+    *pv = NULL;
+}
+
+bool viewers_is_viewer_ident(const void *ident, size_t ident_len)
+{
+    return ident && ident_len >= 5 && memcmp(ident, "view-", 5) == 0;
+}
+
+int viewers_count(const Viewers *v)
+{
+    return v ? v->n : 0;
+}
+
+uint64_t viewers_drops(const Viewers *v)
+{
+    return v ? v->drops : 0;
+}
+
+/* ---- sending ---- */
+
+/* One frame to one viewer, never waiting. 0 sent, -1 not (counted). A
+ * ROUTER without ZMQ_ROUTER_MANDATORY drops silently when a pipe is full;
+ * with it, that is EAGAIN here. */
+static int send_now(Viewers *v, void *router, Viewer *w, const void *data, size_t len)
+{
+    if (zmq_send(router, w->ident, w->ident_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
+        zmq_send(router, data, len, ZMQ_DONTWAIT) >= 0)
+        return 0;
+    w->drops++;
+    v->drops++;
+    return -1;
+}
+
+/* Queue one reference to b behind what w is still owed. */
+static void enqueue(Viewers *v, Viewer *w, Blob *b)
+{
+    if (w->q_len >= VIEWERS_QUEUE_MAX || w->q_bytes + b->len > VIEWERS_QUEUE_MAX_BYTES) {
+        w->drops++;
+        v->drops++;
+        return;
+    }
+    if (w->q_len == w->q_cap) {
+        size_t cap = w->q_cap ? w->q_cap * 2 : 256;
+        Blob **q = malloc(cap * sizeof *q);
+        if (!q) {
+            w->drops++;
+            v->drops++;
+            return;
+        }
+        for (size_t i = 0; i < w->q_len; i++)
+            q[i] = w->q[(w->q_head + i) % w->q_cap];
+        free(w->q);
+        w->q = q;
+        w->q_cap = cap;
+        w->q_head = 0;
+    }
+    w->q[(w->q_head + w->q_len) % w->q_cap] = blob_ref(b);
+    w->q_len++;
+    w->q_bytes += b->len;
+}
+
+/* A burst of w's queue, unless one went out too recently (force: now). */
+static void pump(Viewers *v, void *router, Viewer *w, bool force)
+{
+    if (!router || w->q_len == 0)
+        return;
+    int64_t now = mono_ns();
+    if (!force && now - w->pump_ns < VIEWERS_BURST_GAP_NS)
+        return;
+    w->pump_ns = now;
+    for (int i = 0; i < VIEWERS_BURST && w->q_len > 0; i++) {
+        Blob *b = w->q[w->q_head];
+        w->q_head = (w->q_head + 1) % w->q_cap;
+        w->q_len--;
+        w->q_bytes -= b->len;
+        send_now(v, router, w, b->data, b->len);
+        blob_unref(b);
+    }
+}
+
+/* A message ddptop itself says to one viewer (a log line). */
+static void say(Viewers *v, void *router, const void *ident, size_t ident_len, const char *level, const char *text)
+{
+    Msg m;
+    char err[128];
+    msg_init(&m, MSG_LOG);
+    m.t_ns = proto_now_ns();
+    snprintf(m.u.log.level, sizeof m.u.log.level, "%s", level);
+    snprintf(m.u.log.text, sizeof m.u.log.text, "%s", text);
+    zs_send_to(router, ident, ident_len, &m, &v->buf, ZMQ_DONTWAIT, err, sizeof err);
+}
+
+/* The snapshot, in the order a fresh job model digests it: hellos (the
+ * ranks and the job's shape), phases, shards, checkpoints, log lines,
+ * evals, steps (oldest first), byes. */
+static void enqueue_snapshot(Viewers *v, Viewer *w)
+{
+    for (int r = 0; r < v->world; r++)
+        if (v->ranks[r].hello)
+            enqueue(v, w, v->ranks[r].hello);
+    for (int r = 0; r < v->world; r++)
+        if (v->ranks[r].phase)
+            enqueue(v, w, v->ranks[r].phase);
+    for (int r = 0; r < v->world; r++)
+        if (v->ranks[r].shard)
+            enqueue(v, w, v->ranks[r].shard);
+    for (int r = 0; r < v->world; r++)
+        if (v->ranks[r].ckpt)
+            enqueue(v, w, v->ranks[r].ckpt);
+    for (int i = 0; i < v->logs_len; i++)
+        enqueue(v, w, v->logs[(v->logs_head + i) % VIEWERS_LOGS]);
+    for (int i = 0; i < v->evals_len; i++)
+        enqueue(v, w, v->evals[(v->evals_head + i) % VIEWERS_EVALS].blob);
+    /* steps round by round over the ranks, oldest first, so the model's
+     * "slowest rank" figures move forward as they would live */
+    for (int k = v->step_keep; k > 0; k--)
+        for (int r = 0; r < v->world; r++) {
+            SnapRank *s = &v->ranks[r];
+            if (s->steps_len >= k)
+                enqueue(v, w, s->steps[(s->steps_head + s->steps_len - k) % v->step_keep]);
+        }
+    for (int r = 0; r < v->world; r++)
+        if (v->ranks[r].bye)
+            enqueue(v, w, v->ranks[r].bye);
+}
+
+/* ---- frames from the ranks ---- */
+
+/* The kind of a frame in the encoders' usual layout ({"v": int, "k": str,
+ * ...}, as codec_encode and the Python examples write it), without a
+ * decode; MSG__COUNT when the frame is laid out otherwise. Only a hint:
+ * it lets frames the snapshot does not keep skip the decode while nobody
+ * is attached. */
+static MsgKind peek_kind(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    if (len < 8)
+        return MSG__COUNT;
+    if ((p[0] & 0xf0) == 0x80)
+        i = 1;
+    else if (p[0] == 0xde)
+        i = 3;
+    else
+        return MSG__COUNT;
+    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'v' || p[i + 2] > 0x7f)
+        return MSG__COUNT;
+    i += 3;
+    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'k' || (p[i + 2] & 0xe0) != 0xa0)
+        return MSG__COUNT;
+    size_t n = p[i + 2] & 0x1f;
+    i += 3;
+    char name[32];
+    if (i + n > len || n >= sizeof name)
+        return MSG__COUNT;
+    memcpy(name, p + i, n);
+    name[n] = '\0';
+    return msg_kind_from_name(name);
+}
+
+static void keep_eval(Viewers *v, Blob *b, const MsgEval *e)
+{
+    /* every rank sends the same all-reduced eval: keep one of each */
+    for (int i = 0; i < v->evals_len; i++) {
+        const SnapEval *s = &v->evals[(v->evals_head + i) % VIEWERS_EVALS];
+        if (s->epoch == e->epoch && s->step == e->step) {
+            blob_unref(b);
+            return;
+        }
+    }
+    int slot;
+    if (v->evals_len < VIEWERS_EVALS) {
+        slot = (v->evals_head + v->evals_len) % VIEWERS_EVALS;
+        v->evals_len++;
+    } else {
+        slot = v->evals_head;
+        v->evals_head = (v->evals_head + 1) % VIEWERS_EVALS;
+    }
+    slot_set(v, &v->evals[slot].blob, b);
+    v->evals[slot].epoch = e->epoch;
+    v->evals[slot].step = e->step;
+}
+
+/* Keep the frame for the snapshot when it is of a kind it holds. Returns
+ * the blob when one was made (a reference the caller releases), else NULL. */
+static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
+{
+    int r = m->rank;
+    bool kept_kind = m->kind == MSG_HELLO || m->kind == MSG_PHASE || m->kind == MSG_SHARD ||
+                     m->kind == MSG_CKPT || m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE ||
+                     m->kind == MSG_LOG;
+    if (!kept_kind || r < 0 || r >= v->world)
+        return NULL;
+    if ((m->kind == MSG_SHARD && len > VIEWERS_SHARD_MAX_BYTES) || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) {
+        v->skipped++;
+        return NULL;
+    }
+    Blob *b = blob_new(frame, len);
+    if (!b) {
+        v->skipped++;
+        return NULL;
+    }
+    SnapRank *s = &v->ranks[r];
+    blob_ref(b);                     /* the slot's reference; the caller keeps one */
+    switch (m->kind) {
+    case MSG_HELLO:
+        /* a rank that says hello again was restarted: its old end is history */
+        slot_set(v, &s->bye, NULL);
+        slot_set(v, &s->hello, b);
+        break;
+    case MSG_PHASE: slot_set(v, &s->phase, b); break;
+    case MSG_SHARD: slot_set(v, &s->shard, b); break;
+    case MSG_CKPT: slot_set(v, &s->ckpt, b); break;
+    case MSG_BYE: slot_set(v, &s->bye, b); break;
+    case MSG_EVAL: keep_eval(v, b, &m->u.eval); break;
+    case MSG_LOG: {
+        int at = (v->logs_head + v->logs_len) % VIEWERS_LOGS;
+        if (v->logs_len == VIEWERS_LOGS) {
+            at = v->logs_head;
+            v->logs_head = (v->logs_head + 1) % VIEWERS_LOGS;
+        } else {
+            v->logs_len++;
+        }
+        slot_set(v, &v->logs[at], b);
+        break;
+    }
+    case MSG_STEP: {
+        int at = (s->steps_head + s->steps_len) % v->step_keep;
+        if (s->steps_len == v->step_keep) {
+            at = s->steps_head;
+            s->steps_head = (s->steps_head + 1) % v->step_keep;
+        } else {
+            s->steps_len++;
+        }
+        slot_set(v, &s->steps[at], b);
+        break;
+    }
+    default:
+        blob_unref(b);
+        break;
+    }
+    return b;
+}
+
+void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t len)
+{
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
+        return;
+    if (v->n == 0) {
+        MsgKind k = peek_kind(frame, len);
+        if (k == MSG_COLL || k == MSG_BEAT || k == MSG_SET || k == MSG_GET || k == MSG_WAIT || k == MSG_NODE) {
+            if (ctl_router)
+                v->router = ctl_router;
+            return;                  /* not kept, and nobody to forward it to */
+        }
+    }
+    Msg m;
+    char err[160];
+    int rc = codec_decode(frame, len, &m, err, sizeof err);
+    viewers_on_decoded(v, ctl_router, frame, len, &m, rc);
+    if (rc >= 0)
+        msg_done(&m);
+}
+
+void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc)
+{
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
+        return;
+    if (ctl_router)
+        v->router = ctl_router;
+    if (rc < 0) {
+        v->bad++;
+        return;
+    }
+    bool forward = true;
+    Blob *b = NULL;
+    if (rc == 0) {
+        switch (m->kind) {
+        case MSG_SET: case MSG_GET: case MSG_WAIT: case MSG_VAL: case MSG_CMD: case MSG_NODE:
+            forward = false;         /* the store's and ddptop's business, not a screen's */
+            break;
+        default:
+            b = keep(v, m, frame, len);
+            break;
+        }
+    }
+    /* rc 1 (a newer kind): forwarded as it is */
+    if (forward && v->n > 0) {
+        for (int i = 0; i < VIEWERS_MAX; i++) {
+            Viewer *w = &v->v[i];
+            if (!w->used)
+                continue;
+            pump(v, v->router, w, false);
+            if (w->q_len == 0) {
+                if (v->router)
+                    send_now(v, v->router, w, frame, len);
+                continue;
+            }
+            if (!b && !(b = blob_new(frame, len))) {
+                w->drops++;
+                v->drops++;
+                continue;
+            }
+            enqueue(v, w, b);
+        }
+    }
+    blob_unref(b);
+}
+
+/* ---- messages from viewers ---- */
+
+static Viewer *find(Viewers *v, const void *ident, size_t ident_len)
+{
+    for (int i = 0; i < VIEWERS_MAX; i++)
+        if (v->v[i].used && v->v[i].ident_len == ident_len && !memcmp(v->v[i].ident, ident, ident_len))
+            return &v->v[i];
+    return NULL;
+}
+
+/* "view-<pid>-..." -> pid, 0 when it is not there. */
+static long ident_pid(const void *ident, size_t ident_len)
+{
+    char s[ZS_IDENT_MAX + 1];
+    size_t n = ident_len < ZS_IDENT_MAX ? ident_len : ZS_IDENT_MAX;
+    memcpy(s, ident, n);
+    s[n] = '\0';
+    char *end;
+    long pid = strtol(s + 5, &end, 10);
+    return end > s + 5 && pid > 0 ? pid : 0;
+}
+
+static void label(const Viewer *w, long pid, char *who, size_t wholen)
+{
+    if (!who || !wholen)
+        return;
+    if (w && pid)
+        snprintf(who, wholen, "viewer %d (pid %ld)", w->seq, pid);
+    else if (w)
+        snprintf(who, wholen, "viewer %d", w->seq);
+    else if (pid)
+        snprintf(who, wholen, "viewer (pid %ld)", pid);
+    else
+        snprintf(who, wholen, "viewer");
+}
+
+static int op_index(const char *op)
+{
+    static const char *const ops[4] = {"ckpt", "stop", "pause", "abort"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(op, ops[i]))
+            return i;
+    return -1;
+}
+
+ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const Msg *m,
+                            int64_t now_ms, char *who, size_t wholen)
+{
+    if (who && wholen)
+        who[0] = '\0';
+    if (!v || !ctl_router || !ident || !m || m->kind != MSG_CMD || !viewers_is_viewer_ident(ident, ident_len) ||
+        ident_len > ZS_IDENT_MAX)
+        return VIEWER_NONE;
+    v->router = ctl_router;
+    const MsgCmd *c = &m->u.cmd;
+    long pid = ident_pid(ident, ident_len);
+    Viewer *w = find(v, ident, ident_len);
+    if (w)
+        w->last_ms = now_ms;
+    label(w, pid, who, wholen);
+
+    if (!strcmp(c->op, "attach")) {
+        bool control = c->arg != 0;
+        if (w && w->control == control)
+            return VIEWER_NONE;      /* the once-a-second refresh */
+        if (!w) {
+            if (v->n >= VIEWERS_MAX) {
+                char text[160];
+                snprintf(text, sizeof text, "attach refused: %d viewers are attached already (the most ddptop serves)",
+                         VIEWERS_MAX);
+                say(v, ctl_router, ident, ident_len, "warn", text);
+                return VIEWER_NONE;
+            }
+            int slot = 0;
+            while (slot < VIEWERS_MAX - 1 && v->v[slot].used)
+                slot++;              /* v->n < VIEWERS_MAX: there is a free one */
+            w = &v->v[slot];
+            memset(w, 0, sizeof *w);
+            w->used = true;
+            memcpy(w->ident, ident, ident_len);
+            w->ident_len = ident_len;
+            w->seq = ++v->next_seq;
+            w->pid = pid;
+            w->last_ms = now_ms;
+            v->n++;
+            label(w, pid, who, wholen);
+        }
+        /* new, or the mode changed (a viewer that started over): the
+         * snapshot, then whatever comes */
+        w->control = control;
+        queue_clear(w);
+        enqueue_snapshot(v, w);
+        pump(v, ctl_router, w, true);
+        char text[200];
+        snprintf(text, sizeof text, "attached as viewer %d (%s)", w->seq,
+                 control ? "--control: c d p a act on the job" : "read-only");
+        /* after the snapshot, in order: through the queue when it is not empty */
+        if (w->q_len == 0) {
+            say(v, ctl_router, ident, ident_len, "info", text);
+        } else {
+            Msg lm;
+            char err[128];
+            msg_init(&lm, MSG_LOG);
+            lm.t_ns = proto_now_ns();
+            snprintf(lm.u.log.level, sizeof lm.u.log.level, "info");
+            snprintf(lm.u.log.text, sizeof lm.u.log.text, "%s", text);
+            Blob *b;
+            if (codec_encode(&lm, &v->buf, err, sizeof err) == 0 && (b = blob_new(v->buf.data, v->buf.len))) {
+                enqueue(v, w, b);
+                blob_unref(b);
+            }
+        }
+        return VIEWER_NONE;
+    }
+    if (!strcmp(c->op, "detach")) {
+        if (w)
+            forget(v, w);
+        return VIEWER_NONE;
+    }
+    int op = op_index(c->op);
+    if (op < 0)
+        return VIEWER_NONE;          /* an op for someone else (or a newer viewer): skipped */
+    if (!w) {
+        say(v, ctl_router, ident, ident_len, "warn",
+            "not attached (or forgotten after 6 s of silence): send {\"op\":\"attach\"} first");
+        return VIEWER_NONE;
+    }
+    if (c->id > 0) {
+        if (c->id <= w->last_id[op])
+            return VIEWER_NONE;      /* a repeat of a command already handled */
+        w->last_id[op] = c->id;
+    }
+    if (!w->control) {
+        char text[200];
+        snprintf(text, sizeof text,
+                 "read-only viewer: \"%s\" not sent to the ranks (ddptop attach --control ENDPOINT to send commands)",
+                 c->op);
+        say(v, ctl_router, ident, ident_len, "warn", text);
+        return VIEWER_NONE;
+    }
+    static const ViewerAction act[4] = {VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT};
+    return act[op];
+}
+
+int viewers_tick(Viewers *v, int64_t now_ms)
+{
+    if (!v)
+        return 0;
+    for (int i = 0; i < VIEWERS_MAX; i++) {
+        Viewer *w = &v->v[i];
+        if (!w->used)
+            continue;
+        if (now_ms - w->last_ms > VIEWERS_TIMEOUT_MS) {
+            forget(v, w);
+            continue;
+        }
+        pump(v, v->router, w, false);
+    }
+    return v->n;
+}

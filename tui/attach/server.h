@@ -1,0 +1,70 @@
+/* viewers.h — screens attached to a running job (`ddptop attach`), ddptop's side.
+ *
+ * Owns: the attached viewers (routing id on the job's ctl ROUTER, read-only
+ * or --control, when last heard from), the snapshot a newcomer needs (the
+ * last hello, phase, shard, ckpt and eval frame of every rank, plus the
+ * steps it would otherwise have to wait for), and forwarding every
+ * telemetry frame ddptop receives to each viewer without ever blocking
+ * (ZMQ_DONTWAIT; a full queue drops and counts, as for --publish).
+ * Main thread only (the ctl socket's owner).
+ *
+ * The wire (docs/PROTOCOL.md, "Attached viewers"): a viewer is a DEALER on
+ * the job's control endpoint with a routing id "view-..." that sends
+ *   {"k":"cmd","op":"attach","arg":0|1}    (1: --control), at least every 2 s
+ *   {"k":"cmd","op":"ckpt"|"stop"|"pause"|"abort", "id":N}
+ *   {"k":"cmd","op":"detach"}
+ * ddptop answers "attach" with the snapshot, then forwards frames as they
+ * come; a command from a read-only viewer is answered with a "log" message
+ * (level "warn") that says so, and applied only for --control viewers.
+ * A viewer silent for 6 s is forgotten.
+ */
+#ifndef DDPTOP_VIEWERS_H
+#define DDPTOP_VIEWERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/codec.h"
+#include "wire/protocol.h"
+
+typedef struct Viewers Viewers;
+
+/* What run.c must do for a viewer's command. */
+typedef enum {
+    VIEWER_NONE = 0,
+    VIEWER_CKPT,
+    VIEWER_STOP,
+    VIEWER_PAUSE,     /* toggles pause/resume, like the p key */
+    VIEWER_ABORT,
+} ViewerAction;
+
+/* world: ranks in the job (sizes the snapshot). */
+Viewers *viewers_new(int world);
+void viewers_free(Viewers **v);
+
+/* True for routing ids viewers use ("view-" prefix). */
+bool viewers_is_viewer_ident(const void *ident, size_t ident_len);
+
+/* Every frame ddptop receives from a rank (tel or ctl), as received: kept
+ * for the snapshot when it is of a kind the snapshot holds, and forwarded
+ * to every attached viewer. */
+void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t len);
+/* The same for a frame already decoded (rc and m as ZsTap gives them):
+ * ddptop's receive loop, which must not pay for a second decode. */
+void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc);
+
+/* A decoded message from a viewer's routing id (m->kind == MSG_CMD).
+ * Registers/refreshes the viewer on "attach" (and sends it the snapshot),
+ * forgets it on "detach". Returns the action a --control viewer asked for
+ * (VIEWER_NONE otherwise; a read-only viewer's request is answered with a
+ * warning). *who gets a label for the event line ("viewer 2 (pid 1234)"). */
+ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len,
+                            const Msg *m, int64_t now_ms, char *who, size_t wholen);
+
+/* Forget viewers silent for too long. Returns how many are attached. */
+int viewers_tick(Viewers *v, int64_t now_ms);
+int viewers_count(const Viewers *v);
+uint64_t viewers_drops(const Viewers *v);
+
+#endif

@@ -1,0 +1,234 @@
+/* launcher.c — the workers' processes. See launcher.h. */
+#include "launch/launcher.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    pid_t pid;
+    bool running;
+    char log[512];
+} Proc;
+
+struct Launcher {
+    int world;
+    Proc *p;
+};
+
+static void setenv_int(const char *k, int v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%d", v);
+    setenv(k, b, 1);
+}
+
+/* In the child, between fork and exec: only async-signal-safe work plus
+ * setenv (we are single-threaded here: ddptop forks before starting threads). */
+static void child(const LaunchConfig *c, int local, const char *log, pid_t parent)
+{
+    /* Die with ddptop, even on its SIGKILL. The check closes the race where
+     * ddptop died before prctl ran. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    /* Own process group: Ctrl-C in the terminal goes to ddptop, which then
+     * takes the clean path instead of every rank dying at a different step. */
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) { dup2(nul, 0); close(nul); }
+    if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
+
+    setenv_int("RANK", c->rank_offset + local);
+    setenv_int("LOCAL_RANK", local);
+    setenv_int("WORLD_SIZE", c->global_world);
+    setenv_int("LOCAL_WORLD_SIZE", c->world);
+    setenv("MASTER_ADDR", c->master_addr, 1);
+    setenv_int("MASTER_PORT", c->master_port);
+    setenv("DDPTOP_CTL", c->ctl_ep, 1);
+    setenv("DDPTOP_TEL", c->tel_ep, 1);
+    setenv("DDPTOP_JOB", c->job_id, 1);
+    if (c->keys_path) setenv("DDPTOP_KEYS", c->keys_path, 1);
+    else unsetenv("DDPTOP_KEYS");
+    setenv("DDPTOP_DEVICE", c->device ? c->device : "auto", 1);
+    setenv("DDPTOP_BACKEND", c->backend ? c->backend : "auto", 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+
+    char **argv = calloc((size_t)c->n_worker_args + 2, sizeof *argv);
+    if (!argv) _exit(127);
+    argv[0] = (char *)c->worker_path;
+    for (int i = 0; i < c->n_worker_args; i++) argv[i + 1] = c->worker_args[i];
+    execv(c->worker_path, argv);
+    fprintf(stderr, "ddptop: cannot exec %s: %s\n", c->worker_path, strerror(errno));
+    _exit(127);
+}
+
+int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errlen)
+{
+    if (access(c->worker_path, X_OK)) {
+        snprintf(err, errlen, "cannot run %s: %s", c->worker_path, strerror(errno));
+        return -1;
+    }
+    Launcher *l = calloc(1, sizeof *l);
+    if (!l || !(l->p = calloc((size_t)c->world, sizeof *l->p))) {
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->world = c->world;
+    pid_t parent = getpid();
+    for (int r = 0; r < c->world; r++) {
+        Proc *p = &l->p[r];
+        if (c->restart > 0)
+            snprintf(p->log, sizeof p->log, "%s/rank-%d.restart-%d.log", c->log_dir, c->rank_offset + r, c->restart);
+        else
+            snprintf(p->log, sizeof p->log, "%s/rank-%d.log", c->log_dir, c->rank_offset + r);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) {
+            snprintf(err, errlen, "fork for rank %d: %s", r, strerror(errno));
+            launcher_free(&l);
+            return -1;
+        }
+        if (pid == 0) child(c, r, p->log, parent);
+        setpgid(pid, pid);  /* also from the parent: no race with signals */
+        p->pid = pid;
+        p->running = true;
+    }
+    *out = l;
+    return 0;
+}
+
+int launcher_log_tail(const Launcher *l, int local, char lines[][256], int max)
+{
+    FILE *f = max > 0 ? fopen(launcher_log_path(l, local), "r") : NULL;
+    if (!f) return 0;
+    char ring[8][256], line[256];
+    if (max > 8) max = 8;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (*line) snprintf(ring[n++ % max], sizeof ring[0], "%s", line);
+    }
+    fclose(f);
+    int first = n > max ? n - max : 0;
+    for (int i = first; i < n; i++) snprintf(lines[i - first], 256, "%s", ring[i % max]);
+    return n - first;
+}
+
+int launcher_resume_args(char *const *args, int n, const char *resume, char **out)
+{
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if ((!strcmp(args[k], "--init-from") || !strcmp(args[k], "--resume")) && k + 1 < n) {
+            k++;
+            continue;
+        }
+        out[m++] = args[k];
+    }
+    out[m++] = "--resume";
+    out[m++] = (char *)resume;
+    return m;
+}
+
+/* A rank that dies between creating its shared-memory segment for the
+ * all-reduce and the other ranks' opening it (workers/comm/shm_reduce.c names it
+ * "/ddptop-<creator's pid>-<random>", and removes the name once all have it
+ * mapped) leaves the name in /dev/shm. Once that process is reaped its pid's
+ * names are nobody's: they go. */
+static void remove_shm_of(pid_t pid)
+{
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "ddptop-%d-", (int)pid);
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, prefix, (size_t)n)) unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
+int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
+{
+    int running = 0;
+    if (!l)
+        return 0;
+    for (int r = 0; r < l->world; r++) {
+        Proc *p = &l->p[r];
+        if (!p->running) continue;
+        int st;
+        pid_t w = waitpid(p->pid, &st, WNOHANG);
+        if (w == p->pid) {
+            p->running = false;
+            remove_shm_of(p->pid);
+            if (cb) cb(ctx, r, (int)p->pid, st);
+        } else if (w < 0 && errno == ECHILD) {
+            p->running = false;
+            if (cb) cb(ctx, r, (int)p->pid, 0xff00); /* vanished: report as exit 255 */
+        } else {
+            running++;
+        }
+    }
+    return running;
+}
+
+int launcher_signal_all(Launcher *l, int sig)
+{
+    int n = 0;
+    if (!l)
+        return 0;
+    for (int r = 0; r < l->world; r++)
+        if (l->p[r].running && kill(l->p[r].pid, sig) == 0) n++;
+    return n;
+}
+
+int launcher_running(const Launcher *l)
+{
+    int n = 0;
+    if (!l)
+        return 0;
+    for (int r = 0; r < l->world; r++) n += l->p[r].running;
+    return n;
+}
+
+pid_t launcher_pid(const Launcher *l, int rank)
+{
+    return (l && rank >= 0 && rank < l->world) ? l->p[rank].pid : -1;
+}
+
+const char *launcher_log_path(const Launcher *l, int rank)
+{
+    return (l && rank >= 0 && rank < l->world) ? l->p[rank].log : "";
+}
+
+void launcher_free(Launcher **pl)
+{
+    Launcher *l = pl ? *pl : NULL;
+    if (!l) return;
+    for (int r = 0; r < l->world; r++) {
+        Proc *p = &l->p[r];
+        if (!p->running || p->pid <= 0) continue;
+        kill(p->pid, SIGKILL);
+        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) {}
+        remove_shm_of(p->pid);
+        p->running = false;
+    }
+    free(l->p);
+    free(l);
+    *pl = NULL;
+}

@@ -1,0 +1,156 @@
+/* hang.c — the hang verdict. See hang.h.
+ *
+ * Every rank numbers its collectives in the same order, so "#812" means the
+ * same collective on every rank. The ranks whose heartbeat says they are
+ * inside the longest-stuck collective are waiting; every other rank is
+ * "missing", and the verdict says what each missing rank is doing instead —
+ * the answer to "which rank waits for whom".
+ */
+#include "model/hang.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *hang_state_name(char s)
+{
+    switch (s) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "in uninterruptible wait";
+    case 'T': return "stopped (SIGSTOP)";
+    case 't': return "stopped by a debugger";
+    case 'Z': return "a zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    case 0: return "gone";
+    default: return "in an unknown state";
+    }
+}
+
+
+static const char *op_name(const char *op)
+{
+    if (!strcmp(op, "allreduce")) return "all-reduce";
+    return op[0] ? op : "a collective";
+}
+
+void hang_format_ranks(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && o < len; i++) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) j++;
+        int w;
+        if (j >= i + 2) w = snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", ranks[i], ranks[j]);
+        else { w = snprintf(buf + o, len - o, "%s%d", o ? "," : "", ranks[i]); j = i; }
+        if (w < 0) break;
+        o += (size_t)w;
+        i = j;
+    }
+}
+
+/* What a rank that is not in the collective is doing, as a clause:
+ * "which exited (signal 9 (Killed)) after step 811". */
+static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
+{
+    if (!r->started && !r->exited) {
+        snprintf(buf, len, "which never said hello");
+    } else if (r->exited) {
+        snprintf(buf, len, "which exited (%s) after step %" PRId64, r->how_ended[0] ? r->how_ended : "ended",
+                 r->last_step);
+    } else if (r->proc_state == 'T' || r->proc_state == 't') {
+        snprintf(buf, len, "which is %s after step %" PRId64, hang_state_name(r->proc_state), r->last_step);
+    } else if (r->proc_state == 'Z') {
+        snprintf(buf, len, "which died after step %" PRId64, r->last_step);
+    } else if (r->inflight_seq >= 0 && r->inflight_seq != seq) {
+        snprintf(buf, len, "which waits in %s #%" PRId64 " instead (after step %" PRId64 ")",
+                 op_name(r->inflight_op), r->inflight_seq, r->last_step);
+    } else if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED) {
+        snprintf(buf, len, "which stopped after step %" PRId64 " and is %s", r->last_step,
+                 phase_name(r->phase));
+    } else if (r->phase == PHASE_PAUSED) {
+        snprintf(buf, len, "which is paused after step %" PRId64, r->last_step);
+    } else if (r->silent_ns > 5000000000LL) {
+        snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 " (%s%s%s)",
+                 (int64_t)(r->silent_ns / 1000000000), r->last_step, hang_state_name(r->proc_state),
+                 r->wchan[0] ? " in " : "", r->wchan);
+    } else {
+        snprintf(buf, len, "which stopped stepping after step %" PRId64 " (%s%s%s, phase %s)", r->last_step,
+                 hang_state_name(r->proc_state), r->wchan[0] ? " in " : "", r->wchan, phase_name(r->phase));
+    }
+}
+
+int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
+{
+    memset(out, 0, sizeof *out);
+    out->seq = -1;
+    /* The stuck collective: among ranks stuck longer than hang_after, the
+     * (seq, op) most of them share; ties go to the oldest wait. */
+    int best = -1, best_count = 0;
+    int64_t best_since = 0;
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        if (a->exited || a->inflight_seq < 0 || now_ns - a->inflight_since_ns < hang_after_ns) continue;
+        int count = 0;
+        for (int j = 0; j < n; j++)
+            if (!r[j].exited && r[j].inflight_seq == a->inflight_seq && !strcmp(r[j].inflight_op, a->inflight_op))
+                count++;
+        if (count > best_count || (count == best_count && a->inflight_since_ns < best_since)) {
+            best = i;
+            best_count = count;
+            best_since = a->inflight_since_ns;
+        }
+    }
+    if (best < 0) return 0;
+    out->hung = true;
+    out->seq = r[best].inflight_seq;
+    snprintf(out->op, sizeof out->op, "%s", r[best].inflight_op);
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        bool in = !a->exited && a->inflight_seq == out->seq && !strcmp(a->inflight_op, out->op);
+        if (in) {
+            int64_t w = (now_ns - a->inflight_since_ns) / 1000000;
+            if (w > out->waited_ms) out->waited_ms = w;
+            if (out->n_waiting < HANG_LIST_MAX) out->waiting[out->n_waiting] = a->rank;
+            out->n_waiting++;
+        } else {
+            if (a->inflight_seq >= 0 && !a->exited) out->mismatch = true;
+            if (out->n_missing < HANG_LIST_MAX) out->missing[out->n_missing] = a->rank;
+            out->n_missing++;
+        }
+    }
+
+    char who[256];
+    int nw = out->n_waiting < HANG_LIST_MAX ? out->n_waiting : HANG_LIST_MAX;
+    hang_format_ranks(out->waiting, nw, who, sizeof who);
+    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)",
+                                out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "",
+                                op_name(out->op), out->seq, out->waited_ms / 1000.0);
+    if (out->n_missing == 0) {
+        snprintf(out->verdict + o, sizeof out->verdict - o,
+                 ": every rank is inside it, so the collective itself is stuck (network or backend)");
+        return 1;
+    }
+    int shown = 0;
+    for (int k = 0; k < out->n_missing && k < HANG_LIST_MAX && o < sizeof out->verdict; k++) {
+        const HangRank *m = NULL;
+        for (int i = 0; i < n; i++)
+            if (r[i].rank == out->missing[k]) m = &r[i];
+        if (!m) continue;
+        if (shown == 3) {
+            snprintf(out->verdict + o, sizeof out->verdict - o, "; and %d more rank%s", out->n_missing - shown,
+                     out->n_missing - shown == 1 ? "" : "s");
+            break;
+        }
+        char why[200];
+        why_missing(m, out->seq, why, sizeof why);
+        int w = snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown ? ";" : " for",
+                         m->rank, why);
+        if (w < 0) break;
+        o += (size_t)w;
+        shown++;
+    }
+    return 1;
+}

@@ -1,0 +1,56 @@
+/* hang.h — who waits for whom: the verdict of the hang view.
+ *
+ * Pure analysis over a snapshot of every rank (what its heartbeats say is in
+ * flight, its phase, its process state); no curses, no sockets, so it is
+ * unit-tested with made-up snapshots. Main thread.
+ */
+#ifndef DDPTOP_HANG_H
+#define DDPTOP_HANG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/protocol.h"
+
+#define HANG_LIST_MAX 256
+
+typedef struct {
+    int rank;
+    bool started;               /* hello seen */
+    bool exited;                /* its process ended */
+    char how_ended[64];         /* "signal 9 (Killed)", "exit 1" */
+    char proc_state;            /* /proc state letter; 0 unknown */
+    char wchan[48];             /* kernel function it sleeps in; "" unknown */
+    Phase phase;
+    int64_t last_step;          /* last completed optimizer step */
+    int64_t inflight_seq;       /* collective in flight per its newest beat; -1 none */
+    char inflight_op[PROTO_STR_SHORT];
+    int64_t inflight_since_ns;  /* wall clock when it entered that collective */
+    int64_t silent_ns;          /* since its last message; -1 never heard */
+} HangRank;
+
+typedef struct {
+    bool hung;                  /* some collective waited longer than hang_after */
+    bool mismatch;              /* ranks wait in different collectives */
+    int64_t seq;                /* the collective most ranks wait in */
+    char op[PROTO_STR_SHORT];
+    int64_t waited_ms;          /* longest wait in it */
+    int n_waiting, n_missing;
+    int waiting[HANG_LIST_MAX]; /* ranks inside it (first HANG_LIST_MAX) */
+    int missing[HANG_LIST_MAX]; /* ranks that never entered it */
+    char verdict[768];          /* one line */
+} HangReport;
+
+/* Analyse n ranks at now_ns (wall clock). Returns 1 when a hang is reported
+ * (out->hung), 0 when none. */
+int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
+
+/* "0-2,5,7" into buf. */
+void hang_format_ranks(const int *ranks, int n, char *buf, size_t len);
+
+/* A word for a /proc state letter: "running", "sleeping", "stopped
+ * (SIGSTOP)", ...; "gone" for 0. */
+const char *hang_state_name(char state);
+
+#endif

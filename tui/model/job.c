@@ -1,0 +1,833 @@
+/* job.c — the job model: folds protocol messages and process exits into
+ * per-rank and job-wide state, and keeps the events log. Collectives,
+ * the sampler map and rank summaries live in job_comm.c, job_shard.c and
+ * job_stats.c.
+ *
+ * Owns: everything inside a Job (job.h). Does not own: sockets, decoding,
+ * processes or drawing — callers hand it decoded messages and waitpid
+ * statuses with the monotonic time they saw them. Main thread only.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
+#endif
+#include "model/job_priv.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static JobEventLevel level_from_name(const char *s);
+
+static int64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Copy with truncation; the source may not be NUL-terminated if a peer sent
+ * junk, so never read past n-1 bytes of it. */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    size_t i = 0;
+    if (src)
+        for (; i + 1 < n && src[i]; i++)
+            dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+/* ---- events ---- */
+
+static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
+                    const char *fmt, va_list ap)
+{
+    JobEvent *e = &j->events[j->ev_total % JOB_EVENTS];
+    e->t_ns = clock_ns(CLOCK_REALTIME);
+    e->mono_ns = mono_ns;
+    e->rank = rank;
+    e->level = level;
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    j->ev_total++;
+    j->version++;
+}
+
+/* Events caused by a message carry the message's arrival time, so a test
+ * (or a replay) with its own clock gets consistent timestamps. */
+void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ev_addv(j, mono_ns, rank, level, fmt, ap);
+    va_end(ap);
+}
+
+void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
+{
+    if (!j)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    ev_addv(j, clock_ns(CLOCK_MONOTONIC), rank, level, fmt, ap);
+    va_end(ap);
+}
+
+const JobEvent *job_event_at(const Job *j, int i)
+{
+    if (!j || i < 0)
+        return NULL;
+    uint64_t kept = j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS;
+    if ((uint64_t)i >= kept)
+        return NULL;
+    return &j->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
+}
+
+const JobEvent *job_event_nth(const Job *j, uint64_t n)
+{
+    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS)
+        return NULL;
+    return &j->events[n % JOB_EVENTS];
+}
+
+/* ---- lifetime ---- */
+
+Job *job_new(int world)
+{
+    if (world < 1 || world > JOB_MAX_RANKS)
+        return NULL;
+    Job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->ranks = calloc((size_t)world, sizeof *j->ranks);
+    if (!j->ranks) {
+        free(j);
+        return NULL;
+    }
+    j->world = world;
+    j->state = JOB_STARTING;
+    j->start_ns = clock_ns(CLOCK_MONOTONIC);
+    j->last_ckpt_step = -1;
+    j->first_failed = -1;
+    series_init(&j->loss_all);
+    j->shard.epoch = -1;
+    j->shard.same_order_rank = -1;
+    j->shard.same_order_epoch = -1;
+    if (job_comm_init(j)) {
+        job_free(&j);
+        return NULL;
+    }
+    for (int r = 0; r < world; r++) {
+        JobRank *k = &j->ranks[r];
+        k->rank = r;
+        k->state = RANK_WAITING;
+        k->phase = PHASE_NONE;
+        k->phase_since_ns = j->start_ns;
+        k->last_msg_ns = j->start_ns;
+        k->bye_status = -1;
+        k->shard_mapped_epoch = -1;
+        series_init(&k->loss_hist);
+    }
+    return j;
+}
+
+void job_free(Job **pj)
+{
+    if (!pj || !*pj)
+        return;
+    job_comm_done(*pj);
+    job_shard_done(*pj);
+    free((*pj)->ranks);
+    free(*pj);
+    *pj = NULL;
+}
+
+/* ---- job-wide figures ---- */
+
+static bool rank_exited(const JobRank *r)
+{
+    return r->state == RANK_EXITED_OK || r->state == RANK_FAILED;
+}
+
+/* Phases at or past train, short of an error: the rank has started training. */
+static bool rank_trained(const JobRank *r)
+{
+    return r->have_step || (r->phase >= PHASE_TRAIN && r->phase <= PHASE_DESTROYED);
+}
+
+static void update_state_from_phases(Job *j)
+{
+    if (j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING)
+        return;
+    bool all_train = true;
+    for (int i = 0; i < j->world; i++) {
+        Phase p = j->ranks[i].phase;
+        /* destroyed counts too: its stopping/destroying messages may have
+         * been dropped on a full telemetry queue */
+        if (p == PHASE_STOPPING || p == PHASE_DESTROYING || p == PHASE_DESTROYED) {
+            j->state = JOB_STOPPING;
+            return;
+        }
+        if (!rank_trained(&j->ranks[i]))
+            all_train = false;
+    }
+    if (j->paused)
+        j->state = JOB_PAUSED;
+    else if (j->state == JOB_PAUSED)
+        j->state = JOB_RUNNING;
+    else if (all_train && j->state == JOB_STARTING)
+        j->state = JOB_RUNNING;
+}
+
+/* Paused means every live rank says so (a rank with no hello yet is not
+ * paused). The outcome of `p` is told once, when the last rank gets there,
+ * with the step they stopped at: a spread of steps means they did not agree. */
+static void pause_update(Job *j, int64_t now_ns)
+{
+    int live = 0, paused = 0, training = 0;
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (r->state == RANK_WAITING)
+            live++;
+        if (r->state != RANK_ALIVE)
+            continue;
+        live++;
+        training += r->phase == PHASE_TRAIN;
+        if (r->phase != PHASE_PAUSED)
+            continue;
+        int64_t s = r->have_step ? r->last.step : 0;
+        if (paused == 0 || s < lo) lo = s;
+        if (paused == 0 || s > hi) hi = s;
+        paused++;
+    }
+    bool all = live > 0 && paused == live;
+    if (all && !j->paused) {
+        j->paused = true;
+        j->paused_step = lo;
+        if (lo == hi)
+            job_ev_add(j, now_ns, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
+                       live, live == 1 ? "" : "s", (long long)lo);
+        else
+            job_ev_add(j, now_ns, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
+                       (long long)lo, (long long)hi);
+    } else if (!all && j->paused && training > 0) {
+        j->paused = false;
+        job_ev_add(j, now_ns, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
+    } else if (!all && j->paused) {
+        j->paused = false;           /* stopping or failing while paused: no "resumed" */
+    }
+}
+
+static void count_nodes(Job *j)
+{
+    int n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->hello)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
+        n += !seen;
+    }
+    j->nodes = n;
+}
+
+static void step_min_recompute(Job *j)
+{
+    bool any = false;
+    int count = 0;
+    int64_t min = 0, epoch = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->have_step)
+            continue;
+        if (!any || r->last.step < min) {
+            any = true;
+            min = r->last.step;
+            epoch = r->last.epoch;
+            count = 1;
+        } else if (r->last.step == min) {
+            count++;
+            if (r->last.epoch < epoch)
+                epoch = r->last.epoch;
+        }
+    }
+    j->step = min;
+    j->epoch = epoch;
+    j->step_min_count = count;
+}
+
+/* Keep job step = min over stepped ranks without scanning every rank on
+ * every step message: ranks move in near lockstep, so the minimum only moves
+ * when the last rank sitting on it leaves (one scan per step round). */
+static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step)
+{
+    int64_t s = r->last.step;
+    if (!had) {
+        j->n_stepped++;
+        if (j->n_stepped == 1 || s < j->step) {
+            j->step = s;
+            j->epoch = r->last.epoch;
+            j->step_min_count = 1;
+        } else if (s == j->step) {
+            j->step_min_count++;
+        }
+        return;
+    }
+    if (s < old_step) {              /* went backwards (a restart): rare, rescan */
+        step_min_recompute(j);
+        return;
+    }
+    if (old_step == j->step && s != old_step && --j->step_min_count <= 0)
+        step_min_recompute(j);
+}
+
+/* Sliding-window samples/s: snapshots of the summed sample counters, and the
+ * rate between now and the newest snapshot at least a window old. Called on
+ * every message so the figure falls to zero when steps stop but beats go on. */
+static void rate_update(Job *j, int64_t now_ns)
+{
+    int newest = (j->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
+    if (j->rate_len == 0 || now_ns - j->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
+        j->rate_t_ns[j->rate_head] = now_ns;
+        j->rate_samples[j->rate_head] = j->samples_total;
+        j->rate_head = (j->rate_head + 1) % JOB_RATE_RING;
+        if (j->rate_len < JOB_RATE_RING)
+            j->rate_len++;
+    }
+    int base = -1;
+    for (int i = 0; i < j->rate_len; i++) {        /* newest first */
+        int k = (j->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
+        base = k;
+        if (now_ns - j->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
+            break;
+    }
+    int64_t dt = now_ns - j->rate_t_ns[base];
+    /* under a quarter window the figure is mostly noise: keep the old one */
+    if (dt < JOB_RATE_WINDOW_NS / 4)
+        return;
+    double rate = (double)(j->samples_total - j->rate_samples[base]) * 1e9 / (double)dt;
+    j->samples_per_s = rate > 0 ? rate : 0;
+}
+
+/* ---- messages ---- */
+
+static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
+{
+    const JobRank *first = NULL;
+    for (int i = 0; i < j->world && !first; i++)
+        if (j->ranks[i].hello && &j->ranks[i] != r)
+            first = &j->ranks[i];
+    if (!first && !r->hello) {
+        copy_str(j->dataset, sizeof j->dataset, h->dataset);
+        copy_str(j->model, sizeof j->model, h->model);
+        copy_str(j->backend, sizeof j->backend, h->backend);
+        copy_str(j->device, sizeof j->device, h->device);
+        j->params = h->params;
+        j->batch_size = h->batch_size;
+        j->max_steps = h->max_steps;
+        j->steps_per_epoch = h->steps_per_epoch;
+        j->dataset_size = h->dataset_size;
+    } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
+        /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
+        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
+               r->rank, h->model, (long long)h->params, j->model, (long long)j->params);
+    }
+    r->hello = true;
+    r->pid = h->pid;
+    copy_str(r->host, sizeof r->host, h->host);
+    copy_str(r->device, sizeof r->device, h->device);
+    copy_str(r->backend, sizeof r->backend, h->backend);
+    if (r->state == RANK_WAITING)
+        r->state = RANK_ALIVE;
+    count_nodes(j);
+    job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
+           r->rank, (long long)r->pid, r->host, r->device, r->backend);
+    if (h->world > 0 && h->world != j->world)
+        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
+               r->rank, (int)h->world, j->world);
+}
+
+static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_ns)
+{
+    if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT)
+        return;                      /* a phase this build does not know */
+    bool has_detail = p->detail[0] != '\0';
+    /* an error's text outlives the phases after it: the verdict needs it */
+    if (has_detail && (p->phase == PHASE_ERROR || !r->had_error))
+        copy_str(r->detail, sizeof r->detail, p->detail);
+    if (p->phase == PHASE_ERROR)
+        r->had_error = true;
+    if (p->phase == r->phase)
+        return;
+    Phase old = r->phase;
+    r->phase = p->phase;
+    r->phase_since_ns = now_ns;
+    r->phases[r->phases_head] = (JobPhaseRec){p->phase, now_ns};
+    r->phases_head = (r->phases_head + 1) % JOB_PHASE_HIST;
+    if (r->phases_len < JOB_PHASE_HIST)
+        r->phases_len++;
+    char from[48] = "";
+    if (old != PHASE_NONE)
+        snprintf(from, sizeof from, "%s -> ", phase_name(old));
+    if (p->phase == PHASE_ERROR)
+        job_ev_add(j, now_ns, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
+               has_detail ? ": " : "", has_detail ? p->detail : "");
+    else
+        job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
+               phase_name(p->phase), has_detail ? " (" : "", has_detail ? p->detail : "",
+               has_detail ? ")" : "");
+    pause_update(j, now_ns);
+    update_state_from_phases(j);
+}
+
+static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
+{
+    bool had = r->have_step;
+    int64_t old_step = had ? r->last.step : 0;
+    j->samples_total += s->samples - (had ? r->last.samples : 0);
+    /* drops are per-rank counters: add this rank's growth */
+    uint64_t old_drops = had ? r->last.drops : 0;
+    if (s->drops >= old_drops)
+        j->drops += s->drops - old_drops;
+    r->last = *s;
+    r->have_step = true;
+    JobStepRec *rec = &r->ring[r->ring_head];
+    rec->step = s->step;
+    rec->epoch = s->epoch;
+    rec->loss = s->loss;
+    rec->step_ms = s->step_ms;
+    rec->comm_ms = s->comm_ms;
+    rec->exposed_ms = s->exposed_ms;
+    rec->samples = s->samples;
+    rec->t_ns = now_ns;
+    series_add(&r->loss_hist, s->step, s->loss);
+    series_add(&j->loss_all, s->step, s->loss);
+    r->ring_head = (r->ring_head + 1) % JOB_STEP_RING;
+    if (r->ring_len < JOB_STEP_RING)
+        r->ring_len++;
+    step_min_update(j, r, had, old_step);
+    if (!had)
+        update_state_from_phases(j);
+}
+
+static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
+{
+    r->coll = *c;
+    r->have_coll = true;
+    int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
+    r->coll_ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
+    JobCollRec *rec = &r->colls[r->colls_head];
+    rec->c = *c;
+    rec->ms = r->coll_ms;
+    rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
+    r->colls_head = (r->colls_head + 1) % JOB_RANK_COLLS;
+    if (r->colls_len < JOB_RANK_COLLS)
+        r->colls_len++;
+    job_comm_on_coll(j, r->rank, c);
+}
+
+static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t now_ns, int64_t wall_ns)
+{
+    JobEventLevel level = level_from_name(l->level);
+    JobLogRec *rec = &r->logs[r->logs_head];
+    rec->t_ns = wall_ns;
+    rec->level = level;
+    copy_str(rec->text, sizeof rec->text, l->text);
+    r->logs_head = (r->logs_head + 1) % JOB_RANK_LOGS;
+    if (r->logs_len < JOB_RANK_LOGS)
+        r->logs_len++;
+    job_ev_add(j, now_ns, r->rank, level, "%s", l->text);
+}
+
+/* Every rank reports the same all-reduced eval: keep it once. Evals are
+ * not events: a short epoch makes one every second, which would push the
+ * checkpoints and errors off the events panel; the loss chart marks them
+ * and the headless printer prints them. */
+static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
+{
+    for (int i = 0; i < 4; i++) {
+        const JobEval *old = job_eval_at(j, i);
+        if (old && old->epoch == e->epoch && old->step == e->step)
+            return;
+    }
+    JobEval *v = &j->evals[j->n_evals % JOB_EVALS];
+    v->epoch = e->epoch;
+    v->step = e->step;
+    v->loss = e->loss;
+    v->accuracy = e->accuracy;
+    v->correct = e->correct;
+    v->total = e->total;
+    v->t_ns = now_ns;
+    j->n_evals++;
+}
+
+static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
+{
+    if (!c->ok) {
+        job_ev_add(j, now_ns, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
+               (long long)c->step, r->rank, c->error[0] ? c->error : "no reason given");
+        return;
+    }
+    j->last_ckpt_step = c->step;
+    copy_str(j->last_ckpt_path, sizeof j->last_ckpt_path, c->path);
+    j->ckpts++;
+    /* test-sized models write a few kB: "0.0 MB" would read as nothing */
+    bool small = c->bytes < 100000;
+    job_ev_add(j, now_ns, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
+           (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
+           c->path);
+}
+
+static JobEventLevel level_from_name(const char *s)
+{
+    if (strncmp(s, "warn", 4) == 0)          /* warn, warning */
+        return EV_WARN;
+    if (strncmp(s, "err", 3) == 0 || strcmp(s, "fatal") == 0)
+        return EV_ERROR;
+    return EV_INFO;
+}
+
+void job_apply(Job *j, const Msg *m, int64_t now_ns)
+{
+    if (!j || !m)
+        return;
+    switch (m->kind) {
+    case MSG_CMD: case MSG_SET: case MSG_GET: case MSG_WAIT: case MSG_VAL:
+        return;                      /* commands and store traffic: not the model's */
+    default:
+        break;
+    }
+    if (m->rank < 0 || m->rank >= j->world) {
+        j->bad_frames++;
+        j->version++;
+        return;
+    }
+    JobRank *r = &j->ranks[m->rank];
+    r->last_msg_ns = now_ns;
+    j->version++;
+    switch (m->kind) {
+    case MSG_HELLO: apply_hello(j, r, &m->u.hello, now_ns); break;
+    case MSG_PHASE: apply_phase(j, r, &m->u.phase, now_ns); break;
+    case MSG_STEP: apply_step(j, r, &m->u.step, now_ns); break;
+    case MSG_COLL: apply_coll(j, r, &m->u.coll); break;
+    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, now_ns); break;
+    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, now_ns); break;
+    case MSG_LOG: apply_log(j, r, &m->u.log, now_ns, m->t_ns ? m->t_ns : clock_ns(CLOCK_REALTIME)); break;
+    case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
+    case MSG_BEAT:
+        r->beat = m->u.beat;
+        r->have_beat = true;
+        r->beat_ns = now_ns;
+        job_comm_on_beat(j, r->rank, &m->u.beat);
+        break;
+    case MSG_BYE:
+        r->bye = true;
+        r->bye_status = m->u.bye.status;
+        if (m->u.bye.status != 0)
+            job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
+                   r->rank, (int)m->u.bye.status, (long long)m->u.bye.step);
+        break;
+    default:
+        break;                       /* unknown kind: it still proves the rank is there */
+    }
+    rate_update(j, now_ns);
+}
+
+/* ---- processes ---- */
+
+void job_rank_started(Job *j, int rank, int pid, int64_t now_ns)
+{
+    if (!j || rank < 0 || rank >= j->world)
+        return;
+    JobRank *r = &j->ranks[rank];
+    r->pid = pid;
+    r->state = RANK_WAITING;
+    r->phase_since_ns = now_ns;
+    r->last_msg_ns = now_ns;         /* staleness counts from launch until hello */
+    j->version++;
+}
+
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns)
+{
+    if (!j)
+        return;
+    if (rank < 0 || rank >= j->world) {
+        job_ev_add(j, now_ns, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
+        return;
+    }
+    JobRank *r = &j->ranks[rank];
+    if (rank_exited(r))
+        return;                      /* reaped once; a second report adds nothing */
+    if (pid > 0)
+        r->pid = pid;
+    r->wait_status = wait_status;
+    bool exit0 = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+    bool clean = exit0 && r->bye && r->bye_status == 0;
+    if (how && *how) {
+        copy_str(r->how_ended, sizeof r->how_ended, how);
+    } else if (WIFEXITED(wait_status)) {
+        int code = WEXITSTATUS(wait_status);
+        /* exit 0 is only clean after a bye: without one the worker skipped
+         * its shutdown (or something else called exit) */
+        if (exit0 && !r->bye)
+            snprintf(r->how_ended, sizeof r->how_ended, "exit 0 without bye");
+        else if (exit0 && r->bye_status != 0)
+            snprintf(r->how_ended, sizeof r->how_ended, "exit 0, bye status %d", (int)r->bye_status);
+        else
+            snprintf(r->how_ended, sizeof r->how_ended, "exit %d", code);
+    } else if (WIFSIGNALED(wait_status)) {
+        int sig = WTERMSIG(wait_status);
+        const char *name = strsignal(sig);
+        snprintf(r->how_ended, sizeof r->how_ended, "signal %d (%.32s)%s", sig,
+                 name ? name : "?", WCOREDUMP(wait_status) ? ", core dumped" : "");
+    } else {
+        snprintf(r->how_ended, sizeof r->how_ended, "wait status 0x%x", (unsigned)wait_status);
+    }
+    r->state = clean ? RANK_EXITED_OK : RANK_FAILED;
+    if (j->paused)
+        pause_update(j, now_ns);
+    char at[48] = "";
+    if (r->have_step)
+        snprintf(at, sizeof at, " at step %lld", (long long)r->last.step);
+    else if (!clean)
+        snprintf(at, sizeof at, " before its first step");
+    job_ev_add(j, now_ns, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
+           rank, (long long)r->pid, r->how_ended, at);
+    if (job_all_exited(j))
+        j->samples_per_s = 0;        /* nobody left to train: no stale rate */
+    if (!clean) {
+        if (j->first_failed < 0)
+            j->first_failed = rank;
+        j->state = JOB_FAILED;
+    } else if (job_all_exited(j)) {
+        j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
+    }
+}
+
+void job_set_pause_wanted(Job *j, bool pause)
+{
+    if (!j)
+        return;
+    j->pause_wanted = pause;
+    j->version++;
+}
+
+void job_restart(Job *j, int64_t now_ns)
+{
+    if (!j)
+        return;
+    for (int i = 0; i < j->world; i++) {
+        JobRank *r = &j->ranks[i];
+        r->state = RANK_WAITING;
+        r->hello = false;
+        r->bye = false;
+        r->bye_status = -1;
+        r->wait_status = 0;
+        r->how_ended[0] = '\0';
+        r->had_error = false;
+        r->detail[0] = '\0';
+        r->have_beat = false;
+        r->phase = PHASE_NONE;
+        r->phase_since_ns = now_ns;
+        r->last_msg_ns = now_ns;
+    }
+    j->restarts++;
+    j->state = JOB_STARTING;
+    j->first_failed = -1;
+    j->pause_wanted = false;
+    j->paused = false;
+    j->version++;
+}
+
+void job_set_stopping(Job *j)
+{
+    if (!j || j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING)
+        return;
+    j->state = JOB_STOPPING;
+    j->version++;
+}
+
+/* ---- queries ---- */
+
+bool job_all_exited(const Job *j)
+{
+    for (int i = 0; i < j->world; i++)
+        if (!rank_exited(&j->ranks[i]))
+            return false;
+    return true;
+}
+
+bool job_all_clean(const Job *j)
+{
+    for (int i = 0; i < j->world; i++)
+        if (j->ranks[i].state != RANK_EXITED_OK)
+            return false;
+    return true;
+}
+
+int job_alive(const Job *j)
+{
+    int n = 0;
+    for (int i = 0; i < j->world; i++)
+        n += j->ranks[i].state == RANK_ALIVE;
+    return n;
+}
+
+bool job_rank_stale(const JobRank *r, int64_t now_ns)
+{
+    bool live = r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0);
+    return live && now_ns - r->last_msg_ns > JOB_STALE_NS;
+}
+
+double job_rank_allreduce_ms(const JobRank *r)
+{
+    if (r->have_coll && strcmp(r->coll.op, "allreduce") == 0)
+        return r->coll_ms;
+    return r->have_step ? r->last.comm_ms : 0.0;
+}
+
+const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->phases_len)
+        return NULL;
+    return &r->phases[(r->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
+}
+
+const JobCollRec *job_rank_coll_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->colls_len)
+        return NULL;
+    return &r->colls[(r->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
+}
+
+const JobLogRec *job_rank_log_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->logs_len)
+        return NULL;
+    return &r->logs[(r->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
+}
+
+const JobEval *job_eval_at(const Job *j, int i)
+{
+    if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS)
+        return NULL;
+    return &j->evals[(j->n_evals - 1 - i) % JOB_EVALS];
+}
+
+/* Over the newest steps spanning about a second: fast enough to follow a
+ * change of pace, long enough to smooth single slow steps. */
+double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
+{
+    const JobStepRec *a = job_rank_step_at(r, 0);
+    if (!a)
+        return 0;
+    const JobStepRec *b = NULL;
+    int steps = 0;
+    for (int i = 1; i < r->ring_len; i++) {
+        const JobStepRec *x = job_rank_step_at(r, i);
+        b = x;
+        steps = i;
+        if (a->t_ns - x->t_ns >= 1000000000LL)
+            break;
+    }
+    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples)
+        return 0;
+    /* no step for three step-times (and a second): the rank is not training */
+    double interval = (double)(a->t_ns - b->t_ns) / steps;
+    double quiet = (double)(now_ns - a->t_ns);
+    if (quiet > 1e9 && quiet > 3 * interval)
+        return 0;
+    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
+}
+
+double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
+{
+    int64_t d = now_ns - r->last_msg_ns;
+    return d > 0 ? (double)d / 1e9 : 0.0;
+}
+
+bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+{
+    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0 ||
+        r->state != RANK_ALIVE || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
+        return false;
+    /* a completed collective with that number means the beat is old news */
+    if (r->have_coll && r->coll.seq >= r->beat.coll_seq)
+        return false;
+    if (seq)
+        *seq = r->beat.coll_seq;
+    if (secs)
+        *secs = (double)(wall_ns - r->beat.coll_since_ns) / 1e9;
+    return true;
+}
+
+const JobStepRec *job_rank_step_at(const JobRank *r, int i)
+{
+    if (!r || i < 0 || i >= r->ring_len)
+        return NULL;
+    return &r->ring[(r->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
+}
+
+void job_verdict(const Job *j, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return;
+    if (job_all_clean(j)) {
+        if (j->world == 1)
+            snprintf(buf, len, "job done: rank 0 ended cleanly");
+        else
+            snprintf(buf, len, "job done: all %d ranks ended cleanly", j->world);
+        return;
+    }
+    if (j->first_failed >= 0) {
+        const JobRank *r = &j->ranks[j->first_failed];
+        int nfailed = 0;
+        for (int i = 0; i < j->world; i++)
+            nfailed += j->ranks[i].state == RANK_FAILED;
+        char at[48], more[48] = "";
+        if (r->have_step)
+            snprintf(at, sizeof at, "at step %lld", (long long)r->last.step);
+        else
+            snprintf(at, sizeof at, "before its first step");
+        if (nfailed > 1)
+            snprintf(more, sizeof more, " (%d ranks failed)", nfailed);
+        bool err = r->had_error && r->detail[0];
+        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s", r->rank, r->how_ended, at,
+                 err ? ": " : "", err ? r->detail : "", more);
+        return;
+    }
+    int running = 0;
+    for (int i = 0; i < j->world; i++)
+        running += !rank_exited(&j->ranks[i]);
+    snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld",
+             running, j->world, (long long)j->step);
+}
+
+const char *job_state_name(JobState s)
+{
+    switch (s) {
+    case JOB_STARTING: return "STARTING";
+    case JOB_RUNNING: return "RUNNING";
+    case JOB_STOPPING: return "STOPPING";
+    case JOB_DONE: return "DONE";
+    case JOB_FAILED: return "FAILED";
+    case JOB_PAUSED: return "PAUSED";
+    }
+    return "?";
+}
+
+const char *rank_state_name(RankState s)
+{
+    switch (s) {
+    case RANK_WAITING: return "waiting";
+    case RANK_ALIVE: return "alive";
+    case RANK_EXITED_OK: return "exited";
+    case RANK_FAILED: return "failed";
+    }
+    return "?";
+}

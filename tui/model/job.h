@@ -1,0 +1,387 @@
+/* job.h — the job model: what ddptop knows about a running job, built from
+ * protocol messages and process events. No curses here: views read it,
+ * tests drive it with messages.
+ *
+ * Owns: per-rank state (identity, phase and its history, latest step,
+ * recent steps ring, loss history, recent collectives, shard summary, log
+ * lines, exit), job-wide figures (samples/s, drops, nodes, loss band,
+ * evals, pause), collectives matched across ranks (who arrived last), the
+ * per-bucket all-reduce history, the sampler's index map of the current
+ * epoch, and the events log. Main thread only.
+ *
+ * The implementation is split by subject: job.c (ranks, phases, steps,
+ * exits, events), job_comm.c (collectives, buckets, comm share),
+ * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
+ * min/median/max, outliers).
+ */
+#ifndef DDPTOP_JOB_H
+#define DDPTOP_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/protocol.h"
+#include "model/series.h"
+
+#define JOB_MAX_RANKS 4096
+#define JOB_STEP_RING 256
+#define JOB_EVENTS 512
+#define JOB_SHARD_FIRST 16
+/* A live rank silent this long is shown as stale (a hang, or a dead link). */
+#define JOB_STALE_NS 5000000000LL
+/* Ranks send steps in bursts up to 50 ms apart (workers/link/uplink.c), so at a
+ * few hundred steps a second their last reported steps differ by tens of
+ * steps while DDP keeps them within one. A rank counts as behind only when
+ * it is 2+ steps back and has reported no step for this long. */
+#define JOB_BEHIND_QUIET_NS 500000000LL
+/* samples/s is measured over this window, from snapshots taken at most
+ * every JOB_RATE_SNAP_NS (the ring must span the window). */
+#define JOB_RATE_WINDOW_NS 2000000000LL
+#define JOB_RATE_SNAP_NS 100000000LL
+#define JOB_RATE_RING 32
+
+/* Per-rank histories for the detail view. */
+#define JOB_PHASE_HIST 16
+#define JOB_RANK_COLLS 12
+#define JOB_RANK_LOGS 8
+/* Collectives matched across ranks by sequence number. */
+#define JOB_COLL_RING 64
+/* Gradient buckets with their own latency history (later ones are pooled
+ * into the last). */
+#define JOB_MAX_BUCKETS 8
+#define JOB_EVALS 64
+/* The sampler's index map covers at most this many dataset indices. */
+#define JOB_SHARD_MAP_MAX (4 << 20)
+/* A collective in flight this long shows as a possible hang. */
+#define JOB_INFLIGHT_NS 1000000000LL
+
+typedef struct {
+    int64_t step, epoch;
+    double loss, step_ms, comm_ms, exposed_ms;
+    int64_t samples;                 /* the rank's sample counter at this step */
+    int64_t t_ns;                    /* arrival, monotonic */
+} JobStepRec;
+
+typedef struct {
+    Phase phase;
+    int64_t since_ns;                /* monotonic */
+} JobPhaseRec;
+
+typedef struct {
+    MsgColl c;
+    double ms;                       /* done - start */
+    double wait_ms;                  /* start - enqueued */
+} JobCollRec;
+
+typedef struct {
+    int64_t t_ns;                    /* wall clock */
+    int level;                       /* JobEventLevel */
+    char text[200];
+} JobLogRec;
+
+typedef enum {
+    RANK_WAITING = 0,    /* launched, no hello yet */
+    RANK_ALIVE,
+    RANK_EXITED_OK,      /* exit 0 after bye */
+    RANK_FAILED,         /* non-zero exit, signal, or exit without bye */
+} RankState;
+
+typedef struct {
+    int rank;
+    RankState state;
+    bool hello;
+    int64_t pid;
+    char host[PROTO_STR_MED], device[PROTO_STR_SHORT], backend[PROTO_STR_SHORT];
+    Phase phase;
+    int64_t phase_since_ns;          /* monotonic */
+    char detail[PROTO_STR_LONG];     /* last phase detail / error text */
+    bool had_error;                  /* went through the error phase; detail
+                                      * then keeps the error's text */
+    bool have_step;
+    MsgStep last;                    /* latest step message */
+    int64_t last_msg_ns;             /* monotonic arrival of anything from it
+                                      * (launch time until its hello) */
+    JobStepRec ring[JOB_STEP_RING];
+    int ring_len, ring_head;         /* ring_head = next write position */
+    bool have_coll;
+    MsgColl coll;                    /* latest collective */
+    double coll_ms;                  /* its duration */
+    bool have_beat;
+    MsgBeat beat;                    /* latest heartbeat (collective in flight) */
+    int64_t beat_ns;                 /* its arrival, monotonic */
+    /* shard of the current epoch */
+    bool have_shard;
+    int64_t shard_epoch, num_samples, total_size, padding;
+    int n_first;
+    int64_t first_idx[JOB_SHARD_FIRST];
+    uint64_t shard_hash;             /* of the whole index list, in order */
+    bool shard_shuffle;
+    bool have_prev_shard;
+    int64_t prev_shard_epoch;
+    uint64_t prev_shard_hash;
+    int64_t shard_mapped_epoch;      /* epoch whose indices are in Job.shard (-1) */
+    /* histories */
+    Series loss_hist;                /* loss over steps, decimated */
+    JobPhaseRec phases[JOB_PHASE_HIST];
+    int phases_len, phases_head;
+    JobCollRec colls[JOB_RANK_COLLS];
+    int colls_len, colls_head;
+    JobLogRec logs[JOB_RANK_LOGS];
+    int logs_len, logs_head;
+    /* end */
+    bool bye;
+    int32_t bye_status;
+    int wait_status;                 /* raw waitpid status once exited */
+    char how_ended[64];              /* "exit 0", "signal 9 (Killed)", "SIGTERM by ddptop" */
+} JobRank;
+
+typedef enum { EV_INFO = 0, EV_WARN, EV_ERROR } JobEventLevel;
+
+typedef struct {
+    int64_t t_ns;                    /* wall clock */
+    int64_t mono_ns;                 /* monotonic, same clock as job start_ns */
+    int rank;                        /* -1: ddptop itself */
+    JobEventLevel level;
+    char text[256];
+} JobEvent;
+
+typedef enum {
+    JOB_STARTING = 0,   /* launched, not every rank training yet */
+    JOB_RUNNING,
+    JOB_STOPPING,       /* a stop was requested or is under way */
+    JOB_DONE,           /* every rank exited cleanly */
+    JOB_FAILED,         /* a rank failed */
+    JOB_PAUSED,         /* every live rank reports the paused phase */
+} JobState;
+
+typedef struct {
+    int64_t epoch, step;
+    double loss, accuracy;
+    int64_t correct, total;
+    int64_t t_ns;                    /* arrival, monotonic */
+} JobEval;
+
+/* One collective (by sequence number) as the ranks reported it: arrival
+ * from a beat (in flight) or the completed collective's enqueue time. */
+typedef struct {
+    int64_t seq;                     /* -1: slot unused */
+    char op[PROTO_STR_SHORT];
+    int32_t bucket;
+    int64_t step, bytes;
+    int arrived, done;               /* ranks that entered / completed it */
+    int64_t first_ns, last_ns;       /* earliest and latest arrival (wall) */
+    int64_t prev_last_ns;            /* the arrival before the latest */
+    int first_rank, last_rank;
+    double ms_sum, ms_max;           /* durations of completed ones */
+    int ms_max_rank;
+    double algbw_sum, busbw_sum;
+    uint64_t *seen;                  /* [ceil(world/64)] ranks arrived */
+} JobColl;
+
+typedef struct {
+    bool used;
+    int64_t bytes;
+    Series ms;                       /* duration over steps, all ranks pooled */
+    int64_t cur_step;                /* step being accumulated */
+    double cur_ms, cur_algbw, cur_busbw;
+    int cur_n;
+    double last_ms, last_algbw, last_busbw;  /* means over ranks, last full step */
+    int last_n;
+} JobBucket;
+
+/* The sampler's dataset index space for the newest epoch any rank reported:
+ * which rank got each index, and how often (padding repeats some). */
+typedef struct {
+    int64_t epoch;                   /* -1: no shard yet */
+    int64_t size;                    /* dataset size N */
+    int64_t mapped;                  /* indices covered: min(N, JOB_SHARD_MAP_MAX) */
+    int16_t *owner;                  /* [mapped] -1 none, else the (first) rank */
+    uint8_t *count;                  /* [mapped] times handed out (saturates) */
+    int ranks;                       /* ranks whose shard is in the map */
+    int64_t num_samples, total_size, padding, seed;
+    bool shuffle, drop_last;
+    int64_t dup_indices;             /* indices handed out more than once */
+    bool cut;                        /* some rank sent fewer indices than num_samples */
+    int same_order_rank;             /* first rank whose order equals its previous epoch's, -1 */
+    int64_t same_order_epoch;        /* the epoch that repeated, -1 */
+} JobShardMap;
+
+typedef struct {
+    int world;
+    JobRank *ranks;                  /* [world] */
+    JobState state;
+    int64_t start_ns;                /* monotonic, job creation */
+    /* from the first hello */
+    char dataset[PROTO_STR_SHORT], model[PROTO_STR_MED];
+    char backend[PROTO_STR_SHORT], device[PROTO_STR_SHORT];
+    int64_t params, batch_size, max_steps, steps_per_epoch, dataset_size;
+    /* progress */
+    int64_t step, epoch;             /* min over ranks that have stepped of their
+                                      * last step; epoch of a rank at that step */
+    double samples_per_s;            /* whole job, smoothed */
+    uint64_t drops;                  /* sum of ranks' dropped telemetry */
+    uint64_t bad_frames;             /* frames ddptop could not decode */
+    int64_t last_ckpt_step;
+    char last_ckpt_path[PROTO_STR_LONG];
+    int ckpts;
+    /* events ring */
+    JobEvent events[JOB_EVENTS];
+    uint64_t ev_total;               /* events ever added; event n sits in slot n % JOB_EVENTS */
+    uint64_t version;                /* bumped on every change: views redraw when it moves */
+    int first_failed;                /* rank that failed first, -1 if none */
+    int nodes;                       /* distinct hosts among hellos */
+    Series loss_all;                 /* every rank's loss pooled: mean and band */
+    JobEval evals[JOB_EVALS];
+    int n_evals;                     /* ever kept; eval n sits in slot n % JOB_EVALS */
+    bool pause_wanted;               /* ddptop asked the ranks to pause (not resumed) */
+    bool paused;                     /* every live rank reports phase paused */
+    int64_t paused_step;
+    int restarts, max_restarts;      /* --max-restarts: restarts done / allowed */
+    JobColl colls[JOB_COLL_RING];    /* slot seq % JOB_COLL_RING */
+    int64_t coll_max_seq;
+    JobBucket buckets[JOB_MAX_BUCKETS];
+    int n_buckets;                   /* highest bucket index seen + 1 (capped) */
+    JobShardMap shard;
+    /* bookkeeping for the figures above (job.c) */
+    int n_stepped, step_min_count;   /* ranks that stepped; how many sit at `step` */
+    int64_t samples_total;           /* sum of ranks' last `samples` */
+    int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
+    int rate_len, rate_head;         /* snapshots of samples_total; head = next write */
+} Job;
+
+/* New model for `world` ranks (1..JOB_MAX_RANKS). NULL on bad world/out of memory. */
+Job *job_new(int world);
+void job_free(Job **j);
+
+/* Apply one message that arrived at now_ns (monotonic). Messages with a rank
+ * outside the world are counted as bad frames and ignored. */
+void job_apply(Job *j, const Msg *m, int64_t now_ns);
+/* A rank's process ended with a waitpid status; `how` may be NULL or say who
+ * ended it ("SIGKILL by ddptop"). */
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns);
+/* The launcher's pid for a rank, known before its hello. */
+void job_rank_started(Job *j, int rank, int pid, int64_t now_ns);
+/* Add an event (printf-style). rank -1 is ddptop itself. */
+void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The i-th most recent event (0 = newest), NULL past the end. */
+const JobEvent *job_event_at(const Job *j, int i);
+/* Event number n (0 = first ever), NULL if never added or overwritten. */
+const JobEvent *job_event_nth(const Job *j, uint64_t n);
+/* Note that a stop was requested (state becomes STOPPING unless finished). */
+void job_set_stopping(Job *j);
+/* Note that ddptop asked the ranks to pause (true) or resume (false); the
+ * ranks' phases then say whether it happened. */
+void job_set_pause_wanted(Job *j, bool pause);
+
+/* Every rank is launched again (--max-restarts): the ranks' process state
+ * (exit, bye, phase, error) starts over, their histories stay; restarts
+ * counts one more. */
+void job_restart(Job *j, int64_t now_ns);
+
+/* Every rank's process has exited. */
+bool job_all_exited(const Job *j);
+/* Every rank said bye with status 0 and exited 0. */
+bool job_all_clean(const Job *j);
+/* Ranks alive (hello seen, not exited). */
+int job_alive(const Job *j);
+
+/* Alive (or launched and never heard from) and silent for JOB_STALE_NS. */
+bool job_rank_stale(const JobRank *r, int64_t now_ns);
+/* All-reduce time of the rank's latest step in ms: the last all-reduce
+ * collective's duration when one was reported, else the step's comm_ms. */
+double job_rank_allreduce_ms(const JobRank *r);
+/* The rank's i-th most recent step (0 = newest), NULL past the end. */
+const JobStepRec *job_rank_step_at(const JobRank *r, int i);
+/* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"
+ * or "job failed: rank 1 signal 9 (Killed) at step 57". Writes buf (out). */
+void job_verdict(const Job *j, char *buf, size_t len);
+
+/* The rank's i-th most recent phase change (0 = current), NULL past the end. */
+const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i);
+/* The rank's i-th most recent collective (0 = newest), NULL past the end. */
+const JobCollRec *job_rank_coll_at(const JobRank *r, int i);
+/* The rank's i-th most recent log line (0 = newest), NULL past the end. */
+const JobLogRec *job_rank_log_at(const JobRank *r, int i);
+/* The rank's samples/s over its last ~second of steps; 0 when unknown or
+ * when no step came for a while (paused, stuck). */
+double job_rank_samples_per_s(const JobRank *r, int64_t now_ns);
+/* Seconds since anything came from the rank (its heartbeat age). */
+double job_rank_beat_age_s(const JobRank *r, int64_t now_ns);
+/* The rank is inside a collective for JOB_INFLIGHT_NS or more (by its
+ * heartbeat); *op_seq, *secs (out, may be NULL) say which and how long. */
+bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs);
+/* The i-th most recent eval (0 = newest), NULL past the end. */
+const JobEval *job_eval_at(const Job *j, int i);
+
+/* ---- collectives (job_comm.c) ---- */
+/* Up to max collectives, newest (highest seq) first, into out. Returns n. */
+int job_colls_recent(const Job *j, const JobColl **out, int max);
+/* Did rank r reach collective c? */
+bool job_coll_arrived(const Job *j, const JobColl *c, int rank);
+/* Means over ranks' latest steps: comm/step, exposed/step and the share of
+ * comm hidden behind backward (1 - exposed/comm). False without steps. */
+bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac,
+                    double *comm_ms, double *exposed_ms);
+
+/* ---- sampler (job_shard.c) ---- */
+/* The rank holding dataset index i in the map's epoch: -1 none (or outside
+ * the map); *count (out, may be NULL) how many times it was handed out. */
+int job_shard_owner(const Job *j, int64_t i, int *count);
+
+/* ---- ordering and summaries (job_stats.c) ---- */
+typedef enum {
+    JOB_SORT_RANK = 0,
+    JOB_SORT_STEP,      /* furthest behind first */
+    JOB_SORT_LOSS,
+    JOB_SORT_STEP_MS,
+    JOB_SORT_COMM_MS,
+    JOB_SORT_BEAT,      /* longest silent first */
+    JOB_SORT_HEALTH,    /* failed, stale, hung, slow first */
+    JOB_SORT__COUNT
+} JobSort;
+
+const char *job_sort_name(JobSort s);
+/* The ranks in display order into order[world]. desc reverses the key's
+ * natural order (ties stay by rank). */
+void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_t wall_ns, int *order);
+
+typedef enum {
+    JOB_METRIC_STEP = 0, JOB_METRIC_LOSS, JOB_METRIC_STEP_MS, JOB_METRIC_COMM_MS,
+    JOB_METRIC_EXPOSED_MS, JOB_METRIC_SAMPLES_S, JOB_METRIC_BEAT_S, JOB_METRIC__COUNT
+} JobMetric;
+
+typedef struct {
+    int n;                           /* ranks with a value */
+    double min, median, max;
+    int min_rank, max_rank;
+} JobStat;
+
+/* min/median/max over ranks of each metric (ranks without a step count
+ * only for the heartbeat age). */
+void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT]);
+
+typedef enum {
+    JOB_OUT_FAILED = 0, JOB_OUT_ERROR, JOB_OUT_STALE, JOB_OUT_HUNG, JOB_OUT_NAN,
+    JOB_OUT_BEHIND, JOB_OUT_SLOW, JOB_OUT_DROPS,
+} JobOutlierKind;
+
+typedef struct {
+    int rank;
+    JobOutlierKind kind;
+    char text[96];                   /* "r17 silent 7s", "r3 step 31.0 ms (3.1x median)" */
+    char brief[48];                  /* the same for the rank's own row: "slow 3.1x median" */
+} JobOutlier;
+
+/* Ranks that stand out, worst first, at most max. Returns how many were
+ * found in total (may exceed max). A slow rank takes 1.5x the median step
+ * time and 2 ms more; a rank behind is 2 or more steps short of the front. */
+int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out, int max);
+/* Does rank r stand out (any outlier kind)? */
+bool job_rank_is_outlier(const Job *j, const JobRank *r, int64_t now_ns, int64_t wall_ns);
+
+const char *job_state_name(JobState s);
+const char *rank_state_name(RankState s);
+
+#endif

@@ -1,0 +1,208 @@
+/* job_comm.c — the job model's collectives: each collective matched across
+ * ranks by its sequence number (who arrived first and last, who has not
+ * arrived yet), per-bucket all-reduce latency and bandwidth over steps, and
+ * the comm share of a step.
+ *
+ * Owns: Job.colls (and their arrival bitsets), Job.buckets. Arrivals come
+ * from completed collectives (their enqueue time) and from heartbeats (a
+ * collective in flight since), so a hang shows who never came. Main thread.
+ */
+#include "model/job_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t seen_words(const Job *j)
+{
+    return ((size_t)j->world + 63) / 64;
+}
+
+int job_comm_init(Job *j)
+{
+    size_t words = seen_words(j);
+    /* one block for every slot's bitset: freed through slot 0 */
+    uint64_t *block = calloc(words * JOB_COLL_RING, sizeof *block);
+    if (!block)
+        return -1;
+    for (int i = 0; i < JOB_COLL_RING; i++) {
+        memset(&j->colls[i], 0, sizeof j->colls[i]);
+        j->colls[i].seq = -1;
+        j->colls[i].seen = block + words * (size_t)i;
+    }
+    j->coll_max_seq = -1;
+    for (int b = 0; b < JOB_MAX_BUCKETS; b++)
+        series_init(&j->buckets[b].ms);
+    return 0;
+}
+
+void job_comm_done(Job *j)
+{
+    free(j->colls[0].seen);
+    for (int i = 0; i < JOB_COLL_RING; i++)
+        j->colls[i].seen = NULL;
+}
+
+/* The slot for seq, claimed (and cleared) when it held an older one; NULL
+ * when the slot has moved on past seq already. */
+static JobColl *slot_for(Job *j, int64_t seq)
+{
+    if (seq < 0 || !j->colls[0].seen)
+        return NULL;
+    JobColl *c = &j->colls[seq % JOB_COLL_RING];
+    if (c->seq == seq)
+        return c;
+    if (c->seq > seq)
+        return NULL;
+    uint64_t *seen = c->seen;
+    memset(seen, 0, seen_words(j) * sizeof *seen);
+    memset(c, 0, sizeof *c);
+    c->seen = seen;
+    c->seq = seq;
+    c->bucket = -1;
+    c->first_rank = c->last_rank = c->ms_max_rank = -1;
+    if (seq > j->coll_max_seq)
+        j->coll_max_seq = seq;
+    return c;
+}
+
+static void arrive(JobColl *c, int rank, int64_t at_ns)
+{
+    uint64_t bit = 1ULL << (rank % 64);
+    uint64_t *w = &c->seen[rank / 64];
+    if (*w & bit)
+        return;
+    *w |= bit;
+    if (c->arrived++ == 0) {
+        c->first_ns = c->last_ns = c->prev_last_ns = at_ns;
+        c->first_rank = c->last_rank = rank;
+        return;
+    }
+    if (at_ns < c->first_ns) {
+        c->first_ns = at_ns;
+        c->first_rank = rank;
+    }
+    if (at_ns >= c->last_ns) {
+        c->prev_last_ns = c->last_ns;
+        c->last_ns = at_ns;
+        c->last_rank = rank;
+    } else if (at_ns > c->prev_last_ns || c->arrived == 2) {
+        c->prev_last_ns = at_ns;
+    }
+}
+
+static void bucket_close(JobBucket *b)
+{
+    if (b->cur_n <= 0)
+        return;
+    b->last_ms = b->cur_ms / b->cur_n;
+    b->last_algbw = b->cur_algbw / b->cur_n;
+    b->last_busbw = b->cur_busbw / b->cur_n;
+    b->last_n = b->cur_n;
+    b->cur_ms = b->cur_algbw = b->cur_busbw = 0;
+    b->cur_n = 0;
+}
+
+static void bucket_add(Job *j, const MsgColl *c, double ms)
+{
+    int i = c->bucket < JOB_MAX_BUCKETS ? c->bucket : JOB_MAX_BUCKETS - 1;
+    JobBucket *b = &j->buckets[i];
+    if (!b->used || c->step != b->cur_step) {
+        bucket_close(b);
+        b->cur_step = c->step;
+    }
+    b->used = true;
+    b->bytes = c->bytes;
+    series_add(&b->ms, c->step, ms);
+    b->cur_ms += ms;
+    b->cur_algbw += c->algbw_gbs;
+    b->cur_busbw += c->busbw_gbs;
+    b->cur_n++;
+    if (b->cur_n >= j->world)       /* every rank reported this step */
+        bucket_close(b);
+    if (i + 1 > j->n_buckets)
+        j->n_buckets = i + 1;
+}
+
+void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
+{
+    int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
+    double ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
+    if (c->bucket >= 0 && strcmp(c->op, "allreduce") == 0)
+        bucket_add(j, c, ms);
+    JobColl *e = slot_for(j, c->seq);
+    if (!e)
+        return;
+    if (!e->op[0] || e->done == 0) {
+        memcpy(e->op, c->op, sizeof e->op);
+        e->op[sizeof e->op - 1] = '\0';
+        e->bucket = c->bucket;
+        e->step = c->step;
+        e->bytes = c->bytes;
+    }
+    arrive(e, rank, c->enq_ns ? c->enq_ns : from);
+    e->done++;
+    e->ms_sum += ms;
+    if (e->ms_max_rank < 0 || ms > e->ms_max) {
+        e->ms_max = ms;
+        e->ms_max_rank = rank;
+    }
+    e->algbw_sum += c->algbw_gbs;
+    e->busbw_sum += c->busbw_gbs;
+}
+
+void job_comm_on_beat(Job *j, int rank, const MsgBeat *b)
+{
+    if (b->coll_seq < 0 || b->coll_since_ns <= 0)
+        return;
+    JobColl *e = slot_for(j, b->coll_seq);
+    if (!e)
+        return;
+    if (!e->op[0]) {
+        memcpy(e->op, b->coll_op, sizeof e->op);
+        e->op[sizeof e->op - 1] = '\0';
+        e->step = b->step + 1;      /* in flight: part of the step after the last one done */
+    }
+    arrive(e, rank, b->coll_since_ns);
+}
+
+int job_colls_recent(const Job *j, const JobColl **out, int max)
+{
+    int n = 0;
+    for (int64_t s = j->coll_max_seq; s >= 0 && s > j->coll_max_seq - JOB_COLL_RING && n < max; s--) {
+        const JobColl *c = &j->colls[s % JOB_COLL_RING];
+        if (c->seq == s && c->arrived > 0)
+            out[n++] = c;
+    }
+    return n;
+}
+
+bool job_coll_arrived(const Job *j, const JobColl *c, int rank)
+{
+    if (!c || !c->seen || rank < 0 || rank >= j->world)
+        return false;
+    return (c->seen[rank / 64] >> (rank % 64)) & 1;
+}
+
+bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac,
+                    double *comm_ms, double *exposed_ms)
+{
+    double step = 0, comm = 0, exposed = 0;
+    int n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->have_step || !(r->last.step_ms > 0))
+            continue;
+        step += r->last.step_ms;
+        comm += r->last.comm_ms;
+        exposed += r->last.exposed_ms;
+        n++;
+    }
+    if (n == 0)
+        return false;
+    if (comm_frac) *comm_frac = comm / step;
+    if (exposed_frac) *exposed_frac = exposed / step;
+    if (hidden_frac) *hidden_frac = comm > 0 ? 1.0 - exposed / comm : 0.0;
+    if (comm_ms) *comm_ms = comm / n;
+    if (exposed_ms) *exposed_ms = exposed / n;
+    return true;
+}

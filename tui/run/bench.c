@@ -1,0 +1,221 @@
+/* bench.c — step-to-screen measurement. See bench.h.
+ *
+ * Each step message's arrival is remembered until the next frame reaches
+ * the terminal; then arrival->screen and send->screen ("t" of the message,
+ * the worker's wall clock, same host) go into 0.1 ms histograms. CPU is
+ * getrusage(RUSAGE_SELF) over the window. Main thread.
+ */
+#include "base/clock.h"
+#include "run/bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define BINS 50000                   /* 0.1 ms each: up to 5 s */
+#define PENDING (1 << 16)
+
+struct Bench {
+    char path[512];
+    int world;
+    int64_t warmup_ns, window_ns;
+    int64_t t0;                      /* monotonic start of the run */
+    bool measuring, written;
+    int64_t w_start;                 /* monotonic start of the window */
+    double cpu_start;
+    int64_t arr[PENDING], sent[PENDING];
+    int pending;
+    uint64_t overflow;
+    uint32_t *h_arr, *h_sent;
+    uint64_t steps, msgs, frames, gaps;
+    int64_t *last_step;              /* [world] for gaps */
+    double max_arr, max_sent, draw_sum, draw_max;
+    int64_t last_frame;              /* monotonic end of the previous frame */
+    double gap_max;                  /* longest time between two frames, ms */
+    uint64_t slow_gaps;              /* frame gaps over 100 ms */
+    uint64_t drops0;                 /* job drops when the window opened */
+};
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+static double env_s(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtod(v, NULL) : 0;
+}
+
+Bench *bench_from_env(int world, char *err, size_t errlen)
+{
+    const char *path = getenv("DDPTOP_BENCH_OUT");
+    if (!path || !*path)
+        return NULL;
+    Bench *b = calloc(1, sizeof *b);
+    if (b) {
+        b->h_arr = calloc(BINS, sizeof *b->h_arr);
+        b->h_sent = calloc(BINS, sizeof *b->h_sent);
+        b->last_step = calloc((size_t)world, sizeof *b->last_step);
+    }
+    if (!b || !b->h_arr || !b->h_sent || !b->last_step) {
+        bench_free(&b);
+        snprintf(err, errlen, "bench: out of memory");
+        return NULL;
+    }
+    snprintf(b->path, sizeof b->path, "%s", path);
+    b->world = world;
+    b->warmup_ns = (int64_t)(env_s("DDPTOP_BENCH_WARMUP") * 1e9);
+    b->window_ns = (int64_t)(env_s("DDPTOP_BENCH_SECS") * 1e9);
+    b->t0 = mono_ns();
+    return b;
+}
+
+static void open_window(Bench *b, const Job *j, int64_t now)
+{
+    b->measuring = true;
+    b->w_start = now;
+    b->cpu_start = cpu_s();
+    b->drops0 = j ? j->drops : 0;
+}
+
+void bench_on_msg(Bench *b, const Msg *m, int64_t arrived_ns)
+{
+    if (!b || b->written)
+        return;
+    if (m->kind == MSG_STEP && m->rank >= 0 && m->rank < b->world) {
+        /* a step number skipped is a step lost on the way (or dropped) */
+        int64_t *last = &b->last_step[m->rank];
+        if (b->measuring && *last > 0 && m->u.step.step > *last + 1)
+            b->gaps += (uint64_t)(m->u.step.step - *last - 1);
+        if (m->u.step.step > *last)
+            *last = m->u.step.step;
+    }
+    if (!b->measuring)
+        return;
+    b->msgs++;
+    if (m->kind != MSG_STEP)
+        return;
+    b->steps++;
+    if (b->pending == PENDING) {
+        b->overflow++;
+        return;
+    }
+    b->arr[b->pending] = arrived_ns;
+    b->sent[b->pending] = m->t_ns;
+    b->pending++;
+}
+
+static void hist_add(uint32_t *h, double ms)
+{
+    int bin = ms < 0 ? 0 : (int)(ms * 10);
+    h[bin < BINS ? bin : BINS - 1]++;
+}
+
+static double pct(const uint32_t *h, double p)
+{
+    uint64_t total = 0, acc = 0;
+    for (int i = 0; i < BINS; i++)
+        total += h[i];
+    if (total == 0)
+        return 0;
+    uint64_t want = (uint64_t)((double)total * p / 100.0 + 0.5);
+    if (want < 1)
+        want = 1;
+    for (int i = 0; i < BINS; i++) {
+        acc += h[i];
+        if (acc >= want)
+            return (i + 1) / 10.0;   /* the bin's upper edge: never flattering */
+    }
+    return BINS / 10.0;
+}
+
+static void write_result(Bench *b, const Job *j, int64_t now)
+{
+    b->written = true;
+    double wall = b->measuring ? (double)(now - b->w_start) / 1e9 : 0;
+    double cpu = b->measuring ? cpu_s() - b->cpu_start : 0;
+    FILE *f = fopen(b->path, "w");
+    if (!f)
+        return;
+    fprintf(f,
+            "{\"window_s\": %.3f, \"cpu_s\": %.3f, \"cpu_pct_of_one_core\": %.2f, \"msgs\": %llu, "
+            "\"steps\": %llu, \"steps_per_s\": %.1f, \"frames\": %llu, \"fps\": %.1f, "
+            "\"draw_ms_mean\": %.3f, \"draw_ms_max\": %.3f, \"frame_gap_ms_max\": %.1f, \"frame_gaps_over_100ms\": %llu, "
+            "\"arrival_to_screen_ms\": {\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f}, "
+            "\"send_to_screen_ms\": {\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f}, "
+            "\"step_gaps\": %llu, \"worker_drops\": %llu, \"bad_frames\": %llu, \"pending_overflow\": %llu, "
+            "\"world\": %d}\n",
+            wall, cpu, wall > 0 ? 100.0 * cpu / wall : 0.0, (unsigned long long)b->msgs,
+            (unsigned long long)b->steps, wall > 0 ? (double)b->steps / wall : 0.0, (unsigned long long)b->frames,
+            wall > 0 ? (double)b->frames / wall : 0.0, b->frames ? b->draw_sum / (double)b->frames : 0.0,
+            b->draw_max, b->gap_max, (unsigned long long)b->slow_gaps, pct(b->h_arr, 50), pct(b->h_arr, 99), b->max_arr, pct(b->h_sent, 50), pct(b->h_sent, 99),
+            b->max_sent, (unsigned long long)b->gaps, (unsigned long long)(j->drops - b->drops0),
+            (unsigned long long)j->bad_frames, (unsigned long long)b->overflow, b->world);
+    fclose(f);
+}
+
+void bench_on_frame(Bench *b, int64_t draw_start_ns, const Job *j)
+{
+    if (!b || b->written)
+        return;
+    int64_t now = mono_ns();
+    if (!b->measuring) {
+        if (now - b->t0 >= b->warmup_ns)
+            open_window(b, j, now);
+        b->pending = 0;              /* steps from the warm-up do not count */
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    double dms = (double)(now - draw_start_ns) / 1e6;
+    if (b->last_frame > 0) {
+        double gap = (double)(now - b->last_frame) / 1e6;
+        if (gap > b->gap_max)
+            b->gap_max = gap;
+        b->slow_gaps += gap > 100;
+    }
+    b->last_frame = now;
+    b->frames++;
+    b->draw_sum += dms;
+    if (dms > b->draw_max)
+        b->draw_max = dms;
+    for (int i = 0; i < b->pending; i++) {
+        double a = (double)(now - b->arr[i]) / 1e6;
+        hist_add(b->h_arr, a);
+        if (a > b->max_arr)
+            b->max_arr = a;
+        if (b->sent[i] > 0) {
+            double s = (double)(wall - b->sent[i]) / 1e6;
+            hist_add(b->h_sent, s);
+            if (s > b->max_sent)
+                b->max_sent = s;
+        }
+    }
+    b->pending = 0;
+    if (b->window_ns > 0 && now - b->w_start >= b->window_ns)
+        write_result(b, j, now);
+}
+
+void bench_finish(Bench *b, const Job *j)
+{
+    if (b && !b->written)
+        write_result(b, j, mono_ns());
+}
+
+void bench_free(Bench **pb)
+{
+    if (!pb || !*pb)
+        return;
+    free((*pb)->h_arr);
+    free((*pb)->h_sent);
+    free((*pb)->last_step);
+    free(*pb);
+    *pb = NULL;
+}

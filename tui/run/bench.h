@@ -1,0 +1,32 @@
+/* bench.h — ddptop measuring itself for `make bench-tui`: how long a step
+ * takes from its arrival (and from the worker's send) to the screen, how
+ * many frames are drawn and what they cost, the CPU ddptop uses, and the
+ * steps that never arrived (gaps in each rank's step numbers).
+ *
+ * Switched on by the environment, off (NULL, no cost) otherwise:
+ *   DDPTOP_BENCH_OUT=FILE     where the JSON result goes
+ *   DDPTOP_BENCH_WARMUP=S     seconds after start before measuring (0)
+ *   DDPTOP_BENCH_SECS=S       measure this long, then write FILE (0: until exit)
+ * Owns: its counters and histograms. Main thread (the run loop).
+ */
+#ifndef DDPTOP_BENCH_H
+#define DDPTOP_BENCH_H
+
+#include <stdint.h>
+
+#include "model/job.h"
+#include "wire/protocol.h"
+
+typedef struct Bench Bench;
+
+/* NULL when DDPTOP_BENCH_OUT is not set (or out of memory: *err says). */
+Bench *bench_from_env(int world, char *err, size_t errlen);
+/* A message was applied to the job at arrived_ns (monotonic). */
+void bench_on_msg(Bench *b, const Msg *m, int64_t arrived_ns);
+/* A frame reached the terminal; its drawing began at draw_start_ns. */
+void bench_on_frame(Bench *b, int64_t draw_start_ns, const Job *j);
+/* Write the result now if it was not written yet (at exit). */
+void bench_finish(Bench *b, const Job *j);
+void bench_free(Bench **b);
+
+#endif

@@ -1,0 +1,264 @@
+/* run_setup.c — sockets, keys and the job model of `ddptop run`, and their
+ * teardown. See run_priv.h.
+ */
+#include "run/run_priv.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "net/zsock.h"
+
+/* The job's keys for tcp: --keys FILE when it exists; else fresh ones,
+ * written to FILE (or ./ddptop-PID.keys, removed at the end) for the other
+ * nodes, workers and viewers. */
+int run_job_keys(Run *r, char *err, size_t errlen)
+{
+    const char *path = r->o->keys_path;
+    if (path && access(path, F_OK) == 0) {
+        if (keys_read(path, &r->keys, err, errlen)) return -1;
+        snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
+        return 0;
+    }
+    if (keys_generate(&r->keys, err, errlen)) return -1;
+    if (path) snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
+    else {
+        snprintf(r->keys_file, sizeof r->keys_file, "ddptop-%d.keys", (int)getpid());
+        r->keys_made = true;
+    }
+    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return -1; }
+    /* absolute, so the workers (started elsewhere) find it */
+    char abs[PATH_MAX];
+    if (realpath(r->keys_file, abs)) snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
+    return 0;
+}
+
+/* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
+ * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
+ * or what `listen` was given. */
+static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    if (o->listen_ep) {
+        snprintf(bind_ctl, n, "%s", o->listen_ep);
+        if (keys_tel_endpoint(o->listen_ep, bind_tel, n)) {
+            snprintf(err, errlen, "listen %s: expected tcp://HOST:PORT (PORT < 65535) or ipc://PATH", o->listen_ep);
+            return -1;
+        }
+        r->tcp = !strncmp(o->listen_ep, "tcp://", 6);
+        snprintf(r->ctl_ep, sizeof r->ctl_ep, "%s", bind_ctl);
+        snprintf(r->tel_ep, sizeof r->tel_ep, "%s", bind_tel);
+        if (!r->tcp) {
+            /* ipc: only in a private directory */
+            char dir[300];
+            snprintf(dir, sizeof dir, "%s", o->listen_ep + 6);
+            char *slash = strrchr(dir, '/');
+            if (slash) *slash = 0;
+            struct stat st;
+            if (!slash || !dir[0] || stat(dir, &st) || (st.st_mode & 077) || st.st_uid != getuid()) {
+                snprintf(err, errlen, "listen %s: the socket's directory must exist, be yours and private (mkdir -m 700 DIR)",
+                         o->listen_ep);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (o->nnodes > 1) {
+        char host[256];
+        int port;
+        char ep[300];
+        snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
+        if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535) {
+            snprintf(err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
+            return -1;
+        }
+        r->tcp = true;
+        snprintf(bind_ctl, n, "tcp://*:%d", port);
+        snprintf(bind_tel, n, "tcp://*:%d", port + 1);
+        snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
+        snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
+        return 0;
+    }
+    if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
+    snprintf(r->ctl_ep, sizeof r->ctl_ep, "ipc://%s/ctl", r->dir);
+    snprintf(r->tel_ep, sizeof r->tel_ep, "ipc://%s/tel", r->dir);
+    snprintf(bind_ctl, n, "%s", r->ctl_ep);
+    snprintf(bind_tel, n, "%s", r->tel_ep);
+    return 0;
+}
+
+int run_setup_sockets(Run *r, char *err, size_t errlen)
+{
+    char bind_ctl[300], bind_tel[300];
+    err[0] = 0;
+    if (endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen)) return -1;
+    if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
+    r->zctx = zmq_ctx_new();
+    if (r->zctx && r->tcp) {
+        if (run_job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return -1;
+    }
+    r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
+    r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
+    if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
+    /* Per peer: 10000 frames queued (the loop drains every 20 ms: a rank
+     * would need 500k messages/s to fill it), and no frame above what the
+     * decoder accepts: ZeroMQ drops a peer that sends one, before a byte
+     * of it is buffered. Together they bound what a flood can hold. */
+    int hwm = 10000, zero = 0, one = 1;
+    int64_t maxmsg = (int64_t)PROTO_MAX_FRAME_BYTES;
+    zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    /* a restarted rank takes over its routing id ("rank-N") at once */
+    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
+    if (r->tcp && (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
+        return -1;
+    if (zmq_bind(r->ctl, bind_ctl)) {
+        snprintf(err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
+        return -1;
+    }
+    if (zmq_bind(r->tel, bind_tel)) {
+        snprintf(err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel, zmq_strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Everything sized by the world (known once the first hello came, for listen). */
+int run_setup_job(Run *r, int w, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    if (o->publish_ep) {
+        /* tcp with --keys: CURVE, so the job's key file is needed to read it */
+        bool curve = o->keys_path && !strncmp(o->publish_ep, "tcp://", 6);
+        if (curve && !r->zap && (run_job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)))
+            return -1;
+        if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen))) return -1;
+    }
+    if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
+        return -1;
+    if (!r->store) r->store = store_new();
+    r->job = job_new(w);
+    r->viewers = viewers_new(w);
+    if (o->nnodes > 1) r->nodes = nodes_new(o->nnodes, o->nproc, r->ctl);
+    r->heard_ms = calloc((size_t)w, sizeof *r->heard_ms);
+    r->ext_ended = calloc((size_t)w, sizeof *r->ext_ended);
+    r->routable = calloc((size_t)w, sizeof *r->routable);
+    r->sent_ckpt = calloc((size_t)w, sizeof *r->sent_ckpt);
+    r->sent_stop = calloc((size_t)w, sizeof *r->sent_stop);
+    r->sent_pause = calloc((size_t)w, sizeof *r->sent_pause);
+    r->sent_resume = calloc((size_t)w, sizeof *r->sent_resume);
+    r->exit_at = calloc((size_t)w, sizeof *r->exit_at);
+    r->exit_pid = calloc((size_t)w, sizeof *r->exit_pid);
+    r->exit_status = calloc((size_t)w, sizeof *r->exit_status);
+    err[0] = '\0';
+    if (hangwatch_init(&r->hw, w, o->hang_after_s > 0 ? o->hang_after_s : 10.0)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->bench = bench_from_env(w, err, errlen);
+    if (err[0]) return -1;
+    if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
+        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status || !r->viewers || !r->heard_ms ||
+        !r->ext_ended || (o->nnodes > 1 && !r->nodes)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void run_teardown(Run *r)
+{
+    hangwatch_done(&r->hw);
+    launcher_free(&r->l);
+    store_free(&r->store);
+    if (r->rec) {
+        char err[512];
+        unsigned long long n = (unsigned long long)recorder_records(r->rec);
+        if (recorder_close(&r->rec, err, sizeof err)) fprintf(stderr, "ddptop: --record: %s\n", err);
+        else fprintf(stderr, "ddptop: recorded %llu records to %s\n", n, r->o->record_path);
+    }
+    if (r->pub) {
+        if (publisher_drops(r->pub))
+            fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
+                    (unsigned long long)publisher_drops(r->pub));
+        publisher_close(&r->pub);   /* before zmq_ctx_term, which would wait on it */
+    }
+    viewers_free(&r->viewers);
+    nodes_free(&r->nodes);
+    if (r->ctl) zmq_close(r->ctl);
+    if (r->tel) zmq_close(r->tel);
+    zap_stop(&r->zap);
+    if (r->zctx) zmq_ctx_term(r->zctx);
+    if (r->keys_made) unlink(r->keys_file);
+    free(r->heard_ms);
+    free(r->ext_ended);
+    if (r->dir[0] && !r->o->log_dir) zs_private_dir_remove(r->dir);
+    else if (r->dir[0]) {
+        char p[320];
+        snprintf(p, sizeof p, "%s/ctl", r->dir); unlink(p);
+        snprintf(p, sizeof p, "%s/tel", r->dir); unlink(p);
+        rmdir(r->dir);
+    }
+    codec_buf_done(&r->buf);
+    free(r->routable);
+    free(r->sent_ckpt);
+    free(r->sent_stop);
+    free(r->sent_pause);
+    free(r->sent_resume);
+    free(r->exit_at);
+    free(r->exit_pid);
+    free(r->exit_status);
+    free(r->restart_args);
+    bench_free(&r->bench);
+    job_free(&r->job);
+}
+
+static void copy_frame(void *ctx, const void *frame, size_t len, const Msg *m, int rc)
+{
+    (void)m;
+    (void)rc;
+    CodecBuf *b = ctx;
+    codec_buf_reset(b);
+    if (len > b->cap) {
+        uint8_t *p = realloc(b->data, len);
+        if (!p) return;
+        b->data = p;
+        b->cap = len;
+    }
+    memcpy(b->data, frame, len);
+    b->len = len;
+}
+
+/* listen: wait for the first rank's hello (it carries the world size).
+ * Store requests are served meanwhile. Returns the world size, 0 when
+ * interrupted, -1 on a socket error. */
+int run_listen_first_hello(Run *r, Msg *first, char *ident, size_t *ident_len, CodecBuf *frame,
+                           volatile sig_atomic_t *signals)
+{
+    fprintf(stderr, "ddptop: waiting for workers (DDPTOP_CONNECT=%s%s%s); Ctrl-C to leave\n", r->o->listen_ep,
+            r->tcp ? " DDPTOP_KEYS=" : "", r->tcp ? r->keys_file : "");
+    for (;;) {
+        if (*signals) return 0;
+        zmq_pollitem_t it = {r->ctl, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return -1;
+        char err[256];
+        int rc = zs_recv_from_tap(r->ctl, ident, ident_len, first, ZMQ_DONTWAIT, copy_frame, frame, err, sizeof err);
+        if (rc == 1) continue;
+        if (rc < 0) { fprintf(stderr, "ddptop: %s\n", err); return -1; }
+        if (rc == 2) continue;
+        if (first->kind == MSG_HELLO && first->rank >= 0 && first->u.hello.world >= 1 &&
+            first->rank < first->u.hello.world && first->u.hello.world <= 4096)
+            return first->u.hello.world;
+        if (first->kind == MSG_SET || first->kind == MSG_GET || first->kind == MSG_WAIT)
+            store_handle(r->store, r->ctl, ident, *ident_len, first, mono_ms(), &r->buf);
+        msg_done(first);
+    }
+}

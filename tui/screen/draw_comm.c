@@ -1,0 +1,142 @@
+/* draw_comm.c — the all-reduce panel: how much of a step is communication
+ * and how much of it backward hid, each gradient bucket's latency over the
+ * run with its bandwidths, and the recent collectives with the rank that
+ * arrived last (the straggler) and by how much — or, for one still open,
+ * which ranks everybody is waiting for.
+ *
+ * Owns: the panel's wording. Reads the Job. No curses. Main thread.
+ */
+#include "screen/draw.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int draw_comm_want(const DrawCtx *d)
+{
+    int b = d->j->n_buckets > 0 ? d->j->n_buckets : 1;
+    return 1 + b + 4;
+}
+
+/* "r1 r5 r9 +3" — the ranks that have not reached collective c. */
+static void missing_ranks(const Job *j, const JobColl *c, char *out, size_t n)
+{
+    size_t len = 0;
+    int shown = 0, missing = 0;
+    out[0] = '\0';
+    for (int r = 0; r < j->world; r++) {
+        if (job_coll_arrived(j, c, r))
+            continue;
+        missing++;
+        if (shown < 4 && len + 12 < n) {
+            len += (size_t)snprintf(out + len, n - len, "%sr%d", shown ? " " : "", r);
+            shown++;
+        }
+    }
+    if (missing > shown && len + 12 < n)
+        snprintf(out + len, n - len, " +%d", missing - shown);
+}
+
+static void draw_coll(DrawCtx *d, const JobColl *c, int x, int y, int w)
+{
+    const Job *j = d->j;
+    char head[96], bk[16] = "";
+    if (c->bucket >= 0)
+        snprintf(bk, sizeof bk, " b%d", (int)c->bucket);
+    snprintf(head, sizeof head, "#%-6lld %-9.9s%-4s step %-6lld", (long long)c->seq, c->op[0] ? c->op : "?", bk,
+             (long long)c->step);
+    int cx = x + canvas_put(d->cv, y, x, w, ST_NORMAL, head);
+    int end = x + w;
+    if (c->arrived < j->world) {
+        char miss[80];
+        missing_ranks(j, c, miss, sizeof miss);
+        double waited = (double)(d->wall_ns - c->first_ns) / 1e9;
+        canvas_printf(d->cv, y, cx, end - cx, ST_WARN, " %d/%d in, waiting %.1fs for %s", c->arrived, j->world,
+                      waited, miss);
+        return;
+    }
+    double mean = c->done ? c->ms_sum / c->done : 0;
+    char ms[24];
+    draw_fmt_fit(ms, sizeof ms, 7, mean, 2);
+    cx += canvas_printf(d->cv, y, cx, end - cx, ST_NORMAL, " %7s ms", ms);
+    if (j->world < 2)
+        return;
+    double late = (double)(c->last_ns - c->prev_last_ns) / 1e6;
+    double spread = (double)(c->last_ns - c->first_ns) / 1e6;
+    if (spread < 0.005) {
+        canvas_put(d->cv, y, cx, end - cx, ST_DIM, "  all in together");
+        return;
+    }
+    /* a straggler worth naming stands out in colour */
+    int st = spread >= 1.0 && spread >= 0.25 * mean ? ST_WARN : ST_NORMAL;
+    cx += canvas_printf(d->cv, y, cx, end - cx, st, "  last in r%d +%.2f ms", c->last_rank, late);
+    canvas_printf(d->cv, y, cx, end - cx, ST_DIM, " (first to last %.2f ms)", spread);
+}
+
+void draw_comm(DrawCtx *d, int x, int y, int w, int h)
+{
+    const Job *j = d->j;
+    Ui *u = d->ui;
+    Canvas *cv = d->cv;
+    int row = y, end = y + h;
+    if (h <= 0)
+        return;
+    double cf, ef, hf, cms, ems;
+    if (job_comm_share(j, &cf, &ef, &hf, &cms, &ems)) {
+        int cx = x + canvas_put(cv, row, x, w, ST_LABEL, "comm ");
+        cx += canvas_printf(cv, row, cx, x + w - cx, ST_BOLD, "%.0f%%", cf * 100);
+        cx += canvas_put(cv, row, cx, x + w - cx, ST_LABEL, " of step  exposed ");
+        cx += canvas_printf(cv, row, cx, x + w - cx, ST_BOLD, "%.2f/%.2f ms", ems, cms);
+        cx += canvas_printf(cv, row, cx, x + w - cx, ST_LABEL, " (%.0f%% of step)  hidden behind backward ", ef * 100);
+        canvas_printf(cv, row, cx, x + w - cx, ST_BOLD, "%.0f%%", hf * 100);
+    } else {
+        canvas_put(cv, row, x, w, ST_DIM, "no steps yet");
+    }
+    row++;
+    /* buckets: figures then the latency over the run, newest right; one
+     * row stays for the newest collective (its straggler) when any */
+    const JobColl *all[JOB_COLL_RING], *list[JOB_COLL_RING];
+    int n_all = job_colls_recent(j, all, JOB_COLL_RING), n = 0;
+    /* reports trickle in for a few ms: one not everybody reached yet is
+     * news only after a second (a possible hang) */
+    for (int i = 0; i < n_all; i++)
+        if (all[i]->arrived >= j->world || d->wall_ns - all[i]->first_ns >= 1000000000LL)
+            list[n++] = all[i];
+    int bucket_end = n > 0 ? end - 1 : end;
+    int nb = 0;
+    for (int b = 0; b < j->n_buckets && row < bucket_end; b++) {
+        const JobBucket *k = &j->buckets[b];
+        if (!k->used)
+            continue;
+        nb++;
+        char bytes[24], lat[24];
+        draw_fmt_bytes(bytes, sizeof bytes, (double)k->bytes);
+        double ms = k->last_n ? k->last_ms : (k->cur_n ? k->cur_ms / k->cur_n : 0);
+        double alg = k->last_n ? k->last_algbw : (k->cur_n ? k->cur_algbw / k->cur_n : 0);
+        double bus = k->last_n ? k->last_busbw : (k->cur_n ? k->cur_busbw / k->cur_n : 0);
+        draw_fmt_fit(lat, sizeof lat, 7, ms, 2);
+        int cx = x + canvas_printf(cv, row, x, w, ST_LABEL, "b%d%s", b, b == JOB_MAX_BUCKETS - 1 ? "+" : "");
+        cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
+                            lat, alg, bus);
+        char spark[4 * 200];
+        int sw = x + w - cx;
+        if (sw > 2) {
+            draw_spark_series(d, &k->ms, sw > 200 ? 200 : sw, true, spark, sizeof spark);
+            canvas_put(cv, row, cx, sw, ST_SERIES(b), spark);
+        }
+        row++;
+    }
+    if (nb == 0 && row < bucket_end)
+        canvas_put(cv, row++, x, w, ST_DIM, "no gradient all-reduce yet");
+    /* recent collectives, newest first */
+    if (row >= end)
+        return;
+    u->comm_rows = end - row;
+    if (u->comm_top > n - 1)
+        u->comm_top = n > 0 ? n - 1 : 0;
+    if (n == 0) {
+        canvas_put(cv, row, x, w, ST_DIM, "no collective yet");
+        return;
+    }
+    for (int i = u->comm_top; i < n && row < end; i++)
+        draw_coll(d, list[i], x, row++, w);
+}

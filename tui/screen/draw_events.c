@@ -1,0 +1,60 @@
+/* draw_events.c — the events panel: rank-prefixed log of phase changes,
+ * checkpoints, evals, warnings, errors and the outcome of every command,
+ * newest at the bottom; scrolls back with Up/PgUp when focused.
+ *
+ * Owns: an event line's wording. Reads the Job's events ring. No curses.
+ * Main thread.
+ */
+#include "screen/draw.h"
+
+#include <stdio.h>
+#include <time.h>
+
+static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w)
+{
+    char when[16] = "--:--:--";
+    time_t secs = (time_t)(e->t_ns / 1000000000LL);
+    struct tm tm;
+    if (localtime_r(&secs, &tm))
+        strftime(when, sizeof when, "%H:%M:%S", &tm);
+    int cx = x + canvas_printf(d->cv, y, x, w, ST_DIM, "%s ", when);
+    char who[16];
+    if (e->rank < 0)
+        snprintf(who, sizeof who, "ddptop ");
+    else
+        snprintf(who, sizeof who, "r%d ", e->rank);
+    cx += canvas_put(d->cv, y, cx, x + w - cx, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
+    int st = e->level == EV_ERROR ? ST_ERR : e->level == EV_WARN ? ST_WARN : ST_NORMAL;
+    canvas_put(d->cv, y, cx, x + w - cx, st, e->text);
+}
+
+/* Newest at the bottom; rank_filter >= 0 keeps one rank's events (the
+ * detail page), else the panel's scroll position applies. */
+void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
+{
+    const Job *j = d->j;
+    if (h <= 0)
+        return;
+    const JobEvent *pick[256];
+    int n = 0, skip = rank_filter < 0 ? d->ui->events_back : 0;
+    if (rank_filter < 0)
+        d->ui->events_rows = h;
+    for (int i = 0; n < h && n < 256; i++) {
+        const JobEvent *e = job_event_at(j, i);
+        if (!e)
+            break;
+        if (rank_filter >= 0 && e->rank != rank_filter)
+            continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        pick[n++] = e;
+    }
+    if (n == 0) {
+        canvas_put(d->cv, y, x, w, ST_DIM, "no events");
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        draw_event(d, pick[n - 1 - i], x, y + i, w);
+}

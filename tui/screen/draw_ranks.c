@@ -1,0 +1,535 @@
+/* draw_ranks.c — the ranks table (one row per rank, sortable, scrolling;
+ * min/median/max rows and the outliers when the ranks do not all fit) and
+ * a rank's detail page (its collectives, phases, shard and log lines).
+ *
+ * Owns: column choice by width and the rank row's wording. Reads the Job;
+ * writes the Ui's list position. No curses. Main thread.
+ *
+ * Columns drop by priority as the width shrinks (device, host, pid first);
+ * each field is written at its own column, so a host name in any script
+ * cannot push the others out of line.
+ */
+#include "screen/draw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { C_RANK, C_HOST, C_PID, C_DEV, C_PHASE, C_EPOCH, C_STEP, C_LOSS, C_STEPMS, C_COMM, C_SPS, C_BEAT, C__N };
+
+typedef struct {
+    const char *head;
+    int width;
+    bool left;
+    int prio;                        /* lower stays longer */
+} Col;
+
+/* Widths leave room for the sort arrow after a full-width head. */
+static const Col cols[C__N] = {
+    [C_RANK] = {"RANK", 5, false, 0},      [C_HOST] = {"HOST", 12, true, 7},
+    [C_PID] = {"PID", 7, false, 9},        [C_DEV] = {"DEVICE", 6, true, 11},
+    [C_PHASE] = {"PHASE", 10, true, 1},    [C_EPOCH] = {"EPOCH", 5, false, 8},
+    [C_STEP] = {"STEP", 7, false, 2},      [C_LOSS] = {"LOSS", 8, false, 3},
+    [C_STEPMS] = {"STEP_MS", 8, false, 4}, [C_COMM] = {"EXP/COMM_MS", 12, false, 5},
+    [C_SPS] = {"SAMPLES/S", 10, false, 10}, [C_BEAT] = {"BEAT", 5, false, 6},
+};
+
+#define MARK_W 2                     /* marker glyph and a space */
+/* The note (why a row stands out) keeps some room: the lowest-priority
+ * columns give way for it, more of them on wide screens. */
+#define NOTE_ROOM_FROM 100
+#define NOTE_MIN 24
+#define NOTE_MIN_NARROW 14
+#define SPARK_MAX 40
+
+typedef struct {
+    bool on[C__N];
+    int x[C__N];                     /* column offsets from the table's left */
+    int end;                         /* first column after the last field */
+} Cols;
+
+static void choose_cols(int w, Cols *c)
+{
+    memset(c, 0, sizeof *c);
+    int avail = w - MARK_W - (w >= NOTE_ROOM_FROM ? NOTE_MIN : NOTE_MIN_NARROW);
+    int used = 0;
+    /* in priority order, until one does not fit: a lesser column never
+     * takes the place of a more important one */
+    for (int prio = 0; prio < C__N; prio++)
+        for (int k = 0; k < C__N; k++) {
+            if (cols[k].prio != prio)
+                continue;
+            if (used + cols[k].width > avail)
+                goto placed;
+            c->on[k] = true;
+            used += cols[k].width + 1;
+        }
+placed:;
+    int x = MARK_W;
+    for (int k = 0; k < C__N; k++)
+        if (c->on[k]) {
+            c->x[k] = x;
+            x += cols[k].width + 1;
+        }
+    c->end = x;
+}
+
+static void put_field(DrawCtx *d, const Cols *c, int k, int x0, int y, int st, const char *s)
+{
+    if (!c->on[k])
+        return;
+    int tw = canvas_text_width(d->cv, s);
+    int x = x0 + c->x[k];
+    if (!cols[k].left && tw < cols[k].width)
+        x += cols[k].width - tw;
+    canvas_put(d->cv, y, x, cols[k].width, st, s);
+}
+
+static int sort_col(JobSort s)
+{
+    switch (s) {
+    case JOB_SORT_RANK: return C_RANK;
+    case JOB_SORT_STEP: return C_STEP;
+    case JOB_SORT_LOSS: return C_LOSS;
+    case JOB_SORT_STEP_MS: return C_STEPMS;
+    case JOB_SORT_COMM_MS: return C_COMM;
+    case JOB_SORT_BEAT: return C_BEAT;
+    default: return -1;
+    }
+}
+
+/* A fresh rank reads "<1s": tenths of a second of heartbeat age are noise,
+ * and a column that flickers on every frame costs terminal output. */
+static void fmt_age(char *buf, size_t n, double s)
+{
+    if (s < 1)
+        snprintf(buf, n, "<1s");
+    else if (s < 10)
+        snprintf(buf, n, "%.1fs", s);
+    else if (s < 600)
+        snprintf(buf, n, "%.0fs", s);
+    else
+        snprintf(buf, n, "%.0fm", s / 60);
+}
+
+/* Recent losses of a rank as a sparkline, oldest left. */
+static void loss_spark(const DrawCtx *d, const JobRank *r, int width, char *out, size_t n)
+{
+    out[0] = '\0';
+    int k = r->ring_len < width ? r->ring_len : width;
+    if (k < 2)
+        return;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < k; i++) {
+        double x = job_rank_step_at(r, i)->loss;
+        if (isfinite(x)) {
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+    }
+    size_t len = 0;
+    for (int i = k - 1; i >= 0; i--) {
+        double x = job_rank_step_at(r, i)->loss;
+        const char *gl = !isfinite(x) ? "?" : hi - lo < 1e-12 ? d->g->spark[3]
+                                                            : d->g->spark[(int)((x - lo) / (hi - lo) * 7 + 0.5)];
+        size_t gl_len = strlen(gl);
+        if (len + gl_len + 1 > n)
+            break;
+        memcpy(out + len, gl, gl_len);
+        len += gl_len;
+    }
+    out[len] = '\0';
+}
+
+static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)
+{
+    canvas_fill(d->cv, y, x0, w, ST_TITLE);
+    int sc = sort_col(d->ui->sort);
+    for (int k = 0; k < C__N; k++) {
+        if (!c->on[k])
+            continue;
+        char h[32];
+        if (k == sc)
+            snprintf(h, sizeof h, "%s%s", cols[k].head, d->ui->sort_desc ? d->g->sort_up : d->g->sort_down);
+        else
+            snprintf(h, sizeof h, "%s", cols[k].head);
+        /* an arrow that does not fit is dropped, the name stays */
+        if (canvas_text_width(d->cv, h) > cols[k].width)
+            snprintf(h, sizeof h, "%s", cols[k].head);
+        put_field(d, c, k, x0, y, ST_TITLE, h);
+    }
+    if (c->end + 4 < w)
+        canvas_put(d->cv, y, x0 + c->end, w - c->end, ST_TITLE, w - c->end >= 18 ? "RECENT LOSS / NOTE" : "NOTE");
+}
+
+/* out: the rank's outlier entry, or NULL when it does not stand out. */
+static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const JobOutlier *out, int x0, int y, int w,
+                          bool selected)
+{
+    char f[C__N][48];
+    memset(f, 0, sizeof f);
+    snprintf(f[C_RANK], sizeof f[0], "%d", r->rank);
+    snprintf(f[C_HOST], sizeof f[0], "%.40s", r->host[0] ? r->host : "-");
+    if (r->pid > 0)
+        snprintf(f[C_PID], sizeof f[0], "%lld", (long long)r->pid);
+    else
+        snprintf(f[C_PID], sizeof f[0], "-");
+    if (r->have_step && r->last.dev_mem_total > 0)   /* "cuda:0 1.2G" */
+        snprintf(f[C_DEV], sizeof f[0], "%.12s %.1fG", r->device[0] ? r->device : "-",
+                 (double)r->last.dev_mem / (1 << 30));
+    else
+        snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
+    snprintf(f[C_PHASE], sizeof f[0], "%s",
+             r->phase != PHASE_NONE ? phase_name(r->phase)
+             : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending") : "-");
+    if (r->have_step) {
+        snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)r->last.epoch);
+        snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)r->last.step);
+        draw_fmt_fit(f[C_LOSS], sizeof f[0], 8, r->last.loss, 4);
+        draw_fmt_fit(f[C_STEPMS], sizeof f[0], 7, r->last.step_ms, 1);
+        char a[24], b[24];
+        draw_fmt_fit(a, sizeof a, 5, r->last.exposed_ms, 2);
+        draw_fmt_fit(b, sizeof b, 5, r->last.comm_ms, 2);
+        snprintf(f[C_COMM], sizeof f[0], "%s/%s", a, b);
+        draw_fmt_count(f[C_SPS], sizeof f[0], job_rank_samples_per_s(r, d->now_ns));
+    } else {
+        for (int k = C_EPOCH; k <= C_SPS; k++)
+            snprintf(f[k], sizeof f[0], "-");
+    }
+    bool live = r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0);
+    if (live)
+        fmt_age(f[C_BEAT], sizeof f[0], job_rank_beat_age_s(r, d->now_ns));
+    else
+        snprintf(f[C_BEAT], sizeof f[0], "-");
+
+    const char *mark = " ";
+    int st = ST_NORMAL, nst = ST_LABEL;
+    char note[256] = "";
+    int64_t seq;
+    double secs;
+    bool inflight = job_rank_in_flight(r, d->wall_ns, &seq, &secs);
+    char inf[96] = "";
+    if (inflight)
+        snprintf(inf, sizeof inf, "in %.20s #%lld for %.0fs", r->beat.coll_op[0] ? r->beat.coll_op : "collective",
+                 (long long)seq, secs);
+    if (r->state == RANK_FAILED) {
+        mark = d->g->mark_fail;
+        st = nst = ST_ROW_ERR;
+        snprintf(note, sizeof note, "FAILED %s", r->how_ended);
+    } else if (r->state == RANK_EXITED_OK) {
+        mark = d->g->mark_ok;
+        st = ST_DIM;
+        nst = ST_OK;
+        snprintf(note, sizeof note, "%s", r->how_ended);
+    } else if (job_rank_stale(r, d->now_ns)) {
+        mark = d->g->mark_warn;
+        st = nst = ST_ROW_WARN;
+        snprintf(note, sizeof note, "STALE %.0fs%s%s", job_rank_beat_age_s(r, d->now_ns), inf[0] ? " " : "", inf);
+    } else if (r->phase == PHASE_ERROR) {
+        mark = d->g->mark_fail;
+        st = nst = ST_ROW_ERR;
+        snprintf(note, sizeof note, "error: %.200s", r->detail[0] ? r->detail : "-");
+    } else if (inflight) {
+        mark = d->g->mark_warn;
+        st = nst = ST_ROW_WARN;
+        snprintf(note, sizeof note, "%s", inf);
+    } else if (r->state == RANK_WAITING) {
+        nst = ST_DIM;
+        /* no pid yet: another node's agent (or, with listen, the
+         * launcher) has not started it */
+        snprintf(note, sizeof note, "%s", r->pid > 0 ? "waiting for hello" : "not started yet");
+    } else if (r->phase == PHASE_PAUSED) {
+        nst = ST_WARN;
+        snprintf(note, sizeof note, "paused after step %lld", (long long)(r->have_step ? r->last.step : 0));
+    } else if (r->have_step && !isfinite(r->last.loss)) {
+        mark = d->g->mark_warn;
+        nst = ST_ERR;
+        snprintf(note, sizeof note, "loss is %s", isnan(r->last.loss) ? "nan" : "inf");
+    } else if (out) {
+        /* slow, behind, dropping */
+        mark = d->g->mark_warn;
+        nst = ST_WARN;
+        snprintf(note, sizeof note, "%s", out->brief);
+    } else {
+        int sw = w - c->end;
+        loss_spark(d, r, sw < SPARK_MAX ? sw : SPARK_MAX, note, sizeof note);
+        nst = ST_SERIES(r->rank);
+    }
+    if (selected) {
+        canvas_fill(d->cv, y, x0, w, ST_SEL);
+        st = ST_SEL;
+        if (nst != ST_ROW_ERR && nst != ST_ROW_WARN)
+            nst = ST_SEL;
+    } else if (st == ST_ROW_ERR || st == ST_ROW_WARN) {
+        canvas_fill(d->cv, y, x0, w, st);
+    }
+    canvas_put(d->cv, y, x0, 1, st, selected && mark[0] == ' ' ? d->g->mark_sel : mark);
+    for (int k = 0; k < C__N; k++)
+        put_field(d, c, k, x0, y, st, f[k]);
+    if (note[0] && c->end < w)
+        canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
+}
+
+/* min / median / max rows; the note says which rank holds the extremes. */
+static void draw_summary(DrawCtx *d, const Cols *c, const JobStat *st, int x0, int y, int w)
+{
+    static const char *const name[3] = {"min", "med", "max"};
+    for (int row = 0; row < 3; row++) {
+        char f[C__N][48];
+        memset(f, 0, sizeof f);
+        snprintf(f[C_RANK], sizeof f[0], "%s", name[row]);
+        const int map[][2] = {{C_STEP, JOB_METRIC_STEP}, {C_LOSS, JOB_METRIC_LOSS}, {C_STEPMS, JOB_METRIC_STEP_MS},
+                              {C_COMM, JOB_METRIC_COMM_MS}, {C_SPS, JOB_METRIC_SAMPLES_S}, {C_BEAT, JOB_METRIC_BEAT_S}};
+        for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
+            const JobStat *s = &st[map[k][1]];
+            double v = row == 0 ? s->min : row == 1 ? s->median : s->max;
+            if (s->n == 0) {
+                snprintf(f[map[k][0]], sizeof f[0], "-");
+                continue;
+            }
+            switch (map[k][0]) {
+            case C_STEP: snprintf(f[C_STEP], sizeof f[0], "%.0f", v); break;
+            case C_LOSS: draw_fmt_fit(f[C_LOSS], sizeof f[0], 8, v, 4); break;
+            case C_STEPMS: draw_fmt_fit(f[C_STEPMS], sizeof f[0], 7, v, 1); break;
+            case C_COMM: {
+                const JobStat *e = &st[JOB_METRIC_EXPOSED_MS];
+                double ev = row == 0 ? e->min : row == 1 ? e->median : e->max;
+                char a[24], b[24];
+                draw_fmt_fit(a, sizeof a, 5, ev, 2);
+                draw_fmt_fit(b, sizeof b, 5, v, 2);
+                snprintf(f[C_COMM], sizeof f[0], "%s/%s", a, b);
+                break;
+            }
+            case C_SPS: draw_fmt_count(f[C_SPS], sizeof f[0], v); break;
+            case C_BEAT: fmt_age(f[C_BEAT], sizeof f[0], v); break;
+            default: break;
+            }
+        }
+        if (row == 1)
+            snprintf(f[C_PHASE], sizeof f[0], "%d ranks", d->j->world);
+        int yy = y + row;
+        canvas_fill(d->cv, yy, x0, w, ST_NORMAL);
+        canvas_put(d->cv, yy, x0, 1, ST_LABEL, d->g->dot);
+        for (int k = 0; k < C__N; k++)
+            put_field(d, c, k, x0, yy, k == C_RANK ? ST_LABEL : ST_BOLD, f[k]);
+        if (row != 1 && c->end + 8 < w) {
+            const JobStat *sm = &st[JOB_METRIC_STEP_MS], *sl = &st[JOB_METRIC_LOSS];
+            int rm = row == 0 ? sm->min_rank : sm->max_rank, rl = row == 0 ? sl->min_rank : sl->max_rank;
+            char note[96] = "";
+            if (rm >= 0)
+                snprintf(note, sizeof note, "step_ms r%d  loss r%d", rm, rl);
+            canvas_put(d->cv, yy, x0 + c->end, w - c->end, ST_DIM, note);
+        }
+    }
+}
+
+static void draw_outliers(DrawCtx *d, int x0, int y, int w)
+{
+    JobOutlier out[16];
+    int n = job_outliers(d->j, d->now_ns, d->wall_ns, out, 16);
+    int x = x0 + canvas_put(d->cv, y, x0, w, ST_LABEL, "outliers: ");
+    if (n == 0) {
+        canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, "none");
+        return;
+    }
+    int kept = n < 16 ? n : 16;
+    for (int i = 0; i < kept; i++) {
+        char more[32];
+        snprintf(more, sizeof more, " +%d more", n - i);
+        int need = canvas_text_width(d->cv, out[i].text) + (i ? 3 : 0);
+        /* keep room to say how many did not fit */
+        if (x + need > x0 + w - (i + 1 < n ? (int)strlen(more) : 0)) {
+            canvas_put(d->cv, y, x, x0 + w - x, ST_WARN, more);
+            return;
+        }
+        if (i)
+            x += canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, " | ");
+        int st = out[i].kind <= JOB_OUT_ERROR ? ST_ERR : ST_WARN;
+        x += canvas_put(d->cv, y, x, x0 + w - x, st, out[i].text);
+    }
+    if (n > kept)
+        canvas_printf(d->cv, y, x, x0 + w - x, ST_WARN, " +%d more", n - kept);
+}
+
+int draw_ranks_want(const DrawCtx *d)
+{
+    int world = d->j->world;
+    return 1 + world + (world > 8 ? 4 : 0);
+}
+
+void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
+{
+    Ui *u = d->ui;
+    const Job *j = d->j;
+    if (h <= 0)
+        return;
+    Cols c;
+    choose_cols(w, &c);
+    draw_head(d, &c, x, y, w);
+    int row = y + 1, rows = h - 1;
+    /* when the ranks do not fit, the spread and the odd ones come first */
+    if (j->world > rows && rows >= 7) {
+        JobStat st[JOB_METRIC__COUNT];
+        job_rank_stats(j, d->now_ns, st);
+        draw_summary(d, &c, st, x, row, w);
+        draw_outliers(d, x, row + 3, w);
+        row += 4;
+        rows -= 4;
+    } else if (j->world > rows + 2 && rows >= 3) {
+        /* a few rows for many ranks: the odd ones first; a rank or two
+         * more than fit just scroll */
+        draw_outliers(d, x, row, w);
+        row++;
+        rows--;
+    }
+    if (rows < 0)
+        rows = 0;
+    u->list_y = row;
+    u->list_rows = rows < j->world ? rows : j->world;
+    if (u->ranks_top > j->world - u->list_rows)
+        u->ranks_top = j->world - u->list_rows;
+    if (u->ranks_top < 0)
+        u->ranks_top = 0;
+    bool focus = u->focus == PANEL_RANKS && u->overlay == UI_NO_OVERLAY;
+    /* who stands out, once per frame: rows say why */
+    JobOutlier *outs = malloc((size_t)j->world * sizeof *outs);
+    int *out_of = malloc((size_t)j->world * sizeof *out_of);
+    int nout = outs && out_of ? job_outliers(j, d->now_ns, d->wall_ns, outs, j->world) : 0;
+    if (out_of) {
+        for (int i = 0; i < j->world; i++)
+            out_of[i] = -1;
+        for (int i = 0; i < nout && i < j->world; i++)
+            out_of[outs[i].rank] = i;
+    }
+    for (int i = 0; i < u->list_rows; i++) {
+        int rank = u->order[u->ranks_top + i];
+        const JobOutlier *o = out_of && out_of[rank] >= 0 ? &outs[out_of[rank]] : NULL;
+        draw_rank_row(d, &c, &j->ranks[rank], o, x, row + i, w, focus && rank == u->sel);
+    }
+    free(outs);
+    free(out_of);
+    /* where the list is, on the title line: the rows above and below */
+    if (j->world > u->list_rows && u->rect[PANEL_RANKS].w > 0) {
+        char pos[64];
+        snprintf(pos, sizeof pos, " %d-%d of %d ", u->ranks_top + 1, u->ranks_top + u->list_rows, j->world);
+        int pw = canvas_text_width(d->cv, pos);
+        canvas_put(d->cv, y - 1, x + w - pw - 2, pw, ST_RULE, pos);
+    }
+}
+
+/* ---- detail ---- */
+
+static void fmt_secs(char *buf, size_t n, double s)
+{
+    if (s < 1)
+        snprintf(buf, n, "%.2fs", s);
+    else if (s < 120)
+        snprintf(buf, n, "%.1fs", s);
+    else
+        snprintf(buf, n, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
+}
+
+void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
+{
+    const Job *j = d->j;
+    const JobRank *r = &j->ranks[rank];
+    Canvas *cv = d->cv;
+    int end = y + h;
+    for (int i = 0; i < w; i++)
+        canvas_put(cv, y, x + i, 1, ST_RULE, d->g->hline);
+    int cx = x + 1 + canvas_printf(cv, y, x + 1, w - 1, ST_RULE_FOCUS, " rank %d ", rank);
+    canvas_put(cv, y, cx, x + w - cx, ST_RULE, " Esc closes, Up/Down: other ranks ");
+    int row = y + 1;
+    char since[32];
+    fmt_secs(since, sizeof since, (double)(d->now_ns - r->phase_since_ns) / 1e9);
+    canvas_printf(cv, row++, x, w, ST_BOLD, "host %s  pid %lld  %s  %s  state %s  phase %s for %s%s%s",
+                  r->host[0] ? r->host : "-", (long long)r->pid, r->device[0] ? r->device : "-",
+                  r->backend[0] ? r->backend : "-", rank_state_name(r->state),
+                  r->phase != PHASE_NONE ? phase_name(r->phase) : "-", since, r->how_ended[0] ? "  ended: " : "",
+                  r->how_ended);
+    if (row < end && r->have_step) {
+        const MsgStep *s = &r->last;
+        canvas_printf(cv, row++, x, w, ST_NORMAL,
+                      "step %lld  epoch %lld  loss %.4f  lr %g  samples %lld  step %.2f ms = fwd %.2f + bwd %.2f + "
+                      "opt %.2f  comm %.2f ms (exposed %.2f)  drops %llu",
+                      (long long)s->step, (long long)s->epoch, s->loss, s->lr, (long long)s->samples, s->step_ms,
+                      s->fwd_ms, s->bwd_ms, s->opt_ms, s->comm_ms, s->exposed_ms, (unsigned long long)s->drops);
+    }
+    if (row < end && r->have_step && r->last.dev_mem_total > 0)
+        canvas_printf(cv, row++, x, w, ST_NORMAL, "GPU memory in use on %s: %.2f of %.2f GiB (every process, as nvidia-smi)",
+                      r->device[0] ? r->device : "its device", (double)r->last.dev_mem / (1 << 30),
+                      (double)r->last.dev_mem_total / (1 << 30));
+    if (row < end && (r->phase == PHASE_ERROR || r->had_error) && r->detail[0])
+        canvas_printf(cv, row++, x, w, ST_ERR, "error: %s", r->detail);
+    /* phases, oldest first, with how long each lasted */
+    if (row < end && r->phases_len > 0) {
+        int cx = x + canvas_put(cv, row, x, w, ST_LABEL, "phases: ");
+        for (int i = r->phases_len - 1; i >= 0; i--) {
+            const JobPhaseRec *p = job_rank_phase_at(r, i);
+            const JobPhaseRec *next = i > 0 ? job_rank_phase_at(r, i - 1) : NULL;
+            int64_t until = next ? next->since_ns : d->now_ns;
+            char dur[32], seg[96];
+            fmt_secs(dur, sizeof dur, (double)(until - p->since_ns) / 1e9);
+            snprintf(seg, sizeof seg, "%s%s %s%s", i < r->phases_len - 1 ? " > " : "", phase_name(p->phase), dur,
+                     next ? "" : " (now)");
+            cx += canvas_put(cv, row, cx, x + w - cx, next ? ST_NORMAL : ST_BOLD, seg);
+        }
+        row++;
+    }
+    if (row < end) {
+        if (r->have_shard) {
+            char first[256] = "";
+            size_t len = 0;
+            for (int i = 0; i < r->n_first && len + 24 < sizeof first; i++)
+                len += (size_t)snprintf(first + len, sizeof first - len, "%s%lld", i ? " " : "", (long long)r->first_idx[i]);
+            canvas_printf(cv, row++, x, w, ST_NORMAL, "shard: epoch %lld  %lld samples (total %lld, padding %lld)%s  first %s",
+                          (long long)r->shard_epoch, (long long)r->num_samples, (long long)r->total_size,
+                          (long long)r->padding, r->shard_shuffle ? "  shuffled" : "", first);
+        } else {
+            canvas_put(cv, row++, x, w, ST_DIM, "shard: none reported yet");
+        }
+    }
+    /* recent collectives */
+    if (row + 1 < end) {
+        canvas_fill(cv, row, x, w, ST_TITLE);
+        canvas_printf(cv, row++, x, w, ST_TITLE, "%8s %-10s %6s %7s %9s %9s %9s %8s %8s", "SEQ", "OP", "BUCKET",
+                      "STEP", "BYTES", "QUEUED_MS", "TOOK_MS", "ALGBW", "BUSBW");
+        int n = r->colls_len;
+        if (n == 0 && row < end)
+            canvas_put(cv, row++, x, w, ST_DIM, "no collective reported yet");
+        for (int i = 0; i < n && row < end - 2; i++) {
+            const JobCollRec *c = job_rank_coll_at(r, i);
+            char b[24], bk[16];
+            draw_fmt_bytes(b, sizeof b, (double)c->c.bytes);
+            if (c->c.bucket >= 0)
+                snprintf(bk, sizeof bk, "%d", (int)c->c.bucket);
+            else
+                snprintf(bk, sizeof bk, "-");
+            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8.2f %8.2f",
+                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms,
+                          c->c.algbw_gbs, c->c.busbw_gbs);
+        }
+    }
+    /* its log lines, then its events */
+    if (row < end) {
+        canvas_put(cv, row++, x, w, ST_LABEL, "last log lines:");
+        if (r->logs_len == 0 && row < end)
+            canvas_put(cv, row++, x + 2, w - 2, ST_DIM, "none");
+        for (int i = r->logs_len - 1; i >= 0 && row < end; i--) {
+            const JobLogRec *l = job_rank_log_at(r, i);
+            char when[16] = "--:--:--";
+            time_t secs = (time_t)(l->t_ns / 1000000000LL);
+            struct tm tm;
+            if (localtime_r(&secs, &tm))
+                strftime(when, sizeof when, "%H:%M:%S", &tm);
+            int st = l->level == EV_ERROR ? ST_ERR : l->level == EV_WARN ? ST_WARN : ST_NORMAL;
+            canvas_printf(cv, row++, x + 2, w - 2, st, "%s %s", when, l->text);
+        }
+    }
+    if (row + 1 < end) {
+        canvas_put(cv, row++, x, w, ST_LABEL, "events of this rank:");
+        draw_events(d, x + 2, row, w - 2, end - row, rank);
+    }
+}

@@ -1,0 +1,112 @@
+/* plot.c — dots to cells. See plot.h.
+ *
+ * Braille: U+2800 plus one bit per dot; columns 0/1 and rows 0..3 map to
+ * bits 0,1,2,6 / 3,4,5,7 (the Unicode braille layout). Main thread.
+ */
+#include "screen/plot.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t braille_bit[2][4] = {{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}};
+
+int plot_begin(Plot *p, Canvas *cv, int x, int y, int w, int h, bool braille)
+{
+    memset(p, 0, sizeof *p);
+    if (w <= 0 || h <= 0)
+        return -1;
+    p->cv = cv;
+    p->x = x;
+    p->y = y;
+    p->w = w;
+    p->h = h;
+    p->braille = braille;
+    p->px_w = braille ? 2 * w : w;
+    p->px_h = braille ? 4 * h : h;
+    size_t n = (size_t)w * (size_t)h;
+    p->dots = calloc(n, 1);
+    p->style = calloc(n, 1);
+    p->prio = calloc(n, 1);
+    p->glyph = calloc(n, sizeof *p->glyph);
+    if (!p->dots || !p->style || !p->prio || !p->glyph) {
+        plot_end(p);
+        return -1;
+    }
+    return 0;
+}
+
+static void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
+{
+    if (!p->dots || px < 0 || py < 0 || px >= p->px_w || py >= p->px_h)
+        return;
+    int cx = p->braille ? px / 2 : px, cy = p->braille ? py / 4 : py;
+    size_t i = (size_t)cy * (size_t)p->w + (size_t)cx;
+    if (p->braille)
+        p->dots[i] |= braille_bit[px % 2][py % 4];
+    else
+        p->dots[i] = 1;
+    if (layer >= p->prio[i]) {
+        p->prio[i] = (uint8_t)layer;
+        p->style[i] = (uint8_t)style;
+        p->glyph[i] = glyph;
+    }
+}
+
+void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph)
+{
+    if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1))
+        return;
+    int ax = (int)lround(x0), ay = (int)lround(y0), bx = (int)lround(x1), by = (int)lround(y1);
+    /* clip far-off coordinates before stepping through them */
+    if ((ax < 0 && bx < 0) || (ax >= p->px_w && bx >= p->px_w))
+        return;
+    int dx = abs(bx - ax), dy = -abs(by - ay);
+    int sx = ax < bx ? 1 : -1, sy = ay < by ? 1 : -1;
+    int err = dx + dy;
+    for (int guard = 0; guard < 100000; guard++) {
+        dot(p, ax, ay, style, layer, glyph);
+        if (ax == bx && ay == by)
+            break;
+        int e2 = 2 * err;
+        if (e2 >= dy) {
+            err += dy;
+            ax += sx;
+        }
+        if (e2 <= dx) {
+            err += dx;
+            ay += sy;
+        }
+    }
+}
+
+void plot_vspan(Plot *p, int x, double y0, double y1, int style, int layer, uint32_t glyph)
+{
+    if (!isfinite(y0) || !isfinite(y1))
+        return;
+    int a = (int)lround(fmin(y0, y1)), b = (int)lround(fmax(y0, y1));
+    if (a < 0) a = 0;
+    if (b >= p->px_h) b = p->px_h - 1;
+    for (int y = a; y <= b; y++)
+        dot(p, x, y, style, layer, glyph);
+}
+
+void plot_end(Plot *p)
+{
+    if (p->dots && p->cv) {
+        for (int cy = 0; cy < p->h; cy++)
+            for (int cx = 0; cx < p->w; cx++) {
+                size_t i = (size_t)cy * (size_t)p->w + (size_t)cx;
+                if (!p->dots[i])
+                    continue;
+                uint32_t ch = p->braille ? 0x2800u + p->dots[i] : p->glyph[i];
+                canvas_set(p->cv, p->y + cy, p->x + cx, ch, p->style[i]);
+            }
+    }
+    free(p->dots);
+    free(p->style);
+    free(p->prio);
+    free(p->glyph);
+    p->dots = p->style = p->prio = NULL;
+    p->glyph = NULL;
+}

@@ -1,0 +1,444 @@
+/* view_tui.c — the interactive ncurses screen: opens and restores the
+ * terminal, turns terminal keys and mouse events into ui.h's codes, and
+ * copies a drawn Canvas (draw.h) to the screen.
+ *
+ * Owns: the curses SCREEN, its colours and the mouse mask, the Ui state
+ * and the canvas of the screen. Reads the Job, never changes it. Main
+ * thread only; never called from a signal handler (resize arrives as
+ * KEY_RESIZE through view_tui_poll_key).
+ *
+ * A frame is: canvas (every cell decided in memory) -> the rows that differ
+ * from the last frame, in runs of one style, one call each -> one refresh;
+ * curses sends only the difference, so there is no flicker, and an
+ * unchanged row costs a comparison, not a trip through curses.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#ifndef _XOPEN_SOURCE_EXTENDED
+#define _XOPEN_SOURCE_EXTENDED 1
+#endif
+#ifndef NCURSES_WIDECHAR
+#define NCURSES_WIDECHAR 1
+#endif
+#include "view/view.h"
+
+#include <fcntl.h>
+#include <langinfo.h>
+#include <ncurses.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "screen/canvas.h"
+#include "screen/draw.h"
+
+enum {
+    CP_LABEL = 1, CP_TITLE, CP_RULE, CP_OK, CP_WARN, CP_ERR, CP_ROW_WARN, CP_ROW_ERR,
+    CP_BADGE_INFO, CP_BADGE_OK, CP_BADGE_WARN, CP_BADGE_ERR, CP_BAND, CP_EVAL,
+    CP_SERIES0,                      /* eight follow */
+};
+
+struct ViewTui {
+    SCREEN *scr;
+    FILE *tty;                       /* /dev/tty when stdin/stdout are not the terminal */
+    bool utf8, color;
+    bool clear_next;                 /* Ctrl-L: repaint everything next frame */
+    bool mouse_on;                   /* the mask in force */
+    attr_t attr[ST__COUNT];          /* style -> curses attributes */
+    Ui ui;
+    Canvas cv;
+    Canvas prev;                     /* what the terminal shows now */
+    /* replay mode (view_tui_set_replay): keys seen first, and the key line */
+    ViewKeyHook hook;
+    void *hook_ctx;
+    const char *const (*keys)[2];
+    int n_keys;
+};
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+}
+
+/* Colours when the terminal has them; otherwise bold, reverse, underline
+ * and dim carry the same meaning. */
+static void setup_styles(ViewTui *v)
+{
+    attr_t *a = v->attr;
+    for (int i = 0; i < ST__COUNT; i++)
+        a[i] = A_NORMAL;
+    a[ST_DIM] = A_DIM;
+    a[ST_BOLD] = A_BOLD;
+    a[ST_SEL] = A_REVERSE;
+    a[ST_KEY] = A_REVERSE | A_BOLD;
+    a[ST_AXIS] = A_DIM;
+    if (!v->color) {
+        a[ST_TITLE] = A_REVERSE;
+        a[ST_RULE_FOCUS] = A_REVERSE | A_BOLD;
+        a[ST_BADGE_INFO] = a[ST_BADGE_OK] = a[ST_BADGE_WARN] = A_REVERSE | A_BOLD;
+        a[ST_BADGE_ERR] = A_REVERSE | A_BOLD | A_UNDERLINE;
+        a[ST_WARN] = A_BOLD;
+        a[ST_ERR] = A_BOLD | A_UNDERLINE;
+        a[ST_ROW_WARN] = A_BOLD | A_UNDERLINE;
+        a[ST_ROW_ERR] = A_REVERSE | A_BOLD;
+        a[ST_MEAN] = A_BOLD;
+        a[ST_BAND] = A_DIM;
+        a[ST_EVAL] = A_BOLD;
+        return;
+    }
+    start_color();
+    short bg = use_default_colors() == OK ? -1 : COLOR_BLACK;
+    init_pair(CP_LABEL, COLOR_CYAN, bg);
+    init_pair(CP_TITLE, COLOR_BLACK, COLOR_CYAN);
+    init_pair(CP_RULE, COLOR_CYAN, bg);
+    init_pair(CP_OK, COLOR_GREEN, bg);
+    init_pair(CP_WARN, COLOR_YELLOW, bg);
+    init_pair(CP_ERR, COLOR_RED, bg);
+    init_pair(CP_ROW_WARN, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(CP_ROW_ERR, COLOR_WHITE, COLOR_RED);
+    init_pair(CP_BADGE_INFO, COLOR_WHITE, COLOR_BLUE);
+    init_pair(CP_BADGE_OK, COLOR_BLACK, COLOR_GREEN);
+    init_pair(CP_BADGE_WARN, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(CP_BADGE_ERR, COLOR_WHITE, COLOR_RED);
+    init_pair(CP_BAND, COLOR_BLUE, bg);
+    init_pair(CP_EVAL, COLOR_MAGENTA, bg);
+    /* eight series colours; the last two use the 256-colour palette when
+     * there is one, else bold variants */
+    short series[8] = {COLOR_CYAN, COLOR_YELLOW, COLOR_MAGENTA, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_WHITE,
+                       COLOR_GREEN};
+    if (COLORS >= 256) {
+        series[6] = 208;             /* orange */
+        series[7] = 141;             /* violet */
+    }
+    for (int i = 0; i < 8; i++) {
+        init_pair((short)(CP_SERIES0 + i), series[i], bg);
+        a[ST_SERIES0 + i] = COLOR_PAIR(CP_SERIES0 + i) | (COLORS < 256 && i >= 6 ? A_BOLD : 0);
+    }
+    a[ST_LABEL] = COLOR_PAIR(CP_LABEL);
+    a[ST_TITLE] = COLOR_PAIR(CP_TITLE);
+    a[ST_RULE] = COLOR_PAIR(CP_RULE);
+    a[ST_RULE_FOCUS] = COLOR_PAIR(CP_RULE) | A_BOLD | A_REVERSE;
+    a[ST_BADGE_INFO] = COLOR_PAIR(CP_BADGE_INFO) | A_BOLD;
+    a[ST_BADGE_OK] = COLOR_PAIR(CP_BADGE_OK) | A_BOLD;
+    a[ST_BADGE_WARN] = COLOR_PAIR(CP_BADGE_WARN) | A_BOLD;
+    a[ST_BADGE_ERR] = COLOR_PAIR(CP_BADGE_ERR) | A_BOLD;
+    a[ST_OK] = COLOR_PAIR(CP_OK);
+    a[ST_WARN] = COLOR_PAIR(CP_WARN) | A_BOLD;
+    a[ST_ERR] = COLOR_PAIR(CP_ERR) | A_BOLD;
+    a[ST_ROW_WARN] = COLOR_PAIR(CP_ROW_WARN);
+    a[ST_ROW_ERR] = COLOR_PAIR(CP_ROW_ERR) | A_BOLD;
+    a[ST_MEAN] = A_BOLD;
+    a[ST_BAND] = COLOR_PAIR(CP_BAND);
+    a[ST_EVAL] = COLOR_PAIR(CP_EVAL) | A_BOLD;
+}
+
+static void apply_mouse(ViewTui *v)
+{
+    if (v->ui.mouse == v->mouse_on)
+        return;
+    mmask_t m = 0;
+    if (v->ui.mouse) {
+        m = BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED;
+#ifdef BUTTON5_PRESSED
+        m |= BUTTON5_PRESSED;
+#endif
+    }
+    mousemask(m, NULL);
+    v->mouse_on = v->ui.mouse;
+}
+
+int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
+{
+    *out = NULL;
+    const char *term = getenv("TERM");
+    if (!term || !*term) {
+        set_err(err, errlen, "TERM is not set");
+        return -1;
+    }
+    ViewTui *v = calloc(1, sizeof *v);
+    if (!v || ui_init(&v->ui, world)) {
+        free(v);
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    FILE *in = stdin, *outf = stdout;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        /* stdout sent to a file (for the summary) or stdin piped: draw on
+         * the controlling terminal, as fzf and less do; none means no screen */
+        int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        v->tty = fd >= 0 ? fdopen(fd, "r+") : NULL;
+        if (!v->tty) {
+            if (fd >= 0)
+                close(fd);
+            set_err(err, errlen, "not a terminal");
+            ui_done(&v->ui);
+            free(v);
+            return -1;
+        }
+        in = outf = v->tty;
+    }
+    /* newterm, not initscr: initscr exits the process on an unknown TERM */
+    v->scr = newterm(NULL, outf, in);
+    if (!v->scr) {
+        if (err && errlen)
+            snprintf(err, errlen, "unknown terminal type '%.40s'", term);
+        if (v->tty)
+            fclose(v->tty);
+        ui_done(&v->ui);
+        free(v);
+        return -1;
+    }
+    set_term(v->scr);
+    const char *cs = nl_langinfo(CODESET);
+    v->utf8 = cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+    const char *nc = getenv("NO_COLOR");
+    v->color = !(nc && *nc) && has_colors();
+    setup_styles(v);
+    canvas_init(&v->cv, v->utf8);
+    canvas_init(&v->prev, v->utf8);
+    noecho();
+    cbreak();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);                /* Esc closes things: do not wait a second for a sequence */
+    curs_set(0);                     /* some terminals cannot: not an error */
+    typeahead(-1);                   /* keys are read by the loop: no poll in every refresh */
+    mouseinterval(200);
+    v->mouse_on = false;
+    apply_mouse(v);
+    *out = v;
+    return 0;
+}
+
+void view_tui_close(ViewTui **pv)
+{
+    if (!pv || !*pv)
+        return;
+    ViewTui *v = *pv;
+    set_term(v->scr);
+    mousemask(0, NULL);
+    curs_set(1);
+    endwin();
+    delscreen(v->scr);
+    if (v->tty)
+        fclose(v->tty);
+    canvas_done(&v->cv);
+    canvas_done(&v->prev);
+    ui_done(&v->ui);
+    free(v);
+    *pv = NULL;
+}
+
+static int translate(int ch)
+{
+    switch (ch) {
+    case KEY_UP: return UI_KEY_UP;
+    case KEY_DOWN: return UI_KEY_DOWN;
+    case KEY_LEFT: return UI_KEY_LEFT;
+    case KEY_RIGHT: return UI_KEY_RIGHT;
+    case KEY_PPAGE: return UI_KEY_PGUP;
+    case KEY_NPAGE: return UI_KEY_PGDN;
+    case KEY_HOME: return UI_KEY_HOME;
+    case KEY_END: return UI_KEY_END;
+    case '\t': return UI_KEY_TAB;
+    case KEY_BTAB: return UI_KEY_BTAB;
+    case '\n': case '\r': case KEY_ENTER: return UI_KEY_ENTER;
+    case 27: return UI_KEY_ESC;
+    case KEY_BACKSPACE: case 127: case 8: return UI_KEY_BACKSPACE;
+    case KEY_RESIZE: return UI_KEY_RESIZE;
+    case 'L' & 0x1f: return UI_KEY_REDRAW;
+    default: return ch;
+    }
+}
+
+static ViewAction on_mouse(ViewTui *v, const Job *j)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return VIEW_ACT_NONE;
+    UiMouse kind;
+    if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
+        kind = UI_MOUSE_DOUBLE;
+    else if (ev.bstate & BUTTON1_CLICKED)
+        kind = UI_MOUSE_CLICK;
+    else if (ev.bstate & BUTTON4_PRESSED)
+        kind = UI_MOUSE_WHEEL_UP;
+#ifdef BUTTON5_PRESSED
+    else if (ev.bstate & BUTTON5_PRESSED)
+        kind = UI_MOUSE_WHEEL_DOWN;
+#endif
+    else
+        return VIEW_ACT_NONE;
+    return ui_mouse(&v->ui, kind, ev.x, ev.y, j);
+}
+
+ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
+{
+    if (!v)
+        return VIEW_ACT_NONE;
+    set_term(v->scr);
+    int ch;
+    while ((ch = getch()) != ERR) {
+        ViewAction a;
+        if (ch == KEY_MOUSE) {
+            a = on_mouse(v, j);
+        } else {
+            int key = translate(ch);
+            if (key == UI_KEY_REDRAW)
+                v->clear_next = true;
+            if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW && v->hook(v->hook_ctx, key))
+                return VIEW_ACT_REDRAW;
+            a = ui_key(&v->ui, key, j, running);
+        }
+        apply_mouse(v);
+        if (a != VIEW_ACT_NONE)
+            return a;
+    }
+    return VIEW_ACT_NONE;
+}
+
+int view_tui_fault_pick(const ViewTui *v, int *rank)
+{
+    if (rank)
+        *rank = v ? v->ui.fault_rank : 0;
+    return v ? v->ui.fault_pick : 0;
+}
+
+/* Write cells [x0, x1) of row y: one call per run of one style. The
+ * bottom-right cell is left alone: writing it makes some terminals scroll. */
+static void put_cells(ViewTui *v, int y, int x0, int x1)
+{
+    const Canvas *c = &v->cv;
+    const Cell *row = &c->cells[(size_t)y * (size_t)c->w];
+    if (y == c->h - 1 && x1 == c->w)
+        x1--;
+    wchar_t run[1024];
+    int x = x0;
+    while (x < x1) {
+        int style = row[x].style, start = x, n = 0;
+        while (x < x1 && row[x].style == style && n < (int)(sizeof run / sizeof run[0]) - 1) {
+            if (row[x].ch != 0)
+                run[n++] = (wchar_t)row[x].ch;
+            x++;
+        }
+        if (n > 0) {
+            run[n] = L'\0';
+            attrset(v->attr[style < ST__COUNT ? style : ST_NORMAL]);
+            mvaddnwstr(y, start, run, n);
+        }
+    }
+    attrset(A_NORMAL);
+}
+
+/* Row y, only where it differs from what the terminal shows (all of it
+ * when full): spans of changed cells, bridging gaps of a few unchanged
+ * ones, widened so a wide character is never cut in half. */
+static void blit_row(ViewTui *v, int y, bool full)
+{
+    const Canvas *c = &v->cv;
+    if (full) {
+        put_cells(v, y, 0, c->w);
+        return;
+    }
+    const Cell *now = &c->cells[(size_t)y * (size_t)c->w], *was = &v->prev.cells[(size_t)y * (size_t)c->w];
+    int x = 0;
+    while (x < c->w) {
+        if (now[x].ch == was[x].ch && now[x].style == was[x].style) {
+            x++;
+            continue;
+        }
+        /* the span ends after its last changed cell with no change in
+         * the 4 cells that follow */
+        int start = x, last = x;
+        for (int k = x + 1; k < c->w && k - last <= 4; k++)
+            if (now[k].ch != was[k].ch || now[k].style != was[k].style)
+                last = k;
+        int end = last + 1;
+        while (start > 0 && now[start].ch == 0)
+            start--;                 /* the left half of a wide character */
+        while (end < c->w && now[end].ch == 0)
+            end++;                   /* its right half */
+        put_cells(v, y, start, end);
+        x = end;
+    }
+}
+
+void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n)
+{
+    if (!v)
+        return;
+    v->ui.help_title = title;
+    v->ui.help_keys = lines;
+    v->ui.n_help_keys = lines ? n : 0;
+}
+
+void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys)
+{
+    if (!v)
+        return;
+    v->hook = hook;
+    v->hook_ctx = ctx;
+    v->keys = keys;
+    v->n_keys = keys ? n_keys : 0;
+}
+
+/* The replay's key line in place of the live one (the bottom row). */
+static void draw_replay_keys(ViewTui *v)
+{
+    Canvas *c = &v->cv;
+    int y = c->h - 1, w = c->w, x = 0;
+    if (c->w < DRAW_MIN_W || c->h < DRAW_MIN_H)
+        return;
+    canvas_fill(c, y, 0, w, ST_NORMAL);
+    for (int i = 0; i < v->n_keys; i++) {
+        int need = canvas_text_width(c, v->keys[i][0]) + 1 + canvas_text_width(c, v->keys[i][1]);
+        if (x + need > w)
+            break;
+        x += canvas_put(c, y, x, w - x, ST_KEY, v->keys[i][0]);
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, " ");
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, v->keys[i][1]);
+        x += canvas_put(c, y, x, w - x, ST_NORMAL, "  ");
+    }
+}
+
+void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    view_tui_draw_at(v, j, now_ns, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, status);
+}
+
+void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status)
+{
+    if (!v || !j)
+        return;
+    set_term(v->scr);
+    if (v->clear_next) {
+        clearok(curscr, TRUE);
+        v->clear_next = false;
+        v->prev.w = -1;              /* and rewrite every row */
+    }
+    int h, w;
+    getmaxyx(stdscr, h, w);
+    if (canvas_reset(&v->cv, w, h))
+        return;
+    draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
+    if (v->n_keys > 0)
+        draw_replay_keys(v);
+    /* a new size or Ctrl-L: everything; else the rows that changed */
+    bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
+    if (full)
+        erase();
+    for (int y = 0; y < h; y++)
+        blit_row(v, y, full);
+    refresh();
+    if (canvas_reset(&v->prev, w, h) == 0)
+        memcpy(v->prev.cells, v->cv.cells, (size_t)w * (size_t)h * sizeof *v->cv.cells);
+    else
+        v->prev.w = -1;              /* no copy: the next frame is a full one */
+}

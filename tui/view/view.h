@@ -1,0 +1,75 @@
+/* view.h — the ways ddptop shows a job: the ncurses screen, the headless
+ * progress printer and JSON lines. They read the Job model; none of them
+ * changes it. Main thread only.
+ */
+#ifndef DDPTOP_VIEW_H
+#define DDPTOP_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/hang.h"
+#include "model/job.h"
+#include "view/ui.h"               /* ViewAction, the screen's state and keys */
+
+/* ---- interactive screen (view_tui.c; drawing in draw_*.c) ---- */
+typedef struct ViewTui ViewTui;
+
+/* Take over the terminal for a job of `world` ranks (UTF-8 when the locale
+ * is, ASCII otherwise; colours unless NO_COLOR is set or the terminal has
+ * none). When stdin or stdout is not a terminal (stdout sent to a file for
+ * the summary), the screen goes to the controlling terminal, /dev/tty.
+ * Returns 0 or -1 with err (no terminal at all: "not a terminal"; unknown
+ * TERM). */
+int view_tui_open(ViewTui **out, int world, char *err, size_t errlen);
+/* Give the terminal back (endwin). Safe on NULL; sets *v = NULL. */
+void view_tui_close(ViewTui **v);
+/* Draw the whole screen. `status` is a one-line message from the run loop
+ * (e.g. "stopping: ranks agree on the last step..."), may be NULL. */
+void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status);
+/* Read pending keys and mouse events without blocking; view keys change
+ * the screen's state. Returns the first action (NONE if none); the rest
+ * stay queued. running: training is under way (q then asks first). */
+ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running);
+
+/* After VIEW_ACT_FAULT: the fault picked in the f menu (UiFault) and the
+ * rank it was opened on. */
+int view_tui_fault_pick(const ViewTui *v, int *rank);
+
+/* Replay mode (`ddptop replay`, replay.c). The model is rebuilt from a
+ * recording, so the clocks are the recording's: draw at its monotonic
+ * now_ns and its wall-clock wall_ns (view_tui_draw uses the real wall
+ * clock). view_tui_set_replay installs a hook that sees every key (ui.h
+ * codes) before the screen's own keys do, and returns nonzero when it
+ * took the key (the poll then answers VIEW_ACT_REDRAW), and a key line of
+ * n_keys {key, what} pairs drawn in place of the live one (c d p need live
+ * workers). The keys array must outlive the view; it is read at each draw,
+ * so its labels may change. NULL hook and keys: live mode again. */
+typedef int (*ViewKeyHook)(void *ctx, int key);
+void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys);
+void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status);
+/* The ? box of such a mode: title and its own key lines ("\tkey\twhat"),
+ * shown above the navigation keys every mode shares. Must outlive the view. */
+void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n);
+
+/* ---- headless (view_headless.c) ---- */
+typedef struct {
+    FILE *out;
+    bool json;              /* one JSON object per event instead of text */
+    int64_t last_print_ns;  /* monotonic; progress lines once a second */
+    uint64_t ev_printed;    /* job events already printed (compared with ev_total) */
+    int evals_printed;      /* job evals already printed (compared with n_evals) */
+} ViewHeadless;
+
+void view_headless_init(ViewHeadless *h, FILE *out, bool json);
+/* Print new events, and a progress line when a second has passed. */
+void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns);
+/* Final summary: one line per rank and the job's verdict (pending events
+ * are left to view_headless_tick). */
+void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns);
+/* JSON mode: one {"k":"hang",...} object for a new hang verdict (text mode
+ * prints nothing: the verdict is also an event line). */
+void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns);
+
+#endif

@@ -1,0 +1,279 @@
+/* comm.c — comm.h's dispatch: one Comm, whichever backend.
+ *
+ * Owns: picking the backend's operations table by CommConfig.backend (the
+ * tables live beside their backends: comm_gloo.cc, comm_nccl.cu or
+ * comm_nccl_none.c), the tickets that name collectives for comm_timing and
+ * the host-measured times of backends whose calls finish before they
+ * return, and — for device "cuda" with a host-only backend (Gloo) — the
+ * GpuStage through which device buffers go to host memory and back.
+ * Does not own any library state: that is the backend's `impl`.
+ *
+ * Threads: as comm.h — one thread at a time per Comm, except comm_abort,
+ * which reads only the fields comm_new set.
+ */
+#include "comm/comm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/comm_backend.h"
+#include "cuda/gpu.h"
+
+static const CommOps *const backends[] = {&comm_gloo_ops, &comm_nccl_ops};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+struct Comm {
+    const CommOps *ops;
+    void *impl;
+    GpuStage *stage;        /* device "cuda" over a host-only backend */
+    int64_t last_ticket;
+    /* Host-measured times, for backends without a timing operation. */
+    struct {
+        int64_t ticket;
+        CommTiming t;
+    } times[COMM_TIMING_KEEP];
+    char failed[256];       /* a staging copy failed: every later call refuses */
+};
+
+static void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    int k = snprintf(err, errlen, "comm.c:%d: ", line);
+    if (k < 0 || (size_t)k >= errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+/* The clock of proto_now_ns, so times go into coll messages unchanged. */
+static int64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const CommOps *find_backend(const char *name)
+{
+    for (size_t i = 0; name && i < N_BACKENDS; i++)
+        if (!strcmp(backends[i]->name, name)) return backends[i];
+    return NULL;
+}
+
+static int usable(const Comm *c, const char *op, int line, char *err, size_t errlen)
+{
+    if (!c) {
+        put_err(err, errlen, line, "%s: no communicator", op);
+        return -1;
+    }
+    if (c->failed[0]) {
+        put_err(err, errlen, line, "%s: communicator failed earlier (%s)", op, c->failed);
+        return -1;
+    }
+    return 0;
+}
+
+/* Keep the first staging failure for later calls, as the backends do. */
+static int stage_failed(Comm *c, const char *err)
+{
+    if (!c->failed[0]) snprintf(c->failed, sizeof c->failed, "%s", err ? err : "staging failed");
+    return -1;
+}
+
+int comm_new(Comm **out, const CommConfig *cfg, char *err, size_t errlen)
+{
+    if (!out) {
+        put_err(err, errlen, __LINE__, "comm_new: out is NULL");
+        return -1;
+    }
+    *out = NULL;
+    if (!cfg) {
+        put_err(err, errlen, __LINE__, "comm_new: missing config");
+        return -1;
+    }
+    const CommOps *ops = find_backend(cfg->backend);
+    if (!ops) {
+        put_err(err, errlen, __LINE__, "comm_new: unknown backend '%s' (gloo, nccl)",
+                cfg->backend ? cfg->backend : "(null)");
+        return -1;
+    }
+    int cuda = 0;
+    if (cfg->device && strcmp(cfg->device, "cpu") != 0) {
+        if (strcmp(cfg->device, "cuda") != 0) {
+            put_err(err, errlen, __LINE__, "comm_new: unknown device '%s' (cpu, cuda)",
+                    cfg->device);
+            return -1;
+        }
+        cuda = 1;
+    }
+    Comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        put_err(err, errlen, __LINE__, "comm_new: out of memory");
+        return -1;
+    }
+    c->ops = ops;
+    /* Stage before the rendezvous: without a GPU this fails at once, not
+     * after every peer has connected. */
+    int ngpu = 0;
+    if (cuda && ops->compiled && !ops->device_buffers &&
+        (gpu_count(&ngpu, err, errlen) != 0 ||
+         gpu_stage_new(&c->stage, cfg->stream, err, errlen) != 0)) {
+        free(c);
+        return -1;
+    }
+    if (ops->create(&c->impl, cfg, err, errlen) != 0) {
+        gpu_stage_free(&c->stage);
+        free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+static void keep_time(Comm *c, int64_t ticket, int64_t t0, int64_t t1)
+{
+    if (c->ops->timing) return;
+    int k = (int)(ticket % COMM_TIMING_KEEP);
+    c->times[k].ticket = ticket;
+    c->times[k].t.start_ns = t0;
+    c->times[k].t.done_ns = t1;
+}
+
+static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int async,
+                     int64_t *ticket, char *err, size_t errlen)
+{
+    if (usable(c, "allreduce", __LINE__, err, errlen) != 0) return -1;
+    int64_t tk = ++c->last_ticket;
+    if (ticket) *ticket = tk;
+    int64_t t0 = wall_ns();
+    int rc;
+    if (c->stage && n > 0) {
+        if (!buf) {
+            put_err(err, errlen, __LINE__, "allreduce: buffer is NULL");
+            return -1;
+        }
+        void *host = NULL;
+        if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &host, err, errlen) != 0)
+            return stage_failed(c, err);
+        rc = c->ops->allreduce(c->impl, (float *)host, n, tag, NULL, 0, tk, err, errlen);
+        if (rc == 0 && gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0)
+            return stage_failed(c, err);
+    } else {
+        rc = c->ops->allreduce(c->impl, buf, n, tag, ready, async, tk, err, errlen);
+    }
+    if (rc == 0) keep_time(c, tk, t0, wall_ns());
+    return rc;
+}
+
+int comm_allreduce_sum_f32(Comm *c, float *buf, size_t n, uint32_t tag, char *err, size_t errlen)
+{
+    return allreduce(c, buf, n, tag, NULL, 0, NULL, err, errlen);
+}
+
+int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready,
+                                 int64_t *ticket, char *err, size_t errlen)
+{
+    return allreduce(c, buf, n, tag, ready, 1, ticket, err, errlen);
+}
+
+int comm_join(Comm *c, char *err, size_t errlen)
+{
+    if (usable(c, "join", __LINE__, err, errlen) != 0) return -1;
+    return c->ops->join ? c->ops->join(c->impl, err, errlen) : 0;
+}
+
+int comm_timing(Comm *c, int64_t ticket, CommTiming *out, char *err, size_t errlen)
+{
+    if (!c) {
+        put_err(err, errlen, __LINE__, "timing: no communicator");
+        return -1;
+    }
+    if (ticket < 1 || ticket > c->last_ticket) {
+        put_err(err, errlen, __LINE__, "timing: no collective %lld (last is %lld)",
+                (long long)ticket, (long long)c->last_ticket);
+        return -1;
+    }
+    if (ticket <= c->last_ticket - COMM_TIMING_KEEP) return 1;
+    if (c->ops->timing) return c->ops->timing(c->impl, ticket, out, err, errlen);
+    int k = (int)(ticket % COMM_TIMING_KEEP);
+    if (c->times[k].ticket != ticket) return 1;   /* that call failed */
+    *out = c->times[k].t;
+    return 0;
+}
+
+int comm_broadcast_f32(Comm *c, float *buf, size_t n, int root, char *err, size_t errlen)
+{
+    if (usable(c, "broadcast", __LINE__, err, errlen) != 0) return -1;
+    int64_t tk = ++c->last_ticket;
+    int64_t t0 = wall_ns();
+    int rc;
+    if (c->stage && n > 0) {
+        if (!buf) {
+            put_err(err, errlen, __LINE__, "broadcast: buffer is NULL");
+            return -1;
+        }
+        void *host = NULL;
+        if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), NULL, &host, err, errlen) != 0)
+            return stage_failed(c, err);
+        rc = c->ops->broadcast(c->impl, (float *)host, n, root, tk, err, errlen);
+        if (rc == 0 && gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0)
+            return stage_failed(c, err);
+    } else {
+        rc = c->ops->broadcast(c->impl, buf, n, root, tk, err, errlen);
+    }
+    if (rc == 0) keep_time(c, tk, t0, wall_ns());
+    return rc;
+}
+
+int comm_barrier(Comm *c, char *err, size_t errlen)
+{
+    if (usable(c, "barrier", __LINE__, err, errlen) != 0) return -1;
+    return c->ops->barrier(c->impl, err, errlen);
+}
+
+void comm_abort(Comm *c)
+{
+    if (c && c->ops->abort) c->ops->abort(c->impl);
+}
+
+int comm_destroy(Comm **pc, char *err, size_t errlen)
+{
+    if (!pc || !*pc) return 0;
+    Comm *c = *pc;
+    int rc = c->ops->destroy(c->impl, err, errlen);
+    gpu_stage_free(&c->stage);
+    free(c);
+    *pc = NULL;
+    return rc;
+}
+
+void comm_free(Comm **pc)
+{
+    char err[256];
+    if (pc) comm_abort(*pc);   /* never wait for peers that may be gone */
+    comm_destroy(pc, err, sizeof err);
+}
+
+const char *comm_describe(const Comm *c)
+{
+    if (!c) return "none";
+    return c->ops->describe ? c->ops->describe(c->impl) : c->ops->name;
+}
+
+const char *comm_version(const char *backend)
+{
+    const CommOps *ops = find_backend(backend);
+    return ops && ops->compiled ? ops->version() : NULL;
+}
+
+int comm_available(const char *backend)
+{
+    const CommOps *ops = find_backend(backend);
+    return ops && ops->compiled;
+}

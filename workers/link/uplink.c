@@ -1,0 +1,362 @@
+/* uplink.c — the worker side of ddptop's sockets. See uplink.h.
+ *
+ * Telemetry never waits on a slow frontend (ZMQ_DONTWAIT, drops counted).
+ * It is encoded at once but handed to ZeroMQ in bursts, every TEL_FLUSH_MS,
+ * so the frontend wakes a few times a second instead of a few times a step;
+ * on a machine with as many ranks as cores every wake-up of another thread
+ * preempts some rank, and the others wait for it in the next all-reduce.
+ * (A send still costs a few microseconds: ZeroMQ wakes its I/O thread per
+ * message whenever that thread has caught up. Measured: about 20 us per
+ * step per rank in all, docs/BENCHMARKS.md.) Messages a user must see
+ * (phase, ckpt, eval, log, bye) flush the burst first, so the order holds.
+ * Store operations are synchronous request/reply over ctl, bounded by their
+ * timeout plus a margin so a dead ddptop cannot hang a rank forever.
+ * Every ctl message received stamps last_heard_ms; pings stop here.
+ */
+#include "link/uplink.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "wire/codec.h"
+#include "net/zsock.h"
+
+#define CMD_QUEUE 64
+#define TEL_HWM 10000
+/* Telemetry burst: at most this old, this many frames, this many bytes;
+ * a larger frame (a shard's indices) goes out alone. */
+#define TEL_FLUSH_MS 50
+#define TEL_BURST_FRAMES 512
+#define TEL_BURST_BYTES (256u << 10)
+/* How long ddptop may be late beyond a store op's own timeout. */
+#define STORE_MARGIN_MS 5000
+
+struct Uplink {
+    void *zctx, *ctl, *tel;
+    int rank;
+    uint64_t drops;
+    CodecBuf buf;
+    CodecBuf burst;          /* frames waiting: [u32 length][bytes]... */
+    int burst_frames;
+    int64_t burst_since_ms;  /* when the oldest waiting frame was queued */
+    int64_t cost_ns;         /* time spent in uplink_send / uplink_flush */
+    MsgCmd q[CMD_QUEUE];
+    int q_head, q_len;
+    int64_t last_heard_ms;   /* last ctl message from ddptop */
+    int64_t ping_timeout_ms; /* 0: never judge */
+    bool pinged;             /* a ping came: ddptop keeps a heartbeat */
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ms(void) { return mono_ns() / 1000000; }
+
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
+                char *err, size_t errlen)
+{
+    Uplink *u = calloc(1, sizeof *u);
+    if (!u) { snprintf(err, errlen, "uplink: out of memory"); return -1; }
+    u->rank = rank;
+    u->last_heard_ms = mono_ms();
+    codec_buf_init(&u->buf);
+    codec_buf_init(&u->burst);
+    u->zctx = zmq_ctx_new();
+    if (!u->zctx) goto zfail;
+    u->ctl = zmq_socket(u->zctx, ZMQ_DEALER);
+    u->tel = zmq_socket(u->zctx, ZMQ_PUSH);
+    if (!u->ctl || !u->tel) goto zfail;
+    char ident[32];
+    int n = snprintf(ident, sizeof ident, "rank-%d", rank);
+    int hwm = TEL_HWM, zero = 0;
+    if (zmq_setsockopt(u->ctl, ZMQ_ROUTING_ID, ident, (size_t)n) ||
+        zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
+        goto zfail;
+    /* CURVE options must be set before connect. */
+    if (keys && (keys_client_socket(u->ctl, keys, err, errlen) || keys_client_socket(u->tel, keys, err, errlen)))
+        goto fail;
+    if (zmq_connect(u->ctl, ctl_ep)) {
+        snprintf(err, errlen, "uplink: cannot connect ctl to %s: %s", ctl_ep, zmq_strerror(errno));
+        goto fail;
+    }
+    if (zmq_connect(u->tel, tel_ep)) {
+        snprintf(err, errlen, "uplink: cannot connect tel to %s: %s", tel_ep, zmq_strerror(errno));
+        goto fail;
+    }
+    *out = u;
+    return 0;
+zfail:
+    snprintf(err, errlen, "uplink: zeromq: %s", zmq_strerror(errno));
+fail:
+    uplink_close(&u, 0);
+    return -1;
+}
+
+void uplink_close(Uplink **up, int linger_ms)
+{
+    Uplink *u = up ? *up : NULL;
+    if (!u) return;
+    if (u->tel) uplink_flush(u);
+    if (u->tel) {
+        zmq_setsockopt(u->tel, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+        zmq_close(u->tel);
+    }
+    if (u->ctl) zmq_close(u->ctl);
+    if (u->zctx) zmq_ctx_term(u->zctx);
+    codec_buf_done(&u->buf);
+    codec_buf_done(&u->burst);
+    free(u);
+    *up = NULL;
+}
+
+static void stamp(Uplink *u, Msg *m)
+{
+    m->rank = u->rank;
+    if (!m->t_ns) m->t_ns = proto_now_ns();
+}
+
+static int send_now(Uplink *u, const void *data, size_t len)
+{
+    for (;;) {
+        if (zmq_send(u->tel, data, len, ZMQ_DONTWAIT) >= 0) return 0;
+        if (errno != EINTR) return 1;
+    }
+}
+
+/* Hand every waiting frame to ZeroMQ. */
+static void flush_burst(Uplink *u)
+{
+    size_t at = 0;
+    while (at + 4 <= u->burst.len) {
+        uint32_t n;
+        memcpy(&n, u->burst.data + at, 4);
+        if (send_now(u, u->burst.data + at + 4, n)) u->drops++;
+        at += 4 + (size_t)n;
+    }
+    u->burst.len = 0;
+    u->burst_frames = 0;
+}
+
+void uplink_flush(Uplink *u)
+{
+    if (!u->burst.len) return;
+    int64_t t0 = mono_ns();
+    flush_burst(u);
+    u->cost_ns += mono_ns() - t0;
+}
+
+static int grow(CodecBuf *b, size_t need)
+{
+    if (b->len + need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + need) cap *= 2;
+    uint8_t *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static int queue_frame(Uplink *u, Msg *m);
+
+int uplink_send(Uplink *u, Msg *m)
+{
+    int64_t t0 = mono_ns();
+    int rc = queue_frame(u, m);
+    u->cost_ns += mono_ns() - t0;
+    return rc;
+}
+
+static int queue_frame(Uplink *u, Msg *m)
+{
+    char err[160];
+    stamp(u, m);
+    if (codec_encode(m, &u->buf, err, sizeof err) < 0) { u->drops++; return 1; }
+    int64_t now = mono_ms();
+    if (u->buf.len > TEL_BURST_BYTES) {
+        flush_burst(u);
+        if (send_now(u, u->buf.data, u->buf.len)) { u->drops++; return 1; }
+        return 0;
+    }
+    if (grow(&u->burst, 4 + u->buf.len)) { u->drops++; return 1; }
+    if (u->burst_frames == 0) u->burst_since_ms = now;
+    uint32_t n = (uint32_t)u->buf.len;
+    memcpy(u->burst.data + u->burst.len, &n, 4);
+    memcpy(u->burst.data + u->burst.len + 4, u->buf.data, n);
+    u->burst.len += 4 + n;
+    u->burst_frames++;
+    if (now - u->burst_since_ms >= TEL_FLUSH_MS || u->burst_frames >= TEL_BURST_FRAMES ||
+        u->burst.len >= TEL_BURST_BYTES)
+        flush_burst(u);
+    return 0;
+}
+
+int uplink_send_important(Uplink *u, Msg *m)
+{
+    char err[160];
+    stamp(u, m);
+    void *s = (m->kind == MSG_HELLO) ? u->ctl : u->tel;
+    uplink_flush(u);   /* what came before goes first (and is telemetry's cost) */
+    int64_t deadline = mono_ms() + 2000;
+    for (;;) {
+        int rc = zs_send(s, m, &u->buf, ZMQ_DONTWAIT, err, sizeof err);
+        if (rc == 0) return 0;
+        if (rc < 0 || mono_ms() >= deadline) { u->drops++; return 1; }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+uint64_t uplink_drops(const Uplink *u) { return u->drops; }
+
+int64_t uplink_cost_ns(const Uplink *u) { return u->cost_ns; }
+
+/* Everything from ddptop over ctl passes here: it is alive. */
+static void heard(Uplink *u)
+{
+    u->last_heard_ms = mono_ms();
+}
+
+static void queue_cmd(Uplink *u, const MsgCmd *c)
+{
+    if (!strcmp(c->op, "ping")) {
+        u->pinged = true;
+        return;
+    }
+    if (u->q_len == CMD_QUEUE) return; /* ddptop sends a handful; a flood is dropped */
+    u->q[(u->q_head + u->q_len) % CMD_QUEUE] = *c;
+    u->q_len++;
+}
+
+/* Send a store request and wait for the "val" reply for `key`, queueing any
+ * command that arrives meanwhile. Returns 0 with *reply filled (caller
+ * msg_done), 1 on timeout, -1 on error. */
+static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char *err, size_t errlen)
+{
+    stamp(u, req);
+    if (zs_send(u->ctl, req, &u->buf, 0, err, errlen) != 0) {
+        if (!*err) snprintf(err, errlen, "store: cannot send %s", msg_kind_name(req->kind));
+        return -1;
+    }
+    int64_t deadline = mono_ms() + timeout_ms + STORE_MARGIN_MS;
+    for (;;) {
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) {
+            snprintf(err, errlen, "store: no reply from ddptop for \"%s\" within %lld ms",
+                     req->u.store.key, (long long)(timeout_ms + STORE_MARGIN_MS));
+            return 1;
+        }
+        zmq_pollitem_t it = {u->ctl, 0, ZMQ_POLLIN, 0};
+        int n = zmq_poll(&it, 1, (long)(left > 1000 ? 1000 : left));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            snprintf(err, errlen, "store: poll: %s", zmq_strerror(errno));
+            return -1;
+        }
+        if (n == 0) continue;
+        Msg m;
+        char rerr[160];
+        int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, rerr, sizeof rerr);
+        if (rc < 0) { snprintf(err, errlen, "store: %s", rerr); return -1; }
+        if (rc != 0) continue;
+        heard(u);
+        if (m.kind == MSG_CMD) {
+            queue_cmd(u, &m.u.cmd);
+        } else if (m.kind == MSG_VAL && !strcmp(m.u.store.key, req->u.store.key)) {
+            *reply = m;
+            return 0;
+        }
+        msg_done(&m);
+    }
+}
+
+int uplink_store_set(void *ctx, const char *key, const void *val, size_t len,
+                     char *err, size_t errlen)
+{
+    Uplink *u = ctx;
+    Msg req, rep;
+    msg_init(&req, MSG_SET);
+    snprintf(req.u.store.key, sizeof req.u.store.key, "%s", key);
+    req.u.store.val = (uint8_t *)val;     /* borrowed for the send only */
+    req.u.store.val_len = (uint32_t)len;
+    int rc = store_call(u, &req, 0, &rep, err, errlen);
+    if (rc != 0) return -1;
+    bool ok = rep.u.store.ok;
+    msg_done(&rep);
+    if (!ok) { snprintf(err, errlen, "store: ddptop refused set \"%s\"", key); return -1; }
+    return 0;
+}
+
+int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
+                     char *err, size_t errlen)
+{
+    Uplink *u = ctx;
+    Msg req, rep;
+    msg_init(&req, MSG_GET);
+    snprintf(req.u.store.key, sizeof req.u.store.key, "%s", key);
+    req.u.store.timeout_ms = timeout_ms;
+    int rc = store_call(u, &req, timeout_ms, &rep, err, errlen);
+    if (rc != 0) return rc;
+    if (!rep.u.store.ok) {
+        msg_done(&rep);
+        snprintf(err, errlen, "store: key \"%s\" did not appear within %lld ms", key, (long long)timeout_ms);
+        return 1;
+    }
+    /* Hand the decoded value over instead of copying it. */
+    *val = rep.u.store.val;
+    *len = rep.u.store.val_len;
+    rep.u.store.val = NULL;
+    rep.u.store.val_len = 0;
+    if (!*val) *val = malloc(1);
+    msg_done(&rep);
+    return 0;
+}
+
+/* Read one waiting ctl message, queueing a command. Returns 0 when one was
+ * read, 1 when none waits, -1 on a socket error. */
+static int read_ctl(Uplink *u)
+{
+    Msg m;
+    char err[160];
+    int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, err, sizeof err);
+    if (rc < 0 || rc == 1) return rc;
+    heard(u);
+    if (rc == 2) return 0;
+    if (m.kind == MSG_CMD) queue_cmd(u, &m.u.cmd);
+    msg_done(&m);
+    return 0;
+}
+
+int uplink_next_cmd(Uplink *u, MsgCmd *out)
+{
+    for (;;) {
+        if (u->q_len) {
+            *out = u->q[u->q_head];
+            u->q_head = (u->q_head + 1) % CMD_QUEUE;
+            u->q_len--;
+            return 1;
+        }
+        int rc = read_ctl(u);
+        if (rc) return rc < 0 ? -1 : 0;
+    }
+}
+
+void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms) { u->ping_timeout_ms = timeout_ms; }
+
+int64_t uplink_ddptop_silent_ms(Uplink *u)
+{
+    while (read_ctl(u) == 0) {}
+    if (!u->pinged || u->ping_timeout_ms <= 0) return 0;
+    int64_t silent = mono_ms() - u->last_heard_ms;
+    return silent > u->ping_timeout_ms ? silent : 0;
+}
