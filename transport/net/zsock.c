@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* mkdtemp, strnlen under -std=c11 */
 #endif
 #include "net/zsock.h"
+#include "base/err.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,20 +26,6 @@
 
 /* sun_path is 108 bytes; keep room for "/" and a socket name like "ctl". */
 #define ZS_DIR_MAX 90
-
-static int zfail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int zfail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* Read and drop the rest of a multi-part message, so the next receive
  * starts on a message boundary. Parts of one message arrive together, so
@@ -71,7 +58,7 @@ static int send_frame(void *sock, const void *data, size_t len, int flags, char 
         return 0;
     if (errno == EAGAIN || errno == EINTR)
         return 1;
-    return zfail(err, errlen, "zmq_send: %s", zmq_strerror(errno));
+    return err_set(err, errlen, "zmq_send: %s", zmq_strerror(errno));
 }
 
 int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, size_t errlen)
@@ -85,7 +72,7 @@ int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
                CodecBuf *scratch, int flags, char *err, size_t errlen)
 {
     if (!ident || ident_len == 0 || ident_len > 255)
-        return zfail(err, errlen, "routing id of %zu bytes (must be 1..255)", ident_len);
+        return err_set(err, errlen, "routing id of %zu bytes (must be 1..255)", ident_len);
     /* Encode before the envelope goes out: a failed encode must not leave a
      * half-sent message on the socket. */
     if (codec_encode(m, scratch, err, errlen) < 0)
@@ -105,7 +92,7 @@ static int recv_part(void *sock, zmq_msg_t *part, int flags, char *err, size_t e
         return 0;
     if (errno == EAGAIN || errno == EINTR)
         return 1;
-    return zfail(err, errlen, "zmq_msg_recv: %s", zmq_strerror(errno));
+    return err_set(err, errlen, "zmq_msg_recv: %s", zmq_strerror(errno));
 }
 
 /* Decode a message part that must be the last one. 0, or 2 with err. */
@@ -115,7 +102,7 @@ static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t 
     if (zmq_msg_more(part)) {
         int extra = drain(sock);
         msg_init(out, MSG_UNKNOWN);
-        zfail(err, errlen, "%smulti-part message (%d more parts) where one frame was expected",
+        err_set(err, errlen, "%smulti-part message (%d more parts) where one frame was expected",
               where, extra);
         return 2;
     }
@@ -167,14 +154,14 @@ int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int
     if (!zmq_msg_more(&id)) {
         zmq_msg_close(&id);
         msg_init(out, MSG_UNKNOWN);
-        zfail(err, errlen, "ROUTER message without a body (is the socket a ROUTER?)");
+        err_set(err, errlen, "ROUTER message without a body (is the socket a ROUTER?)");
         return 2;
     }
     if (n == 0 || n > ZS_IDENT_MAX) {
         zmq_msg_close(&id);
         drain(router);
         msg_init(out, MSG_UNKNOWN);
-        zfail(err, errlen, "peer routing id of %zu bytes (at most %d supported)", n,
+        err_set(err, errlen, "peer routing id of %zu bytes (at most %d supported)", n,
               ZS_IDENT_MAX);
         return 2;
     }
@@ -193,7 +180,7 @@ int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int
     if (rc == 0)
         rc = decode_last(router, &body, out, err, errlen, "peer sent a ", tap, tap_ctx);
     else if (rc == 1)
-        rc = zfail(err, errlen, "zmq_msg_recv: body of a message missing");
+        rc = err_set(err, errlen, "zmq_msg_recv: body of a message missing");
     zmq_msg_close(&body);
     return rc;
 }
@@ -208,18 +195,18 @@ int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
     char path[ZS_DIR_MAX + 16];
     int n = snprintf(path, sizeof path, "%s/ddptop-XXXXXX", base);
     if (n < 0 || (size_t)n >= sizeof path)
-        return zfail(err, errlen, "private dir: path under %s too long", base);
+        return err_set(err, errlen, "private dir: path under %s too long", base);
     if (!mkdtemp(path))
-        return zfail(err, errlen, "private dir: mkdtemp %s: %s", path, strerror(errno));
+        return err_set(err, errlen, "private dir: mkdtemp %s: %s", path, strerror(errno));
     /* mkdtemp already uses 0700; say it explicitly, it is the security boundary. */
     if (chmod(path, 0700) < 0) {
         int e = errno;
         rmdir(path);
-        return zfail(err, errlen, "private dir: chmod %s: %s", path, strerror(e));
+        return err_set(err, errlen, "private dir: chmod %s: %s", path, strerror(e));
     }
     if ((size_t)n >= outlen) {
         rmdir(path);
-        return zfail(err, errlen, "private dir: output buffer of %zu bytes too small", outlen);
+        return err_set(err, errlen, "private dir: output buffer of %zu bytes too small", outlen);
     }
     memcpy(out, path, (size_t)n + 1);
     return 0;

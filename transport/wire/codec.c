@@ -15,6 +15,7 @@
 #define _GNU_SOURCE /* strnlen under -std=c11 */
 #endif
 #include "wire/codec.h"
+#include "base/err.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -220,20 +221,6 @@ static const struct {
     [MSG_NODE] = TABLE(node_fields),
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- UTF-8 ---------------------------------------------------------------
  * Python's msgpack (raw=False) refuses a whole message over one bad byte in
  * a str, and the views print these strings: so every string leaving the
@@ -407,7 +394,7 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
         Phase p;
         memcpy(&p, base, sizeof p);
         if ((int)p < 0 || (int)p >= PHASE__COUNT) {
-            fail(err, errlen, "%s: key \"%s\" has invalid phase %d", kind, f->key, (int)p);
+            err_set(err, errlen, "%s: key \"%s\" has invalid phase %d", kind, f->key, (int)p);
             return -2;
         }
         return pack_cstr(pk, phase_name(p));
@@ -415,12 +402,12 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
     case F_IDX: {
         const MsgShard *sh = &m->u.shard;
         if (sh->n_idx > PROTO_MAX_IDX) {
-            fail(err, errlen, "%s: %" PRIu32 " indices, more than the %u a message may carry",
+            err_set(err, errlen, "%s: %" PRIu32 " indices, more than the %u a message may carry",
                  kind, sh->n_idx, PROTO_MAX_IDX);
             return -2;
         }
         if (sh->n_idx && !sh->idx) {
-            fail(err, errlen, "%s: n_idx is %" PRIu32 " but idx is NULL", kind, sh->n_idx);
+            err_set(err, errlen, "%s: n_idx is %" PRIu32 " but idx is NULL", kind, sh->n_idx);
             return -2;
         }
         if (msgpack_pack_array(pk, sh->n_idx))
@@ -433,12 +420,12 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
     case F_BIN: {
         const MsgStore *st = &m->u.store;
         if (st->val_len > PROTO_MAX_VAL_BYTES) {
-            fail(err, errlen, "%s: value of %" PRIu32 " bytes, more than the %u allowed", kind,
+            err_set(err, errlen, "%s: value of %" PRIu32 " bytes, more than the %u allowed", kind,
                  st->val_len, PROTO_MAX_VAL_BYTES);
             return -2;
         }
         if (st->val_len && !st->val) {
-            fail(err, errlen, "%s: val_len is %" PRIu32 " but val is NULL", kind, st->val_len);
+            err_set(err, errlen, "%s: val_len is %" PRIu32 " but val is NULL", kind, st->val_len);
             return -2;
         }
         return msgpack_pack_bin(pk, st->val_len) ||
@@ -451,7 +438,7 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
 int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
 {
     if ((int)m->kind <= MSG_UNKNOWN || (int)m->kind >= MSG__COUNT)
-        return fail(err, errlen, "cannot encode message of unknown kind %d", (int)m->kind);
+        return err_set(err, errlen, "cannot encode message of unknown kind %d", (int)m->kind);
 
     codec_buf_reset(b);
     Sink sink = { .b = b };
@@ -491,9 +478,9 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
     if (rc) {
         codec_buf_reset(b);
         if (sink.too_big)
-            return fail(err, errlen, "%s: message exceeds the %u-byte frame limit",
+            return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit",
                         msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
-        return fail(err, errlen, "%s: out of memory while encoding", msg_kind_name(m->kind));
+        return err_set(err, errlen, "%s: out of memory while encoding", msg_kind_name(m->kind));
     }
 
     /* Patch the smallest map header in front of the body. */
@@ -518,7 +505,7 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
     b->len -= HDR_RESERVE - h;
     if (b->len > PROTO_MAX_FRAME_BYTES) {
         codec_buf_reset(b);
-        return fail(err, errlen, "%s: message exceeds the %u-byte frame limit",
+        return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit",
                     msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
     }
     return 0;
@@ -554,10 +541,10 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
         left[depth]--;
 
         if (pos >= len)
-            return fail(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message",
+            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message",
                         len);
         if (++objects > CODEC_MAX_OBJECTS)
-            return fail(err, errlen, "frame holds more than %u msgpack objects",
+            return err_set(err, errlen, "frame holds more than %u msgpack objects",
                         CODEC_MAX_OBJECTS);
 
         size_t at = pos;
@@ -604,13 +591,13 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
             case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
             case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
             default: /* 0xc1 is reserved */
-                return fail(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type",
+                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type",
                             c, at);
             }
         }
         if (hlen) {
             if (len - pos < hlen)
-                return fail(err, errlen, "truncated msgpack: %s header at byte %zu cut short",
+                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short",
                             what, at);
             uint64_t v = be_read(p + pos, hlen);
             pos += hlen;
@@ -624,12 +611,12 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
             /* Each entry takes at least one byte, so a count larger than the
              * bytes left is a lie (and would size msgpack-c's allocation). */
             if (count > rem / per_entry)
-                return fail(err, errlen,
+                return err_set(err, errlen,
                             "malformed msgpack: %s at byte %zu declares %" PRIu64
                             " entries but only %zu bytes follow",
                             what, at, count, rem);
             if (depth + 1 > CODEC_MAX_DEPTH)
-                return fail(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu",
+                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu",
                             CODEC_MAX_DEPTH, at);
             if (count) {
                 depth++;
@@ -637,17 +624,17 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
             }
         } else if (skip > rem) {
             if (what)
-                return fail(err, errlen,
+                return err_set(err, errlen,
                             "malformed msgpack: %s at byte %zu declares %" PRIu64
                             " bytes but only %zu follow",
                             what, at, skip - payload_base, rem);
-            return fail(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
+            return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
         } else {
             pos += (size_t)skip;
         }
     }
     if (pos != len)
-        return fail(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu",
+        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu",
                     len - pos, pos);
     return 0;
 }
@@ -678,8 +665,8 @@ static int obj_i64(const msgpack_object *o, int64_t *v)
 static int int_error(int rc, const char *kind, const char *key, char *err, size_t errlen)
 {
     if (rc == -1)
-        return fail(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
-    return fail(err, errlen, "%s: key \"%s\" is out of range", kind, key);
+        return err_set(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
+    return err_set(err, errlen, "%s: key \"%s\" is out of range", kind, key);
 }
 
 /* Decode one known key's value into m. */
@@ -711,7 +698,7 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
     }
     case F_U64: {
         if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-            return fail(err, errlen, "%s: key \"%s\" is negative", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is negative", kind, f->key);
         if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
             return int_error(-1, kind, f->key, err, errlen);
         uint64_t v = o->via.u64;
@@ -727,25 +714,25 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
             v = (double)o->via.i64;
         else
-            return fail(err, errlen, "%s: key \"%s\" is not a number", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not a number", kind, f->key);
         memcpy(base, &v, sizeof v);
         return 0;
     }
     case F_BOOL: {
         if (o->type != MSGPACK_OBJECT_BOOLEAN)
-            return fail(err, errlen, "%s: key \"%s\" is not a boolean", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not a boolean", kind, f->key);
         bool v = o->via.boolean;
         memcpy(base, &v, sizeof v);
         return 0;
     }
     case F_STR:
         if (o->type != MSGPACK_OBJECT_STR)
-            return fail(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
         utf8_copy(base, f->size, o->via.str.ptr, o->via.str.size);
         return 0;
     case F_PHASE: {
         if (o->type != MSGPACK_OBJECT_STR)
-            return fail(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
         /* A phase a newer peer added reads as PHASE_NONE, not as an error. */
         char name[PROTO_STR_SHORT];
         Phase p = PHASE_NONE;
@@ -760,10 +747,10 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
     case F_IDX: {
         MsgShard *sh = &m->u.shard;
         if (o->type != MSGPACK_OBJECT_ARRAY)
-            return fail(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
         uint32_t n = o->via.array.size;
         if (n > PROTO_MAX_IDX)
-            return fail(err, errlen, "%s: key \"%s\" has %" PRIu32 " entries, more than the %u allowed",
+            return err_set(err, errlen, "%s: key \"%s\" has %" PRIu32 " entries, more than the %u allowed",
                         kind, f->key, n, PROTO_MAX_IDX);
         /* A repeated key replaces, it does not leak. */
         free(sh->idx);
@@ -773,11 +760,11 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
             return 0;
         int64_t *idx = malloc((size_t)n * sizeof *idx);
         if (!idx)
-            return fail(err, errlen, "%s: out of memory for %" PRIu32 " indices", kind, n);
+            return err_set(err, errlen, "%s: out of memory for %" PRIu32 " indices", kind, n);
         for (uint32_t i = 0; i < n; i++) {
             if ((rc = obj_i64(&o->via.array.ptr[i], &idx[i]))) {
                 free(idx);
-                return fail(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is %s", kind,
+                return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is %s", kind,
                             f->key, i, rc == -1 ? "not an integer" : "out of range");
             }
         }
@@ -789,11 +776,11 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         MsgStore *st = &m->u.store;
         /* str is accepted too: a hand-written peer may send text values. */
         if (o->type != MSGPACK_OBJECT_BIN && o->type != MSGPACK_OBJECT_STR)
-            return fail(err, errlen, "%s: key \"%s\" is not binary", kind, f->key);
+            return err_set(err, errlen, "%s: key \"%s\" is not binary", kind, f->key);
         uint32_t n = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.str.size;
         const char *src = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.ptr : o->via.str.ptr;
         if (n > PROTO_MAX_VAL_BYTES)
-            return fail(err, errlen, "%s: key \"%s\" is %" PRIu32 " bytes, more than the %u allowed",
+            return err_set(err, errlen, "%s: key \"%s\" is %" PRIu32 " bytes, more than the %u allowed",
                         kind, f->key, n, PROTO_MAX_VAL_BYTES);
         free(st->val);
         st->val = NULL;
@@ -802,14 +789,14 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
             return 0;
         uint8_t *v = malloc(n);
         if (!v)
-            return fail(err, errlen, "%s: out of memory for a %" PRIu32 "-byte value", kind, n);
+            return err_set(err, errlen, "%s: out of memory for a %" PRIu32 "-byte value", kind, n);
         memcpy(v, src, n);
         st->val = v;
         st->val_len = n;
         return 0;
     }
     }
-    return fail(err, errlen, "%s: key \"%s\": internal error", kind, f->key);
+    return err_set(err, errlen, "%s: key \"%s\": internal error", kind, f->key);
 }
 
 static const char *obj_type_name(msgpack_object_type t)
@@ -833,7 +820,7 @@ static const char *obj_type_name(msgpack_object_type t)
 static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errlen)
 {
     if (top->type != MSGPACK_OBJECT_MAP)
-        return fail(err, errlen, "message is a msgpack %s, not a map", obj_type_name(top->type));
+        return err_set(err, errlen, "message is a msgpack %s, not a map", obj_type_name(top->type));
 
     const msgpack_object_kv *kv = top->via.map.ptr;
     uint32_t n = top->via.map.size;
@@ -844,7 +831,7 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *k = &kv[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
-            return fail(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i,
+            return err_set(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i,
                         obj_type_name(k->type));
         if (k->via.str.size != 1)
             continue;
@@ -858,20 +845,20 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     }
 
     if (!ov)
-        return fail(err, errlen, "missing key \"v\" (protocol version)");
+        return err_set(err, errlen, "missing key \"v\" (protocol version)");
     int64_t v;
     if (obj_i64(ov, &v) == -1)
-        return fail(err, errlen, "key \"v\" is not an integer");
+        return err_set(err, errlen, "key \"v\" is not an integer");
     if (ov->type == MSGPACK_OBJECT_POSITIVE_INTEGER && ov->via.u64 > INT64_MAX)
-        return fail(err, errlen, "protocol version %" PRIu64 ", this build speaks %d",
+        return err_set(err, errlen, "protocol version %" PRIu64 ", this build speaks %d",
                     ov->via.u64, PROTO_VERSION);
     if (v != PROTO_VERSION)
-        return fail(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v,
+        return err_set(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v,
                     PROTO_VERSION);
     if (!ok)
-        return fail(err, errlen, "missing key \"k\" (message kind)");
+        return err_set(err, errlen, "missing key \"k\" (message kind)");
     if (ok->type != MSGPACK_OBJECT_STR)
-        return fail(err, errlen, "key \"k\" is not a string");
+        return err_set(err, errlen, "key \"k\" is not a string");
 
     char kname[PROTO_STR_SHORT];
     MsgKind kind = MSG_UNKNOWN;
@@ -903,7 +890,7 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     if (kind == MSG_UNKNOWN) {
         char shown[PROTO_STR_SHORT];
         utf8_copy(shown, sizeof shown, ok->via.str.ptr, ok->via.str.size);
-        fail(err, errlen, "unknown kind \"%s\"", shown);
+        err_set(err, errlen, "unknown kind \"%s\"", shown);
         return 1;
     }
 
@@ -932,9 +919,9 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
 {
     msg_init(out, MSG_UNKNOWN);
     if (!frame || len == 0)
-        return fail(err, errlen, "empty frame");
+        return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
-        return fail(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len,
+        return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len,
                     PROTO_MAX_FRAME_BYTES);
     if (prescan(frame, len, err, errlen) < 0)
         return -1;
@@ -945,9 +932,9 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
     int rc;
     msgpack_unpack_return ur = msgpack_unpack_next(&up, frame, len, &off);
     if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
-        rc = fail(err, errlen, "out of memory decoding a %zu-byte frame", len);
+        rc = err_set(err, errlen, "out of memory decoding a %zu-byte frame", len);
     else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
-        rc = fail(err, errlen, "malformed msgpack (unpack result %d)", (int)ur);
+        rc = err_set(err, errlen, "malformed msgpack (unpack result %d)", (int)ur);
     else
         rc = decode_map(&up.data, out, err, errlen);
     msgpack_unpacked_destroy(&up);

@@ -5,10 +5,8 @@
  * heap. Does not own encoding (codec.c) or sockets (zsock.c).
  * Pure functions, safe from any thread.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* clock_gettime under -std=c11 */
-#endif
 #include "wire/protocol.h"
+#include "base/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,9 +118,4 @@ Phase phase_from_name(const char *s)
     return PHASE_NONE;
 }
 
-int64_t proto_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t proto_now_ns(void) { return wall_ns(); }

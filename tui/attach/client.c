@@ -38,6 +38,7 @@
 #include "net/curve.h"
 #include "view/view.h"
 #include "net/zsock.h"
+#include "base/signals.h"
 
 #define FRAME_MS 66
 #define TURN_MS 15

@@ -33,8 +33,8 @@
 #include "cluster/nodes.h"
 #include "cluster/relay.h"
 #include "net/zsock.h"
+#include "base/signals.h"
 
-#define KILL_GRACE_MS 5000
 /* After its ranks are gone, how long the agent waits for node 0's word
  * (a restart or "done") before it leaves on its own. */
 #define AFTER_MS 10000
@@ -311,7 +311,7 @@ int agent_run(const RunOptions *o)
                 rung_at = mono_ms();
                 int n = launcher_signal_all(a->l, SIGTERM);
                 say(a, "node 0 has been silent for %.1f s: SIGTERM to %d rank%s", nodes_silent_ms() / 1000.0, n, n == 1 ? "" : "s");
-            } else if (rung == 1 && mono_ms() - rung_at > KILL_GRACE_MS) {
+            } else if (rung == 1 && mono_ms() - rung_at > LAUNCH_KILL_GRACE_MS) {
                 rung = 2;
                 int n = launcher_signal_all(a->l, SIGKILL);
                 say(a, "ranks ignored SIGTERM: SIGKILL to %d", n);

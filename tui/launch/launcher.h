@@ -33,6 +33,10 @@ typedef struct {
 
 typedef struct Launcher Launcher;
 
+/* The shutdown ladder's last rung: SIGKILL this long after SIGTERM (node 0
+ * and the node agents alike). */
+#define LAUNCH_KILL_GRACE_MS 5000
+
 /* Fork and exec every rank. On failure nothing is left running.
  * Returns 0 or -1 with err. */
 int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errlen);

@@ -29,6 +29,7 @@
 
 #include "wire/codec.h"
 #include "wire/protocol.h"
+#include "base/err.h"
 
 /* Ranks above this are not given a trace process (a hostile "r"). */
 #define EXPORT_MAX_RANKS 65536
@@ -36,20 +37,6 @@
 #define EXPORT_MAX_SPAN_NS (86400LL * 1000000000LL)
 /* Trace threads, top to bottom in the viewer. */
 enum { TID_PHASE = 1, TID_COMPUTE = 2, TID_COMM = 3 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- JSON output ------------------------------------------------------ */
 
@@ -158,7 +145,7 @@ static void json_obj(FILE *f, const msgpack_object *o)
 
 static int check_stream(FILE *f, const char *what, char *err, size_t errlen)
 {
-    if (fflush(f) || ferror(f)) return fail(err, errlen, "writing %s: %s", what, strerror(errno));
+    if (fflush(f) || ferror(f)) return err_set(err, errlen, "writing %s: %s", what, strerror(errno));
     return 0;
 }
 
@@ -679,7 +666,7 @@ int export_csv(const Recording *r, FILE *f, char *err, size_t errlen)
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 1024;
                 CsvRow *nr = realloc(rows, nc * sizeof *nr);
-                if (!nr) { msg_done(&m); free(rows); return fail(err, errlen, "out of memory"); }
+                if (!nr) { msg_done(&m); free(rows); return err_set(err, errlen, "out of memory"); }
                 rows = nr;
                 cap = nc;
             }

@@ -24,29 +24,10 @@
 #include <unistd.h>
 
 #include "wire/protocol.h"
+#include "base/err.h"
+#include "base/clock.h"
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-static int64_t now_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put_u32(uint8_t *p, uint32_t v)
@@ -158,7 +139,7 @@ static int rec_fail(Recorder *r, char *err, size_t errlen, const char *what)
     int e = errno;
     r->failed = true;
     r->used = 0;
-    return fail(err, errlen, "recording to %s stopped: %s: %s (the job goes on unrecorded)",
+    return err_set(err, errlen, "recording to %s stopped: %s: %s (the job goes on unrecorded)",
                 r->path, what, strerror(e));
 }
 
@@ -176,14 +157,14 @@ Recorder *recorder_open(const char *path, int world, const char *desc, char *err
     Recorder *r = calloc(1, sizeof *r);
     uint8_t *hdr = NULL;
     if (!r || !(r->buf = malloc(REC_BUF_BYTES))) {
-        fail(err, errlen, "--record %s: out of memory", path);
+        err_set(err, errlen, "--record %s: out of memory", path);
         goto fail;
     }
     r->fd = -1;
     snprintf(r->path, sizeof r->path, "%s", path);
     r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (r->fd < 0) {
-        fail(err, errlen, "--record %s: %s", path, strerror(errno));
+        err_set(err, errlen, "--record %s: %s", path, strerror(errno));
         goto fail;
     }
     size_t dlen = desc ? strlen(desc) : 0;
@@ -191,7 +172,7 @@ Recorder *recorder_open(const char *path, int world, const char *desc, char *err
     size_t hlen = REC_HEADER_FIXED + dlen;
     hdr = calloc(1, hlen);
     if (!hdr) {
-        fail(err, errlen, "--record %s: out of memory", path);
+        err_set(err, errlen, "--record %s: out of memory", path);
         goto fail;
     }
     memcpy(hdr, REC_MAGIC, REC_MAGIC_LEN);
@@ -202,9 +183,9 @@ Recorder *recorder_open(const char *path, int world, const char *desc, char *err
     put_u32(hdr + 24, (uint32_t)(world > 0 ? world : 0));
     put_u32(hdr + 28, (uint32_t)dlen);
     if (dlen) memcpy(hdr + REC_HEADER_FIXED, desc, dlen);
-    r->start_mono_ns = now_mono_ns();
+    r->start_mono_ns = mono_ns();
     if (write_all(r->fd, hdr, hlen)) {
-        fail(err, errlen, "--record %s: %s", path, strerror(errno));
+        err_set(err, errlen, "--record %s: %s", path, strerror(errno));
         goto fail;
     }
     r->bytes = hlen;
@@ -222,20 +203,20 @@ fail:
 
 /* Append one record to the buffer (or straight to the file when it does not
  * fit), then flush if the oldest buffered record has waited long enough. */
-static int append(Recorder *r, int src, const void *payload, size_t len, int64_t mono_ns,
-                  int64_t wall_ns, char *err, size_t errlen)
+static int append(Recorder *r, int src, const void *payload, size_t len, int64_t at_mono_ns,
+                  int64_t at_wall_ns, char *err, size_t errlen)
 {
     if (!r || r->failed) return 0;
     if (len > PROTO_MAX_FRAME_BYTES) {
         r->skipped++;
         return 0;
     }
-    if (!mono_ns) mono_ns = now_mono_ns();
-    if (!wall_ns) wall_ns = proto_now_ns();
-    int64_t t = mono_ns - r->start_mono_ns;
+    if (!at_mono_ns) at_mono_ns = mono_ns();
+    if (!at_wall_ns) at_wall_ns = wall_ns();
+    int64_t t = at_mono_ns - r->start_mono_ns;
     if (t < 0) t = 0;
     uint8_t head[REC_HEAD_BYTES];
-    fill_head(head, src, payload, (uint32_t)len, t, wall_ns);
+    fill_head(head, src, payload, (uint32_t)len, t, at_wall_ns);
     size_t need = REC_HEAD_BYTES + len;
     if (r->used + need > REC_BUF_BYTES && flush_buf(r, err, errlen)) return -1;
     if (need > REC_BUF_BYTES) {
@@ -244,13 +225,13 @@ static int append(Recorder *r, int src, const void *payload, size_t len, int64_t
             return rec_fail(r, err, errlen, "write");
         r->bytes += need;
     } else {
-        if (!r->used) r->oldest_ns = mono_ns;
+        if (!r->used) r->oldest_ns = at_mono_ns;
         memcpy(r->buf + r->used, head, sizeof head);
         if (len) memcpy(r->buf + r->used + sizeof head, payload, len);
         r->used += need;
     }
     r->records++;
-    if (r->used && mono_ns - r->oldest_ns >= REC_FLUSH_NS) return flush_buf(r, err, errlen);
+    if (r->used && at_mono_ns - r->oldest_ns >= REC_FLUSH_NS) return flush_buf(r, err, errlen);
     return 0;
 }
 
@@ -298,7 +279,7 @@ int recorder_write_note(Recorder *r, int rank, int level, const char *text, int6
 int recorder_tick(Recorder *r, int64_t now, char *err, size_t errlen)
 {
     if (!r || r->failed || !r->used) return 0;
-    if (!now) now = now_mono_ns();
+    if (!now) now = mono_ns();
     if (now - r->oldest_ns < REC_FLUSH_NS) return 0;
     return flush_buf(r, err, errlen);
 }
@@ -401,7 +382,7 @@ static int header_fail(RecReader *rd, char *err, size_t errlen, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return fail(err, errlen, "%s: %s", rd->path, why);
+    return err_set(err, errlen, "%s: %s", rd->path, why);
 }
 
 static int read_header(RecReader *rd, char *err, size_t errlen)
@@ -456,19 +437,19 @@ RecReader *recreader_open(const char *path, char *err, size_t errlen)
 {
     RecReader *rd = calloc(1, sizeof *rd);
     if (!rd) {
-        fail(err, errlen, "%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(rd->path, sizeof rd->path, "%s", path);
     rd->f = fopen(path, "rb");
     if (!rd->f) {
-        fail(err, errlen, "%s: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: %s", path, strerror(errno));
         free(rd);
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(rd->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fail(err, errlen, "%s: is a directory", path);
+        err_set(err, errlen, "%s: is a directory", path);
         recreader_close(&rd);
         return NULL;
     }
@@ -498,13 +479,13 @@ static int stop_early(RecReader *rd, char *err, size_t errlen, const char *fmt, 
              "recording ends early at byte %" PRIu64 " (record %" PRIu64 ", t=%.1f s): %s", rd->pos,
              rd->count + 1, (double)rd->last_t_ns / 1e9, why);
     rd->done = -1;
-    return fail(err, errlen, "%s", rd->stop);
+    return err_set(err, errlen, "%s", rd->stop);
 }
 
 int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
 {
     if (rd->done > 0) return 0;
-    if (rd->done < 0) return fail(err, errlen, "%s", rd->stop);
+    if (rd->done < 0) return err_set(err, errlen, "%s", rd->stop);
     /* Reads are sequential: the stream sits at rd->pos. */
     uint8_t h[REC_HEAD_BYTES];
     size_t got = read_some(rd->f, h, sizeof h);
@@ -625,7 +606,7 @@ int recording_load(const char *path, Recording **out, char *err, size_t errlen)
     *out = r;
     return 0;
 oom:
-    fail(err, errlen, "%s: out of memory loading the recording", path);
+    err_set(err, errlen, "%s: out of memory loading the recording", path);
     free(blob);
     if (r) free(r->recs);
     free(r);

@@ -30,6 +30,7 @@
 #include "model/job.h"
 #include "record/record.h"
 #include "view/view.h"
+#include "base/signals.h"
 
 #define NS_PER_S 1000000000LL
 #define FRAME_MS 66

@@ -171,9 +171,7 @@ void bench_on_frame(Bench *b, int64_t draw_start_ns, const Job *j)
         b->pending = 0;              /* steps from the warm-up do not count */
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t wall = wall_ns();
     double dms = (double)(now - draw_start_ns) / 1e6;
     if (b->last_frame > 0) {
         double gap = (double)(now - b->last_frame) / 1e6;

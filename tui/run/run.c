@@ -52,8 +52,8 @@
 #include "view/view.h"
 #include "attach/server.h"
 #include "net/zsock.h"
+#include "base/signals.h"
 
-#define KILL_GRACE_MS 5000
 /* ddptop's heartbeat: one ping per rank this often. */
 #define PING_MS 1000
 /* At most ~15 frames a second: smooth for a monitor, and with the pacing
@@ -222,7 +222,7 @@ static void request_abort(Run *r)
     }
     if (r->rung == 0) escalate(r, "abort requested (a): no clean stop");
     else escalate(r, "abort requested (a)");
-    snprintf(r->status, sizeof r->status, "aborting: SIGTERM sent, SIGKILL in %d s", KILL_GRACE_MS / 1000);
+    snprintf(r->status, sizeof r->status, "aborting: SIGTERM sent, SIGKILL in %d s", LAUNCH_KILL_GRACE_MS / 1000);
 }
 
 /* ddptop's heartbeat: every rank that can be reached gets a ping a second. */
@@ -827,7 +827,7 @@ int run_job(const RunOptions *o)
             int64_t waited = mono_ms() - r->stop_at_ms;
             if (r->rung == 0 && waited > (int64_t)(o->stop_grace_s * 1000))
                 escalate(r, "ranks did not finish the clean stop in time");
-            else if (r->rung == 1 && waited > KILL_GRACE_MS)
+            else if (r->rung == 1 && waited > LAUNCH_KILL_GRACE_MS)
                 escalate(r, "ranks ignored SIGTERM");
         }
 

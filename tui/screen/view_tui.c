@@ -35,6 +35,7 @@
 
 #include "screen/canvas.h"
 #include "screen/draw.h"
+#include "base/clock.h"
 
 enum {
     CP_LABEL = 1, CP_TITLE, CP_RULE, CP_OK, CP_WARN, CP_ERR, CP_ROW_WARN, CP_ROW_ERR,
@@ -408,9 +409,7 @@ static void draw_replay_keys(ViewTui *v)
 
 void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    view_tui_draw_at(v, j, now_ns, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, status);
+    view_tui_draw_at(v, j, now_ns, wall_ns(), status);
 }
 
 void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status)

@@ -21,6 +21,7 @@
 
 #include "comm/comm_backend.h"
 #include "cuda/gpu.h"
+#include "base/clock.h"
 
 static const CommOps *const backends[] = {&comm_gloo_ops, &comm_nccl_ops};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
@@ -52,13 +53,6 @@ static void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
 }
 
 /* The clock of proto_now_ns, so times go into coll messages unchanged. */
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const CommOps *find_backend(const char *name)
 {
     for (size_t i = 0; name && i < N_BACKENDS; i++)

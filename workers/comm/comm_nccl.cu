@@ -43,23 +43,9 @@
 #include <new>
 
 #include "cuda/cuda_check.cuh"
+#include "base/clock.h"
 
 namespace {
-
-int64_t mono_ms()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* proto_now_ns's clock (CLOCK_REALTIME), for coll messages. */
-int64_t wall_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void sleep_us(long us)
 {

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #endif
 #include "comm/shm_reduce.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,9 +104,7 @@ void shm_reduce_name(char *out, size_t outlen)
     uint64_t r = 0;
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        r = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+        r = (uint64_t)wall_ns() * 0x9e3779b97f4a7c15ull;
     }
     if (fd >= 0) close(fd);
     /* ddptop's launcher (tui/launch/launcher.c) removes names of this form left by
@@ -184,13 +183,6 @@ int shm_reduce_open(ShmReduce **out, const char *name, int rank, int world, int6
 
 void shm_reduce_unlink(const char *name) { shm_unlink(name); }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A process that is gone, or a zombie its parent has not reaped yet. */
 static bool pid_gone(int32_t pid)
 {
@@ -226,7 +218,7 @@ static int wait_all(ShmReduce *s, uint64_t k, char *err, size_t errlen)
         if (missing < 0) return 0;
         if (iter < s->spin) { cpu_relax(); continue; }
         if (iter < s->spin + s->yields) { sched_yield(); continue; }
-        int64_t t = now_ms();
+        int64_t t = mono_ms();
         if (!start) start = last_check = t;
         if (atomic_load(&s->aborted)) {
             snprintf(err, errlen, "shm_reduce.c:%d: aborted while waiting for rank %d", __LINE__, missing);

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "cuda/cuda_check.cuh"
+#include "base/clock.h"
 
 #define CUBLAS_TRY(call)                                                                        \
     do {                                                                                        \
@@ -325,13 +326,6 @@ static __global__ void k_adamw(float *p, const float *g, float *m, float *v, siz
 }
 
 /* ---- host side ---------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int dev_alloc(CudaMlp *m, void **p, size_t bytes, char *err, size_t errlen)
 {

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "wire/protocol.h"
+#include "base/clock.h"
 
 struct Reducer {
     Comm *comm;
@@ -187,13 +188,6 @@ int64_t reducer_submit(Reducer *r, const RedOp *op, bool wake, char *err, size_t
     if (wake) pthread_cond_signal(&r->work);
     pthread_mutex_unlock(&r->mu);
     return id;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int beat_ms,

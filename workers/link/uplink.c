@@ -25,6 +25,7 @@
 
 #include "wire/codec.h"
 #include "net/zsock.h"
+#include "base/clock.h"
 
 #define CMD_QUEUE 64
 #define TEL_HWM 10000
@@ -51,15 +52,6 @@ struct Uplink {
     int64_t ping_timeout_ms; /* 0: never judge */
     bool pinged;             /* a ping came: ddptop keeps a heartbeat */
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t mono_ms(void) { return mono_ns() / 1000000; }
 
 int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
                 char *err, size_t errlen)

@@ -19,6 +19,7 @@
 #include "nn/model.h"
 
 #include "nn/optim.h"
+#include "base/clock.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -34,13 +35,6 @@
 #define MLP_MAX_DIM (1 << 20)
 #define MLP_MAX_PARAMS ((size_t)1 << 30)
 #define MLP_MAX_BATCH (1 << 20)
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errlen)
 {
@@ -254,7 +248,7 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
     if (batch < 1 || batch > m->max_batch || !labels_ok(y, batch, classes))
         return NAN;
 
-    double t0 = now_ms();
+    double t0 = mono_ms_f();
     memcpy(m->act[0], x, (size_t)batch * (size_t)m->dims[0] * sizeof(float));
     forward_layers(m, batch);
     float *dy = m->dact, *dx = m->dact2;
@@ -264,7 +258,7 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
         loss += row_ce(m->act[L] + (size_t)r * classes, classes, y[r],
                        dy + (size_t)r * classes, inv_b);
     loss /= batch;
-    double t1 = now_ms();
+    double t1 = mono_ms_f();
 
     for (int l = L - 1; l >= 0; l--) {
         int in = m->dims[l], out = m->dims[l + 1];
@@ -301,7 +295,7 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
         dy = dx;
         dx = t;
     }
-    double t2 = now_ms();
+    double t2 = mono_ms_f();
     if (fwd_ms)
         *fwd_ms = t1 - t0;
     if (bwd_ms)

@@ -60,6 +60,7 @@
 #include "ddp/reducer.h"
 #include "wire/sampler.h"
 #include "nn/schedule.h"
+#include "base/clock.h"
 
 #define VERSION_STR "0.1.0"
 /* Indices sent in a shard message; the rest are summarised by count. */
@@ -144,13 +145,6 @@ typedef struct {
     char err[512];
 } Trainer;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void send_phase(Trainer *t, Phase p, const char *detail)
 {
     t->phase = p;
@@ -206,7 +200,7 @@ static void check_ddptop(Trainer *t)
  * waits (or is waited for). */
 static void send_beat(Trainer *t)
 {
-    t->last_beat_ms = now_ms();
+    t->last_beat_ms = mono_ms_f();
     check_ddptop(t);
     if (!t->a->telemetry) return;
     Msg m;
@@ -230,7 +224,7 @@ static void send_beat(Trainer *t)
 
 static void maybe_beat(Trainer *t)
 {
-    if (now_ms() - t->last_beat_ms >= BEAT_MS) send_beat(t);
+    if (mono_ms_f() - t->last_beat_ms >= BEAT_MS) send_beat(t);
 }
 
 static void beat_cb(void *ctx) { send_beat(ctx); }
@@ -465,7 +459,7 @@ static int write_ckpt(Trainer *t, const char *why, Phase after, const char *afte
     meta.last_lr = t->last_lr;
     char path[512], err[512];
     int64_t bytes = 0;
-    double t0 = now_ms();
+    double t0 = mono_ms_f();
     int rc = 0;
     /* On the GPU the host copies are brought up to date first. */
     if (t->g && (cuda_mlp_get_params(t->g, t->m.params, err, sizeof err) ||
@@ -478,7 +472,7 @@ static int write_ckpt(Trainer *t, const char *why, Phase after, const char *afte
     m.u.ckpt.step = t->step;
     m.u.ckpt.epoch = t->epoch;
     m.u.ckpt.ok = rc == 0;
-    m.u.ckpt.ms = now_ms() - t0;
+    m.u.ckpt.ms = mono_ms_f() - t0;
     m.u.ckpt.bytes = bytes;
     if (rc == 0) {
         char abs[PROTO_STR_LONG];
@@ -550,7 +544,7 @@ static void step_done(Trainer *t, MsgStep *sp, int64_t u, double loss, double lr
     s.samples = t->samples;
     s.comm_ms = comm_ms;
     s.exposed_ms = s.exposed_ms < comm_ms ? s.exposed_ms : comm_ms;
-    double end = now_ms();
+    double end = mono_ms_f();
     s.step_ms = end - t0;
     s.drops = uplink_drops(t->up);
     if (t->g) {
@@ -599,7 +593,7 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     int micro = (int)(left_batches < a->grad_accum ? left_batches : a->grad_accum);
     MsgStep s;
     memset(&s, 0, sizeof s);
-    double t0 = now_ms(), data_ms = 0;
+    double t0 = mono_ms_f(), data_ms = 0;
 
     /* Flags ride just before grads[0], i.e. at the front of the last bucket. */
     float *fl = t->m.grads - FL_COUNT;
@@ -611,14 +605,14 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     int64_t u = 0;
     const int dim = t->ds.dim;
     for (int k = 0; k < micro; k++) {
-        double d0 = now_ms();
+        double d0 = mono_ms_f();
         int bk = (int)(t->ns - (off + u) < bs ? t->ns - (off + u) : bs);
         for (int i = 0; i < bk; i++) {
             int64_t j = t->idx[off + u + i];
             memcpy(t->xb + (size_t)i * dim, t->ds.x + (size_t)j * dim, (size_t)dim * sizeof(float));
             t->yb[i] = t->ds.y[j];
         }
-        data_ms += now_ms() - d0;
+        data_ms += mono_ms_f() - d0;
         bool last = k == micro - 1;
         t->add_acc = last && micro > 1;
         double f = 0, b = 0;
@@ -634,7 +628,7 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
             else for (size_t i = 0; i < t->m.n_params; i++) t->acc[i] = t->acc[i] + gr[i];
         }
     }
-    double w0 = now_ms();
+    double w0 = mono_ms_f();
     if (t->n_submitted > 0 &&
         reducer_wait(t->red, t->bucket_op[t->n_submitted - 1], beat_cb, t, BEAT_MS, t->err, sizeof t->err))
         return -1;
@@ -644,7 +638,7 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
                  t->step + 1);
         return -1;
     }
-    s.exposed_ms = now_ms() - w0;
+    s.exposed_ms = mono_ms_f() - w0;
     double comm_ms = 0;
     for (int i = 0; i < t->n_submitted; i++) {
         const RedOp *op = reducer_op(t->red, t->bucket_op[i]);
@@ -653,9 +647,9 @@ static int train_step(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     *g = agree(t, fl);
 
     double lr = schedule_lr(&t->sched, t->step);
-    double t1 = now_ms();
+    double t1 = mono_ms_f();
     optim_step(&t->o, t->m.params, t->m.grads, lr);
-    s.opt_ms = now_ms() - t1;
+    s.opt_ms = mono_ms_f() - t1;
     t->last_lr = lr;
 
     step_done(t, &s, u, loss_sum / micro, lr, comm_ms, t0, data_ms);
@@ -702,7 +696,7 @@ static int train_step_gpu(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     int micro = (int)(left_batches < a->grad_accum ? left_batches : a->grad_accum);
     MsgStep s;
     memset(&s, 0, sizeof s);
-    double t0 = now_ms(), data_ms = 0;
+    double t0 = mono_ms_f(), data_ms = 0;
     char *err = t->err;
     const size_t el = sizeof t->err;
 
@@ -717,7 +711,7 @@ static int train_step_gpu(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     const int dim = t->ds.dim;
     CudaMlpTimes tm;
     for (int k = 0; k < micro; k++) {
-        double d0 = now_ms();
+        double d0 = mono_ms_f();
         int bk = (int)(t->ns - (off + u) < bs ? t->ns - (off + u) : bs);
         if (t->data_on_gpu) {
             if (cuda_mlp_gather_batch(t->g, t->idx + off + u, bk, err, el)) return -1;
@@ -732,7 +726,7 @@ static int train_step_gpu(Trainer *t, int64_t off, int64_t *used, Agreed *g)
             }
             if (cuda_mlp_load_batch(t->g, x, y, bk, err, el)) return -1;
         }
-        data_ms += now_ms() - d0;
+        data_ms += mono_ms_f() - d0;
         bool last = k == micro - 1;
         if (cuda_mlp_forward_backward(t->g, scale, k > 0, last ? on_grad_ready_gpu : NULL, t, err, el) ||
             t->hook_failed)
@@ -753,11 +747,11 @@ static int train_step_gpu(Trainer *t, int64_t off, int64_t *used, Agreed *g)
     double lr = schedule_lr(&t->sched, t->step);
     if (comm_join(t->comm, err, el) || cuda_mlp_optim_step(t->g, lr, err, el)) return -1;
     float red[FL_COUNT];
-    double w0 = now_ms();
+    double w0 = mono_ms_f();
     int rc;
     while ((rc = cuda_mlp_finish_step(t->g, BEAT_MS, &loss, red, FL_COUNT, &tm, err, el)) == 1) {
         send_beat(t);
-        if (now_ms() - w0 > a->timeout_s * 1e3) {
+        if (mono_ms_f() - w0 > a->timeout_s * 1e3) {
             comm_abort(t->comm);
             snprintf(err, el, "step %" PRId64 ": the gradient all-reduce did not finish within --timeout %g s "
                      "(a rank is gone or stuck): communicator aborted", t->step + 1, a->timeout_s);
@@ -1039,10 +1033,10 @@ static int train(Trainer *t)
             order = 0;
             fault_fired(t, sk);
         }
-        double e_t0 = now_ms();
+        double e_t0 = mono_ms_f();
         if (sampler_indices(&sc, order, t->idx, t->err, sizeof t->err)) return -1;
         send_shard(t, &sc);
-        t->pend_epoch_ms += now_ms() - e_t0;
+        t->pend_epoch_ms += mono_ms_f() - e_t0;
         int64_t off = e == e0 ? pos0 : 0;
         t->pos_in_epoch = off;
         while (off < t->ns && !stop) {
@@ -1056,9 +1050,9 @@ static int train(Trainer *t)
             /* End of an epoch: evaluate before any checkpoint, so that a run
              * resumed from a checkpoint taken here does not evaluate again. */
             if (off >= t->ns && a->eval_every && !t->eval_off && (e + 1) % a->eval_every == 0) {
-                double v0 = now_ms();
+                double v0 = mono_ms_f();
                 if (run_eval(t)) return -1;
-                t->pend_eval_ms += now_ms() - v0;
+                t->pend_eval_ms += mono_ms_f() - v0;
             }
             if (g.ckpt) write_ckpt(t, "requested", PHASE_TRAIN, NULL);
             else if (a->ckpt_every && t->step % a->ckpt_every == 0) write_ckpt(t, "periodic", PHASE_TRAIN, NULL);
@@ -1169,7 +1163,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->up = up;
     t->seed = a->seed;
     t->last_ckpt_step = -1;
-    t->last_beat_ms = now_ms();
+    t->last_beat_ms = mono_ms_f();
     t->faults = a->faults;
     int status = 0;
 
