@@ -1,26 +1,20 @@
 /* signals.h — the frontend loops' stop signals (run, agent, attach, replay):
- * one set-up, so Ctrl-C means the same everywhere. Header-only. Never draw
- * or format in the handler: it only counts, the loop acts.
+ * one set-up and one counter, so Ctrl-C means the same everywhere. The
+ * handler only counts; the loop reads the count and acts (never draw or
+ * format in a handler). Main thread.
  */
 #ifndef DDPTOP_SIGNALS_H
 #define DDPTOP_SIGNALS_H
 
 #include <signal.h>
-#include <string.h>
 
-/* SIGINT, SIGTERM and SIGHUP call handler, without SA_RESTART (zmq_poll
- * and sleeps return EINTR, so the loop sees them at once); SIGPIPE is
- * ignored when ignore_pipe. */
-static inline void catch_stop_signals(void (*handler)(int), int ignore_pipe)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    if (ignore_pipe) signal(SIGPIPE, SIG_IGN);
-}
+/* Count SIGINT, SIGTERM and SIGHUP, without SA_RESTART (zmq_poll and sleeps
+ * return EINTR, so the loop sees them at once); ignore SIGPIPE when
+ * ignore_pipe. */
+void signals_catch_stop(int ignore_pipe);
+/* Stop signals received since signals_catch_stop. */
+int signals_stop_count(void);
+/* The counter itself, for loops that take a pointer to it. */
+volatile sig_atomic_t *signals_stop_counter(void);
 
 #endif

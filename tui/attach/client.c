@@ -55,13 +55,6 @@
 /* What ddptop's refusal says first (viewers.c). */
 #define REFUSED_PREFIX "attach refused"
 
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 typedef struct {
     unsigned char *data;
@@ -417,7 +410,7 @@ static int loop_tui(Attach *A)
     int64_t last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     bool drawn_ended = false;
-    while (!A->quit && !g_stop) {
+    while (!A->quit && !signals_stop_count()) {
         zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
         zmq_poll(&it, 1, TURN_MS);
         if (drain(A) < 0)
@@ -455,7 +448,7 @@ static int loop_tui(Attach *A)
 static int loop_headless(Attach *A)
 {
     view_headless_init(&A->hl, stdout, A->json);
-    while (!g_stop && !A->ended) {
+    while (!signals_stop_count() && !A->ended) {
         zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
         zmq_poll(&it, 1, 50);
         if (drain(A) < 0)
@@ -466,7 +459,7 @@ static int loop_headless(Attach *A)
         view_headless_tick(&A->hl, A->job, mono_ns());
         fflush(stdout);
     }
-    if (g_stop && !A->ended)
+    if (signals_stop_count() && !A->ended)
         job_event(A->job, -1, EV_INFO, "detached from %s: the job goes on", A->ep);
     view_headless_tick(&A->hl, A->job, mono_ns());
     view_headless_summary(&A->hl, A->job, mono_ns());
@@ -480,7 +473,7 @@ static int wait_model(Attach *A)
 {
     int64_t deadline = A->start_ms + (int64_t)(A->wait_s * 1000);
     while (!A->job) {
-        if (g_stop)
+        if (signals_stop_count())
             return 2;
         if (A->refused[0]) {
             fprintf(stderr, "ddptop attach: %s: %s\n", A->ep, A->refused);
@@ -625,7 +618,7 @@ int attach_main(int argc, char **argv)
         }
     }
 
-    catch_stop_signals(on_signal, 1);
+    signals_catch_stop(1);
 
     codec_buf_init(&A.buf);
     random_ident(A.ident, sizeof A.ident);

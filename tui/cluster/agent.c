@@ -39,8 +39,6 @@
  * (a restart or "done") before it leaves on its own. */
 #define AFTER_MS 10000
 
-static volatile sig_atomic_t g_sig;
-static void on_sig(int s) { (void)s; g_sig++; }
 
 typedef struct {
     const RunOptions *o;
@@ -206,7 +204,7 @@ int agent_run(const RunOptions *o)
     char err[512];
     int status = 1;
 
-    catch_stop_signals(on_sig, 1);
+    signals_catch_stop(1);
 
     JobKeys *keys = &a->keys;
     if (!o->keys_path) {
@@ -244,7 +242,7 @@ int agent_run(const RunOptions *o)
     int restart = 0;
     a->heard_ms = 0;
     while (!launched) {
-        if (g_sig) { say(a, "interrupted before the job started"); goto out; }
+        if (signals_stop_count()) { say(a, "interrupted before the job started"); goto out; }
         if (mono_ms() - last_join >= 1000) {
             send_op(a, "join", -1, getpid(), 0, NULL);
             last_join = mono_ms();
@@ -292,7 +290,7 @@ int agent_run(const RunOptions *o)
             send_op(a, "beat", -1, 0, 0, NULL);
             last_beat = mono_ms();
         }
-        while (handled < g_sig) {
+        while (handled < signals_stop_count()) {
             handled++;
             if (handled == 1) {
                 say(a, "signal received: asking node 0 to stop the job");

@@ -40,13 +40,6 @@
 /* A replay message (a disabled key, a seek) stays this long. */
 #define MSG_MS 4000
 
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 typedef struct {
     Recording *rec;
@@ -433,7 +426,7 @@ static int play_tui(Replay *R)
     int64_t last = mono_ms(), last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     size_t drawn_pos = (size_t)-1;
-    while (!R->quit && !g_stop) {
+    while (!R->quit && !signals_stop_count()) {
         int64_t now = mono_ms();
         if (!R->paused && !at_end(R)) {
             int64_t t = R->t_play + (int64_t)((double)(now - last) * 1e6 * R->speed);
@@ -475,7 +468,7 @@ static int play_headless(Replay *R, bool json, bool paced)
     ViewHeadless hl;
     view_headless_init(&hl, stdout, json);
     int64_t t0 = mono_ms();
-    while (R->pos < R->rec->n && !g_stop) {
+    while (R->pos < R->rec->n && !signals_stop_count()) {
         const RecEntry *e = &R->rec->recs[R->pos];
         if (paced) {
             int64_t due = t0 + (int64_t)((double)e->t_ns / 1e6 / R->speed);
@@ -608,7 +601,7 @@ int replay_main(int argc, char **argv)
     if (!R.rec->complete)
         fprintf(stderr, "ddptop replay: %s\n", R.rec->tail);
 
-    catch_stop_signals(on_signal, 0);
+    signals_catch_stop(0);
 
     int rc = 1;
     if (rebuild(&R) == 0) {

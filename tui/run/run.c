@@ -72,13 +72,6 @@
  * waits on it. */
 #define LOOP_MIN_MS 20
 
-static volatile sig_atomic_t g_signals;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_signals++;
-}
 
 /* Run (the loop's state) is in run_priv.h; setting up and tearing down
  * the sockets and the job are in run_setup.c. */
@@ -629,7 +622,7 @@ int run_job(const RunOptions *o)
     char err[512];
     int status = 1;
 
-    catch_stop_signals(on_signal, 1);
+    signals_catch_stop(1);
 
     if (run_setup_sockets(r, err, sizeof err)) {
         fprintf(stderr, "ddptop: %s\n", err);
@@ -649,7 +642,7 @@ int run_job(const RunOptions *o)
     if (o->listen_ep) {
         r->external = true;
         r->store = store_new();
-        int w = run_listen_first_hello(r, &first, first_ident, &first_len, &first_frame, &g_signals);
+        int w = run_listen_first_hello(r, &first, first_ident, &first_len, &first_frame, signals_stop_counter());
         if (w <= 0) {
             codec_buf_done(&first_frame);
             run_teardown(r);
@@ -742,7 +735,7 @@ int run_job(const RunOptions *o)
         int held = held_exits(r, false);
 
         /* Signals: first a clean stop, then each one a rung up the ladder. */
-        while (r->handled_signals < g_signals) {
+        while (r->handled_signals < signals_stop_count()) {
             r->handled_signals++;
             r->restart_pending = false;
             if (!r->stop_requested) { request_stop(r, "signal received"); r->quit_after = true; }
