@@ -31,6 +31,9 @@ endif
 DEB_PKGS := build-essential pkg-config libncurses-dev libzmq3-dev libmsgpack-dev libgloo-dev \
             libopenblas-dev zlib1g-dev tmux dataset-fashion-mnist python3 python3-venv \
             python3-pip python3-msgpack python3-zmq python3-numpy procps iproute2 util-linux
+# Installed without their recommends (python3-torch's pull hundreds of MB):
+# PyTorch for the tests of the torch adapter and the side-by-side checks.
+DEB_PKGS_NOREC := python3-torch
 
 # --- CUDA / NCCL detection (mk/cuda.mk builds the .cu files when nvcc is here) ---
 ifeq ($(NO_CUDA),1)
@@ -221,12 +224,15 @@ info:
 	 if [ -n "$(HAVE_NVCC)" ]; then printf '(CUDA backend built: --device cuda%s)\n' "$(if $(HAVE_NCCL), --backend nccl|gloo, --backend gloo)"; else printf '(CPU build: no CUDA backend)\n'; fi
 
 # Install missing Debian packages; without root print the apt-get line.
+missing_of = for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done
 deps:
-	$(Q)missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
-	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then echo "deps: missing packages; run: sudo apt-get update && sudo apt-get install -y $$missing"; exit 1; fi; \
-	echo "deps: installing$$(echo ' '$$missing)"; \
-	export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null || { echo "deps: apt-get failed"; exit 1; }
+	$(Q)missing=$$($(call missing_of,$(DEB_PKGS))); norec=$$($(call missing_of,$(DEB_PKGS_NOREC))); \
+	if [ -z "$$missing$$norec" ]; then echo "deps: all Debian packages present"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "deps: missing packages; run: sudo apt-get update && sudo apt-get install -y $$missing$${norec:+ && sudo apt-get install -y --no-install-recommends $$norec}"; exit 1; fi; \
+	echo "deps: installing$$(echo ' '$$missing $$norec)"; \
+	export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null && \
+	{ [ -z "$$missing" ] || apt-get install -y -q $$missing >/dev/null; } && \
+	{ [ -z "$$norec" ] || apt-get install -y -q --no-install-recommends $$norec >/dev/null; } || { echo "deps: apt-get failed"; exit 1; }
 
 # Python with a real safetensors reader for the tests (PyPI), over Debian's
 # msgpack/zmq/numpy.
