@@ -4,7 +4,7 @@
  * the job's own clients: agents, workers, attached viewers), the key file
  * (mode 0600), applying keys to sockets, and a ZAP handler that admits only
  * clients presenting the job's client public key — without it libzmq
- * accepts ANY client that knows the server key (FINDINGS). ipc:// sockets do
+ * accepts ANY client that knows the server key (libzmq 4.3.4, measured). ipc:// sockets do
  * not use this: they live in a 0700 directory.
  */
 #ifndef DDPTOP_KEYS_H
