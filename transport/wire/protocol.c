@@ -84,38 +84,20 @@ void msg_done(Msg *m)
     }
 }
 
-const char *msg_kind_name(MsgKind k)
+/* A name table's entry i, or entry 0 (the "unknown" name) out of range. */
+static const char *name_at(const char *const *names, int n, int i) { return i >= 0 && i < n ? names[i] : names[0]; }
+
+/* The index of s in a name table, 0 (unknown) when absent. */
+static int index_of(const char *const *names, int n, const char *s)
 {
-    if ((int)k < 0 || (int)k >= MSG__COUNT)
-        return kind_names[MSG_UNKNOWN];
-    return kind_names[k];
+    for (int i = 1; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return 0;
 }
 
-MsgKind msg_kind_from_name(const char *s)
-{
-    if (!s)
-        return MSG_UNKNOWN;
-    for (int k = MSG_UNKNOWN + 1; k < MSG__COUNT; k++)
-        if (strcmp(s, kind_names[k]) == 0)
-            return (MsgKind)k;
-    return MSG_UNKNOWN;
-}
-
-const char *phase_name(Phase p)
-{
-    if ((int)p < 0 || (int)p >= PHASE__COUNT)
-        return phase_names[PHASE_NONE];
-    return phase_names[p];
-}
-
-Phase phase_from_name(const char *s)
-{
-    if (!s)
-        return PHASE_NONE;
-    for (int p = PHASE_NONE + 1; p < PHASE__COUNT; p++)
-        if (strcmp(s, phase_names[p]) == 0)
-            return (Phase)p;
-    return PHASE_NONE;
-}
+const char *msg_kind_name(MsgKind k) { return name_at(kind_names, MSG__COUNT, (int)k); }
+MsgKind msg_kind_from_name(const char *s) { return (MsgKind)index_of(kind_names, MSG__COUNT, s); }
+const char *phase_name(Phase p) { return name_at(phase_names, PHASE__COUNT, (int)p); }
+Phase phase_from_name(const char *s) { return (Phase)index_of(phase_names, PHASE__COUNT, s); }
 
 int64_t proto_now_ns(void) { return wall_ns(); }

@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -307,23 +308,24 @@ static void say(Viewers *v, void *router, const void *ident, size_t ident_len, c
     zs_send_to(router, ident, ident_len, &m, &v->buf, ZMQ_DONTWAIT, err, sizeof err);
 }
 
+/* Every rank's latest message of one kind: the SnapRank member at off. */
+static void enqueue_each_rank(Viewers *v, Viewer *w, size_t off)
+{
+    for (int r = 0; r < v->world; r++) {
+        Blob *b = *(Blob **)((char *)&v->ranks[r] + off);
+        if (b) enqueue(v, w, b);
+    }
+}
+
 /* The snapshot, in the order a fresh job model digests it: hellos (the
  * ranks and the job's shape), phases, shards, checkpoints, log lines,
  * evals, steps (oldest first), byes. */
 static void enqueue_snapshot(Viewers *v, Viewer *w)
 {
-    for (int r = 0; r < v->world; r++)
-        if (v->ranks[r].hello)
-            enqueue(v, w, v->ranks[r].hello);
-    for (int r = 0; r < v->world; r++)
-        if (v->ranks[r].phase)
-            enqueue(v, w, v->ranks[r].phase);
-    for (int r = 0; r < v->world; r++)
-        if (v->ranks[r].shard)
-            enqueue(v, w, v->ranks[r].shard);
-    for (int r = 0; r < v->world; r++)
-        if (v->ranks[r].ckpt)
-            enqueue(v, w, v->ranks[r].ckpt);
+    enqueue_each_rank(v, w, offsetof(SnapRank, hello));
+    enqueue_each_rank(v, w, offsetof(SnapRank, phase));
+    enqueue_each_rank(v, w, offsetof(SnapRank, shard));
+    enqueue_each_rank(v, w, offsetof(SnapRank, ckpt));
     for (int i = 0; i < v->logs_len; i++)
         enqueue(v, w, v->logs[(v->logs_head + i) % VIEWERS_LOGS]);
     for (int i = 0; i < v->evals_len; i++)
@@ -336,9 +338,7 @@ static void enqueue_snapshot(Viewers *v, Viewer *w)
             if (s->steps_len >= k)
                 enqueue(v, w, s->steps[(s->steps_head + s->steps_len - k) % v->step_keep]);
         }
-    for (int r = 0; r < v->world; r++)
-        if (v->ranks[r].bye)
-            enqueue(v, w, v->ranks[r].bye);
+    enqueue_each_rank(v, w, offsetof(SnapRank, bye));
 }
 
 /* ---- frames from the ranks ---- */

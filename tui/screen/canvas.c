@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -101,6 +102,31 @@ static size_t next_char(const Canvas *c, const char *s, size_t left, mbstate_t *
     return k;
 }
 
+/* Walking a string character by character, with each one's columns. */
+typedef struct {
+    const Canvas *c;
+    const char *s;
+    size_t left;
+    mbstate_t st;
+} CharIter;
+
+static void iter_init(CharIter *it, const Canvas *c, const char *s)
+{
+    memset(it, 0, sizeof *it);
+    it->c = c;
+    it->s = s;
+    it->left = s ? strlen(s) : 0;
+}
+
+static bool iter_next(CharIter *it, uint32_t *cp, int *cw)
+{
+    size_t k = next_char(it->c, it->s, it->left, &it->st, cp, cw);
+    if (k == 0) return false;
+    it->s += k;
+    it->left -= k;
+    return true;
+}
+
 int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
 {
     if (!s || y < 0 || y >= c->h || x < 0 || x >= c->w)
@@ -109,17 +135,11 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
     if (maxw < lim)
         lim = maxw;
     int cols = 0;
-    mbstate_t st;
-    memset(&st, 0, sizeof st);
-    size_t left = strlen(s);
-    for (;;) {
-        uint32_t cp;
-        int cw;
-        size_t k = next_char(c, s, left, &st, &cp, &cw);
-        if (k == 0)
-            break;
-        s += k;
-        left -= k;
+    CharIter it;
+    iter_init(&it, c, s);
+    uint32_t cp;
+    int cw;
+    while (iter_next(&it, &cp, &cw)) {
         if (cw == 0)
             continue;                /* combining marks: dropped, never misplaced */
         if (cols + cw > lim)
@@ -204,18 +224,11 @@ void canvas_row_text(const Canvas *c, int y, char *buf, size_t n)
 int canvas_text_width(const Canvas *c, const char *s)
 {
     int cols = 0;
-    mbstate_t st;
-    memset(&st, 0, sizeof st);
-    size_t left = s ? strlen(s) : 0;
-    for (;;) {
-        uint32_t cp;
-        int cw;
-        size_t k = next_char(c, s, left, &st, &cp, &cw);
-        if (k == 0)
-            break;
-        s += k;
-        left -= k;
+    CharIter it;
+    iter_init(&it, c, s);
+    uint32_t cp;
+    int cw;
+    while (iter_next(&it, &cp, &cw))
         cols += cw;
-    }
     return cols;
 }

@@ -75,6 +75,11 @@ void draw_fmt_fit(char *buf, size_t n, int width, double x, int decimals);
 void draw_fmt_hms(char *buf, size_t n, int64_t ns);
 void draw_fmt_count(char *buf, size_t n, double x);
 void draw_fmt_bytes(char *buf, size_t n, double bytes);
+/* A sparkline of v[0..k) (oldest first) into out, scaled from the smallest
+ * value (0 when zero_based) to the largest; a value that is not finite
+ * shows as "?", or as a blank where blank[i] (blank may be NULL). */
+#define DRAW_SPARK_MAX 1024
+void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, bool zero_based, char *out, size_t n);
 /* A sparkline of the newest complete bins of s (up to width glyphs) into
  * out; zero_based: the scale starts at 0 (magnitudes such as latency),
  * else at the smallest value shown. */

@@ -119,28 +119,14 @@ static void loss_spark(const DrawCtx *d, const JobRank *r, int width, char *out,
 {
     out[0] = '\0';
     int k = r->ring_len < width ? r->ring_len : width;
+    if (k > DRAW_SPARK_MAX)
+        k = DRAW_SPARK_MAX;
     if (k < 2)
         return;
-    double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < k; i++) {
-        double x = job_rank_step_at(r, i)->loss;
-        if (isfinite(x)) {
-            lo = x < lo ? x : lo;
-            hi = x > hi ? x : hi;
-        }
-    }
-    size_t len = 0;
-    for (int i = k - 1; i >= 0; i--) {
-        double x = job_rank_step_at(r, i)->loss;
-        const char *gl = !isfinite(x) ? "?" : hi - lo < 1e-12 ? d->g->spark[3]
-                                                            : d->g->spark[(int)((x - lo) / (hi - lo) * 7 + 0.5)];
-        size_t gl_len = strlen(gl);
-        if (len + gl_len + 1 > n)
-            break;
-        memcpy(out + len, gl, gl_len);
-        len += gl_len;
-    }
-    out[len] = '\0';
+    double v[DRAW_SPARK_MAX];
+    for (int i = 0; i < k; i++)
+        v[i] = job_rank_step_at(r, k - 1 - i)->loss;
+    draw_spark(d, v, NULL, k, false, out, n);
 }
 
 static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)

@@ -90,33 +90,23 @@ void draw_fmt_bytes(char *buf, size_t n, double b)
         snprintf(buf, n, "%.0fB", b);
 }
 
-void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_based, char *out, size_t n)
+void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, bool zero_based, char *out, size_t n)
 {
-    out[0] = '\0';
-    /* the newest bin is still filling (some ranks not in yet): leave it out */
-    int len = s->len > 1 ? s->len - 1 : s->len;
-    int k = len < width ? len : width;
-    if (k < 1)
-        return;
-    int first = len - k;
     double lo = zero_based ? 0 : INFINITY, hi = -INFINITY;
-    for (int i = first; i < len; i++) {
-        double v = series_bin_mean(&s->bin[i]);
-        if (isfinite(v)) {
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
+    for (int i = 0; i < k; i++)
+        if (isfinite(v[i])) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
         }
-    }
     size_t used = 0;
-    for (int i = first; i < len; i++) {
-        double v = series_bin_mean(&s->bin[i]);
+    for (int i = 0; i < k; i++) {
         const char *gl;
-        if (!isfinite(v))
-            gl = s->bin[i].n_bad ? "?" : " ";
+        if (!isfinite(v[i]))
+            gl = blank && blank[i] ? " " : "?";
         else if (hi - lo < 1e-12)
             gl = d->g->spark[3];
         else
-            gl = d->g->spark[(int)((v - lo) / (hi - lo) * 7 + 0.5)];
+            gl = d->g->spark[(int)((v[i] - lo) / (hi - lo) * 7 + 0.5)];
         size_t gl_len = strlen(gl);
         if (used + gl_len + 1 > n)
             break;
@@ -124,6 +114,26 @@ void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_b
         used += gl_len;
     }
     out[used] = '\0';
+}
+
+void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_based, char *out, size_t n)
+{
+    out[0] = '\0';
+    /* the newest bin is still filling (some ranks not in yet): leave it out */
+    int len = s->len > 1 ? s->len - 1 : s->len;
+    int k = len < width ? len : width;
+    if (k > DRAW_SPARK_MAX)
+        k = DRAW_SPARK_MAX;
+    if (k < 1)
+        return;
+    double v[DRAW_SPARK_MAX];
+    bool blank[DRAW_SPARK_MAX];
+    for (int i = 0; i < k; i++) {
+        const SeriesBin *b = &s->bin[len - k + i];
+        v[i] = series_bin_mean(b);
+        blank[i] = b->n_bad == 0; /* no data yet: a gap, not a bad value */
+    }
+    draw_spark(d, v, blank, k, zero_based, out, n);
 }
 
 int draw_rule(DrawCtx *d, PanelId p, int x, int y, int w, const char *extra)
