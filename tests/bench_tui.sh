@@ -64,7 +64,7 @@ echo "ddptop (its own rusage):  $(cat "$TMP/bench.json")"
 echo "from /proc over ${el}s: ddptop $(pct "$a_d" "$b_d")% of one core, $RANKS feeders $(pct "$a_f" "$b_f")%, tmux $(pct "$a_t" "$b_t")%"
 echo "exit status of ddptop after d, q: $(cat "$TMP/exit" 2>/dev/null || echo '?')"
 [ "$(cat "$TMP/exit" 2>/dev/null)" = 0 ] || { grep -v ': exit 0, ' "$TMP/after.txt" | head -5; tail -8 "$TMP/screen.txt"; }
-# the verdict against the issue's targets
+# the verdict against the targets (docs/BENCHMARKS.md)
 python3 - "$TMP/bench.json" "$RANKS" "$RATE" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); ranks, rate = int(sys.argv[2]), int(sys.argv[3])

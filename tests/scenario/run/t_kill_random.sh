@@ -1,6 +1,6 @@
 # Killing a random rank at a random moment, ten times: every job ends within
 # its timeout, ddptop exits non-zero (a rank failed), names the killed rank,
-# and leaves nothing running (issue 6's test of torchrun's rule + the ladder).
+# and leaves nothing running (torchrun's rule and the ladder).
 . tests/lib.sh
 RANDOM=4242   # reproducible choices
 for i in $(seq 1 10); do
