@@ -4,8 +4,10 @@
  * job_stats.c.
  *
  * Owns: everything inside a Job (job.h). Does not own: sockets, decoding,
- * processes or drawing — callers hand it decoded messages and waitpid
- * statuses with the monotonic time they saw them. Main thread only.
+ * processes, clocks or drawing — callers hand it decoded messages and
+ * waitpid statuses with the time they saw them (monotonic, and wall where
+ * an event is stamped), so a test or a replay drives it with its own
+ * clock. Main thread only.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
@@ -18,16 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 static JobEventLevel level_from_name(const char *s);
-
-static int64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Copy with truncation; the source may not be NUL-terminated if a peer sent
  * junk, so never read past n-1 bytes of it. */
@@ -42,12 +36,11 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 /* ---- events ---- */
 
-static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
-                    const char *fmt, va_list ap)
+static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, va_list ap)
 {
     JobEvent *e = &j->events[j->ev_total % JOB_EVENTS];
-    e->t_ns = clock_ns(CLOCK_REALTIME);
-    e->mono_ns = mono_ns;
+    e->t_ns = at.wall_ns;
+    e->mono_ns = at.mono_ns;
     e->rank = rank;
     e->level = level;
     vsnprintf(e->text, sizeof e->text, fmt, ap);
@@ -57,21 +50,21 @@ static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
 
 /* Events caused by a message carry the message's arrival time, so a test
  * (or a replay) with its own clock gets consistent timestamps. */
-void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ev_addv(j, mono_ns, rank, level, fmt, ap);
+    ev_addv(j, at, rank, level, fmt, ap);
     va_end(ap);
 }
 
-void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
+void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
 {
     if (!j)
         return;
     va_list ap;
     va_start(ap, fmt);
-    ev_addv(j, clock_ns(CLOCK_MONOTONIC), rank, level, fmt, ap);
+    ev_addv(j, (JobTime){now_ns, wall_ns}, rank, level, fmt, ap);
     va_end(ap);
 }
 
@@ -94,7 +87,7 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n)
 
 /* ---- lifetime ---- */
 
-Job *job_new(int world)
+Job *job_new(int world, int64_t now_ns)
 {
     if (world < 1 || world > JOB_MAX_RANKS)
         return NULL;
@@ -108,7 +101,7 @@ Job *job_new(int world)
     }
     j->world = world;
     j->state = JOB_STARTING;
-    j->start_ns = clock_ns(CLOCK_MONOTONIC);
+    j->start_ns = now_ns;
     j->last_ckpt_step = -1;
     j->first_failed = -1;
     series_init(&j->loss_all);
@@ -184,7 +177,7 @@ static void update_state_from_phases(Job *j)
 /* Paused means every live rank says so (a rank with no hello yet is not
  * paused). The outcome of `p` is told once, when the last rank gets there,
  * with the step they stopped at: a spread of steps means they did not agree. */
-static void pause_update(Job *j, int64_t now_ns)
+static void pause_update(Job *j, JobTime at)
 {
     int live = 0, paused = 0, training = 0;
     int64_t lo = 0, hi = 0;
@@ -208,14 +201,14 @@ static void pause_update(Job *j, int64_t now_ns)
         j->paused = true;
         j->paused_step = lo;
         if (lo == hi)
-            job_ev_add(j, now_ns, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
+            job_ev_add(j, at, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
                        live, live == 1 ? "" : "s", (long long)lo);
         else
-            job_ev_add(j, now_ns, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
+            job_ev_add(j, at, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
                        (long long)lo, (long long)hi);
     } else if (!all && j->paused && training > 0) {
         j->paused = false;
-        job_ev_add(j, now_ns, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
+        job_ev_add(j, at, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
     } else if (!all && j->paused) {
         j->paused = false;           /* stopping or failing while paused: no "resumed" */
     }
@@ -316,7 +309,7 @@ static void rate_update(Job *j, int64_t now_ns)
 
 /* ---- messages ---- */
 
-static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
+static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
 {
     const JobRank *first = NULL;
     for (int i = 0; i < j->world && !first; i++)
@@ -334,7 +327,7 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
         j->dataset_size = h->dataset_size;
     } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
         /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
-        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
                r->rank, h->model, (long long)h->params, j->model, (long long)j->params);
     }
     r->hello = true;
@@ -345,14 +338,14 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
     if (r->state == RANK_WAITING)
         r->state = RANK_ALIVE;
     count_nodes(j);
-    job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
+    job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
            r->rank, (long long)r->pid, r->host, r->device, r->backend);
     if (h->world > 0 && h->world != j->world)
-        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
                r->rank, (int)h->world, j->world);
 }
 
-static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_ns)
+static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
 {
     if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT)
         return;                      /* a phase this build does not know */
@@ -366,8 +359,8 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_n
         return;
     Phase old = r->phase;
     r->phase = p->phase;
-    r->phase_since_ns = now_ns;
-    r->phases[r->phases_head] = (JobPhaseRec){p->phase, now_ns};
+    r->phase_since_ns = at.mono_ns;
+    r->phases[r->phases_head] = (JobPhaseRec){p->phase, at.mono_ns};
     r->phases_head = (r->phases_head + 1) % JOB_PHASE_HIST;
     if (r->phases_len < JOB_PHASE_HIST)
         r->phases_len++;
@@ -375,13 +368,13 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_n
     if (old != PHASE_NONE)
         snprintf(from, sizeof from, "%s -> ", phase_name(old));
     if (p->phase == PHASE_ERROR)
-        job_ev_add(j, now_ns, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
+        job_ev_add(j, at, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
                has_detail ? ": " : "", has_detail ? p->detail : "");
     else
-        job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
+        job_ev_add(j, at, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
                phase_name(p->phase), has_detail ? " (" : "", has_detail ? p->detail : "",
                has_detail ? ")" : "");
-    pause_update(j, now_ns);
+    pause_update(j, at);
     update_state_from_phases(j);
 }
 
@@ -431,17 +424,19 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
     job_comm_on_coll(j, r->rank, c);
 }
 
-static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t now_ns, int64_t wall_ns)
+/* The line keeps the rank's own wall time when it sent one; the event is
+ * stamped when ddptop saw it, as every event is. */
+static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t sent_wall_ns, JobTime at)
 {
     JobEventLevel level = level_from_name(l->level);
     JobLogRec *rec = &r->logs[r->logs_head];
-    rec->t_ns = wall_ns;
+    rec->t_ns = sent_wall_ns ? sent_wall_ns : at.wall_ns;
     rec->level = level;
     copy_str(rec->text, sizeof rec->text, l->text);
     r->logs_head = (r->logs_head + 1) % JOB_RANK_LOGS;
     if (r->logs_len < JOB_RANK_LOGS)
         r->logs_len++;
-    job_ev_add(j, now_ns, r->rank, level, "%s", l->text);
+    job_ev_add(j, at, r->rank, level, "%s", l->text);
 }
 
 /* Every rank reports the same all-reduced eval: keep it once. Evals are
@@ -466,10 +461,10 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
     j->n_evals++;
 }
 
-static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
+static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
 {
     if (!c->ok) {
-        job_ev_add(j, now_ns, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
+        job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
                (long long)c->step, r->rank, c->error[0] ? c->error : "no reason given");
         return;
     }
@@ -478,7 +473,7 @@ static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
     j->ckpts++;
     /* test-sized models write a few kB: "0.0 MB" would read as nothing */
     bool small = c->bytes < 100000;
-    job_ev_add(j, now_ns, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
+    job_ev_add(j, at, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
            (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
            c->path);
 }
@@ -492,8 +487,9 @@ static JobEventLevel level_from_name(const char *s)
     return EV_INFO;
 }
 
-void job_apply(Job *j, const Msg *m, int64_t now_ns)
+void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
 {
+    JobTime at = {now_ns, wall_ns};
     if (!j || !m)
         return;
     switch (m->kind) {
@@ -511,13 +507,13 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns)
     r->last_msg_ns = now_ns;
     j->version++;
     switch (m->kind) {
-    case MSG_HELLO: apply_hello(j, r, &m->u.hello, now_ns); break;
-    case MSG_PHASE: apply_phase(j, r, &m->u.phase, now_ns); break;
+    case MSG_HELLO: apply_hello(j, r, &m->u.hello, at); break;
+    case MSG_PHASE: apply_phase(j, r, &m->u.phase, at); break;
     case MSG_STEP: apply_step(j, r, &m->u.step, now_ns); break;
     case MSG_COLL: apply_coll(j, r, &m->u.coll); break;
-    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, now_ns); break;
-    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, now_ns); break;
-    case MSG_LOG: apply_log(j, r, &m->u.log, now_ns, m->t_ns ? m->t_ns : clock_ns(CLOCK_REALTIME)); break;
+    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, at); break;
+    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, at); break;
+    case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
     case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
     case MSG_BEAT:
         r->beat = m->u.beat;
@@ -529,7 +525,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns)
         r->bye = true;
         r->bye_status = m->u.bye.status;
         if (m->u.bye.status != 0)
-            job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
+            job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
                    r->rank, (int)m->u.bye.status, (long long)m->u.bye.step);
         break;
     default:
@@ -552,12 +548,14 @@ void job_rank_started(Job *j, int rank, int pid, int64_t now_ns)
     j->version++;
 }
 
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns)
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
+                     int64_t wall_ns)
 {
     if (!j)
         return;
+    JobTime at = {now_ns, wall_ns};
     if (rank < 0 || rank >= j->world) {
-        job_ev_add(j, now_ns, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
+        job_ev_add(j, at, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
         return;
     }
     JobRank *r = &j->ranks[rank];
@@ -590,14 +588,14 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     }
     r->state = clean ? RANK_EXITED_OK : RANK_FAILED;
     if (j->paused)
-        pause_update(j, now_ns);
-    char at[48] = "";
+        pause_update(j, at);
+    char where[48] = "";
     if (r->have_step)
-        snprintf(at, sizeof at, " at step %lld", (long long)r->last.step);
+        snprintf(where, sizeof where, " at step %lld", (long long)r->last.step);
     else if (!clean)
-        snprintf(at, sizeof at, " before its first step");
-    job_ev_add(j, now_ns, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
-           rank, (long long)r->pid, r->how_ended, at);
+        snprintf(where, sizeof where, " before its first step");
+    job_ev_add(j, at, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
+           rank, (long long)r->pid, r->how_ended, where);
     if (job_all_exited(j))
         j->samples_per_s = 0;        /* nobody left to train: no stale rate */
     if (!clean) {

@@ -250,21 +250,29 @@ typedef struct {
     int rate_len, rate_head;         /* snapshots of samples_total; head = next write */
 } Job;
 
-/* New model for `world` ranks (1..JOB_MAX_RANKS). NULL on bad world/out of memory. */
-Job *job_new(int world);
+/* The model reads no clock: every entry point takes the time its caller saw
+ * the thing happen, now_ns monotonic (the clock of start_ns) and, where an
+ * event is stamped, wall_ns (CLOCK_REALTIME, what the events panel shows).
+ * A replay passes the recorded times, a test its own. */
+
+/* New model for `world` ranks (1..JOB_MAX_RANKS), created at now_ns (its
+ * start_ns). NULL on bad world/out of memory. */
+Job *job_new(int world, int64_t now_ns);
 void job_free(Job **j);
 
-/* Apply one message that arrived at now_ns (monotonic). Messages with a rank
+/* Apply one message that arrived at now_ns / wall_ns. Messages with a rank
  * outside the world are counted as bad frames and ignored. */
-void job_apply(Job *j, const Msg *m, int64_t now_ns);
+void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns);
 /* A rank's process ended with a waitpid status; `how` may be NULL or say who
  * ended it ("SIGKILL by ddptop"). */
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns);
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
+                     int64_t wall_ns);
 /* The launcher's pid for a rank, known before its hello. */
 void job_rank_started(Job *j, int rank, int pid, int64_t now_ns);
-/* Add an event (printf-style). rank -1 is ddptop itself. */
-void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Add an event seen at now_ns / wall_ns (printf-style). rank -1 is ddptop
+ * itself. */
+void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* The i-th most recent event (0 = newest), NULL past the end. */
 const JobEvent *job_event_at(const Job *j, int i);
 /* Event number n (0 = first ever), NULL if never added or overwritten. */

@@ -7,8 +7,14 @@
 
 #include "model/job.h"
 
-/* Add an event seen at mono_ns (printf-style). */
-void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+/* When an entry point's caller saw what it reports, on both clocks (the
+ * model reads none): mono_ns for intervals, wall_ns for event stamps. */
+typedef struct {
+    int64_t mono_ns, wall_ns;
+} JobTime;
+
+/* Add an event seen at `at` (printf-style). */
+void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* job_comm.c: allocate/free the collective tables; fold a completed
@@ -20,7 +26,7 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b);
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */
-void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, int64_t now_ns);
+void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at);
 void job_shard_done(Job *j);
 
 #endif

@@ -88,7 +88,7 @@ static void map_add(Job *j, JobRank *r, const MsgShard *s)
     }
 }
 
-void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, int64_t now_ns)
+void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at)
 {
     uint64_t h = s->idx ? hash_idx(s->idx, s->n_idx) : 0;
     if (r->have_shard && s->epoch != r->shard_epoch) {
@@ -116,7 +116,7 @@ void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, int64_t now_ns)
         j->shard.same_order_epoch != s->epoch) {
         j->shard.same_order_rank = r->rank;
         j->shard.same_order_epoch = s->epoch;
-        job_ev_add(j, now_ns, r->rank, EV_WARN,
+        job_ev_add(j, at, r->rank, EV_WARN,
                    "rank %d: epoch %lld has the same sample order as epoch %lld: "
                    "sampler.set_epoch(epoch) not called?",
                    r->rank, (long long)s->epoch, (long long)r->prev_shard_epoch);
