@@ -749,13 +749,17 @@ double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
     return d > 0 ? (double)d / 1e9 : 0.0;
 }
 
-bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+bool job_rank_beat_in_coll(const JobRank *r)
 {
-    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0 ||
-        r->state != RANK_ALIVE || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
+    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0)
         return false;
     /* a completed collective with that number means the beat is old news */
-    if (r->have_coll && r->coll.seq >= r->beat.coll_seq)
+    return !(r->have_coll && r->coll.seq >= r->beat.coll_seq);
+}
+
+bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+{
+    if (r->state != RANK_ALIVE || !job_rank_beat_in_coll(r) || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
         return false;
     if (seq)
         *seq = r->beat.coll_seq;

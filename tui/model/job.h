@@ -317,8 +317,13 @@ const JobLogRec *job_rank_log_at(const JobRank *r, int i);
 double job_rank_samples_per_s(const JobRank *r, int64_t now_ns);
 /* Seconds since anything came from the rank (its heartbeat age). */
 double job_rank_beat_age_s(const JobRank *r, int64_t now_ns);
-/* The rank is inside a collective for JOB_INFLIGHT_NS or more (by its
- * heartbeat); *op_seq, *secs (out, may be NULL) say which and how long. */
+/* The one in-flight rule: the rank's newest heartbeat names a collective
+ * (r->beat.coll_seq, since r->beat.coll_since_ns, wall) and no completed
+ * collective with that number or a later one has arrived since. Says
+ * nothing of the rank's process state or of how long. */
+bool job_rank_beat_in_coll(const JobRank *r);
+/* A live rank inside a collective for JOB_INFLIGHT_NS or more (by the rule
+ * above); *seq, *secs (out, may be NULL) say which and how long. */
 bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs);
 /* The i-th most recent eval (0 = newest), NULL past the end. */
 const JobEval *job_eval_at(const Job *j, int i);
