@@ -466,8 +466,20 @@ static void test_event_ring(void)
     char big[1000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    job_event(j, j->start_ns, WALL, -1, EV_WARN, "%s", big);
+    job_event(j, j->start_ns + SEC, WALL + 2 * SEC, -1, EV_WARN, "%s", big);
     CHECK(strlen(job_event_at(j, 0)->text) == sizeof job_event_at(j, 0)->text - 1, "long event not truncated");
+    /* an event carries the times its caller gave, on both clocks; so does one
+     * a message causes (the model reads no clock: a replay's are the file's) */
+    e = job_event_at(j, 0);
+    CHECK(e->mono_ns == j->start_ns + SEC && e->t_ns == WALL + 2 * SEC, "event times");
+    Msg m;
+    msg_init(&m, MSG_BYE);
+    m.rank = 0;
+    m.u.bye.status = 3;
+    job_apply(j, &m, j->start_ns + 5 * SEC, WALL + 7 * SEC);
+    e = job_event_at(j, 0);
+    CHECK(strstr(e->text, "bye with status 3") && e->mono_ns == j->start_ns + 5 * SEC && e->t_ns == WALL + 7 * SEC,
+          "message event times: '%s'", e->text);
     job_free(&j);
     TEST_END();
 }
@@ -678,6 +690,15 @@ static void test_collectives(void)
           j->buckets[0].last_ms);
     CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9,
           "bucket series");
+    /* the means a view shows: the last full step's, or the one being gathered */
+    double bms, balg, bbus;
+    job_bucket_means(j, 0, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 2.5) < 1e-9, "bucket 0 shown %.3f", bms);
+    coll(j, 0, 20, 2, 4, 40, 6.0, t += MS);
+    job_bucket_means(j, 2, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 6.0) < 1e-9 && j->buckets[2].last_n == 0, "half-gathered bucket shown %.3f", bms);
+    job_bucket_means(j, JOB_MAX_BUCKETS, &bms, &balg, &bbus);
+    CHECK(bms == 0 && balg == 0 && bbus == 0, "bucket past the end");
     double cf, ef, hf, cms, ems;
     CHECK(!job_comm_share(j, &cf, &ef, &hf, &cms, &ems), "share without steps");
     send_step_ms(j, 0, 3, 1.0, 10, t += MS);

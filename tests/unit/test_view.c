@@ -17,12 +17,13 @@
 
 #define MS 1000000LL
 #define SEC 1000000000LL
-/* The tests' clocks: a job starts at T0 (monotonic); wall time stands
- * still at WALL, which only stamps events. */
-#define T0 (1000 * SEC)
-#define WALL (1700000000LL * SEC)
 
 static char out_buf[1 << 20];
+
+/* The jobs start at T0 (monotonic); wall time, which only stamps events,
+ * stands still. */
+#define T0 (1000 * SEC)
+#define WALL (1700000000LL * SEC)
 
 /* Everything written to f so far, as one string. */
 static const char *slurp(FILE *f)

@@ -38,7 +38,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, va_list ap)
 {
-    JobEvent *e = &j->events[j->ev_total % JOB_EVENTS];
+    JobEvent *e = &j->book->events[j->ev_total % JOB_EVENTS];
     e->t_ns = at.wall_ns;
     e->mono_ns = at.mono_ns;
     e->rank = rank;
@@ -75,14 +75,14 @@ const JobEvent *job_event_at(const Job *j, int i)
     uint64_t kept = j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS;
     if ((uint64_t)i >= kept)
         return NULL;
-    return &j->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
+    return &j->book->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
 }
 
 const JobEvent *job_event_nth(const Job *j, uint64_t n)
 {
     if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS)
         return NULL;
-    return &j->events[n % JOB_EVENTS];
+    return &j->book->events[n % JOB_EVENTS];
 }
 
 /* ---- lifetime ---- */
@@ -95,7 +95,10 @@ Job *job_new(int world, int64_t now_ns)
     if (!j)
         return NULL;
     j->ranks = calloc((size_t)world, sizeof *j->ranks);
-    if (!j->ranks) {
+    j->book = calloc(1, sizeof *j->book + (size_t)world * sizeof j->book->ranks[0]);
+    if (!j->ranks || !j->book) {
+        free(j->ranks);
+        free(j->book);
         free(j);
         return NULL;
     }
@@ -120,7 +123,8 @@ Job *job_new(int world, int64_t now_ns)
         k->phase_since_ns = j->start_ns;
         k->last_msg_ns = j->start_ns;
         k->bye_status = -1;
-        k->shard_mapped_epoch = -1;
+        k->book = &j->book->ranks[r];
+        k->book->shard_mapped_epoch = -1;
         series_init(&k->loss_hist);
     }
     return j;
@@ -133,6 +137,7 @@ void job_free(Job **pj)
     job_comm_done(*pj);
     job_shard_done(*pj);
     free((*pj)->ranks);
+    free((*pj)->book);
     free(*pj);
     *pj = NULL;
 }
@@ -251,7 +256,7 @@ static void step_min_recompute(Job *j)
     }
     j->step = min;
     j->epoch = epoch;
-    j->step_min_count = count;
+    j->book->step_min_count = count;
 }
 
 /* Keep job step = min over stepped ranks without scanning every rank on
@@ -265,9 +270,9 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         if (j->n_stepped == 1 || s < j->step) {
             j->step = s;
             j->epoch = r->last.epoch;
-            j->step_min_count = 1;
+            j->book->step_min_count = 1;
         } else if (s == j->step) {
-            j->step_min_count++;
+            j->book->step_min_count++;
         }
         return;
     }
@@ -275,7 +280,7 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         step_min_recompute(j);
         return;
     }
-    if (old_step == j->step && s != old_step && --j->step_min_count <= 0)
+    if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0)
         step_min_recompute(j);
 }
 
@@ -284,26 +289,27 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
  * every message so the figure falls to zero when steps stop but beats go on. */
 static void rate_update(Job *j, int64_t now_ns)
 {
-    int newest = (j->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
-    if (j->rate_len == 0 || now_ns - j->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
-        j->rate_t_ns[j->rate_head] = now_ns;
-        j->rate_samples[j->rate_head] = j->samples_total;
-        j->rate_head = (j->rate_head + 1) % JOB_RATE_RING;
-        if (j->rate_len < JOB_RATE_RING)
-            j->rate_len++;
+    JobBook *b = j->book;
+    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
+    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
+        b->rate_t_ns[b->rate_head] = now_ns;
+        b->rate_samples[b->rate_head] = b->samples_total;
+        b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
+        if (b->rate_len < JOB_RATE_RING)
+            b->rate_len++;
     }
     int base = -1;
-    for (int i = 0; i < j->rate_len; i++) {        /* newest first */
-        int k = (j->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
+    for (int i = 0; i < b->rate_len; i++) {        /* newest first */
+        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
         base = k;
-        if (now_ns - j->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
+        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
             break;
     }
-    int64_t dt = now_ns - j->rate_t_ns[base];
+    int64_t dt = now_ns - b->rate_t_ns[base];
     /* under a quarter window the figure is mostly noise: keep the old one */
     if (dt < JOB_RATE_WINDOW_NS / 4)
         return;
-    double rate = (double)(j->samples_total - j->rate_samples[base]) * 1e9 / (double)dt;
+    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
     j->samples_per_s = rate > 0 ? rate : 0;
 }
 
@@ -360,8 +366,8 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
     Phase old = r->phase;
     r->phase = p->phase;
     r->phase_since_ns = at.mono_ns;
-    r->phases[r->phases_head] = (JobPhaseRec){p->phase, at.mono_ns};
-    r->phases_head = (r->phases_head + 1) % JOB_PHASE_HIST;
+    r->book->phases[r->book->phases_head] = (JobPhaseRec){p->phase, at.mono_ns};
+    r->book->phases_head = (r->book->phases_head + 1) % JOB_PHASE_HIST;
     if (r->phases_len < JOB_PHASE_HIST)
         r->phases_len++;
     char from[48] = "";
@@ -382,25 +388,20 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
 {
     bool had = r->have_step;
     int64_t old_step = had ? r->last.step : 0;
-    j->samples_total += s->samples - (had ? r->last.samples : 0);
+    j->book->samples_total += s->samples - (had ? r->last.samples : 0);
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops)
         j->drops += s->drops - old_drops;
     r->last = *s;
     r->have_step = true;
-    JobStepRec *rec = &r->ring[r->ring_head];
-    rec->step = s->step;
-    rec->epoch = s->epoch;
-    rec->loss = s->loss;
-    rec->step_ms = s->step_ms;
-    rec->comm_ms = s->comm_ms;
-    rec->exposed_ms = s->exposed_ms;
-    rec->samples = s->samples;
-    rec->t_ns = now_ns;
+    r->book->ring[r->book->ring_head] = (JobStepRec){
+        .step = s->step, .epoch = s->epoch, .loss = s->loss, .step_ms = s->step_ms, .comm_ms = s->comm_ms,
+        .exposed_ms = s->exposed_ms, .samples = s->samples, .t_ns = now_ns,
+    };
     series_add(&r->loss_hist, s->step, s->loss);
     series_add(&j->loss_all, s->step, s->loss);
-    r->ring_head = (r->ring_head + 1) % JOB_STEP_RING;
+    r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
     if (r->ring_len < JOB_STEP_RING)
         r->ring_len++;
     step_min_update(j, r, had, old_step);
@@ -414,11 +415,11 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
     r->have_coll = true;
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
     r->coll_ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
-    JobCollRec *rec = &r->colls[r->colls_head];
+    JobCollRec *rec = &r->book->colls[r->book->colls_head];
     rec->c = *c;
     rec->ms = r->coll_ms;
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
-    r->colls_head = (r->colls_head + 1) % JOB_RANK_COLLS;
+    r->book->colls_head = (r->book->colls_head + 1) % JOB_RANK_COLLS;
     if (r->colls_len < JOB_RANK_COLLS)
         r->colls_len++;
     job_comm_on_coll(j, r->rank, c);
@@ -429,11 +430,11 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
 static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t sent_wall_ns, JobTime at)
 {
     JobEventLevel level = level_from_name(l->level);
-    JobLogRec *rec = &r->logs[r->logs_head];
+    JobLogRec *rec = &r->book->logs[r->book->logs_head];
     rec->t_ns = sent_wall_ns ? sent_wall_ns : at.wall_ns;
     rec->level = level;
     copy_str(rec->text, sizeof rec->text, l->text);
-    r->logs_head = (r->logs_head + 1) % JOB_RANK_LOGS;
+    r->book->logs_head = (r->book->logs_head + 1) % JOB_RANK_LOGS;
     if (r->logs_len < JOB_RANK_LOGS)
         r->logs_len++;
     job_ev_add(j, at, r->rank, level, "%s", l->text);
@@ -450,14 +451,10 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
         if (old && old->epoch == e->epoch && old->step == e->step)
             return;
     }
-    JobEval *v = &j->evals[j->n_evals % JOB_EVALS];
-    v->epoch = e->epoch;
-    v->step = e->step;
-    v->loss = e->loss;
-    v->accuracy = e->accuracy;
-    v->correct = e->correct;
-    v->total = e->total;
-    v->t_ns = now_ns;
+    j->book->evals[j->n_evals % JOB_EVALS] = (JobEval){
+        .epoch = e->epoch, .step = e->step, .loss = e->loss, .accuracy = e->accuracy,
+        .correct = e->correct, .total = e->total, .t_ns = now_ns,
+    };
     j->n_evals++;
 }
 
@@ -693,28 +690,28 @@ const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->phases_len)
         return NULL;
-    return &r->phases[(r->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
+    return &r->book->phases[(r->book->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
 }
 
 const JobCollRec *job_rank_coll_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->colls_len)
         return NULL;
-    return &r->colls[(r->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
+    return &r->book->colls[(r->book->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
 }
 
 const JobLogRec *job_rank_log_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->logs_len)
         return NULL;
-    return &r->logs[(r->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
+    return &r->book->logs[(r->book->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
 }
 
 const JobEval *job_eval_at(const Job *j, int i)
 {
     if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS)
         return NULL;
-    return &j->evals[(j->n_evals - 1 - i) % JOB_EVALS];
+    return &j->book->evals[(j->n_evals - 1 - i) % JOB_EVALS];
 }
 
 /* Over the newest steps spanning about a second: fast enough to follow a
@@ -772,7 +769,7 @@ const JobStepRec *job_rank_step_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->ring_len)
         return NULL;
-    return &r->ring[(r->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
+    return &r->book->ring[(r->book->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
 }
 
 void job_verdict(const Job *j, char *buf, size_t len)
