@@ -170,7 +170,8 @@ typedef struct {
     int first_rank, last_rank;
     double ms_sum, ms_max;           /* durations of completed ones */
     int ms_max_rank;
-    double algbw_sum, busbw_sum;     /* who arrived: job_coll_arrived */
+    double algbw_sum, busbw_sum;
+    /* which ranks arrived: job_coll_arrived */
 } JobColl;
 
 typedef struct {
