@@ -1,8 +1,10 @@
 /* test_hang.c — the hang verdict for the situations users meet: a killed
  * rank, a SIGSTOPped rank, an unsafe stop (ranks in different collectives),
- * a stuck network, and no hang at all. */
+ * a stuck network, and no hang at all; and the snapshot the job model
+ * gives it. */
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -80,6 +82,53 @@ int main(void)
     for (int k = 0; k < 2; k++) rank(&r[k], k, 5, 6, "allreduce", now - 20 * S);
     CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1, "hang expected");
     CHECK(h.n_missing == 0 && strstr(h.verdict, "every rank is inside it"), "verdict: %s", h.verdict);
+    TEST_END();
+
+    TEST_BEGIN("snapshot_from_the_job_model");
+    {
+        /* ranks 0-2 beat in all-reduce #11; rank 1's #11 then completed (old
+         * news), rank 2 then exited (no longer waiting); rank 3 never spoke */
+        int64_t t = 100 * S, wall = 1700000000LL * S;
+        Job *j = job_new(4, t);
+        Msg m;
+        for (int k = 0; k < 3; k++) {
+            msg_init(&m, MSG_HELLO);
+            m.rank = k;
+            m.u.hello.world = 4;
+            m.u.hello.pid = 100 + k;
+            job_apply(j, &m, t += S / 10, wall);
+            msg_init(&m, MSG_BEAT);
+            m.rank = k;
+            m.u.beat.step = 7;
+            m.u.beat.coll_seq = 11;
+            snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+            m.u.beat.coll_since_ns = wall;
+            job_apply(j, &m, t += S / 10, wall);
+        }
+        msg_init(&m, MSG_COLL);
+        m.rank = 1;
+        m.u.coll.seq = 11;
+        snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+        job_apply(j, &m, t += S / 10, wall);
+        job_rank_exited(j, 2, 102, W_EXITCODE(0, 9), NULL, t += S / 10, wall);
+        HangRank snap[4];
+        hang_snapshot(j, t + 2 * S, snap, 4);
+        CHECK(snap[0].started && snap[0].inflight_seq == 11 && !strcmp(snap[0].inflight_op, "allreduce") &&
+              snap[0].inflight_since_ns == wall && snap[0].silent_ns == 2 * S + 6 * S / 10,
+              "rank 0: seq %lld silent %lld", (long long)snap[0].inflight_seq, (long long)snap[0].silent_ns);
+        CHECK(snap[1].inflight_seq == -1, "rank 1's completed collective still in flight");
+        CHECK(snap[2].exited && snap[2].inflight_seq == -1 && strstr(snap[2].how_ended, "signal 9"),
+              "rank 2: exited %d seq %lld how '%s'", snap[2].exited, (long long)snap[2].inflight_seq,
+              snap[2].how_ended);
+        CHECK(!snap[3].started && snap[3].inflight_seq == -1 && snap[3].proc_state == 0, "rank 3");
+        /* the live rule and the snapshot agree */
+        for (int k = 0; k < 4; k++)
+            CHECK(job_rank_in_flight(&j->ranks[k], wall + 20 * S, NULL, NULL) == (snap[k].inflight_seq >= 0),
+                  "rank %d: in flight and snapshot disagree", k);
+        CHECK(hang_analyze(snap, 4, wall + 20 * S, 10 * S, &h) == 1 && h.n_waiting == 1 && h.waiting[0] == 0,
+              "verdict: %s", h.verdict);
+        job_free(&j);
+    }
     TEST_END();
 
     TEST_BEGIN("rank_ranges_compact");

@@ -18,6 +18,10 @@
 
 #define MS 1000000LL
 #define SEC 1000000000LL
+/* The tests' clocks: a job starts at T0 (monotonic); wall time stands
+ * still at WALL, which only stamps events. */
+#define T0 (1000 * SEC)
+#define WALL (1700000000LL * SEC)
 
 /* ---- message builders ---- */
 
@@ -38,7 +42,7 @@ static void send_hello(Job *j, int rank, int64_t pid, int64_t t)
     m.u.hello.max_steps = 938;
     m.u.hello.steps_per_epoch = 469;
     m.u.hello.dataset_size = 60000;
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void send_phase(Job *j, int rank, Phase p, const char *detail, int64_t t)
@@ -49,7 +53,7 @@ static void send_phase(Job *j, int rank, Phase p, const char *detail, int64_t t)
     m.u.phase.phase = p;
     if (detail)
         snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void send_step(Job *j, int rank, int64_t epoch, int64_t step, double loss, int64_t t)
@@ -63,7 +67,7 @@ static void send_step(Job *j, int rank, int64_t epoch, int64_t step, double loss
     m.u.step.samples = step * 64;
     m.u.step.step_ms = 10;
     m.u.step.comm_ms = 2.5;
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void send_bye(Job *j, int rank, int status, int64_t step, int64_t t)
@@ -73,7 +77,7 @@ static void send_bye(Job *j, int rank, int status, int64_t step, int64_t t)
     m.rank = rank;
     m.u.bye.status = status;
     m.u.bye.step = step;
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 /* Is there an event (any age still kept) whose text contains s? */
@@ -88,7 +92,7 @@ static const JobEvent *find_event(const Job *j, const char *s)
 /* Two ranks through launch, hello and the phases up to training. */
 static Job *started_job(int64_t *t)
 {
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     *t = j->start_ns;
     for (int r = 0; r < 2; r++)
         job_rank_started(j, r, 1000 + r, *t);
@@ -104,9 +108,9 @@ static Job *started_job(int64_t *t)
 static void test_new_free(void)
 {
     TEST_BEGIN("new_free");
-    CHECK(job_new(0) == NULL, "world 0 accepted");
-    CHECK(job_new(JOB_MAX_RANKS + 1) == NULL, "world above max accepted");
-    Job *j = job_new(3);
+    CHECK(job_new(0, T0) == NULL, "world 0 accepted");
+    CHECK(job_new(JOB_MAX_RANKS + 1, T0) == NULL, "world above max accepted");
+    Job *j = job_new(3, T0);
     CHECK(j && j->world == 3 && j->state == JOB_STARTING, "bad new job");
     CHECK(j && job_event_at(j, 0) == NULL && job_event_nth(j, 0) == NULL, "events in a new job");
     job_free(&j);
@@ -119,7 +123,7 @@ static void test_new_free(void)
 static void test_clean_run(void)
 {
     TEST_BEGIN("clean_run_two_ranks");
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     int64_t t = j->start_ns;
     job_rank_started(j, 0, 1000, t);
     job_rank_started(j, 1, 1001, t);
@@ -164,11 +168,11 @@ static void test_clean_run(void)
         send_bye(j, r, 0, 10, t += MS);
     }
     CHECK(j->ranks[0].bye && j->ranks[0].bye_status == 0, "bye not kept");
-    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->state == JOB_STOPPING, "finished before rank 1 exited: %s", job_state_name(j->state));
     CHECK(!job_all_exited(j), "all exited with rank 1 alive");
     uint64_t v = j->version;
-    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->version > v, "version did not move on exit");
     CHECK(j->state == JOB_DONE, "not DONE: %s", job_state_name(j->state));
     CHECK(job_all_exited(j) && job_all_clean(j) && job_alive(j) == 0, "clean predicates");
@@ -186,7 +190,7 @@ static void test_clean_run(void)
 static void test_step_min(void)
 {
     TEST_BEGIN("job_step_is_min_over_ranks");
-    Job *j = job_new(3);
+    Job *j = job_new(3, T0);
     int64_t t = j->start_ns;
     CHECK(j->step == 0, "step before any step message");
     send_step(j, 0, 0, 5, 1.0, t += MS);
@@ -234,7 +238,7 @@ static void test_samples_per_s(void)
         Msg m;
         msg_init(&m, MSG_BEAT);
         m.rank = k % 2;
-        job_apply(j, &m, t2 + k * 100 * MS);
+        job_apply(j, &m, t2 + k * 100 * MS, WALL);
     }
     CHECK(j->samples_per_s < 1, "samples/s %.1f after steps stopped", j->samples_per_s);
     job_free(&j);
@@ -256,7 +260,7 @@ static void test_coll_shard_ckpt(void)
     m.u.coll.enq_ns = 1000 * SEC;
     m.u.coll.start_ns = 1000 * SEC + 1 * MS;
     m.u.coll.done_ns = 1000 * SEC + 1 * MS + 1500000;  /* 1.5 ms after start */
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     CHECK(j->ranks[1].have_coll && j->ranks[1].coll.seq == 7, "coll not kept");
     CHECK(j->ranks[1].coll_ms > 1.499 && j->ranks[1].coll_ms < 1.501, "coll_ms %.3f", j->ranks[1].coll_ms);
     CHECK(job_rank_allreduce_ms(&j->ranks[1]) == j->ranks[1].coll_ms, "allreduce ms not the collective's");
@@ -272,7 +276,7 @@ static void test_coll_shard_ckpt(void)
     m.u.shard.padding = 2;
     m.u.shard.n_idx = 40;
     m.u.shard.idx = idx;             /* borrowed: no msg_done */
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     const JobRank *r0 = &j->ranks[0];
     CHECK(r0->have_shard && r0->shard_epoch == 2 && r0->num_samples == 30001 && r0->total_size == 60002 &&
           r0->padding == 2, "shard summary");
@@ -286,7 +290,7 @@ static void test_coll_shard_ckpt(void)
     m.u.ckpt.ms = 42.4;
     m.u.ckpt.bytes = 3250000;
     snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "ckpt/step-00000100");
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     CHECK(find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.2 MB) -> ckpt/step-00000100") ||
           find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.3 MB) -> ckpt/step-00000100"),
           "ckpt event: '%s'", job_event_at(j, 0)->text);
@@ -295,7 +299,7 @@ static void test_coll_shard_ckpt(void)
     m.u.ckpt.ok = false;
     m.u.ckpt.step = 200;
     snprintf(m.u.ckpt.error, sizeof m.u.ckpt.error, "No space left on device");
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     const JobEvent *e = job_event_at(j, 0);
     CHECK(e && e->level == EV_ERROR && strstr(e->text, "200") && strstr(e->text, "No space left on device"),
           "ckpt failure event: '%s'", e ? e->text : "");
@@ -317,7 +321,7 @@ static void test_log_and_error_phase(void)
         m.rank = 1;
         snprintf(m.u.log.level, sizeof m.u.log.level, "%s", lv[i]);
         snprintf(m.u.log.text, sizeof m.u.log.text, "message %d", i);
-        job_apply(j, &m, t += MS);
+        job_apply(j, &m, t += MS, WALL);
         char want_text[32];
         snprintf(want_text, sizeof want_text, "message %d", i);
         const JobEvent *e = job_event_at(j, 0);
@@ -332,7 +336,7 @@ static void test_log_and_error_phase(void)
     send_phase(j, 0, PHASE_DESTROYING, NULL, t += MS);
     CHECK(strcmp(j->ranks[0].detail, "allreduce: Connection reset by peer") == 0, "error detail lost: '%s'",
           j->ranks[0].detail);
-    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS, WALL);
     char verdict[256];
     job_verdict(j, verdict, sizeof verdict);
     CHECK(strstr(verdict, "job failed: rank 0 exit 1") && strstr(verdict, "Connection reset by peer"),
@@ -349,7 +353,7 @@ static void test_signal_exit(void)
     for (int s = 1; s <= 57; s++)
         for (int r = 0; r < 2; r++)
             send_step(j, r, 0, s, 1.0, t += MS);
-    job_rank_exited(j, 1, 1001, W_EXITCODE(0, SIGKILL), NULL, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, SIGKILL), NULL, t += MS, WALL);
     const JobRank *r1 = &j->ranks[1];
     CHECK(r1->state == RANK_FAILED, "rank state %s", rank_state_name(r1->state));
     CHECK(strcmp(r1->how_ended, "signal 9 (Killed)") == 0, "how_ended '%s'", r1->how_ended);
@@ -362,7 +366,7 @@ static void test_signal_exit(void)
     job_verdict(j, verdict, sizeof verdict);
     CHECK(strcmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57") == 0, "verdict '%s'", verdict);
     /* the survivor then dies of the broken link: the verdict still names rank 1 */
-    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS, WALL);
     CHECK(j->state == JOB_FAILED, "state moved off FAILED");
     job_verdict(j, verdict, sizeof verdict);
     CHECK(strncmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57", 46) == 0 &&
@@ -370,7 +374,7 @@ static void test_signal_exit(void)
     job_free(&j);
 
     j = started_job(&t);
-    job_rank_exited(j, 0, 1000, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS, WALL);
     CHECK(strcmp(j->ranks[0].how_ended, "SIGTERM by ddptop") == 0, "how text not used: '%s'",
           j->ranks[0].how_ended);
     CHECK(strstr(job_event_at(j, 0)->text, "before its first step"), "event '%s'", job_event_at(j, 0)->text);
@@ -384,10 +388,10 @@ static void test_exit_without_bye(void)
     int64_t t;
     Job *j = started_job(&t);
     send_bye(j, 0, 0, 0, t += MS);
-    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->ranks[0].state == RANK_EXITED_OK, "rank 0 with bye: %s", rank_state_name(j->ranks[0].state));
     CHECK(j->state != JOB_FAILED, "failed after one clean exit");
-    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->ranks[1].state == RANK_FAILED, "exit 0 without bye: %s", rank_state_name(j->ranks[1].state));
     CHECK(j->state == JOB_FAILED, "job %s", job_state_name(j->state));
     CHECK(strstr(j->ranks[1].how_ended, "exit 0") && strstr(j->ranks[1].how_ended, "without bye"),
@@ -399,14 +403,14 @@ static void test_exit_without_bye(void)
     j = started_job(&t);
     send_bye(j, 0, 3, 0, t += MS);
     CHECK(job_event_at(j, 0)->level == EV_WARN, "bye with status 3 not flagged");
-    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->ranks[0].state == RANK_FAILED && strstr(j->ranks[0].how_ended, "bye status 3"),
           "bye status 3: %s '%s'", rank_state_name(j->ranks[0].state), j->ranks[0].how_ended);
     job_free(&j);
 
     j = started_job(&t);
     send_bye(j, 1, 0, 0, t += MS);
-    job_rank_exited(j, 1, 1001, W_EXITCODE(3, 0), NULL, t += MS);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(3, 0), NULL, t += MS, WALL);
     CHECK(strcmp(j->ranks[1].how_ended, "exit 3") == 0 && j->state == JOB_FAILED, "exit 3: '%s'",
           j->ranks[1].how_ended);
     job_free(&j);
@@ -428,12 +432,12 @@ static void test_bad_rank(void)
     /* a store request with no rank is not a bad frame: it is not the model's */
     Msg m;
     msg_init(&m, MSG_GET);
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     CHECK(j->bad_frames == 3, "store message counted as bad");
     /* anything from a good rank refreshes its liveness, even an unknown kind */
     msg_init(&m, MSG_UNKNOWN);
     m.rank = 1;
-    job_apply(j, &m, t += 7 * SEC);
+    job_apply(j, &m, t += 7 * SEC, WALL);
     CHECK(j->ranks[1].last_msg_ns == t, "unknown kind did not refresh last_msg_ns");
     CHECK(job_rank_stale(&j->ranks[0], t) && !job_rank_stale(&j->ranks[1], t), "staleness");
     job_free(&j);
@@ -443,9 +447,9 @@ static void test_bad_rank(void)
 static void test_event_ring(void)
 {
     TEST_BEGIN("event_ring_wraps");
-    Job *j = job_new(1);
+    Job *j = job_new(1, T0);
     for (int i = 0; i < JOB_EVENTS + 100; i++)
-        job_event(j, i % 3 - 1, EV_INFO, "event %d", i);
+        job_event(j, j->start_ns, WALL, i % 3 - 1, EV_INFO, "event %d", i);
     CHECK(j->ev_total == JOB_EVENTS + 100, "ev_total %llu", (unsigned long long)j->ev_total);
     const JobEvent *e = job_event_at(j, 0);
     CHECK(e && strcmp(e->text, "event 611") == 0, "newest '%s'", e ? e->text : "");
@@ -462,8 +466,20 @@ static void test_event_ring(void)
     char big[1000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    job_event(j, -1, EV_WARN, "%s", big);
+    job_event(j, j->start_ns + SEC, WALL + 2 * SEC, -1, EV_WARN, "%s", big);
     CHECK(strlen(job_event_at(j, 0)->text) == sizeof job_event_at(j, 0)->text - 1, "long event not truncated");
+    /* an event carries the times its caller gave, on both clocks; so does one
+     * a message causes (the model reads no clock: a replay's are the file's) */
+    e = job_event_at(j, 0);
+    CHECK(e->mono_ns == j->start_ns + SEC && e->t_ns == WALL + 2 * SEC, "event times");
+    Msg m;
+    msg_init(&m, MSG_BYE);
+    m.rank = 0;
+    m.u.bye.status = 3;
+    job_apply(j, &m, j->start_ns + 5 * SEC, WALL + 7 * SEC);
+    e = job_event_at(j, 0);
+    CHECK(strstr(e->text, "bye with status 3") && e->mono_ns == j->start_ns + 5 * SEC && e->t_ns == WALL + 7 * SEC,
+          "message event times: '%s'", e->text);
     job_free(&j);
     TEST_END();
 }
@@ -477,7 +493,7 @@ static void test_state_edges(void)
     CHECK(j->state == JOB_STOPPING, "set_stopping: %s", job_state_name(j->state));
     job_free(&j);
 
-    j = job_new(2);
+    j = job_new(2, T0);
     t = j->start_ns;
     send_hello(j, 0, 10, t += MS);
     Msg m;
@@ -486,12 +502,12 @@ static void test_state_edges(void)
     m.u.hello.world = 4;
     snprintf(m.u.hello.model, sizeof m.u.hello.model, "mlp:784,10");
     m.u.hello.params = 7850;
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     CHECK(strcmp(j->model, "mlp:784,256,256,10") == 0, "second hello overwrote the job's model");
     CHECK(find_event(j, "says world size 4") && find_event(j, "runs model mlp:784,10"),
           "mismatch warnings missing");
     /* a job that already failed stays failed */
-    job_rank_exited(j, 0, 10, W_EXITCODE(0, SIGSEGV), NULL, t += MS);
+    job_rank_exited(j, 0, 10, W_EXITCODE(0, SIGSEGV), NULL, t += MS, WALL);
     job_set_stopping(j);
     send_phase(j, 1, PHASE_STOPPING, NULL, t += MS);
     CHECK(j->state == JOB_FAILED, "FAILED overwritten by %s", job_state_name(j->state));
@@ -513,7 +529,7 @@ static void send_step_ms(Job *j, int rank, int64_t step, double loss, double ste
     m.u.step.step_ms = step_ms;
     m.u.step.comm_ms = 4;
     m.u.step.exposed_ms = 1;
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void test_pause_outcome(void)
@@ -553,7 +569,7 @@ static void test_pause_outcome(void)
     job_free(&j);
 
     /* a rank that has not said hello yet is not paused */
-    j = job_new(2);
+    j = job_new(2, T0);
     t = j->start_ns;
     job_rank_started(j, 0, 10, t);
     job_rank_started(j, 1, 11, t);
@@ -583,7 +599,7 @@ static void test_evals(void)
         m.u.eval.loss = 0.43;
         m.u.eval.correct = 8412;
         m.u.eval.total = 10000;
-        job_apply(j, &m, t += MS);
+        job_apply(j, &m, t += MS, WALL);
     }
     CHECK(j->n_evals == 1, "every rank's copy kept: %d", j->n_evals);
     const JobEval *e = job_eval_at(j, 0);
@@ -592,7 +608,7 @@ static void test_evals(void)
     m.u.eval.epoch = 1;
     m.u.eval.step = 938;
     m.u.eval.accuracy = 0.86;
-    job_apply(j, &m, t += MS);
+    job_apply(j, &m, t += MS, WALL);
     CHECK(j->n_evals == 2 && job_eval_at(j, 0)->step == 938 && job_eval_at(j, 1)->step == 469, "eval order");
     CHECK(job_eval_at(j, 2) == NULL, "past the evals");
     job_free(&j);
@@ -614,13 +630,13 @@ static void coll(Job *j, int rank, int64_t seq, int bucket, int64_t step, int64_
     m.u.coll.done_ns = m.u.coll.start_ns + (int64_t)(ms * MS);
     m.u.coll.algbw_gbs = 1.0;
     m.u.coll.busbw_gbs = 1.5;
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void test_collectives(void)
 {
     TEST_BEGIN("collective_straggler_waiting_and_buckets");
-    Job *j = job_new(3);
+    Job *j = job_new(3, T0);
     int64_t t = j->start_ns;
     /* seq 10: rank 1 enters 3 ms after rank 0, rank 2 in between */
     coll(j, 0, 10, 0, 7, 100, 4.0, t += MS);
@@ -643,7 +659,7 @@ static void test_collectives(void)
         m.u.beat.coll_seq = 11;
         snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
         m.u.beat.coll_since_ns = 2000 * SEC;
-        job_apply(j, &m, t += MS);
+        job_apply(j, &m, t += MS, WALL);
     }
     n = job_colls_recent(j, list, 8);
     CHECK(n == 2 && list[0]->seq == 11 && list[0]->arrived == 2 && list[0]->done == 0, "in-flight collective");
@@ -662,7 +678,7 @@ static void test_collectives(void)
     CHECK(job_colls_recent(j, list, 8) >= 1 && list[0]->seq == 10 + JOB_COLL_RING, "ring order");
     /* buckets: means over ranks per step */
     job_free(&j);
-    j = job_new(2);
+    j = job_new(2, T0);
     t = j->start_ns;
     for (int s = 1; s <= 3; s++)
         for (int r = 0; r < 2; r++) {
@@ -674,6 +690,15 @@ static void test_collectives(void)
           j->buckets[0].last_ms);
     CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9,
           "bucket series");
+    /* the means a view shows: the last full step's, or the one being gathered */
+    double bms, balg, bbus;
+    job_bucket_means(j, 0, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 2.5) < 1e-9, "bucket 0 shown %.3f", bms);
+    coll(j, 0, 20, 2, 4, 40, 6.0, t += MS);
+    job_bucket_means(j, 2, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 6.0) < 1e-9 && j->buckets[2].last_n == 0, "half-gathered bucket shown %.3f", bms);
+    job_bucket_means(j, JOB_MAX_BUCKETS, &bms, &balg, &bbus);
+    CHECK(bms == 0 && balg == 0 && bbus == 0, "bucket past the end");
     double cf, ef, hf, cms, ems;
     CHECK(!job_comm_share(j, &cf, &ef, &hf, &cms, &ems), "share without steps");
     send_step_ms(j, 0, 3, 1.0, 10, t += MS);
@@ -698,13 +723,13 @@ static void shard(Job *j, int rank, int64_t epoch, bool shuffle, const int64_t *
     m.u.shard.padding = n * j->world - size;
     m.u.shard.n_idx = n;
     m.u.shard.idx = (int64_t *)idx;   /* borrowed: no msg_done */
-    job_apply(j, &m, t);
+    job_apply(j, &m, t, WALL);
 }
 
 static void test_shard_map(void)
 {
     TEST_BEGIN("sampler_map_padding_and_set_epoch");
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     int64_t t = j->start_ns;
     /* N = 5 over 2 ranks: 3 each, index 3 handed out twice (padding) */
     int64_t a[] = {3, 0, 2}, b[] = {1, 4, 3};
@@ -745,7 +770,7 @@ static void test_shard_map(void)
 static void test_stats_outliers_order(void)
 {
     TEST_BEGIN("stats_outliers_and_orders");
-    Job *j = job_new(5);
+    Job *j = job_new(5, T0);
     int64_t t = j->start_ns;
     for (int r = 0; r < 5; r++) {
         job_rank_started(j, r, 100 + r, t);
@@ -834,14 +859,14 @@ static void test_series(void)
 static void test_rank_histories(void)
 {
     TEST_BEGIN("rank_histories_nodes_rate");
-    Job *j = job_new(3);
+    Job *j = job_new(3, T0);
     int64_t t = j->start_ns;
     Msg m;
     for (int r = 0; r < 3; r++) {
         msg_init(&m, MSG_HELLO);
         m.rank = r;
         snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", r < 2 ? "alpha" : "beta");
-        job_apply(j, &m, t += MS);
+        job_apply(j, &m, t += MS, WALL);
     }
     CHECK(j->nodes == 2, "nodes %d", j->nodes);
     send_phase(j, 1, PHASE_INIT, NULL, t += MS);
@@ -852,7 +877,7 @@ static void test_rank_histories(void)
         msg_init(&m, MSG_LOG);
         m.rank = 1;
         snprintf(m.u.log.text, sizeof m.u.log.text, "line %d", i);
-        job_apply(j, &m, t += MS);
+        job_apply(j, &m, t += MS, WALL);
     }
     const JobLogRec *l = job_rank_log_at(&j->ranks[1], 0);
     CHECK(l && strcmp(l->text, "line 9") == 0 && job_rank_log_at(&j->ranks[1], JOB_RANK_LOGS) == NULL, "log ring");

@@ -20,6 +20,7 @@
 #define MS 1000000LL
 #define SEC 1000000000LL
 #define WALL (1700000000LL * SEC)
+#define T0 (1000 * SEC)              /* a job's start, monotonic */
 
 static char text[200 * 1024];
 
@@ -63,7 +64,7 @@ static const char *line_with(const char *t, const char *needle)
 static void apply(Job *j, Msg *m, int rank, int64_t t)
 {
     m->rank = rank;
-    job_apply(j, m, t);
+    job_apply(j, m, t, WALL);
 }
 
 /* A job of `world` ranks that trained `steps` steps with collectives, a
@@ -159,7 +160,7 @@ static const char *render(Canvas *cv, Ui *u, const Job *j, int w, int h, bool ut
 static void test_panels_120x40(void)
 {
     TEST_BEGIN("panels_at_120x40");
-    Job *j = job_new(4);
+    Job *j = job_new(4, T0);
     int64_t t = scripted(j, 60);
     Ui u;
     ui_init(&u, 4);
@@ -194,7 +195,7 @@ static void test_panels_120x40(void)
 static void test_sizes(void)
 {
     TEST_BEGIN("80x24_200x60_and_too_small");
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     int64_t t = scripted(j, 40);
     Ui u;
     ui_init(&u, 2);
@@ -225,7 +226,7 @@ static void test_sizes(void)
 static void test_ascii(void)
 {
     TEST_BEGIN("ascii_without_utf8_digits_without_colour");
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     int64_t t = scripted(j, 40);
     Msg m;
     msg_init(&m, MSG_LOG);
@@ -258,7 +259,7 @@ static void test_ascii(void)
 static void test_many_ranks(void)
 {
     TEST_BEGIN("256_ranks_summary_outliers_scroll");
-    Job *j = job_new(256);
+    Job *j = job_new(256, T0);
     int64_t t = scripted(j, 12);
     Msg m;
     msg_init(&m, MSG_STEP);          /* rank 200 diverges */
@@ -298,7 +299,7 @@ static void test_many_ranks(void)
 static void test_keys(void)
 {
     TEST_BEGIN("keys_actions_and_screens");
-    Job *j = job_new(4);
+    Job *j = job_new(4, T0);
     int64_t t = scripted(j, 30);
     Ui u;
     ui_init(&u, 4);
@@ -407,7 +408,7 @@ static void test_keys(void)
 static void test_states(void)
 {
     TEST_BEGIN("paused_failed_stale_hung_rows");
-    Job *j = job_new(4);
+    Job *j = job_new(4, T0);
     int64_t t = scripted(j, 20);
     Ui u;
     ui_init(&u, 4);
@@ -425,7 +426,7 @@ static void test_states(void)
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, " PAUSED ") && strstr(s, "paused after step 20") && strstr(s, "p resume"), "paused:\n%s", s);
     /* rank 1 dies, rank 2 goes silent, rank 0 sits in a collective */
-    job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS);
+    job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS, WALL);
     msg_init(&m, MSG_BEAT);
     m.u.beat.step = 20;
     m.u.beat.coll_seq = 21;

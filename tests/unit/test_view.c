@@ -20,6 +20,11 @@
 
 static char out_buf[1 << 20];
 
+/* The jobs start at T0 (monotonic); wall time, which only stamps events,
+ * stands still. */
+#define T0 (1000 * SEC)
+#define WALL (1700000000LL * SEC)
+
 /* Everything written to f so far, as one string. */
 static const char *slurp(FILE *f)
 {
@@ -70,7 +75,7 @@ static const char *line_with(const char *text, const char *needle)
 static void apply(Job *j, Msg *m, int rank, int64_t t)
 {
     m->rank = rank;
-    job_apply(j, m, t);
+    job_apply(j, m, t, WALL);
 }
 
 /* A world-rank job that trains `steps` steps at 10 steps/s, ticking the
@@ -120,7 +125,7 @@ static void finish_clean(Job *j, ViewHeadless *h, int64_t *t)
         apply(j, &m, r, *t += MS);
         msg_init(&m, MSG_BYE);
         apply(j, &m, r, *t += MS);
-        job_rank_exited(j, r, 2000 + r, W_EXITCODE(0, 0), NULL, *t += MS);
+        job_rank_exited(j, r, 2000 + r, W_EXITCODE(0, 0), NULL, *t += MS, WALL);
     }
     view_headless_tick(h, j, *t);
 }
@@ -129,7 +134,7 @@ static void test_text_progress_and_events(void)
 {
     TEST_BEGIN("headless_text_progress_events_summary");
     FILE *f = tmpfile();
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     ViewHeadless h;
     view_headless_init(&h, f, false);
     int64_t t = scripted_job(j, &h, 30);
@@ -172,7 +177,7 @@ static void test_text_failed_and_sanitised(void)
 {
     TEST_BEGIN("headless_text_failure_verdict");
     FILE *f = tmpfile();
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     ViewHeadless h;
     view_headless_init(&h, f, false);
     int64_t t = scripted_job(j, &h, 57);
@@ -181,10 +186,10 @@ static void test_text_failed_and_sanitised(void)
     snprintf(m.u.log.level, sizeof m.u.log.level, "warn");
     snprintf(m.u.log.text, sizeof m.u.log.text, "two\nlines\x1b[2J bad\xff");
     apply(j, &m, 1, t += MS);
-    job_event(j, -1, EV_INFO, "sending SIGKILL to rank 1");
-    job_rank_exited(j, 1, 2001, W_EXITCODE(0, SIGKILL), NULL, t += MS);
+    job_event(j, t, WALL, -1, EV_INFO, "sending SIGKILL to rank 1");
+    job_rank_exited(j, 1, 2001, W_EXITCODE(0, SIGKILL), NULL, t += MS, WALL);
     view_headless_tick(&h, j, t);
-    job_rank_exited(j, 0, 2000, W_EXITCODE(1, 0), NULL, t += MS);
+    job_rank_exited(j, 0, 2000, W_EXITCODE(1, 0), NULL, t += MS, WALL);
     view_headless_summary(&h, j, t);
     const char *out = slurp(f);
     CHECK(strstr(out, "rank 0 (pid 2000) ended") == NULL, "the summary printed pending events:\n%s", out);
@@ -204,7 +209,7 @@ static void test_text_many_ranks(void)
 {
     TEST_BEGIN("headless_many_ranks_min_max");
     FILE *f = tmpfile();
-    Job *j = job_new(8);
+    Job *j = job_new(8, T0);
     ViewHeadless h;
     view_headless_init(&h, f, false);
     scripted_job(j, &h, 12);
@@ -253,7 +258,7 @@ static void test_json(void)
 {
     TEST_BEGIN("headless_json_lines_and_escaping");
     FILE *f = tmpfile();
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     ViewHeadless h;
     view_headless_init(&h, f, true);
     int64_t t = scripted_job(j, &h, 15);
@@ -306,12 +311,12 @@ static void test_json_failed_summary(void)
 {
     TEST_BEGIN("headless_json_failed_summary");
     FILE *f = tmpfile();
-    Job *j = job_new(2);
+    Job *j = job_new(2, T0);
     ViewHeadless h;
     view_headless_init(&h, f, true);
     int64_t t = scripted_job(j, &h, 5);
-    job_rank_exited(j, 0, 2000, W_EXITCODE(0, 0), NULL, t += MS);    /* no bye */
-    job_rank_exited(j, 1, 2001, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS);
+    job_rank_exited(j, 0, 2000, W_EXITCODE(0, 0), NULL, t += MS, WALL);    /* no bye */
+    job_rank_exited(j, 1, 2001, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS, WALL);
     view_headless_summary(&h, j, t);
     const char *l = line_with(slurp(f), "\"k\":\"summary\"");
     CHECK(strstr(l, "\"state\":\"FAILED\",\"ok\":false") && strstr(l, "\"how\":\"exit 0 without bye\"") &&
@@ -326,11 +331,11 @@ static void test_events_lost(void)
 {
     TEST_BEGIN("headless_reports_lost_events");
     FILE *f = tmpfile();
-    Job *j = job_new(1);
+    Job *j = job_new(1, T0);
     ViewHeadless h;
     view_headless_init(&h, f, false);
     for (int i = 0; i < JOB_EVENTS + 10; i++)
-        job_event(j, 0, EV_INFO, "e%d", i);
+        job_event(j, j->start_ns, WALL, 0, EV_INFO, "e%d", i);
     view_headless_tick(&h, j, j->start_ns);
     const char *out = slurp(f);
     CHECK(count_lines_with(out, "[", "ddptop 10 events lost") == 1, "lost-events line:\n%.300s", out);
@@ -347,7 +352,7 @@ static void test_evals_printed(void)
     TEST_BEGIN("headless_prints_evals_once");
     for (int json = 0; json <= 1; json++) {
         FILE *f = tmpfile();
-        Job *j = job_new(2);
+        Job *j = job_new(2, T0);
         ViewHeadless h;
         view_headless_init(&h, f, json);
         int64_t t = scripted_job(j, &h, 3);

@@ -136,7 +136,7 @@ static void command(Attach *A, int op)
     }
     say(A, "%s requested: sent to the job", OP_WHAT[op]);
     if (A->job)
-        job_event(A->job, -1, EV_INFO, "%s requested from this viewer (--control)", OP_WHAT[op]);
+        job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s requested from this viewer (--control)", OP_WHAT[op]);
 }
 
 /* ---- frames ---- */
@@ -170,7 +170,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
         /* ddptop's own word to this viewer */
         JobEventLevel lv = !strncmp(m.u.log.level, "warn", 4) ? EV_WARN
                            : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR : EV_INFO;
-        job_event(j, -1, lv, "%s", m.u.log.text);
+        job_event(j, mono_ns(), wall_ns(), -1, lv, "%s", m.u.log.text);
         /* a local notice says the same in this viewer's words: it stays */
         if (lv != EV_INFO && !(A->msg[0] && mono_ms() < A->msg_until_ms))
             say(A, "ddptop: %s", m.u.log.text);
@@ -190,7 +190,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
         job_restart(j, now);
         A->ended = false;
     }
-    job_apply(j, &m, now);
+    job_apply(j, &m, now, wall_ns());
     /* whether ddptop asked for a pause is not on the wire: what the ranks
      * do is the wish, so no "PAUSING"/"RESUMING" that would never end */
     if (j->pause_wanted != j->paused)
@@ -198,7 +198,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     if (m.kind == MSG_BYE && in) {
         /* the process exit ddptop sees and this viewer does not */
         int st = m.u.bye.status;
-        job_rank_exited(j, r, 0, W_EXITCODE(st < 0 || st > 255 ? 1 : st, 0), NULL, now);
+        job_rank_exited(j, r, 0, W_EXITCODE(st < 0 || st > 255 ? 1 : st, 0), NULL, now, wall_ns());
     }
     msg_done(&m);
 }
@@ -215,7 +215,7 @@ static int make_model(Attach *A, const Msg *hello)
                 (int)hello->u.hello.world, JOB_MAX_RANKS);
         return -1;
     }
-    if (!(A->job = job_new(world))) {
+    if (!(A->job = job_new(world, mono_ns()))) {
         fprintf(stderr, "ddptop attach: out of memory\n");
         return -1;
     }
@@ -225,7 +225,7 @@ static int make_model(Attach *A, const Msg *hello)
     int64_t age = proto_now_ns() - hello->t_ns;
     if (hello->t_ns > 0 && age > 0 && age < 7 * 86400 * 1000000000LL)
         A->job->start_ns -= age;
-    job_event(A->job, -1, EV_INFO, "attached to %s (%s)%s", A->ep, A->control ? "--control" : "read-only",
+    job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "attached to %s (%s)%s", A->ep, A->control ? "--control" : "read-only",
               A->control ? ": c d p a act on the job" : "");
     return 0;
 }
@@ -322,10 +322,10 @@ static void check_end(Attach *A)
         return;
     if (all_bye(A->job)) {
         A->ended = true;
-        job_event(A->job, -1, EV_INFO, "the job has ended: every rank said bye");
+        job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "the job has ended: every rank said bye");
     } else if (A->flowed && mono_ms() - A->last_heard_ms >= ATTACH_SILENT_MS) {
         A->ended = A->ended_silent = true;
-        job_event(A->job, -1, EV_WARN, "no word from the job for %d s: it has ended, or ddptop or the link is gone",
+        job_event(A->job, mono_ns(), wall_ns(), -1, EV_WARN, "no word from the job for %d s: it has ended, or ddptop or the link is gone",
                   ATTACH_SILENT_MS / 1000);
     }
 }
@@ -460,7 +460,7 @@ static int loop_headless(Attach *A)
         fflush(stdout);
     }
     if (signals_stop_count() && !A->ended)
-        job_event(A->job, -1, EV_INFO, "detached from %s: the job goes on", A->ep);
+        job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "detached from %s: the job goes on", A->ep);
     view_headless_tick(&A->hl, A->job, mono_ns());
     view_headless_summary(&A->hl, A->job, mono_ns());
     fflush(stdout);

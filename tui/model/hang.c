@@ -12,6 +12,28 @@
 #include <stdio.h>
 #include <string.h>
 
+void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
+{
+    for (int k = 0; k < n && k < j->world; k++) {
+        const JobRank *r = &j->ranks[k];
+        HangRank *s = &out[k];
+        memset(s, 0, sizeof *s);
+        s->rank = k;
+        s->started = r->hello;
+        s->exited = r->state == RANK_EXITED_OK || r->state == RANK_FAILED;
+        snprintf(s->how_ended, sizeof s->how_ended, "%s", r->how_ended);
+        s->phase = r->phase;
+        s->last_step = r->have_step ? r->last.step : 0;
+        s->inflight_seq = -1;
+        if (!s->exited && job_rank_beat_in_coll(r)) {
+            s->inflight_seq = r->beat.coll_seq;
+            snprintf(s->inflight_op, sizeof s->inflight_op, "%s", r->beat.coll_op);
+            s->inflight_since_ns = r->beat.coll_since_ns;
+        }
+        s->silent_ns = r->last_msg_ns ? now_ns - r->last_msg_ns : -1;
+    }
+}
+
 const char *hang_state_name(char s)
 {
     switch (s) {

@@ -1,8 +1,10 @@
-/* hang.h — who waits for whom: the verdict of the hang view.
+/* hang.h — who waits for whom: the hang verdict, computed here and only
+ * here (run/hangwatch.c drives it live, the views print it).
  *
  * Pure analysis over a snapshot of every rank (what its heartbeats say is in
- * flight, its phase, its process state); no curses, no sockets, so it is
- * unit-tested with made-up snapshots. Main thread.
+ * flight, its phase, its process state), and the snapshot's build from the
+ * job model; no curses, no sockets, no /proc (the caller adds process
+ * states), so it is unit-tested with made-up snapshots. Main thread.
  */
 #ifndef DDPTOP_HANG_H
 #define DDPTOP_HANG_H
@@ -12,6 +14,7 @@
 #include <stdint.h>
 
 #include "wire/protocol.h"
+#include "model/job.h"
 
 #define HANG_LIST_MAX 256
 
@@ -41,6 +44,12 @@ typedef struct {
     int missing[HANG_LIST_MAX]; /* ranks that never entered it */
     char verdict[768];          /* one line */
 } HangReport;
+
+/* The first n ranks of j as snapshots into out[n], at now_ns (monotonic):
+ * identity, exit, phase, last step, the collective in flight by the
+ * model's one rule (job_rank_beat_in_coll; none once exited) and silence.
+ * proc_state and wchan are left unknown (0, "") for the caller to fill. */
+void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
 
 /* Analyse n ranks at now_ns (wall clock). Returns 1 when a hang is reported
  * (out->hung), 0 when none. */

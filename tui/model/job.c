@@ -4,8 +4,10 @@
  * job_stats.c.
  *
  * Owns: everything inside a Job (job.h). Does not own: sockets, decoding,
- * processes or drawing — callers hand it decoded messages and waitpid
- * statuses with the monotonic time they saw them. Main thread only.
+ * processes, clocks or drawing — callers hand it decoded messages and
+ * waitpid statuses with the time they saw them (monotonic, and wall where
+ * an event is stamped), so a test or a replay drives it with its own
+ * clock. Main thread only.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
@@ -18,16 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 static JobEventLevel level_from_name(const char *s);
-
-static int64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Copy with truncation; the source may not be NUL-terminated if a peer sent
  * junk, so never read past n-1 bytes of it. */
@@ -42,12 +36,11 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 /* ---- events ---- */
 
-static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
-                    const char *fmt, va_list ap)
+static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, va_list ap)
 {
-    JobEvent *e = &j->events[j->ev_total % JOB_EVENTS];
-    e->t_ns = clock_ns(CLOCK_REALTIME);
-    e->mono_ns = mono_ns;
+    JobEvent *e = &j->book->events[j->ev_total % JOB_EVENTS];
+    e->t_ns = at.wall_ns;
+    e->mono_ns = at.mono_ns;
     e->rank = rank;
     e->level = level;
     vsnprintf(e->text, sizeof e->text, fmt, ap);
@@ -57,21 +50,21 @@ static void ev_addv(Job *j, int64_t mono_ns, int rank, JobEventLevel level,
 
 /* Events caused by a message carry the message's arrival time, so a test
  * (or a replay) with its own clock gets consistent timestamps. */
-void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ev_addv(j, mono_ns, rank, level, fmt, ap);
+    ev_addv(j, at, rank, level, fmt, ap);
     va_end(ap);
 }
 
-void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
+void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
 {
     if (!j)
         return;
     va_list ap;
     va_start(ap, fmt);
-    ev_addv(j, clock_ns(CLOCK_MONOTONIC), rank, level, fmt, ap);
+    ev_addv(j, (JobTime){now_ns, wall_ns}, rank, level, fmt, ap);
     va_end(ap);
 }
 
@@ -82,19 +75,19 @@ const JobEvent *job_event_at(const Job *j, int i)
     uint64_t kept = j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS;
     if ((uint64_t)i >= kept)
         return NULL;
-    return &j->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
+    return &j->book->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
 }
 
 const JobEvent *job_event_nth(const Job *j, uint64_t n)
 {
     if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS)
         return NULL;
-    return &j->events[n % JOB_EVENTS];
+    return &j->book->events[n % JOB_EVENTS];
 }
 
 /* ---- lifetime ---- */
 
-Job *job_new(int world)
+Job *job_new(int world, int64_t now_ns)
 {
     if (world < 1 || world > JOB_MAX_RANKS)
         return NULL;
@@ -102,13 +95,16 @@ Job *job_new(int world)
     if (!j)
         return NULL;
     j->ranks = calloc((size_t)world, sizeof *j->ranks);
-    if (!j->ranks) {
+    j->book = calloc(1, sizeof *j->book + (size_t)world * sizeof j->book->ranks[0]);
+    if (!j->ranks || !j->book) {
+        free(j->ranks);
+        free(j->book);
         free(j);
         return NULL;
     }
     j->world = world;
     j->state = JOB_STARTING;
-    j->start_ns = clock_ns(CLOCK_MONOTONIC);
+    j->start_ns = now_ns;
     j->last_ckpt_step = -1;
     j->first_failed = -1;
     series_init(&j->loss_all);
@@ -127,7 +123,8 @@ Job *job_new(int world)
         k->phase_since_ns = j->start_ns;
         k->last_msg_ns = j->start_ns;
         k->bye_status = -1;
-        k->shard_mapped_epoch = -1;
+        k->book = &j->book->ranks[r];
+        k->book->shard_mapped_epoch = -1;
         series_init(&k->loss_hist);
     }
     return j;
@@ -140,6 +137,7 @@ void job_free(Job **pj)
     job_comm_done(*pj);
     job_shard_done(*pj);
     free((*pj)->ranks);
+    free((*pj)->book);
     free(*pj);
     *pj = NULL;
 }
@@ -184,7 +182,7 @@ static void update_state_from_phases(Job *j)
 /* Paused means every live rank says so (a rank with no hello yet is not
  * paused). The outcome of `p` is told once, when the last rank gets there,
  * with the step they stopped at: a spread of steps means they did not agree. */
-static void pause_update(Job *j, int64_t now_ns)
+static void pause_update(Job *j, JobTime at)
 {
     int live = 0, paused = 0, training = 0;
     int64_t lo = 0, hi = 0;
@@ -208,14 +206,14 @@ static void pause_update(Job *j, int64_t now_ns)
         j->paused = true;
         j->paused_step = lo;
         if (lo == hi)
-            job_ev_add(j, now_ns, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
+            job_ev_add(j, at, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
                        live, live == 1 ? "" : "s", (long long)lo);
         else
-            job_ev_add(j, now_ns, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
+            job_ev_add(j, at, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
                        (long long)lo, (long long)hi);
     } else if (!all && j->paused && training > 0) {
         j->paused = false;
-        job_ev_add(j, now_ns, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
+        job_ev_add(j, at, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
     } else if (!all && j->paused) {
         j->paused = false;           /* stopping or failing while paused: no "resumed" */
     }
@@ -258,7 +256,7 @@ static void step_min_recompute(Job *j)
     }
     j->step = min;
     j->epoch = epoch;
-    j->step_min_count = count;
+    j->book->step_min_count = count;
 }
 
 /* Keep job step = min over stepped ranks without scanning every rank on
@@ -272,9 +270,9 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         if (j->n_stepped == 1 || s < j->step) {
             j->step = s;
             j->epoch = r->last.epoch;
-            j->step_min_count = 1;
+            j->book->step_min_count = 1;
         } else if (s == j->step) {
-            j->step_min_count++;
+            j->book->step_min_count++;
         }
         return;
     }
@@ -282,7 +280,7 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         step_min_recompute(j);
         return;
     }
-    if (old_step == j->step && s != old_step && --j->step_min_count <= 0)
+    if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0)
         step_min_recompute(j);
 }
 
@@ -291,32 +289,33 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
  * every message so the figure falls to zero when steps stop but beats go on. */
 static void rate_update(Job *j, int64_t now_ns)
 {
-    int newest = (j->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
-    if (j->rate_len == 0 || now_ns - j->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
-        j->rate_t_ns[j->rate_head] = now_ns;
-        j->rate_samples[j->rate_head] = j->samples_total;
-        j->rate_head = (j->rate_head + 1) % JOB_RATE_RING;
-        if (j->rate_len < JOB_RATE_RING)
-            j->rate_len++;
+    JobBook *b = j->book;
+    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
+    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
+        b->rate_t_ns[b->rate_head] = now_ns;
+        b->rate_samples[b->rate_head] = b->samples_total;
+        b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
+        if (b->rate_len < JOB_RATE_RING)
+            b->rate_len++;
     }
     int base = -1;
-    for (int i = 0; i < j->rate_len; i++) {        /* newest first */
-        int k = (j->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
+    for (int i = 0; i < b->rate_len; i++) {        /* newest first */
+        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
         base = k;
-        if (now_ns - j->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
+        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
             break;
     }
-    int64_t dt = now_ns - j->rate_t_ns[base];
+    int64_t dt = now_ns - b->rate_t_ns[base];
     /* under a quarter window the figure is mostly noise: keep the old one */
     if (dt < JOB_RATE_WINDOW_NS / 4)
         return;
-    double rate = (double)(j->samples_total - j->rate_samples[base]) * 1e9 / (double)dt;
+    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
     j->samples_per_s = rate > 0 ? rate : 0;
 }
 
 /* ---- messages ---- */
 
-static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
+static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
 {
     const JobRank *first = NULL;
     for (int i = 0; i < j->world && !first; i++)
@@ -334,7 +333,7 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
         j->dataset_size = h->dataset_size;
     } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
         /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
-        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
                r->rank, h->model, (long long)h->params, j->model, (long long)j->params);
     }
     r->hello = true;
@@ -345,14 +344,14 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, int64_t now_ns)
     if (r->state == RANK_WAITING)
         r->state = RANK_ALIVE;
     count_nodes(j);
-    job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
+    job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
            r->rank, (long long)r->pid, r->host, r->device, r->backend);
     if (h->world > 0 && h->world != j->world)
-        job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
                r->rank, (int)h->world, j->world);
 }
 
-static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_ns)
+static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
 {
     if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT)
         return;                      /* a phase this build does not know */
@@ -366,22 +365,22 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, int64_t now_n
         return;
     Phase old = r->phase;
     r->phase = p->phase;
-    r->phase_since_ns = now_ns;
-    r->phases[r->phases_head] = (JobPhaseRec){p->phase, now_ns};
-    r->phases_head = (r->phases_head + 1) % JOB_PHASE_HIST;
+    r->phase_since_ns = at.mono_ns;
+    r->book->phases[r->book->phases_head] = (JobPhaseRec){p->phase, at.mono_ns};
+    r->book->phases_head = (r->book->phases_head + 1) % JOB_PHASE_HIST;
     if (r->phases_len < JOB_PHASE_HIST)
         r->phases_len++;
     char from[48] = "";
     if (old != PHASE_NONE)
         snprintf(from, sizeof from, "%s -> ", phase_name(old));
     if (p->phase == PHASE_ERROR)
-        job_ev_add(j, now_ns, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
+        job_ev_add(j, at, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
                has_detail ? ": " : "", has_detail ? p->detail : "");
     else
-        job_ev_add(j, now_ns, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
+        job_ev_add(j, at, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
                phase_name(p->phase), has_detail ? " (" : "", has_detail ? p->detail : "",
                has_detail ? ")" : "");
-    pause_update(j, now_ns);
+    pause_update(j, at);
     update_state_from_phases(j);
 }
 
@@ -389,25 +388,20 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
 {
     bool had = r->have_step;
     int64_t old_step = had ? r->last.step : 0;
-    j->samples_total += s->samples - (had ? r->last.samples : 0);
+    j->book->samples_total += s->samples - (had ? r->last.samples : 0);
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops)
         j->drops += s->drops - old_drops;
     r->last = *s;
     r->have_step = true;
-    JobStepRec *rec = &r->ring[r->ring_head];
-    rec->step = s->step;
-    rec->epoch = s->epoch;
-    rec->loss = s->loss;
-    rec->step_ms = s->step_ms;
-    rec->comm_ms = s->comm_ms;
-    rec->exposed_ms = s->exposed_ms;
-    rec->samples = s->samples;
-    rec->t_ns = now_ns;
+    r->book->ring[r->book->ring_head] = (JobStepRec){
+        .step = s->step, .epoch = s->epoch, .loss = s->loss, .step_ms = s->step_ms, .comm_ms = s->comm_ms,
+        .exposed_ms = s->exposed_ms, .samples = s->samples, .t_ns = now_ns,
+    };
     series_add(&r->loss_hist, s->step, s->loss);
     series_add(&j->loss_all, s->step, s->loss);
-    r->ring_head = (r->ring_head + 1) % JOB_STEP_RING;
+    r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
     if (r->ring_len < JOB_STEP_RING)
         r->ring_len++;
     step_min_update(j, r, had, old_step);
@@ -421,27 +415,29 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
     r->have_coll = true;
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
     r->coll_ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
-    JobCollRec *rec = &r->colls[r->colls_head];
+    JobCollRec *rec = &r->book->colls[r->book->colls_head];
     rec->c = *c;
     rec->ms = r->coll_ms;
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
-    r->colls_head = (r->colls_head + 1) % JOB_RANK_COLLS;
+    r->book->colls_head = (r->book->colls_head + 1) % JOB_RANK_COLLS;
     if (r->colls_len < JOB_RANK_COLLS)
         r->colls_len++;
     job_comm_on_coll(j, r->rank, c);
 }
 
-static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t now_ns, int64_t wall_ns)
+/* The line keeps the rank's own wall time when it sent one; the event is
+ * stamped when ddptop saw it, as every event is. */
+static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t sent_wall_ns, JobTime at)
 {
     JobEventLevel level = level_from_name(l->level);
-    JobLogRec *rec = &r->logs[r->logs_head];
-    rec->t_ns = wall_ns;
+    JobLogRec *rec = &r->book->logs[r->book->logs_head];
+    rec->t_ns = sent_wall_ns ? sent_wall_ns : at.wall_ns;
     rec->level = level;
     copy_str(rec->text, sizeof rec->text, l->text);
-    r->logs_head = (r->logs_head + 1) % JOB_RANK_LOGS;
+    r->book->logs_head = (r->book->logs_head + 1) % JOB_RANK_LOGS;
     if (r->logs_len < JOB_RANK_LOGS)
         r->logs_len++;
-    job_ev_add(j, now_ns, r->rank, level, "%s", l->text);
+    job_ev_add(j, at, r->rank, level, "%s", l->text);
 }
 
 /* Every rank reports the same all-reduced eval: keep it once. Evals are
@@ -455,21 +451,17 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
         if (old && old->epoch == e->epoch && old->step == e->step)
             return;
     }
-    JobEval *v = &j->evals[j->n_evals % JOB_EVALS];
-    v->epoch = e->epoch;
-    v->step = e->step;
-    v->loss = e->loss;
-    v->accuracy = e->accuracy;
-    v->correct = e->correct;
-    v->total = e->total;
-    v->t_ns = now_ns;
+    j->book->evals[j->n_evals % JOB_EVALS] = (JobEval){
+        .epoch = e->epoch, .step = e->step, .loss = e->loss, .accuracy = e->accuracy,
+        .correct = e->correct, .total = e->total, .t_ns = now_ns,
+    };
     j->n_evals++;
 }
 
-static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
+static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
 {
     if (!c->ok) {
-        job_ev_add(j, now_ns, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
+        job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
                (long long)c->step, r->rank, c->error[0] ? c->error : "no reason given");
         return;
     }
@@ -478,7 +470,7 @@ static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, int64_t now_ns)
     j->ckpts++;
     /* test-sized models write a few kB: "0.0 MB" would read as nothing */
     bool small = c->bytes < 100000;
-    job_ev_add(j, now_ns, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
+    job_ev_add(j, at, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
            (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
            c->path);
 }
@@ -492,8 +484,9 @@ static JobEventLevel level_from_name(const char *s)
     return EV_INFO;
 }
 
-void job_apply(Job *j, const Msg *m, int64_t now_ns)
+void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
 {
+    JobTime at = {now_ns, wall_ns};
     if (!j || !m)
         return;
     switch (m->kind) {
@@ -511,13 +504,13 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns)
     r->last_msg_ns = now_ns;
     j->version++;
     switch (m->kind) {
-    case MSG_HELLO: apply_hello(j, r, &m->u.hello, now_ns); break;
-    case MSG_PHASE: apply_phase(j, r, &m->u.phase, now_ns); break;
+    case MSG_HELLO: apply_hello(j, r, &m->u.hello, at); break;
+    case MSG_PHASE: apply_phase(j, r, &m->u.phase, at); break;
     case MSG_STEP: apply_step(j, r, &m->u.step, now_ns); break;
     case MSG_COLL: apply_coll(j, r, &m->u.coll); break;
-    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, now_ns); break;
-    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, now_ns); break;
-    case MSG_LOG: apply_log(j, r, &m->u.log, now_ns, m->t_ns ? m->t_ns : clock_ns(CLOCK_REALTIME)); break;
+    case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, at); break;
+    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, at); break;
+    case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
     case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
     case MSG_BEAT:
         r->beat = m->u.beat;
@@ -529,7 +522,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns)
         r->bye = true;
         r->bye_status = m->u.bye.status;
         if (m->u.bye.status != 0)
-            job_ev_add(j, now_ns, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
+            job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
                    r->rank, (int)m->u.bye.status, (long long)m->u.bye.step);
         break;
     default:
@@ -552,12 +545,14 @@ void job_rank_started(Job *j, int rank, int pid, int64_t now_ns)
     j->version++;
 }
 
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns)
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
+                     int64_t wall_ns)
 {
     if (!j)
         return;
+    JobTime at = {now_ns, wall_ns};
     if (rank < 0 || rank >= j->world) {
-        job_ev_add(j, now_ns, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
+        job_ev_add(j, at, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
         return;
     }
     JobRank *r = &j->ranks[rank];
@@ -590,14 +585,14 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     }
     r->state = clean ? RANK_EXITED_OK : RANK_FAILED;
     if (j->paused)
-        pause_update(j, now_ns);
-    char at[48] = "";
+        pause_update(j, at);
+    char where[48] = "";
     if (r->have_step)
-        snprintf(at, sizeof at, " at step %lld", (long long)r->last.step);
+        snprintf(where, sizeof where, " at step %lld", (long long)r->last.step);
     else if (!clean)
-        snprintf(at, sizeof at, " before its first step");
-    job_ev_add(j, now_ns, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
-           rank, (long long)r->pid, r->how_ended, at);
+        snprintf(where, sizeof where, " before its first step");
+    job_ev_add(j, at, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
+           rank, (long long)r->pid, r->how_ended, where);
     if (job_all_exited(j))
         j->samples_per_s = 0;        /* nobody left to train: no stale rate */
     if (!clean) {
@@ -695,28 +690,28 @@ const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->phases_len)
         return NULL;
-    return &r->phases[(r->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
+    return &r->book->phases[(r->book->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
 }
 
 const JobCollRec *job_rank_coll_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->colls_len)
         return NULL;
-    return &r->colls[(r->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
+    return &r->book->colls[(r->book->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
 }
 
 const JobLogRec *job_rank_log_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->logs_len)
         return NULL;
-    return &r->logs[(r->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
+    return &r->book->logs[(r->book->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
 }
 
 const JobEval *job_eval_at(const Job *j, int i)
 {
     if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS)
         return NULL;
-    return &j->evals[(j->n_evals - 1 - i) % JOB_EVALS];
+    return &j->book->evals[(j->n_evals - 1 - i) % JOB_EVALS];
 }
 
 /* Over the newest steps spanning about a second: fast enough to follow a
@@ -751,13 +746,17 @@ double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
     return d > 0 ? (double)d / 1e9 : 0.0;
 }
 
-bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+bool job_rank_beat_in_coll(const JobRank *r)
 {
-    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0 ||
-        r->state != RANK_ALIVE || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
+    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0)
         return false;
     /* a completed collective with that number means the beat is old news */
-    if (r->have_coll && r->coll.seq >= r->beat.coll_seq)
+    return !(r->have_coll && r->coll.seq >= r->beat.coll_seq);
+}
+
+bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)
+{
+    if (r->state != RANK_ALIVE || !job_rank_beat_in_coll(r) || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
         return false;
     if (seq)
         *seq = r->beat.coll_seq;
@@ -770,7 +769,7 @@ const JobStepRec *job_rank_step_at(const JobRank *r, int i)
 {
     if (!r || i < 0 || i >= r->ring_len)
         return NULL;
-    return &r->ring[(r->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
+    return &r->book->ring[(r->book->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
 }
 
 void job_verdict(const Job *j, char *buf, size_t len)

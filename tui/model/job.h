@@ -9,10 +9,14 @@
  * per-bucket all-reduce history, the sampler's index map of the current
  * epoch, and the events log. Main thread only.
  *
+ * The structs below are what views may read; the rings behind the
+ * *_at accessors and the bookkeeping that keeps the figures up to date
+ * are private (job_priv.h, reached through the `book` pointers).
+ *
  * The implementation is split by subject: job.c (ranks, phases, steps,
  * exits, events), job_comm.c (collectives, buckets, comm share),
  * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
- * min/median/max, outliers).
+ * min/median/max, outliers), hang.c (the hang verdict).
  */
 #ifndef DDPTOP_JOB_H
 #define DDPTOP_JOB_H
@@ -35,11 +39,8 @@
  * steps while DDP keeps them within one. A rank counts as behind only when
  * it is 2+ steps back and has reported no step for this long. */
 #define JOB_BEHIND_QUIET_NS 500000000LL
-/* samples/s is measured over this window, from snapshots taken at most
- * every JOB_RATE_SNAP_NS (the ring must span the window). */
+/* samples/s is measured over this window. */
 #define JOB_RATE_WINDOW_NS 2000000000LL
-#define JOB_RATE_SNAP_NS 100000000LL
-#define JOB_RATE_RING 32
 
 /* Per-rank histories for the detail view. */
 #define JOB_PHASE_HIST 16
@@ -87,6 +88,9 @@ typedef enum {
     RANK_FAILED,         /* non-zero exit, signal, or exit without bye */
 } RankState;
 
+typedef struct JobRankBook JobRankBook;   /* private halves: job_priv.h */
+typedef struct JobBook JobBook;
+
 typedef struct {
     int rank;
     RankState state;
@@ -102,8 +106,6 @@ typedef struct {
     MsgStep last;                    /* latest step message */
     int64_t last_msg_ns;             /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
-    JobStepRec ring[JOB_STEP_RING];
-    int ring_len, ring_head;         /* ring_head = next write position */
     bool have_coll;
     MsgColl coll;                    /* latest collective */
     double coll_ms;                  /* its duration */
@@ -115,25 +117,18 @@ typedef struct {
     int64_t shard_epoch, num_samples, total_size, padding;
     int n_first;
     int64_t first_idx[JOB_SHARD_FIRST];
-    uint64_t shard_hash;             /* of the whole index list, in order */
     bool shard_shuffle;
-    bool have_prev_shard;
-    int64_t prev_shard_epoch;
-    uint64_t prev_shard_hash;
-    int64_t shard_mapped_epoch;      /* epoch whose indices are in Job.shard (-1) */
-    /* histories */
+    /* histories: how many are kept; job_rank_step_at, _phase_at, _coll_at
+     * and _log_at read them, newest first */
     Series loss_hist;                /* loss over steps, decimated */
-    JobPhaseRec phases[JOB_PHASE_HIST];
-    int phases_len, phases_head;
-    JobCollRec colls[JOB_RANK_COLLS];
-    int colls_len, colls_head;
-    JobLogRec logs[JOB_RANK_LOGS];
-    int logs_len, logs_head;
+    int ring_len;                    /* steps (up to JOB_STEP_RING) */
+    int phases_len, colls_len, logs_len;
     /* end */
     bool bye;
     int32_t bye_status;
     int wait_status;                 /* raw waitpid status once exited */
     char how_ended[64];              /* "exit 0", "signal 9 (Killed)", "SIGTERM by ddptop" */
+    JobRankBook *book;               /* private: the rings, the shard's hashes */
 } JobRank;
 
 typedef enum { EV_INFO = 0, EV_WARN, EV_ERROR } JobEventLevel;
@@ -176,28 +171,24 @@ typedef struct {
     double ms_sum, ms_max;           /* durations of completed ones */
     int ms_max_rank;
     double algbw_sum, busbw_sum;
-    uint64_t *seen;                  /* [ceil(world/64)] ranks arrived */
+    /* which ranks arrived: job_coll_arrived */
 } JobColl;
 
 typedef struct {
     bool used;
     int64_t bytes;
     Series ms;                       /* duration over steps, all ranks pooled */
-    int64_t cur_step;                /* step being accumulated */
-    double cur_ms, cur_algbw, cur_busbw;
-    int cur_n;
     double last_ms, last_algbw, last_busbw;  /* means over ranks, last full step */
     int last_n;
 } JobBucket;
 
 /* The sampler's dataset index space for the newest epoch any rank reported:
- * which rank got each index, and how often (padding repeats some). */
+ * which rank got each index, and how often (padding repeats some): read
+ * with job_shard_owner. */
 typedef struct {
     int64_t epoch;                   /* -1: no shard yet */
     int64_t size;                    /* dataset size N */
     int64_t mapped;                  /* indices covered: min(N, JOB_SHARD_MAP_MAX) */
-    int16_t *owner;                  /* [mapped] -1 none, else the (first) rank */
-    uint8_t *count;                  /* [mapped] times handed out (saturates) */
     int ranks;                       /* ranks whose shard is in the map */
     int64_t num_samples, total_size, padding, seed;
     bool shuffle, drop_last;
@@ -225,46 +216,49 @@ typedef struct {
     int64_t last_ckpt_step;
     char last_ckpt_path[PROTO_STR_LONG];
     int ckpts;
-    /* events ring */
-    JobEvent events[JOB_EVENTS];
-    uint64_t ev_total;               /* events ever added; event n sits in slot n % JOB_EVENTS */
+    uint64_t ev_total;               /* events ever added (job_event_at, job_event_nth) */
     uint64_t version;                /* bumped on every change: views redraw when it moves */
     int first_failed;                /* rank that failed first, -1 if none */
     int nodes;                       /* distinct hosts among hellos */
     Series loss_all;                 /* every rank's loss pooled: mean and band */
-    JobEval evals[JOB_EVALS];
-    int n_evals;                     /* ever kept; eval n sits in slot n % JOB_EVALS */
+    int n_evals;                     /* evals ever kept (job_eval_at) */
     bool pause_wanted;               /* ddptop asked the ranks to pause (not resumed) */
     bool paused;                     /* every live rank reports phase paused */
     int64_t paused_step;
     int restarts, max_restarts;      /* --max-restarts: restarts done / allowed */
-    JobColl colls[JOB_COLL_RING];    /* slot seq % JOB_COLL_RING */
-    int64_t coll_max_seq;
     JobBucket buckets[JOB_MAX_BUCKETS];
     int n_buckets;                   /* highest bucket index seen + 1 (capped) */
     JobShardMap shard;
-    /* bookkeeping for the figures above (job.c) */
-    int n_stepped, step_min_count;   /* ranks that stepped; how many sit at `step` */
-    int64_t samples_total;           /* sum of ranks' last `samples` */
-    int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
-    int rate_len, rate_head;         /* snapshots of samples_total; head = next write */
+    int n_stepped;                   /* ranks that have reported a step */
+    JobBook *book;                   /* private: the rings behind job_event_at,
+                                      * job_eval_at, job_colls_recent and
+                                      * job_shard_owner; the bookkeeping behind
+                                      * step, samples_per_s and buckets */
 } Job;
 
-/* New model for `world` ranks (1..JOB_MAX_RANKS). NULL on bad world/out of memory. */
-Job *job_new(int world);
+/* The model reads no clock: every entry point takes the time its caller saw
+ * the thing happen, now_ns monotonic (the clock of start_ns) and, where an
+ * event is stamped, wall_ns (CLOCK_REALTIME, what the events panel shows).
+ * A replay passes the recorded times, a test its own. */
+
+/* New model for `world` ranks (1..JOB_MAX_RANKS), created at now_ns (its
+ * start_ns). NULL on bad world/out of memory. */
+Job *job_new(int world, int64_t now_ns);
 void job_free(Job **j);
 
-/* Apply one message that arrived at now_ns (monotonic). Messages with a rank
+/* Apply one message that arrived at now_ns / wall_ns. Messages with a rank
  * outside the world are counted as bad frames and ignored. */
-void job_apply(Job *j, const Msg *m, int64_t now_ns);
+void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns);
 /* A rank's process ended with a waitpid status; `how` may be NULL or say who
  * ended it ("SIGKILL by ddptop"). */
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns);
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
+                     int64_t wall_ns);
 /* The launcher's pid for a rank, known before its hello. */
 void job_rank_started(Job *j, int rank, int pid, int64_t now_ns);
-/* Add an event (printf-style). rank -1 is ddptop itself. */
-void job_event(Job *j, int rank, JobEventLevel level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Add an event seen at now_ns / wall_ns (printf-style). rank -1 is ddptop
+ * itself. */
+void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* The i-th most recent event (0 = newest), NULL past the end. */
 const JobEvent *job_event_at(const Job *j, int i);
 /* Event number n (0 = first ever), NULL if never added or overwritten. */
@@ -309,8 +303,13 @@ const JobLogRec *job_rank_log_at(const JobRank *r, int i);
 double job_rank_samples_per_s(const JobRank *r, int64_t now_ns);
 /* Seconds since anything came from the rank (its heartbeat age). */
 double job_rank_beat_age_s(const JobRank *r, int64_t now_ns);
-/* The rank is inside a collective for JOB_INFLIGHT_NS or more (by its
- * heartbeat); *op_seq, *secs (out, may be NULL) say which and how long. */
+/* The one in-flight rule: the rank's newest heartbeat names a collective
+ * (r->beat.coll_seq, since r->beat.coll_since_ns, wall) and no completed
+ * collective with that number or a later one has arrived since. Says
+ * nothing of the rank's process state or of how long. */
+bool job_rank_beat_in_coll(const JobRank *r);
+/* A live rank inside a collective for JOB_INFLIGHT_NS or more (by the rule
+ * above); *seq, *secs (out, may be NULL) say which and how long. */
 bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs);
 /* The i-th most recent eval (0 = newest), NULL past the end. */
 const JobEval *job_eval_at(const Job *j, int i);
@@ -318,7 +317,10 @@ const JobEval *job_eval_at(const Job *j, int i);
 /* ---- collectives (job_comm.c) ---- */
 /* Up to max collectives, newest (highest seq) first, into out. Returns n. */
 int job_colls_recent(const Job *j, const JobColl **out, int max);
-/* Did rank r reach collective c? */
+/* Bucket b's means over ranks (out): of its last full step, or of the step
+ * being gathered until one is full; 0 when neither. */
+void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw);
+/* Did rank r reach collective c (one of job_colls_recent's)? */
 bool job_coll_arrived(const Job *j, const JobColl *c, int rank);
 /* Means over ranks' latest steps: comm/step, exposed/step and the share of
  * comm hidden behind backward (1 - exposed/comm). False without steps. */

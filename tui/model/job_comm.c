@@ -3,7 +3,8 @@
  * arrived yet), per-bucket all-reduce latency and bandwidth over steps, and
  * the comm share of a step.
  *
- * Owns: Job.colls (and their arrival bitsets), Job.buckets. Arrivals come
+ * Owns: the collectives ring (and its arrival bitsets) in Job.book,
+ * Job.buckets and their accumulators. Arrivals come
  * from completed collectives (their enqueue time) and from heartbeats (a
  * collective in flight since), so a hang shows who never came. Main thread.
  */
@@ -17,19 +18,23 @@ static size_t seen_words(const Job *j)
     return ((size_t)j->world + 63) / 64;
 }
 
+/* Slot c's arrival bitset. */
+static uint64_t *seen_of(const Job *j, const JobColl *c)
+{
+    return j->book->seen + seen_words(j) * (size_t)(c - j->book->colls);
+}
+
 int job_comm_init(Job *j)
 {
-    size_t words = seen_words(j);
-    /* one block for every slot's bitset: freed through slot 0 */
-    uint64_t *block = calloc(words * JOB_COLL_RING, sizeof *block);
-    if (!block)
+    /* one block for every slot's bitset */
+    j->book->seen = calloc(seen_words(j) * JOB_COLL_RING, sizeof *j->book->seen);
+    if (!j->book->seen)
         return -1;
     for (int i = 0; i < JOB_COLL_RING; i++) {
-        memset(&j->colls[i], 0, sizeof j->colls[i]);
-        j->colls[i].seq = -1;
-        j->colls[i].seen = block + words * (size_t)i;
+        memset(&j->book->colls[i], 0, sizeof j->book->colls[i]);
+        j->book->colls[i].seq = -1;
     }
-    j->coll_max_seq = -1;
+    j->book->coll_max_seq = -1;
     for (int b = 0; b < JOB_MAX_BUCKETS; b++)
         series_init(&j->buckets[b].ms);
     return 0;
@@ -37,38 +42,35 @@ int job_comm_init(Job *j)
 
 void job_comm_done(Job *j)
 {
-    free(j->colls[0].seen);
-    for (int i = 0; i < JOB_COLL_RING; i++)
-        j->colls[i].seen = NULL;
+    free(j->book->seen);
+    j->book->seen = NULL;
 }
 
 /* The slot for seq, claimed (and cleared) when it held an older one; NULL
  * when the slot has moved on past seq already. */
 static JobColl *slot_for(Job *j, int64_t seq)
 {
-    if (seq < 0 || !j->colls[0].seen)
+    if (seq < 0 || !j->book->seen)
         return NULL;
-    JobColl *c = &j->colls[seq % JOB_COLL_RING];
+    JobColl *c = &j->book->colls[seq % JOB_COLL_RING];
     if (c->seq == seq)
         return c;
     if (c->seq > seq)
         return NULL;
-    uint64_t *seen = c->seen;
-    memset(seen, 0, seen_words(j) * sizeof *seen);
+    memset(seen_of(j, c), 0, seen_words(j) * sizeof *j->book->seen);
     memset(c, 0, sizeof *c);
-    c->seen = seen;
     c->seq = seq;
     c->bucket = -1;
     c->first_rank = c->last_rank = c->ms_max_rank = -1;
-    if (seq > j->coll_max_seq)
-        j->coll_max_seq = seq;
+    if (seq > j->book->coll_max_seq)
+        j->book->coll_max_seq = seq;
     return c;
 }
 
-static void arrive(JobColl *c, int rank, int64_t at_ns)
+static void arrive(const Job *j, JobColl *c, int rank, int64_t at_ns)
 {
     uint64_t bit = 1ULL << (rank % 64);
-    uint64_t *w = &c->seen[rank / 64];
+    uint64_t *w = &seen_of(j, c)[rank / 64];
     if (*w & bit)
         return;
     *w |= bit;
@@ -90,35 +92,36 @@ static void arrive(JobColl *c, int rank, int64_t at_ns)
     }
 }
 
-static void bucket_close(JobBucket *b)
+static void bucket_close(JobBucket *b, JobBucketAcc *a)
 {
-    if (b->cur_n <= 0)
+    if (a->n <= 0)
         return;
-    b->last_ms = b->cur_ms / b->cur_n;
-    b->last_algbw = b->cur_algbw / b->cur_n;
-    b->last_busbw = b->cur_busbw / b->cur_n;
-    b->last_n = b->cur_n;
-    b->cur_ms = b->cur_algbw = b->cur_busbw = 0;
-    b->cur_n = 0;
+    b->last_ms = a->ms / a->n;
+    b->last_algbw = a->algbw / a->n;
+    b->last_busbw = a->busbw / a->n;
+    b->last_n = a->n;
+    a->ms = a->algbw = a->busbw = 0;
+    a->n = 0;
 }
 
 static void bucket_add(Job *j, const MsgColl *c, double ms)
 {
     int i = c->bucket < JOB_MAX_BUCKETS ? c->bucket : JOB_MAX_BUCKETS - 1;
     JobBucket *b = &j->buckets[i];
-    if (!b->used || c->step != b->cur_step) {
-        bucket_close(b);
-        b->cur_step = c->step;
+    JobBucketAcc *a = &j->book->bucket_acc[i];
+    if (!b->used || c->step != a->step) {
+        bucket_close(b, a);
+        a->step = c->step;
     }
     b->used = true;
     b->bytes = c->bytes;
     series_add(&b->ms, c->step, ms);
-    b->cur_ms += ms;
-    b->cur_algbw += c->algbw_gbs;
-    b->cur_busbw += c->busbw_gbs;
-    b->cur_n++;
-    if (b->cur_n >= j->world)       /* every rank reported this step */
-        bucket_close(b);
+    a->ms += ms;
+    a->algbw += c->algbw_gbs;
+    a->busbw += c->busbw_gbs;
+    a->n++;
+    if (a->n >= j->world)           /* every rank reported this step */
+        bucket_close(b, a);
     if (i + 1 > j->n_buckets)
         j->n_buckets = i + 1;
 }
@@ -139,7 +142,7 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
         e->step = c->step;
         e->bytes = c->bytes;
     }
-    arrive(e, rank, c->enq_ns ? c->enq_ns : from);
+    arrive(j, e, rank, c->enq_ns ? c->enq_ns : from);
     e->done++;
     e->ms_sum += ms;
     if (e->ms_max_rank < 0 || ms > e->ms_max) {
@@ -162,14 +165,32 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b)
         e->op[sizeof e->op - 1] = '\0';
         e->step = b->step + 1;      /* in flight: part of the step after the last one done */
     }
-    arrive(e, rank, b->coll_since_ns);
+    arrive(j, e, rank, b->coll_since_ns);
+}
+
+void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw)
+{
+    *ms = *algbw = *busbw = 0;
+    if (b < 0 || b >= JOB_MAX_BUCKETS)
+        return;
+    const JobBucket *k = &j->buckets[b];
+    const JobBucketAcc *a = &j->book->bucket_acc[b];
+    if (k->last_n) {
+        *ms = k->last_ms;
+        *algbw = k->last_algbw;
+        *busbw = k->last_busbw;
+    } else if (a->n) {
+        *ms = a->ms / a->n;
+        *algbw = a->algbw / a->n;
+        *busbw = a->busbw / a->n;
+    }
 }
 
 int job_colls_recent(const Job *j, const JobColl **out, int max)
 {
     int n = 0;
-    for (int64_t s = j->coll_max_seq; s >= 0 && s > j->coll_max_seq - JOB_COLL_RING && n < max; s--) {
-        const JobColl *c = &j->colls[s % JOB_COLL_RING];
+    for (int64_t s = j->book->coll_max_seq; s >= 0 && s > j->book->coll_max_seq - JOB_COLL_RING && n < max; s--) {
+        const JobColl *c = &j->book->colls[s % JOB_COLL_RING];
         if (c->seq == s && c->arrived > 0)
             out[n++] = c;
     }
@@ -178,9 +199,11 @@ int job_colls_recent(const Job *j, const JobColl **out, int max)
 
 bool job_coll_arrived(const Job *j, const JobColl *c, int rank)
 {
-    if (!c || !c->seen || rank < 0 || rank >= j->world)
+    /* c must be one of j's slots (from job_colls_recent) */
+    if (!c || !j->book->seen || c < j->book->colls || c >= j->book->colls + JOB_COLL_RING || rank < 0 ||
+        rank >= j->world)
         return false;
-    return (c->seen[rank / 64] >> (rank % 64)) & 1;
+    return (seen_of(j, c)[rank / 64] >> (rank % 64)) & 1;
 }
 
 bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac,

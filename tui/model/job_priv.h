@@ -1,14 +1,70 @@
 /* job_priv.h — what the job model's source files share and nobody else
- * may use: the event adder with an explicit time, and the per-subject
- * hooks job.c calls as messages arrive. Main thread only.
+ * may use: the private halves of Job and JobRank (rings and bookkeeping),
+ * the event adder with an explicit time, and the per-subject hooks job.c
+ * calls as messages arrive. Main thread only.
  */
 #ifndef DDPTOP_JOB_PRIV_H
 #define DDPTOP_JOB_PRIV_H
 
 #include "model/job.h"
 
-/* Add an event seen at mono_ns (printf-style). */
-void job_ev_add(Job *j, int64_t mono_ns, int rank, JobEventLevel level, const char *fmt, ...)
+/* samples/s snapshots are taken at most this often (the ring must span
+ * JOB_RATE_WINDOW_NS). */
+#define JOB_RATE_SNAP_NS 100000000LL
+#define JOB_RATE_RING 32
+
+/* A rank's histories (the counts are JobRank's *_len; each head is the next
+ * write position) and what the set_epoch check remembers of its shards. */
+struct JobRankBook {
+    JobStepRec ring[JOB_STEP_RING];
+    int ring_head;
+    JobPhaseRec phases[JOB_PHASE_HIST];
+    int phases_head;
+    JobCollRec colls[JOB_RANK_COLLS];
+    int colls_head;
+    JobLogRec logs[JOB_RANK_LOGS];
+    int logs_head;
+    uint64_t shard_hash;             /* of the whole index list, in order */
+    bool have_prev_shard;
+    int64_t prev_shard_epoch;
+    uint64_t prev_shard_hash;
+    int64_t shard_mapped_epoch;      /* epoch whose indices are in Job.shard (-1) */
+};
+
+/* A bucket's step being accumulated (job_comm.c). */
+typedef struct {
+    int64_t step;
+    double ms, algbw, busbw;
+    int n;
+} JobBucketAcc;
+
+struct JobBook {
+    JobEvent events[JOB_EVENTS];     /* event n sits in slot n % JOB_EVENTS */
+    JobEval evals[JOB_EVALS];        /* eval n sits in slot n % JOB_EVALS */
+    /* job_comm.c */
+    JobColl colls[JOB_COLL_RING];    /* slot seq % JOB_COLL_RING */
+    uint64_t *seen;                  /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
+    int64_t coll_max_seq;
+    JobBucketAcc bucket_acc[JOB_MAX_BUCKETS];
+    /* job_shard.c: Job.shard's index map */
+    int16_t *shard_owner;            /* [shard.mapped] -1 none, else the (first) rank */
+    uint8_t *shard_count;            /* [shard.mapped] times handed out (saturates) */
+    /* job.c */
+    int step_min_count;              /* stepped ranks that sit at Job.step */
+    int64_t samples_total;           /* sum of ranks' last `samples` */
+    int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
+    int rate_len, rate_head;         /* snapshots of samples_total; head = next write */
+    JobRankBook ranks[];             /* [world]: JobRank.book points here */
+};
+
+/* When an entry point's caller saw what it reports, on both clocks (the
+ * model reads none): mono_ns for intervals, wall_ns for event stamps. */
+typedef struct {
+    int64_t mono_ns, wall_ns;
+} JobTime;
+
+/* Add an event seen at `at` (printf-style). */
+void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* job_comm.c: allocate/free the collective tables; fold a completed
@@ -20,7 +76,7 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b);
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */
-void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, int64_t now_ns);
+void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at);
 void job_shard_done(Job *j);
 
 #endif

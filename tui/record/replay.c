@@ -88,38 +88,27 @@ static void say(Replay *R, const char *fmt, ...)
 
 /* ---- the model at a position ---- */
 
-/* Events the model adds while a record is applied get the record's times:
- * job_event stamps the real clocks, which mean nothing in a replay. */
-static void restamp(Job *j, uint64_t from, int64_t mono_ns, int64_t wall_ns)
-{
-    if (j->ev_total > from + JOB_EVENTS)
-        from = j->ev_total - JOB_EVENTS;
-    for (uint64_t n = from; n < j->ev_total; n++) {
-        JobEvent *e = &j->events[n % JOB_EVENTS];
-        e->mono_ns = mono_ns;
-        e->t_ns = wall_ns;
-    }
-}
-
-/* A command ddptop sent, as the live loop would have shown it. */
-static void apply_cmd(Replay *R, const MsgCmd *c)
+/* A command ddptop sent, as the live loop would have shown it. Events get
+ * the record's times (now_ns on the replay's axis, wall_ns as recorded),
+ * as everything the model is given while a record is applied does. */
+static void apply_cmd(Replay *R, const MsgCmd *c, int64_t now_ns, int64_t wall_ns)
 {
     Job *j = R->job;
     if (!strcmp(c->op, "stop") && !R->cmd_stop) {
         R->cmd_stop = true;
         job_set_stopping(j);
-        job_event(j, -1, EV_INFO, "ddptop asked every rank to stop at the same step");
+        job_event(j, now_ns, wall_ns, -1, EV_INFO, "ddptop asked every rank to stop at the same step");
     } else if (!strcmp(c->op, "ckpt") && c->id > R->cmd_ckpt) {
         R->cmd_ckpt = c->id;
-        job_event(j, -1, EV_INFO, "checkpoint requested: every rank will agree on the step");
+        job_event(j, now_ns, wall_ns, -1, EV_INFO, "checkpoint requested: every rank will agree on the step");
     } else if (!strcmp(c->op, "pause") && c->id > R->cmd_pause) {
         R->cmd_pause = c->id;
         job_set_pause_wanted(j, true);
-        job_event(j, -1, EV_INFO, "pause requested: the ranks agree on a step, then wait");
+        job_event(j, now_ns, wall_ns, -1, EV_INFO, "pause requested: the ranks agree on a step, then wait");
     } else if (!strcmp(c->op, "resume") && c->id > R->cmd_resume) {
         R->cmd_resume = c->id;
         job_set_pause_wanted(j, false);
-        job_event(j, -1, EV_INFO, "resume requested");
+        job_event(j, now_ns, wall_ns, -1, EV_INFO, "resume requested");
     }
 }
 
@@ -128,7 +117,6 @@ static void apply_rec(Replay *R, size_t i)
     const RecEntry *e = &R->rec->recs[i];
     Job *j = R->job;
     int64_t now = R->base + e->t_ns;
-    uint64_t ev0 = j->ev_total;
     char err[256];
     Msg m;
     RecProc p;
@@ -150,9 +138,9 @@ static void apply_rec(Replay *R, size_t i)
         }
         if (e->src == REC_SRC_SENT) {
             if (m.kind == MSG_CMD)
-                apply_cmd(R, &m.u.cmd);
+                apply_cmd(R, &m.u.cmd, now, e->wall_ns);
         } else if (m.kind != MSG_SET && m.kind != MSG_GET && m.kind != MSG_WAIT) {
-            job_apply(j, &m, now);   /* store requests are the store's, not the model's */
+            job_apply(j, &m, now, e->wall_ns);   /* store requests are the store's, not the model's */
         }
         msg_done(&m);
         break;
@@ -162,23 +150,22 @@ static void apply_rec(Replay *R, size_t i)
         break;
     case REC_SRC_EXIT:
         if (rec_proc_decode(e, &p) == 0)
-            job_rank_exited(j, p.rank, p.pid, p.wait_status, p.how[0] ? p.how : NULL, now);
+            job_rank_exited(j, p.rank, p.pid, p.wait_status, p.how[0] ? p.how : NULL, now, e->wall_ns);
         break;
     case REC_SRC_NOTE:
         if (rec_note_decode(e, &nt) == 0)
-            job_event(j, nt.rank, nt.level == 2 ? EV_ERROR : nt.level == 1 ? EV_WARN : EV_INFO, "%s", nt.text);
+            job_event(j, now, e->wall_ns, nt.rank, nt.level == 2 ? EV_ERROR : nt.level == 1 ? EV_WARN : EV_INFO, "%s", nt.text);
         break;
     default:
         break;                       /* a newer writer's record: skipped */
     }
-    restamp(j, ev0, now, e->wall_ns);
 }
 
 /* A fresh model at the start of the recording. */
 static int rebuild(Replay *R)
 {
     job_free(&R->job);
-    R->job = job_new(R->world);
+    R->job = job_new(R->world, mono_ns());
     if (!R->job)
         return -1;
     R->base = R->job->start_ns;
@@ -186,10 +173,8 @@ static int rebuild(Replay *R)
     R->cmd_ckpt = R->cmd_pause = R->cmd_resume = 0;
     R->cmd_stop = false;
     const RecHeader *h = &R->rec->hdr;
-    uint64_t ev0 = R->job->ev_total;
-    job_event(R->job, -1, EV_INFO, "replaying %s: %d rank%s, %zu records, %.1f s%s%s", R->name, R->world,
+    job_event(R->job, R->base, h->created_wall_ns, -1, EV_INFO, "replaying %s: %d rank%s, %zu records, %.1f s%s%s", R->name, R->world,
               R->world == 1 ? "" : "s", R->rec->n, (double)R->dur / NS_PER_S, h->desc && h->desc[0] ? " — " : "", h->desc ? h->desc : "");
-    restamp(R->job, ev0, R->base, h->created_wall_ns);
     return 0;
 }
 
@@ -478,12 +463,11 @@ static int play_headless(Replay *R, bool json, bool paced)
         R->t_play = e->t_ns;
         view_headless_tick(&hl, R->job, R->base + R->t_play);
     }
+    int64_t end_ns = R->base + R->dur, end_wall_ns = R->rec->hdr.created_wall_ns + R->dur;
     if (!R->rec->complete)
-        job_event(R->job, -1, EV_WARN, "%s", R->rec->tail);
+        job_event(R->job, end_ns, end_wall_ns, -1, EV_WARN, "%s", R->rec->tail);
     else
-        job_event(R->job, -1, EV_INFO, "end of recording");
-    restamp(R->job, R->job->ev_total - 1, R->base + R->dur,
-            R->rec->hdr.created_wall_ns + R->dur);
+        job_event(R->job, end_ns, end_wall_ns, -1, EV_INFO, "end of recording");
     view_headless_tick(&hl, R->job, R->base + R->dur);
     view_headless_summary(&hl, R->job, R->base + R->dur);
     fflush(stdout);

@@ -1,4 +1,5 @@
-/* hangwatch.c — live hang verdicts. See hangwatch.h. */
+/* hangwatch.c — live hang verdicts: the model's snapshot (model/hang.c)
+ * plus /proc, analysed once a second. See hangwatch.h. */
 #include "run/hangwatch.h"
 
 #include <stdio.h>
@@ -26,31 +27,14 @@ int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_n
 {
     if (!w->snap || mono_ns < w->next_check_ns) return 0;
     w->next_check_ns = mono_ns + 1000000000LL;
-    for (int k = 0; k < w->world && k < j->world; k++) {
-        const JobRank *r = &j->ranks[k];
+    hang_snapshot(j, mono_ns, w->snap, w->world);
+    /* what the model cannot know: each live rank's process as /proc sees it */
+    for (int k = 0; l && k < w->world && k < j->world; k++) {
         HangRank *s = &w->snap[k];
-        memset(s, 0, sizeof *s);
-        s->rank = k;
-        s->started = r->hello;
-        s->exited = r->state == RANK_EXITED_OK || r->state == RANK_FAILED;
-        snprintf(s->how_ended, sizeof s->how_ended, "%s", r->how_ended);
-        s->phase = r->phase;
-        s->last_step = r->have_step ? r->last.step : 0;
-        s->inflight_seq = -1;
-        /* A beat naming a collective that has since completed is old news. */
-        if (!s->exited && r->have_beat && r->beat.coll_seq >= 0 && r->beat.coll_since_ns > 0 &&
-            !(r->have_coll && r->coll.seq >= r->beat.coll_seq)) {
-            s->inflight_seq = r->beat.coll_seq;
-            snprintf(s->inflight_op, sizeof s->inflight_op, "%s", r->beat.coll_op);
-            s->inflight_since_ns = r->beat.coll_since_ns;
-        }
-        s->silent_ns = r->last_msg_ns ? mono_ns - r->last_msg_ns : -1;
-        if (l && !s->exited) {
-            ProcStat ps;
-            if (procstat_read(launcher_pid(l, k), &ps) == 0) {
-                s->proc_state = ps.state;
-                snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
-            }
+        ProcStat ps;
+        if (!s->exited && procstat_read(launcher_pid(l, k), &ps) == 0) {
+            s->proc_state = ps.state;
+            snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
         }
     }
     HangReport rep;

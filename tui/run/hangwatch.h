@@ -1,9 +1,9 @@
 /* hangwatch.h — turning the job model into hang verdicts, live.
  *
- * Owns: when to look (once a second), the per-rank snapshot handed to
- * hang_analyze (heartbeats from the job model, process state from /proc),
- * and remembering the verdict last reported so each hang is reported once
- * (again only when it changes). Main thread.
+ * Owns: when to look (once a second), the process states from /proc added
+ * to the model's snapshot (hang_snapshot), and remembering the verdict last
+ * reported so each hang is reported once (again only when it changes). The
+ * verdict itself is model/hang.c's. Main thread.
  */
 #ifndef DDPTOP_HANGWATCH_H
 #define DDPTOP_HANGWATCH_H

@@ -132,21 +132,21 @@ static void flush_cmds(Run *r)
 static void request_pause(Run *r)
 {
     if (r->stop_requested) {
-        job_event(r->job, -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
         return;
     }
     if (procs_running(r) == 0) {
-        job_event(r->job, -1, EV_WARN, "nothing to pause: every rank has ended");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "nothing to pause: every rank has ended");
         return;
     }
     if (!r->pause_wanted) {
         r->pause_id++;
         r->pause_wanted = true;
-        job_event(r->job, -1, EV_INFO, "pause requested (p): the ranks agree on a step, then wait; p resumes");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "pause requested (p): the ranks agree on a step, then wait; p resumes");
     } else {
         r->resume_id++;
         r->pause_wanted = false;
-        job_event(r->job, -1, EV_INFO, "resume requested (p)");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "resume requested (p)");
     }
     job_set_pause_wanted(r->job, r->pause_wanted);
     flush_cmds(r);
@@ -158,7 +158,7 @@ static void request_stop(Run *r, const char *why)
     r->stop_requested = true;
     r->stop_at_ms = mono_ms();
     job_set_stopping(r->job);
-    job_event(r->job, -1, EV_INFO, "%s: asking every rank to stop at the same step", why);
+    job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s: asking every rank to stop at the same step", why);
     snprintf(r->status, sizeof r->status, "stopping: ranks agree on the last step, then checkpoint, barrier, destroy");
     flush_cmds(r);
 }
@@ -166,11 +166,11 @@ static void request_stop(Run *r, const char *why)
 static void request_ckpt(Run *r)
 {
     if (r->stop_requested) {
-        job_event(r->job, -1, EV_WARN, "checkpoint not requested: the job is stopping (a final checkpoint is written)");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "checkpoint not requested: the job is stopping (a final checkpoint is written)");
         return;
     }
     r->ckpt_id++;
-    job_event(r->job, -1, EV_INFO, "checkpoint requested: every rank will agree on the step");
+    job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "checkpoint requested: every rank will agree on the step");
     flush_cmds(r);
 }
 
@@ -182,13 +182,13 @@ static void escalate(Run *r, const char *why)
         r->rung = 1;
         int n = launcher_signal_all(r->l, SIGTERM) + (r->nodes ? nodes_signal(r->nodes, SIGTERM) : 0);
         if (r->external)
-            job_event(r->job, -1, EV_WARN, "%s: ranks ddptop did not start cannot be signalled; they exit %d s after "
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s: ranks ddptop did not start cannot be signalled; they exit %d s after "
                       "ddptop stops pinging them", why, 15);
-        job_event(r->job, -1, EV_WARN, "%s: sent SIGTERM to %d rank%s", why, n, n == 1 ? "" : "s");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s: sent SIGTERM to %d rank%s", why, n, n == 1 ? "" : "s");
     } else if (r->rung == 1) {
         r->rung = 2;
         int n = launcher_signal_all(r->l, SIGKILL) + (r->nodes ? nodes_signal(r->nodes, SIGKILL) : 0);
-        job_event(r->job, -1, EV_ERROR, "%s: sent SIGKILL to %d rank%s", why, n, n == 1 ? "" : "s");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "%s: sent SIGKILL to %d rank%s", why, n, n == 1 ? "" : "s");
     }
     r->stop_at_ms = mono_ms();
 }
@@ -198,7 +198,7 @@ static void escalate(Run *r, const char *why)
 static void request_abort(Run *r)
 {
     if (procs_running(r) == 0) {
-        job_event(r->job, -1, EV_WARN, "nothing to abort: every rank has ended");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "nothing to abort: every rank has ended");
         return;
     }
     r->restart_pending = false;
@@ -264,11 +264,11 @@ static void request_fault(Run *r, int pick, int rank)
     Fault f = menu_fault(pick, rank);
     if (f.kind == FAULT_NONE) return;
     if (procs_running(r) == 0) {
-        job_event(r->job, -1, EV_WARN, "fault not injected: every rank has ended");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "fault not injected: every rank has ended");
         return;
     }
     if (f.rank >= 0 && (f.rank >= r->job->world || !r->routable[f.rank])) {
-        job_event(r->job, -1, EV_WARN, "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
         return;
     }
     r->fault_id++;
@@ -281,7 +281,7 @@ static void request_fault(Run *r, int pick, int rank)
     }
     char why[400];
     explain_live(&f, why, sizeof why);
-    job_event(r->job, f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
+    job_event(r->job, mono_ns(), wall_ns(), f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
 }
 
 /* A local rank's last log lines, into the events (other nodes' agents send
@@ -290,7 +290,7 @@ static void tail_log(Run *r, int rank)
 {
     char lines[3][256];
     int n = launcher_log_tail(r->l, rank, lines, 3);
-    for (int i = 0; i < n; i++) job_event(r->job, rank, EV_ERROR, "log: %s", lines[i]);
+    for (int i = 0; i < n; i++) job_event(r->job, mono_ns(), wall_ns(), rank, EV_ERROR, "log: %s", lines[i]);
 }
 
 static void rank_ended(Run *r, int rank, int pid, int status);
@@ -331,7 +331,7 @@ static void rank_ended(Run *r, int rank, int pid, int status)
     const char *how = NULL;
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM && r->rung >= 1) how = "SIGTERM by ddptop";
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && r->rung >= 2) how = "SIGKILL by ddptop";
-    job_rank_exited(r->job, rank, pid, status, how, mono_ns());
+    job_rank_exited(r->job, rank, pid, status, how, mono_ns(), wall_ns());
     if (r->rec) {
         char err[256];
         recorder_write_exit(r->rec, rank, pid, status, how, mono_ns(), 0, err, sizeof err);
@@ -343,7 +343,7 @@ static void rank_ended(Run *r, int rank, int pid, int status)
          * job once every rank is reaped */
         if (!r->stop_requested && !r->restart_pending && r->job->restarts < r->o->max_restarts) {
             r->restart_pending = true;
-            job_event(r->job, rank, EV_WARN, "rank %d %s: every rank will be started again (restart %d/%d)", rank,
+            job_event(r->job, mono_ns(), wall_ns(), rank, EV_WARN, "rank %d %s: every rank will be started again (restart %d/%d)", rank,
                       jr->how_ended, r->job->restarts + 1, r->o->max_restarts);
         }
         /* torchrun's rule: one rank failing ends the job for all. */
@@ -370,7 +370,7 @@ static void node_started(void *ctx, int rank, int pid, const char *host)
 
 static void node_log(void *ctx, int rank, const char *line)
 {
-    job_event(((Run *)ctx)->job, rank, EV_ERROR, "log: %s", line);
+    job_event(((Run *)ctx)->job, mono_ns(), wall_ns(), rank, EV_ERROR, "log: %s", line);
 }
 
 static void node_stop(void *ctx, int node, const char *why)
@@ -385,7 +385,7 @@ static void node_stop(void *ctx, int node, const char *why)
 static void node_event(void *ctx, int level, const char *text)
 {
     Run *r = ctx;
-    job_event(r->job, -1, level == 0 ? EV_INFO : level == 1 ? EV_WARN : EV_ERROR, "%s", text);
+    job_event(r->job, mono_ns(), wall_ns(), -1, level == 0 ? EV_INFO : level == 1 ? EV_WARN : EV_ERROR, "%s", text);
     if (!r->tui && level == 2) fprintf(stderr, "ddptop: %s\n", text);
 }
 
@@ -403,17 +403,17 @@ static void viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m
     ViewerAction a = viewers_handle(r->viewers, r->ctl, ident, ident_len, m, mono_ms(), who, sizeof who);
     int after = viewers_count(r->viewers);
     if (after != before)
-        job_event(r->job, -1, EV_INFO, "%s %s (%d attached)", who, after > before ? "attached" : "detached", after);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s %s (%d attached)", who, after > before ? "attached" : "detached", after);
     char why[160];
     switch (a) {
-    case VIEWER_CKPT: job_event(r->job, -1, EV_INFO, "%s asked for a checkpoint", who); request_ckpt(r); break;
+    case VIEWER_CKPT: job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s asked for a checkpoint", who); request_ckpt(r); break;
     case VIEWER_STOP:
         snprintf(why, sizeof why, "destroy requested by %s", who);
         r->restart_pending = false;
         request_stop(r, why);
         break;
-    case VIEWER_PAUSE: job_event(r->job, -1, EV_INFO, "%s toggled pause", who); request_pause(r); break;
-    case VIEWER_ABORT: job_event(r->job, -1, EV_WARN, "%s asked to abort", who); request_abort(r); break;
+    case VIEWER_PAUSE: job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s toggled pause", who); request_pause(r); break;
+    case VIEWER_ABORT: job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s asked to abort", who); request_abort(r); break;
     default: break;
     }
 }
@@ -439,13 +439,13 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
     if (r->external && m->rank >= 0 && m->rank < r->job->world) {
         r->heard_ms[m->rank] = mono_ms();
         if (m->kind == MSG_BYE && !r->ext_ended[m->rank]) {
-            job_apply(r->job, m, now);
+            job_apply(r->job, m, now, wall_ns());
             r->ext_ended[m->rank] = true;
             rank_ended(r, m->rank, (int)r->job->ranks[m->rank].pid, (m->u.bye.status & 0xff) << 8);
             return;
         }
     }
-    job_apply(r->job, m, now);
+    job_apply(r->job, m, now, wall_ns());
     bench_on_msg(r->bench, m, now);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
         r->routable[m->rank] = true;
@@ -470,7 +470,7 @@ static void tap_frame(void *ctx, const void *frame, size_t len, const Msg *m, in
     if (t->ident && (*t->ident_len < 5 || memcmp(t->ident, "rank-", 5))) return;
     if (t->r->viewers) viewers_on_decoded(t->r->viewers, t->r->ctl, frame, len, m, rc);
     if (t->r->rec && recorder_write(t->r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
-        job_event(t->r->job, -1, EV_WARN, "%s", err);
+        job_event(t->r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
     if (t->r->pub) publisher_send(t->r->pub, frame, len);
 }
 
@@ -560,12 +560,12 @@ static int launch(Run *r, int restart, char *err, size_t errlen)
             const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
             long long step = -1;
             if (sscanf(base, "step-%lld", &step) == 1)
-                job_event(r->job, -1, EV_WARN, "restart %d/%d: resuming from step %lld (%s)", restart, o->max_restarts,
+                job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from step %lld (%s)", restart, o->max_restarts,
                           step, link);
             else
-                job_event(r->job, -1, EV_WARN, "restart %d/%d: resuming from %s", restart, o->max_restarts, link);
+                job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from %s", restart, o->max_restarts, link);
         } else {
-            job_event(r->job, -1, EV_WARN, "restart %d/%d: no checkpoint in %s, starting from step 0", restart,
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: no checkpoint in %s, starting from step 0", restart,
                       o->max_restarts, dir);
         }
     }
@@ -672,12 +672,12 @@ int run_job(const RunOptions *o)
         const char *shown = o->listen_ep ? o->listen_ep : r->ctl_ep;
         char rdzv_ep[300];
         if (o->nnodes > 1) { snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv); shown = rdzv_ep; }
-        if (r->tcp) job_event(r->job, -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
-        else job_event(r->job, -1, EV_INFO, "attach: ddptop attach %s", shown);
+        if (r->tcp) job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
+        else job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s", shown);
     }
 
     if (o->listen_ep) {
-        job_event(r->job, -1, EV_INFO, "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s",
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s",
                   o->listen_ep, world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
                   r->tcp ? r->keys_file : "");
         Tap t = {r, REC_SRC_CTL, first_ident, &first_len};
@@ -686,7 +686,7 @@ int run_job(const RunOptions *o)
         msg_done(&first);
     } else if (r->nodes) {
         r->rdzv_start_ms = mono_ms();
-        job_event(r->job, -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)", o->rdzv,
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)", o->rdzv,
                   o->nnodes - 1, o->nnodes == 2 ? "" : "s", r->keys_file);
         snprintf(r->status, sizeof r->status, "rendezvous: waiting for nodes to join on %s", o->rdzv);
     } else {
@@ -697,7 +697,7 @@ int run_job(const RunOptions *o)
             run_teardown(r);
             return 1;
         }
-        job_event(r->job, -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
                   r->lc.log_dir);
     }
     codec_buf_done(&first_frame);
@@ -723,11 +723,11 @@ int run_job(const RunOptions *o)
         int nitems = 2;
         if (r->tui) nitems = 3;
         if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
-            job_event(r->job, -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
         }
         int n_ctl = drain(r);
         store_tick(r->store, r->ctl, mono_ms(), &r->buf);
-        if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err)) job_event(r->job, -1, EV_WARN, "%s", err);
+        if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err)) job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
         if (mono_ms() - last_reap >= REAP_MS) {
             launcher_reap(r->l, on_exit_cb, r);
             last_reap = mono_ms();
@@ -766,7 +766,7 @@ int run_job(const RunOptions *o)
         {
             int before = viewers_count(r->viewers), after = viewers_tick(r->viewers, mono_ms());
             if (after < before)
-                job_event(r->job, -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)", before - after,
+                job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)", before - after,
                           before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
         }
         if (r->nodes && r->launched) {
@@ -777,12 +777,12 @@ int run_job(const RunOptions *o)
         if (r->nodes && !r->launched && !rdzv_failed) {
             if (nodes_all_joined(r->nodes)) {
                 if (launch(r, 0, err, sizeof err)) {
-                    job_event(r->job, -1, EV_ERROR, "launch failed: %s", err);
+                    job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "launch failed: %s", err);
                     nodes_done(r->nodes, err);
                     rdzv_failed = true;
                     r->quit_after = true;
                 } else {
-                    job_event(r->job, -1, EV_INFO, "every node joined: launched %d ranks on %d nodes", r->job->world,
+                    job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "every node joined: launched %d ranks on %d nodes", r->job->world,
                               o->nnodes);
                     r->status[0] = 0;
                 }
@@ -795,7 +795,7 @@ int run_job(const RunOptions *o)
                               "(ddptop run --nnodes %d --node-rank K --rdzv %.60s --keys %.120s on those hosts)",
                               o->rdzv_timeout_s, strchr(missing, ',') ? "s" : "", missing, o->nnodes, o->nnodes,
                               o->rdzv, r->keys_file);
-                job_event(r->job, -1, EV_ERROR, "%s", why);
+                job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "%s", why);
                 if (!r->tui) fprintf(stderr, "ddptop: %s\n", why);
                 snprintf(r->status, sizeof r->status, "%.250s", why);
                 nodes_done(r->nodes, why);
@@ -808,7 +808,7 @@ int run_job(const RunOptions *o)
             for (int k = 0; k < r->job->world; k++) {
                 if (!r->routable[k] || r->ext_ended[k] || mono_ms() - r->heard_ms[k] < 20000) continue;
                 r->ext_ended[k] = true;
-                job_event(r->job, k, EV_ERROR, "rank %d has been silent for 20 s: taken for gone", k);
+                job_event(r->job, mono_ns(), wall_ns(), k, EV_ERROR, "rank %d has been silent for 20 s: taken for gone", k);
                 rank_ended(r, k, (int)r->job->ranks[k].pid, 0xff00);
             }
         }
@@ -827,14 +827,14 @@ int run_job(const RunOptions *o)
         /* Who waits for whom: one verdict per hang, in the events and as
          * {"k":"hang",...} for scripts. */
         if (running > 0 && hangwatch_tick(&r->hw, r->job, r->l, mono_ns(), proto_now_ns())) {
-            job_event(r->job, -1, EV_ERROR, "hang: %s", r->hw.last.verdict);
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "hang: %s", r->hw.last.verdict);
             if (!r->tui) view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
             snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
         }
 
         if (running == 0 && held == 0 && r->restart_pending) {
             if (restart_job(r, err, sizeof err)) {
-                job_event(r->job, -1, EV_ERROR, "restart failed: %s", err);
+                job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "restart failed: %s", err);
                 r->restart_pending = false;
             }
             running = procs_running(r);

@@ -145,7 +145,7 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
         return -1;
     if (!r->store) r->store = store_new();
-    r->job = job_new(w);
+    r->job = job_new(w, mono_ns());
     r->viewers = viewers_new(w);
     if (o->nnodes > 1) r->nodes = nodes_new(o->nnodes, o->nproc, r->ctl);
     r->heard_ms = calloc((size_t)w, sizeof *r->heard_ms);

@@ -110,9 +110,8 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         nb++;
         char bytes[24], lat[24];
         draw_fmt_bytes(bytes, sizeof bytes, (double)k->bytes);
-        double ms = k->last_n ? k->last_ms : (k->cur_n ? k->cur_ms / k->cur_n : 0);
-        double alg = k->last_n ? k->last_algbw : (k->cur_n ? k->cur_algbw / k->cur_n : 0);
-        double bus = k->last_n ? k->last_busbw : (k->cur_n ? k->cur_busbw / k->cur_n : 0);
+        double ms, alg, bus;
+        job_bucket_means(j, b, &ms, &alg, &bus);
         draw_fmt_fit(lat, sizeof lat, 7, ms, 2);
         int cx = x + canvas_printf(cv, row, x, w, ST_LABEL, "b%d%s", b, b == JOB_MAX_BUCKETS - 1 ? "+" : "");
         cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
