@@ -5,6 +5,7 @@
 #  2. transport/ links into a program without workers/ or tui/.
 #  3. A file including a folder its layer may not use fails to compile.
 #  4. No source reaches around the include directories ("../").
+#  5. The job model reads no clock.
 # Env from the Makefile: BUILD CC CFLAGS LIBS_MODEL EXT_MODEL LIBS_NET EXT_NET LAYERS.
 set -u
 cd "$(dirname "$0")/.."
@@ -55,8 +56,12 @@ printf '#include "wire/protocol.h"\nint probe_x;\n' > "$tmp/ok.c"
 # shellcheck disable=SC2086
 $CC $CFLAGS -I"$BUILD/inc/model" -fsyntax-only "$tmp/ok.c" || { say "FAIL: model cannot include wire/protocol.h"; fail=1; }
 
+# The job model is told the time; it never reads a clock (replay feeds it recorded times).
+clocky=$(grep -lE 'clock_gettime|base/clock\.h|\btime\(|gettimeofday' tui/model/*.[ch] 2>/dev/null)
+[ -z "$clocky" ] || { say "FAIL: the job model reads the clock: $clocky"; fail=1; }
+
 around=$(git ls-files 'transport/*' 'workers/*' 'tui/*' | grep -E '\.(c|h|cc|cu|cuh)$' | xargs grep -ln '#include "\.\./' 2>/dev/null)
 [ -z "$around" ] || { say "FAIL: includes reaching around the layers: $around"; fail=1; }
 
-if [ $fail -eq 0 ]; then say "ok (model without ncurses/zmq, transport alone, forbidden includes refused)"; fi
+if [ $fail -eq 0 ]; then say "ok (model without ncurses/zmq or a clock, transport alone, forbidden includes refused)"; fi
 exit $fail
