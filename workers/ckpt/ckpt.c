@@ -348,19 +348,26 @@ static int check_tensor(const char *file, const char *name, const StTensor *t, c
     return 0;
 }
 
+/* Every tensor of m in f, by name, with m's shape, and nothing else. */
+static int check_model(const char *file, StFile *f, const Mlp *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (check_tensor(file, m->tensors[i].name, st_find(f, m->tensors[i].name), &m->tensors[i],
+                         err, errlen))
+            return -1;
+    if (st_count(f) != m->n_tensors) {
+        snprintf(err, errlen, "%s: has %d tensors, the model expects %d", file, st_count(f), m->n_tensors);
+        return -1;
+    }
+    return 0;
+}
+
 int ckpt_load_model(const char *file, Mlp *m, char *err, size_t errlen)
 {
     StFile *f = NULL;
     if (st_open(file, &f, err, errlen)) return -1;
     int rc = -1;
-    for (int i = 0; i < m->n_tensors; i++)
-        if (check_tensor(file, m->tensors[i].name, st_find(f, m->tensors[i].name), &m->tensors[i],
-                         err, errlen))
-            goto out;
-    if (st_count(f) != m->n_tensors) {
-        snprintf(err, errlen, "%s: has %d tensors, the model expects %d", file, st_count(f), m->n_tensors);
-        goto out;
-    }
+    if (check_model(file, f, m, err, errlen)) goto out;
     for (int i = 0; i < m->n_tensors; i++) {
         const ModelTensor *mt = &m->tensors[i];
         memcpy(m->params + mt->offset, st_find(f, mt->name)->data, mt->numel * sizeof(float));
@@ -536,14 +543,7 @@ int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char
     }
 
     /* The model: names, shapes, and the bytes the writer checksummed. */
-    for (int i = 0; i < m->n_tensors; i++)
-        if (check_tensor(mfile, m->tensors[i].name, st_find(mf, m->tensors[i].name), &m->tensors[i],
-                         err, errlen))
-            goto out;
-    if (st_count(mf) != m->n_tensors) {
-        snprintf(err, errlen, "%s: has %d tensors, the model expects %d", mfile, st_count(mf), m->n_tensors);
-        goto out;
-    }
+    if (check_model(mfile, mf, m, err, errlen)) goto out;
     StTensor mt[2 * MODEL_MAX_LINEAR];
     for (int i = 0; i < m->n_tensors; i++) mt[i] = *st_find(mf, m->tensors[i].name);
     if (!(s = meta_str(tf, tfile, "model_crc32", err, errlen))) goto out;

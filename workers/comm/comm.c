@@ -22,6 +22,7 @@
 #include "comm/comm_backend.h"
 #include "cuda/gpu.h"
 #include "base/clock.h"
+#include "base/err.h"
 
 static const CommOps *const backends[] = {&comm_gloo_ops, &comm_nccl_ops};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
@@ -39,18 +40,9 @@ struct Comm {
     char failed[256];       /* a staging copy failed: every later call refuses */
 };
 
-static void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    int k = snprintf(err, errlen, "comm.c:%d: ", line);
-    if (k < 0 || (size_t)k >= errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-}
+/* "comm.c:LINE: what" into the caller's buffer (err_set). */
+#define put_err(err, errlen, line, fmt, ...) \
+    ((void)err_set((err), (errlen), "comm.c:%d: " fmt, (line), ##__VA_ARGS__))
 
 /* The clock of proto_now_ns, so times go into coll messages unchanged. */
 static const CommOps *find_backend(const char *name)
@@ -139,6 +131,29 @@ static void keep_time(Comm *c, int64_t ticket, int64_t t0, int64_t t1)
     c->times[k].t.done_ns = t1;
 }
 
+/* A device buffer's n floats into the stage's pinned host memory (once
+ * `ready` has completed), *host what the backend then reduces; stage_out
+ * copies the result back. -1 with err; a failed copy fails the Comm. */
+static int stage_in(Comm *c, const char *what, int line, float *buf, size_t n, void *ready, float **host,
+                    char *err, size_t errlen)
+{
+    if (!buf) {
+        put_err(err, errlen, line, "%s: buffer is NULL", what);
+        return -1;
+    }
+    void *h = NULL;
+    if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &h, err, errlen) != 0)
+        return stage_failed(c, err);
+    *host = h;
+    return 0;
+}
+
+static int stage_out(Comm *c, float *buf, size_t n, char *err, size_t errlen)
+{
+    if (gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0) return stage_failed(c, err);
+    return 0;
+}
+
 static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int async,
                      int64_t *ticket, char *err, size_t errlen)
 {
@@ -148,16 +163,10 @@ static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, i
     int64_t t0 = wall_ns();
     int rc;
     if (c->stage && n > 0) {
-        if (!buf) {
-            put_err(err, errlen, __LINE__, "allreduce: buffer is NULL");
-            return -1;
-        }
-        void *host = NULL;
-        if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &host, err, errlen) != 0)
-            return stage_failed(c, err);
-        rc = c->ops->allreduce(c->impl, (float *)host, n, tag, NULL, 0, tk, err, errlen);
-        if (rc == 0 && gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0)
-            return stage_failed(c, err);
+        float *host = NULL;
+        if (stage_in(c, "allreduce", __LINE__, buf, n, ready, &host, err, errlen)) return -1;
+        rc = c->ops->allreduce(c->impl, host, n, tag, NULL, 0, tk, err, errlen);
+        if (rc == 0 && stage_out(c, buf, n, err, errlen)) return -1;
     } else {
         rc = c->ops->allreduce(c->impl, buf, n, tag, ready, async, tk, err, errlen);
     }
@@ -208,16 +217,10 @@ int comm_broadcast_f32(Comm *c, float *buf, size_t n, int root, char *err, size_
     int64_t t0 = wall_ns();
     int rc;
     if (c->stage && n > 0) {
-        if (!buf) {
-            put_err(err, errlen, __LINE__, "broadcast: buffer is NULL");
-            return -1;
-        }
-        void *host = NULL;
-        if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), NULL, &host, err, errlen) != 0)
-            return stage_failed(c, err);
-        rc = c->ops->broadcast(c->impl, (float *)host, n, root, tk, err, errlen);
-        if (rc == 0 && gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0)
-            return stage_failed(c, err);
+        float *host = NULL;
+        if (stage_in(c, "broadcast", __LINE__, buf, n, NULL, &host, err, errlen)) return -1;
+        rc = c->ops->broadcast(c->impl, host, n, root, tk, err, errlen);
+        if (rc == 0 && stage_out(c, buf, n, err, errlen)) return -1;
     } else {
         rc = c->ops->broadcast(c->impl, buf, n, root, tk, err, errlen);
     }

@@ -27,6 +27,9 @@
  */
 #include "comm/comm_backend.h"
 #include "comm/shm_reduce.h"
+extern "C" {
+#include "base/err.h"
+}
 
 #include <signal.h>
 
@@ -100,19 +103,9 @@ constexpr size_t kRingMaxTrafficBytes = (5u << 20) / 4;
 constexpr size_t kRingCacheMaxBytes = 64u << 20;
 constexpr size_t kRingCacheMaxEntries = 64;
 
-/* Writes "comm_gloo.cc:LINE: what" into the caller's buffer. */
-void put_err(char *err, size_t errlen, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-void put_err(char *err, size_t errlen, int line, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    int k = snprintf(err, errlen, "comm_gloo.cc:%d: ", line);
-    if (k < 0 || (size_t)k >= errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-}
+/* "comm_gloo.cc:LINE: what" into the caller's buffer (err_set). */
+#define put_err(err, errlen, line, fmt, ...) \
+    ((void)err_set((err), (errlen), "comm_gloo.cc:%d: " fmt, (line), ##__VA_ARGS__))
 
 /* Gloo's messages span lines (EnforceNotMet adds a stack); err is one line. */
 std::string one_line(std::string s) {

@@ -73,25 +73,21 @@ static inline const char *cc_no_gpu_reason(cudaError_t e, char *buf, size_t n)
                    cudaGetErrorName(e_));                                                       \
     } while (0)
 
-/* A CUDA runtime call; on failure: message, return -1. */
-#define CUDA_TRY(call)                                                                          \
+/* A CUDA runtime call; on failure: the message, then `on_fail`. */
+#define CUDA_OR(call, on_fail)                                                                  \
     do {                                                                                        \
         cudaError_t e_ = (call);                                                                \
         if (e_ != cudaSuccess) {                                                                \
             CC_CUDA_MSG(call, e_);                                                              \
-            return -1;                                                                          \
+            on_fail;                                                                            \
         }                                                                                       \
     } while (0)
 
+/* On failure: message, return -1. */
+#define CUDA_TRY(call) CUDA_OR(call, return -1)
+
 /* The same, jumping to the function's `fail:` label instead. */
-#define CUDA_GOTO(call)                                                                         \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                \
-            CC_CUDA_MSG(call, e_);                                                              \
-            goto fail;                                                                          \
-        }                                                                                       \
-    } while (0)
+#define CUDA_GOTO(call) CUDA_OR(call, goto fail)
 
 /* After a kernel launch: a bad configuration shows up here, not later. */
 #define CUDA_LAUNCHED() CUDA_TRY(cudaGetLastError())

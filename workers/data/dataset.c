@@ -130,6 +130,16 @@ fail:
     return NULL;
 }
 
+/* A set complete in d->x and d->y: its name and shape. Returns 0. */
+static int loaded(Dataset *d, const char *name, int64_t n, int dim, int classes)
+{
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->n = n;
+    d->dim = dim;
+    d->classes = classes;
+    return 0;
+}
+
 static int join_path(char *out, size_t outlen, const char *dir, const char *file, char *err,
                      size_t errlen)
 {
@@ -221,11 +231,7 @@ int dataset_load_fashion_mnist(Dataset *d, const char *dir, bool train, int64_t 
     free(pix);
     gzclose(gi);
     gzclose(gl);
-    snprintf(d->name, sizeof d->name, "fashion-mnist");
-    d->n = n;
-    d->dim = dim;
-    d->classes = FMNIST_CLASSES;
-    return 0;
+    return loaded(d, "fashion-mnist", n, dim, FMNIST_CLASSES);
 fail:
     free(pix);
     if (gi)
@@ -309,9 +315,5 @@ int dataset_make_synthetic(Dataset *d, int64_t n, int dim, int classes, uint64_t
             row[j] = (float)((double)p[j] + gauss(&s));
     }
     free(proto);
-    snprintf(d->name, sizeof d->name, "synthetic");
-    d->n = n;
-    d->dim = dim;
-    d->classes = classes;
-    return 0;
+    return loaded(d, "synthetic", n, dim, classes);
 }

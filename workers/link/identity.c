@@ -174,20 +174,28 @@ int identity_tasks_per_node(const char *spec, int node)
 
 /* ---- identity ---- */
 
-static int torchrun_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *err, size_t errlen)
+/* The rank and world size from two variables that come together (`how`
+ * says how to set both); local rank and world default to them. */
+static int global_ids(IdentityGetenv get, void *ctx, const char *rank_var, const char *world_var, const char *how,
+                      WorkerIdentity *id, char *err, size_t errlen)
 {
-    const char *r = env_get(get, ctx, "RANK"), *w = env_get(get, ctx, "WORLD_SIZE");
+    const char *r = env_get(get, ctx, rank_var), *w = env_get(get, ctx, world_var);
     if (!r || !w) {
-        snprintf(err, errlen, "%s is set but %s is not (set both, as torchrun does)", r ? "RANK" : "WORLD_SIZE",
-                 r ? "WORLD_SIZE" : "RANK");
+        snprintf(err, errlen, "%s is set but %s is not (%s)", r ? rank_var : world_var, r ? world_var : rank_var, how);
         return -1;
     }
-    if (identity_env_int(get, ctx, "WORLD_SIZE", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
-        identity_env_int(get, ctx, "RANK", 0, id->world - 1, &id->rank, err, errlen) < 0)
+    if (identity_env_int(get, ctx, world_var, 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
+        identity_env_int(get, ctx, rank_var, 0, id->world - 1, &id->rank, err, errlen) < 0)
         return -1;
     id->local_rank = id->rank;
     id->local_world = id->world;
-    if (identity_env_int(get, ctx, "LOCAL_WORLD_SIZE", 1, id->world, &id->local_world, err, errlen) < 0 ||
+    return 0;
+}
+
+static int torchrun_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *err, size_t errlen)
+{
+    if (global_ids(get, ctx, "RANK", "WORLD_SIZE", "set both, as torchrun does", id, err, errlen) ||
+        identity_env_int(get, ctx, "LOCAL_WORLD_SIZE", 1, id->world, &id->local_world, err, errlen) < 0 ||
         identity_env_int(get, ctx, "LOCAL_RANK", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0)
         return -1;
     return 0;
@@ -195,17 +203,7 @@ static int torchrun_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char 
 
 static int slurm_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *err, size_t errlen)
 {
-    const char *r = env_get(get, ctx, "SLURM_PROCID"), *w = env_get(get, ctx, "SLURM_NTASKS");
-    if (!r || !w) {
-        snprintf(err, errlen, "%s is set but %s is not (run the workers with srun)", r ? "SLURM_PROCID" : "SLURM_NTASKS",
-                 r ? "SLURM_NTASKS" : "SLURM_PROCID");
-        return -1;
-    }
-    if (identity_env_int(get, ctx, "SLURM_NTASKS", 1, INT_MAX_ENV, &id->world, err, errlen) < 0 ||
-        identity_env_int(get, ctx, "SLURM_PROCID", 0, id->world - 1, &id->rank, err, errlen) < 0)
-        return -1;
-    id->local_rank = id->rank;
-    id->local_world = id->world;
+    if (global_ids(get, ctx, "SLURM_PROCID", "SLURM_NTASKS", "run the workers with srun", id, err, errlen)) return -1;
     int rc = identity_env_int(get, ctx, "SLURM_NTASKS_PER_NODE", 1, id->world, &id->local_world, err, errlen);
     if (rc < 0) return -1;
     const char *tpn = env_get(get, ctx, "SLURM_TASKS_PER_NODE");

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,155 +115,200 @@ static int copy_str(const char *opt, const char *s, char *dst, size_t n, char *e
     return 0;
 }
 
+/* Optimizer hyper-parameters are collected first and applied after the
+ * kind is known, so `--weight-decay 0 --optimizer adamw` works in any
+ * order; NAN: not given. */
+typedef struct {
+    TrainerArgs *a;
+    OptimKind kind;
+    double momentum, dampening, wd, lr, eps, b1, b2;
+    bool nesterov;
+} Pending;
+
+typedef enum {
+    OPT_SET,    /* no value: the bool becomes true */
+    OPT_CLEAR,  /* no value: the bool becomes false */
+    OPT_I64,    /* an integer in [lo, hi] */
+    OPT_F64,    /* a number in [flo, fhi] */
+    OPT_STR,    /* a non-empty string that fits */
+    OPT_FN,     /* parse() does it */
+} OptType;
+
+/* One option: where its value goes (a TrainerArgs field, or a Pending one
+ * when `pend`) and how it is checked. */
+typedef struct {
+    const char *name;
+    OptType type;
+    bool pend;
+    size_t off, size;
+    int64_t lo, hi;
+    double flo, fhi;
+    int (*parse)(Pending *p, const char *opt, const char *v, char *err, size_t errlen);
+} Opt;
+
+static int opt_dataset(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    (void)opt;
+    if (strcmp(v, "auto") && strcmp(v, "fashion-mnist") && strcmp(v, "synthetic")) {
+        snprintf(err, errlen, "--dataset: unknown dataset \"%s\" (auto, fashion-mnist, synthetic)", v);
+        return -1;
+    }
+    snprintf(p->a->dataset, sizeof p->a->dataset, "%s", v);
+    return 0;
+}
+
+static int opt_optimizer(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    (void)opt;
+    if (!strcmp(v, "sgd")) p->kind = OPTIM_SGD;
+    else if (!strcmp(v, "adamw")) p->kind = OPTIM_ADAMW;
+    else { snprintf(err, errlen, "--optimizer: unknown optimizer \"%s\" (sgd, adamw)", v); return -1; }
+    return 0;
+}
+
+static int opt_betas(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    (void)opt;
+    char *end;
+    p->b1 = strtod(v, &end);
+    if (*end == ',' && p->b1 >= 0 && p->b1 < 1) {
+        p->b2 = strtod(end + 1, &end);
+        if (!*end && p->b2 >= 0 && p->b2 < 1) return 0;
+    }
+    snprintf(err, errlen, "--betas: expected B1,B2 in [0,1), got \"%s\"", v);
+    return -1;
+}
+
+static int opt_seed(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    int64_t iv;
+    if (parse_i64(opt, v, 0, INT64_MAX, &iv, err, errlen)) return -1;
+    p->a->seed = (uint64_t)iv;
+    return 0;
+}
+
+static int opt_lr_schedule(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    (void)opt;
+    if (schedule_kind_parse(v, &p->a->lr_schedule)) {
+        snprintf(err, errlen, "--lr-schedule: unknown schedule \"%s\" (constant, cosine)", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int opt_fault(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    (void)opt;
+    return fault_parse(&p->a->faults, v, err, errlen);
+}
+
+#define A_(f) .off = offsetof(TrainerArgs, f), .size = sizeof(((TrainerArgs *)0)->f)
+#define P_(f) .pend = true, .off = offsetof(Pending, f)
+#define I64(n, f, l, h) {n, OPT_I64, A_(f), .lo = (l), .hi = (h)}
+#define F64(n, where, l, h) {n, OPT_F64, where, .flo = (l), .fhi = (h)}
+#define STR(n, f) {n, OPT_STR, A_(f)}
+#define FN(n, fn) {n, OPT_FN, .parse = fn}
+
+/* Every option but --help, in USAGE's order. */
+static const Opt OPTS[] = {
+    FN("--dataset", opt_dataset),
+    STR("--data-dir", data_dir),
+    I64("--limit", limit, 1, INT64_C(1) << 31),
+    I64("--synthetic-size", synthetic_size, 1, INT64_C(1) << 24),
+    STR("--model", model),
+    I64("--batch-size", batch_size, 1, 1 << 20),
+    I64("--epochs", epochs, 1, INT64_C(1) << 30),
+    I64("--steps", steps, 1, INT64_C(1) << 40),
+    FN("--optimizer", opt_optimizer),
+    F64("--lr", P_(lr), 0.0, 1e6),
+    F64("--momentum", P_(momentum), 0.0, 1.0),
+    F64("--dampening", P_(dampening), 0.0, 1.0),
+    {"--nesterov", OPT_SET, P_(nesterov)},
+    F64("--weight-decay", P_(wd), 0.0, 1e3),
+    FN("--betas", opt_betas),
+    F64("--eps", P_(eps), 0.0, 1.0),
+    FN("--lr-schedule", opt_lr_schedule),
+    I64("--warmup-steps", warmup_steps, 0, INT64_C(1) << 40),
+    I64("--grad-accum", grad_accum, 1, 1 << 16),
+    FN("--seed", opt_seed),
+    {"--no-shuffle", OPT_CLEAR, A_(shuffle)},
+    {"--drop-last", OPT_SET, A_(drop_last)},
+    F64("--bucket-cap-mb", A_(bucket_cap_mb), 0.001, 4096.0),
+    STR("--ckpt-dir", ckpt_dir),
+    I64("--ckpt-every", ckpt_every, 0, INT64_C(1) << 40),
+    I64("--keep-last", keep_last, 0, 1 << 20),
+    {"--no-final-ckpt", OPT_CLEAR, A_(final_ckpt)},
+    STR("--resume", resume),
+    STR("--init-from", init_from),
+    I64("--eval-every", eval_every, 0, INT64_C(1) << 30),
+    I64("--eval-limit", eval_limit, 1, INT64_C(1) << 31),
+    {"--no-telemetry", OPT_CLEAR, A_(telemetry)},
+    F64("--timeout", A_(timeout_s), 0.1, 86400.0),
+    FN("--fault", opt_fault),
+};
+
+static const Opt *opt_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof OPTS / sizeof OPTS[0]; i++)
+        if (!strcmp(OPTS[i].name, name)) return &OPTS[i];
+    return NULL;
+}
+
+/* Option o with value v (NULL for OPT_SET / OPT_CLEAR). */
+static int opt_apply(const Opt *o, Pending *p, const char *v, char *err, size_t errlen)
+{
+    char *at = (o->pend ? (char *)p : (char *)p->a) + o->off;
+    switch (o->type) {
+    case OPT_SET: *(bool *)at = true; return 0;
+    case OPT_CLEAR: *(bool *)at = false; return 0;
+    case OPT_I64: return parse_i64(o->name, v, o->lo, o->hi, (int64_t *)at, err, errlen);
+    case OPT_F64: return parse_f64(o->name, v, o->flo, o->fhi, (double *)at, err, errlen);
+    case OPT_STR: return copy_str(o->name, v, at, o->size, err, errlen);
+    case OPT_FN: return o->parse(p, o->name, v, err, errlen);
+    }
+    return -1;
+}
+
 int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t errlen)
 {
-    bool lr_set = false;
-    OptimKind kind = OPTIM_SGD;
-    /* Optimizer hyper-parameters are collected first and applied after the
-     * kind is known, so `--weight-decay 0 --optimizer adamw` works in any order. */
-    double momentum = NAN, dampening = NAN, wd = NAN, lr = NAN, eps = NAN, b1 = NAN, b2 = NAN;
-    bool nesterov = false;
-
+    Pending p = {.a = a, .kind = OPTIM_SGD, .momentum = NAN, .dampening = NAN, .wd = NAN, .lr = NAN,
+                 .eps = NAN, .b1 = NAN, .b2 = NAN};
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        int64_t iv;
-#define NEED_VALUE() do { if (!v) { snprintf(err, errlen, "%s: missing value", o); return -1; } i++; } while (0)
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(USAGE, stdout);
             return 1;
-        } else if (!strcmp(o, "--dataset")) {
-            NEED_VALUE();
-            if (strcmp(v, "auto") && strcmp(v, "fashion-mnist") && strcmp(v, "synthetic")) {
-                snprintf(err, errlen, "--dataset: unknown dataset \"%s\" (auto, fashion-mnist, synthetic)", v);
-                return -1;
-            }
-            snprintf(a->dataset, sizeof a->dataset, "%s", v);
-        } else if (!strcmp(o, "--data-dir")) {
-            NEED_VALUE();
-            if (copy_str(o, v, a->data_dir, sizeof a->data_dir, err, errlen)) return -1;
-        } else if (!strcmp(o, "--limit")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, INT64_C(1) << 31, &a->limit, err, errlen)) return -1;
-        } else if (!strcmp(o, "--synthetic-size")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, INT64_C(1) << 24, &a->synthetic_size, err, errlen)) return -1;
-        } else if (!strcmp(o, "--model")) {
-            NEED_VALUE();
-            if (copy_str(o, v, a->model, sizeof a->model, err, errlen)) return -1;
-        } else if (!strcmp(o, "--batch-size")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, 1 << 20, &a->batch_size, err, errlen)) return -1;
-        } else if (!strcmp(o, "--epochs")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, INT64_C(1) << 30, &a->epochs, err, errlen)) return -1;
-        } else if (!strcmp(o, "--steps")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, INT64_C(1) << 40, &a->steps, err, errlen)) return -1;
-        } else if (!strcmp(o, "--optimizer")) {
-            NEED_VALUE();
-            if (!strcmp(v, "sgd")) kind = OPTIM_SGD;
-            else if (!strcmp(v, "adamw")) kind = OPTIM_ADAMW;
-            else { snprintf(err, errlen, "--optimizer: unknown optimizer \"%s\" (sgd, adamw)", v); return -1; }
-        } else if (!strcmp(o, "--lr")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.0, 1e6, &lr, err, errlen)) return -1;
-            lr_set = true;
-        } else if (!strcmp(o, "--momentum")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.0, 1.0, &momentum, err, errlen)) return -1;
-        } else if (!strcmp(o, "--dampening")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.0, 1.0, &dampening, err, errlen)) return -1;
-        } else if (!strcmp(o, "--nesterov")) {
-            nesterov = true;
-        } else if (!strcmp(o, "--weight-decay")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.0, 1e3, &wd, err, errlen)) return -1;
-        } else if (!strcmp(o, "--eps")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.0, 1.0, &eps, err, errlen)) return -1;
-        } else if (!strcmp(o, "--betas")) {
-            NEED_VALUE();
-            char *end;
-            b1 = strtod(v, &end);
-            if (*end != ',' || !(b1 >= 0 && b1 < 1)) { snprintf(err, errlen, "--betas: expected B1,B2 in [0,1), got \"%s\"", v); return -1; }
-            b2 = strtod(end + 1, &end);
-            if (*end || !(b2 >= 0 && b2 < 1)) { snprintf(err, errlen, "--betas: expected B1,B2 in [0,1), got \"%s\"", v); return -1; }
-        } else if (!strcmp(o, "--seed")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 0, INT64_MAX, &iv, err, errlen)) return -1;
-            a->seed = (uint64_t)iv;
-        } else if (!strcmp(o, "--no-shuffle")) {
-            a->shuffle = false;
-        } else if (!strcmp(o, "--drop-last")) {
-            a->drop_last = true;
-        } else if (!strcmp(o, "--bucket-cap-mb")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.001, 4096.0, &a->bucket_cap_mb, err, errlen)) return -1;
-        } else if (!strcmp(o, "--ckpt-dir")) {
-            NEED_VALUE();
-            if (copy_str(o, v, a->ckpt_dir, sizeof a->ckpt_dir, err, errlen)) return -1;
-        } else if (!strcmp(o, "--ckpt-every")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 0, INT64_C(1) << 40, &a->ckpt_every, err, errlen)) return -1;
-        } else if (!strcmp(o, "--no-final-ckpt")) {
-            a->final_ckpt = false;
-        } else if (!strcmp(o, "--init-from")) {
-            NEED_VALUE();
-            if (copy_str(o, v, a->init_from, sizeof a->init_from, err, errlen)) return -1;
-        } else if (!strcmp(o, "--lr-schedule")) {
-            NEED_VALUE();
-            if (schedule_kind_parse(v, &a->lr_schedule)) {
-                snprintf(err, errlen, "--lr-schedule: unknown schedule \"%s\" (constant, cosine)", v);
-                return -1;
-            }
-        } else if (!strcmp(o, "--warmup-steps")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 0, INT64_C(1) << 40, &a->warmup_steps, err, errlen)) return -1;
-        } else if (!strcmp(o, "--grad-accum")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, 1 << 16, &a->grad_accum, err, errlen)) return -1;
-        } else if (!strcmp(o, "--keep-last")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 0, 1 << 20, &a->keep_last, err, errlen)) return -1;
-        } else if (!strcmp(o, "--resume")) {
-            NEED_VALUE();
-            if (copy_str(o, v, a->resume, sizeof a->resume, err, errlen)) return -1;
-        } else if (!strcmp(o, "--eval-every")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 0, INT64_C(1) << 30, &a->eval_every, err, errlen)) return -1;
-        } else if (!strcmp(o, "--eval-limit")) {
-            NEED_VALUE();
-            if (parse_i64(o, v, 1, INT64_C(1) << 31, &a->eval_limit, err, errlen)) return -1;
-        } else if (!strcmp(o, "--no-telemetry")) {
-            a->telemetry = false;
-        } else if (!strcmp(o, "--timeout")) {
-            NEED_VALUE();
-            if (parse_f64(o, v, 0.1, 86400.0, &a->timeout_s, err, errlen)) return -1;
-        } else if (!strcmp(o, "--fault")) {
-            NEED_VALUE();
-            if (fault_parse(&a->faults, v, err, errlen)) return -1;
-        } else {
+        }
+        const Opt *opt = opt_find(o);
+        if (!opt) {
             snprintf(err, errlen, "unknown trainer option \"%s\" (see ddptop-worker --help)", o);
             return -1;
         }
-#undef NEED_VALUE
+        const char *v = NULL;
+        if (opt->type != OPT_SET && opt->type != OPT_CLEAR) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "%s: missing value", o);
+                return -1;
+            }
+            v = argv[++i];
+        }
+        if (opt_apply(opt, &p, v, err, errlen)) return -1;
     }
 
-    optim_config_defaults(&a->optim, kind);
-    a->optim.lr = lr_set ? lr : (kind == OPTIM_ADAMW ? 0.001 : 0.01);
-    if (!isnan(momentum)) a->optim.momentum = momentum;
-    if (!isnan(dampening)) a->optim.dampening = dampening;
-    if (!isnan(wd)) a->optim.weight_decay = wd;
-    if (!isnan(eps)) a->optim.eps = eps;
-    if (!isnan(b1)) { a->optim.beta1 = b1; a->optim.beta2 = b2; }
-    a->optim.nesterov = nesterov;
-    if (kind == OPTIM_ADAMW && (momentum == momentum || nesterov || dampening == dampening)) {
+    optim_config_defaults(&a->optim, p.kind);
+    a->optim.lr = !isnan(p.lr) ? p.lr : (p.kind == OPTIM_ADAMW ? 0.001 : 0.01);
+    if (!isnan(p.momentum)) a->optim.momentum = p.momentum;
+    if (!isnan(p.dampening)) a->optim.dampening = p.dampening;
+    if (!isnan(p.wd)) a->optim.weight_decay = p.wd;
+    if (!isnan(p.eps)) a->optim.eps = p.eps;
+    if (!isnan(p.b1)) { a->optim.beta1 = p.b1; a->optim.beta2 = p.b2; }
+    a->optim.nesterov = p.nesterov;
+    if (p.kind == OPTIM_ADAMW && (!isnan(p.momentum) || p.nesterov || !isnan(p.dampening))) {
         snprintf(err, errlen, "--momentum/--dampening/--nesterov apply to sgd, not adamw");
         return -1;
     }
-    if (nesterov && (a->optim.momentum <= 0 || a->optim.dampening != 0)) {
+    if (p.nesterov && (a->optim.momentum <= 0 || a->optim.dampening != 0)) {
         snprintf(err, errlen, "--nesterov needs --momentum > 0 and zero dampening (as torch.optim.SGD)");
         return -1;
     }

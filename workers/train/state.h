@@ -1,0 +1,101 @@
+/* state.h — one run's state, shared by the files of train/.
+ *
+ * The loop and command agreement (trainer.c), the step (step.c), its
+ * compute face (compute_cpu.c, compute_cuda.c), telemetry (report.c) and
+ * checkpoint glue (checkpoint.c) all work on one Trainer; nothing outside
+ * train/ includes this header (trainer.h is the public face). Main thread.
+ */
+#ifndef DDPTOP_TRAIN_STATE_H
+#define DDPTOP_TRAIN_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "train/args.h"
+#include "train/compute.h"
+#include "comm/comm.h"
+#include "cuda/cuda_mlp.h"
+#include "data/dataset.h"
+#include "ddp/bucket.h"
+#include "ddp/reducer.h"
+#include "link/identity.h"
+#include "link/uplink.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "nn/schedule.h"
+#include "wire/fault.h"
+
+/* How often a heartbeat goes out, and how long one wait lasts between two. */
+#define BEAT_MS 1000
+
+/* Command flags in the floats just before grads[0] (MODEL_GRAD_PAD): each
+ * rank adds its own view; the sums decide. The same layout travels alone in
+ * the flags-only all-reduce of a paused round. */
+enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT };
+
+struct Trainer {
+    const TrainerArgs *a;
+    const WorkerIdentity *id;
+    Uplink *up;
+    const ComputeOps *ops;      /* CPU or CUDA, chosen at start (compute.h) */
+    Dataset ds, eval_ds;
+    bool eval_loaded, eval_off;
+    Mlp m;
+    Optim o;
+    Schedule sched;
+    uint64_t seed;              /* the run's seed (a checkpoint's when resuming) */
+    Comm *comm;
+    Reducer *red;
+    Bucket buckets[BUCKET_MAX];
+    int nb;
+    int tensor_bucket[2 * MODEL_MAX_LINEAR];
+    /* the step in progress: buckets handed to the reducer (CPU: op ids) or
+     * started on the Comm (CUDA: bucket indices, with their tickets) */
+    int64_t bucket_op[BUCKET_MAX];
+    int n_submitted;
+    float bucket_scale;         /* 1 / (micro-batches * world) */
+    bool add_acc;               /* hook adds the accumulated micro-batch grads */
+    float *acc;                 /* [n_params], --grad-accum > 1 */
+    bool hook_failed;
+    float flags_pause[FL_COUNT];
+    float *xb;
+    int32_t *yb;
+    int64_t *idx;
+    int64_t ns;                 /* samples per rank per epoch */
+    int64_t step, epoch, samples, pos_in_epoch;
+    bool resumed;
+    int64_t resume_dataset_size;
+    double last_lr;
+    /* command agreement */
+    int64_t ckpt_seen, ckpt_acted;   /* ckpt_acted is agreed by all ranks */
+    bool stop_seen;
+    int64_t pause_seen, resume_seen; /* paused is wanted while pause_seen > resume_seen */
+    int64_t last_ckpt_step;
+    char stop_reason[96];
+    Phase phase;
+    double last_beat_ms;
+    /* throughput and the breakdown of a step, after the first */
+    double first_step_end_ms;
+    int64_t first_step_unix_ns, first_step;
+    double sum_data_ms, sum_compute_ms, sum_exposed_ms, sum_comm_ms, sum_opt_ms, sum_step_ms;
+    /* Between two steps (after the first): new shards (sampler + shard
+     * message) and evaluations; pend_* until the next step ends. */
+    double sum_epoch_ms, sum_eval_ms, pend_epoch_ms, pend_eval_ms;
+    int64_t mem_used, mem_total;    /* GPU: last gpu_mem_info, for step messages */
+    double mem_at_ms;
+    int64_t tel_ns_at_first;
+    double last_step_end_ms;
+    /* --device cuda: the model on the GPU; NULL on the CPU */
+    CudaMlp *g;
+    int gpu;                    /* the device index */
+    bool data_on_gpu;           /* dataset uploaded: batches gathered there */
+    int64_t tickets[BUCKET_MAX];/* the step's bucket all-reduces (comm_timing) */
+    CommTiming ct[BUCKET_MAX];  /* and when they ran, for the coll messages */
+    int64_t coll_seq;           /* seq of coll messages when buckets bypass the reducer */
+    /* teaching faults: --fault, then live ones from ddptop */
+    FaultPlan faults;
+    bool fault_said[FAULT_MAX];
+    char err[512];
+};
+
+#endif
