@@ -30,7 +30,7 @@ const char *gpu_missing(void);
 
 /* Number of usable CUDA devices in *count (>= 1). Returns 0, or -1 with err
  * naming the CUDA error when there is no GPU or no driver: fast, no retries
- * (cudaGetDeviceCount answers at once; FINDINGS.md). */
+ * (without a GPU cudaGetDeviceCount answers at once, error 35). */
 int gpu_count(int *count, char *err, size_t errlen);
 
 /* cudaSetDevice(device) on the calling thread. Returns 0 or -1 with err. */

@@ -15,7 +15,7 @@
 #define MODEL_MAX_LINEAR 16
 /* Floats reserved just before grads[0] for the caller: the trainer puts its
  * command flags there so they ride in the last bucket's all-reduce without a
- * copy (DESIGN.md, "Commands take effect at the same step on every rank"). */
+ * copy (docs/TRAINING.md, "Commands"). */
 #define MODEL_GRAD_PAD 16
 
 typedef struct {

@@ -6,8 +6,8 @@
  * all-reduce. Commands (checkpoint, stop, pause/resume) are acted on only
  * at the step where the all-reduced flags say so, which is the same step
  * on every rank — a rank never stops or pauses alone, so nobody is left
- * waiting in a collective. See DESIGN.md "Commands take effect at the
- * same step" and docs/DECISIONS.md "Command agreement". The device is
+ * waiting in a collective. See docs/TRAINING.md "Commands" and
+ * docs/DECISIONS.md "Command agreement". The device is
  * compute.h's (--device picks compute_cpu or compute_cuda at start),
  * messages report.c's, checkpoints checkpoint.c's.
  *
