@@ -550,7 +550,7 @@ int attach_main(int argc, char **argv)
     memset(&A, 0, sizeof A);
     A.wait_s = 10;
     const char *keys_path = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(HELP, stdout);
