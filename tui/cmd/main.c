@@ -1,6 +1,6 @@
 /* main.c — ddptop: the command line. The subcommand table (cmd.h), the
- * dispatch on it, `ddptop --help` and the parsing helpers the subcommands
- * share; each subcommand lives in its own file (run.c, sampler.c, ...).
+ * dispatch on it, `ddptop --help` (its keys paragraph from the key table,
+ * view/keys.h) and the parsing helpers the subcommands share; each subcommand lives in its own file (run.c, sampler.c, ...).
  *
  * Usage errors print one line and exit 2. Main thread.
  */
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "view/keys.h"
 
 #define DDPTOP_VERSION "0.1.0"
 
@@ -71,10 +73,9 @@ void cmd_print_help(FILE *f)
     for (int i = 0; i < cmd_table_len; i++)
         fprintf(f, "%s ddptop %s\n", i ? "      " : "usage:", cmd_table[i].usage);
     fputs(HELP_BODY, f);
-    fputs("keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
-          "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)\n"
-          "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n",
-          f);
+    char keys[1024];
+    keys_usage(keys, sizeof keys);
+    fputs(keys, f);
     fputs(HELP_TAIL, f);
 }
 
