@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,83 +43,101 @@ static RunOptions run_defaults(void)
                         .rdzv_timeout_s = 60};
 }
 
-/* A string value: missing (or empty, unless may_be_empty) is a usage error. */
-static int opt_str(const char *a, const char *v, bool may_be_empty, const char *what, const char **out)
+/* run's options as data: what each takes and where it goes. */
+typedef enum {
+    OPT_FLAG,                    /* sets a bool */
+    OPT_NUM,                     /* a number in [lo, hi] */
+    OPT_INT,                     /* a whole number in [lo, hi] */
+    OPT_STR,                     /* a non-empty string */
+    OPT_PATH,                    /* a string, empty allowed (--log-dir "") */
+    OPT_CHOICE,                  /* one of `words` */
+} OptKind;
+
+typedef struct {
+    const char *name, *alias;
+    OptKind kind;
+    size_t off;                  /* the field in RunOptions */
+    double lo, hi;
+    const char *msg;             /* the error: OPT_INT its name, OPT_STR missing, OPT_CHOICE unknown */
+    const char *const *words;
+} RunOpt;
+
+#define AT(f) offsetof(RunOptions, f)
+static const char *const backends[] = {"gloo", "nccl", "auto", NULL};
+static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
+static const RunOpt run_opts[] = {
+    {"-n", "--nproc-per-node", OPT_INT, AT(nproc), 1, 256, "-n", NULL},
+    {"--headless", NULL, OPT_FLAG, AT(headless), 0, 0, NULL, NULL},
+    {"--json", NULL, OPT_FLAG, AT(json), 0, 0, NULL, NULL},
+    {"--timeout", NULL, OPT_NUM, AT(timeout_s), 0.1, 86400, NULL, NULL},
+    {"--hang-after", NULL, OPT_NUM, AT(hang_after_s), 0.5, 86400, NULL, NULL},
+    {"--stop-grace", NULL, OPT_NUM, AT(stop_grace_s), 0, 86400, NULL, NULL},
+    {"--max-restarts", NULL, OPT_INT, AT(max_restarts), 0, 1000, "--max-restarts", NULL},
+    {"--log-dir", NULL, OPT_PATH, AT(log_dir), 0, 0, "%s: missing value", NULL},
+    {"--record", NULL, OPT_STR, AT(record_path), 0, 0, "%s: missing value", NULL},
+    {"--publish", NULL, OPT_STR, AT(publish_ep), 0, 0, "%s: missing value", NULL},
+    {"--nnodes", NULL, OPT_INT, AT(nnodes), 1, 4096, "--nnodes", NULL},
+    {"--node-rank", NULL, OPT_INT, AT(node_rank), 0, 4095, "--node-rank", NULL},
+    {"--rdzv", "--rdzv-endpoint", OPT_STR, AT(rdzv), 0, 0, "%s: missing value (HOST:PORT)", NULL},
+    {"--rdzv-timeout", NULL, OPT_NUM, AT(rdzv_timeout_s), 1, 86400, NULL, NULL},
+    {"--keys", NULL, OPT_STR, AT(keys_path), 0, 0, "%s: missing value", NULL},
+    {"--backend", NULL, OPT_CHOICE, AT(backend), 0, 0, "--backend: unknown backend \"%s\" (gloo, nccl, auto)",
+     backends},
+    {"--device", NULL, OPT_CHOICE, AT(device), 0, 0, "--device: unknown device \"%s\" (cpu, cuda, auto)", devices},
+};
+#undef AT
+
+static const RunOpt *find_opt(const char *a)
 {
-    if (!v || (!may_be_empty && !*v)) return cmd_usage_error(what, a);
-    *out = v;
+    for (size_t k = 0; k < sizeof run_opts / sizeof run_opts[0]; k++)
+        if (!strcmp(a, run_opts[k].name) || (run_opts[k].alias && !strcmp(a, run_opts[k].alias)))
+            return &run_opts[k];
+    return NULL;
+}
+
+/* Option d (as typed: a) with value v into o. Returns 0 or 2 (said why). */
+static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
+{
+    void *field = (char *)o + d->off;
+    switch (d->kind) {
+    case OPT_FLAG: *(bool *)field = true; return 0;
+    case OPT_NUM: return cmd_parse_num(a, v, d->lo, d->hi, (double *)field);
+    case OPT_INT: return cmd_parse_int(a, d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
+    case OPT_STR:
+    case OPT_PATH:
+        if (!v || (d->kind == OPT_STR && !*v)) return cmd_usage_error(d->msg, a);
+        *(const char **)field = v;
+        return 0;
+    case OPT_CHOICE:
+        if (!v) return cmd_usage_error("%s: missing value", a);
+        for (int k = 0; d->words[k]; k++)
+            if (!strcmp(v, d->words[k])) {
+                *(const char **)field = v;
+                return 0;
+            }
+        return cmd_usage_error(d->msg, v);
+    }
     return 0;
 }
 
-/* One of a few words ("gloo", "nccl", "auto"); msg names them. */
-static int opt_choice(const char *a, const char *v, const char *const *words, const char *msg, const char **out)
-{
-    if (!v) return cmd_usage_error("%s: missing value", a);
-    for (int k = 0; words[k]; k++)
-        if (!strcmp(v, words[k])) {
-            *out = v;
-            return 0;
-        }
-    return cmd_usage_error(msg, v);
-}
-
-/* The options up to "--" (or the first argument that is not ours: none
- * is, that is an error). Returns 0 or 2 (said why). */
+/* The options up to "--" (an argument that is no option of ours is an
+ * error). Returns 0 or 2 (said why). */
 static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
 {
-    static const char *const backends[] = {"gloo", "nccl", "auto", NULL};
-    static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
-    int i = 0, rc = 0;
-    for (; i < argc && !rc; i++) {
+    int i = 0;
+    for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = true;       /* the option takes the next argument */
         if (!strcmp(a, "--")) { i++; break; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { p->help = true; return 0; }
-        if (!strcmp(a, "-n") || !strcmp(a, "--nproc-per-node")) {
-            rc = cmd_parse_int(a, "-n", v, 1, 256, &o->nproc);
-            p->nproc_set = true;
-        } else if (!strcmp(a, "--headless")) {
-            o->headless = true;
-            takes = false;
-        } else if (!strcmp(a, "--json")) {
-            o->json = true;
-            takes = false;
-        } else if (!strcmp(a, "--timeout")) {
-            rc = cmd_parse_num(a, v, 0.1, 86400, &o->timeout_s);
-        } else if (!strcmp(a, "--hang-after")) {
-            rc = cmd_parse_num(a, v, 0.5, 86400, &o->hang_after_s);
-        } else if (!strcmp(a, "--stop-grace")) {
-            rc = cmd_parse_num(a, v, 0, 86400, &o->stop_grace_s);
-        } else if (!strcmp(a, "--max-restarts")) {
-            rc = cmd_parse_int(a, a, v, 0, 1000, &o->max_restarts);
-        } else if (!strcmp(a, "--log-dir")) {
-            rc = opt_str(a, v, true, "%s: missing value", &o->log_dir);
-        } else if (!strcmp(a, "--record")) {
-            rc = opt_str(a, v, false, "%s: missing value", &o->record_path);
-        } else if (!strcmp(a, "--publish")) {
-            rc = opt_str(a, v, false, "%s: missing value", &o->publish_ep);
-        } else if (!strcmp(a, "--nnodes")) {
-            rc = cmd_parse_int(a, a, v, 1, 4096, &o->nnodes);
-        } else if (!strcmp(a, "--node-rank")) {
-            rc = cmd_parse_int(a, a, v, 0, 4095, &o->node_rank);
-            p->node_rank_set = true;
-        } else if (!strcmp(a, "--rdzv") || !strcmp(a, "--rdzv-endpoint")) {
-            rc = opt_str(a, v, false, "%s: missing value (HOST:PORT)", &o->rdzv);
-        } else if (!strcmp(a, "--rdzv-timeout")) {
-            rc = cmd_parse_num(a, v, 1, 86400, &o->rdzv_timeout_s);
-        } else if (!strcmp(a, "--keys")) {
-            rc = opt_str(a, v, false, "%s: missing value", &o->keys_path);
-        } else if (!strcmp(a, "--backend")) {
-            rc = opt_choice(a, v, backends, "--backend: unknown backend \"%s\" (gloo, nccl, auto)", &o->backend);
-        } else if (!strcmp(a, "--device")) {
-            rc = opt_choice(a, v, devices, "--device: unknown device \"%s\" (cpu, cuda, auto)", &o->device);
-        } else {
-            return cmd_usage_error("unknown option \"%s\"", a);
-        }
-        if (takes) i++;
+        const RunOpt *d = find_opt(a);
+        if (!d) return cmd_usage_error("unknown option \"%s\"", a);
+        if (set_opt(d, a, v, o)) return 2;
+        p->nproc_set |= d->off == offsetof(RunOptions, nproc);
+        p->node_rank_set |= d->off == offsetof(RunOptions, node_rank);
+        if (d->kind != OPT_FLAG) i++;
     }
     p->first_trainer = i;
-    return rc;
+    return 0;
 }
 
 /* The options that only make sense together, and the files they name.
