@@ -36,6 +36,7 @@
 #include "wire/codec.h"
 #include "model/job.h"
 #include "net/curve.h"
+#include "view/keys.h"
 #include "view/view.h"
 #include "net/zsock.h"
 #include "base/signals.h"
@@ -87,8 +88,6 @@ typedef struct {
     char msg[256];
     int64_t msg_until_ms;
     bool quit;
-    const char *keys[12][2];
-    int n_keys;
 } Attach;
 
 static void say(Attach *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -332,31 +331,17 @@ static void check_end(Attach *A)
 
 /* ---- the screen ---- */
 
-static int on_key(void *ctx, int key)
+/* The viewer's rows of the key table (keys.h); f is answered here, c d p
+ * a come back from the screen as actions (loop_tui). */
+static int on_key(void *ctx, int key, KeyAction act)
 {
     Attach *A = ctx;
-    if (key == 'f' || key == 'F') {
+    (void)key;
+    if (act == KEY_ACT_FAULT) {
         say(A, "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
         return 1;
     }
     return 0;
-}
-
-static void set_keys(Attach *A)
-{
-    int n = 0;
-    if (A->control) {
-        A->keys[n][0] = "c"; A->keys[n++][1] = "ckpt";
-        A->keys[n][0] = "d"; A->keys[n++][1] = "destroy";
-        A->keys[n][0] = "p"; A->keys[n++][1] = "pause";
-        A->keys[n][0] = "a"; A->keys[n++][1] = "abort";
-    }
-    A->keys[n][0] = "q"; A->keys[n++][1] = "detach";
-    A->keys[n][0] = "?"; A->keys[n++][1] = "help";
-    A->keys[n][0] = "Tab"; A->keys[n++][1] = "panel";
-    A->keys[n][0] = "1-6"; A->keys[n++][1] = "zoom";
-    A->keys[n][0] = "Enter"; A->keys[n++][1] = "rank";
-    A->n_keys = n;
 }
 
 static void status_line(Attach *A, char *buf, size_t n)
@@ -390,23 +375,7 @@ static int loop_tui(Attach *A)
         fprintf(stderr, "ddptop attach: %s (use --headless)\n", err);
         return 1;
     }
-    set_keys(A);
-    view_tui_set_replay(A->tui, on_key, A, (const char *const (*)[2])A->keys, A->n_keys);
-    static const char *const help_control[] = {
-        "\tc\tcheckpoint now (the job's ranks agree on a step)",
-        "\td\tdestroy the job cleanly",
-        "\tp\tpause / resume every rank at the same step",
-        "\ta\tabort the job (SIGTERM, then SIGKILL)",
-        "\tf\tfaults: only from the job's own screen",
-        "\tq\tdetach (the job goes on)",
-    };
-    static const char *const help_ro[] = {
-        "\tc d p a\tread-only: start with --control to send commands",
-        "\tf\tfaults: only from the job's own screen",
-        "\tq\tdetach (the job goes on)",
-    };
-    if (A->control) view_tui_set_help(A->tui, "ddptop attach --control keys", help_control, 6);
-    else view_tui_set_help(A->tui, "ddptop attach keys (read-only)", help_ro, 3);
+    view_tui_set_keys(A->tui, A->control ? KEYS_ATTACH_CONTROL : KEYS_ATTACH, on_key, A);
     int64_t last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     bool drawn_ended = false;
@@ -550,7 +519,7 @@ int attach_main(int argc, char **argv)
     memset(&A, 0, sizeof A);
     A.wait_s = 10;
     const char *keys_path = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(HELP, stdout);

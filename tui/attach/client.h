@@ -16,7 +16,7 @@
 #ifndef DDPTOP_ATTACH_H
 #define DDPTOP_ATTACH_H
 
-/* argv[0] is "attach"; the options follow. Returns 0 after detaching or
+/* argv holds what follows "attach" (tui/cmd/cmd.h's convention). Returns 0 after detaching or
  * once the job has ended, 2 for bad input (one line on stderr), 1 when no
  * job answered within --wait seconds or the attach was refused. */
 int attach_main(int argc, char **argv);

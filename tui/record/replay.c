@@ -29,6 +29,7 @@
 #include "wire/codec.h"
 #include "model/job.h"
 #include "record/record.h"
+#include "view/keys.h"
 #include "view/view.h"
 #include "base/signals.h"
 
@@ -64,8 +65,6 @@ typedef struct {
     char msg[200];
     int64_t msg_until_ms;
     bool quit;
-    const char *keys[12][2];
-    int n_keys;
 } Replay;
 
 static void sleep_ms(int64_t ms)
@@ -291,7 +290,9 @@ static void change_speed(Replay *R, double f)
     say(R, "speed %gx", s);
 }
 
-static int on_key(void *ctx, int key)
+/* The replay's rows of the key table (keys.h, KEYS_REPLAY); while a step
+ * is typed, every key is the entry's. */
+static int on_key(void *ctx, int key, KeyAction act)
 {
     Replay *R = ctx;
     if (R->entering) {
@@ -319,29 +320,29 @@ static int on_key(void *ctx, int key)
         return 1;
     }
     int64_t tenth = R->dur / 10 > 0 ? R->dur / 10 : 1;
-    switch (key) {
-    case ' ':
+    switch (act) {
+    case KEY_ACT_PLAY:
         if (R->paused && at_end(R)) {
             seek_index(R, 0, 0);     /* from the top again */
             say(R, "playing from the start");
         }
         R->paused = !R->paused;
         return 1;
-    case '.': step_msgs(R, 1); return 1;
-    case ',': step_msgs(R, -1); return 1;
-    case '>': seek_time(R, R->t_play + NS_PER_S); say(R, "forward 1 s"); return 1;
-    case '<': seek_time(R, R->t_play - NS_PER_S); say(R, "back 1 s"); return 1;
-    case ']': seek_time(R, R->t_play + tenth); say(R, "forward 10%%"); return 1;
-    case '[': seek_time(R, R->t_play - tenth); say(R, "back 10%%"); return 1;
-    case '+': case '=': change_speed(R, 2); return 1;
-    case '-': case '_': change_speed(R, 0.5); return 1;
-    case 'g': case 'G':
+    case KEY_ACT_STEP_FWD: step_msgs(R, 1); return 1;
+    case KEY_ACT_STEP_BACK: step_msgs(R, -1); return 1;
+    case KEY_ACT_SEC_FWD: seek_time(R, R->t_play + NS_PER_S); say(R, "forward 1 s"); return 1;
+    case KEY_ACT_SEC_BACK: seek_time(R, R->t_play - NS_PER_S); say(R, "back 1 s"); return 1;
+    case KEY_ACT_TENTH_FWD: seek_time(R, R->t_play + tenth); say(R, "forward 10%%"); return 1;
+    case KEY_ACT_TENTH_BACK: seek_time(R, R->t_play - tenth); say(R, "back 10%%"); return 1;
+    case KEY_ACT_FASTER: change_speed(R, 2); return 1;
+    case KEY_ACT_SLOWER: change_speed(R, 0.5); return 1;
+    case KEY_ACT_GOTO:
         R->entering = true;
         R->entry[0] = '\0';
         return 1;
-    case 'c': case 'C': case 'd': case 'D': case 'p': case 'P':
+    case KEY_ACT_CKPT: case KEY_ACT_DESTROY: case KEY_ACT_PAUSE:
         say(R, "%c: %s needs live workers — disabled in a replay (space pauses the replay)", key,
-            key == 'c' || key == 'C' ? "checkpoint" : key == 'd' || key == 'D' ? "destroy" : "pause");
+            act == KEY_ACT_CKPT ? "checkpoint" : act == KEY_ACT_DESTROY ? "destroy" : "pause");
         return 1;
     default:
         return 0;
@@ -372,20 +373,6 @@ static void status_line(Replay *R, char *buf, size_t n)
              shown_step(R), R->pos, R->rec->n, what[0] ? "  | " : "", what);
 }
 
-static void set_keys(Replay *R)
-{
-    static const char *const k[][2] = {
-        {"space", "play"}, {", .", "step"}, {"< >", "1 s"}, {"[ ]", "10%"}, {"g", "go to step"},
-        {"- +", "speed"}, {"q", "quit"}, {"?", "help"}, {"Tab", "panel"}, {"1-6", "zoom"}, {"Enter", "rank"},
-    };
-    R->n_keys = (int)(sizeof k / sizeof k[0]);
-    for (int i = 0; i < R->n_keys; i++) {
-        R->keys[i][0] = k[i][0];
-        R->keys[i][1] = k[i][1];
-    }
-    R->keys[0][1] = R->paused ? "play" : "pause";
-}
-
 /* ---- the loops ---- */
 
 static int play_tui(Replay *R)
@@ -395,19 +382,7 @@ static int play_tui(Replay *R)
         fprintf(stderr, "ddptop replay: %s (use --headless)\n", err);
         return 1;
     }
-    set_keys(R);
-    view_tui_set_replay(R->tui, on_key, R, (const char *const (*)[2])R->keys, R->n_keys);
-    static const char *const help[] = {
-        "\tspace\tplay / pause",
-        "\t,  .\tone step back / forward (pauses)",
-        "\t<  >\tone second back / forward",
-        "\t[  ]\t10% of the recording back / forward",
-        "\tg\tgo to a step (type it, Enter)",
-        "\t-  +\tslower / faster",
-        "\tc d p\tneed live workers: a replay only shows what happened",
-        "\tq\tquit",
-    };
-    view_tui_set_help(R->tui, "ddptop replay keys", help, (int)(sizeof help / sizeof help[0]));
+    view_tui_set_keys(R->tui, KEYS_REPLAY, on_key, R);
     int64_t last = mono_ms(), last_draw = 0;
     uint64_t drawn_version = (uint64_t)-1;
     size_t drawn_pos = (size_t)-1;
@@ -430,7 +405,7 @@ static int play_tui(Replay *R)
                 redraw = true;
             /* c, d and p are taken by on_key: nothing else reaches here */
         }
-        set_keys(R);
+        view_tui_set_keys_alt(R->tui, R->paused);   /* space: "play" while paused */
         now = mono_ms();
         bool changed = R->job->version != drawn_version || R->pos != drawn_pos;
         if (redraw || (changed && now - last_draw >= FRAME_MS) || now - last_draw >= 250) {

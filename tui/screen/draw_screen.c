@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "view/keys.h"
+
 static const Glyphs glyphs_utf8 = {
     .hline = "─", .vline = "│", .ellipsis = "…", .dot = "·",
     .spark = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"},
@@ -393,15 +395,16 @@ static void draw_status(DrawCtx *d, int y, int w, const char *status)
     canvas_put(d->cv, y, 0, w, st, buf);
 }
 
+/* The mode's key line (keys.h), as many pairs as fit. */
 static void draw_keys(DrawCtx *d, int y, int w)
 {
-    const char *keys[][2] = {
-        {"c", "ckpt"}, {"d", "destroy"}, {"p", d->j->pause_wanted ? "resume" : "pause"}, {"q", "quit"},
-        {"?", "help"}, {"Tab", "panel"}, {"1-6", "zoom"}, {"Enter", "rank"}, {"s", "sort"}, {"l", "log"},
-        {"h", "hide"}, {"f", "fault"}, {"a", "abort"},
-    };
+    const Ui *u = d->ui;
+    const char *keys[48][2];
+    /* live: p offers "resume" once a pause is asked; replay: the mode says */
+    bool alt = u->keys_mode == KEYS_LIVE ? d->j->pause_wanted : u->keys_alt;
+    int n = keys_line(u->keys_mode, alt, keys, 48);
     int x = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    for (int i = 0; i < n; i++) {
         int need = canvas_text_width(d->cv, keys[i][0]) + 1 + canvas_text_width(d->cv, keys[i][1]);
         if (x + need > w)
             break;
@@ -469,40 +472,19 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
     }
 }
 
+/* ?: the mode's rows of the key table, "\tkeys\twhat" each. */
 static void draw_help(DrawCtx *d, int w, int h)
 {
-    static const char *const live[] = {
-        "\tc\tcheckpoint now: the ranks agree on a step, rank 0 writes",
-        "\td\tdestroy cleanly: one stop step, final checkpoint, barrier",
-        "\tp\tpause / resume every rank at the same step",
-        "\ta\tabort now: SIGTERM every rank, SIGKILL 5 s later",
-        "\tf\tinject a fault (kill, stall, slow the selected rank; ...)",
-        "\tq\tquit (asks while training; destroys cleanly first)",
-    };
-    static const char *const nav[] = {
-        "\t?\tthis help (any key closes it)",
-        "\tTab  S-Tab\tmove between panels",
-        "\tUp Down\tselect a rank / scroll the focused panel",
-        "\tPgUp PgDn\tpage; Home End: first, last",
-        "\tLeft Right\tmove along the sampler strip",
-        "\tEnter\topen the selected rank's detail (Esc closes)",
-        "\t1-6\tzoom a panel: 1 header 2 ranks 3 loss 4 all-reduce",
-        "\t\t5 sampler 6 events; the same key or Esc: all panels",
-        "\th  H\thide the focused panel / show every panel",
-        "\tl\tloss chart: log scale on/off",
-        "\ts  S\tsort ranks by the next key / reverse the order",
-        "\tm\tmouse on/off (off: the terminal can select text)",
-        "\tCtrl-L\tredraw the screen",
-    };
     const Ui *u = d->ui;
-    const char *const *own = u->help_keys ? u->help_keys : live;
-    int n_own = u->help_keys ? u->n_help_keys : (int)(sizeof live / sizeof live[0]);
-    int n_nav = (int)(sizeof nav / sizeof nav[0]);
+    const KeyRow *rows[64];
+    int n = keys_help(u->keys_mode, rows, 64);
+    char text[64][160];
     const char *lines[64];
-    int n = 0;
-    for (int i = 0; i < n_own && n < 64; i++) lines[n++] = own[i];
-    for (int i = 0; i < n_nav && n < 64; i++) lines[n++] = nav[i];
-    draw_box(d, w, h, u->help_title ? u->help_title : "ddptop keys", lines, n, 12);
+    for (int i = 0; i < n; i++) {
+        snprintf(text[i], sizeof text[i], "\t%s\t%s", rows[i]->keys, rows[i]->help);
+        lines[i] = text[i];
+    }
+    draw_box(d, w, h, keys_help_title(u->keys_mode), lines, n, 12);
 }
 
 static void draw_confirm_quit(DrawCtx *d, int w, int h)

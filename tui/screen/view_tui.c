@@ -35,6 +35,7 @@
 
 #include "screen/canvas.h"
 #include "screen/draw.h"
+#include "view/keys.h"
 #include "base/clock.h"
 
 enum {
@@ -53,11 +54,9 @@ struct ViewTui {
     Ui ui;
     Canvas cv;
     Canvas prev;                     /* what the terminal shows now */
-    /* replay mode (view_tui_set_replay): keys seen first, and the key line */
+    /* another mode's keys (view_tui_set_keys): its hook sees them first */
     ViewKeyHook hook;
     void *hook_ctx;
-    const char *const (*keys)[2];
-    int n_keys;
 };
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -292,7 +291,8 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
             int key = translate(ch);
             if (key == UI_KEY_REDRAW)
                 v->clear_next = true;
-            if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW && v->hook(v->hook_ctx, key))
+            if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW &&
+                v->hook(v->hook_ctx, key, keys_action(v->ui.keys_mode, key)))
                 return VIEW_ACT_REDRAW;
             a = ui_key(&v->ui, key, j, running);
         }
@@ -369,42 +369,19 @@ static void blit_row(ViewTui *v, int y, bool full)
     }
 }
 
-void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n)
+void view_tui_set_keys(ViewTui *v, KeysMode mode, ViewKeyHook hook, void *ctx)
 {
     if (!v)
         return;
-    v->ui.help_title = title;
-    v->ui.help_keys = lines;
-    v->ui.n_help_keys = lines ? n : 0;
-}
-
-void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys)
-{
-    if (!v)
-        return;
+    v->ui.keys_mode = mode;
     v->hook = hook;
     v->hook_ctx = ctx;
-    v->keys = keys;
-    v->n_keys = keys ? n_keys : 0;
 }
 
-/* The replay's key line in place of the live one (the bottom row). */
-static void draw_replay_keys(ViewTui *v)
+void view_tui_set_keys_alt(ViewTui *v, bool alt)
 {
-    Canvas *c = &v->cv;
-    int y = c->h - 1, w = c->w, x = 0;
-    if (c->w < DRAW_MIN_W || c->h < DRAW_MIN_H)
-        return;
-    canvas_fill(c, y, 0, w, ST_NORMAL);
-    for (int i = 0; i < v->n_keys; i++) {
-        int need = canvas_text_width(c, v->keys[i][0]) + 1 + canvas_text_width(c, v->keys[i][1]);
-        if (x + need > w)
-            break;
-        x += canvas_put(c, y, x, w - x, ST_KEY, v->keys[i][0]);
-        x += canvas_put(c, y, x, w - x, ST_NORMAL, " ");
-        x += canvas_put(c, y, x, w - x, ST_NORMAL, v->keys[i][1]);
-        x += canvas_put(c, y, x, w - x, ST_NORMAL, "  ");
-    }
+    if (v)
+        v->ui.keys_alt = alt;
 }
 
 void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
@@ -427,8 +404,6 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
     if (canvas_reset(&v->cv, w, h))
         return;
     draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
-    if (v->n_keys > 0)
-        draw_replay_keys(v);
     /* a new size or Ctrl-L: everything; else the rows that changed */
     bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
     if (full)

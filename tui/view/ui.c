@@ -1,4 +1,5 @@
-/* ui.c — keys and mouse clicks to screen state or job actions. See ui.h.
+/* ui.c — keys and mouse clicks to screen state or job actions. See ui.h;
+ * which key means what is the key table's (keys.h).
  *
  * View keys answer in Ui.note (shown on the status line): the events panel
  * is for what happens to the job, and a sort or a zoom is not that.
@@ -209,115 +210,135 @@ static int visible_count(const Ui *u)
     return n;
 }
 
-ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
+/* A zoom key: that panel alone, or all of them again when it already is. */
+static void zoom_key(Ui *u, int p)
 {
-    if (key == UI_KEY_RESIZE || key == UI_KEY_REDRAW)
-        return VIEW_ACT_REDRAW;
-    u->note[0] = '\0';                  /* a new key: the old answer goes */
-    u->note_ns = 0;
+    if (u->zoom == p) {
+        u->zoom = -1;
+        snprintf(u->note, sizeof u->note, "all panels");
+    } else {
+        u->zoom = p;
+        u->focus = (PanelId)p;
+        snprintf(u->note, sizeof u->note, "panel %d %s full-screen: %d or Esc for all panels", p + 1, panel_names[p],
+                 p + 1);
+    }
+}
+
+static void hide_key(Ui *u)
+{
+    if (u->zoom >= 0)
+        u->zoom = -1;
+    if (visible_count(u) <= 1) {
+        snprintf(u->note, sizeof u->note, "the last panel stays");
+        return;
+    }
+    u->hidden[u->focus] = true;
+    snprintf(u->note, sizeof u->note, "panel %d %s hidden: H shows every panel", (int)u->focus + 1,
+             panel_names[u->focus]);
+    focus_step(u, 1);
+}
+
+/* The overlays take keys first; returns true when one did (*out set). */
+static bool overlay_key(Ui *u, int key, ViewAction *out)
+{
     switch (u->overlay) {
     case UI_CONFIRM_QUIT:
         u->overlay = UI_NO_OVERLAY;
-        if (key == 'y' || key == 'Y' || key == 'q' || key == 'Q')
-            return VIEW_ACT_QUIT;
+        if (key == 'y' || key == 'Y' || key == 'q' || key == 'Q') {
+            *out = VIEW_ACT_QUIT;
+            return true;
+        }
         snprintf(u->note, sizeof u->note, "quit cancelled: training goes on");
-        return VIEW_ACT_REDRAW;
+        *out = VIEW_ACT_REDRAW;
+        return true;
     case UI_HELP:
         u->overlay = UI_NO_OVERLAY;      /* any key closes the help */
-        return VIEW_ACT_REDRAW;
+        *out = VIEW_ACT_REDRAW;
+        return true;
     case UI_FAULT_MENU:
-        return fault_menu_key(u, key);
+        *out = fault_menu_key(u, key);
+        return true;
     case UI_DETAIL:
         if (key == UI_KEY_ESC || key == UI_KEY_ENTER || key == UI_KEY_BACKSPACE || key == UI_KEY_LEFT) {
             u->overlay = UI_NO_OVERLAY;
-            return VIEW_ACT_REDRAW;
+            *out = VIEW_ACT_REDRAW;
+            return true;
         }
         if (key == UI_KEY_UP || key == UI_KEY_DOWN) {   /* browse the ranks' details */
             move_sel(u, key == UI_KEY_UP ? -1 : 1);
             u->detail_rank = u->sel;
-            return VIEW_ACT_REDRAW;
+            *out = VIEW_ACT_REDRAW;
+            return true;
         }
-        break;
+        return false;
     default:
-        break;
+        return false;
     }
+}
 
-    switch (key) {
-    case 'c': case 'C': return VIEW_ACT_CKPT;
-    case 'd': case 'D': return VIEW_ACT_DESTROY;
-    case 'p': case 'P': return VIEW_ACT_PAUSE;
-    case 'a': case 'A': return VIEW_ACT_ABORT;
-    case 'f': case 'F':
+ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
+{
+    KeyAction act = keys_action(u->keys_mode, key);
+    if (key == UI_KEY_RESIZE || act == KEY_ACT_REDRAW)
+        return VIEW_ACT_REDRAW;
+    u->note[0] = '\0';                  /* a new key: the old answer goes */
+    u->note_ns = 0;
+    ViewAction taken;
+    if (overlay_key(u, key, &taken))
+        return taken;
+
+    switch (act) {
+    case KEY_ACT_CKPT: return VIEW_ACT_CKPT;
+    case KEY_ACT_DESTROY: return VIEW_ACT_DESTROY;
+    case KEY_ACT_PAUSE: return VIEW_ACT_PAUSE;
+    case KEY_ACT_ABORT: return VIEW_ACT_ABORT;
+    case KEY_ACT_FAULT:
         if (u->world <= 0)
             return VIEW_ACT_NONE;
         u->overlay = UI_FAULT_MENU;
         u->fault_rank = u->sel;
         return VIEW_ACT_REDRAW;
-    case 'q': case 'Q':
+    case KEY_ACT_QUIT:
         if (!running)
             return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;
         return VIEW_ACT_REDRAW;
-    case '?':
+    case KEY_ACT_HELP:
         u->overlay = UI_HELP;
         return VIEW_ACT_REDRAW;
-    case UI_KEY_TAB: focus_step(u, 1); return VIEW_ACT_REDRAW;
-    case UI_KEY_BTAB: focus_step(u, -1); return VIEW_ACT_REDRAW;
-    case '1': case '2': case '3': case '4': case '5': case '6': {
-        int p = key - '1';
-        if (u->zoom == p) {
-            u->zoom = -1;
-            snprintf(u->note, sizeof u->note, "all panels");
-        } else {
-            u->zoom = p;
-            u->focus = (PanelId)p;
-            snprintf(u->note, sizeof u->note, "panel %d %s full-screen: %d or Esc for all panels", p + 1,
-                     panel_names[p], p + 1);
-        }
-        return VIEW_ACT_REDRAW;
-    }
-    case '0':
-    case UI_KEY_ESC:
+    case KEY_ACT_FOCUS_NEXT: focus_step(u, 1); return VIEW_ACT_REDRAW;
+    case KEY_ACT_FOCUS_PREV: focus_step(u, -1); return VIEW_ACT_REDRAW;
+    case KEY_ACT_ZOOM: zoom_key(u, key - '1'); return VIEW_ACT_REDRAW;
+    case KEY_ACT_UNZOOM:
         u->zoom = -1;
         return VIEW_ACT_REDRAW;
-    case 'l': case 'L':
+    case KEY_ACT_LOG:
         u->log_scale = !u->log_scale;
         snprintf(u->note, sizeof u->note, "loss chart: %s scale", u->log_scale ? "log" : "linear");
         return VIEW_ACT_REDRAW;
-    case 's':
+    case KEY_ACT_SORT:
         u->sort = (JobSort)((u->sort + 1) % JOB_SORT__COUNT);
         u->to_top = true;            /* a new order is read from its top */
         snprintf(u->note, sizeof u->note, "ranks sorted by %s%s (s: next key, S: reverse)", job_sort_name(u->sort),
                  u->sort_desc ? ", reversed" : "");
         return VIEW_ACT_REDRAW;
-    case 'S':
+    case KEY_ACT_SORT_REVERSE:
         u->sort_desc = !u->sort_desc;
         u->to_top = true;
         snprintf(u->note, sizeof u->note, "ranks sorted by %s%s", job_sort_name(u->sort),
                  u->sort_desc ? ", reversed" : "");
         return VIEW_ACT_REDRAW;
-    case 'h':
-        if (u->zoom >= 0)
-            u->zoom = -1;
-        if (visible_count(u) <= 1) {
-            snprintf(u->note, sizeof u->note, "the last panel stays");
-            return VIEW_ACT_REDRAW;
-        }
-        u->hidden[u->focus] = true;
-        snprintf(u->note, sizeof u->note, "panel %d %s hidden: H shows every panel", (int)u->focus + 1,
-                 panel_names[u->focus]);
-        focus_step(u, 1);
-        return VIEW_ACT_REDRAW;
-    case 'H':
+    case KEY_ACT_HIDE: hide_key(u); return VIEW_ACT_REDRAW;
+    case KEY_ACT_SHOW_ALL:
         memset(u->hidden, 0, sizeof u->hidden);
         snprintf(u->note, sizeof u->note, "every panel shown");
         return VIEW_ACT_REDRAW;
-    case 'm': case 'M':
+    case KEY_ACT_MOUSE:
         u->mouse = !u->mouse;
         snprintf(u->note, sizeof u->note, "%s", u->mouse ? "mouse: click to select, wheel to scroll"
                                                        : "mouse off: the terminal selects text");
         return VIEW_ACT_REDRAW;
-    case UI_KEY_ENTER:
+    case KEY_ACT_DETAIL:
         /* no other panel has a use for Enter: the selected rank, wherever the focus is */
         if (u->world > 0) {
             u->overlay = UI_DETAIL;
@@ -325,17 +346,17 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
             return VIEW_ACT_REDRAW;
         }
         return VIEW_ACT_NONE;
-    case UI_KEY_UP: case UI_KEY_DOWN: case UI_KEY_PGUP: case UI_KEY_PGDN: case UI_KEY_HOME: case UI_KEY_END:
+    case KEY_ACT_SCROLL:
         scroll(u, key, j);
         return VIEW_ACT_REDRAW;
-    case UI_KEY_LEFT: case UI_KEY_RIGHT:
+    case KEY_ACT_ALONG:
         if (u->focus == PANEL_SAMPLER) {
             scroll(u, key == UI_KEY_LEFT ? UI_KEY_UP : UI_KEY_DOWN, j);
             return VIEW_ACT_REDRAW;
         }
         return VIEW_ACT_NONE;
     default:
-        return VIEW_ACT_NONE;
+        return VIEW_ACT_NONE;        /* unbound, or the mode's hook's (replay) */
     }
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "model/job.h"
+#include "view/keys.h"             /* the key table: which keys do what, per mode */
 
 /* What a key press asks the run loop to do. */
 typedef enum {
@@ -75,11 +76,8 @@ typedef struct {
     int fault_pick;                  /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
     bool mouse;                      /* report mouse events (off: the terminal selects text) */
     char note[160];                  /* the outcome of the last view key, for the status line */
-    /* ? in another mode (replay, attach): its own keys above the shared
-     * navigation lines; NULL: the live job's keys */
-    const char *help_title;
-    const char *const *help_keys;
-    int n_help_keys;
+    KeysMode keys_mode;              /* whose keys: live (0), replay, attach (keys.h) */
+    bool keys_alt;                   /* replay: paused, so the key line offers "play" */
     int64_t note_ns;                 /* when the draw first showed it (0: not yet) */
     /* written by each draw: what is where, for paging keys and mouse hits */
     UiRect rect[PANEL__COUNT];
@@ -91,8 +89,9 @@ typedef struct {
 
 int ui_init(Ui *u, int world);
 void ui_done(Ui *u);
-/* A key: a character, or UI_KEY_*. running: training is under way, so q
- * asks before it destroys the job. */
+/* A key: a character, or UI_KEY_*, as the key table binds it in
+ * u->keys_mode. running: training is under way, so q asks before it
+ * destroys the job. */
 ViewAction ui_key(Ui *u, int key, const Job *j, bool running);
 /* A mouse event at screen cell (x, y). */
 ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j);

@@ -37,21 +37,21 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running);
  * rank it was opened on. */
 int view_tui_fault_pick(const ViewTui *v, int *rank);
 
-/* Replay mode (`ddptop replay`, replay.c). The model is rebuilt from a
- * recording, so the clocks are the recording's: draw at its monotonic
- * now_ns and its wall-clock wall_ns (view_tui_draw uses the real wall
- * clock). view_tui_set_replay installs a hook that sees every key (ui.h
- * codes) before the screen's own keys do, and returns nonzero when it
- * took the key (the poll then answers VIEW_ACT_REDRAW), and a key line of
- * n_keys {key, what} pairs drawn in place of the live one (c d p need live
- * workers). The keys array must outlive the view; it is read at each draw,
- * so its labels may change. NULL hook and keys: live mode again. */
-typedef int (*ViewKeyHook)(void *ctx, int key);
-void view_tui_set_replay(ViewTui *v, ViewKeyHook hook, void *ctx, const char *const (*keys)[2], int n_keys);
+/* Another screen's keys (`ddptop replay`, `ddptop attach`): mode picks
+ * the key table's rows (keys.h) for keys, the ? box and the key line, and
+ * hook, when not NULL, sees every key (ui.h codes, with the mode's
+ * action for it) before the screen's own handling does; it returns
+ * nonzero when it took the key (the poll then answers VIEW_ACT_REDRAW).
+ * KEYS_LIVE and NULL: live mode again. */
+typedef int (*ViewKeyHook)(void *ctx, int key, KeyAction act);
+void view_tui_set_keys(ViewTui *v, KeysMode mode, ViewKeyHook hook, void *ctx);
+/* The mode's toggle, for the key line's labels (replay: paused, so space
+ * offers "play"). Read at each draw. */
+void view_tui_set_keys_alt(ViewTui *v, bool alt);
+/* Replay mode: the model is rebuilt from a recording, so the clocks are
+ * the recording's: draw at its monotonic now_ns and its wall-clock
+ * wall_ns (view_tui_draw uses the real wall clock). */
 void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status);
-/* The ? box of such a mode: title and its own key lines ("\tkey\twhat"),
- * shown above the navigation keys every mode shares. Must outlive the view. */
-void view_tui_set_help(ViewTui *v, const char *title, const char *const *lines, int n);
 
 /* ---- headless (view_headless.c) ---- */
 typedef struct {
