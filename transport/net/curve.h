@@ -7,8 +7,8 @@
  * accepts ANY client that knows the server key (libzmq 4.3.4, measured). ipc:// sockets do
  * not use this: they live in a 0700 directory.
  */
-#ifndef DDPTOP_KEYS_H
-#define DDPTOP_KEYS_H
+#ifndef DDPTOP_CURVE_H
+#define DDPTOP_CURVE_H
 
 #include <stdbool.h>
 #include <stddef.h>
