@@ -30,6 +30,7 @@
 #include "wire/codec.h"
 #include "wire/protocol.h"
 #include "base/err.h"
+#include "base/utf8.h"
 
 /* Ranks above this are not given a trace process (a hostile "r"). */
 #define EXPORT_MAX_RANKS 65536
@@ -56,7 +57,7 @@ static void json_strn(FILE *f, const char *s, size_t n)
         else if (c < 0x20 || c == 0x7f) { fprintf(f, "\\u%04x", c); i++; }
         else if (c < 0x80) { fputc((int)c, f); i++; }
         else {
-            size_t k = codec_utf8_seq(p + i, n - i);
+            size_t k = utf8_seq(p + i, n - i);
             if (k) { fwrite(p + i, 1, k, f); i += k; }
             else { fputs("\\ufffd", f); i++; }
         }

@@ -11,6 +11,8 @@
 #include "wire/codec.h"
 #include "view/view.h"
 
+#include "base/utf8.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -33,10 +35,10 @@ static double secs_since_start(const Job *j, int64_t mono_ns)
 /* ---- output helpers ---- */
 
 /* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid; stops at
- * the NUL (strnlen bounds what the codec's rule may read). */
+ * the NUL (strnlen bounds what the rule may read). */
 static int utf8_len(const unsigned char *p)
 {
-    return (int)codec_utf8_seq(p, strnlen((const char *)p, 4));
+    return (int)utf8_seq(p, strnlen((const char *)p, 4));
 }
 
 /* Text from workers may hold newlines, escape sequences or broken UTF-8:
