@@ -16,6 +16,7 @@
 #endif
 #include "wire/codec.h"
 #include "base/err.h"
+#include "base/utf8.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -226,37 +227,6 @@ static const struct {
  * a str, and the views print these strings: so every string leaving the
  * encoder or the decoder is well-formed UTF-8, cut only between characters. */
 
-size_t codec_utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the 2nd byte */
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* overlong */
-        if (c == 0xed)
-            hi = 0x9f; /* surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0)
-            lo = 0x90; /* overlong */
-        if (c == 0xf4)
-            hi = 0x8f; /* above U+10FFFF */
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 /* Copy s[0..n) into out[cap] NUL-terminated, stopping at a NUL byte or at
  * the last whole character that fits, each ill-formed byte replaced by '?'.
  * Returns the length written. */
@@ -267,7 +237,7 @@ static size_t utf8_copy(char *out, size_t cap, const char *s, size_t n)
     if (cap == 0)
         return 0;
     while (i < n && u[i] != 0) {
-        size_t k = codec_utf8_seq(u + i, n - i);
+        size_t k = utf8_seq(u + i, n - i);
         if (k == 0) {
             if (o + 1 >= cap)
                 break;

@@ -34,9 +34,4 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen);
  * freeing. */
 int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen);
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes available; RFC
- * 3629: no overlongs, no surrogates, at most U+10FFFF), or 0 if ill-formed.
- * The one UTF-8 rule of ddptop: the codec, exports and printers share it. */
-size_t codec_utf8_seq(const unsigned char *s, size_t n);
-
 #endif

@@ -3,10 +3,12 @@
  *   ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]
  *
  * Owns: the Chrome trace (Trace Event Format, for Perfetto and
- * chrome://tracing), JSON lines (one object per record) and per-rank step
- * CSV renderings of a recording, and the subcommand's command line.
- * Does not own the recording format (record.h) or message decoding
- * (codec.h). docs/RECORDING.md describes the outputs. Main thread only.
+ * chrome://tracing; export_chrome.c), JSON lines (one object per record;
+ * export_jsonl.c) and per-rank step CSV (export_csv.c) renderings of a
+ * recording, and the subcommand's command line (export_cli.c). Does not
+ * own the recording format (record.h), message decoding (codec.h) or JSON
+ * writing (base/json.h). docs/RECORDING.md describes the outputs. Main
+ * thread only.
  */
 #ifndef DDPTOP_EXPORT_H
 #define DDPTOP_EXPORT_H

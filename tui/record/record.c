@@ -372,18 +372,29 @@ static size_t read_some(FILE *f, void *p, size_t n)
     return got;
 }
 
-static int header_fail(RecReader *rd, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Reading failed. In the header: err is "PATH: why". At a record: reading
+ * stops here, and the message is kept so later calls repeat it. The two
+ * names below say which. */
+static int reader_fail(RecReader *rd, bool at_record, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-static int header_fail(RecReader *rd, char *err, size_t errlen, const char *fmt, ...)
+static int reader_fail(RecReader *rd, bool at_record, char *err, size_t errlen, const char *fmt, ...)
 {
     char why[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return err_set(err, errlen, "%s: %s", rd->path, why);
+    if (!at_record) return err_set(err, errlen, "%s: %s", rd->path, why);
+    snprintf(rd->stop, sizeof rd->stop,
+             "recording ends early at byte %" PRIu64 " (record %" PRIu64 ", t=%.1f s): %.199s", rd->pos,
+             rd->count + 1, (double)rd->last_t_ns / 1e9, why);
+    rd->done = -1;
+    return err_set(err, errlen, "%s", rd->stop);
 }
+
+#define header_fail(rd, err, errlen, ...) reader_fail(rd, false, err, errlen, __VA_ARGS__)
+#define stop_early(rd, err, errlen, ...) reader_fail(rd, true, err, errlen, __VA_ARGS__)
 
 static int read_header(RecReader *rd, char *err, size_t errlen)
 {
@@ -463,24 +474,6 @@ RecReader *recreader_open(const char *path, char *err, size_t errlen)
 
 const RecHeader *recreader_header(const RecReader *rd) { return &rd->hdr; }
 uint64_t recreader_count(const RecReader *rd) { return rd->count; }
-
-/* Stop reading here; remember the message so later calls repeat it. */
-static int stop_early(RecReader *rd, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int stop_early(RecReader *rd, char *err, size_t errlen, const char *fmt, ...)
-{
-    char why[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(rd->stop, sizeof rd->stop,
-             "recording ends early at byte %" PRIu64 " (record %" PRIu64 ", t=%.1f s): %s", rd->pos,
-             rd->count + 1, (double)rd->last_t_ns / 1e9, why);
-    rd->done = -1;
-    return err_set(err, errlen, "%s", rd->stop);
-}
 
 int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
 {

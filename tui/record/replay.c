@@ -32,6 +32,8 @@
 #include "view/keys.h"
 #include "view/view.h"
 #include "base/signals.h"
+#include "base/usage.h"
+#include "record/rec_cli.h"
 
 #define NS_PER_S 1000000000LL
 #define FRAME_MS 66
@@ -453,10 +455,7 @@ static int play_headless(Replay *R, bool json, bool paced)
 
 static int bad(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "ddptop replay: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see ddptop --help)\n");
-    return 2;
+    return usage_fail("ddptop replay", "ddptop --help", fmt, arg);
 }
 
 int replay_main(int argc, char **argv)
@@ -492,12 +491,11 @@ int replay_main(int argc, char **argv)
             headless = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
-        } else if (a[0] == '-' && a[1]) {
-            return bad("unknown option \"%s\"", a);
-        } else if (path) {
-            return bad("one recording at a time (\"%s\" is extra)", a);
         } else {
-            path = a;
+            int rc = rec_cli_path("ddptop replay", "ddptop --help", a, &path,
+                                  "one recording at a time (\"%s\" is extra)");
+            if (rc)
+                return rc;
         }
     }
     if (!path)

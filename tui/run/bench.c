@@ -6,6 +6,7 @@
  * getrusage(RUSAGE_SELF) over the window. Main thread.
  */
 #include "base/clock.h"
+#include "base/json.h"
 #include "run/bench.h"
 
 #include <stdio.h>
@@ -135,6 +136,17 @@ static double pct(const uint32_t *h, double p)
     return BINS / 10.0;
 }
 
+/* Percentiles of one histogram and its maximum, as an object. */
+static void put_latency(Json *w, const char *key, const uint32_t *h, double max)
+{
+    json_key(w, key);
+    json_obj(w);
+    json_kv_fixed(w, "p50", pct(h, 50), 1);
+    json_kv_fixed(w, "p99", pct(h, 99), 1);
+    json_kv_fixed(w, "max", max, 1);
+    json_obj_end(w);
+}
+
 static void write_result(Bench *b, const Job *j, int64_t now)
 {
     b->written = true;
@@ -143,20 +155,32 @@ static void write_result(Bench *b, const Job *j, int64_t now)
     FILE *f = fopen(b->path, "w");
     if (!f)
         return;
-    fprintf(f,
-            "{\"window_s\": %.3f, \"cpu_s\": %.3f, \"cpu_pct_of_one_core\": %.2f, \"msgs\": %llu, "
-            "\"steps\": %llu, \"steps_per_s\": %.1f, \"frames\": %llu, \"fps\": %.1f, "
-            "\"draw_ms_mean\": %.3f, \"draw_ms_max\": %.3f, \"frame_gap_ms_max\": %.1f, \"frame_gaps_over_100ms\": %llu, "
-            "\"arrival_to_screen_ms\": {\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f}, "
-            "\"send_to_screen_ms\": {\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f}, "
-            "\"step_gaps\": %llu, \"worker_drops\": %llu, \"bad_frames\": %llu, \"pending_overflow\": %llu, "
-            "\"world\": %d}\n",
-            wall, cpu, wall > 0 ? 100.0 * cpu / wall : 0.0, (unsigned long long)b->msgs,
-            (unsigned long long)b->steps, wall > 0 ? (double)b->steps / wall : 0.0, (unsigned long long)b->frames,
-            wall > 0 ? (double)b->frames / wall : 0.0, b->frames ? b->draw_sum / (double)b->frames : 0.0,
-            b->draw_max, b->gap_max, (unsigned long long)b->slow_gaps, pct(b->h_arr, 50), pct(b->h_arr, 99), b->max_arr, pct(b->h_sent, 50), pct(b->h_sent, 99),
-            b->max_sent, (unsigned long long)b->gaps, (unsigned long long)(j->drops - b->drops0),
-            (unsigned long long)j->bad_frames, (unsigned long long)b->overflow, b->world);
+    /* spaced as json.dumps writes it: scripts and people both read it */
+    Json w;
+    json_init_file(&w, f);
+    w.spaced = true;
+    json_obj(&w);
+    json_kv_fixed(&w, "window_s", wall, 3);
+    json_kv_fixed(&w, "cpu_s", cpu, 3);
+    json_kv_fixed(&w, "cpu_pct_of_one_core", wall > 0 ? 100.0 * cpu / wall : 0.0, 2);
+    json_kv_uint(&w, "msgs", b->msgs);
+    json_kv_uint(&w, "steps", b->steps);
+    json_kv_fixed(&w, "steps_per_s", wall > 0 ? (double)b->steps / wall : 0.0, 1);
+    json_kv_uint(&w, "frames", b->frames);
+    json_kv_fixed(&w, "fps", wall > 0 ? (double)b->frames / wall : 0.0, 1);
+    json_kv_fixed(&w, "draw_ms_mean", b->frames ? b->draw_sum / (double)b->frames : 0.0, 3);
+    json_kv_fixed(&w, "draw_ms_max", b->draw_max, 3);
+    json_kv_fixed(&w, "frame_gap_ms_max", b->gap_max, 1);
+    json_kv_uint(&w, "frame_gaps_over_100ms", b->slow_gaps);
+    put_latency(&w, "arrival_to_screen_ms", b->h_arr, b->max_arr);
+    put_latency(&w, "send_to_screen_ms", b->h_sent, b->max_sent);
+    json_kv_uint(&w, "step_gaps", b->gaps);
+    json_kv_uint(&w, "worker_drops", j->drops - b->drops0);
+    json_kv_uint(&w, "bad_frames", j->bad_frames);
+    json_kv_uint(&w, "pending_overflow", b->overflow);
+    json_kv_int(&w, "world", b->world);
+    json_obj_end(&w);
+    json_text(&w, "\n");
     fclose(f);
 }
 

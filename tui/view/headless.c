@@ -8,11 +8,13 @@
  * Times are seconds since the job was created ("[  12.3s]", "t"). An
  * event's time is when ddptop saw what caused it, not when it is printed.
  */
-#include "wire/codec.h"
 #include "view/view.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "base/json.h"
+#include "base/utf8.h"
 
 #define NS_PER_S 1000000000LL
 /* Up to this many ranks the progress line lists every rank's loss. */
@@ -33,10 +35,10 @@ static double secs_since_start(const Job *j, int64_t mono_ns)
 /* ---- output helpers ---- */
 
 /* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid; stops at
- * the NUL (strnlen bounds what the codec's rule may read). */
+ * the NUL (strnlen bounds what the rule may read). */
 static int utf8_len(const unsigned char *p)
 {
-    return (int)codec_utf8_seq(p, strnlen((const char *)p, 4));
+    return (int)utf8_seq(p, strnlen((const char *)p, 4));
 }
 
 /* Text from workers may hold newlines, escape sequences or broken UTF-8:
@@ -56,48 +58,30 @@ static void put_text(FILE *out, const char *s)
     }
 }
 
-/* A JSON string: escapes, and U+FFFD for bytes that are not UTF-8 so the
- * line stays valid JSON whatever a worker sent. */
-static void put_json_str(FILE *out, const char *s)
+/* A JSON lines record: an object whose "k" names it, then "t". Every
+ * line of --json starts so; line_end closes it. */
+static void line_begin(Json *w, FILE *out, const char *kind, double t)
 {
-    fputc('"', out);
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned char c = *p;
-        switch (c) {
-        case '"': fputs("\\\"", out); p++; continue;
-        case '\\': fputs("\\\\", out); p++; continue;
-        case '\n': fputs("\\n", out); p++; continue;
-        case '\r': fputs("\\r", out); p++; continue;
-        case '\t': fputs("\\t", out); p++; continue;
-        case '\b': fputs("\\b", out); p++; continue;
-        case '\f': fputs("\\f", out); p++; continue;
-        default: break;
-        }
-        if (c < 0x20 || c == 0x7f) {
-            fprintf(out, "\\u%04x", c);
-            p++;
-            continue;
-        }
-        int n = utf8_len(p);
-        if (n == 0) {
-            fputs("\\ufffd", out);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, out);
-        p += n;
-    }
-    fputc('"', out);
+    json_init_file(w, out);
+    json_obj(w);
+    json_kv_str(w, "k", kind);
+    json_kv_fixed(w, "t", t, 3);
 }
 
-/* JSON has no NaN or infinity: a diverged loss becomes null. */
-static void put_json_num(FILE *out, double v, const char *fmt)
+static void line_end(Json *w)
 {
-    if (isfinite(v))
-        fprintf(out, fmt, v);
+    json_obj_end(w);
+    json_text(w, "\n");
+}
+
+/* A loss as the progress and summary lines print it; null before the
+ * first step (and for a diverged loss). */
+static void put_loss(Json *w, bool have_step, double loss)
+{
+    if (have_step)
+        json_sig(w, loss, 6);
     else
-        fputs("null", out);
+        json_null(w);
 }
 
 static const char *level_name(JobEventLevel l)
@@ -120,10 +104,12 @@ static void print_event(ViewHeadless *h, const Job *j, const JobEvent *e)
 {
     double t = secs_since_start(j, e->mono_ns);
     if (h->json) {
-        fprintf(h->out, "{\"k\":\"event\",\"t\":%.3f,\"r\":%d,\"level\":\"%s\",\"text\":", t, e->rank,
-                level_name(e->level));
-        put_json_str(h->out, e->text);
-        fputs("}\n", h->out);
+        Json w;
+        line_begin(&w, h->out, "event", t);
+        json_kv_int(&w, "r", e->rank);
+        json_kv_str(&w, "level", level_name(e->level));
+        json_kv_str(&w, "text", e->text);
+        line_end(&w);
         return;
     }
     fprintf(h->out, "[%6.1fs] ", t);
@@ -148,11 +134,15 @@ static void print_events(ViewHeadless *h, const Job *j, int64_t now_ns)
     if (j->ev_total - h->ev_printed > JOB_EVENTS) {
         uint64_t lost = j->ev_total - h->ev_printed - JOB_EVENTS;
         double t = secs_since_start(j, now_ns);
-        if (h->json)
-            fprintf(h->out, "{\"k\":\"events_lost\",\"t\":%.3f,\"n\":%llu}\n", t, (unsigned long long)lost);
-        else
+        if (h->json) {
+            Json w;
+            line_begin(&w, h->out, "events_lost", t);
+            json_kv_uint(&w, "n", lost);
+            line_end(&w);
+        } else {
             fprintf(h->out, "[%6.1fs] ddptop %llu events lost (printing fell behind)\n", t,
                     (unsigned long long)lost);
+        }
         h->ev_printed += lost;
     }
     for (; h->ev_printed < j->ev_total; h->ev_printed++) {
@@ -176,12 +166,15 @@ static void print_evals(ViewHeadless *h, const Job *j)
             continue;
         double t = secs_since_start(j, e->t_ns);
         if (h->json) {
-            fprintf(h->out, "{\"k\":\"eval\",\"t\":%.3f,\"epoch\":%lld,\"step\":%lld,\"accuracy\":", t,
-                    (long long)e->epoch, (long long)e->step);
-            put_json_num(h->out, e->accuracy, "%.6g");
-            fputs(",\"loss\":", h->out);
-            put_json_num(h->out, e->loss, "%.6g");
-            fprintf(h->out, ",\"correct\":%lld,\"total\":%lld}\n", (long long)e->correct, (long long)e->total);
+            Json w;
+            line_begin(&w, h->out, "eval", t);
+            json_kv_int(&w, "epoch", e->epoch);
+            json_kv_int(&w, "step", e->step);
+            json_kv_sig(&w, "accuracy", e->accuracy, 6);
+            json_kv_sig(&w, "loss", e->loss, 6);
+            json_kv_int(&w, "correct", e->correct);
+            json_kv_int(&w, "total", e->total);
+            line_end(&w);
         } else {
             fprintf(h->out, "[%6.1fs] eval after epoch %lld (step %lld): accuracy %.2f%% (%lld/%lld), loss %.4f\n", t,
                     (long long)e->epoch, (long long)e->step, e->accuracy * 100, (long long)e->correct,
@@ -259,42 +252,49 @@ static void print_progress_text(ViewHeadless *h, const Job *j, double t)
 
 static void print_progress_json(ViewHeadless *h, const Job *j, double t)
 {
-    FILE *o = h->out;
-    fprintf(o, "{\"k\":\"progress\",\"t\":%.3f,\"epoch\":%lld,\"step\":%lld,\"max_steps\":%lld,\"loss\":[", t,
-            (long long)j->epoch, (long long)j->step, (long long)j->max_steps);
-    for (int i = 0; i < j->world; i++) {
-        if (i)
-            fputc(',', o);
-        if (j->ranks[i].have_step)
-            put_json_num(o, j->ranks[i].last.loss, "%.6g");
-        else
-            fputs("null", o);
-    }
-    fputs("],\"samples_per_s\":", o);
-    put_json_num(o, j->samples_per_s, "%.1f");
-    fputs(",\"allreduce_ms\":", o);
-    put_json_num(o, mean_allreduce_ms(j), "%.3f");
-    fprintf(o, ",\"drops\":%llu,\"bad_frames\":%llu,\"state\":\"%s\"}\n", (unsigned long long)j->drops,
-            (unsigned long long)j->bad_frames, job_state_name(j->state));
+    Json w;
+    line_begin(&w, h->out, "progress", t);
+    json_kv_int(&w, "epoch", j->epoch);
+    json_kv_int(&w, "step", j->step);
+    json_kv_int(&w, "max_steps", j->max_steps);
+    json_key(&w, "loss");
+    json_arr(&w);
+    for (int i = 0; i < j->world; i++)
+        put_loss(&w, j->ranks[i].have_step, j->ranks[i].last.loss);
+    json_arr_end(&w);
+    json_kv_fixed(&w, "samples_per_s", j->samples_per_s, 1);
+    json_kv_fixed(&w, "allreduce_ms", mean_allreduce_ms(j), 3);
+    json_kv_uint(&w, "drops", j->drops);
+    json_kv_uint(&w, "bad_frames", j->bad_frames);
+    json_kv_str(&w, "state", job_state_name(j->state));
+    line_end(&w);
+}
+
+/* Ranks as an array: the first HANG_LIST_MAX of n. */
+static void put_ranks(Json *w, const char *key, const int *r, int n)
+{
+    json_key(w, key);
+    json_arr(w);
+    for (int i = 0; i < n && i < HANG_LIST_MAX; i++)
+        json_int(w, r[i]);
+    json_arr_end(w);
 }
 
 void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns)
 {
     if (!h || !h->json || !hr || !hr->hung)
         return;   /* text mode: the verdict is an event line already */
-    FILE *o = h->out;
-    fprintf(o, "{\"k\":\"hang\",\"t\":%.3f,\"seq\":%lld,\"op\":", secs_since_start(j, now_ns),
-            (long long)hr->seq);
-    put_json_str(o, hr->op);
-    fputs(",\"waiting\":[", o);
-    for (int i = 0; i < hr->n_waiting && i < HANG_LIST_MAX; i++) fprintf(o, i ? ",%d" : "%d", hr->waiting[i]);
-    fputs("],\"missing\":[", o);
-    for (int i = 0; i < hr->n_missing && i < HANG_LIST_MAX; i++) fprintf(o, i ? ",%d" : "%d", hr->missing[i]);
-    fprintf(o, "],\"waited_ms\":%lld,\"mismatch\":%s,\"verdict\":", (long long)hr->waited_ms,
-            hr->mismatch ? "true" : "false");
-    put_json_str(o, hr->verdict);
-    fputs("}\n", o);
-    fflush(o);
+    Json w;
+    line_begin(&w, h->out, "hang", secs_since_start(j, now_ns));
+    json_kv_int(&w, "seq", hr->seq);
+    json_kv_str(&w, "op", hr->op);
+    put_ranks(&w, "waiting", hr->waiting, hr->n_waiting);
+    put_ranks(&w, "missing", hr->missing, hr->n_missing);
+    json_kv_int(&w, "waited_ms", hr->waited_ms);
+    json_kv_bool(&w, "mismatch", hr->mismatch);
+    json_kv_str(&w, "verdict", hr->verdict);
+    line_end(&w);
+    fflush(h->out);
 }
 
 void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
@@ -340,27 +340,33 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
     job_verdict(j, verdict, sizeof verdict);
     double t = secs_since_start(j, now_ns);
     if (h->json) {
-        fprintf(o, "{\"k\":\"summary\",\"t\":%.3f,\"state\":\"%s\",\"ok\":%s,\"step\":%lld,\"epoch\":%lld,"
-                   "\"ckpts\":%d,\"last_ckpt_step\":%lld,\"ranks\":[",
-                t, job_state_name(j->state), job_all_clean(j) ? "true" : "false", (long long)j->step,
-                (long long)j->epoch, j->ckpts, (long long)j->last_ckpt_step);
+        Json w;
+        line_begin(&w, o, "summary", t);
+        json_kv_str(&w, "state", job_state_name(j->state));
+        json_kv_bool(&w, "ok", job_all_clean(j));
+        json_kv_int(&w, "step", j->step);
+        json_kv_int(&w, "epoch", j->epoch);
+        json_kv_int(&w, "ckpts", j->ckpts);
+        json_kv_int(&w, "last_ckpt_step", j->last_ckpt_step);
+        json_key(&w, "ranks");
+        json_arr(&w);
         for (int i = 0; i < j->world; i++) {
             const JobRank *r = &j->ranks[i];
             rank_how(r, how, sizeof how);
-            fprintf(o, "%s{\"r\":%d,\"state\":\"%s\",\"how\":", i ? "," : "", i, rank_state_name(r->state));
-            put_json_str(o, how);
-            fprintf(o, ",\"step\":%lld,\"loss\":", (long long)(r->have_step ? r->last.step : 0));
-            if (r->have_step)
-                put_json_num(o, r->last.loss, "%.6g");
-            else
-                fputs("null", o);
-            fprintf(o, ",\"phase\":\"%s\",\"host\":", phase_str(r->phase));
-            put_json_str(o, r->host);
-            fputc('}', o);
+            json_obj(&w);
+            json_kv_int(&w, "r", i);
+            json_kv_str(&w, "state", rank_state_name(r->state));
+            json_kv_str(&w, "how", how);
+            json_kv_int(&w, "step", r->have_step ? r->last.step : 0);
+            json_key(&w, "loss");
+            put_loss(&w, r->have_step, r->last.loss);
+            json_kv_str(&w, "phase", phase_str(r->phase));
+            json_kv_str(&w, "host", r->host);
+            json_obj_end(&w);
         }
-        fputs("],\"verdict\":", o);
-        put_json_str(o, verdict);
-        fputs("}\n", o);
+        json_arr_end(&w);
+        json_kv_str(&w, "verdict", verdict);
+        line_end(&w);
         fflush(o);
         return;
     }

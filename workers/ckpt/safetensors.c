@@ -16,6 +16,8 @@
  */
 #include "ckpt/safetensors.h"
 
+#include "base/json.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -118,61 +120,6 @@ static size_t utf8_valid_prefix(const unsigned char *b, size_t n)
 
 /* ---- writer ---- */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} Sb;
-
-static void sb_put(Sb *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_printf(Sb *b, const char *fmt, ...)
-{
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-static void sb_json_string(Sb *b, const char *s)
-{
-    sb_put(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            char e[2] = { '\\', (char)c };
-            sb_put(b, e, 2);
-        } else if (c < 0x20) {
-            sb_printf(b, "\\u%04x", c);
-        } else {
-            sb_put(b, (const char *)&c, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
 static int is_utf8(const char *s)
 {
     size_t n = strlen(s);
@@ -231,54 +178,57 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
             return -1;
         }
 
-    Sb h = { 0 };
-    sb_put(&h, "{", 1);
-    bool first = true;
+    Json h;
+    json_init_buf(&h);
+    json_obj(&h);
     if (meta_kv && meta_kv[0]) {
-        sb_put(&h, "\"__metadata__\":{", 16);
-        for (int i = 0; meta_kv[i]; i += 2) {
-            if (i)
-                sb_put(&h, ",", 1);
-            sb_json_string(&h, meta_kv[i]);
-            sb_put(&h, ":", 1);
-            sb_json_string(&h, meta_kv[i + 1]);
-        }
-        sb_put(&h, "}", 1);
-        first = false;
+        json_key(&h, "__metadata__");
+        json_obj(&h);
+        for (int i = 0; meta_kv[i]; i += 2)
+            json_kv_str(&h, meta_kv[i], meta_kv[i + 1]);
+        json_obj_end(&h);
     }
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
-        if (!first)
-            sb_put(&h, ",", 1);
-        first = false;
-        sb_json_string(&h, t[i].name);
-        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", t[i].dtype);
+        json_key(&h, t[i].name);
+        json_obj(&h);
+        json_kv_str(&h, "dtype", t[i].dtype);
+        json_key(&h, "shape");
+        json_arr(&h);
         for (int d = 0; d < t[i].ndim; d++)
-            sb_printf(&h, d ? ",%lld" : "%lld", (long long)t[i].shape[d]);
-        sb_printf(&h, "],\"data_offsets\":[%llu,", (unsigned long long)off);
+            json_int(&h, t[i].shape[d]);
+        json_arr_end(&h);
+        json_key(&h, "data_offsets");
+        json_arr(&h);
+        json_uint(&h, off);
         off += t[i].nbytes;
-        sb_printf(&h, "%llu]}", (unsigned long long)off);
+        json_uint(&h, off);
+        json_arr_end(&h);
+        json_obj_end(&h);
     }
-    sb_put(&h, "}", 1);
-    while (!h.oom && h.len % 8)   /* the data section starts 8-aligned */
-        sb_put(&h, " ", 1);
-    if (h.oom || h.len > ST_MAX_HEADER_BYTES) {
-        free(h.s);
-        snprintf(err, errlen, "%s: header %s", path, h.oom ? "out of memory" : "too large");
+    json_obj_end(&h);
+    size_t hlen;
+    json_buf(&h, &hlen);
+    for (size_t pad = (8 - hlen % 8) % 8; pad > 0; pad--)   /* the data section starts 8-aligned */
+        json_text(&h, " ");
+    const char *hs = json_buf(&h, &hlen);
+    if (!hs || hlen > ST_MAX_HEADER_BYTES) {
+        snprintf(err, errlen, "%s: header %s", path, hs ? "too large" : "out of memory");
+        json_done(&h);
         return -1;
     }
 
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     FILE *f = fopen(path, "wb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot create (%s)", path, strerror(errno));
-        free(h.s);
+        json_done(&h);
         return -1;
     }
     errno = 0;   /* so a failure below reports its own cause */
-    bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(h.s, 1, h.len, f) == h.len;
+    bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(hs, 1, hlen, f) == hlen;
     for (int i = 0; ok && i < n; i++)
         ok = t[i].nbytes == 0 || fwrite(t[i].data, 1, t[i].nbytes, f) == t[i].nbytes;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -286,7 +236,7 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     ok = (fclose(f) == 0) && ok;
     if (!ok && saved == 0)
         saved = errno;
-    free(h.s);
+    json_done(&h);
     if (!ok) {
         unlink(path);   /* a partial file must not pass for a checkpoint */
         snprintf(err, errlen, "%s: write failed (%s)", path, strerror(saved ? saved : EIO));
