@@ -15,6 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "base/usage.h"
 #include "base/clock.h"
 #include "attach/client.h"
 
@@ -471,10 +472,7 @@ static int wait_model(Attach *A)
 
 static int bad(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "ddptop attach: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see ddptop attach --help)\n");
-    return 2;
+    return usage_fail("ddptop attach", "ddptop attach --help", fmt, arg);
 }
 
 static const char HELP[] =

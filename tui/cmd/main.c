@@ -4,6 +4,7 @@
  *
  * Usage errors print one line and exit 2. Main thread.
  */
+#include "base/usage.h"
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -79,13 +80,7 @@ void cmd_print_help(FILE *f)
     fputs(HELP_TAIL, f);
 }
 
-int cmd_usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "ddptop: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see ddptop --help)\n");
-    return 2;
-}
+int cmd_usage_error(const char *fmt, const char *arg) { return usage_fail("ddptop", "ddptop --help", fmt, arg); }
 
 int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out)
 {
