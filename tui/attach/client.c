@@ -41,6 +41,7 @@
 #include "view/view.h"
 #include "net/zsock.h"
 #include "base/signals.h"
+#include "view/note.h"
 
 #define FRAME_MS 66
 #define TURN_MS 15
@@ -50,7 +51,6 @@
  * is gone, or the link). */
 #define ATTACH_SILENT_MS 10000
 /* A notice on the status line stays this long. */
-#define MSG_MS 4000
 /* Frames held before the first hello. */
 #define HELD_MAX 65536
 #define HELD_MAX_BYTES (64u << 20)
@@ -86,20 +86,10 @@ typedef struct {
     int64_t cmd_id[OP__COUNT];
     ViewTui *tui;
     ViewHeadless hl;
-    char msg[256];
-    int64_t msg_until_ms;
+    Note note;
     bool quit;
 } Attach;
 
-static void say(Attach *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(Attach *A, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(A->msg, sizeof A->msg, fmt, ap);
-    va_end(ap);
-    A->msg_until_ms = mono_ms() + MSG_MS;
-}
 
 /* ---- talking to ddptop ---- */
 
@@ -126,15 +116,15 @@ static void send_attach(Attach *A)
 static void command(Attach *A, int op)
 {
     if (A->ended) {
-        say(A, "%s: the job has ended", OP_WHAT[op]);
+        note_set(&A->note, mono_ms(), "%s: the job has ended", OP_WHAT[op]);
         return;
     }
     send_cmd(A, OP_NAME[op], ++A->cmd_id[op], 0);
     if (!A->control) {
-        say(A, "read-only: %s not sent to the job (ddptop attach --control %s sends commands)", OP_WHAT[op], A->ep);
+        note_set(&A->note, mono_ms(), "read-only: %s not sent to the job (ddptop attach --control %s sends commands)", OP_WHAT[op], A->ep);
         return;
     }
-    say(A, "%s requested: sent to the job", OP_WHAT[op]);
+    note_set(&A->note, mono_ms(), "%s requested: sent to the job", OP_WHAT[op]);
     if (A->job)
         job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s requested from this viewer (--control)", OP_WHAT[op]);
 }
@@ -172,8 +162,8 @@ static void apply_frame(Attach *A, const void *data, size_t len)
                            : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR : EV_INFO;
         job_event(j, mono_ns(), wall_ns(), -1, lv, "%s", m.u.log.text);
         /* a local notice says the same in this viewer's words: it stays */
-        if (lv != EV_INFO && !(A->msg[0] && mono_ms() < A->msg_until_ms))
-            say(A, "ddptop: %s", m.u.log.text);
+        if (lv != EV_INFO && !note_text(&A->note, mono_ms()))
+            note_set(&A->note, mono_ms(), "ddptop: %s", m.u.log.text);
         msg_done(&m);
         return;
     }
@@ -339,7 +329,7 @@ static int on_key(void *ctx, int key, KeyAction act)
     Attach *A = ctx;
     (void)key;
     if (act == KEY_ACT_FAULT) {
-        say(A, "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
+        note_set(&A->note, mono_ms(), "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
         return 1;
     }
     return 0;
@@ -348,8 +338,9 @@ static int on_key(void *ctx, int key, KeyAction act)
 static void status_line(Attach *A, char *buf, size_t n)
 {
     char what[300];
-    if (A->msg[0] && mono_ms() < A->msg_until_ms)
-        snprintf(what, sizeof what, "%s", A->msg);
+    const char *note = note_text(&A->note, mono_ms());
+    if (note)
+        snprintf(what, sizeof what, "%s", note);
     else
         what[0] = '\0';
     if (A->ended) {

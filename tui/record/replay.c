@@ -34,6 +34,7 @@
 #include "base/signals.h"
 #include "base/usage.h"
 #include "record/rec_cli.h"
+#include "view/note.h"
 
 #define NS_PER_S 1000000000LL
 #define FRAME_MS 66
@@ -41,7 +42,6 @@
 #define SPEED_MIN 0.25
 #define SPEED_MAX 64.0
 /* A replay message (a disabled key, a seek) stays this long. */
-#define MSG_MS 4000
 
 
 typedef struct {
@@ -64,8 +64,7 @@ typedef struct {
     ViewTui *tui;
     bool entering;               /* g: typing a step */
     char entry[24];
-    char msg[200];
-    int64_t msg_until_ms;
+    Note note;
     bool quit;
 } Replay;
 
@@ -77,15 +76,6 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
-static void say(Replay *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(Replay *R, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(R->msg, sizeof R->msg, fmt, ap);
-    va_end(ap);
-    R->msg_until_ms = mono_ms() + MSG_MS;
-}
 
 /* ---- the model at a position ---- */
 
@@ -230,16 +220,16 @@ static void step_msgs(Replay *R, int dir)
             i++;
         if (i >= n) {
             seek_index(R, n, -1);
-            say(R, "no step message after this point");
+            note_set(&R->note, mono_ms(), "no step message after this point");
             return;
         }
         seek_index(R, i + 1, -1);
-        say(R, "forward one step message: step %" PRId64, R->step_of[i]);
+        note_set(&R->note, mono_ms(), "forward one step message: step %" PRId64, R->step_of[i]);
         /* name the rank it came from */
         Msg m;
         char err[128];
         if (codec_decode(R->rec->recs[i].data, R->rec->recs[i].len, &m, err, sizeof err) == 0) {
-            say(R, "forward one step message: rank %d step %" PRId64, (int)m.rank, R->step_of[i]);
+            note_set(&R->note, mono_ms(), "forward one step message: rank %d step %" PRId64, (int)m.rank, R->step_of[i]);
             msg_done(&m);
         }
     } else {
@@ -249,14 +239,14 @@ static void step_msgs(Replay *R, int dir)
             i--;
         if (i == 0) {
             seek_index(R, 0, 0);
-            say(R, "at the start of the recording");
+            note_set(&R->note, mono_ms(), "at the start of the recording");
             return;
         }
         i--;                         /* i: the last applied step message */
         while (i > 0 && R->step_of[i - 1] < 0)
             i--;
         seek_index(R, i, -1);
-        say(R, "back one step message: step %" PRId64 " shown", shown_step(R));
+        note_set(&R->note, mono_ms(), "back one step message: step %" PRId64 " shown", shown_step(R));
     }
 }
 
@@ -276,9 +266,9 @@ static void goto_step(Replay *R, int64_t step)
         i = last + 1;
     seek_index(R, i, -1);
     if (i < n)
-        say(R, "at step %" PRId64, shown_step(R));
+        note_set(&R->note, mono_ms(), "at step %" PRId64, shown_step(R));
     else
-        say(R, "step %" PRId64 " is past the recording: at its end (step %" PRId64 ")", step, shown_step(R));
+        note_set(&R->note, mono_ms(), "step %" PRId64 " is past the recording: at its end (step %" PRId64 ")", step, shown_step(R));
 }
 
 static void change_speed(Replay *R, double f)
@@ -289,7 +279,7 @@ static void change_speed(Replay *R, double f)
     if (s > SPEED_MAX)
         s = SPEED_MAX;
     R->speed = s;
-    say(R, "speed %gx", s);
+    note_set(&R->note, mono_ms(), "speed %gx", s);
 }
 
 /* The replay's rows of the key table (keys.h, KEYS_REPLAY); while a step
@@ -313,11 +303,11 @@ static int on_key(void *ctx, int key, KeyAction act)
                 R->paused = true;
                 goto_step(R, strtoll(R->entry, NULL, 10));
             } else {
-                say(R, "no step given");
+                note_set(&R->note, mono_ms(), "no step given");
             }
         } else {
             R->entering = false;     /* Esc or any other key: cancelled */
-            say(R, "go to step: cancelled");
+            note_set(&R->note, mono_ms(), "go to step: cancelled");
         }
         return 1;
     }
@@ -326,16 +316,16 @@ static int on_key(void *ctx, int key, KeyAction act)
     case KEY_ACT_PLAY:
         if (R->paused && at_end(R)) {
             seek_index(R, 0, 0);     /* from the top again */
-            say(R, "playing from the start");
+            note_set(&R->note, mono_ms(), "playing from the start");
         }
         R->paused = !R->paused;
         return 1;
     case KEY_ACT_STEP_FWD: step_msgs(R, 1); return 1;
     case KEY_ACT_STEP_BACK: step_msgs(R, -1); return 1;
-    case KEY_ACT_SEC_FWD: seek_time(R, R->t_play + NS_PER_S); say(R, "forward 1 s"); return 1;
-    case KEY_ACT_SEC_BACK: seek_time(R, R->t_play - NS_PER_S); say(R, "back 1 s"); return 1;
-    case KEY_ACT_TENTH_FWD: seek_time(R, R->t_play + tenth); say(R, "forward 10%%"); return 1;
-    case KEY_ACT_TENTH_BACK: seek_time(R, R->t_play - tenth); say(R, "back 10%%"); return 1;
+    case KEY_ACT_SEC_FWD: seek_time(R, R->t_play + NS_PER_S); note_set(&R->note, mono_ms(), "forward 1 s"); return 1;
+    case KEY_ACT_SEC_BACK: seek_time(R, R->t_play - NS_PER_S); note_set(&R->note, mono_ms(), "back 1 s"); return 1;
+    case KEY_ACT_TENTH_FWD: seek_time(R, R->t_play + tenth); note_set(&R->note, mono_ms(), "forward 10%%"); return 1;
+    case KEY_ACT_TENTH_BACK: seek_time(R, R->t_play - tenth); note_set(&R->note, mono_ms(), "back 10%%"); return 1;
     case KEY_ACT_FASTER: change_speed(R, 2); return 1;
     case KEY_ACT_SLOWER: change_speed(R, 0.5); return 1;
     case KEY_ACT_GOTO:
@@ -343,7 +333,7 @@ static int on_key(void *ctx, int key, KeyAction act)
         R->entry[0] = '\0';
         return 1;
     case KEY_ACT_CKPT: case KEY_ACT_DESTROY: case KEY_ACT_PAUSE:
-        say(R, "%c: %s needs live workers — disabled in a replay (space pauses the replay)", key,
+        note_set(&R->note, mono_ms(), "%c: %s needs live workers — disabled in a replay (space pauses the replay)", key,
             act == KEY_ACT_CKPT ? "checkpoint" : act == KEY_ACT_DESTROY ? "destroy" : "pause");
         return 1;
     default:
@@ -356,8 +346,8 @@ static void status_line(Replay *R, char *buf, size_t n)
     char what[256];
     if (R->entering)
         snprintf(what, sizeof what, "go to step: %s_  (Enter goes, Esc cancels)", R->entry);
-    else if (R->msg[0] && mono_ms() < R->msg_until_ms)
-        snprintf(what, sizeof what, "%s", R->msg);
+    else if (note_text(&R->note, mono_ms()))
+        snprintf(what, sizeof what, "%s", note_text(&R->note, mono_ms()));
     else
         what[0] = '\0';
     if (at_end(R)) {
