@@ -1,4 +1,4 @@
-/* test_viewers.c — ddptop's side of `ddptop attach` (tui/attach/server.c) over an
+/* test_attach_server.c — ddptop's side of `ddptop attach` (tui/attach/server.c) over an
  * inproc ROUTER, with DEALER viewers as `ddptop attach` makes them: the
  * snapshot a newcomer gets (order and bytes), forwarding, read-only
  * refusal, --control commands, the 16-viewer cap, forgetting the silent,

@@ -1,4 +1,4 @@
-/* test_keys.c — on tcp:// only the job's own clients get through: no keys,
+/* test_curve.c — on tcp:// only the job's own clients get through: no keys,
  * a wrong server key, or a stranger's key pair deliver nothing, and the
  * job's clients still get through after any number of refusals (a ZAP
  * handler bug once wedged every handshake after the first refusal); key

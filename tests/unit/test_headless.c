@@ -1,4 +1,4 @@
-/* test_view.c — the headless printer as a log reader sees it: progress
+/* test_headless.c — the headless printer as a log reader sees it: progress
  * lines once a second, event lines, JSON lines (escaping included) and the
  * summary verdicts, for scripted jobs written to a temporary file.
  * The ncurses screen is tested in tmux by the end-to-end tests.
