@@ -138,8 +138,8 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     if (o->publish_ep) {
         /* tcp with --keys: CURVE, so the job's key file is needed to read it */
         bool curve = o->keys_path && !strncmp(o->publish_ep, "tcp://", 6);
-        /* a key file found bad only here has always exited 1, like --record's
-         * file: ERR_FAIL whatever run_job_keys says */
+        /* exit 1, as ever, for a key file found bad this late: run_job_keys'
+         * ERR_USAGE is not passed on */
         if (curve && !r->zap && (run_job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)))
             return ERR_FAIL;
         if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen)))
