@@ -12,9 +12,9 @@
  *   setup.c     sockets, keys, the job model and the per-rank rows, and
  *               their teardown
  *
- * Each function returning int returns an ErrStatus (base/err.h) and fills
- * err when it fails; loop.c turns the status into the exit code. Main
- * thread only.
+ * Every function here that takes err returns an ErrStatus (base/err.h)
+ * and fills err when it fails; loop.c turns the status into the exit code.
+ * Main thread only.
  */
 #ifndef DDPTOP_RUN_INTERNAL_H
 #define DDPTOP_RUN_INTERNAL_H
