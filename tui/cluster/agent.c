@@ -14,7 +14,6 @@
  * agent exits 1; Ctrl-C asks node 0 to stop the whole job (twice: SIGTERM
  * to this node's ranks). No screen: a line per event on stdout.
  */
-#include "base/clock.h"
 #include "cluster/agent.h"
 
 #include <errno.h>
@@ -28,12 +27,14 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "net/curve.h"
-#include "launch/launcher.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/signals.h"
 #include "cluster/nodes.h"
 #include "cluster/relay.h"
+#include "launch/launcher.h"
+#include "net/curve.h"
 #include "net/zsock.h"
-#include "base/signals.h"
 
 /* After its ranks are gone, how long the agent waits for node 0's word
  * (a restart or "done") before it leaves on its own. */
@@ -145,30 +146,35 @@ static int launch(Agent *a, int restart)
     return 0;
 }
 
-/* Read what node 0 sent. Returns -1 on a fatal answer (refused, another
- * protocol), 1 for "done", 0 otherwise. */
-static int read_node0(Agent *a, bool *launched, int *restart_out)
+/* Read what node 0 sent; *done when it said the job is over. Returns
+ * ERR_USAGE for a fatal answer (refused, another protocol: said on stderr),
+ * else ERR_OK. */
+static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
 {
     for (int i = 0; i < 64; i++) {
         Msg m;
         char err[300];
         int rc = zs_recv(a->sock, &m, ZMQ_DONTWAIT, err, sizeof err);
-        if (rc == 1 || rc < 0) return 0;
+        if (rc == 1 || rc < 0) return ERR_OK;
         if (rc == 2) {
+            /* zs_recv tells another version from other bad frames only in
+             * its text (transport/wire/codec.c) */
             if (strstr(err, "protocol version")) {
                 fprintf(stderr, "ddptop: node 0 at %s speaks another ddptop protocol: %s (this node speaks protocol version %d)\n",
                         a->ctl_ep, err, PROTO_VERSION);
-                return -1;
+                return ERR_USAGE;
             }
             continue;
         }
         a->heard_ms = mono_ms();
         if (m.kind != MSG_NODE) { msg_done(&m); continue; }
         MsgNode *nm = &m.u.node;
-        int ret = 0;
+        int ret = ERR_OK;
+        bool enough = false;  /* refused or done: the rest can wait */
         if (!strcmp(nm->op, "refused")) {
             fprintf(stderr, "ddptop: node 0 refused this node: %s\n", nm->text);
-            ret = -1;
+            ret = ERR_USAGE;
+            enough = true;
         } else if (!strcmp(nm->op, "wait")) {
             static char last[PROTO_STR_LONG];
             if (strcmp(last, nm->text)) { say(a, "joined node 0; %s", nm->text); snprintf(last, sizeof last, "%s", nm->text); }
@@ -181,96 +187,96 @@ static int read_node0(Agent *a, bool *launched, int *restart_out)
             int n = launcher_signal_all(a->l, nm->signo);
             say(a, "node 0 asked for signal %d: sent to %d rank%s", nm->signo, n, n == 1 ? "" : "s");
         } else if (!strcmp(nm->op, "done")) {
-            ret = 1;
+            *done = enough = true;
         }
         msg_done(&m);
-        if (ret) return ret;
+        if (enough) return ret;
     }
-    return 0;
+    return ERR_OK;
 }
 
-int agent_run(const RunOptions *o)
+/* The job's keys, node 0's endpoints, a private directory and the DEALER
+ * connected to node 0. ERR_USAGE for a missing or bad key file or --rdzv. */
+static int agent_open(Agent *a, char *err, size_t errlen)
 {
-    Agent ag;
-    memset(&ag, 0, sizeof ag);
-    Agent *a = &ag;
-    a->o = o;
-    a->nproc = o->nproc;
-    a->first_rank = o->node_rank * o->nproc;
-    codec_buf_init(&a->buf);
-    gethostname(a->host, sizeof a->host - 1);
-    const char *h = getenv("DDPTOP_HOST");
-    if (h && *h) snprintf(a->host, sizeof a->host, "%s", h);
-    char err[512];
-    int status = 1;
-
-    signals_catch_stop(1);
-
-    JobKeys *keys = &a->keys;
-    if (!o->keys_path) {
-        fprintf(stderr, "ddptop: node %d needs the job's key file: --keys FILE (node 0 wrote it; copy it here, mode 0600)\n",
-                o->node_rank);
-        return 2;
-    }
-    if (keys_read(o->keys_path, keys, err, sizeof err)) { fprintf(stderr, "ddptop: --keys: %s\n", err); return 2; }
+    const RunOptions *o = a->o;
+    char why[300] = "";
+    if (!o->keys_path)
+        return err_setv(ERR_USAGE, err, errlen, "node %d needs the job's key file: --keys FILE (node 0 wrote it; copy it "
+                        "here, mode 0600)", o->node_rank);
+    if (keys_read(o->keys_path, &a->keys, why, sizeof why)) return err_setv(ERR_USAGE, err, errlen, "--keys: %s", why);
     snprintf(a->ctl_ep, sizeof a->ctl_ep, "tcp://%s", o->rdzv);
-    if (keys_tel_endpoint(a->ctl_ep, a->tel_ep, sizeof a->tel_ep)) {
-        fprintf(stderr, "ddptop: --rdzv %s: expected HOST:PORT with PORT below 65535\n", o->rdzv);
-        return 2;
-    }
+    if (keys_tel_endpoint(a->ctl_ep, a->tel_ep, sizeof a->tel_ep))
+        return err_setv(ERR_USAGE, err, errlen, "--rdzv %s: expected HOST:PORT with PORT below 65535", o->rdzv);
     /* the relay's sockets (and the logs without --log-dir) */
-    if (zs_private_dir(a->dir, sizeof a->dir, err, sizeof err)) {
-        fprintf(stderr, "ddptop: %s\n", err);
-        return 1;
-    }
+    if (zs_private_dir(a->dir, sizeof a->dir, err, errlen)) return ERR_FAIL;
     a->zctx = zmq_ctx_new();
     a->sock = a->zctx ? zmq_socket(a->zctx, ZMQ_DEALER) : NULL;
     char id[32];
     int idn = snprintf(id, sizeof id, "node-%d", o->node_rank), zero = 0;
     if (!a->sock || zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, (size_t)idn) ||
-        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) || keys_client_socket(a->sock, keys, err, sizeof err) ||
-        zmq_connect(a->sock, a->ctl_ep)) {
-        fprintf(stderr, "ddptop: cannot connect to node 0 at %s: %s\n", a->ctl_ep, err[0] ? err : zmq_strerror(errno));
-        goto out;
-    }
+        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) || keys_client_socket(a->sock, &a->keys, why, sizeof why) ||
+        zmq_connect(a->sock, a->ctl_ep))
+        return err_set(err, errlen, "cannot connect to node 0 at %s: %s", a->ctl_ep, why[0] ? why : zmq_strerror(errno));
     say(a, "joining node 0 at %s (%d node%s, %d rank%s each)", a->ctl_ep, o->nnodes, o->nnodes == 1 ? "" : "s", o->nproc,
         o->nproc == 1 ? "" : "s");
+    return ERR_OK;
+}
 
-    /* Rendezvous: join every second until node 0 says launch. */
+/* Join every second until node 0 says launch (*restart: which run).
+ * ERR_USAGE when node 0 refuses this node; ERR_FAIL on a signal, node 0
+ * ending the job, or --rdzv-timeout. */
+static int rendezvous(Agent *a, int *restart, char *err, size_t errlen)
+{
+    const RunOptions *o = a->o;
     int64_t t0 = mono_ms(), last_join = 0;
-    bool launched = false, heard = false;
-    int restart = 0;
+    bool launched = false, heard = false, done = false;
     a->heard_ms = 0;
     while (!launched) {
-        if (signals_stop_count()) { say(a, "interrupted before the job started"); goto out; }
+        if (signals_stop_count()) { say(a, "interrupted before the job started"); return ERR_FAIL; }
         if (mono_ms() - last_join >= 1000) {
             send_op(a, "join", -1, getpid(), 0, NULL);
             last_join = mono_ms();
         }
         zmq_pollitem_t it = {a->sock, 0, ZMQ_POLLIN, 0};
         zmq_poll(&it, 1, 200);
-        int rc = read_node0(a, &launched, &restart);
-        if (rc < 0) { status = 2; goto out; }
-        if (rc > 0) { say(a, "node 0 ended the job before it started"); goto out; }
+        int st = read_node0(a, &launched, restart, &done);
+        if (st) return st;
+        if (done) { say(a, "node 0 ended the job before it started"); return ERR_FAIL; }
         if (a->heard_ms) heard = true;
-        if (!launched && mono_ms() - t0 > (int64_t)(o->rdzv_timeout_s * 1000)) {
-            if (heard)
-                fprintf(stderr, "ddptop: rendezvous did not complete within %g s: node 0 is still waiting for other nodes\n",
-                        o->rdzv_timeout_s);
-            else
-                fprintf(stderr, "ddptop: no answer from node 0 at %s within %g s (is its ddptop running? the same --keys? "
-                                "port %d open?)\n", a->ctl_ep, o->rdzv_timeout_s, atoi(strrchr(a->ctl_ep, ':') + 1));
-            goto out;
+        if (launched || mono_ms() - t0 <= (int64_t)(o->rdzv_timeout_s * 1000)) continue;
+        if (heard)
+            return err_set(err, errlen, "rendezvous did not complete within %g s: node 0 is still waiting for other nodes",
+                           o->rdzv_timeout_s);
+        return err_set(err, errlen, "no answer from node 0 at %s within %g s (is its ddptop running? the same --keys? "
+                       "port %d open?)", a->ctl_ep, o->rdzv_timeout_s, atoi(strrchr(a->ctl_ep, ':') + 1));
+    }
+    return ERR_OK;
+}
+
+/* Ctrl-C: the first asks node 0 to stop the whole job, the next ones
+ * signal this node's ranks (SIGTERM, then SIGKILL). */
+static void take_signals(Agent *a, int *handled)
+{
+    while (*handled < signals_stop_count()) {
+        (*handled)++;
+        if (*handled == 1) {
+            say(a, "signal received: asking node 0 to stop the job");
+            char why[64];
+            snprintf(why, sizeof why, "Ctrl-C on node %d", a->o->node_rank);
+            send_op(a, "stop", -1, 0, 0, why);
+        } else {
+            int n = launcher_signal_all(a->l, *handled == 2 ? SIGTERM : SIGKILL);
+            say(a, "signal received again: %s to %d rank%s", *handled == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
         }
     }
-    if (relay_open(&a->relay, a->zctx, a->dir, a->ctl_ep, a->tel_ep, keys, err, sizeof err)) {
-        fprintf(stderr, "ddptop: %s\n", err);
-        send_op(a, "error", -1, 0, 0, err);
-        goto out;
-    }
-    if (launch(a, restart)) goto out;
+}
 
-    /* The job: relay, reap, watch node 0. */
+/* The job: relay, reap, watch node 0, until this node's ranks are gone and
+ * node 0 is done (or silent, or AFTER_MS passed). ERR_OK only when every
+ * rank of this node ended cleanly. */
+static int run_ranks(Agent *a, int restart)
+{
     int handled = 0, rung = 0;
     int64_t rung_at = 0, all_gone_at = 0, last_beat = 0;
     bool done = false;
@@ -278,9 +284,7 @@ int agent_run(const RunOptions *o)
         int ready;
         relay_pump(a->relay, a->sock, &ready, 50);
         bool relaunch = false;
-        int rc = read_node0(a, &relaunch, &restart);
-        if (rc < 0) break;
-        if (rc > 0) done = true;
+        if (read_node0(a, &relaunch, &restart, &done)) break;
         if (relaunch) {
             if (launcher_running(a->l) == 0 && launch(a, restart) == 0) { all_gone_at = 0; continue; }
         }
@@ -290,18 +294,7 @@ int agent_run(const RunOptions *o)
             send_op(a, "beat", -1, 0, 0, NULL);
             last_beat = mono_ms();
         }
-        while (handled < signals_stop_count()) {
-            handled++;
-            if (handled == 1) {
-                say(a, "signal received: asking node 0 to stop the job");
-                char why[64];
-                snprintf(why, sizeof why, "Ctrl-C on node %d", o->node_rank);
-                send_op(a, "stop", -1, 0, 0, why);
-            } else {
-                int n = launcher_signal_all(a->l, handled == 2 ? SIGTERM : SIGKILL);
-                say(a, "signal received again: %s to %d rank%s", handled == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
-            }
-        }
+        take_signals(a, &handled);
         /* node 0 silent: this node's ranks must not outlive the job */
         if (running > 0 && mono_ms() - a->heard_ms > nodes_silent_ms()) {
             if (rung == 0) {
@@ -325,13 +318,17 @@ int agent_run(const RunOptions *o)
         }
     }
     launcher_reap(a->l, on_exit_cb, a);
-    status = (a->failed == 0 && rung == 0 && launcher_running(a->l) == 0) ? 0 : 1;
+    int st = (a->failed == 0 && rung == 0 && launcher_running(a->l) == 0) ? ERR_OK : ERR_FAIL;
     for (int ready, k = 0; k < 20 && relay_pump(a->relay, a->sock, &ready, 10) > 0; k++) {}   /* the last frames */
     say(a, "%s (relayed %llu frames up, %llu down, %llu dropped)",
-        status == 0 ? "every rank of this node ended cleanly" : "this node's ranks did not all end cleanly",
+        st == ERR_OK ? "every rank of this node ended cleanly" : "this node's ranks did not all end cleanly",
         (unsigned long long)relay_frames_up(a->relay), (unsigned long long)relay_frames_down(a->relay),
         (unsigned long long)relay_drops(a->relay));
-out:
+    return st;
+}
+
+static void agent_close(Agent *a)
+{
     launcher_free(&a->l);
     relay_close(&a->relay);
     if (a->sock) zmq_close(a->sock);
@@ -339,5 +336,28 @@ out:
     if (a->dir[0]) zs_private_dir_remove(a->dir);
     free(a->args);
     codec_buf_done(&a->buf);
-    return status;
+}
+
+int agent_run(const RunOptions *o)
+{
+    Agent ag = {.o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc};
+    Agent *a = &ag;
+    codec_buf_init(&a->buf);
+    gethostname(a->host, sizeof a->host - 1);
+    const char *h = getenv("DDPTOP_HOST");
+    if (h && *h) snprintf(a->host, sizeof a->host, "%s", h);
+    char err[512] = "";
+    int restart = 0;
+    signals_catch_stop(1);
+    int st = agent_open(a, err, sizeof err);
+    if (st == ERR_OK) st = rendezvous(a, &restart, err, sizeof err);
+    if (st == ERR_OK && relay_open(&a->relay, a->zctx, a->dir, a->ctl_ep, a->tel_ep, &a->keys, err, sizeof err)) {
+        send_op(a, "error", -1, 0, 0, err);
+        st = ERR_FAIL;
+    }
+    if (st == ERR_OK && launch(a, restart)) st = ERR_FAIL;   /* launch said why */
+    else if (st == ERR_OK) st = run_ranks(a, restart);
+    if (st != ERR_OK && err[0]) fprintf(stderr, "ddptop: %s\n", err);
+    agent_close(a);
+    return err_exit_code(st);
 }

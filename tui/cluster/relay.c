@@ -10,6 +10,7 @@
 
 #include <zmq.h>
 
+#include "base/err.h"
 #include "net/zsock.h"
 
 #define MAX_UP 256
@@ -35,12 +36,12 @@ static void *up_socket(Relay *r, int type, const char *ident, size_t len, const 
 {
     void *s = zmq_socket(r->zctx, type);
     int zero = 0, timeo = 1000;
-    if (!s) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return NULL; }
+    if (!s) { err_set(err, errlen, "zeromq: %s", zmq_strerror(errno)); return NULL; }
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeo, sizeof timeo);
     if ((ident && zmq_setsockopt(s, ZMQ_ROUTING_ID, ident, len)) || keys_client_socket(s, &r->keys, err, errlen) ||
         zmq_connect(s, ep)) {
-        if (!err[0]) snprintf(err, errlen, "connect %s: %s", ep, zmq_strerror(errno));
+        if (!err[0]) err_set(err, errlen, "connect %s: %s", ep, zmq_strerror(errno));
         zmq_close(s);
         return NULL;
     }
@@ -51,7 +52,7 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
                char *err, size_t errlen)
 {
     Relay *r = calloc(1, sizeof *r);
-    if (!r) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!r) return err_set(err, errlen, "out of memory");
     err[0] = 0;
     r->zctx = zctx;
     r->keys = *keys;
@@ -61,7 +62,7 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     r->ctl = zmq_socket(zctx, ZMQ_ROUTER);
     r->tel = zmq_socket(zctx, ZMQ_PULL);
     int zero = 0, one = 1, hwm = 100000;
-    if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); goto fail; }
+    if (!r->ctl || !r->tel) { err_set(err, errlen, "zeromq: %s", zmq_strerror(errno)); goto fail; }
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);   /* a restarted rank */
@@ -70,7 +71,7 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (zmq_bind(r->ctl, r->ctl_ep) || zmq_bind(r->tel, r->tel_ep)) {
-        snprintf(err, errlen, "cannot bind the relay's sockets in %s: %s", dir, zmq_strerror(errno));
+        err_set(err, errlen, "cannot bind the relay's sockets in %s: %s", dir, zmq_strerror(errno));
         goto fail;
     }
     if (!(r->up_tel = up_socket(r, ZMQ_PUSH, NULL, 0, up_tel, err, errlen))) goto fail;

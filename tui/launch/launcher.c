@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/err.h"
+
 typedef struct {
     pid_t pid;
     bool running;
@@ -80,15 +82,11 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
 
 int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errlen)
 {
-    if (access(c->worker_path, X_OK)) {
-        snprintf(err, errlen, "cannot run %s: %s", c->worker_path, strerror(errno));
-        return -1;
-    }
+    if (access(c->worker_path, X_OK)) return err_set(err, errlen, "cannot run %s: %s", c->worker_path, strerror(errno));
     Launcher *l = calloc(1, sizeof *l);
     if (!l || !(l->p = calloc((size_t)c->world, sizeof *l->p))) {
         free(l);
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return err_set(err, errlen, "out of memory");
     }
     l->world = c->world;
     pid_t parent = getpid();
@@ -101,7 +99,7 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) {
-            snprintf(err, errlen, "fork for rank %d: %s", r, strerror(errno));
+            err_set(err, errlen, "fork for rank %d: %s", r, strerror(errno));   /* before free changes errno */
             launcher_free(&l);
             return -1;
         }

@@ -6,6 +6,7 @@
  * getrusage(RUSAGE_SELF) over the window. Main thread.
  */
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/json.h"
 #include "run/bench.h"
 
@@ -66,7 +67,7 @@ Bench *bench_from_env(int world, char *err, size_t errlen)
     }
     if (!b || !b->h_arr || !b->h_sent || !b->last_step) {
         bench_free(&b);
-        snprintf(err, errlen, "bench: out of memory");
+        err_set(err, errlen, "bench: out of memory");
         return NULL;
     }
     snprintf(b->path, sizeof b->path, "%s", path);

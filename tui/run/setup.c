@@ -1,7 +1,8 @@
-/* run_setup.c — sockets, keys and the job model of `ddptop run`, and their
- * teardown. See run_priv.h.
+/* setup.c — sockets, keys, the job model and the per-rank rows of `ddptop
+ * run`, listen's wait for the first hello, and the teardown of it all. See
+ * internal.h. Main thread.
  */
-#include "run/run_priv.h"
+#include "run/internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "net/zsock.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/signals.h"
 
 /* The job's keys for tcp: --keys FILE when it exists; else fresh ones,
  * written to FILE (or ./ddptop-PID.keys, removed at the end) for the other
@@ -21,35 +24,34 @@ int run_job_keys(Run *r, char *err, size_t errlen)
 {
     const char *path = r->o->keys_path;
     if (path && access(path, F_OK) == 0) {
-        if (keys_read(path, &r->keys, err, errlen)) return -1;
+        if (keys_read(path, &r->keys, err, errlen)) return ERR_USAGE;
         snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
-        return 0;
+        return ERR_OK;
     }
-    if (keys_generate(&r->keys, err, errlen)) return -1;
+    if (keys_generate(&r->keys, err, errlen)) return ERR_FAIL;
     if (path) snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
     else {
         snprintf(r->keys_file, sizeof r->keys_file, "ddptop-%d.keys", (int)getpid());
         r->keys_made = true;
     }
-    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return -1; }
+    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return ERR_USAGE; }
     /* absolute, so the workers (started elsewhere) find it */
     char abs[PATH_MAX];
     if (realpath(r->keys_file, abs)) snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
-    return 0;
+    return ERR_OK;
 }
 
 /* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
  * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
- * or what `listen` was given. */
+ * or what `listen` was given. A bad endpoint is ERR_USAGE. */
 static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err, size_t errlen)
 {
     const RunOptions *o = r->o;
     if (o->listen_ep) {
         snprintf(bind_ctl, n, "%s", o->listen_ep);
-        if (keys_tel_endpoint(o->listen_ep, bind_tel, n)) {
-            snprintf(err, errlen, "listen %s: expected tcp://HOST:PORT (PORT < 65535) or ipc://PATH", o->listen_ep);
-            return -1;
-        }
+        if (keys_tel_endpoint(o->listen_ep, bind_tel, n))
+            return err_setv(ERR_USAGE, err, errlen, "listen %s: expected tcp://HOST:PORT (PORT < 65535) or ipc://PATH",
+                            o->listen_ep);
         r->tcp = !strncmp(o->listen_ep, "tcp://", 6);
         snprintf(r->ctl_ep, sizeof r->ctl_ep, "%s", bind_ctl);
         snprintf(r->tel_ep, sizeof r->tel_ep, "%s", bind_tel);
@@ -60,51 +62,51 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
             char *slash = strrchr(dir, '/');
             if (slash) *slash = 0;
             struct stat st;
-            if (!slash || !dir[0] || stat(dir, &st) || (st.st_mode & 077) || st.st_uid != getuid()) {
-                snprintf(err, errlen, "listen %s: the socket's directory must exist, be yours and private (mkdir -m 700 DIR)",
-                         o->listen_ep);
-                return -1;
-            }
+            if (!slash || !dir[0] || stat(dir, &st) || (st.st_mode & 077) || st.st_uid != getuid())
+                return err_setv(ERR_USAGE, err, errlen,
+                                "listen %s: the socket's directory must exist, be yours and private (mkdir -m 700 DIR)",
+                                o->listen_ep);
         }
-        return 0;
+        return ERR_OK;
     }
     if (o->nnodes > 1) {
         char host[256];
         int port;
         char ep[300];
         snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
-        if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535) {
-            snprintf(err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
-            return -1;
-        }
+        if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535)
+            return err_setv(ERR_USAGE, err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)",
+                            o->rdzv);
         r->tcp = true;
         snprintf(bind_ctl, n, "tcp://*:%d", port);
         snprintf(bind_tel, n, "tcp://*:%d", port + 1);
         snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
         snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
-        return 0;
+        return ERR_OK;
     }
-    if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
+    if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return ERR_FAIL;
     snprintf(r->ctl_ep, sizeof r->ctl_ep, "ipc://%s/ctl", r->dir);
     snprintf(r->tel_ep, sizeof r->tel_ep, "ipc://%s/tel", r->dir);
     snprintf(bind_ctl, n, "%s", r->ctl_ep);
     snprintf(bind_tel, n, "%s", r->tel_ep);
-    return 0;
+    return ERR_OK;
 }
 
 int run_setup_sockets(Run *r, char *err, size_t errlen)
 {
     char bind_ctl[300], bind_tel[300];
     err[0] = 0;
-    if (endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen)) return -1;
-    if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return -1;
+    int st = endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen);
+    if (st) return st;
+    if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return ERR_FAIL;
     r->zctx = zmq_ctx_new();
     if (r->zctx && r->tcp) {
-        if (run_job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return -1;
+        if ((st = run_job_keys(r, err, errlen))) return st;
+        if (zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return ERR_FAIL;
     }
     r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
     r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
-    if (!r->ctl || !r->tel) { snprintf(err, errlen, "zeromq: %s", zmq_strerror(errno)); return -1; }
+    if (!r->ctl || !r->tel) return err_set(err, errlen, "zeromq: %s", zmq_strerror(errno));
     /* Per peer: 10000 frames queued (the loop drains every 20 ms: a rank
      * would need 500k messages/s to fill it), and no frame above what the
      * decoder accepts: ZeroMQ drops a peer that sends one, before a byte
@@ -119,16 +121,14 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     if (r->tcp && (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
-        return -1;
-    if (zmq_bind(r->ctl, bind_ctl)) {
-        snprintf(err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
-        return -1;
-    }
-    if (zmq_bind(r->tel, bind_tel)) {
-        snprintf(err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel, zmq_strerror(errno));
-        return -1;
-    }
-    return 0;
+        return ERR_FAIL;
+    /* an address in use or not ours is the user's to change: exit 2 */
+    if (zmq_bind(r->ctl, bind_ctl))
+        return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
+    if (zmq_bind(r->tel, bind_tel))
+        return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel,
+                        zmq_strerror(errno));
+    return ERR_OK;
 }
 
 /* Everything sized by the world (known once the first hello came, for listen). */
@@ -138,40 +138,37 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     if (o->publish_ep) {
         /* tcp with --keys: CURVE, so the job's key file is needed to read it */
         bool curve = o->keys_path && !strncmp(o->publish_ep, "tcp://", 6);
+        /* exit 1, as ever, for a key file found bad this late: run_job_keys'
+         * ERR_USAGE is not passed on */
         if (curve && !r->zap && (run_job_keys(r, err, errlen) || zap_start(&r->zap, r->zctx, &r->keys, err, errlen)))
-            return -1;
-        if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen))) return -1;
+            return ERR_FAIL;
+        if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen)))
+            return ERR_FAIL;
     }
     if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
-        return -1;
+        return ERR_FAIL;
     if (!r->store) r->store = store_new();
     r->job = job_new(w, mono_ns());
     r->viewers = viewers_new(w);
     if (o->nnodes > 1) r->nodes = nodes_new(o->nnodes, o->nproc, r->ctl);
-    r->heard_ms = calloc((size_t)w, sizeof *r->heard_ms);
-    r->ext_ended = calloc((size_t)w, sizeof *r->ext_ended);
-    r->routable = calloc((size_t)w, sizeof *r->routable);
-    r->sent_ckpt = calloc((size_t)w, sizeof *r->sent_ckpt);
-    r->sent_stop = calloc((size_t)w, sizeof *r->sent_stop);
-    r->sent_pause = calloc((size_t)w, sizeof *r->sent_pause);
-    r->sent_resume = calloc((size_t)w, sizeof *r->sent_resume);
-    r->exit_at = calloc((size_t)w, sizeof *r->exit_at);
-    r->exit_pid = calloc((size_t)w, sizeof *r->exit_pid);
-    r->exit_status = calloc((size_t)w, sizeof *r->exit_status);
+    r->rk = calloc((size_t)w, sizeof *r->rk);
     err[0] = '\0';
-    if (hangwatch_init(&r->hw, w, o->hang_after_s > 0 ? o->hang_after_s : 10.0)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (run_watch_hangs(r, w, err, errlen)) return ERR_FAIL;
     r->bench = bench_from_env(w, err, errlen);
-    if (err[0]) return -1;
-    if (!r->store || !r->job || !r->routable || !r->sent_ckpt || !r->sent_stop || !r->sent_pause ||
-        !r->sent_resume || !r->exit_at || !r->exit_pid || !r->exit_status || !r->viewers || !r->heard_ms ||
-        !r->ext_ended || (o->nnodes > 1 && !r->nodes)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
+    if (err[0]) return ERR_FAIL;
+    if (!r->store || !r->job || !r->rk || !r->viewers || (o->nnodes > 1 && !r->nodes))
+        return err_set(err, errlen, "out of memory");
+    r->job->max_restarts = o->max_restarts;
+    return ERR_OK;
+}
+
+int run_watch_hangs(Run *r, int world, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    hangwatch_done(&r->hw);
+    if (hangwatch_init(&r->hw, world, o->hang_after_s > 0 ? o->hang_after_s : 10.0))
+        return err_set(err, errlen, "out of memory");
+    return ERR_OK;
 }
 
 void run_teardown(Run *r)
@@ -198,8 +195,6 @@ void run_teardown(Run *r)
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
-    free(r->heard_ms);
-    free(r->ext_ended);
     if (r->dir[0] && !r->o->log_dir) zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
         char p[320];
@@ -208,14 +203,7 @@ void run_teardown(Run *r)
         rmdir(r->dir);
     }
     codec_buf_done(&r->buf);
-    free(r->routable);
-    free(r->sent_ckpt);
-    free(r->sent_stop);
-    free(r->sent_pause);
-    free(r->sent_resume);
-    free(r->exit_at);
-    free(r->exit_pid);
-    free(r->exit_status);
+    free(r->rk);
     free(r->restart_args);
     bench_free(&r->bench);
     job_free(&r->job);
@@ -237,28 +225,33 @@ static void copy_frame(void *ctx, const void *frame, size_t len, const Msg *m, i
     b->len = len;
 }
 
-/* listen: wait for the first rank's hello (it carries the world size).
- * Store requests are served meanwhile. Returns the world size, 0 when
- * interrupted, -1 on a socket error. */
-int run_listen_first_hello(Run *r, Msg *first, char *ident, size_t *ident_len, CodecBuf *frame,
-                           volatile sig_atomic_t *signals)
+/* Store requests are served meanwhile: the first hello may come only after
+ * a rendezvous through the store. A poll error leaves err empty, as it
+ * always has. */
+int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t errlen)
 {
+    Msg *first = &h->msg;
+    *world = 0;
     fprintf(stderr, "ddptop: waiting for workers (DDPTOP_CONNECT=%s%s%s); Ctrl-C to leave\n", r->o->listen_ep,
             r->tcp ? " DDPTOP_KEYS=" : "", r->tcp ? r->keys_file : "");
     for (;;) {
-        if (*signals) return 0;
+        err[0] = '\0';      /* a skipped frame's reason is no error of ours */
+        if (signals_stop_count()) return ERR_OK;
         zmq_pollitem_t it = {r->ctl, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return -1;
-        char err[256];
-        int rc = zs_recv_from_tap(r->ctl, ident, ident_len, first, ZMQ_DONTWAIT, copy_frame, frame, err, sizeof err);
+        if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return ERR_FAIL;
+        int rc = zs_recv_from_tap(r->ctl, h->ident, &h->ident_len, first, ZMQ_DONTWAIT, copy_frame, &h->frame, err,
+                                  errlen);
         if (rc == 1) continue;
-        if (rc < 0) { fprintf(stderr, "ddptop: %s\n", err); return -1; }
+        if (rc < 0) return ERR_FAIL;
         if (rc == 2) continue;
         if (first->kind == MSG_HELLO && first->rank >= 0 && first->u.hello.world >= 1 &&
-            first->rank < first->u.hello.world && first->u.hello.world <= 4096)
-            return first->u.hello.world;
+            first->rank < first->u.hello.world && first->u.hello.world <= 4096) {
+            h->have = true;
+            *world = first->u.hello.world;
+            return ERR_OK;
+        }
         if (first->kind == MSG_SET || first->kind == MSG_GET || first->kind == MSG_WAIT)
-            store_handle(r->store, r->ctl, ident, *ident_len, first, mono_ms(), &r->buf);
+            store_handle(r->store, r->ctl, h->ident, h->ident_len, first, mono_ms(), &r->buf);
         msg_done(first);
     }
 }

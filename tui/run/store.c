@@ -58,6 +58,18 @@ static Entry *find(Store *s, const char *key)
     return NULL;
 }
 
+/* Room for one more of n elements (elem bytes each) in arr, whose capacity
+ * *cap doubles from 64. Returns the array, moved or not; NULL when out of
+ * memory (arr is still the caller's then). */
+static void *grow(void *arr, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap) return arr;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = realloc(arr, nc * elem);
+    if (p) *cap = nc;
+    return p;
+}
+
 static void reply(void *router, const void *ident, size_t ident_len, const char *key,
                   const Entry *e, bool ok, CodecBuf *buf)
 {
@@ -75,28 +87,32 @@ static void reply(void *router, const void *ident, size_t ident_len, const char 
     zs_send_to(router, ident, ident_len, &r, buf, ZMQ_DONTWAIT, err, sizeof err);
 }
 
+/* A request refused is still answered (ok=false), so the peer need not
+ * wait for its timeout. Returns -1. */
+static int refuse(void *router, const void *ident, size_t ident_len, const char *key, CodecBuf *buf)
+{
+    reply(router, ident, ident_len, key, NULL, false, buf);
+    return -1;
+}
+
 int store_handle(Store *s, void *router, const void *ident, size_t ident_len, const Msg *m,
                  int64_t now_ms, CodecBuf *buf)
 {
     const MsgStore *q = &m->u.store;
     if (m->kind == MSG_SET) {
-        if (q->val_len > STORE_MAX_VAL) { reply(router, ident, ident_len, q->key, NULL, false, buf); return -1; }
+        if (q->val_len > STORE_MAX_VAL) return refuse(router, ident, ident_len, q->key, buf);
         Entry *e = find(s, q->key);
         if (!e) {
-            if (s->n == STORE_MAX_KEYS) { reply(router, ident, ident_len, q->key, NULL, false, buf); return -1; }
-            if (s->n == s->cap) {
-                size_t nc = s->cap ? s->cap * 2 : 64;
-                Entry *ne = realloc(s->e, nc * sizeof *ne);
-                if (!ne) { reply(router, ident, ident_len, q->key, NULL, false, buf); return -1; }
-                s->e = ne;
-                s->cap = nc;
-            }
+            if (s->n == STORE_MAX_KEYS) return refuse(router, ident, ident_len, q->key, buf);
+            Entry *ne = grow(s->e, s->n, &s->cap, sizeof *ne);
+            if (!ne) return refuse(router, ident, ident_len, q->key, buf);
+            s->e = ne;
             e = &s->e[s->n++];
             memset(e, 0, sizeof *e);
             snprintf(e->key, sizeof e->key, "%s", q->key);
         }
         uint8_t *v = malloc(q->val_len ? q->val_len : 1);
-        if (!v) { reply(router, ident, ident_len, q->key, NULL, false, buf); return -1; }
+        if (!v) return refuse(router, ident, ident_len, q->key, buf);
         if (q->val_len) memcpy(v, q->val, q->val_len);
         free(e->val);
         e->val = v;
@@ -115,17 +131,11 @@ int store_handle(Store *s, void *router, const void *ident, size_t ident_len, co
     if (m->kind == MSG_GET || m->kind == MSG_WAIT) {
         Entry *e = find(s, q->key);
         if (e) { reply(router, ident, ident_len, q->key, m->kind == MSG_GET ? e : NULL, true, buf); return 0; }
-        if (s->nw == STORE_MAX_WAITERS || ident_len > ZS_IDENT_MAX) {
-            reply(router, ident, ident_len, q->key, NULL, false, buf);
-            return -1;
-        }
-        if (s->nw == s->capw) {
-            size_t nc = s->capw ? s->capw * 2 : 64;
-            Waiter *nw = realloc(s->w, nc * sizeof *nw);
-            if (!nw) { reply(router, ident, ident_len, q->key, NULL, false, buf); return -1; }
-            s->w = nw;
-            s->capw = nc;
-        }
+        if (s->nw == STORE_MAX_WAITERS || ident_len > ZS_IDENT_MAX)
+            return refuse(router, ident, ident_len, q->key, buf);
+        Waiter *nw = grow(s->w, s->nw, &s->capw, sizeof *nw);
+        if (!nw) return refuse(router, ident, ident_len, q->key, buf);
+        s->w = nw;
         Waiter *w = &s->w[s->nw++];
         memcpy(w->ident, ident, ident_len);
         w->ident_len = ident_len;

@@ -1,0 +1,174 @@
+/* commands.c — what ddptop tells the ranks: ckpt, stop, pause, resume,
+ * fault and ping commands on the ctl ROUTER. See internal.h.
+ *
+ * Commands (ckpt, stop, pause, resume) go to every rank whose hello has
+ * arrived, and to late ones when theirs does; each op has its own id
+ * sequence. ddptop's heartbeat is a "ping" to every rank once a second, so
+ * a worker notices a frontend that vanished (kill -9) even where
+ * PR_SET_PDEATHSIG did not fire. The f menu sends "fault" commands whose
+ * arg is fault_pack()'s (transport/wire/fault.h). Signals and the ladder
+ * are exits.c's. Main thread.
+ */
+#include "run/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "base/clock.h"
+#include "view/ui.h"
+#include "wire/fault.h"
+
+/* ddptop's heartbeat: one ping per rank this often. */
+#define PING_MS 1000
+
+static void send_cmd(Run *r, int rank, const char *op, int64_t id, int64_t arg)
+{
+    Msg m;
+    char ident[32], err[160];
+    msg_init(&m, MSG_CMD);
+    m.u.cmd.id = id;
+    m.u.cmd.arg = arg;
+    snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "%s", op);
+    m.t_ns = proto_now_ns();
+    int n = snprintf(ident, sizeof ident, "rank-%d", rank);
+    if (zs_send_to(r->ctl, ident, (size_t)n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err) == 0 && r->rec)
+        recorder_write(r->rec, REC_SRC_SENT, r->buf.data, r->buf.len, mono_ns(), 0, err, sizeof err);
+}
+
+void run_flush_cmds(Run *r)
+{
+    for (int k = 0; k < r->job->world; k++) {
+        RunRank *rk = &r->rk[k];
+        if (!rk->routable) continue;
+        if (rk->sent_ckpt < r->ckpt_id) {
+            send_cmd(r, k, "ckpt", r->ckpt_id, 0);
+            rk->sent_ckpt = r->ckpt_id;
+        }
+        /* pause n always precedes resume n: a late rank gets both, in order */
+        if (rk->sent_pause < r->pause_id) {
+            send_cmd(r, k, "pause", r->pause_id, 0);
+            rk->sent_pause = r->pause_id;
+        }
+        if (rk->sent_resume < r->resume_id) {
+            send_cmd(r, k, "resume", r->resume_id, 0);
+            rk->sent_resume = r->resume_id;
+        }
+        if (r->stop_requested && !rk->sent_stop) {
+            send_cmd(r, k, "stop", 1, 0);
+            rk->sent_stop = true;
+        }
+    }
+}
+
+/* The outcome ("paused: all 4 ranks at step 1200") comes from the ranks'
+ * phases. */
+void run_request_pause(Run *r)
+{
+    if (r->stop_requested) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
+        return;
+    }
+    if (run_procs_running(r) == 0) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "nothing to pause: every rank has ended");
+        return;
+    }
+    if (!r->pause_wanted) {
+        r->pause_id++;
+        r->pause_wanted = true;
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "pause requested (p): the ranks agree on a step, then wait; p resumes");
+    } else {
+        r->resume_id++;
+        r->pause_wanted = false;
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "resume requested (p)");
+    }
+    job_set_pause_wanted(r->job, r->pause_wanted);
+    run_flush_cmds(r);
+}
+
+void run_request_stop(Run *r, const char *why)
+{
+    if (r->stop_requested) return;
+    r->stop_requested = true;
+    r->stop_at_ms = mono_ms();
+    job_set_stopping(r->job);
+    job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s: asking every rank to stop at the same step", why);
+    snprintf(r->status, sizeof r->status, "stopping: ranks agree on the last step, then checkpoint, barrier, destroy");
+    run_flush_cmds(r);
+}
+
+void run_request_ckpt(Run *r)
+{
+    if (r->stop_requested) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "checkpoint not requested: the job is stopping (a final checkpoint is written)");
+        return;
+    }
+    r->ckpt_id++;
+    job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "checkpoint requested: every rank will agree on the step");
+    run_flush_cmds(r);
+}
+
+void run_ping_ranks(Run *r)
+{
+    int64_t now = mono_ms();
+    if (now - r->last_ping_ms < PING_MS) return;
+    r->last_ping_ms = now;
+    r->ping_id++;
+    for (int k = 0; k < r->job->world; k++) {
+        RankState st = r->job->ranks[k].state;
+        if (r->rk[k].routable && st != RANK_EXITED_OK && st != RANK_FAILED) send_cmd(r, k, "ping", r->ping_id, 0);
+    }
+}
+
+/* The f menu's choice as a fault.h Fault: step 0 is "at the next step". */
+static Fault menu_fault(int pick, int rank)
+{
+    Fault f = {.kind = FAULT_NONE, .rank = -1, .step = 0, .ms = 0};
+    switch (pick) {
+    case UI_FAULT_KILL: f.kind = FAULT_KILL; f.rank = rank; break;
+    case UI_FAULT_STALL: f.kind = FAULT_STALL; f.rank = rank; break;
+    case UI_FAULT_SLOW: f.kind = FAULT_SLOW; f.rank = rank; f.ms = UI_FAULT_SLOW_MS; break;
+    case UI_FAULT_SKIP_SET_EPOCH: f.kind = FAULT_SKIP_SET_EPOCH; break;
+    case UI_FAULT_UNSAFE_STOP: f.kind = FAULT_UNSAFE_STOP; break;
+    case UI_FAULT_NO_BARRIER: f.kind = FAULT_NO_BARRIER; break;
+    default: break;
+    }
+    return f;
+}
+
+/* fault_explain's sentence, for a fault sent live ("at step 0" there
+ * means at the rank's next step). */
+static void explain_live(const Fault *f, char *out, size_t len)
+{
+    char buf[320];
+    fault_explain(f, buf, sizeof buf);
+    const char *s = strncmp(buf, "fault: ", 7) ? buf : buf + 7;
+    const char *at = strstr(s, " at step 0 ");
+    if (at) snprintf(out, len, "%.*s at its next step %s", (int)(at - s), s, at + 11);
+    else snprintf(out, len, "%s", s);
+}
+
+void run_request_fault(Run *r, int pick, int rank)
+{
+    Fault f = menu_fault(pick, rank);
+    if (f.kind == FAULT_NONE) return;
+    if (run_procs_running(r) == 0) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "fault not injected: every rank has ended");
+        return;
+    }
+    if (f.rank >= 0 && (f.rank >= r->job->world || !r->rk[f.rank].routable)) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
+        return;
+    }
+    r->fault_id++;
+    int64_t arg = fault_pack(&f);
+    int sent = 0;
+    for (int k = 0; k < r->job->world; k++) {
+        if (!r->rk[k].routable || (f.rank >= 0 && k != f.rank)) continue;
+        send_cmd(r, k, "fault", r->fault_id, arg);
+        sent++;
+    }
+    char why[400];
+    explain_live(&f, why, sizeof why);
+    job_event(r->job, mono_ns(), wall_ns(), f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
+}

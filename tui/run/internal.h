@@ -1,0 +1,189 @@
+/* internal.h — the state of `ddptop run`, shared by the files of tui/run/
+ * that drive one job; run.h is the interface, this is not for other folders.
+ *
+ *   loop.c      run_job: start, the one zmq_poll loop, the end
+ *   inbox.c     what arrives on ctl and tel, routed to the store, the
+ *               agents, the viewers or the job model
+ *   commands.c  commands to the ranks (ckpt, stop, pause, fault, ping)
+ *   exits.c     reaping and exit bookkeeping, the shutdown ladder, the
+ *               restart decision
+ *   spawn.c     starting the ranks: the first launch and each restart
+ *   peers.c     the agents of other nodes and the attached viewers
+ *   setup.c     sockets, keys, the job model and the per-rank rows, and
+ *               their teardown
+ *
+ * Every function here that takes err returns an ErrStatus (base/err.h)
+ * and fills err when it fails; loop.c turns the status into the exit code.
+ * Main thread only.
+ */
+#ifndef DDPTOP_RUN_INTERNAL_H
+#define DDPTOP_RUN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attach/server.h"
+#include "cluster/nodes.h"
+#include "launch/launcher.h"
+#include "model/job.h"
+#include "net/curve.h"
+#include "net/publish.h"
+#include "net/zsock.h"
+#include "record/record.h"
+#include "run/bench.h"
+#include "run/hangwatch.h"
+#include "run/run.h"
+#include "run/store.h"
+#include "view/view.h"
+#include "wire/codec.h"
+
+/* What the loop knows of one rank beyond the job model. */
+typedef struct {
+    bool routable;            /* hello seen: its ctl routing id is known */
+    int64_t sent_ckpt;        /* highest ckpt id sent */
+    int64_t sent_pause, sent_resume;    /* highest ids sent */
+    bool sent_stop;
+    int64_t exit_at;          /* ms an exit 0 without bye was reaped (0: none) */
+    int exit_pid, exit_status;          /* that exit, waiting for its bye */
+    int64_t heard_ms;         /* listen: last message from it */
+    bool ext_ended;           /* listen: bye or silence ended it */
+} RunRank;
+
+typedef struct {
+    const RunOptions *o;
+    void *zctx, *ctl, *tel;
+    Store *store;
+    Launcher *l;
+    Job *job;
+    ViewTui *tui;
+    ViewHeadless hl;
+    CodecBuf buf;
+    Bench *bench;             /* NULL unless DDPTOP_BENCH_OUT is set */
+    Recorder *rec;            /* --record */
+    HangWatch hw;             /* hang verdicts (--hang-after) */
+    Publisher *pub;           /* --publish */
+    Viewers *viewers;         /* ddptop attach */
+    Nodes *nodes;             /* --nnodes > 1: the agents of nodes 1..M-1 */
+    ZapHandler *zap;          /* tcp: admits only the job's client key */
+    JobKeys keys;
+    bool tcp;                 /* ctl/tel on tcp:// with CURVE */
+    char keys_file[600];
+    bool keys_made;           /* this run wrote keys_file: remove it at the end */
+    bool launched;            /* multi-node: every node joined, ranks started */
+    bool rdzv_failed;         /* multi-node: the rendezvous or its launch failed */
+    int64_t rdzv_start_ms;
+    bool external;            /* listen: ranks are not ours to start or signal */
+    char dir[256];
+    char ctl_ep[300], tel_ep[300];
+    RunRank *rk;              /* [world] */
+    int64_t pause_id, resume_id;        /* pause n is always followed by resume n */
+    bool pause_wanted;
+    int64_t ckpt_id;
+    bool stop_requested;
+    int64_t stop_at_ms;
+    int rung;                 /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
+    bool aborted;             /* a: the job was aborted on demand (exit non-zero) */
+    int64_t ping_id, last_ping_ms;
+    int64_t fault_id;
+    bool restart_pending;     /* a rank failed: restart once every rank is reaped */
+    LaunchConfig lc;
+    char job_id[96];
+    char **restart_args;      /* trainer options + --resume CKPT_DIR/latest */
+    char resume_path[600];
+    bool quit_after;
+    int handled_signals;
+    char status[256];
+} Run;
+
+/* listen: the first hello, read before the world size (and so the job
+ * model) is known, applied once it is. */
+typedef struct {
+    Msg msg;
+    char ident[ZS_IDENT_MAX];
+    size_t ident_len;
+    CodecBuf frame;           /* as received, for the recording and viewers */
+    bool have;
+} RunHello;
+
+/* ---- setup.c ---- */
+/* The job's keys: --keys FILE when it exists, else fresh ones written there
+ * (or to ./ddptop-PID.keys, removed at the end). ERR_USAGE for a key file
+ * that cannot be read or written. */
+int run_job_keys(Run *r, char *err, size_t errlen);
+/* zmq context, ctl ROUTER and tel PULL bound where the mode says (a private
+ * ipc directory; tcp with CURVE for several nodes or listen). ERR_USAGE for
+ * a bad endpoint, a bad key file or an address that cannot be bound. */
+int run_setup_sockets(Run *r, char *err, size_t errlen);
+/* The job model, store, viewers, agents' state, recorder, publisher and
+ * the per-rank rows, for a world of w ranks. */
+int run_setup_job(Run *r, int w, char *err, size_t errlen);
+/* A fresh hang watch for a world of w ranks (the first launch, each
+ * restart): the verdicts of a run before are history. */
+int run_watch_hangs(Run *r, int w, char *err, size_t errlen);
+void run_teardown(Run *r);
+/* listen: wait for the first hello (it carries the world size) into *h,
+ * serving store requests meanwhile. *world gets the world size, or 0 when a
+ * stop signal came first (ERR_OK: nothing to do). ERR_FAIL on a socket
+ * error. */
+int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t errlen);
+
+/* ---- inbox.c ---- */
+/* Read whatever is waiting on both sockets (bounded, so keys stay
+ * responsive) and act on it. Returns how many ctl messages came. */
+int run_drain(Run *r);
+/* listen: the first hello, as if it had just arrived; frees it. */
+void run_take_hello(Run *r, RunHello *h);
+
+/* ---- commands.c ---- */
+/* Bring every routable rank up to date with the commands issued so far. */
+void run_flush_cmds(Run *r);
+/* A clean stop (once): every rank agrees on the last step. why goes to the
+ * events. */
+void run_request_stop(Run *r, const char *why);
+void run_request_ckpt(Run *r);
+/* p: pause every rank at one agreed step, or resume them. */
+void run_request_pause(Run *r);
+/* The f menu's choice (pick: UI_FAULT_*) for rank (the kinds that take one). */
+void run_request_fault(Run *r, int pick, int rank);
+/* ddptop's heartbeat: a ping to every reachable rank once a second. */
+void run_ping_ranks(Run *r);
+
+/* ---- exits.c ---- */
+/* Ranks still running: this node's children, the agents' ranks, or
+ * (listen) ranks that said hello and have not ended. */
+int run_procs_running(const Run *r);
+/* A rank's process is gone (launcher_reap's and the agents' callback; ctx
+ * is the Run). An exit 0 waits for its bye (run_held_exits). */
+void run_on_exit(void *ctx, int rank, int pid, int status);
+/* Judge the exits held for their bye: the bye came, the grace is over, or
+ * all_now. Returns how many are still held. */
+int run_held_exits(Run *r, bool all_now);
+/* A rank ended (status as waitpid's): into the job model and the
+ * recording; a failure stops the job or schedules a restart. */
+void run_rank_ended(Run *r, int rank, int pid, int status);
+/* Stop signals not yet handled: the first a clean stop, each later one a
+ * rung up the ladder. */
+void run_take_signals(Run *r);
+/* a: no clean stop; SIGTERM now, SIGKILL later (a second a: at once). */
+void run_request_abort(Run *r);
+/* The ladder's deadlines, with running ranks still running. */
+void run_ladder_tick(Run *r, int running);
+
+/* ---- spawn.c ---- */
+/* Start every rank (restart 0: the first time; K: the K-th restart, from
+ * CKPT_DIR/latest when there is one). */
+int run_launch(Run *r, int restart, char *err, size_t errlen);
+/* --max-restarts: every rank is reaped; start them all again. */
+int run_restart(Run *r, char *err, size_t errlen);
+
+/* ---- peers.c ---- */
+/* The callbacks nodes.h calls back with, on r. */
+NodeEvents run_node_events(Run *r);
+/* A command from an attached viewer (--control) acts like the key. */
+void run_viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m);
+/* Once a turn: viewers gone silent, the agents' beats, the rendezvous
+ * (launch once every node joined, or give up), listen's silent ranks. */
+void run_peers_tick(Run *r);
+
+#endif

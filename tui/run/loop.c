@@ -1,0 +1,304 @@
+/* loop.c — `ddptop run` from the first socket to the exit code: the
+ * start-up steps, the one loop and the summary. See run.h; internal.h maps
+ * the other files of tui/run/.
+ *
+ * One loop: zmq_poll over the sockets and stdin -> drain the messages ->
+ * reap -> signals and keys -> the peers' ticks -> the ladder's deadlines ->
+ * hang verdicts -> the end of the job (or a restart) -> redraw, capped at
+ * one frame per FRAME_MS (bench.h measures what that costs and how late a
+ * step reaches the screen). Each start-up step returns an ErrStatus; the
+ * exit code comes from it. Main thread.
+ */
+#include "run/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/signals.h"
+
+/* At most ~15 frames a second: smooth for a monitor, and with the pacing
+ * below a step is on screen well within 100 ms of its arrival. */
+#define FRAME_MS 66
+/* Exits are collected this often (a waitpid per rank each time). */
+#define REAP_MS 50
+/* A loop turn takes at least this long while only telemetry flows, so a
+ * busy job is read in batches (64 ranks x 100 steps/s: ~250 messages a
+ * turn) instead of a wake-up, a poll and a pipe re-activation inside
+ * ZeroMQ per message: at that load it cuts ddptop's CPU by ~40% (make
+ * bench-tui). Store and command traffic (ctl) is never paced: rendezvous
+ * waits on it. */
+#define LOOP_MIN_MS 20
+
+/* The loop's own bookkeeping across turns. */
+typedef struct {
+    uint64_t drawn_version;   /* the job model's version on screen */
+    int64_t last_draw_ms, last_reap_ms;
+    bool leave;
+} Turns;
+
+/* ---- start ---- */
+
+static void say_endpoint(const Run *r)
+{
+    const RunOptions *o = r->o;
+    if (r->tcp)
+        fprintf(stderr, "ddptop: %s on %s (CURVE; key file %s)\n", o->listen_ep ? "listening" : "rendezvous",
+                o->listen_ep ? o->listen_ep : o->rdzv, r->keys_file);
+}
+
+/* No terminal is the user's to fix (--headless): ERR_USAGE. */
+static int open_view(Run *r, int world, char *err, size_t errlen)
+{
+    if (r->o->headless) {
+        view_headless_init(&r->hl, stdout, r->o->json);
+        return ERR_OK;
+    }
+    char why[512] = "";
+    if (view_tui_open(&r->tui, world, why, sizeof why))
+        return err_setv(ERR_USAGE, err, errlen, "%s (use --headless)", why);
+    return ERR_OK;
+}
+
+/* The first event: how a viewer attaches. */
+static void say_attach(Run *r)
+{
+    const RunOptions *o = r->o;
+    const char *shown = o->listen_ep ? o->listen_ep : r->ctl_ep;
+    char rdzv_ep[300];
+    if (o->nnodes > 1) {
+        snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv);
+        shown = rdzv_ep;
+    }
+    if (r->tcp) job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
+    else job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s", shown);
+}
+
+/* The ranks' side: listen's first hello, the rendezvous of several nodes
+ * (the loop launches once every node joined), or the launch. */
+static int begin(Run *r, RunHello *first, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    int world = r->job->world;
+    if (o->listen_ep) {
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s",
+                  o->listen_ep, world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
+                  r->tcp ? r->keys_file : "");
+        run_take_hello(r, first);
+    } else if (r->nodes) {
+        r->rdzv_start_ms = mono_ms();
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)", o->rdzv,
+                  o->nnodes - 1, o->nnodes == 2 ? "" : "s", r->keys_file);
+        snprintf(r->status, sizeof r->status, "rendezvous: waiting for nodes to join on %s", o->rdzv);
+    } else {
+        if (run_launch(r, 0, err, errlen)) return ERR_FAIL;
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
+                  r->lc.log_dir);
+    }
+    return ERR_OK;
+}
+
+/* Sockets, the world size (listen: from the first hello), the job model,
+ * the screen, then the ranks. r->job stays NULL when listen was
+ * interrupted before any rank said hello (ERR_OK: nothing ran). */
+static int start_job(Run *r, char *err, size_t errlen)
+{
+    const RunOptions *o = r->o;
+    int world = o->nnodes > 1 ? o->nnodes * o->nproc : o->nproc;
+    RunHello first = {.have = false};
+    codec_buf_init(&first.frame);
+    int st = run_setup_sockets(r, err, errlen);
+    if (st) goto out;
+    say_endpoint(r);
+    if (o->listen_ep) {
+        r->external = true;
+        r->store = store_new();
+        if ((st = run_listen_first_hello(r, &first, &world, err, errlen)) || world == 0) goto out;
+    }
+    if ((st = run_setup_job(r, world, err, errlen)) || (st = open_view(r, world, err, errlen))) goto out;
+    say_attach(r);
+    st = begin(r, &first, err, errlen);
+out:
+    if (first.have) msg_done(&first.msg);
+    codec_buf_done(&first.frame);
+    return st;
+}
+
+/* ---- one turn's steps ---- */
+
+/* Until input comes, or the next frame slot when something changed (a
+ * step reaches the screen within FRAME_MS of its arrival). */
+static void wait_input(Run *r, const Turns *t)
+{
+    long timeout = FRAME_MS;
+    if (r->tui && r->job->version != t->drawn_version) {
+        int64_t until = t->last_draw_ms + FRAME_MS - mono_ms();
+        timeout = until < 0 ? 0 : until > FRAME_MS ? FRAME_MS : (long)until;
+    }
+    zmq_pollitem_t items[3] = {
+        {r->tel, 0, ZMQ_POLLIN, 0},
+        {r->ctl, 0, ZMQ_POLLIN, 0},
+        {NULL, 0, ZMQ_POLLIN, 0},   /* fd 0: the keys */
+    };
+    if (zmq_poll(items, r->tui ? 3 : 2, timeout) < 0 && errno != EINTR)
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
+}
+
+/* The store's timeouts, the recording's flush and (every REAP_MS) this
+ * node's exits. Returns how many exits still wait for their bye. */
+static int collect(Run *r, Turns *t)
+{
+    char err[512];
+    store_tick(r->store, r->ctl, mono_ms(), &r->buf);
+    if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err)) job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
+    if (mono_ms() - t->last_reap_ms >= REAP_MS) {
+        launcher_reap(r->l, run_on_exit, r);
+        t->last_reap_ms = mono_ms();
+    }
+    return run_held_exits(r, false);
+}
+
+static void take_keys(Run *r, Turns *t)
+{
+    if (!r->tui) return;
+    ViewAction a;
+    /* q asks first only while a stop is not already on its way */
+    bool running = run_procs_running(r) > 0 && !r->stop_requested;
+    while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
+        if (a == VIEW_ACT_CKPT) run_request_ckpt(r);
+        else if (a == VIEW_ACT_DESTROY) { r->restart_pending = false; run_request_stop(r, "destroy requested (d)"); }
+        else if (a == VIEW_ACT_PAUSE) run_request_pause(r);
+        else if (a == VIEW_ACT_ABORT) run_request_abort(r);
+        else if (a == VIEW_ACT_FAULT) {
+            int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
+            run_request_fault(r, pick, rank);
+        } else if (a == VIEW_ACT_QUIT) {
+            r->restart_pending = false;
+            r->quit_after = true;
+            if (run_procs_running(r) > 0) run_request_stop(r, "quit requested (q)");
+        } else if (a == VIEW_ACT_REDRAW) t->drawn_version = (uint64_t)-1;
+    }
+}
+
+/* Who waits for whom: one verdict per hang, in the events and as
+ * {"k":"hang",...} for scripts. */
+static void watch_hangs(Run *r, int running)
+{
+    if (running == 0 || !hangwatch_tick(&r->hw, r->job, r->l, mono_ns(), proto_now_ns())) return;
+    job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "hang: %s", r->hw.last.verdict);
+    if (!r->tui) view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
+    snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
+}
+
+/* Nothing runs and no exit waits for its bye: restart (--max-restarts),
+ * or say how the job ended. Returns true when the loop should leave. */
+static bool job_over(Run *r, int running, int held, bool starting)
+{
+    if (running == 0 && held == 0 && r->restart_pending) {
+        char err[512];
+        if (run_restart(r, err, sizeof err)) {
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "restart failed: %s", err);
+            r->restart_pending = false;
+        }
+        running = run_procs_running(r);
+    }
+    if (running > 0 || held > 0 || r->restart_pending || starting) return false;
+    if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
+    if (!r->status[0] || r->stop_requested)
+        snprintf(r->status, sizeof r->status, "%s — press q to leave",
+                 job_all_clean(r->job) ? "job done: every rank ended cleanly" : "job failed: see the events");
+    return r->o->headless || r->quit_after;
+}
+
+/* A frame when the job changed (at most one per FRAME_MS), at least one a
+ * second, and the last one; headless: its own pace. */
+static void draw(Run *r, Turns *t)
+{
+    int64_t now = mono_ms();
+    if (!r->tui) {
+        view_headless_tick(&r->hl, r->job, mono_ns());
+        return;
+    }
+    if ((r->job->version != t->drawn_version && now - t->last_draw_ms >= FRAME_MS) || now - t->last_draw_ms >= 1000 ||
+        t->leave) {
+        int64_t t0 = mono_ns();
+        view_tui_draw(r->tui, r->job, t0, r->status);
+        bench_on_frame(r->bench, t0, r->job);
+        t->drawn_version = r->job->version;
+        t->last_draw_ms = now;
+    }
+}
+
+/* A turn lasts LOOP_MIN_MS at least, never past the next frame slot. */
+static void pace(const Run *r, const Turns *t, int64_t turn_start_ms, int n_ctl)
+{
+    if (t->leave || n_ctl > 0) return;
+    int64_t left = turn_start_ms + LOOP_MIN_MS - mono_ms();
+    if (r->tui && r->job->version != t->drawn_version) {
+        int64_t until = t->last_draw_ms + FRAME_MS - mono_ms();
+        if (until < left) left = until;
+    }
+    if (left > 0) {
+        struct timespec ts = {0, (long)left * 1000000L};
+        nanosleep(&ts, NULL);    /* a signal cuts it short: fine */
+    }
+}
+
+static void run_loop(Run *r)
+{
+    Turns t = {.drawn_version = (uint64_t)-1};
+    while (!t.leave) {
+        int64_t turn_start_ms = mono_ms();
+        wait_input(r, &t);
+        int n_ctl = run_drain(r);
+        int held = collect(r, &t);
+        run_take_signals(r);
+        take_keys(r, &t);
+        run_ping_ranks(r);
+        run_peers_tick(r);
+        bool starting = r->nodes && !r->launched && !r->rdzv_failed;   /* the rendezvous goes on */
+        int running = run_procs_running(r);
+        run_ladder_tick(r, running);
+        watch_hangs(r, running);
+        t.leave = job_over(r, running, held, starting);
+        draw(r, &t);
+        pace(r, &t, turn_start_ms, n_ctl);
+    }
+}
+
+/* ---- end ---- */
+
+/* The summary; ERR_OK only when every rank ended cleanly. */
+static int end_job(Run *r)
+{
+    run_held_exits(r, true);
+    if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended");
+    int st = job_all_clean(r->job) && !r->aborted && !r->rdzv_failed ? ERR_OK : ERR_FAIL;
+    view_tui_close(&r->tui);
+    bench_finish(r->bench, r->job);
+    if (!r->o->headless) view_headless_init(&r->hl, stdout, false);
+    if (r->rdzv_failed && !r->launched) printf("job not started: %s\n", r->status);
+    else view_headless_summary(&r->hl, r->job, mono_ns());
+    return st;
+}
+
+int run_job(const RunOptions *o)
+{
+    Run run = {.o = o};
+    char err[512] = "";
+    codec_buf_init(&run.buf);
+    signals_catch_stop(1);
+    int st = start_job(&run, err, sizeof err);
+    if (st != ERR_OK) {
+        view_tui_close(&run.tui);   /* the terminal back before the error line */
+        if (err[0]) fprintf(stderr, "ddptop: %s\n", err);
+    } else if (run.job) {
+        run_loop(&run);
+        st = end_job(&run);
+    }
+    run_teardown(&run);
+    return err_exit_code(st);
+}
