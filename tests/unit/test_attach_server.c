@@ -152,7 +152,7 @@ static void send_cmd(void *s, const char *op, int64_t id, int64_t arg)
 }
 
 /* Read one message off the router (waiting up to 1 s) and hand it to
- * viewers_handle as run.c does. */
+ * viewers_handle as the run loop (tui/run/peers.c) does. */
 static ViewerAction route_one(Viewers *v, void *router, int64_t now_ms, char *who, size_t wholen)
 {
     zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
@@ -171,7 +171,7 @@ static ViewerAction route_one(Viewers *v, void *router, int64_t now_ms, char *wh
 }
 
 /* Everything a viewer receives until `quiet_ms` pass with nothing, pumping
- * the viewers' queues as run.c's loop does. */
+ * the viewers' queues as the run loop does. */
 static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
 {
     got_reset(&got);
@@ -249,7 +249,7 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     TEST_BEGIN("snapshot_order_content_and_forwarding");
     Viewers *v = viewers_new(2);
     CHECK(v != NULL, "viewers_new");
-    /* a job under way: frames as run.c's tap sees them, out of snapshot order */
+    /* a job under way: frames as the run loop's tap (tui/run/inbox.c) sees them, out of snapshot order */
     Frame fs[] = {
         hello(1, 2), hello(0, 2), phase(0, PHASE_TRAIN), shard(0, 8, 0), step(0, 1),
         phase(1, PHASE_TRAIN), step(1, 1), step(0, 2), simple(MSG_CKPT, 0), simple(MSG_EVAL, 0),

@@ -30,7 +30,7 @@
 
 typedef struct Viewers Viewers;
 
-/* What run.c must do for a viewer's command. */
+/* What the run loop (tui/run/peers.c) must do for a viewer's command. */
 typedef enum {
     VIEWER_NONE = 0,
     VIEWER_CKPT,

@@ -28,7 +28,7 @@ typedef enum {
     VIEW_ACT_FAULT,     /* f menu: inject Ui.fault_pick on Ui.fault_rank */
 } ViewAction;
 
-/* The f menu's faults, in menu order (run.c turns them into transport/wire/fault.h
+/* The f menu's faults, in menu order (tui/run/commands.c turns them into transport/wire/fault.h
  * Faults: the first three on the selected rank, the rest on every rank). */
 typedef enum {
     UI_FAULT_KILL = 0, UI_FAULT_STALL, UI_FAULT_SLOW, UI_FAULT_SKIP_SET_EPOCH, UI_FAULT_UNSAFE_STOP,

@@ -4,7 +4,7 @@
 # transport/net/publish.c) re-publishes, prints one line per step with the
 # right loss, and exits 0 once every rank said bye. Over tcp://127.0.0.1:*
 # (the port the publisher got) and over ipc://.
-# The live `ddptop run --publish` test comes with the run.c hook.
+
 . tests/lib.sh
 TOOL=$BUILD/tests/tool_pub
 SUB=examples/subscriber.py

@@ -5,7 +5,7 @@
 # a trace with a step span per step per rank, one JSON line per recorded
 # message; ddptop killed with SIGKILL leaves a recording that reads up to
 # the last second and says it ends early; bad --record/--publish values are
-# one line. Skips until ddptop has --record (the run.c/main.c hooks).
+# one line.
 . tests/lib.sh
 "$DDPTOP" --help 2>/dev/null | grep -q -- '--record' || skip "skip: this ddptop has no --record yet"
 "$PY" -c 'import zmq, msgpack, json, csv' 2>/dev/null || skip "skip: $PY cannot import zmq and msgpack"
