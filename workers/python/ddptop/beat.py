@@ -3,7 +3,7 @@
 Once a second, also while the script is stuck in a collective (torch
 releases the GIL while it waits): a `beat` with the last step, the phase,
 the oldest collective in flight and where the script's thread is, as
-"file:line function" in the key "where" (ddptop skips keys it does not
+"file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
 know). It also sends the telemetry burst, so a slow step never leaves
 messages waiting, and watches ddptop's pings: silent past
 DDPTOP_PING_TIMEOUT seconds (default 15, 0 off) after its first ping, ddptop
@@ -16,9 +16,12 @@ interpreter is blocked.
 """
 import faulthandler
 import os
+import runpy
 import signal
 import sys
 import threading
+
+import torch
 
 from . import collectives
 from .state import run
@@ -26,8 +29,19 @@ from .state import run
 BEAT_S = 1.0
 
 
+# Frames under these are the machinery, not the script's line a user looks for.
+_SKIP = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, runpy, threading)) + \
+    (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
 def where(r):
-    f = sys._current_frames().get(r.main_thread)
+    """The script's innermost frame on the main thread: "train.py:88 main"
+    (torch's and the adapter's own frames skipped; the innermost when the
+    script has none)."""
+    top = f = sys._current_frames().get(r.main_thread)
+    while f is not None and f.f_code.co_filename.startswith(_SKIP):
+        f = f.f_back
+    f = f or top
     if f is None:
         return ""
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} {f.f_code.co_name}"
