@@ -7,9 +7,8 @@ run as usual), and turn how it ended into ddptop's terms:
   returned / sys.exit(n)   bye with that status, exit with it;
   StopTraining (a stop)    barrier with a timeout, destroy the process
                            group if the script did not, bye 0, exit 0;
-  any other exception      phase error, the traceback as log lines (the
-                           script's frames; the whole one on stderr), bye 1,
-                           exit 1.
+  any other exception      phase error, the traceback as log lines, one a
+                           frame (the whole one on stderr), bye 1, exit 1.
 
 --timeout S is what `ddptop run` gives every worker: the default timeout of
 the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
@@ -69,13 +68,16 @@ def check(module, script, env):
     print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}")
 
 
-def script_traceback(e):
-    """The traceback without runpy's and the adapter's frames."""
+def script_traceback(e, most=8):
+    """The traceback as short lines, one a frame, for ddptop's events (which
+    keep about 200 characters a line): the script's frames (not runpy's nor
+    the adapter's), the innermost `most`, then the exception."""
     here = os.path.dirname(os.path.abspath(__file__))
     frames = [f for f in traceback.extract_tb(e.__traceback__)
-              if not f.filename.startswith(here) and os.path.basename(f.filename) != "runpy.py"]
-    return "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) + \
-        "".join(traceback.format_exception_only(type(e), e))
+              if not f.filename.startswith(here) and "runpy" not in os.path.basename(f.filename)]
+    lines = [f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-most:]]
+    head = "Traceback (most recent call last)" + (f", {len(frames) - most} frames left out" if len(frames) > most else "")
+    return [head] + lines + ["".join(traceback.format_exception_only(type(e), e)).strip()]
 
 
 def orderly_stop(r):
@@ -142,7 +144,8 @@ def main(argv):
         lifecycle.hello()
         what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
         r.set_phase("error", what)
-        r.log("error", script_traceback(e))
+        for line in script_traceback(e):
+            r.log("error", line)
     finally:
         stop_beat.set()
         lifecycle.hello()
