@@ -40,6 +40,7 @@ def train(rank, hooked, store_path, out):
         assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0], steer.STEER.agreed
     if rank == 0:
         torch.save([p.detach() for p in model.parameters()], out)
+    dist.barrier()     # no rank tears Gloo down while the other still uses it
     dist.destroy_process_group()
 
 
