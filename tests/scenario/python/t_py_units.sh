@@ -1,0 +1,109 @@
+# The torch adapter's parts without ddptop: its frames decode in the C codec
+# (tool_wire) and in msgpack; its safetensors writer is read by the
+# safetensors package; long logs are cut to the field size; and DDP with
+# the adapter's comm hook (flags riding in the last bucket) ends with the
+# very weights of DDP's default all-reduce.
+. tests/lib.sh
+"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+export PYTHONPATH=$PWD/workers/python${PYTHONPATH:+:$PYTHONPATH}
+# a file, not stdin: torch.multiprocessing's spawned ranks import it
+cat >"$TMP/units.py" <<'PYEOF'
+import os, subprocess, sys, tempfile
+import msgpack, torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from ddptop import safetensors_io, state, wire
+
+# 4. the comm hook keeps DDP's default result, bit for bit
+def train(rank, hooked, store_path, out):
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=2)
+    if hooked:
+        from ddptop import ddp_hook, steer
+        class Quiet:
+            drops = 0
+            def send(self, *a): pass
+            def send_important(self, *a): pass
+            def commands(self): return []
+        state.set_run(state.Run(Quiet(), rank, 2, rank, 2, 0))
+        ddp_hook.install()
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.Tanh(), torch.nn.Linear(64, 5)), bucket_cap_mb=0.004)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(5):
+        loss = model(torch.randn(8, 30, generator=g)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if hooked:
+        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0], steer.STEER.agreed
+    if rank == 0:
+        torch.save([p.detach() for p in model.parameters()], out)
+    dist.barrier()     # no rank tears Gloo down while the other still uses it
+    dist.destroy_process_group()
+
+
+def main():
+    tmp, tool = sys.argv[1], sys.argv[2]
+    # 1. frames: msgpack and the C decoder read what the adapter writes
+    samples = {
+        "hello": dict(local_rank=1, world=2, local_world=2, pid=7, host="h\u00f4te", device="cpu", backend="gloo",
+                      version="ddptop-py 0.1.0", dataset="", model="", params=0, batch=0, max_steps=0,
+                      steps_per_epoch=0, dataset_size=0),
+        "step": dict(epoch=1, step=12, loss=0.25, lr=0.05, samples=768, step_ms=1.5, fwd_ms=0.5, bwd_ms=0.5,
+                     opt_ms=0.25, comm_ms=0.125, exposed_ms=0.0625, drops=0, dev_mem=0, dev_mem_total=0),
+        "coll": dict(seq=5, op="allreduce", bucket=0, step=12, bytes=407080, enq=1, start=1, done=2, algbw=1.5, busbw=1.5),
+        "shard": dict(epoch=0, seed=0, shuffle=True, drop_last=False, size=5, num_samples=3, total_size=6, padding=1,
+                      idx=[4, 0, 2]),
+        "beat": dict(step=3, phase="train", seq=9, op="barrier", since=11, where="train.py:88 main"),
+        "log": dict(level="warn", text=wire.cut("\u00e9" * 400, wire.STR_LONG)),
+        "phase": dict(phase="paused", detail="paused after step 3"),
+        "ckpt": dict(step=3, epoch=0, ok=True, path="/x/step-00000003", bytes=10, ms=1.0, error=""),
+        "bye": dict(status=0, step=3),
+    }
+    for kind, fields in samples.items():
+        frame = wire.encode(kind, 1, fields, t_ns=1700000000123456789)
+        m = msgpack.unpackb(frame, raw=False)
+        assert list(m)[:4] == ["v", "k", "r", "t"] and m["v"] == 1 and m["k"] == kind, m
+        assert {k: m[k] for k in fields} == fields, (kind, m)
+        path = os.path.join(tmp, kind + ".bin")
+        open(path, "wb").write(frame)
+        out = subprocess.run([tool, "decode", path], capture_output=True, text=True)
+        assert out.returncode == 0, (kind, out.stderr)
+        got = dict(l.split("=", 1) for l in out.stdout.splitlines())
+        assert got["k"] == kind and got["r"] == "1", got
+    assert len(wire.cut("\u00e9" * 400, wire.STR_LONG).encode()) <= wire.STR_LONG - 1
+    assert wire.decode(msgpack.packb({"v": 2, "k": "cmd"})) is None and wire.decode(b"\xc1") is None
+
+    # 2. long log text: pieces that fit the field, lines kept whole where they fit
+    text = "\n".join(f"line {i} " + "x" * 90 for i in range(30))
+    parts = state._chunks(text, wire.STR_LONG - 1)
+    assert all(len(p.encode()) <= wire.STR_LONG - 1 for p in parts) and "\n".join(parts) == text, parts
+
+    # 3. the safetensors writer, read by the safetensors package
+    from safetensors.torch import load as st_load
+    from safetensors import safe_open
+    ts = {"a.weight": torch.randn(3, 4), "b": torch.arange(6, dtype=torch.int64).reshape(2, 3),
+          "h": torch.randn(5).to(torch.bfloat16), "m": torch.tensor([True, False]), "s": torch.tensor(2.5)}
+    raw = safetensors_io.encode(ts, {"format": "pt", "step": "3"})
+    back = st_load(raw)
+    assert back.keys() == ts.keys() and all(torch.equal(back[k], ts[k]) for k in ts), back
+    open(os.path.join(tmp, "t.safetensors"), "wb").write(raw)
+    with safe_open(os.path.join(tmp, "t.safetensors"), "pt") as f:
+        assert f.metadata() == {"format": "pt", "step": "3"}
+
+    res = {}
+    for hooked in (False, True):
+        out = os.path.join(tmp, f"w{int(hooked)}.pt")
+        mp.spawn(train, args=(hooked, os.path.join(tmp, f"store{int(hooked)}"), out), nprocs=2)
+        res[hooked] = torch.load(out)
+    assert all(torch.equal(a, b) for a, b in zip(res[False], res[True])), "the hook changed the weights"
+    print("PASS: frames, chunks, safetensors, comm hook == DDP default")
+
+
+if __name__ == "__main__":
+    main()
+PYEOF
+"$PY" "$TMP/units.py" "$TMP" "$BUILD/tests/tool_wire" || die "adapter units"
+echo "PASS: adapter units"

@@ -1,0 +1,80 @@
+"""beat.py — the heartbeat thread, and stacks on demand.
+
+Once a second, also while the script is stuck in a collective (torch
+releases the GIL while it waits): a `beat` with the last step, the phase,
+the oldest collective in flight and where the script's thread is, as
+"file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
+know). It also sends the telemetry burst, so a slow step never leaves
+messages waiting, and watches ddptop's pings: silent past
+DDPTOP_PING_TIMEOUT seconds (default 15, 0 off) after its first ping, ddptop
+is gone or stuck, and the rank leaves at once with status 1, as the C
+worker does (an orderly exit could wait on peers for the whole timeout).
+
+faulthandler dumps every thread's Python stack to stderr (the rank's log)
+on SIGUSR1 (DDPTOP_STACK_SIGNAL names another), even while the
+interpreter is blocked.
+"""
+import faulthandler
+import os
+import runpy
+import signal
+import sys
+import threading
+
+import torch
+
+from . import collectives
+from .state import run
+
+BEAT_S = 1.0
+
+
+# Frames under these are the machinery, not the script's line a user looks for.
+_SKIP = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, runpy, threading)) + \
+    (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
+def where(r):
+    """The script's innermost frame on the main thread: "train.py:88 main"
+    (torch's and the adapter's own frames skipped; the innermost when the
+    script has none)."""
+    top = f = sys._current_frames().get(r.main_thread)
+    while f is not None and f.f_code.co_filename.startswith(_SKIP):
+        f = f.f_back
+    f = f or top
+    if f is None:
+        return ""
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} {f.f_code.co_name}"
+
+
+def beat_once(r):
+    seq, op, since = collectives.oldest_in_flight()
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r))
+    r.up.flush()
+
+
+def _loop(r, stop, ping_timeout_s):
+    while not stop.wait(BEAT_S):
+        silent = r.up.silent_s(ping_timeout_s)
+        if silent:
+            sys.stderr.write(f"ddptop-py rank {r.rank}: nothing from ddptop for {silent:.1f} s "
+                             f"(DDPTOP_PING_TIMEOUT): it is gone or stuck; exiting\n")
+            sys.stderr.flush()
+            os._exit(1)
+        if r.hello_sent:      # a beat before the hello would name a rank ddptop does not know yet
+            beat_once(r)
+
+
+def start(env=None):
+    """Start beating; returns the Event that stops the thread."""
+    env = os.environ if env is None else env
+    r = run()
+    try:
+        ping = float(env.get("DDPTOP_PING_TIMEOUT") or 15)
+    except ValueError:
+        ping = 15.0
+    sig = getattr(signal, env.get("DDPTOP_STACK_SIGNAL") or "SIGUSR1", signal.SIGUSR1)
+    faulthandler.register(sig, file=sys.stderr, all_threads=True)
+    stop = threading.Event()
+    threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True).start()
+    return stop

@@ -1,0 +1,143 @@
+"""ckpt.py — checkpoints ddptop asked for, and the script's own torch.save.
+
+`ckpt` (agreed by steer.py): rank 0 writes CKPT_DIR/step-NNNNNNNN/ with
+model.safetensors (the DDP module's state_dict under PyTorch's own names,
+"module." stripped) and trainer.safetensors (optimizer state as
+"state.<param>.<buffer>" tensors, the rest as metadata), the same scheme as
+workers/ckpt/ckpt.c: built in a temp dir, files and dir fsynced, renamed
+into place, then `latest` (a symlink) swapped by rename. Callbacks from
+ddptop.on_checkpoint(fn) run with the temp dir before the rename, so what
+they write is part of the same atomic checkpoint. CKPT_DIR is
+DDPTOP_CKPT_DIR, default ./checkpoints. A failure is reported, not fatal.
+
+torch.save from the script is reported as phase checkpoint + `ckpt`.
+"""
+import functools
+import json
+import os
+import shutil
+import time
+
+import torch
+
+from . import safetensors_io, wire
+from .state import run
+
+_ORIG_SAVE = torch.save
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _optimizer_tensors(opt, names):
+    """Optimizer state as tensors "state.<param>.<buffer>", the rest as metadata."""
+    sd = opt.state_dict()
+    params = [p for g in opt.param_groups for p in g["params"]]
+    index_name = {i: names.get(id(p), f"param{i}") for i, p in enumerate(params)}
+    tensors, scalars = {}, {}
+    for i, st in sd["state"].items():
+        for buf, v in st.items():
+            key = f"state.{index_name[i]}.{buf}"
+            if isinstance(v, torch.Tensor):
+                tensors[key] = v
+            else:
+                scalars[key] = v
+    groups = [{k: (v if k != "params" else [index_name[i] for i in v]) for k, v in g.items()}
+              for g in sd["param_groups"]]
+    return tensors, {"optimizer": type(opt).__name__, "param_groups": json.dumps(groups, default=str),
+                     "scalars": json.dumps(scalars, default=str)}
+
+
+def _write_files(d, r):
+    ddp = r.ddp
+    model = {}
+    names = {}
+    if ddp is not None:
+        model = {k[len("module."):] if k.startswith("module.") else k: v for k, v in ddp.state_dict().items()}
+        names = {id(p): n for n, p in ddp.module.named_parameters()}
+    opt_t, meta = {}, {}
+    opts = [o() for o in r.optimizers if o() is not None]
+    if opts:
+        opt_t, meta = _optimizer_tensors(opts[0], names)
+    meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples,
+                world_size=r.world, torch=torch.__version__)
+    if model:
+        safetensors_io.save(model, os.path.join(d, "model.safetensors"), {"format": "pt"})
+    safetensors_io.save(opt_t, os.path.join(d, "trainer.safetensors"), meta)
+    for fn in r.ckpt_callbacks:
+        fn(d)
+    total = 0
+    for f in os.listdir(d):
+        p = os.path.join(d, f)
+        if os.path.isfile(p):
+            total += os.path.getsize(p)
+            _fsync(p)
+    return total
+
+
+def write(why, after, after_detail=""):
+    """Rank 0 writes a checkpoint of this step; every rank then reports
+    phase `after`. Returns the directory or None."""
+    r = run()
+    if r.rank != 0:
+        return None
+    r.set_phase("checkpoint", why)
+    t0 = time.monotonic()
+    top = os.environ.get("DDPTOP_CKPT_DIR") or r.ckpt_dir
+    final = os.path.join(top, f"step-{r.step:08d}")
+    tmp = os.path.join(top, f".tmp-step-{r.step:08d}-{os.getpid()}")
+    err, nbytes = "", 0
+    try:
+        os.makedirs(tmp, exist_ok=True)
+        nbytes = _write_files(tmp, r)
+        _fsync(tmp)
+        if os.path.isdir(final):      # the same step again: the new one wins
+            os.rename(final, tmp + ".old")
+        os.rename(tmp, final)
+        _fsync(top)
+        link = os.path.join(top, f".latest-{os.getpid()}")
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.basename(final), link)
+        os.rename(link, os.path.join(top, "latest"))
+        _fsync(top)
+        shutil.rmtree(tmp + ".old", ignore_errors=True)
+    except Exception as e:      # reported, not fatal: earlier checkpoints are untouched
+        err = f"{type(e).__name__}: {e}"
+    r.important("ckpt", step=r.step, epoch=r.epoch, ok=not err, path=wire.cut(os.path.abspath(final), wire.STR_LONG),
+                bytes=nbytes, ms=(time.monotonic() - t0) * 1e3, error=wire.cut(err, wire.STR_MED))
+    if err:
+        r.log("error", f"checkpoint failed: {err}")
+    r.set_phase(after, after_detail)
+    return None if err else final
+
+
+def install():
+    @functools.wraps(_ORIG_SAVE)
+    def save(obj, f, *args, **kwargs):
+        r = run()
+        if r is None:
+            return _ORIG_SAVE(obj, f, *args, **kwargs)
+        before = r.phase
+        path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "")
+        r.set_phase("checkpoint", f"torch.save {path}")
+        t0 = time.monotonic()
+        err = ""
+        try:
+            return _ORIG_SAVE(obj, f, *args, **kwargs)
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            size = os.path.getsize(path) if path and os.path.isfile(str(path)) else 0
+            r.important("ckpt", step=r.step, epoch=r.epoch, ok=not err,
+                        path=wire.cut(os.path.abspath(path) if path else "", wire.STR_LONG), bytes=size,
+                        ms=(time.monotonic() - t0) * 1e3, error=wire.cut(err, wire.STR_MED))
+            r.set_phase(before)
+
+    torch.save = save

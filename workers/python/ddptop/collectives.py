@@ -1,0 +1,122 @@
+"""collectives.py — every collective as a `coll` message, and the one in
+flight for the heartbeat.
+
+The user's own `dist.*` calls (barrier, broadcast, all_reduce, ...) are
+wrapped in torch.distributed's namespace and in distributed_c10d's (where
+torch's own helpers look them up); DDP's gradient buckets come through
+ddp_hook.py, which calls begin/end directly. Sequence numbers count calls in
+the order this rank makes them, so the same call has the same seq on every
+rank and a rank whose seq stays put names itself in a hang. A call made
+inside another wrapped call (all_gather_object's all_gather) is not counted
+twice. Bandwidths follow nccl-tests.
+"""
+import functools
+import threading
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from . import wire
+from .state import run
+
+# function name -> (op on the wire, bus bandwidth factor of (n-1)/n terms)
+WRAPPED = {
+    "all_reduce": ("allreduce", 2), "broadcast": ("broadcast", 0), "barrier": ("barrier", 0),
+    "monitored_barrier": ("barrier", 0), "all_gather": ("allgather", 1),
+    "all_gather_into_tensor": ("allgather", 1), "_all_gather_base": ("allgather", 1),
+    "reduce_scatter": ("reducescatter", 1), "reduce_scatter_tensor": ("reducescatter", 1),
+    "_reduce_scatter_base": ("reducescatter", 1), "reduce": ("reduce", 0), "gather": ("gather", 0),
+    "scatter": ("scatter", 0), "all_to_all": ("alltoall", 1), "all_to_all_single": ("alltoall", 1),
+    "all_gather_object": ("allgather", 1), "broadcast_object_list": ("broadcast", 0),
+}
+_depth = threading.local()
+ORIG = {}      # name -> torch's own function, for the adapter's own collectives
+
+
+def begin(op):
+    """A collective starts: its seq, and it is in flight from now."""
+    r = run()
+    with r.coll_lock:
+        r.coll_seq += 1
+        seq = r.coll_seq
+        r.in_flight[seq] = (op, wire.wall_ns())
+    return seq
+
+
+def end(seq, op, nbytes, bucket=-1, step=None, factor=2):
+    """It completed: out of flight, and a coll message. Returns seconds taken."""
+    r = run()
+    done = wire.wall_ns()
+    with r.coll_lock:
+        _, start = r.in_flight.pop(seq, (op, done))
+    n = max(r.world, 1)
+    dt = done - start
+    alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
+    bus = alg * factor * (n - 1) / n if factor else alg
+    r.send("coll", seq=seq, op=op, bucket=bucket, step=r.step if step is None else step, bytes=nbytes,
+           enq=start, start=start, done=done, algbw=alg, busbw=bus)
+    return dt / 1e9
+
+
+def oldest_in_flight():
+    """(seq, op, since_ns) of the oldest collective in flight, or (-1, "", 0)."""
+    r = run()
+    with r.coll_lock:
+        if not r.in_flight:
+            return -1, "", 0
+        seq = min(r.in_flight)
+        op, since = r.in_flight[seq]
+    return seq, op, since
+
+
+def tensor_bytes(args, kwargs):
+    """Payload per rank: the first tensor (or list of tensors) among the arguments."""
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            return a.numel() * a.element_size()
+        if isinstance(a, (list, tuple)) and a and all(isinstance(t, torch.Tensor) for t in a):
+            return sum(t.numel() * t.element_size() for t in a)
+    return 0
+
+
+def _wrap(name, fn, op, factor):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if run() is None or getattr(_depth, "n", 0) or not dist.is_initialized():
+            return fn(*args, **kwargs)
+        seq = begin(op)
+        nbytes = tensor_bytes(args, kwargs)
+        _depth.n = 1
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException:
+            with run().coll_lock:
+                run().in_flight.pop(seq, None)
+            raise
+        finally:
+            _depth.n = 0
+        if kwargs.get("async_op") and out is not None and hasattr(out, "get_future"):
+            out.get_future().then(lambda f: end(seq, op, nbytes, factor=factor))
+        else:
+            end(seq, op, nbytes, factor=factor)
+        return out
+    wrapper.__ddptop_wrapped__ = True
+    return wrapper
+
+
+def install():
+    for name, (op, factor) in WRAPPED.items():
+        fn = getattr(c10d, name, None)
+        if fn is None or getattr(fn, "__ddptop_wrapped__", False):
+            continue
+        ORIG[name] = fn
+        w = _wrap(name, fn, op, factor)
+        setattr(c10d, name, w)
+        if getattr(dist, name, None) is fn:
+            setattr(dist, name, w)
+
+
+def orig(name):
+    """torch's own function: the adapter's collectives are not the script's."""
+    return ORIG.get(name) or getattr(c10d, name)

@@ -1,0 +1,123 @@
+"""ddp_hook.py — DistributedDataParallel watched through a comm hook.
+
+Every DDP built while the adapter runs gets a comm hook that does what
+DDP's default does — all-reduce the bucket, sum, then divide by the world
+size — and reports each bucket as a `coll` message (index, bytes, time,
+bandwidths). The last bucket of a backward also carries the command flags
+(steer.py): all-reduce cat(bucket, flags), split in the callback, so the
+agreement costs one copy of that bucket and no collective of its own. Ours is
+registered at the first forward, so a script that registers its own comm
+hook keeps it (DDP takes one): then the flags go through steer's own small
+all-reduce instead, and buckets are not reported.
+
+The bucket layout is logged once and again whenever DDP rebuilds its
+buckets (it does after the first iteration), so the buckets ddptop shows
+can be checked against the ones the hook saw.
+"""
+import functools
+import time
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from . import collectives
+from .state import run
+from .steer import STEER, FL_COUNT
+
+
+class HookState:
+    def __init__(self, process_group, world):
+        self.pg = process_group
+        self.world = world
+        self.layout = []          # (index, bytes, tensors) of this backward's buckets
+        self.logged = None
+        self.last_launch = 0.0
+
+
+def _log_layout(st, step):
+    if st.layout == st.logged:
+        return
+    st.logged = list(st.layout)
+    parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, b, n in sorted(st.layout))
+    run().log("info", f"DDP gradient buckets from step {step}: {len(st.layout)} buckets; {parts}")
+
+
+def comm_hook(st, bucket):
+    r = run()
+    buf = bucket.buffer()
+    n = buf.numel()
+    nbytes = n * buf.element_size()
+    index, last = bucket.index(), bucket.is_last()
+    step = r.step + 1       # the step this backward belongs to
+    if index == 0:      # DDP launches buckets in index order
+        st.layout = []
+    st.layout.append((index, nbytes, len(bucket.gradients())))
+    seq = collectives.begin("allreduce")
+    if last:
+        t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)])
+        _log_layout(st, step)
+        st.last_launch = time.monotonic()
+    else:
+        t = buf
+    fut = collectives.orig("all_reduce")(t, group=st.pg, async_op=True).get_future()
+
+    def done(f):
+        out = f.value()[0]
+        secs = collectives.end(seq, "allreduce", nbytes, bucket=index, step=step)
+        r.comm_s += secs
+        if last:
+            STEER.agreed = out[n:n + FL_COUNT].tolist()
+            out = out[:n]
+            r.exposed_s += time.monotonic() - st.last_launch
+        return out.div_(st.world)
+
+    return fut.then(done)
+
+
+def _ensure_hook(ddp):
+    """Ours, at the first forward, unless the script registered its own by
+    then (DDP takes one hook, and only before the first backward)."""
+    ddp.__ddptop_hook__ = True
+    if getattr(ddp, "__ddptop_user_hook__", False):
+        run().log("info", "DDP: the script registered its own comm hook; buckets are not reported")
+        return
+    pg = ddp.process_group
+    _ORIG["register_comm_hook"](ddp, HookState(pg, pg.size()), comm_hook)
+
+
+_ORIG = {}
+
+
+def install():
+    _ORIG.update(init=DDP.__init__, forward=DDP.forward, register_comm_hook=DDP.register_comm_hook,
+                 builtin=DDP._register_builtin_comm_hook)
+
+    @functools.wraps(_ORIG["init"])
+    def init(self, *args, **kwargs):
+        _ORIG["init"](self, *args, **kwargs)
+        r = run()
+        if r is None:
+            return
+        r.ddp = self
+        self.__ddptop_hook__ = False
+        params = sum(p.numel() for p in self.module.parameters())
+        r.log("info", f"DDP: {type(self.module).__name__}, {params} parameters, "
+                      f"bucket cap {self.bucket_bytes_cap} B")
+
+    @functools.wraps(_ORIG["forward"])
+    def forward(self, *args, **kwargs):
+        if not getattr(self, "__ddptop_hook__", True) and run() is not None:
+            _ensure_hook(self)
+        return _ORIG["forward"](self, *args, **kwargs)
+
+    def user_hook(name):
+        @functools.wraps(_ORIG[name])
+        def register(self, *args, **kwargs):
+            self.__ddptop_user_hook__ = True
+            return _ORIG[name](self, *args, **kwargs)
+        return register
+
+    DDP.__init__ = init
+    DDP.forward = forward
+    DDP.register_comm_hook = user_hook("register_comm_hook")
+    DDP._register_builtin_comm_hook = user_hook("builtin")

@@ -1,0 +1,100 @@
+"""lifecycle.py — the process group's life as phases: init_process_group
+(hello, init, rendezvous, then train) and destroy_process_group
+(destroying, destroyed).
+
+The hello goes out at init_process_group, when the backend and device are
+known (a script that fails before that still says hello, from runner.py).
+Its model fields stay empty: the model is only known once DDP wraps it,
+and ddp_hook.py says it then as a log.
+
+MASTER_PORT under `ddptop run`: ddptop's own workers rendezvous through
+its store and never bind MASTER_PORT, so ddptop passes 29500 whatever else
+runs here; torch's TCPStore does bind it. When ddptop launched this rank
+(DDPTOP_CTL set) and every rank is on this node, rank 0 takes a free port
+and hands it to the others through ddptop's store, before the script runs.
+DDPTOP_PY_KEEP_PORT=1 keeps the environment's port.
+"""
+import datetime
+import functools
+import os
+import platform
+import socket
+
+import torch
+import torch.distributed as dist
+
+from .state import run
+
+VERSION = "0.1.0"
+_ORIG = {}
+
+
+def agree_master_port(r, env=None):
+    env = os.environ if env is None else env
+    if not env.get("DDPTOP_CTL") or r.world != r.local_world or env.get("DDPTOP_PY_KEEP_PORT") == "1":
+        return
+    key = f"{env.get('DDPTOP_JOB', 'ddptop')}/py/master_port"
+    if r.rank == 0:
+        with socket.socket() as s:
+            s.bind((env.get("MASTER_ADDR") or "127.0.0.1", 0))
+            port = s.getsockname()[1]
+        r.up.store_set(key, str(port).encode())
+    else:
+        port = int(r.up.store_get(key, r.timeout_s or 300))
+    env["MASTER_PORT"] = str(port)
+
+
+def hello(backend=""):
+    r = run()
+    if r.hello_sent:
+        return
+    r.hello_sent = True
+    if not backend:
+        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    r.backend = str(backend).lower()
+    if "nccl" in r.backend and torch.cuda.is_available():
+        r.device = f"cuda:{torch.cuda.current_device()}"
+    r.important("hello", local_rank=r.local_rank, world=r.world, local_world=r.local_world, pid=os.getpid(),
+                host=os.environ.get("DDPTOP_HOST") or socket.gethostname(), device=r.device, backend=r.backend,
+                version=f"ddptop-py {VERSION} torch {torch.__version__} python {platform.python_version()}",
+                dataset="", model="", params=0, batch=0, max_steps=0, steps_per_epoch=0, dataset_size=0)
+    from . import beat
+    beat.beat_once(r)     # the first beat at once: a short script may not live a second
+
+
+def install():
+    _ORIG.update(init=dist.init_process_group, destroy=dist.destroy_process_group)
+
+    @functools.wraps(_ORIG["init"])
+    def init_process_group(*args, **kwargs):
+        r = run()
+        if r is None:
+            return _ORIG["init"](*args, **kwargs)
+        backend = kwargs.get("backend", args[0] if args else "")
+        hello(backend or "")
+        r.set_phase("init")
+        if "timeout" not in kwargs and r.timeout_s:
+            kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
+        r.set_phase("rendezvous")
+        out = _ORIG["init"](*args, **kwargs)
+        r.set_phase("train")
+        return out
+
+    @functools.wraps(_ORIG["destroy"])
+    def destroy_process_group(*args, **kwargs):
+        r = run()
+        if r is None or (args or kwargs.get("group")) or not dist.is_initialized():
+            return _ORIG["destroy"](*args, **kwargs)
+        r.set_phase("destroying")
+        out = _ORIG["destroy"](*args, **kwargs)
+        r.set_phase("destroyed")
+        return out
+
+    for mod in (dist, dist.distributed_c10d):
+        mod.init_process_group = init_process_group
+        mod.destroy_process_group = destroy_process_group
+
+
+def destroy():
+    """torch's own destroy, for runner.py's orderly stop."""
+    return (_ORIG.get("destroy") or dist.destroy_process_group)()

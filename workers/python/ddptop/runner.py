@@ -1,0 +1,155 @@
+"""runner.py — `python -m ddptop [--timeout S] SCRIPT.py ARGS` or
+`python -m ddptop [--timeout S] -m MODULE ARGS`: connect to ddptop, install
+the hooks, run the script as __main__ (runpy: the script sees its own
+sys.argv and sys.path[0], and the interpreter's sitecustomize, if any, has
+run as usual), and turn how it ended into ddptop's terms:
+
+  returned / sys.exit(n)   bye with that status, exit with it;
+  StopTraining (a stop)    barrier with a timeout, destroy the process
+                           group if the script did not, bye 0, exit 0;
+  any other exception      phase error, the traceback as log lines, one a
+                           frame (the whole one on stderr), bye 1, exit 1.
+
+--timeout S is what `ddptop run` gives every worker: the default timeout of
+the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
+worker's options before launching anything) it only checks that the
+script exists and prints the device line ddptop reads.
+"""
+import datetime
+import importlib.util
+import os
+import runpy
+import sys
+import traceback
+
+from . import env as envmod
+
+STOP_BARRIER_S = 10.0
+USAGE = "usage: python -m ddptop [--timeout S] (SCRIPT.py | -m MODULE) [ARGS...]"
+
+
+def parse(argv):
+    """(timeout_s, module or None, script or None, script argv)."""
+    timeout_s = 0.0
+    i = 0
+    while i < len(argv) and argv[i] == "--timeout":
+        if i + 1 >= len(argv):
+            raise envmod.EnvError("--timeout: missing value")
+        try:
+            timeout_s = float(argv[i + 1])
+        except ValueError:
+            raise envmod.EnvError(f'--timeout: expected seconds, got "{argv[i + 1]}"') from None
+        i += 2
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if i >= len(argv):
+        raise envmod.EnvError(USAGE)
+    if argv[i] == "-m":
+        if i + 1 >= len(argv):
+            raise envmod.EnvError("-m: missing module name")
+        return timeout_s, argv[i + 1], None, argv[i + 1:]
+    return timeout_s, None, argv[i], argv[i:]
+
+
+def check(module, script, env):
+    """DDPTOP_CHECK_ARGS: the script is there; the device line for ddptop."""
+    if script is not None and not os.path.isfile(script):
+        raise envmod.EnvError(f"{script}: no such script")
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise envmod.EnvError(f"-m {module}: no such module")
+    device = env.get("DDPTOP_DEVICE") or "auto"
+    gpus = 0
+    if device != "cpu":
+        import torch
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if device == "cuda" and not gpus:
+            raise envmod.EnvError("no usable CUDA GPU: use --device cpu")
+    device = "cuda" if gpus and device != "cpu" else "cpu"
+    print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}")
+
+
+def script_traceback(e, most=8):
+    """The traceback as short lines, one a frame, for ddptop's events (which
+    keep about 200 characters a line): the script's frames (not runpy's nor
+    the adapter's), the innermost `most`, then the exception."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith(here) and "runpy" not in os.path.basename(f.filename)]
+    lines = [f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-most:]]
+    head = "Traceback (most recent call last)" + (f", {len(frames) - most} frames left out" if len(frames) > most else "")
+    return [head] + lines + ["".join(traceback.format_exception_only(type(e), e)).strip()]
+
+
+def orderly_stop(r):
+    """After an agreed stop: meet the others (bounded), then destroy."""
+    import torch.distributed as dist
+    from . import collectives, lifecycle
+    if not dist.is_initialized():
+        return
+    try:
+        work = collectives.orig("barrier")(async_op=True)
+        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
+    except Exception as e:     # a rank that never comes must not hold the others
+        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
+    r.set_phase("destroying")
+    lifecycle.destroy()
+    r.set_phase("destroyed")
+
+
+def run_script(module, script, argv):
+    sys.argv = list(argv)
+    if module is not None:
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    else:
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        runpy.run_path(script, run_name="__main__")
+
+
+def main(argv):
+    env = os.environ
+    try:
+        timeout_s, module, script, sargv = parse(argv)
+        if env.get("DDPTOP_CHECK_ARGS"):
+            check(module, script, env)
+            return 0
+        ctl, tel, keys_path = envmod.endpoints(env)
+        keys = envmod.read_keys(keys_path) if keys_path else None
+        rank, world, local_rank, local_world = envmod.identity(env)
+    except envmod.EnvError as e:
+        print(f"ddptop-py: {e}", file=sys.stderr)
+        return 2
+
+    from . import beat, collectives, ckpt, ddp_hook, lifecycle, sampler, state, steps
+    from .steer import StopTraining
+    from .uplink import Uplink, StoreError
+
+    up = Uplink(ctl, tel, rank, keys)
+    r = state.Run(up, rank, world, local_rank, local_world, timeout_s)
+    state.set_run(r)
+    for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
+        m.install()
+    status = 0
+    stop_beat = beat.start(env)
+    try:
+        lifecycle.agree_master_port(r, env)
+        run_script(module, script, sargv)
+    except StopTraining:
+        orderly_stop(r)
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException as e:        # KeyboardInterrupt too: the job must hear why
+        status = 1
+        traceback.print_exc()
+        lifecycle.hello()
+        what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
+        r.set_phase("error", what)
+        for line in script_traceback(e):
+            r.log("error", line)
+    finally:
+        stop_beat.set()
+        lifecycle.hello()
+        r.important("bye", status=status, step=r.step)
+        up.close(2000)
+        state.set_run(None)
+    return status

@@ -1,0 +1,95 @@
+"""state.py — what the hooks share about this rank's run.
+
+One Run per process, made by runner.py before the script starts; hooks
+read `run()` and do nothing when it is None (the package imported without
+`python -m ddptop`, or a DataLoader worker process). Counters written by
+the script's thread, read by the heartbeat thread: plain attributes, whose
+reads and writes are atomic under the GIL.
+"""
+import threading
+import time
+
+from . import wire
+
+_RUN = None
+
+
+def run():
+    return _RUN
+
+
+def set_run(r):
+    global _RUN
+    _RUN = r
+
+
+class Run:
+    def __init__(self, up, rank, world, local_rank, local_world, timeout_s):
+        self.up = up
+        self.rank, self.world = rank, world
+        self.local_rank, self.local_world = local_rank, local_world
+        self.timeout_s = timeout_s      # ddptop's --timeout: collectives' default
+        self.phase = "init"
+        self.hello_sent = False
+        self.backend, self.device = "", "cpu"
+        self.step = 0                   # optimizer steps done
+        self.epoch = 0
+        self.samples = 0
+        # the step in progress
+        self.step_t0 = time.monotonic()
+        self.batch_t = 0.0              # when the DataLoader gave the last batch
+        self.batch_samples = 0
+        self.losses = []
+        self.bwd_s = 0.0
+        self.first_bwd_t = 0.0
+        self.comm_s = 0.0
+        self.exposed_s = 0.0
+        # collectives: seq -> (op, enqueued wall ns)
+        self.coll_seq = 0
+        self.in_flight = {}
+        self.coll_lock = threading.Lock()
+        self.main_thread = threading.main_thread().ident
+        self.ddp = None                 # the last DistributedDataParallel built
+        self.optimizers = []            # weakrefs, in the order they stepped
+        self.ckpt_callbacks = []
+        self.ckpt_dir = "checkpoints"
+        self.stop_asked = False         # agreed: the explicit API's should_stop()
+        self.polls_stop = False         # the script asks should_stop(): it stops by itself
+
+    # ---- messages ----
+    def send(self, kind, **fields):
+        self.up.send(kind, fields)
+
+    def important(self, kind, **fields):
+        self.up.send_important(kind, fields)
+
+    def set_phase(self, phase, detail=""):
+        self.phase = phase
+        self.important("phase", phase=phase, detail=wire.cut(detail, wire.STR_LONG))
+
+    def log(self, level, text):
+        """A line for the user; long text goes as several logs of whole lines."""
+        for chunk in _chunks(str(text), wire.STR_LONG - 1):
+            self.important("log", level=level, text=chunk)
+
+
+def _chunks(text, size):
+    """text in pieces of at most `size` UTF-8 bytes, cut at newlines where
+    possible (a traceback stays readable line by line)."""
+    out, cur = [], ""
+    for line in text.rstrip("\n").split("\n"):
+        while len(line.encode()) > size:
+            head = wire.cut(line, size + 1)
+            if cur:
+                out.append(cur)
+                cur = ""
+            out.append(head)
+            line = line[len(head):]
+        if cur and len((cur + "\n" + line).encode()) > size:
+            out.append(cur)
+            cur = line
+        else:
+            cur = cur + "\n" + line if cur else line
+    if cur:
+        out.append(cur)
+    return out

@@ -1,0 +1,135 @@
+"""steer.py — ddptop's commands, acted on at the same step by every rank.
+
+A rank never acts on a command alone (workers/train/trainer.c, "command
+agreement"): each rank puts its view of the commands in four numbers, the
+process group sums them, and the sums decide. The numbers ride at the end
+of the last gradient bucket's all-reduce (ddp_hook.py), so with DDP the
+agreement costs no extra collective; without DDP a four-float all-reduce
+is started before the optimizer step and waited for after it. Either way
+every rank acts right after the same optimizer step (steps.py calls
+after_step):
+
+  ckpt  rank 0 writes CKPT_DIR/step-NNNNNNNN (ckpt.py), everyone goes on;
+  stop  every rank raises StopTraining (a SystemExit, so the script's
+        finally blocks run); runner.py then meets the others at a barrier
+        with a timeout, destroys the process group and exits 0;
+  pause every rank waits, agreeing every PAUSE_ROUND_S on the flags alone,
+        until a round where nobody wants the pause (or a stop, or a ckpt,
+        written at once). `pause` n and `resume` n pair up by id.
+"""
+import math
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import collectives
+from .state import run
+
+FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT = 0, 1, 2, 3, 4
+PAUSE_ROUND_S = 0.02
+
+
+class StopTraining(SystemExit):
+    """Raised from the optimizer step when the ranks agreed to stop."""
+
+    def __init__(self, reason):
+        super().__init__(0)
+        self.reason = reason
+
+
+class Steer:
+    def __init__(self):
+        self.ckpt_seen = self.ckpt_acted = 0
+        self.stop_seen = False
+        self.pause_seen = self.resume_seen = 0
+        self.agreed = None       # the step's reduced flags (a list), once known
+        self.pending = None      # (work, tensor) of the flags-only all-reduce in flight
+
+    def poll(self):
+        """ddptop's commands into this rank's view."""
+        for c in run().up.commands():
+            op, cid = c.get("op"), int(c.get("id", 0) or 0)
+            if op == "ckpt":
+                self.ckpt_seen = max(self.ckpt_seen, cid)
+            elif op == "stop":
+                self.stop_seen = True
+            elif op == "pause":
+                self.pause_seen = max(self.pause_seen, cid)
+            elif op == "resume":
+                self.resume_seen = max(self.resume_seen, cid)
+
+    def flags(self, dtype=torch.float32, device="cpu"):
+        """This rank's view, to be summed over ranks."""
+        self.poll()
+        pending = self.ckpt_seen > self.ckpt_acted
+        v = [float(self.ckpt_seen) if pending else 0.0, 1.0 if pending else 0.0,
+             1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0]
+        return torch.tensor(v, dtype=dtype, device=device)
+
+    def _decide(self, fl):
+        """Sums, identical on every rank, into (ckpt, stop, pause)."""
+        ckpt = fl[FL_CKPT_PENDING] > 0.5
+        if ckpt:
+            # ceiling of the proposers' mean id: every rank stores the same acted id
+            self.ckpt_acted = max(self.ckpt_acted, int(math.ceil(fl[FL_CKPT_ID] / fl[FL_CKPT_PENDING] - 1e-6)))
+        return ckpt, fl[FL_STOP] > 0.5, fl[FL_PAUSE] > 0.5
+
+    def _reduce_now(self):
+        t = self.flags()
+        collectives.orig("all_reduce")(t)
+        return t.tolist()
+
+    def before_step(self):
+        """No DDP bucket carried the flags this step: start their own all-reduce."""
+        if self.agreed is None and self.pending is None and dist.is_initialized() and run().world > 1:
+            t = self.flags()
+            self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
+
+    def after_step(self):
+        """Act on what the ranks agreed for the step just finished."""
+        r = run()
+        if self.pending is not None:
+            work, t = self.pending
+            work.wait()
+            self.agreed, self.pending = t.tolist(), None
+        fl, self.agreed = self.agreed, None
+        if fl is None:      # one process, no process group: this rank's view is the job's
+            fl = self.flags().tolist()
+        ckpt, stop, pause = self._decide(fl)
+        if ckpt:
+            from . import ckpt as ck
+            ck.write("requested", "train")
+        if stop:
+            self._stop("stop requested by ddptop")
+        if pause:
+            self._pause_loop()
+
+    def _stop(self, reason):
+        r = run()
+        r.stop_asked = True
+        r.log("info", f"stopping after step {r.step}: {reason}")
+        r.set_phase("stopping", reason)
+        if not r.polls_stop:
+            raise StopTraining(reason)
+
+    def _pause_loop(self):
+        r = run()
+        detail = f"paused after step {r.step}"
+        r.set_phase("paused", detail)
+        while True:
+            time.sleep(PAUSE_ROUND_S)
+            fl = self._reduce_now() if dist.is_initialized() and r.world > 1 else self.flags().tolist()
+            ckpt, stop, pause = self._decide(fl)
+            if ckpt:
+                from . import ckpt as ck
+                ck.write("requested while paused", "paused", detail)
+            if stop:
+                self._stop("stop requested by ddptop (while paused)")
+            if not pause:
+                r.set_phase("train", "resumed")
+                r.step_t0 = time.monotonic()
+                return
+
+
+STEER = Steer()

@@ -1,0 +1,116 @@
+"""steps.py — one `step` message per optimizer step, and the agreed
+commands acted on right after it.
+
+What a step is made of, seen from three hooks: the DataLoader's batches
+(samples, and when the forward began), Tensor.backward on a scalar (the
+loss; several backwards before one step, as in gradient accumulation,
+report their mean) and Optimizer.step (its time, the learning rate of the
+first parameter group, and the step itself). Optimizer.step is wrapped on
+each optimizer class the first time one is built, as torch's own profiler
+hook is, so schedulers that wrap an instance's step still see a bound
+method; a subclass calling super().step() counts once.
+"""
+import functools
+import threading
+import time
+import weakref
+
+import torch
+from torch.utils.data import dataloader
+
+from .state import run
+from .steer import STEER
+
+_depth = threading.local()
+
+
+def _batch_size(b):
+    if isinstance(b, torch.Tensor):
+        return b.shape[0] if b.dim() else 1
+    if isinstance(b, (list, tuple)):
+        for x in b:
+            n = _batch_size(x)
+            if n:
+                return n
+    if isinstance(b, dict):
+        return _batch_size(list(b.values()))
+    return 0
+
+
+def _report(r, opt, opt_s):
+    now = time.monotonic()
+    r.step += 1
+    loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
+    r.samples += r.batch_samples
+    lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
+    fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
+    r.send("step", epoch=r.epoch, step=r.step, loss=loss, lr=lr, samples=r.samples,
+           step_ms=(now - r.step_t0) * 1e3, fwd_ms=fwd_s * 1e3, bwd_ms=r.bwd_s * 1e3, opt_ms=opt_s * 1e3,
+           comm_ms=r.comm_s * 1e3, exposed_ms=r.exposed_s * 1e3, drops=r.up.drops, dev_mem=0, dev_mem_total=0)
+    r.step_t0 = now
+    r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+def _wrap_step(fn):
+    @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
+    def step(self, *args, **kwargs):
+        r = run()
+        if r is None or getattr(_depth, "n", 0):
+            return fn(self, *args, **kwargs)
+        STEER.before_step()
+        _depth.n = 1
+        t0 = time.monotonic()
+        try:
+            out = fn(self, *args, **kwargs)
+        finally:
+            _depth.n = 0
+        if not any(o() is self for o in r.optimizers):
+            r.optimizers.append(weakref.ref(self))
+        _report(r, self, time.monotonic() - t0)
+        STEER.after_step()
+        return out
+    step.__ddptop_wrapped__ = True
+    return step
+
+
+def install():
+    orig_opt_init = torch.optim.Optimizer.__init__
+
+    @functools.wraps(orig_opt_init)
+    def opt_init(self, *args, **kwargs):
+        orig_opt_init(self, *args, **kwargs)
+        cls = type(self)
+        if not getattr(cls.step, "__ddptop_wrapped__", False):
+            cls.step = _wrap_step(cls.step)
+
+    orig_backward = torch.Tensor.backward
+
+    @functools.wraps(orig_backward)
+    def backward(self, gradient=None, *args, **kwargs):
+        r = run()
+        if r is None or self.numel() != 1 or gradient is not None:
+            return orig_backward(self, gradient, *args, **kwargs)
+        t0 = time.monotonic()
+        if not r.first_bwd_t:
+            r.first_bwd_t = t0
+        r.losses.append(float(self.detach()))
+        try:
+            return orig_backward(self, gradient, *args, **kwargs)
+        finally:
+            r.bwd_s += time.monotonic() - t0
+
+    orig_next = dataloader._BaseDataLoaderIter.__next__
+
+    @functools.wraps(orig_next)
+    def next_batch(self):
+        b = orig_next(self)
+        r = run()
+        if r is not None:
+            r.batch_samples += _batch_size(b)
+            if not r.batch_t:      # the step's first batch: its forward starts now
+                r.batch_t = time.monotonic()
+        return b
+
+    torch.optim.Optimizer.__init__ = opt_init
+    torch.Tensor.backward = backward
+    dataloader._BaseDataLoaderIter.__next__ = next_batch

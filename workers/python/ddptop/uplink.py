@@ -1,0 +1,168 @@
+"""uplink.py — this rank's sockets to ddptop (the Python twin of
+workers/link/uplink.c).
+
+ctl is a DEALER with routing id "rank-R" (hello, store requests; ddptop's
+cmd and val come back on it), tel a PUSH (everything else). Telemetry never
+waits: frames are sent with DONTWAIT in bursts at most BURST_S apart, and a
+full queue drops the frame and counts it (the step's "drops"). What a user
+must see (hello, phase, ckpt, log, bye) flushes the burst first and may wait
+up to 2 s for queue room. Every ctl frame is a sign of life; "ping" stops
+here. Over tcp:// both sockets are CURVE clients with the job's keys.
+
+Thread use: the script's thread, DDP's communication callbacks and the
+heartbeat thread all send, so every socket call holds one lock (ZeroMQ
+sockets are not thread-safe). Store requests release it between polls.
+"""
+import threading
+import time
+
+import zmq
+
+from . import wire
+
+TEL_HWM = 10000
+BURST_S = 0.05
+BURST_FRAMES = 512
+IMPORTANT_WAIT_S = 2.0
+STORE_MARGIN_S = 5.0
+CMD_QUEUE = 64
+
+
+class StoreError(Exception):
+    """ddptop's store did not answer, or refused."""
+
+
+class Uplink:
+    def __init__(self, ctl_ep, tel_ep, rank, keys=None):
+        self.rank = rank
+        self.drops = 0
+        self.lock = threading.RLock()
+        self.ctx = zmq.Context()
+        self.ctl = self.ctx.socket(zmq.DEALER)
+        self.tel = self.ctx.socket(zmq.PUSH)
+        self.ctl.setsockopt(zmq.ROUTING_ID, f"rank-{rank}".encode())
+        self.ctl.setsockopt(zmq.LINGER, 0)
+        self.tel.setsockopt(zmq.SNDHWM, TEL_HWM)
+        for s in (self.ctl, self.tel):
+            if keys:   # CURVE options go before connect
+                s.curve_serverkey = keys["server-public"].encode()
+                s.curve_publickey = keys["client-public"].encode()
+                s.curve_secretkey = keys["client-secret"].encode()
+        self.ctl.connect(ctl_ep)
+        self.tel.connect(tel_ep)
+        self.burst = []
+        self.burst_since = 0.0
+        self.cmds = []
+        self.last_heard = time.monotonic()
+        self.pinged = False
+
+    # ---- telemetry ----
+    def send(self, kind, fields, t_ns=0):
+        """Queue a telemetry frame; never blocks. Returns False if dropped."""
+        frame = wire.encode(kind, self.rank, fields, t_ns)
+        with self.lock:
+            if not self.burst:
+                self.burst_since = time.monotonic()
+            self.burst.append(frame)
+            if len(self.burst) >= BURST_FRAMES or time.monotonic() - self.burst_since >= BURST_S:
+                self._flush()
+        return True
+
+    def _flush(self):
+        for f in self.burst:
+            try:
+                self.tel.send(f, zmq.DONTWAIT)
+            except zmq.Again:
+                self.drops += 1
+        self.burst = []
+
+    def flush(self):
+        with self.lock:
+            self._flush()
+
+    def send_important(self, kind, fields):
+        """hello (on ctl, so ddptop learns the routing id), phase, ckpt,
+        log, bye: the burst first, then up to 2 s of waiting for room."""
+        frame = wire.encode(kind, self.rank, fields)
+        sock = self.ctl if kind == "hello" else self.tel
+        deadline = time.monotonic() + IMPORTANT_WAIT_S
+        while True:
+            with self.lock:
+                self._flush()
+                try:
+                    sock.send(frame, zmq.DONTWAIT)
+                    return True
+                except zmq.Again:
+                    pass
+            if time.monotonic() >= deadline:
+                self.drops += 1
+                return False
+            time.sleep(0.005)
+
+    # ---- ctl: commands, pings, store ----
+    def _read_ctl(self, want_key=None):
+        """Read what waits on ctl; queue commands. Returns the "val" for
+        want_key when it came, else None. Caller holds the lock."""
+        while True:
+            try:
+                frame = self.ctl.recv(zmq.DONTWAIT)
+            except zmq.Again:
+                return None
+            self.last_heard = time.monotonic()
+            m = wire.decode(frame)
+            if m is None:
+                continue
+            if m["k"] == "cmd":
+                if m.get("op") == "ping":
+                    self.pinged = True
+                elif len(self.cmds) < CMD_QUEUE:   # ddptop sends a handful; a flood is dropped
+                    self.cmds.append(m)
+            elif m["k"] == "val" and want_key is not None and m.get("key") == want_key:
+                return m
+
+    def commands(self):
+        """Commands that arrived since the last call (dicts: op, id, arg)."""
+        with self.lock:
+            self._read_ctl()
+            out, self.cmds = self.cmds, []
+        return out
+
+    def silent_s(self, timeout_s):
+        """Seconds ddptop has been silent when that exceeds timeout_s after
+        its first ping, else 0 (a ddptop that never pings is never judged)."""
+        with self.lock:
+            self._read_ctl()
+            if not self.pinged or timeout_s <= 0:
+                return 0.0
+            s = time.monotonic() - self.last_heard
+        return s if s > timeout_s else 0.0
+
+    def _store(self, kind, key, fields, timeout_s):
+        with self.lock:
+            self.ctl.send(wire.encode(kind, self.rank, dict(key=key, **fields)))
+        deadline = time.monotonic() + timeout_s + STORE_MARGIN_S
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.ctl.poll(50):
+                    m = self._read_ctl(want_key=key)
+                    if m is not None:
+                        return m
+        raise StoreError(f'store: no reply from ddptop for "{key}" within {timeout_s + STORE_MARGIN_S:g} s')
+
+    def store_set(self, key, val):
+        if not self._store("set", key, {"val": val}, 0).get("ok"):
+            raise StoreError(f'store: ddptop refused set "{key}"')
+
+    def store_get(self, key, timeout_s):
+        m = self._store("get", key, {"timeout_ms": int(timeout_s * 1000)}, timeout_s)
+        if not m.get("ok"):
+            raise StoreError(f'store: key "{key}" did not appear within {timeout_s:g} s')
+        return m.get("val", b"")
+
+    def close(self, linger_ms=2000):
+        with self.lock:
+            self._flush()
+            self.tel.setsockopt(zmq.LINGER, linger_ms)
+            self.tel.close()
+            self.ctl.close()
+        self.ctx.term()

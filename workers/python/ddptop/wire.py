@@ -1,0 +1,58 @@
+"""wire.py — protocol v1 frames (docs/PROTOCOL.md), the Python end.
+
+One msgpack map per ZeroMQ frame, string keys only, "v" and "k" first, then
+"r" and "t", then the kind's keys in the order of PROTOCOL.md's tables (the
+C decoder looks for each key just after the last one it found, so the
+table order is its fast path; any order is accepted). Bump PROTO_VERSION
+only together with transport/wire/protocol.h.
+
+No sockets here, so tests check it against msgpack and the C codec alone.
+"""
+import time
+
+import msgpack
+
+PROTO_VERSION = 1
+
+PHASES = ("init", "rendezvous", "broadcast", "train", "paused", "checkpoint",
+          "stopping", "destroying", "destroyed", "error")
+
+# Field sizes of the C side (bytes with the NUL): longer strings are cut
+# there; cutting here keeps a long traceback from being refused whole.
+STR_SHORT, STR_MED, STR_LONG = 32, 128, 512
+
+
+def wall_ns():
+    """Wall-clock ns since the epoch: the protocol's "t" and coll times."""
+    return time.time_ns()
+
+
+def cut(s, size):
+    """s cut to fit a C field of `size` bytes, at a UTF-8 character boundary."""
+    b = str(s).encode("utf-8", "replace")
+    if len(b) < size:
+        return str(s)
+    return b[:size - 1].decode("utf-8", "ignore")
+
+
+def encode(kind, rank, fields, t_ns=0):
+    """One frame: envelope first, then `fields` (a dict, in its own order).
+    rank < 0 leaves "r" out (ddptop itself); t_ns 0 stamps now."""
+    m = {"v": PROTO_VERSION, "k": kind}
+    if rank >= 0:
+        m["r"] = rank
+    m["t"] = t_ns or wall_ns()
+    m.update(fields)
+    return msgpack.packb(m, use_bin_type=True)
+
+
+def decode(frame):
+    """A frame from ddptop as a dict; None when it is not a v1 map (skipped,
+    as the C decoder skips what it cannot read)."""
+    try:
+        m = msgpack.unpackb(frame, raw=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
+        return None
+    if not isinstance(m, dict) or m.get("v") != PROTO_VERSION or not isinstance(m.get("k"), str):
+        return None
+    return m
