@@ -65,8 +65,21 @@ def _loop(r, stop, ping_timeout_s):
             beat_once(r)
 
 
+class Beater:
+    """The running heartbeat thread; stop() ends it and waits for it, so no
+    beat is on its way while the sockets close."""
+
+    def __init__(self, thread, event):
+        self.thread, self.event = thread, event
+
+    def stop(self, wait_s=2.0):
+        self.event.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(wait_s)
+
+
 def start(env=None):
-    """Start beating; returns the Event that stops the thread."""
+    """Start beating; returns the Beater that stops the thread."""
     env = os.environ if env is None else env
     r = run()
     try:
@@ -76,5 +89,6 @@ def start(env=None):
     sig = getattr(signal, env.get("DDPTOP_STACK_SIGNAL") or "SIGUSR1", signal.SIGUSR1)
     faulthandler.register(sig, file=sys.stderr, all_threads=True)
     stop = threading.Event()
-    threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True).start()
-    return stop
+    t = threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True)
+    t.start()
+    return Beater(t, stop)

@@ -130,7 +130,7 @@ def main(argv):
     for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
         m.install()
     status = 0
-    stop_beat = beat.start(env)
+    beater = beat.start(env)
     try:
         lifecycle.agree_master_port(r, env)
         run_script(module, script, sargv)
@@ -147,7 +147,7 @@ def main(argv):
         for line in script_traceback(e):
             r.log("error", line)
     finally:
-        stop_beat.set()
+        beater.stop()
         lifecycle.hello()
         r.important("bye", status=status, step=r.step)
         up.close(2000)
