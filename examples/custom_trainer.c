@@ -69,7 +69,7 @@ static void phase(Link *l, Phase p, const char *detail)
 
 static void sleep_ms(double ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
+    struct timespec ts = { (time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6) };
     while (nanosleep(&ts, &ts) && errno == EINTR) {}
 }
 
@@ -81,7 +81,7 @@ static const char *poll_cmds(Link *l, char *op, size_t n)
         Msg m;
         char err[160];
         int rc = zs_recv(l->ctl, &m, ZMQ_DONTWAIT, err, sizeof err);
-        if (rc != 0 && rc != 2) break;       /* nothing more, or ddptop gone */
+        if (rc != 0 && rc != 2) break; /* nothing more, or ddptop gone */
         if (rc == 0 && m.kind == MSG_CMD) snprintf(op, n, "%s", m.u.cmd.op);
         if (rc == 0) msg_done(&m);
     }
@@ -94,21 +94,28 @@ int main(int argc, char **argv)
     double step_ms = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--steps") && v) steps = atol(argv[++i]);
-        else if (!strcmp(a, "--step-ms") && v) step_ms = atof(argv[++i]);
-        else if (!strcmp(a, "--timeout") && v) i++;      /* ddptop passes it; no collectives here */
+        if (!strcmp(a, "--steps") && v)
+            steps = atol(argv[++i]);
+        else if (!strcmp(a, "--step-ms") && v)
+            step_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--timeout") && v)
+            i++; /* ddptop passes it; no collectives here */
         else {
             fprintf(stderr, "custom_trainer: unknown option \"%s\" (--steps N, --step-ms MS)\n", a);
             return 2;
         }
     }
-    if (steps < 1 || step_ms < 0) { fprintf(stderr, "custom_trainer: --steps must be >= 1\n"); return 2; }
-    if (getenv("DDPTOP_CHECK_ARGS")) return 0;      /* ddptop validates options before launching */
+    if (steps < 1 || step_ms < 0) {
+        fprintf(stderr, "custom_trainer: --steps must be >= 1\n");
+        return 2;
+    }
+    if (getenv("DDPTOP_CHECK_ARGS")) return 0; /* ddptop validates options before launching */
 
-    Link l = {0};
+    Link l = { 0 };
     const char *ctl_ep = getenv("DDPTOP_CTL"), *tel_ep = getenv("DDPTOP_TEL");
     if (env_int("RANK", &l.rank) || env_int("WORLD_SIZE", &l.world) || !ctl_ep || !tel_ep) {
-        fprintf(stderr, "custom_trainer: RANK, WORLD_SIZE, DDPTOP_CTL and DDPTOP_TEL must be set (run it from ddptop)\n");
+        fprintf(stderr,
+                "custom_trainer: RANK, WORLD_SIZE, DDPTOP_CTL and DDPTOP_TEL must be set (run it from ddptop)\n");
         return 2;
     }
     codec_buf_init(&l.buf);
@@ -160,7 +167,7 @@ int main(int argc, char **argv)
     unsigned seed = 12345u + (unsigned)l.rank;
     while (step < steps) {
         int64_t t0 = proto_now_ns();
-        sleep_ms(step_ms);                      /* "compute" */
+        sleep_ms(step_ms); /* "compute" */
         step++;
         seed = seed * 1103515245u + 12345u;
         double noise = ((seed >> 16) & 0x7fff) / 32768.0 - 0.5;
@@ -182,7 +189,10 @@ int main(int argc, char **argv)
             last_beat = proto_now_ns();
         }
         poll_cmds(&l, op, sizeof op);
-        if (!strcmp(op, "stop")) { why = "stop requested"; break; }
+        if (!strcmp(op, "stop")) {
+            why = "stop requested";
+            break;
+        }
         if (!strcmp(op, "ckpt")) {
             msg_init(&m, MSG_LOG);
             snprintf(m.u.log.level, sizeof m.u.log.level, "warn");

@@ -67,8 +67,7 @@ static inline int ds_key_path(const DirStore *ds, const char *key, char *out, si
     size_t k = (size_t)snprintf(out, n, "%s/", ds->dir);
     for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
         if (k + 4 >= n) return -1;
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '_' || *p == '-')
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
             out[k++] = (char)*p;
         else
             k += (size_t)snprintf(out + k, n - k, "%%%02X", *p);
@@ -77,8 +76,7 @@ static inline int ds_key_path(const DirStore *ds, const char *key, char *out, si
     return 0;
 }
 
-static inline int ds_set(void *ctx, const char *key, const void *val, size_t len, char *err,
-                         size_t errlen)
+static inline int ds_set(void *ctx, const char *key, const void *val, size_t len, char *err, size_t errlen)
 {
     const DirStore *ds = ctx;
     char path[1024], tmp[1100];
@@ -118,8 +116,8 @@ static inline int ds_set(void *ctx, const char *key, const void *val, size_t len
 }
 
 /* 0 with *val (malloc'd) and *len, 1 after timeout_ms without the key, -1 with err. */
-static inline int ds_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                         char *err, size_t errlen)
+static inline int ds_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err,
+                         size_t errlen)
 {
     const DirStore *ds = ctx;
     char path[1024];
@@ -135,7 +133,7 @@ static inline int ds_get(void *ctx, const char *key, void **val, size_t *len, in
             return -1;
         }
         if (ds_now_ms() >= deadline) return 1;
-        struct timespec ts = {0, 1000000};
+        struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
     }
     struct stat st;

@@ -48,7 +48,8 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
             return -1;
         }
         if (!dataset_fashion_mnist_present(a->data_dir)) {
-            snprintf(err, errlen, "fashion-mnist not found in %s (install dataset-fashion-mnist, or use --dataset synthetic)",
+            snprintf(err, errlen,
+                     "fashion-mnist not found in %s (install dataset-fashion-mnist, or use --dataset synthetic)",
                      a->data_dir);
             return -1;
         }
@@ -109,7 +110,8 @@ static int pick_device(char *dev, size_t dn, char *be, size_t bn, char *err, siz
         return -1;
     }
     if (!strcmp(d, "cpu") && !strcmp(b, "nccl")) {
-        snprintf(err, errlen, "--backend nccl needs --device cuda (NCCL reduces GPU memory): use --backend gloo on CPUs");
+        snprintf(err, errlen,
+                 "--backend nccl needs --device cuda (NCCL reduces GPU memory): use --backend gloo on CPUs");
         return -1;
     }
     char gerr[256] = "";
@@ -122,7 +124,8 @@ static int pick_device(char *dev, size_t dn, char *be, size_t bn, char *err, siz
     if (!strcmp(d, "auto")) d = gpu ? "cuda" : "cpu";
     if (!strcmp(b, "auto")) b = !strcmp(d, "cuda") && comm_available("nccl") ? "nccl" : "gloo";
     if (!strcmp(b, "nccl") && !strcmp(d, "cpu")) {
-        snprintf(err, errlen, "--backend nccl: %s", gerr[0] ? gerr : "no usable CUDA GPU: use --backend gloo --device cpu");
+        snprintf(err, errlen, "--backend nccl: %s",
+                 gerr[0] ? gerr : "no usable CUDA GPU: use --backend gloo --device cpu");
         return -1;
     }
     if (!strcmp(b, "nccl") && !comm_available("nccl")) {
@@ -143,8 +146,7 @@ static void print_version(void)
     zmq_version(&maj, &min, &pat);
     const char *nccl = comm_version("nccl"), *cuda = gpu_version(), *blas = cuda_mlp_version();
     printf("ddptop-worker 0.1.0\n");
-    printf("backends: gloo (cpu%s)%s\n", cuda ? "; cuda, staged through host memory" : "",
-           nccl ? ", nccl (cuda)" : "");
+    printf("backends: gloo (cpu%s)%s\n", cuda ? "; cuda, staged through host memory" : "", nccl ? ", nccl (cuda)" : "");
     printf("devices: cpu%s\n", cuda ? ", cuda" : "");
     printf("gloo: %s\n", comm_version("gloo"));
     printf("nccl: %s\n", nccl ? nccl : gpu_compiled() ? "not built in (no nccl.h at build time)" : gpu_missing());
@@ -156,13 +158,19 @@ static void print_version(void)
 int main(int argc, char **argv)
 {
     char err[512];
-    if (argc > 1 && !strcmp(argv[1], "--version")) { print_version(); return 0; }
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        print_version();
+        return 0;
+    }
 
     TrainerArgs a;
     trainer_args_defaults(&a);
     int rc = trainer_args_parse(&a, argc - 1, argv + 1, err, sizeof err);
     if (rc == 1) return 0;
-    if (rc < 0) { fprintf(stderr, "ddptop-worker: %s\n", err); return 2; }
+    if (rc < 0) {
+        fprintf(stderr, "ddptop-worker: %s\n", err);
+        return 2;
+    }
     /* ddptop validates the trainer options before it launches anything. */
     WorkerIdentity id;
     memset(&id, 0, sizeof id);

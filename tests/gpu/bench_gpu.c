@@ -60,12 +60,12 @@ static void on_ready(void *ctx, int tensor, void *ready)
         if (k->b[i].last_tensor != tensor) continue;
         float *buf = k->grads + k->b[i].offset;
         size_t n = k->b[i].numel;
-        if (k->b[i].offset == 0) {   /* the flags ride in front of grads[0] */
+        if (k->b[i].offset == 0) { /* the flags ride in front of grads[0] */
             buf -= FLAGS;
             n += FLAGS;
         }
-        k->rc = comm_allreduce_sum_f32_start(k->c, buf, n, (uint32_t)i, ready,
-                                             &k->tickets[k->started++], k->err, sizeof k->err);
+        k->rc = comm_allreduce_sum_f32_start(k->c, buf, n, (uint32_t)i, ready, &k->tickets[k->started++], k->err,
+                                             sizeof k->err);
     }
 }
 
@@ -85,14 +85,22 @@ int main(int argc, char **argv)
     double cap_mb = 25;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--no-comm")) use_comm = 0;
-        else if (v && !strcmp(a, "--model")) model = argv[++i];
-        else if (v && !strcmp(a, "--optimizer")) optimizer = argv[++i];
-        else if (v && !strcmp(a, "--batch")) batch = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--steps")) steps = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--warmup")) warmup = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--bucket-cap-mb")) cap_mb = atof(argv[++i]);
+        if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--no-comm"))
+            use_comm = 0;
+        else if (v && !strcmp(a, "--model"))
+            model = argv[++i];
+        else if (v && !strcmp(a, "--optimizer"))
+            optimizer = argv[++i];
+        else if (v && !strcmp(a, "--batch"))
+            batch = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--steps"))
+            steps = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--warmup"))
+            warmup = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--bucket-cap-mb"))
+            cap_mb = atof(argv[++i]);
         else {
             fprintf(stderr, "bench_gpu: unknown option %s\n", a);
             return 2;
@@ -105,8 +113,7 @@ int main(int argc, char **argv)
         return 0;
     }
     int dims[MODEL_MAX_LINEAR + 1], L = 0;
-    if (mlp_parse(model, dims, &L, err, sizeof err) != 0 || batch < 1 || steps < 1 ||
-        warmup < 0) {
+    if (mlp_parse(model, dims, &L, err, sizeof err) != 0 || batch < 1 || steps < 1 || warmup < 0) {
         fprintf(stderr, "bench_gpu: %s\n", batch < 1 || steps < 1 ? "bad sizes" : err);
         return 2;
     }
@@ -119,19 +126,18 @@ int main(int argc, char **argv)
         oc.momentum = 0.9;
     }
 
-    Mlp lay;   /* host copy of the weights; batch 1 keeps it small */
+    Mlp lay; /* host copy of the weights; batch 1 keeps it small */
     CudaMlp *g = NULL;
     Comm *c = NULL;
-    MemStore st = {0};
-    CommStore cs = {.ctx = &st, .set = ms_set, .get = ms_get};
+    MemStore st = { 0 };
+    CommStore cs = { .ctx = &st, .set = ms_set, .get = ms_get };
     float *x = NULL;
     int32_t *y = NULL;
     int64_t *idx = NULL;
     int status = 1;
     if (mlp_init(&lay, dims, L, 1, err, sizeof err)) goto fail;
     mlp_reset_params(&lay, 1);
-    if (cuda_mlp_new(&g, &lay, &oc, batch, err, sizeof err) ||
-        cuda_mlp_set_params(g, lay.params, err, sizeof err))
+    if (cuda_mlp_new(&g, &lay, &oc, batch, err, sizeof err) || cuda_mlp_set_params(g, lay.params, err, sizeof err))
         goto fail;
 
     /* Synthetic data, uploaded once: 8 batches' worth. */
@@ -143,8 +149,7 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < (size_t)rows * dims[0]; i++)
-        x[i] = (float)(next_u64() >> 40) / 16777216.0f;
+    for (size_t i = 0; i < (size_t)rows * dims[0]; i++) x[i] = (float)(next_u64() >> 40) / 16777216.0f;
     for (int64_t r = 0; r < rows; r++) y[r] = (int32_t)(next_u64() % (uint64_t)dims[L]);
     int up = cuda_mlp_upload_dataset(g, x, y, rows, err, sizeof err);
     if (up < 0) goto fail;
@@ -154,14 +159,20 @@ int main(int argc, char **argv)
     bk.grads = cuda_mlp_grads(g);
     bk.nb = bucket_assign(&lay, cap_mb, BUCKET_FIRST_CAP_BYTES, bk.b);
     if (use_comm && comm_available("nccl")) {
-        CommConfig cfg = {.backend = "nccl", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "bench", .timeout_ms = 60000, .store = &cs, .device = "cuda",
-                          .stream = cuda_mlp_stream(g)};
+        CommConfig cfg = { .backend = "nccl",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "bench",
+                           .timeout_ms = 60000,
+                           .store = &cs,
+                           .device = "cuda",
+                           .stream = cuda_mlp_stream(g) };
         if (comm_new(&c, &cfg, err, sizeof err)) goto fail;
         bk.c = c;
     }
 
-    float flags[FLAGS] = {0, 0, 0}, back[FLAGS];
+    float flags[FLAGS] = { 0, 0, 0 }, back[FLAGS];
     double t_start = 0, sum_compute = 0, sum_wait = 0, sum_comm = 0, sum_gpu = 0, loss = 0;
     for (int s = 0; s < warmup + steps; s++) {
         if (s == warmup) t_start = now_ms();
@@ -173,8 +184,7 @@ int main(int argc, char **argv)
             int32_t *hy;
             if (cuda_mlp_host_batch(g, &hx, &hy, err, sizeof err)) goto fail;
             for (int i = 0; i < batch; i++) {
-                memcpy(hx + (size_t)i * dims[0], x + (size_t)idx[i] * dims[0],
-                       (size_t)dims[0] * sizeof(float));
+                memcpy(hx + (size_t)i * dims[0], x + (size_t)idx[i] * dims[0], (size_t)dims[0] * sizeof(float));
                 hy[i] = y[idx[i]];
             }
             if (cuda_mlp_load_batch(g, hx, hy, batch, err, sizeof err)) goto fail;
@@ -188,8 +198,7 @@ int main(int argc, char **argv)
             snprintf(err, sizeof err, "%s", bk.err);
             goto fail;
         }
-        if ((c && comm_join(c, err, sizeof err)) ||
-            cuda_mlp_optim_step(g, oc.lr, err, sizeof err) ||
+        if ((c && comm_join(c, err, sizeof err)) || cuda_mlp_optim_step(g, oc.lr, err, sizeof err) ||
             cuda_mlp_finish_step(g, 60000, &loss, back, FLAGS, &tm, err, sizeof err))
             goto fail;
         if (s < warmup) continue;
@@ -198,8 +207,7 @@ int main(int argc, char **argv)
         sum_gpu += tm.gpu_ms;
         for (int i = 0; c && i < bk.started; i++) {
             CommTiming ct;
-            if (comm_timing(c, bk.tickets[i], &ct, err, sizeof err) == 0)
-                sum_comm += (ct.done_ns - ct.start_ns) / 1e6;
+            if (comm_timing(c, bk.tickets[i], &ct, err, sizeof err) == 0) sum_comm += (ct.done_ns - ct.start_ns) / 1e6;
         }
     }
     double wall = now_ms() - t_start, step_ms = wall / steps;
@@ -218,15 +226,15 @@ int main(int argc, char **argv)
                "\"compute_ms\": %.4f, \"exposed_comm_ms\": %.4f, \"overhead_ms\": %.4f, "
                "\"comm_ms\": %.4f, \"gpu_ms\": %.4f, \"final_loss\": %.6f, "
                "\"gpu_mem_used_gib\": %.2f}\n",
-               model, batch, steps, optimizer, c ? "nccl" : "none", bk.nb,
-               up == 0 ? "true" : "false", steps / (wall / 1e3), step_ms, compute, exposed,
-               overhead, sum_comm / steps, sum_gpu / steps, loss, used / 1073741824.0);
+               model, batch, steps, optimizer, c ? "nccl" : "none", bk.nb, up == 0 ? "true" : "false",
+               steps / (wall / 1e3), step_ms, compute, exposed, overhead, sum_comm / steps, sum_gpu / steps, loss,
+               used / 1073741824.0);
     else
         printf("ddptop cuda_mlp%s: %s batch %d: %.1f steps/s (step %.3f ms: compute %.3f, "
                "exposed comm %.3f, overhead %.3f; collectives %.3f ms in %d bucket(s)); "
                "loss %.4f\n",
-               c ? " + nccl" : "", model, batch, steps / (wall / 1e3), step_ms, compute, exposed,
-               overhead, sum_comm / steps, bk.nb, loss);
+               c ? " + nccl" : "", model, batch, steps / (wall / 1e3), step_ms, compute, exposed, overhead,
+               sum_comm / steps, bk.nb, loss);
     status = 0;
     if (c && comm_destroy(&c, err, sizeof err) != 0) {
         fprintf(stderr, "bench_gpu: destroy: %s\n", err);

@@ -38,8 +38,9 @@ static int64_t wall_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-#define EMU_ERR(...) (snprintf(err, errlen, "emu_cuda.c:%d: ", __LINE__), \
-                      snprintf(err + strlen(err), errlen - strlen(err), __VA_ARGS__), -1)
+#define EMU_ERR(...)                                     \
+    (snprintf(err, errlen, "emu_cuda.c:%d: ", __LINE__), \
+     snprintf(err + strlen(err), errlen - strlen(err), __VA_ARGS__), -1)
 
 /* ---- gpu.h ---------------------------------------------------------------- */
 
@@ -102,8 +103,7 @@ void gpu_stage_free(GpuStage **s)
     *s = NULL;
 }
 
-int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host,
-                      char *err, size_t errlen)
+int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host, char *err, size_t errlen)
 {
     (void)ready;
     if (bytes > s->cap) {
@@ -133,7 +133,7 @@ struct CudaMlp {
     float *x[2];
     int32_t *y[2];
     int slot, batch;
-    float *acc;             /* gradients before an accumulating backward */
+    float *acc; /* gradients before an accumulating backward */
     float scale;
     int accumulate;
     CudaMlpGradHook hook;
@@ -147,8 +147,7 @@ struct CudaMlp {
     int stream_token;
 };
 
-int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
-                 char *err, size_t errlen)
+int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen)
 {
     *out = NULL;
     CudaMlp *g = calloc(1, sizeof *g);
@@ -188,10 +187,7 @@ void cuda_mlp_free(CudaMlp **pm)
 void *cuda_mlp_stream(const CudaMlp *m) { return (void *)&m->stream_token; }
 float *cuda_mlp_params(const CudaMlp *m) { return m->m.params; }
 float *cuda_mlp_grads(const CudaMlp *m) { return m->m.grads; }
-int64_t cuda_mlp_bytes(const CudaMlp *m)
-{
-    return (int64_t)(m->m.n_params * 4 * sizeof(float));
-}
+int64_t cuda_mlp_bytes(const CudaMlp *m) { return (int64_t)(m->m.n_params * 4 * sizeof(float)); }
 
 int cuda_mlp_set_params(CudaMlp *m, const float *host, char *err, size_t errlen)
 {
@@ -223,8 +219,8 @@ int cuda_mlp_get_grads(CudaMlp *m, float *host, char *err, size_t errlen)
 
 static int same_optim(const CudaMlp *m, const Optim *o, char *err, size_t errlen)
 {
-    if (o->cfg.kind != m->oc.kind || o->n != m->m.n_params ||
-        (o->buf1 != NULL) != (m->o.buf1 != NULL) || (o->buf2 != NULL) != (m->o.buf2 != NULL))
+    if (o->cfg.kind != m->oc.kind || o->n != m->m.n_params || (o->buf1 != NULL) != (m->o.buf1 != NULL) ||
+        (o->buf2 != NULL) != (m->o.buf2 != NULL))
         return EMU_ERR("optimizer state does not fit the model");
     return 0;
 }
@@ -256,8 +252,7 @@ static int check_batch(const CudaMlp *m, const int32_t *y, int64_t n, char *err,
     int classes = m->m.dims[m->m.n_linear];
     for (int64_t i = 0; i < n; i++)
         if (y[i] < 0 || y[i] >= classes)
-            return EMU_ERR("label %d at row %lld outside 0..%d", (int)y[i], (long long)i,
-                           classes - 1);
+            return EMU_ERR("label %d at row %lld outside 0..%d", (int)y[i], (long long)i, classes - 1);
     return 0;
 }
 
@@ -269,8 +264,7 @@ int cuda_mlp_host_batch(CudaMlp *m, float **x, int32_t **y, char *err, size_t er
     return 0;
 }
 
-int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err,
-                        size_t errlen)
+int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err, size_t errlen)
 {
     if (batch < 1 || batch > m->m.max_batch)
         return EMU_ERR("batch of %d rows, the model takes 1..%d", batch, m->m.max_batch);
@@ -283,8 +277,7 @@ int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch,
     return 0;
 }
 
-int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err,
-                            size_t errlen)
+int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err, size_t errlen)
 {
     if (n < 1 || check_batch(m, y, n, err, errlen)) return -1;
     free(m->ds_x);
@@ -329,13 +322,12 @@ static void emu_hook(void *ctx, int tensor)
     const ModelTensor *t = &m->m.tensors[tensor];
     float *g = m->m.grads + t->offset;
     const float *a = m->acc + t->offset;
-    for (size_t i = 0; i < t->numel; i++)
-        g[i] = m->accumulate ? a[i] + g[i] * m->scale : g[i] * m->scale;
+    for (size_t i = 0; i < t->numel; i++) g[i] = m->accumulate ? a[i] + g[i] * m->scale : g[i] * m->scale;
     if (m->hook) m->hook(m->hook_ctx, tensor, (void *)&m->stream_token);
 }
 
-int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate,
-                              CudaMlpGradHook hook, void *hook_ctx, char *err, size_t errlen)
+int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook, void *hook_ctx,
+                              char *err, size_t errlen)
 {
     if (m->batch < 1) return EMU_ERR("forward_backward: no batch loaded");
     if (accumulate) memcpy(m->acc, m->m.grads, m->m.n_params * sizeof(float));
@@ -344,7 +336,7 @@ int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate,
     m->hook = hook;
     m->hook_ctx = hook_ctx;
     double f = 0, b = 0;
-    int s = m->slot ^ 1;   /* the slot load_batch filled last */
+    int s = m->slot ^ 1; /* the slot load_batch filled last */
     m->loss = mlp_forward_backward(&m->m, m->x[s], m->y[s], m->batch, emu_hook, m, &f, &b);
     if (isnan(m->loss)) return EMU_ERR("forward_backward: the model refused the batch");
     m->times.fwd_ms = f > 0 ? f : 1e-3;
@@ -364,8 +356,8 @@ int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errlen)
     return 0;
 }
 
-int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad,
-                         CudaMlpTimes *times, char *err, size_t errlen)
+int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad, CudaMlpTimes *times,
+                         char *err, size_t errlen)
 {
     (void)timeout_ms;
     if (n_pad < 0 || n_pad > MODEL_GRAD_PAD) return EMU_ERR("finish_step: %d pad floats", n_pad);
@@ -387,8 +379,8 @@ int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pa
     return 0;
 }
 
-int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct,
-                      double *loss_sum, char *err, size_t errlen)
+int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct, double *loss_sum,
+                      char *err, size_t errlen)
 {
     if (n < 0 || check_batch(m, y, n, err, errlen)) return -1;
     *correct = mlp_evaluate(&m->m, x, y, (int)n, loss_sum);
@@ -417,8 +409,8 @@ static int en_create(void **impl, const CommConfig *cfg, char *err, size_t errle
     return *impl ? 0 : EMU_ERR("out of memory");
 }
 
-static int en_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async,
-                        int64_t ticket, char *err, size_t errlen)
+static int en_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket,
+                        char *err, size_t errlen)
 {
     (void)buf, (void)n, (void)tag, (void)ready, (void)async;
     EmuNccl *e = impl;
@@ -429,8 +421,7 @@ static int en_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *re
     return 0;
 }
 
-static int en_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err,
-                        size_t errlen)
+static int en_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err, size_t errlen)
 {
     if (root != 0) return EMU_ERR("broadcast: root %d out of range for world size 1", root);
     return en_allreduce(impl, buf, n, 0, NULL, 0, ticket, err, errlen);

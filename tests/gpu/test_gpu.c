@@ -106,7 +106,7 @@ static int run_ranks(int world, RankFn fn, int timeout_s)
     }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "test-gpu-%d-%d", (int)getpid(), job++);
-    CommStore st = {.ctx = &store, .set = ds_set, .get = ds_get};
+    CommStore st = { .ctx = &store, .set = ds_set, .get = ds_get };
     pid_t pid[8];
     fflush(stdout);
     for (int r = 0; r < world; r++) {
@@ -118,7 +118,7 @@ static int run_ranks(int world, RankFn fn, int timeout_s)
     }
     int bad = 0, left = world;
     int64_t deadline = now_ms() + timeout_s * 1000;
-    int done[8] = {0};
+    int done[8] = { 0 };
     while (left > 0 && now_ms() < deadline) {
         for (int r = 0; r < world; r++) {
             int status;
@@ -162,10 +162,10 @@ typedef struct {
     int batch;
 } Shape;
 
-static const Shape SHAPE_MNIST = {"784-256-256-10", {784, 256, 256, 10}, 3, 64};
-static const Shape SHAPE_ODD = {"37-19-5", {37, 19, 5}, 2, 13};
-static const Shape SHAPE_DEEP = {"100-300-200-100-7", {100, 300, 200, 100, 7}, 4, 100};
-static const Shape SHAPE_SMALL = {"100-64-64-10", {100, 64, 64, 10}, 3, 32};
+static const Shape SHAPE_MNIST = { "784-256-256-10", { 784, 256, 256, 10 }, 3, 64 };
+static const Shape SHAPE_ODD = { "37-19-5", { 37, 19, 5 }, 2, 13 };
+static const Shape SHAPE_DEEP = { "100-300-200-100-7", { 100, 300, 200, 100, 7 }, 4, 100 };
+static const Shape SHAPE_SMALL = { "100-64-64-10", { 100, 64, 64, 10 }, 3, 32 };
 
 /* Rows like image pixels: in [0, 1), about a third exactly 0. */
 static void make_data(float *x, int32_t *y, int rows, int dim, int classes, uint64_t seed)
@@ -229,15 +229,11 @@ static const float *batch_x(const Pair *p, int s)
 {
     return p->x + (size_t)(s % p->nbatches) * p->sh.batch * p->sh.dims[0];
 }
-static const int32_t *batch_y(const Pair *p, int s)
-{
-    return p->y + (size_t)(s % p->nbatches) * p->sh.batch;
-}
+static const int32_t *batch_y(const Pair *p, int s) { return p->y + (size_t)(s % p->nbatches) * p->sh.batch; }
 
 static double cpu_step(Pair *p, int s, double lr)
 {
-    double l = mlp_forward_backward(&p->cpu, batch_x(p, s), batch_y(p, s), p->sh.batch, NULL, NULL,
-                                    NULL, NULL);
+    double l = mlp_forward_backward(&p->cpu, batch_x(p, s), batch_y(p, s), p->sh.batch, NULL, NULL, NULL, NULL);
     optim_step(&p->o, p->cpu.params, p->cpu.grads, lr);
     return l;
 }
@@ -270,8 +266,8 @@ static void diff(const float *a, const float *b, size_t n, double *max_rel, doub
 }
 
 /* Per tensor: L2 within tol, and the max too when check_max. */
-static void expect_close(const Mlp *lay, const float *gpu, const float *cpu, bool check_max,
-                         double tol, const char *what)
+static void expect_close(const Mlp *lay, const float *gpu, const float *cpu, bool check_max, double tol,
+                         const char *what)
 {
     double worst_max = 0, worst_l2 = 0;
     for (int t = 0; t < lay->n_tensors; t++) {
@@ -283,8 +279,7 @@ static void expect_close(const Mlp *lay, const float *gpu, const float *cpu, boo
         CHECK(l2 <= tol, "%s %s: relative L2 difference %.3g", what, mt->name, l2);
         if (check_max) CHECK(mr <= tol, "%s %s: relative max difference %.3g", what, mt->name, mr);
     }
-    printf("  %s: worst tensor relative difference: max %.3g, L2 %.3g\n", what, worst_max,
-           worst_l2);
+    printf("  %s: worst tensor relative difference: max %.3g, L2 %.3g\n", what, worst_max, worst_l2);
 }
 
 /* ---- cases that need no GPU ------------------------------------------- */
@@ -297,19 +292,18 @@ static void case_no_gpu(const char *why)
         int n = -1;
         int64_t t0 = now_ms();
         int rc = gpu_count(&n, err, sizeof err);
-        CHECK(rc == -1 && now_ms() - t0 < 2000, "gpu_count: rc %d after %lld ms", rc,
-              (long long)(now_ms() - t0));
+        CHECK(rc == -1 && now_ms() - t0 < 2000, "gpu_count: rc %d after %lld ms", rc, (long long)(now_ms() - t0));
         CHECK(strstr(err, "--device cpu") != NULL, "no advice in: %s", err);
     }
     TEST_END();
 
     TEST_BEGIN("no_gpu_cuda_mlp_refused");
     {
-        int dims[] = {4, 3, 2};
+        int dims[] = { 4, 3, 2 };
         Mlp lay;
         OptimConfig oc;
         optim_config_defaults(&oc, OPTIM_SGD);
-        CudaMlp *g = (CudaMlp *)&lay;   /* must come back NULL */
+        CudaMlp *g = (CudaMlp *)&lay; /* must come back NULL */
         if (mlp_init(&lay, dims, 2, 1, err, sizeof err) == 0) {
             int64_t t0 = now_ms();
             int rc = cuda_mlp_new(&g, &lay, &oc, 8, err, sizeof err);
@@ -323,10 +317,16 @@ static void case_no_gpu(const char *why)
 
     TEST_BEGIN("no_gpu_nccl_refused_with_gloo_hint");
     {
-        MemStore ms = {0};
-        CommStore st = {.ctx = &ms, .set = ms_set, .get = ms_get};
-        CommConfig cfg = {.backend = "nccl", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "nogpu", .timeout_ms = 5000, .store = &st, .device = "cuda"};
+        MemStore ms = { 0 };
+        CommStore st = { .ctx = &ms, .set = ms_set, .get = ms_get };
+        CommConfig cfg = { .backend = "nccl",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "nogpu",
+                           .timeout_ms = 5000,
+                           .store = &st,
+                           .device = "cuda" };
         Comm *c = NULL;
         int64_t t0 = now_ms();
         int rc = comm_new(&c, &cfg, err, sizeof err);
@@ -339,11 +339,16 @@ static void case_no_gpu(const char *why)
 
     TEST_BEGIN("no_gpu_gloo_on_cuda_refused");
     {
-        MemStore ms = {0};
-        CommStore st = {.ctx = &ms, .set = ms_set, .get = ms_get};
-        CommConfig cfg = {.backend = "gloo", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "nogpu-gloo", .timeout_ms = 5000, .store = &st,
-                          .device = "cuda"};
+        MemStore ms = { 0 };
+        CommStore st = { .ctx = &ms, .set = ms_set, .get = ms_get };
+        CommConfig cfg = { .backend = "gloo",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "nogpu-gloo",
+                           .timeout_ms = 5000,
+                           .store = &st,
+                           .device = "cuda" };
         Comm *c = NULL;
         int64_t t0 = now_ms();
         int rc = comm_new(&c, &cfg, err, sizeof err);
@@ -356,17 +361,21 @@ static void case_no_gpu(const char *why)
 
     TEST_BEGIN("comm_unknown_device_or_backend");
     {
-        MemStore ms = {0};
-        CommStore st = {.ctx = &ms, .set = ms_set, .get = ms_get};
-        CommConfig cfg = {.backend = "gloo", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "dev", .timeout_ms = 5000, .store = &st, .device = "tpu"};
+        MemStore ms = { 0 };
+        CommStore st = { .ctx = &ms, .set = ms_set, .get = ms_get };
+        CommConfig cfg = { .backend = "gloo",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "dev",
+                           .timeout_ms = 5000,
+                           .store = &st,
+                           .device = "tpu" };
         Comm *c = NULL;
-        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "tpu"),
-              "device tpu: %s", err);
+        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "tpu"), "device tpu: %s", err);
         cfg.device = NULL;
         cfg.backend = "mpi";
-        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "mpi"),
-              "backend mpi: %s", err);
+        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "mpi"), "backend mpi: %s", err);
         CHECK(comm_available("gloo") == 1, "gloo not available");
         CHECK(comm_available("mpi") == 0, "mpi available");
         ms_done(&ms);
@@ -385,8 +394,14 @@ static int rank_nccl_same_gpu(int rank, int world, const CommStore *st, const ch
         rank_say(rank, "gpu_use: %s", err);
         return 1;
     }
-    CommConfig cfg = {.backend = "nccl", .rank = rank, .world = world, .host = "127.0.0.1",
-                      .prefix = prefix, .timeout_ms = 20000, .store = st, .device = "cuda"};
+    CommConfig cfg = { .backend = "nccl",
+                       .rank = rank,
+                       .world = world,
+                       .host = "127.0.0.1",
+                       .prefix = prefix,
+                       .timeout_ms = 20000,
+                       .store = st,
+                       .device = "cuda" };
     Comm *c = NULL;
     int64_t t0 = now_ms();
     int rc = comm_new(&c, &cfg, err, sizeof err);
@@ -413,7 +428,7 @@ static int rank_nccl_same_gpu(int rank, int world, const CommStore *st, const ch
 static int rank_gloo_cuda(int rank, int world, const CommStore *st, const char *prefix)
 {
     char err[512] = "";
-    int dims[] = {30, 20, 6};
+    int dims[] = { 30, 20, 6 };
     Mlp lay;
     OptimConfig oc;
     optim_config_defaults(&oc, OPTIM_SGD);
@@ -424,9 +439,15 @@ static int rank_gloo_cuda(int rank, int world, const CommStore *st, const char *
     int32_t *y = NULL;
     if (gpu_use(0, err, sizeof err) || mlp_init(&lay, dims, 2, 8, err, sizeof err)) goto out;
     if (cuda_mlp_new(&g, &lay, &oc, 8, err, sizeof err)) goto out;
-    CommConfig cfg = {.backend = "gloo", .rank = rank, .world = world, .host = "127.0.0.1",
-                      .prefix = prefix, .timeout_ms = 20000, .store = st, .device = "cuda",
-                      .stream = cuda_mlp_stream(g)};
+    CommConfig cfg = { .backend = "gloo",
+                       .rank = rank,
+                       .world = world,
+                       .host = "127.0.0.1",
+                       .prefix = prefix,
+                       .timeout_ms = 20000,
+                       .store = st,
+                       .device = "cuda",
+                       .stream = cuda_mlp_stream(g) };
     if (comm_new(&c, &cfg, err, sizeof err)) goto out;
     size_t n = lay.n_params;
     h = malloc(n * sizeof *h);
@@ -435,8 +456,7 @@ static int rank_gloo_cuda(int rank, int world, const CommStore *st, const char *
     y = malloc(8 * sizeof *y);
     /* Small integers: every order of summing them is exact. */
     for (size_t i = 0; i < n; i++) h[i] = (float)((int)(i % 7) + rank);
-    for (size_t i = 0; i < n; i++)
-        want[i] = (float)(world * (int)(i % 7) + world * (world - 1) / 2);
+    for (size_t i = 0; i < n; i++) want[i] = (float)(world * (int)(i % 7) + world * (world - 1) / 2);
     if (cuda_mlp_set_params(g, h, err, sizeof err) ||
         comm_allreduce_sum_f32(c, cuda_mlp_params(g), n, 1, err, sizeof err) ||
         cuda_mlp_get_params(g, h, err, sizeof err))
@@ -461,8 +481,7 @@ static int rank_gloo_cuda(int rank, int world, const CommStore *st, const char *
      * 1e-6). The sum starts on the event of the last tensor's gradient. */
     mlp_reset_params(&lay, 3);
     make_data(x, y, 8, 30, 6, 5);
-    if (cuda_mlp_set_params(g, lay.params, err, sizeof err) ||
-        cuda_mlp_load_batch(g, x, y, 8, err, sizeof err) ||
+    if (cuda_mlp_set_params(g, lay.params, err, sizeof err) || cuda_mlp_load_batch(g, x, y, 8, err, sizeof err) ||
         cuda_mlp_forward_backward(g, 1.0f, 0, NULL, NULL, err, sizeof err) ||
         cuda_mlp_finish_step(g, 20000, NULL, NULL, 0, NULL, err, sizeof err) ||
         cuda_mlp_get_grads(g, want, err, sizeof err) ||
@@ -522,13 +541,11 @@ static void case_grads(const Shape *sh)
     if (pair_init(&p, sh, &oc, 2, 11) == 0) {
         size_t n = p.cpu.n_params;
         float *g = malloc(n * sizeof *g), *want = malloc(n * sizeof *want);
-        double lc = mlp_forward_backward(&p.cpu, batch_x(&p, 0), batch_y(&p, 0), sh->batch, NULL,
-                                         NULL, NULL, NULL);
+        double lc = mlp_forward_backward(&p.cpu, batch_x(&p, 0), batch_y(&p, 0), sh->batch, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < n; i++) want[i] = p.cpu.grads[i] * 0.5f;
-        HookLog hl = {0};
+        HookLog hl = { 0 };
         double lg = 0;
-        int rc = cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), sh->batch, err,
-                                     sizeof err) ||
+        int rc = cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), sh->batch, err, sizeof err) ||
                  cuda_mlp_forward_backward(p.g, 0.5f, 0, log_hook, &hl, err, sizeof err) ||
                  cuda_mlp_finish_step(p.g, 60000, &lg, NULL, 0, NULL, err, sizeof err) ||
                  cuda_mlp_get_grads(p.g, g, err, sizeof err);
@@ -536,15 +553,13 @@ static void case_grads(const Shape *sh)
         if (rc == 0) {
             CHECK(fabs(lg - lc) <= TOL * fabs(lc), "loss gpu %.9g cpu %.9g", lg, lc);
             expect_close(&p.cpu, g, want, true, TOL, "gradients (scale 0.5)");
-            CHECK(hl.n == p.cpu.n_tensors && !hl.null_event, "%d hooks for %d tensors%s", hl.n,
-                  p.cpu.n_tensors, hl.null_event ? ", one without an event" : "");
+            CHECK(hl.n == p.cpu.n_tensors && !hl.null_event, "%d hooks for %d tensors%s", hl.n, p.cpu.n_tensors,
+                  hl.null_event ? ", one without an event" : "");
             for (int i = 0; i < hl.n && i < p.cpu.n_tensors; i++)
-                CHECK(hl.order[i] == p.cpu.n_tensors - 1 - i, "hook %d was tensor %d", i,
-                      hl.order[i]);
+                CHECK(hl.order[i] == p.cpu.n_tensors - 1 - i, "hook %d was tensor %d", i, hl.order[i]);
         }
         /* Accumulation: a second batch added on top. */
-        mlp_forward_backward(&p.cpu, batch_x(&p, 1), batch_y(&p, 1), sh->batch, NULL, NULL, NULL,
-                             NULL);
+        mlp_forward_backward(&p.cpu, batch_x(&p, 1), batch_y(&p, 1), sh->batch, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < n; i++) want[i] += p.cpu.grads[i] * 0.5f;
         rc = cuda_mlp_load_batch(p.g, batch_x(&p, 1), batch_y(&p, 1), sh->batch, err, sizeof err) ||
              cuda_mlp_forward_backward(p.g, 0.5f, 1, NULL, NULL, err, sizeof err) ||
@@ -575,24 +590,21 @@ static void case_optimizer_exact(const char *name, OptimConfig oc)
             if (s == 2) g[3] = 0.0f;
             double lr = 0.01 * (s + 1);
             optim_step(&p.o, p.cpu.params, g, lr);
-            int rc = cuda_mlp_set_grads(p.g, g, err, sizeof err) ||
-                     cuda_mlp_optim_step(p.g, lr, err, sizeof err) ||
+            int rc = cuda_mlp_set_grads(p.g, g, err, sizeof err) || cuda_mlp_optim_step(p.g, lr, err, sizeof err) ||
                      cuda_mlp_get_params(p.g, back, err, sizeof err);
             CHECK(rc == 0, "%s", err);
             if (rc) break;
             size_t first = n;
             for (size_t i = 0; i < n && first == n; i++)
                 if (memcmp(&back[i], &p.cpu.params[i], sizeof(float)) != 0) first = i;
-            CHECK(first == n, "step %d: params[%zu] gpu %.9g cpu %.9g", s, first,
-                  first < n ? back[first] : 0, first < n ? p.cpu.params[first] : 0);
+            CHECK(first == n, "step %d: params[%zu] gpu %.9g cpu %.9g", s, first, first < n ? back[first] : 0,
+                  first < n ? p.cpu.params[first] : 0);
         }
         if (cuda_mlp_get_optim(p.g, &o2, err, sizeof err) == 0) {
-            CHECK(o2.t == p.o.t && o2.has_buf == p.o.has_buf, "t %lld/%lld has_buf %d/%d",
-                  (long long)o2.t, (long long)p.o.t, o2.has_buf, p.o.has_buf);
-            if (p.o.buf1)
-                CHECK(!memcmp(o2.buf1, p.o.buf1, n * sizeof(float)), "buf1 differs");
-            if (p.o.buf2)
-                CHECK(!memcmp(o2.buf2, p.o.buf2, n * sizeof(float)), "buf2 differs");
+            CHECK(o2.t == p.o.t && o2.has_buf == p.o.has_buf, "t %lld/%lld has_buf %d/%d", (long long)o2.t,
+                  (long long)p.o.t, o2.has_buf, p.o.has_buf);
+            if (p.o.buf1) CHECK(!memcmp(o2.buf1, p.o.buf1, n * sizeof(float)), "buf1 differs");
+            if (p.o.buf2) CHECK(!memcmp(o2.buf2, p.o.buf2, n * sizeof(float)), "buf2 differs");
         } else {
             CHECK(0, "get_optim: %s", err);
         }
@@ -624,8 +636,7 @@ static void case_train(const char *name, const Shape *sh, OptimConfig oc, int st
         printf("  loss: %d steps, worst relative difference %.3g\n", steps, worst);
         float *w = malloc(p.cpu.n_params * sizeof *w);
         if (cuda_mlp_get_params(p.g, w, err, sizeof err) == 0)
-            expect_close(&p.cpu, w, p.cpu.params, oc.kind == OPTIM_SGD && wtol <= TOL, wtol,
-                         "final weights");
+            expect_close(&p.cpu, w, p.cpu.params, oc.kind == OPTIM_SGD && wtol <= TOL, wtol, "final weights");
         else
             CHECK(0, "get_params: %s", err);
         free(w);
@@ -662,10 +673,9 @@ static void case_gather(void)
         rc = rc || cuda_mlp_gather_batch(p.g, idx, B, err, sizeof err) ||
              cuda_mlp_forward_backward(p.g, 1.0f, 0, NULL, NULL, err, sizeof err) ||
              cuda_mlp_finish_step(p.g, 60000, &l1, NULL, 0, NULL, err, sizeof err) ||
-             cuda_mlp_get_grads(p.g, g1, err, sizeof err) ||
-             cuda_mlp_host_batch(p.g, &px, &py, err, sizeof err);
+             cuda_mlp_get_grads(p.g, g1, err, sizeof err) || cuda_mlp_host_batch(p.g, &px, &py, err, sizeof err);
         if (rc == 0) {
-            memcpy(px, xb, (size_t)B * in * sizeof(float));   /* straight into pinned memory */
+            memcpy(px, xb, (size_t)B * in * sizeof(float)); /* straight into pinned memory */
             memcpy(py, yb, (size_t)B * sizeof(int32_t));
             rc = cuda_mlp_load_batch(p.g, px, py, B, err, sizeof err) ||
                  cuda_mlp_forward_backward(p.g, 1.0f, 0, NULL, NULL, err, sizeof err) ||
@@ -678,8 +688,7 @@ static void case_gather(void)
             CHECK(!memcmp(g1, g2, p.cpu.n_params * sizeof(float)), "gradients differ");
         }
         int64_t bad_idx = rows;
-        CHECK(cuda_mlp_gather_batch(p.g, &bad_idx, 1, err, sizeof err) == -1 &&
-                  strstr(err, "outside"),
+        CHECK(cuda_mlp_gather_batch(p.g, &bad_idx, 1, err, sizeof err) == -1 && strstr(err, "outside"),
               "index %lld accepted: %s", (long long)bad_idx, err);
         free(idx);
         free(xb);
@@ -717,8 +726,10 @@ static void case_resume(const char *name, OptimConfig oc, bool gpu_first)
         for (int s = 5; s < 10 && rc == 0; s++) {
             double lc = cpu_step(&p, s, oc.lr);
             rc = gpu_step(&p, s, oc.lr, &loss);
-            CHECK(rc || fabs(loss - lc) <= TOL * fabs(lc), "step %d after resume: loss gpu %.9g "
-                  "cpu %.9g", s + 1, loss, lc);
+            CHECK(rc || fabs(loss - lc) <= TOL * fabs(lc),
+                  "step %d after resume: loss gpu %.9g "
+                  "cpu %.9g",
+                  s + 1, loss, lc);
         }
         float *w = malloc(n * sizeof *w);
         if (rc == 0 && cuda_mlp_get_params(p.g, w, err, sizeof err) == 0)
@@ -737,14 +748,13 @@ static void case_evaluate(void)
     optim_config_defaults(&oc, OPTIM_SGD);
     Pair p;
     if (pair_init(&p, &SHAPE_DEEP, &oc, 3, 61) == 0) {
-        int n = 250;   /* not a multiple of the batch */
+        int n = 250; /* not a multiple of the batch */
         double lc = 0, lg = 0;
         int64_t cc = mlp_evaluate(&p.cpu, p.x, p.y, n, &lc), cg = -1;
         int rc = cuda_mlp_evaluate(p.g, p.x, p.y, n, &cg, &lg, err, sizeof err);
         CHECK(rc == 0, "%s", err);
         /* A row whose top two logits are within rounding may go either way. */
-        CHECK(cg >= cc - 1 && cg <= cc + 1, "correct gpu %lld cpu %lld", (long long)cg,
-              (long long)cc);
+        CHECK(cg >= cc - 1 && cg <= cc + 1, "correct gpu %lld cpu %lld", (long long)cg, (long long)cc);
         CHECK(fabs(lg - lc) <= 1e-5 * fabs(lc), "loss sum gpu %.9g cpu %.9g", lg, lc);
         CHECK(cuda_mlp_forward_backward(p.g, 1.0f, 0, NULL, NULL, err, sizeof err) == -1,
               "training on evaluation rows was allowed");
@@ -761,7 +771,7 @@ static void case_step_plumbing(void)
     optim_config_defaults(&oc, OPTIM_SGD);
     Pair p;
     if (pair_init(&p, &SHAPE_ODD, &oc, 1, 71) == 0) {
-        float flags[3] = {7.0f, 1.0f, 0.0f}, back[3] = {0};
+        float flags[3] = { 7.0f, 1.0f, 0.0f }, back[3] = { 0 };
         CudaMlpTimes tm;
         double loss = 0;
         int rc = cuda_mlp_load_batch(p.g, p.x, p.y, p.sh.batch, err, sizeof err) ||
@@ -770,24 +780,18 @@ static void case_step_plumbing(void)
                  cuda_mlp_optim_step(p.g, 0.1, err, sizeof err) ||
                  cuda_mlp_finish_step(p.g, 60000, &loss, back, 3, &tm, err, sizeof err);
         CHECK(rc == 0, "%s", err);
-        CHECK(!memcmp(flags, back, sizeof flags), "pad came back %g %g %g", back[0], back[1],
-              back[2]);
-        CHECK(tm.fwd_ms > 0 && tm.bwd_ms > 0 && tm.opt_ms > 0 && tm.comm_wait_ms >= 0 &&
-                  tm.gpu_ms >= tm.fwd_ms,
-              "times fwd %g bwd %g wait %g opt %g gpu %g", tm.fwd_ms, tm.bwd_ms, tm.comm_wait_ms,
-              tm.opt_ms, tm.gpu_ms);
+        CHECK(!memcmp(flags, back, sizeof flags), "pad came back %g %g %g", back[0], back[1], back[2]);
+        CHECK(tm.fwd_ms > 0 && tm.bwd_ms > 0 && tm.opt_ms > 0 && tm.comm_wait_ms >= 0 && tm.gpu_ms >= tm.fwd_ms,
+              "times fwd %g bwd %g wait %g opt %g gpu %g", tm.fwd_ms, tm.bwd_ms, tm.comm_wait_ms, tm.opt_ms, tm.gpu_ms);
         int32_t y_bad[13];
         memcpy(y_bad, p.y, sizeof y_bad);
-        y_bad[4] = 5;   /* 5 classes: 0..4 */
-        CHECK(cuda_mlp_load_batch(p.g, p.x, y_bad, 13, err, sizeof err) == -1 &&
-                  strstr(err, "label 5"),
+        y_bad[4] = 5; /* 5 classes: 0..4 */
+        CHECK(cuda_mlp_load_batch(p.g, p.x, y_bad, 13, err, sizeof err) == -1 && strstr(err, "label 5"),
               "label 5 of 5 classes accepted: %s", err);
         CHECK(cuda_mlp_load_batch(p.g, p.x, p.y, 14, err, sizeof err) == -1, "batch 14 of 13");
-        CHECK(cuda_mlp_gather_batch(p.g, (int64_t[]){0}, 1, err, sizeof err) == -1 &&
-                  strstr(err, "no dataset"),
+        CHECK(cuda_mlp_gather_batch(p.g, (int64_t[]){ 0 }, 1, err, sizeof err) == -1 && strstr(err, "no dataset"),
               "gather without a dataset: %s", err);
-        CHECK(cuda_mlp_write_pad(p.g, flags, MODEL_GRAD_PAD + 1, err, sizeof err) == -1,
-              "pad overflow accepted");
+        CHECK(cuda_mlp_write_pad(p.g, flags, MODEL_GRAD_PAD + 1, err, sizeof err) == -1, "pad overflow accepted");
         OptimConfig other;
         optim_config_defaults(&other, OPTIM_ADAMW);
         Optim o;
@@ -795,8 +799,8 @@ static void case_step_plumbing(void)
             CHECK(cuda_mlp_set_optim(p.g, &o, err, sizeof err) == -1, "adamw state into sgd");
             optim_done(&o);
         }
-        CHECK(cuda_mlp_bytes(p.g) > (int64_t)(p.cpu.n_params * 2 * sizeof(float)),
-              "bytes %lld", (long long)cuda_mlp_bytes(p.g));
+        CHECK(cuda_mlp_bytes(p.g) > (int64_t)(p.cpu.n_params * 2 * sizeof(float)), "bytes %lld",
+              (long long)cuda_mlp_bytes(p.g));
     }
     pair_done(&p);
     TEST_END();
@@ -810,14 +814,13 @@ static void case_gpu_info(void)
     CHECK(gpu_count(&n, err, sizeof err) == 0 && n >= 1, "gpu_count: %s", err);
     CHECK(gpu_describe(0, line, sizeof line, err, sizeof err) == 0, "describe: %s", err);
     int64_t used = -1, total = -1;
-    CHECK(gpu_mem_info(&used, &total, err, sizeof err) == 0 && used > 0 && total > used,
-          "mem used %lld total %lld: %s", (long long)used, (long long)total, err);
+    CHECK(gpu_mem_info(&used, &total, err, sizeof err) == 0 && used > 0 && total > used, "mem used %lld total %lld: %s",
+          (long long)used, (long long)total, err);
     const char *v = gpu_version();
     CHECK(v && strstr(v, "cuda runtime"), "version %s", v ? v : "(null)");
-    printf("  %s; %d GPU(s); %s; %s; %s; memory in use %.1f of %.1f GiB\n", line, n,
-           v ? v : "?", cuda_mlp_version() ? cuda_mlp_version() : "?",
-           comm_version("nccl") ? comm_version("nccl") : "no nccl", used / 1073741824.0,
-           total / 1073741824.0);
+    printf("  %s; %d GPU(s); %s; %s; %s; memory in use %.1f of %.1f GiB\n", line, n, v ? v : "?",
+           cuda_mlp_version() ? cuda_mlp_version() : "?", comm_version("nccl") ? comm_version("nccl") : "no nccl",
+           used / 1073741824.0, total / 1073741824.0);
     TEST_END();
 }
 
@@ -846,8 +849,8 @@ static void start_on_ready(void *ctx, int tensor, void *ready)
         buf -= 3;
         n += 3;
     }
-    s->rc = comm_allreduce_sum_f32_start(s->c, buf, n, (uint32_t)tensor, ready,
-                                         &s->tickets[s->n++], s->err, sizeof s->err);
+    s->rc =
+        comm_allreduce_sum_f32_start(s->c, buf, n, (uint32_t)tensor, ready, &s->tickets[s->n++], s->err, sizeof s->err);
 }
 
 static void case_nccl_world1(void)
@@ -863,15 +866,21 @@ static void case_nccl_world1(void)
     oc.lr = 0.1;
     oc.momentum = 0.9;
     Pair p;
-    MemStore ms = {0};
-    CommStore st = {.ctx = &ms, .set = ms_set, .get = ms_get};
+    MemStore ms = { 0 };
+    CommStore st = { .ctx = &ms, .set = ms_set, .get = ms_get };
     Comm *c = NULL;
     if (pair_init(&p, &SHAPE_MNIST, &oc, 2, 81) == 0) {
         size_t n = p.cpu.n_params;
         float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-        CommConfig cfg = {.backend = "nccl", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "w1", .timeout_ms = 30000, .store = &st, .device = "cuda",
-                          .stream = cuda_mlp_stream(p.g)};
+        CommConfig cfg = { .backend = "nccl",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "w1",
+                           .timeout_ms = 30000,
+                           .store = &st,
+                           .device = "cuda",
+                           .stream = cuda_mlp_stream(p.g) };
         int64_t t0 = wall_ns();
         int rc = comm_new(&c, &cfg, err, sizeof err);
         CHECK(rc == 0, "comm_new: %s", err);
@@ -882,16 +891,13 @@ static void case_nccl_world1(void)
             rc = cuda_mlp_get_params(p.g, a, err, sizeof err) ||
                  comm_allreduce_sum_f32(c, cuda_mlp_params(p.g), n, 0, err, sizeof err) ||
                  cuda_mlp_get_params(p.g, b, err, sizeof err);
-            CHECK(rc == 0 && !memcmp(a, b, n * sizeof(float)), "allreduce: %s",
-                  rc ? err : "values changed");
+            CHECK(rc == 0 && !memcmp(a, b, n * sizeof(float)), "allreduce: %s", rc ? err : "values changed");
             rc = comm_broadcast_f32(c, cuda_mlp_params(p.g), n, 0, err, sizeof err) ||
                  cuda_mlp_get_params(p.g, b, err, sizeof err);
-            CHECK(rc == 0 && !memcmp(a, b, n * sizeof(float)), "broadcast: %s",
-                  rc ? err : "values changed");
-            CHECK(comm_broadcast_f32(c, cuda_mlp_params(p.g), n, 1, err, sizeof err) == -1,
-                  "root 1 of 1 accepted");
+            CHECK(rc == 0 && !memcmp(a, b, n * sizeof(float)), "broadcast: %s", rc ? err : "values changed");
+            CHECK(comm_broadcast_f32(c, cuda_mlp_params(p.g), n, 1, err, sizeof err) == -1, "root 1 of 1 accepted");
         }
-        comm_free(&c);   /* the refused broadcast leaves it unusable (comm.h) */
+        comm_free(&c); /* the refused broadcast leaves it unusable (comm.h) */
         ms_done(&ms);
         cfg.prefix = "w1b";
         rc = comm_new(&c, &cfg, err, sizeof err);
@@ -900,41 +906,35 @@ static void case_nccl_world1(void)
             /* A training step with every gradient's sum started on its
              * ready event, then joined: the same as without NCCL. */
             double l_ref = 0, l = 0;
-            rc = cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), p.sh.batch, err,
-                                     sizeof err) ||
+            rc = cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), p.sh.batch, err, sizeof err) ||
                  cuda_mlp_forward_backward(p.g, 1.0f, 0, NULL, NULL, err, sizeof err) ||
                  cuda_mlp_finish_step(p.g, 60000, &l_ref, NULL, 0, NULL, err, sizeof err) ||
                  cuda_mlp_get_grads(p.g, a, err, sizeof err);
             CHECK(rc == 0, "reference step: %s", err);
-            Starter sr = {.c = c, .lay = &p.cpu, .grads = cuda_mlp_grads(p.g)};
-            float pad[3] = {1, 2, 3}, pad_back[3] = {0};
-            rc = rc || cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), p.sh.batch, err,
-                                           sizeof err) ||
+            Starter sr = { .c = c, .lay = &p.cpu, .grads = cuda_mlp_grads(p.g) };
+            float pad[3] = { 1, 2, 3 }, pad_back[3] = { 0 };
+            rc = rc || cuda_mlp_load_batch(p.g, batch_x(&p, 0), batch_y(&p, 0), p.sh.batch, err, sizeof err) ||
                  cuda_mlp_write_pad(p.g, pad, 3, err, sizeof err) ||
                  cuda_mlp_forward_backward(p.g, 1.0f, 0, start_on_ready, &sr, err, sizeof err);
             if (rc == 0 && sr.rc) {
                 snprintf(err, sizeof err, "start from the hook: %.400s", sr.err);
                 rc = -1;
             }
-            rc = rc || comm_join(c, err, sizeof err) ||
-                 cuda_mlp_optim_step(p.g, oc.lr, err, sizeof err) ||
+            rc = rc || comm_join(c, err, sizeof err) || cuda_mlp_optim_step(p.g, oc.lr, err, sizeof err) ||
                  cuda_mlp_finish_step(p.g, 60000, &l, pad_back, 3, NULL, err, sizeof err) ||
                  cuda_mlp_get_grads(p.g, b, err, sizeof err);
             CHECK(rc == 0, "step with nccl: %s", err);
-            CHECK(rc || (l == l_ref && !memcmp(a, b, n * sizeof(float)) &&
-                         !memcmp(pad, pad_back, sizeof pad)),
+            CHECK(rc || (l == l_ref && !memcmp(a, b, n * sizeof(float)) && !memcmp(pad, pad_back, sizeof pad)),
                   "loss %.17g vs %.17g, or gradients or pad changed by a one-rank sum", l, l_ref);
-            CHECK(rc || sr.n == p.cpu.n_tensors, "%d sums started for %d tensors", sr.n,
-                  p.cpu.n_tensors);
+            CHECK(rc || sr.n == p.cpu.n_tensors, "%d sums started for %d tensors", sr.n, p.cpu.n_tensors);
             int64_t t1 = wall_ns();
             for (int i = 0; rc == 0 && i < sr.n; i++) {
-                CommTiming tm = {0, 0};
+                CommTiming tm = { 0, 0 };
                 int trc = comm_timing(c, sr.tickets[i], &tm, err, sizeof err);
                 CHECK(trc == 0 && tm.start_ns <= tm.done_ns && tm.start_ns > t0 - 2000000000LL &&
                           tm.done_ns < t1 + 2000000000LL,
-                      "timing of sum %d: rc %d, start %lld done %lld, window %lld..%lld: %s", i,
-                      trc, (long long)tm.start_ns, (long long)tm.done_ns, (long long)t0,
-                      (long long)t1, trc < 0 ? err : "");
+                      "timing of sum %d: rc %d, start %lld done %lld, window %lld..%lld: %s", i, trc,
+                      (long long)tm.start_ns, (long long)tm.done_ns, (long long)t0, (long long)t1, trc < 0 ? err : "");
             }
             CHECK(comm_barrier(c, err, sizeof err) == 0, "barrier: %s", err);
             CHECK(comm_destroy(&c, err, sizeof err) == 0 && c == NULL, "clean destroy: %s", err);
@@ -950,20 +950,24 @@ static void case_nccl_world1(void)
     TEST_BEGIN("nccl_abort_then_destroy");
     {
         CudaMlp *g = NULL;
-        int dims[] = {8, 4};
+        int dims[] = { 8, 4 };
         Mlp lay;
-        if (mlp_init(&lay, dims, 1, 2, err, sizeof err) == 0 &&
-            cuda_mlp_new(&g, &lay, &oc, 2, err, sizeof err) == 0) {
-            CommConfig cfg = {.backend = "nccl", .rank = 0, .world = 1, .host = "127.0.0.1",
-                              .prefix = "abort", .timeout_ms = 30000, .store = &st,
-                              .device = "cuda", .stream = cuda_mlp_stream(g)};
+        if (mlp_init(&lay, dims, 1, 2, err, sizeof err) == 0 && cuda_mlp_new(&g, &lay, &oc, 2, err, sizeof err) == 0) {
+            CommConfig cfg = { .backend = "nccl",
+                               .rank = 0,
+                               .world = 1,
+                               .host = "127.0.0.1",
+                               .prefix = "abort",
+                               .timeout_ms = 30000,
+                               .store = &st,
+                               .device = "cuda",
+                               .stream = cuda_mlp_stream(g) };
             int rc = comm_new(&c, &cfg, err, sizeof err);
             CHECK(rc == 0, "comm_new: %s", err);
             if (rc == 0) {
                 comm_abort(c);
-                comm_abort(c);   /* twice: harmless */
-                CHECK(comm_allreduce_sum_f32(c, cuda_mlp_grads(g), 4, 0, err, sizeof err) == -1 &&
-                          strstr(err, "abort"),
+                comm_abort(c); /* twice: harmless */
+                CHECK(comm_allreduce_sum_f32(c, cuda_mlp_grads(g), 4, 0, err, sizeof err) == -1 && strstr(err, "abort"),
                       "allreduce after abort: %s", err);
                 CHECK(comm_destroy(&c, err, sizeof err) == -1 && c == NULL && strstr(err, "abort"),
                       "destroy after abort: %s", err);
@@ -980,10 +984,15 @@ static void case_nccl_world1(void)
 
     TEST_BEGIN("nccl_needs_device_buffers");
     {
-        CommConfig cfg = {.backend = "nccl", .rank = 0, .world = 1, .host = "127.0.0.1",
-                          .prefix = "cpu", .timeout_ms = 30000, .store = &st};
-        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "--device cuda"),
-              "nccl on host buffers: %s", err);
+        CommConfig cfg = { .backend = "nccl",
+                           .rank = 0,
+                           .world = 1,
+                           .host = "127.0.0.1",
+                           .prefix = "cpu",
+                           .timeout_ms = 30000,
+                           .store = &st };
+        CHECK(comm_new(&c, &cfg, err, sizeof err) == -1 && strstr(err, "--device cuda"), "nccl on host buffers: %s",
+              err);
         ms_done(&ms);
     }
     TEST_END();
@@ -1041,8 +1050,7 @@ int main(void)
 
     /* Forked first: this process must not have initialised CUDA yet. */
     TEST_BEGIN("nccl_two_ranks_one_gpu_refused");
-    if (comm_available("nccl"))
-        CHECK(run_ranks(2, rank_nccl_same_gpu, 60) == 0, "see the ranks' lines");
+    if (comm_available("nccl")) CHECK(run_ranks(2, rank_nccl_same_gpu, 60) == 0, "see the ranks' lines");
     TEST_END();
     TEST_BEGIN("gloo_cuda_2_ranks_one_gpu");
     CHECK(run_ranks(2, rank_gloo_cuda, 120) == 0, "see the ranks' lines");

@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t now_ns(void) {
+static int64_t now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -37,19 +38,25 @@ static DirStore store;
 
 /* ---- the benchmark -------------------------------------------------- */
 
-static int cmp_i64(const void *a, const void *b) {
+static int cmp_i64(const void *a, const void *b)
+{
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-static int bench_rank(int rank, int world, const char *algo, const size_t *bytes, int nsizes,
-                      double seconds, int run) {
+static int bench_rank(int rank, int world, const char *algo, const size_t *bytes, int nsizes, double seconds, int run)
+{
     setenv("DDPTOP_GLOO_ALLREDUCE", algo, 1);
-    CommStore cs = {&store, ds_set, ds_get};
+    CommStore cs = { &store, ds_set, ds_get };
     char prefix[64], err[512];
     snprintf(prefix, sizeof prefix, "bench-%d-%s", run, algo);
-    CommConfig cfg = {.backend = "gloo", .rank = rank, .world = world, .host = "127.0.0.1", .prefix = prefix,
-                      .timeout_ms = 30000, .store = &cs};
+    CommConfig cfg = { .backend = "gloo",
+                       .rank = rank,
+                       .world = world,
+                       .host = "127.0.0.1",
+                       .prefix = prefix,
+                       .timeout_ms = 30000,
+                       .store = &cs };
     Comm *c = NULL;
     if (comm_new(&c, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "rank %d: %s\n", rank, err);
@@ -87,8 +94,8 @@ static int bench_rank(int rank, int world, const char *algo, const size_t *bytes
         if (rank == 0)
             printf("%-5s %d ranks %8zu B  first %7.3f  median %7.3f  mean %7.3f  p10 %7.3f"
                    "  p90 %7.3f ms  (%d calls)\n",
-                   algo, world, bytes[s], first / 1e6, t[iters / 2] / 1e6, mean / 1e6,
-                   t[iters / 10] / 1e6, t[iters * 9 / 10] / 1e6, iters);
+                   algo, world, bytes[s], first / 1e6, t[iters / 2] / 1e6, mean / 1e6, t[iters / 10] / 1e6,
+                   t[iters * 9 / 10] / 1e6, iters);
         fflush(stdout);
         free(buf);
     }
@@ -101,19 +108,22 @@ fail:
     return 1;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     int world = 2;
     double seconds = 1.0;
     char algos[256] = "ring,opts";
-    size_t bytes[32] = {4096, 256 * 1024, 1 << 20, 4 << 20};
+    size_t bytes[32] = { 4096, 256 * 1024, 1 << 20, 4 << 20 };
     int nsizes = 4, opt;
     while ((opt = getopt(argc, argv, "n:a:t:")) != -1) {
-        if (opt == 'n') world = atoi(optarg);
-        else if (opt == 'a') snprintf(algos, sizeof algos, "%s", optarg);
-        else if (opt == 't') seconds = atof(optarg);
+        if (opt == 'n')
+            world = atoi(optarg);
+        else if (opt == 'a')
+            snprintf(algos, sizeof algos, "%s", optarg);
+        else if (opt == 't')
+            seconds = atof(optarg);
         else {
-            fprintf(stderr, "usage: %s [-n WORLD] [-a ring,opts,bcube,auto] [-t S] [BYTES...]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [-n WORLD] [-a ring,opts,bcube,auto] [-t S] [BYTES...]\n", argv[0]);
             return 2;
         }
     }

@@ -44,8 +44,8 @@
 #include "wire/sampler.h"
 #include "net/zsock.h"
 
-#define MAX_KV 40
-#define MAX_DIRS 100000
+#define MAX_KV      40
+#define MAX_DIRS    100000
 #define MAX_BUCKETS 16
 
 typedef struct {
@@ -64,8 +64,8 @@ typedef struct {
 
 typedef struct {
     bool active;
-    int64_t from, to, k;             /* next step to send */
-    double rate, next_t;             /* seconds on the script's clock */
+    int64_t from, to, k; /* next step to send */
+    double rate, next_t; /* seconds on the script's clock */
     double loss0, loss1, tau, noise, spread;
     int64_t epoch_steps, batch;
     double step_ms, comm_ms, exposed_ms;
@@ -74,7 +74,7 @@ typedef struct {
     int slow_rank, late_rank;
     double slow_factor, late_ms;
     int64_t nan_at;
-    int64_t anchor_ns;               /* wall time of step `from` on the shared schedule, 0: none */
+    int64_t anchor_ns; /* wall time of step `from` on the shared schedule, 0: none */
 } Train;
 
 static struct {
@@ -87,29 +87,26 @@ static struct {
     void *zctx, *ctl, *tel;
     CodecBuf buf;
     uint64_t drops;
-    int64_t job_ns;                  /* ddptop's start (from DDPTOP_JOB): the ranks' shared clock */
-    int64_t step, epoch;             /* last step sent */
+    int64_t job_ns;      /* ddptop's start (from DDPTOP_JOB): the ranks' shared clock */
+    int64_t step, epoch; /* last step sent */
     int64_t coll_seq;
     Train tr;
     bool paused, blocked, stalled, silent, hung;
     int64_t block_seq, block_since_ns;
     bool want_stop, want_pause, want_resume;
-    int64_t want_ckpt;               /* ckpt id asked, 0 none */
+    int64_t want_ckpt; /* ckpt id asked, 0 none */
     int64_t last_ckpt_id;
     Phase phase;
 } F;
 
 /* ---- helpers ---- */
 
-static int64_t base_ns;              /* the script's time 0, wall clock */
+static int64_t base_ns; /* the script's time 0, wall clock */
 
 /* The script's clock: seconds since ddptop started the job (DDPTOP_JOB
  * carries that moment), the same for every rank however late its process
  * started, so ranks step together as DDP ranks do. */
-static double now_s(void)
-{
-    return (double)(proto_now_ns() - base_ns) / 1e9;
-}
+static double now_s(void) { return (double)(proto_now_ns() - base_ns) / 1e9; }
 
 static int fail_parse(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail_parse(int line, const char *fmt, ...)
@@ -126,8 +123,7 @@ static int fail_parse(int line, const char *fmt, ...)
 static const char *get(const Dir *d, const char *k)
 {
     for (int i = 0; i < d->nkv; i++)
-        if (!strcmp(d->kv[i].k, k))
-            return d->kv[i].v;
+        if (!strcmp(d->kv[i].k, k)) return d->kv[i].v;
     return NULL;
 }
 
@@ -147,16 +143,14 @@ static int64_t geti(const Dir *d, const char *k, int64_t dflt)
 static void gets_(const Dir *d, const char *k, const char *dflt, char *out, size_t n)
 {
     const char *v = get(d, k);
-    if (!v)
-        v = dflt;
+    if (!v) v = dflt;
     size_t len = 0;
     out[0] = '\0';
     for (const char *p = v; *p && len + 1 < n; p++) {
         if (!strncmp(p, "{r}", 3)) {
             len += (size_t)snprintf(out + len, n - len, "%d", F.rank);
             p += 2;
-            if (len >= n)
-                len = n - 1;
+            if (len >= n) len = n - 1;
         } else {
             out[len++] = *p;
             out[len] = '\0';
@@ -168,8 +162,7 @@ static void gets_(const Dir *d, const char *k, const char *dflt, char *out, size
 static bool get_pair(const Dir *d, const char *k, int *rank, double *val)
 {
     const char *v = get(d, k);
-    if (!v)
-        return false;
+    if (!v) return false;
     char *end;
     *rank = (int)strtol(v, &end, 10);
     *val = *end == ':' ? strtod(end + 1, NULL) : 0;
@@ -178,39 +171,33 @@ static bool get_pair(const Dir *d, const char *k, int *rank, double *val)
 
 static bool rank_selected(const char *sel, int rank)
 {
-    if (!strcmp(sel, "*") || !strcmp(sel, "all"))
-        return true;
+    if (!strcmp(sel, "*") || !strcmp(sel, "all")) return true;
     const char *p = sel;
     while (*p) {
         char *end;
         long a = strtol(p, &end, 10), b = a;
-        if (end == p)
-            return false;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        if (rank >= a && rank <= b)
-            return true;
+        if (end == p) return false;
+        if (*end == '-') b = strtol(end + 1, &end, 10);
+        if (rank >= a && rank <= b) return true;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            return false;
+        if (*end && *end != ',') return false;
     }
     return false;
 }
 
 /* ---- script ---- */
 
-static const char *const kinds[] = {"hello", "phase", "step", "coll", "shard", "ckpt", "log", "beat", "eval",
-                                    "bye", "train", "block", "stall", "silence", "hang", "exit", "die", "end", NULL};
+static const char *const kinds[] = { "hello", "phase", "step", "coll",  "shard", "ckpt",  "log",
+                                     "beat",  "eval",  "bye",  "train", "block", "stall", "silence",
+                                     "hang",  "exit",  "die",  "end",   NULL };
 
 /* Split a line into words; quotes group, \" escapes. Returns the count. */
 static int split(char *s, char **w, int max)
 {
     int n = 0;
     while (*s && n < max) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (!*s || *s == '#')
-            break;
+        while (*s == ' ' || *s == '\t') s++;
+        if (!*s || *s == '#') break;
         char *out = s;
         w[n++] = s;
         bool q = false;
@@ -220,12 +207,10 @@ static int split(char *s, char **w, int max)
                 s++;
                 continue;
             }
-            if (*s == '\\' && s[1] == '"')
-                s++;
+            if (*s == '\\' && s[1] == '"') s++;
             *out++ = *s++;
         }
-        if (*s)
-            s++;
+        if (*s) s++;
         *out = '\0';
     }
     return n;
@@ -250,8 +235,7 @@ static int parse_script(const char *path)
         line[strcspn(line, "\r\n")] = '\0';
         char *w[MAX_KV + 4];
         int n = split(line, w, MAX_KV + 4);
-        if (n == 0)
-            continue;
+        if (n == 0) continue;
         if (!strcmp(w[0], "set")) {
             for (int i = 1; i < n; i++) {
                 if (!strncmp(w[i], "beat=", 5))
@@ -276,8 +260,7 @@ static int parse_script(const char *path)
             break;
         }
         bool known = false;
-        for (int k = 0; kinds[k]; k++)
-            known |= !strcmp(kinds[k], w[2]);
+        for (int k = 0; kinds[k]; k++) known |= !strcmp(kinds[k], w[2]);
         if (!known) {
             rc = fail_parse(ln, "unknown kind \"%s\"", w[2]);
             break;
@@ -306,8 +289,7 @@ static int parse_script(const char *path)
             snprintf(d->kv[d->nkv].v, sizeof d->kv[0].v, "%s", eq + 1);
             d->nkv++;
         }
-        if (rc)
-            break;
+        if (rc) break;
         if (!strcmp(d->kind, "phase") && get(d, "phase") && phase_from_name(get(d, "phase")) == PHASE_NONE) {
             rc = fail_parse(ln, "unknown phase \"%s\"", get(d, "phase"));
             break;
@@ -326,31 +308,25 @@ static int parse_script(const char *path)
 
 static void send_tel(Msg *m)
 {
-    if (F.silent || F.hung)
-        return;
+    if (F.silent || F.hung) return;
     char err[160];
     m->rank = F.rank;
-    if (!m->t_ns)
-        m->t_ns = proto_now_ns();
-    if (zs_send(F.tel, m, &F.buf, ZMQ_DONTWAIT, err, sizeof err) != 0)
-        F.drops++;
+    if (!m->t_ns) m->t_ns = proto_now_ns();
+    if (zs_send(F.tel, m, &F.buf, ZMQ_DONTWAIT, err, sizeof err) != 0) F.drops++;
 }
 
 /* Messages a user must see wait a little for room, as the worker's do. */
 static void send_important(Msg *m)
 {
-    if (F.silent || F.hung)
-        return;
+    if (F.silent || F.hung) return;
     char err[160];
     m->rank = F.rank;
     m->t_ns = proto_now_ns();
     void *s = m->kind == MSG_HELLO ? F.ctl : F.tel;
     for (int i = 0; i < 400; i++) {
         int rc = zs_send(s, m, &F.buf, ZMQ_DONTWAIT, err, sizeof err);
-        if (rc == 0)
-            return;
-        if (rc < 0)
-            break;
+        if (rc == 0) return;
+        if (rc < 0) break;
         usleep(5000);
     }
     F.drops++;
@@ -361,8 +337,7 @@ static void send_phase(Phase p, const char *detail)
     Msg m;
     msg_init(&m, MSG_PHASE);
     m.u.phase.phase = p;
-    if (detail)
-        snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
+    if (detail) snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
     F.phase = p;
     send_important(&m);
 }
@@ -381,17 +356,14 @@ static void send_coll_msg(const char *op, int bucket, int64_t bytes, double ms, 
     c->start_ns = done - (int64_t)(ms * 1e6);
     c->enq_ns = c->start_ns - (int64_t)(wait_ms * 1e6);
     c->algbw_gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
-    c->busbw_gbs = !strcmp(op, "allreduce") && F.world > 0 ? c->algbw_gbs * 2.0 * (F.world - 1) / F.world
-                                                           : c->algbw_gbs;
+    c->busbw_gbs =
+        !strcmp(op, "allreduce") && F.world > 0 ? c->algbw_gbs * 2.0 * (F.world - 1) / F.world : c->algbw_gbs;
     send_tel(&m);
 }
 
 /* ---- commands: act at a step every rank agrees on ---- */
 
-static bool training(void)
-{
-    return F.tr.active && !F.paused && !F.blocked && !F.stalled && !F.hung;
-}
+static bool training(void) { return F.tr.active && !F.paused && !F.blocked && !F.stalled && !F.hung; }
 
 /* The bye from a fresh process, after this one has exited: a bye still on
  * its way when ddptop reaps the rank (the race ddptop must survive). */
@@ -399,12 +371,11 @@ static void late_bye(int status, int delay_ms)
 {
     fflush(stdout);
     pid_t pid = fork();
-    if (pid != 0)
-        return;                      /* parent (or no child): go on exiting */
+    if (pid != 0) return; /* parent (or no child): go on exiting */
     usleep((useconds_t)delay_ms * 1000);
     void *ctx = zmq_ctx_new();
     void *push = zmq_socket(ctx, ZMQ_PUSH);
-    int linger = 2000;               /* and no longer: ddptop may be gone */
+    int linger = 2000; /* and no longer: ddptop may be gone */
     zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(push, ZMQ_SNDTIMEO, &linger, sizeof linger);
     if (zmq_connect(push, getenv("DDPTOP_TEL")) == 0) {
@@ -448,8 +419,7 @@ static void shutdown_clean(int status, bool bye, const char *why, int bye_after_
     zmq_close(F.ctl);
     zmq_ctx_term(F.zctx);
     fflush(stdout);
-    if (bye_after_ms > 0)
-        late_bye(status, bye_after_ms);
+    if (bye_after_ms > 0) late_bye(status, bye_after_ms);
     exit(status);
 }
 
@@ -475,12 +445,9 @@ static void do_ckpt(void)
 /* After a step (or at once when not stepping): what the ranks agreed. */
 static void act_on_commands(bool at_boundary)
 {
-    if (!at_boundary)
-        return;
-    if (F.want_ckpt)
-        do_ckpt();
-    if (F.want_stop)
-        shutdown_clean(0, true, "stop requested by ddptop", 0);
+    if (!at_boundary) return;
+    if (F.want_ckpt) do_ckpt();
+    if (F.want_stop) shutdown_clean(0, true, "stop requested by ddptop", 0);
     if (F.want_pause && !F.paused) {
         F.want_pause = false;
         F.paused = true;
@@ -496,14 +463,11 @@ static void read_commands(void)
         Msg m;
         char err[160];
         int rc = zs_recv(F.ctl, &m, ZMQ_DONTWAIT, err, sizeof err);
-        if (rc != 0 && rc != 2)
-            return;
-        if (rc == 2)
-            continue;
+        if (rc != 0 && rc != 2) return;
+        if (rc == 2) continue;
         if (m.kind == MSG_CMD && !F.hung) {
             const MsgCmd *c = &m.u.cmd;
-            printf("feed rank %d: cmd %s id %lld at step %lld\n", F.rank, c->op, (long long)c->id,
-                   (long long)F.step);
+            printf("feed rank %d: cmd %s id %lld at step %lld\n", F.rank, c->op, (long long)c->id, (long long)F.step);
             fflush(stdout);
             if (!strcmp(c->op, "stop"))
                 F.want_stop = true;
@@ -516,8 +480,8 @@ static void read_commands(void)
                 if (F.paused) {
                     F.paused = false;
                     send_phase(PHASE_TRAIN, NULL);
-                    F.tr.next_t = now_s();   /* the schedule restarts from now */
-                    F.tr.anchor_ns = 0;      /* ranks resume at different moments */
+                    F.tr.next_t = now_s(); /* the schedule restarts from now */
+                    F.tr.anchor_ns = 0;    /* ranks resume at different moments */
                 }
             }
         }
@@ -547,8 +511,7 @@ static void train_step(void)
     for (int b = 0; b < t->nb; b++) {
         /* everyone leaves a collective together: who came late waited least */
         double ms = comm_each;
-        if (t->late_rank >= 0 && F.rank != t->late_rank)
-            ms += t->late_ms;
+        if (t->late_rank >= 0 && F.rank != t->late_rank) ms += t->late_ms;
         send_coll_msg("allreduce", b, t->bytes[b], ms, 0, done);
     }
     Msg m;
@@ -558,8 +521,7 @@ static void train_step(void)
     s->epoch = t->epoch_steps > 0 ? (k - 1) / t->epoch_steps : 0;
     double x = t->tau > 0 ? (double)(k - t->from) / t->tau : 0;
     s->loss = t->loss1 + (t->loss0 - t->loss1) * exp(-x) + t->spread * F.rank + t->noise * (2 * hash01(F.rank, k) - 1);
-    if (t->nan_at > 0 && k >= t->nan_at)
-        s->loss = NAN;
+    if (t->nan_at > 0 && k >= t->nan_at) s->loss = NAN;
     s->lr = 0.01;
     s->samples = k * t->batch;
     s->step_ms = t->step_ms * (F.rank == t->slow_rank ? t->slow_factor : 1.0);
@@ -573,8 +535,7 @@ static void train_step(void)
     F.step = k;
     F.epoch = s->epoch;
     t->k++;
-    if (t->k > t->to)
-        t->active = false;
+    if (t->k > t->to) t->active = false;
     act_on_commands(F.step % F.sync == 0 || !t->active);
 }
 
@@ -587,8 +548,7 @@ static void start_train(const Dir *d)
     t->to = geti(d, "to", t->from + 999);
     t->k = t->from;
     t->rate = getf(d, "rate", 50);
-    if (t->rate <= 0)
-        t->rate = 50;
+    if (t->rate <= 0) t->rate = 50;
     t->loss0 = getf(d, "loss0", 2.3);
     t->loss1 = getf(d, "loss1", 0.3);
     t->tau = getf(d, "tau", (double)(t->to - t->from + 1) / 4.0);
@@ -607,8 +567,10 @@ static void start_train(const Dir *d)
         t->bytes[b] = 1048576;
         if (bb) {
             t->bytes[b] = strtoll(bb, (char **)&bb, 10);
-            if (*bb == ',') bb++;
-            else bb = NULL;
+            if (*bb == ',')
+                bb++;
+            else
+                bb = NULL;
         }
     }
     double v;
@@ -617,7 +579,7 @@ static void start_train(const Dir *d)
     if (get_pair(d, "late", &t->late_rank, &v)) t->late_ms = v;
     t->nan_at = geti(d, "nan_at", 0);
     t->anchor_ns = base_ns + (int64_t)(d->t * 1e9);
-    t->next_t = d->t;                /* on the shared schedule, even if this rank started late */
+    t->next_t = d->t; /* on the shared schedule, even if this rank started late */
     F.stalled = F.blocked = false;
 }
 
@@ -651,8 +613,7 @@ static void run_dir(const Dir *d)
         gets_(d, "detail", "", s1, sizeof s1);
         Phase p = phase_from_name(get(d, "phase") ? get(d, "phase") : "train");
         /* a rank paused before training starts stays paused: resume says train */
-        if (F.paused && p == PHASE_TRAIN)
-            return;
+        if (F.paused && p == PHASE_TRAIN) return;
         send_phase(p, s1[0] ? s1 : NULL);
     } else if (!strcmp(k, "step")) {
         msg_init(&m, MSG_STEP);
@@ -674,16 +635,18 @@ static void run_dir(const Dir *d)
         send_tel(&m);
     } else if (!strcmp(k, "coll")) {
         gets_(d, "op", "allreduce", s1, sizeof s1);
-        if (get(d, "seq"))
-            F.coll_seq = geti(d, "seq", 1) - 1;
+        if (get(d, "seq")) F.coll_seq = geti(d, "seq", 1) - 1;
         /* it completes now; it started ms ago and was queued wait_ms before
          * that: a rank with a shorter ms arrived later */
-        send_coll_msg(s1, (int)geti(d, "bucket", 0), geti(d, "bytes", 1048576), getf(d, "ms", 2),
-                      getf(d, "wait_ms", 0), proto_now_ns());
+        send_coll_msg(s1, (int)geti(d, "bucket", 0), geti(d, "bytes", 1048576), getf(d, "ms", 2), getf(d, "wait_ms", 0),
+                      proto_now_ns());
     } else if (!strcmp(k, "shard")) {
-        SamplerConfig c = {.size = geti(d, "size", 6400), .world = F.world, .rank = F.rank,
-                           .seed = (uint64_t)geti(d, "seed", 0), .shuffle = geti(d, "shuffle", 1) != 0,
-                           .drop_last = geti(d, "drop_last", 0) != 0};
+        SamplerConfig c = { .size = geti(d, "size", 6400),
+                            .world = F.world,
+                            .rank = F.rank,
+                            .seed = (uint64_t)geti(d, "seed", 0),
+                            .shuffle = geti(d, "shuffle", 1) != 0,
+                            .drop_last = geti(d, "drop_last", 0) != 0 };
         int64_t epoch = geti(d, "epoch", F.epoch);
         /* repeat_epoch=E: the order of epoch E again (set_epoch forgotten) */
         int64_t perm_epoch = geti(d, "repeat_epoch", epoch);
@@ -709,7 +672,7 @@ static void run_dir(const Dir *d)
         s->n_idx = (uint32_t)(cut < n ? cut : n);
         s->idx = idx;
         send_tel(&m);
-        free(idx);                   /* ours, not msg_done's */
+        free(idx); /* ours, not msg_done's */
     } else if (!strcmp(k, "ckpt")) {
         msg_init(&m, MSG_CKPT);
         m.u.ckpt.step = geti(d, "step", F.step);
@@ -787,9 +750,8 @@ static void send_beat(void)
 static int cmp_dir(const void *a, const void *b)
 {
     const Dir *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->line - y->line;        /* same time: script order */
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->line - y->line; /* same time: script order */
 }
 
 int main(int argc, char **argv)
@@ -799,7 +761,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--script") && i + 1 < argc)
             script = argv[++i];
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            i++;                     /* ddptop passes its collective timeout: not ours */
+            i++; /* ddptop passes its collective timeout: not ours */
         else {
             fprintf(stderr, "tool_feed: unknown option \"%s\" (usage: tool_feed --script FILE)\n", argv[i]);
             return 2;
@@ -815,10 +777,8 @@ int main(int argc, char **argv)
     F.beat_s = 1.0;
     F.sync = 10;
     F.phase = PHASE_NONE;
-    if (parse_script(script))
-        return 2;
-    if (getenv("DDPTOP_CHECK_ARGS"))
-        return 0;
+    if (parse_script(script)) return 2;
+    if (getenv("DDPTOP_CHECK_ARGS")) return 0;
     qsort(F.dirs, (size_t)F.ndirs, sizeof *F.dirs, cmp_dir);
 
     const char *ctl_ep = getenv("DDPTOP_CTL"), *tel_ep = getenv("DDPTOP_TEL");
@@ -849,8 +809,7 @@ int main(int argc, char **argv)
     int di = 0;
     for (;;) {
         double now = now_s();
-        while (di < F.ndirs && F.dirs[di].t <= now)
-            run_dir(&F.dirs[di++]);
+        while (di < F.ndirs && F.dirs[di].t <= now) run_dir(&F.dirs[di++]);
         /* steps due now; a rank that started late catches up with the others
          * (in bursts of at most 200 per wake-up, so commands are still read) */
         for (int burst = 0; training() && F.tr.next_t <= now && burst < 200; burst++) {
@@ -858,30 +817,23 @@ int main(int argc, char **argv)
             F.tr.next_t += 1.0 / F.tr.rate;
         }
         if (training() && F.tr.next_t < now - 10.0)
-            F.tr.next_t = now;       /* hopelessly behind (machine overloaded): skip ahead */
+            F.tr.next_t = now; /* hopelessly behind (machine overloaded): skip ahead */
         /* commands wait for a step boundary only while steps flow */
-        if (!training() && !F.blocked && !F.hung)
-            act_on_commands(true);
+        if (!training() && !F.blocked && !F.hung) act_on_commands(true);
         if (F.beat_s > 0 && now >= next_beat) {
-            if (!F.silent && !F.hung)
-                send_beat();
+            if (!F.silent && !F.hung) send_beat();
             next_beat += F.beat_s;
-            if (next_beat < now)
-                next_beat = now + F.beat_s;
+            if (next_beat < now) next_beat = now + F.beat_s;
         }
         double next = next_beat;
-        if (F.beat_s <= 0)
-            next = now + 1.0;
-        if (di < F.ndirs && F.dirs[di].t < next)
-            next = F.dirs[di].t;
-        if (training() && F.tr.next_t < next)
-            next = F.tr.next_t;
+        if (F.beat_s <= 0) next = now + 1.0;
+        if (di < F.ndirs && F.dirs[di].t < next) next = F.dirs[di].t;
+        if (training() && F.tr.next_t < next) next = F.tr.next_t;
         long ms = (long)ceil((next - now_s()) * 1000);
         if (ms < 0) ms = 0;
         if (ms > 1000) ms = 1000;
-        zmq_pollitem_t it = {F.ctl, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, ms) < 0 && errno != EINTR)
-            break;
+        zmq_pollitem_t it = { F.ctl, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, ms) < 0 && errno != EINTR) break;
         read_commands();
     }
     return 1;

@@ -30,35 +30,50 @@ static void pub(Publisher *p, Msg *m)
     char err[256];
     codec_buf_init(&b);
     m->t_ns = proto_now_ns();
-    if (codec_encode(m, &b, err, sizeof err)) { fprintf(stderr, "tool_pub: %s\n", err); exit(1); }
+    if (codec_encode(m, &b, err, sizeof err)) {
+        fprintf(stderr, "tool_pub: %s\n", err);
+        exit(1);
+    }
     publisher_send(p, b.data, b.len);
     codec_buf_done(&b);
 }
 
 static void sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) { fprintf(stderr, "usage: tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S]\n"); return 2; }
+    if (argc < 3) {
+        fprintf(stderr, "usage: tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S]\n");
+        return 2;
+    }
     int ranks = 2, steps = 5;
     for (int i = 3; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--ranks")) ranks = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--ranks"))
+            ranks = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps"))
+            steps = atoi(argv[i + 1]);
     }
     char err[512];
     void *ctx = zmq_ctx_new();
     Publisher *p = publisher_open(ctx, argv[1], 0, err, sizeof err);
-    if (!p) { fprintf(stderr, "tool_pub: %s\n", err); zmq_ctx_term(ctx); return 2; }
+    if (!p) {
+        fprintf(stderr, "tool_pub: %s\n", err);
+        zmq_ctx_term(ctx);
+        return 2;
+    }
     printf("endpoint=%s\n", publisher_endpoint(p));
     fflush(stdout);
     Msg m;
     int waited = 0;
     while (access(argv[2], F_OK) != 0) {
-        if (waited > 15000) { fprintf(stderr, "tool_pub: nobody subscribed\n"); return 1; }
+        if (waited > 15000) {
+            fprintf(stderr, "tool_pub: nobody subscribed\n");
+            return 1;
+        }
         for (int r = 0; r < ranks; r++) {
             msg_init(&m, MSG_HELLO);
             m.rank = r;
@@ -86,9 +101,8 @@ int main(int argc, char **argv)
         m.u.bye.step = steps;
         pub(p, &m);
     }
-    printf("sent=%llu drops=%llu\n", (unsigned long long)publisher_sent(p),
-           (unsigned long long)publisher_drops(p));
-    publisher_close(&p);   /* lingers a moment: the byes get out */
+    printf("sent=%llu drops=%llu\n", (unsigned long long)publisher_sent(p), (unsigned long long)publisher_drops(p));
+    publisher_close(&p); /* lingers a moment: the byes get out */
     zmq_ctx_term(ctx);
     return 0;
 }

@@ -36,19 +36,19 @@
 #include "wire/protocol.h"
 #include "record/record.h"
 
-#define B_NS 1700000000000000000LL
-#define MS 1000000LL
+#define B_NS    1700000000000000000LL
+#define MS      1000000LL
 #define BUCKETS 2
 
 typedef struct {
-    int64_t wall;            /* event wall time; arrival is wall + 0.5 ms */
+    int64_t wall; /* event wall time; arrival is wall + 0.5 ms */
     int src;
     uint8_t *data;
     size_t len;
-    int kind;                /* 0 frame, 1 start, 2 exit, 3 note */
+    int kind; /* 0 frame, 1 start, 2 exit, 3 note */
     int rank, pid, status;
     char text[64];
-    int seq;                 /* creation order, to keep sorting stable */
+    int seq; /* creation order, to keep sorting stable */
 } Ev;
 
 static Ev *g_ev;
@@ -59,7 +59,10 @@ static Ev *new_ev(int64_t wall)
     if (g_n == g_cap) {
         g_cap = g_cap ? g_cap * 2 : 256;
         g_ev = realloc(g_ev, g_cap * sizeof *g_ev);
-        if (!g_ev) { fprintf(stderr, "tool_rec: out of memory\n"); exit(1); }
+        if (!g_ev) {
+            fprintf(stderr, "tool_rec: out of memory\n");
+            exit(1);
+        }
     }
     Ev *e = &g_ev[g_n];
     memset(e, 0, sizeof *e);
@@ -73,10 +76,13 @@ static void add_msg(int src, Msg *m)
     CodecBuf b;
     char err[256];
     codec_buf_init(&b);
-    if (codec_encode(m, &b, err, sizeof err)) { fprintf(stderr, "tool_rec: encode: %s\n", err); exit(1); }
+    if (codec_encode(m, &b, err, sizeof err)) {
+        fprintf(stderr, "tool_rec: encode: %s\n", err);
+        exit(1);
+    }
     Ev *e = new_ev(m->t_ns);
     e->src = src;
-    e->data = b.data;   /* ownership moves to the event */
+    e->data = b.data; /* ownership moves to the event */
     e->len = b.len;
 }
 
@@ -100,8 +106,8 @@ static void phase(int r, int64_t t, Phase p, const char *detail)
     add_msg(REC_SRC_TEL, &m);
 }
 
-static void coll(int r, int64_t seq, const char *op, int bucket, int64_t step, int64_t bytes,
-                 int64_t start, int64_t dur)
+static void coll(int r, int64_t seq, const char *op, int bucket, int64_t step, int64_t bytes, int64_t start,
+                 int64_t dur)
 {
     Msg m;
     msg_init(&m, MSG_COLL);
@@ -136,29 +142,42 @@ static void odd_frames(int64_t t)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 6);
-    pack_str(&pk, "v", 1); msgpack_pack_int(&pk, 1);
-    pack_str(&pk, "k", 1); pack_str(&pk, "log", 3);
-    pack_str(&pk, "r", 1); msgpack_pack_int(&pk, 1);
-    pack_str(&pk, "t", 1); msgpack_pack_int64(&pk, t);
-    pack_str(&pk, "level", 5); pack_str(&pk, "warn", 4);
-    pack_str(&pk, "text", 4); pack_str(&pk, "bad \xff byte \"q\"", sizeof "bad \xff byte \"q\"" - 1);
+    pack_str(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    pack_str(&pk, "k", 1);
+    pack_str(&pk, "log", 3);
+    pack_str(&pk, "r", 1);
+    msgpack_pack_int(&pk, 1);
+    pack_str(&pk, "t", 1);
+    msgpack_pack_int64(&pk, t);
+    pack_str(&pk, "level", 5);
+    pack_str(&pk, "warn", 4);
+    pack_str(&pk, "text", 4);
+    pack_str(&pk, "bad \xff byte \"q\"", sizeof "bad \xff byte \"q\"" - 1);
     add_raw(REC_SRC_TEL, t, sb.data, sb.size);
     msgpack_sbuffer_destroy(&sb);
     /* A kind from the future, with nested values of every type. */
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 6);
-    pack_str(&pk, "v", 1); msgpack_pack_int(&pk, 1);
-    pack_str(&pk, "k", 1); pack_str(&pk, "gossip", 6);
-    pack_str(&pk, "r", 1); msgpack_pack_int(&pk, 0);
-    pack_str(&pk, "t", 1); msgpack_pack_int64(&pk, t + MS);
+    pack_str(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    pack_str(&pk, "k", 1);
+    pack_str(&pk, "gossip", 6);
+    pack_str(&pk, "r", 1);
+    msgpack_pack_int(&pk, 0);
+    pack_str(&pk, "t", 1);
+    msgpack_pack_int64(&pk, t + MS);
     pack_str(&pk, "payload", 7);
     msgpack_pack_array(&pk, 4);
     msgpack_pack_int(&pk, -3);
     msgpack_pack_double(&pk, 2.0);
     msgpack_pack_nil(&pk);
-    msgpack_pack_map(&pk, 1); msgpack_pack_int(&pk, 7); msgpack_pack_true(&pk);
-    pack_str(&pk, "f", 1); msgpack_pack_float(&pk, 1.5f);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_int(&pk, 7);
+    msgpack_pack_true(&pk);
+    pack_str(&pk, "f", 1);
+    msgpack_pack_float(&pk, 1.5f);
     add_raw(REC_SRC_TEL, t + MS, sb.data, sb.size);
     msgpack_sbuffer_destroy(&sb);
     /* Not msgpack at all. */
@@ -174,17 +193,29 @@ static int ev_cmp(const void *a, const void *b)
 
 static int cmd_write(int argc, char **argv)
 {
-    if (argc < 1) { fprintf(stderr, "usage: tool_rec write OUT [--ranks N] [--steps S] [--cut-tail K]\n"); return 2; }
+    if (argc < 1) {
+        fprintf(stderr, "usage: tool_rec write OUT [--ranks N] [--steps S] [--cut-tail K]\n");
+        return 2;
+    }
     const char *out = argv[0];
     int ranks = 2, steps = 10;
     long cut = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--ranks")) ranks = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--cut-tail")) cut = atol(argv[i + 1]);
-        else { fprintf(stderr, "tool_rec: unknown option %s\n", argv[i]); return 2; }
+        if (!strcmp(argv[i], "--ranks"))
+            ranks = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps"))
+            steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--cut-tail"))
+            cut = atol(argv[i + 1]);
+        else {
+            fprintf(stderr, "tool_rec: unknown option %s\n", argv[i]);
+            return 2;
+        }
     }
-    if (ranks < 1 || ranks > 64 || steps < 1) { fprintf(stderr, "tool_rec: bad --ranks/--steps\n"); return 2; }
+    if (ranks < 1 || ranks > 64 || steps < 1) {
+        fprintf(stderr, "tool_rec: bad --ranks/--steps\n");
+        return 2;
+    }
 
     for (int r = 0; r < ranks; r++) {
         int64_t t0 = B_NS + r * MS;
@@ -269,7 +300,7 @@ static int cmd_write(int argc, char **argv)
     m.rank = ranks - 1;
     m.t_ns = B_NS + 150 * MS;
     snprintf(m.u.store.key, sizeof m.u.store.key, "job/gloo/%d", ranks - 1);
-    static uint8_t val[4] = {0xde, 0xad, 0x00, 0x01};
+    static uint8_t val[4] = { 0xde, 0xad, 0x00, 0x01 };
     m.u.store.val = val;
     m.u.store.val_len = 4;
     add_msg(REC_SRC_CTL, &m);
@@ -289,7 +320,10 @@ static int cmd_write(int argc, char **argv)
     char err[256], desc[128];
     snprintf(desc, sizeof desc, "tool_rec synthetic job: %d ranks, %d steps", ranks, steps);
     Recorder *rec = recorder_open(out, ranks, desc, err, sizeof err);
-    if (!rec) { fprintf(stderr, "tool_rec: %s\n", err); return 1; }
+    if (!rec) {
+        fprintf(stderr, "tool_rec: %s\n", err);
+        return 1;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t mono0 = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (g_ev[0].wall - B_NS);
@@ -297,20 +331,33 @@ static int cmd_write(int argc, char **argv)
         Ev *v = &g_ev[i];
         int64_t wall = v->wall + MS / 2, mono = mono0 + (v->wall - B_NS) + MS / 2;
         int rc;
-        if (v->kind == 1) rc = recorder_write_start(rec, v->rank, v->pid, mono, wall, err, sizeof err);
-        else if (v->kind == 2) rc = recorder_write_exit(rec, v->rank, v->pid, v->status, "", mono, wall, err, sizeof err);
-        else if (v->kind == 3) rc = recorder_write_note(rec, v->rank, 0, v->text, mono, wall, err, sizeof err);
-        else rc = recorder_write(rec, (RecSource)v->src, v->data, v->len, mono, wall, err, sizeof err);
-        if (rc) { fprintf(stderr, "tool_rec: %s\n", err); return 1; }
+        if (v->kind == 1)
+            rc = recorder_write_start(rec, v->rank, v->pid, mono, wall, err, sizeof err);
+        else if (v->kind == 2)
+            rc = recorder_write_exit(rec, v->rank, v->pid, v->status, "", mono, wall, err, sizeof err);
+        else if (v->kind == 3)
+            rc = recorder_write_note(rec, v->rank, 0, v->text, mono, wall, err, sizeof err);
+        else
+            rc = recorder_write(rec, (RecSource)v->src, v->data, v->len, mono, wall, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "tool_rec: %s\n", err);
+            return 1;
+        }
         free(v->data);
     }
-    if (recorder_close(&rec, err, sizeof err)) { fprintf(stderr, "tool_rec: %s\n", err); return 1; }
+    if (recorder_close(&rec, err, sizeof err)) {
+        fprintf(stderr, "tool_rec: %s\n", err);
+        return 1;
+    }
     if (cut > 0) {
         FILE *f = fopen(out, "rb");
         fseek(f, 0, SEEK_END);
         long n = ftell(f);
         fclose(f);
-        if (truncate(out, n > cut ? n - cut : 0)) { perror("truncate"); return 1; }
+        if (truncate(out, n > cut ? n - cut : 0)) {
+            perror("truncate");
+            return 1;
+        }
     }
     printf("records=%zu\n", g_n);
     free(g_ev);

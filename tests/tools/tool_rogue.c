@@ -57,7 +57,7 @@ static void store_set(void *ctl, CodecBuf *b, const char *key)
     Msg m;
     msg_init(&m, MSG_SET);
     snprintf(m.u.store.key, sizeof m.u.store.key, "%s", key);
-    m.u.store.val = val;               /* borrowed: no msg_done */
+    m.u.store.val = val; /* borrowed: no msg_done */
     m.u.store.val_len = sizeof val - 1;
     send_msg(ctl, &m, b);
 }
@@ -87,10 +87,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "tool_rogue: %s: not a tcp:// or ipc:// endpoint\n", ep);
         return 2;
     }
-    if (keys_generate(&fresh, err, sizeof err)) { fprintf(stderr, "tool_rogue: %s\n", err); return 1; }
+    if (keys_generate(&fresh, err, sizeof err)) {
+        fprintf(stderr, "tool_rogue: %s\n", err);
+        return 1;
+    }
     if (!strcmp(mode, "stranger") || !strcmp(mode, "jobkeys")) {
         if (argc < 4) return usage();
-        if (keys_read(argv[3], &keys, err, sizeof err)) { fprintf(stderr, "tool_rogue: %s\n", err); return 2; }
+        if (keys_read(argv[3], &keys, err, sizeof err)) {
+            fprintf(stderr, "tool_rogue: %s\n", err);
+            return 2;
+        }
         at = 4;
         if (!strcmp(mode, "stranger")) {
             memcpy(fresh.server.pub, keys.server.pub, sizeof fresh.server.pub);
@@ -113,7 +119,8 @@ int main(int argc, char **argv)
     zmq_setsockopt(ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(tel, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(ctl, ZMQ_ROUTING_ID, "view-rogue", 10);
-    if (use_keys && (keys_client_socket(ctl, &keys, err, sizeof err) || keys_client_socket(tel, &keys, err, sizeof err))) {
+    if (use_keys &&
+        (keys_client_socket(ctl, &keys, err, sizeof err) || keys_client_socket(tel, &keys, err, sizeof err))) {
         fprintf(stderr, "tool_rogue: %s\n", err);
         return 1;
     }
@@ -157,7 +164,7 @@ int main(int argc, char **argv)
         /* Read what comes back until the next round, or the end. */
         long wait;
         while ((wait = (round * 250 < total_ms ? round * 250 : total_ms) - elapsed_ms(&t0)) > 0) {
-            zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
+            zmq_pollitem_t it = { ctl, 0, ZMQ_POLLIN, 0 };
             if (zmq_poll(&it, 1, wait) > 0) {
                 char buf[64];
                 while (zmq_recv(ctl, buf, sizeof buf, ZMQ_DONTWAIT) >= 0) replies++;
@@ -169,7 +176,7 @@ int main(int argc, char **argv)
     printf("queued=%ld replies=%ld\n", queued, replies);
     fflush(stdout);
     codec_buf_done(&b);
-    int linger = 200;   /* let the detach out */
+    int linger = 200; /* let the detach out */
     zmq_setsockopt(ctl, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(ctl);
     zmq_close(tel);

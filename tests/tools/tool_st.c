@@ -34,8 +34,7 @@ static int write_mlp(const char *spec, const char *seed_s, const char *out)
     }
     int dims[MODEL_MAX_LINEAR + 1], n;
     Mlp m;
-    if (mlp_parse(spec, dims, &n, err, sizeof err) < 0 ||
-        mlp_init(&m, dims, n, 1, err, sizeof err) < 0) {
+    if (mlp_parse(spec, dims, &n, err, sizeof err) < 0 || mlp_init(&m, dims, n, 1, err, sizeof err) < 0) {
         fprintf(stderr, "tool_st: %s\n", err);
         return 1;
     }
@@ -47,8 +46,7 @@ static int write_mlp(const char *spec, const char *seed_s, const char *out)
         snprintf(t[i].name, sizeof t[i].name, "%s", mt->name);
         snprintf(t[i].dtype, sizeof t[i].dtype, "F32");
         t[i].ndim = mt->ndim;
-        for (int d = 0; d < mt->ndim; d++)
-            t[i].shape[d] = mt->shape[d];
+        for (int d = 0; d < mt->ndim; d++) t[i].shape[d] = mt->shape[d];
         t[i].data = m.params + mt->offset;
         t[i].nbytes = mt->numel * sizeof(float);
     }
@@ -68,9 +66,15 @@ static double sum_of(const StTensor *t)
     size_t n;
     const unsigned char *p = t->data;
     /* memcpy per element: data need not be aligned for every dtype */
-#define SUM(type) do { n = t->nbytes / sizeof(type); \
-        for (size_t i = 0; i < n; i++) { type v; memcpy(&v, p + i * sizeof v, sizeof v); \
-            s += (double)v; } } while (0)
+#define SUM(type)                                   \
+    do {                                            \
+        n = t->nbytes / sizeof(type);               \
+        for (size_t i = 0; i < n; i++) {            \
+            type v;                                 \
+            memcpy(&v, p + i * sizeof v, sizeof v); \
+            s += (double)v;                         \
+        }                                           \
+    } while (0)
     if (strcmp(t->dtype, "F32") == 0)
         SUM(float);
     else if (strcmp(t->dtype, "F64") == 0)
@@ -82,7 +86,7 @@ static double sum_of(const StTensor *t)
     else if (strcmp(t->dtype, "U8") == 0)
         SUM(uint8_t);
     else
-        return NAN;   /* a dtype this tool does not add up */
+        return NAN; /* a dtype this tool does not add up */
 #undef SUM
     return s;
 }
@@ -98,8 +102,7 @@ static int dump(const char *path)
     for (int i = 0; i < st_count(f); i++) {
         const StTensor *t = st_tensor(f, i);
         printf("%s\t%s\t[", t->name, t->dtype);
-        for (int d = 0; d < t->ndim; d++)
-            printf(d ? ",%lld" : "%lld", (long long)t->shape[d]);
+        for (int d = 0; d < t->ndim; d++) printf(d ? ",%lld" : "%lld", (long long)t->shape[d]);
         printf("]\t%.17g\n", sum_of(t));
     }
     st_close(&f);
@@ -108,9 +111,7 @@ static int dump(const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && strcmp(argv[1], "write-mlp") == 0)
-        return write_mlp(argv[2], argv[3], argv[4]);
-    if (argc == 3 && strcmp(argv[1], "dump") == 0)
-        return dump(argv[2]);
+    if (argc == 5 && strcmp(argv[1], "write-mlp") == 0) return write_mlp(argv[2], argv[3], argv[4]);
+    if (argc == 3 && strcmp(argv[1], "dump") == 0) return dump(argv[2]);
     return usage();
 }

@@ -35,7 +35,7 @@ static void sample(Msg *m, MsgKind k)
     case MSG_HELLO: {
         MsgHello *h = &m->u.hello;
         h->local_rank = 1, h->world = 4, h->local_world = 2, h->pid = 4242;
-        snprintf(h->host, sizeof h->host, "n\xc5\x93ud-7");     /* "nœud-7" */
+        snprintf(h->host, sizeof h->host, "n\xc5\x93ud-7"); /* "nœud-7" */
         snprintf(h->device, sizeof h->device, "cuda:1");
         snprintf(h->backend, sizeof h->backend, "nccl");
         snprintf(h->version, sizeof h->version, "ddptop 0.1.0 zmq 4.3.4");
@@ -92,9 +92,7 @@ static void sample(Msg *m, MsgKind k)
         b->coll_since_ns = 1700000000500000000LL;
         break;
     }
-    case MSG_BYE:
-        m->u.bye.status = 0, m->u.bye.step = 9375;
-        break;
+    case MSG_BYE: m->u.bye.status = 0, m->u.bye.step = 9375; break;
     case MSG_EVAL:
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
@@ -117,12 +115,10 @@ static void sample(Msg *m, MsgKind k)
             s->val = val;
             s->val_len = sizeof val;
         }
-        if (k == MSG_VAL)
-            m->rank = -1;
+        if (k == MSG_VAL) m->rank = -1;
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -251,8 +247,7 @@ static void print_msg(const Msg *m)
         put_i("total_size", s->total_size);
         put_i("padding", s->padding);
         printf("idx=");
-        for (uint32_t i = 0; i < s->n_idx; i++)
-            printf("%s%" PRId64, i ? "," : "", s->idx[i]);
+        for (uint32_t i = 0; i < s->n_idx; i++) printf("%s%" PRId64, i ? "," : "", s->idx[i]);
         putchar('\n');
         break;
     }
@@ -303,20 +298,16 @@ static void print_msg(const Msg *m)
     case MSG_VAL: {
         const MsgStore *s = &m->u.store;
         put_str("key", s->key);
-        if (m->kind == MSG_GET || m->kind == MSG_WAIT)
-            put_i("timeout_ms", s->timeout_ms);
-        if (m->kind == MSG_VAL)
-            put_b("ok", s->ok);
+        if (m->kind == MSG_GET || m->kind == MSG_WAIT) put_i("timeout_ms", s->timeout_ms);
+        if (m->kind == MSG_VAL) put_b("ok", s->ok);
         if (m->kind == MSG_SET || m->kind == MSG_VAL) {
             printf("val=");
-            for (uint32_t i = 0; i < s->val_len; i++)
-                printf("%02x", s->val[i]);
+            for (uint32_t i = 0; i < s->val_len; i++) printf("%02x", s->val[i]);
             putchar('\n');
         }
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -348,18 +339,15 @@ static int decode_file(const char *path)
         return 2;
     }
     print_msg(&m);
-    if (rc == 1)
-        fprintf(stderr, "tool_wire: %s: skipped: %s\n", path, err);
+    if (rc == 1) fprintf(stderr, "tool_wire: %s: skipped: %s\n", path, err);
     msg_done(&m);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[1], "encode-samples") == 0)
-        return encode_samples(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "decode") == 0)
-        return decode_file(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "encode-samples") == 0) return encode_samples(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "decode") == 0) return decode_file(argv[2]);
     fprintf(stderr, "usage: tool_wire encode-samples DIR | decode FILE\n");
     return 2;
 }

@@ -48,17 +48,20 @@ static void test_values_land(void)
     TEST_BEGIN("values_land");
     TrainerArgs a;
     char err[256];
-    int rc = parse(&a, "--dataset synthetic --data-dir /d --limit 5 --synthetic-size 77 --model mlp:4,3 "
-                       "--batch-size 9 --epochs 2 --steps 11 --lr 0.5 --momentum 0.9 --nesterov "
-                       "--weight-decay 0.1 --lr-schedule cosine --warmup-steps 3 --grad-accum 4 --seed 42 "
-                       "--no-shuffle --drop-last --bucket-cap-mb 2.5 --ckpt-dir ck --ckpt-every 6 --keep-last 2 "
-                       "--no-final-ckpt --resume r --eval-every 0 --eval-limit 8 --no-telemetry --timeout 9 "
-                       "--fault slow:1:5ms", err, sizeof err);
+    int rc = parse(&a,
+                   "--dataset synthetic --data-dir /d --limit 5 --synthetic-size 77 --model mlp:4,3 "
+                   "--batch-size 9 --epochs 2 --steps 11 --lr 0.5 --momentum 0.9 --nesterov "
+                   "--weight-decay 0.1 --lr-schedule cosine --warmup-steps 3 --grad-accum 4 --seed 42 "
+                   "--no-shuffle --drop-last --bucket-cap-mb 2.5 --ckpt-dir ck --ckpt-every 6 --keep-last 2 "
+                   "--no-final-ckpt --resume r --eval-every 0 --eval-limit 8 --no-telemetry --timeout 9 "
+                   "--fault slow:1:5ms",
+                   err, sizeof err);
     CHECK(rc == 0, "%s", err);
     CHECK(!strcmp(a.dataset, "synthetic") && !strcmp(a.data_dir, "/d") && !strcmp(a.model, "mlp:4,3"), "strings");
     CHECK(a.limit == 5 && a.synthetic_size == 77 && a.batch_size == 9 && a.epochs == 2 && a.steps == 11, "ints");
     CHECK(a.optim.kind == OPTIM_SGD && a.optim.lr == 0.5 && a.optim.momentum == 0.9 && a.optim.nesterov &&
-          a.optim.weight_decay == 0.1, "optimizer");
+              a.optim.weight_decay == 0.1,
+          "optimizer");
     CHECK(a.lr_schedule == SCHED_COSINE && a.warmup_steps == 3 && a.grad_accum == 4 && a.seed == 42, "schedule");
     CHECK(!a.shuffle && a.drop_last && a.bucket_cap_mb == 2.5 && !strcmp(a.ckpt_dir, "ck"), "sampler, buckets");
     CHECK(a.ckpt_every == 6 && a.keep_last == 2 && !a.final_ckpt && !strcmp(a.resume, "r"), "checkpoints");
@@ -75,8 +78,8 @@ static void test_optimizer_any_order(void)
     CHECK(parse(&a, "--weight-decay 0 --betas 0.8,0.9 --optimizer adamw", err, sizeof err) == 0, "%s", err);
     CHECK(a.optim.kind == OPTIM_ADAMW && a.optim.weight_decay == 0 && a.optim.lr == 0.001, "adamw defaults");
     CHECK(a.optim.beta1 == 0.8 && a.optim.beta2 == 0.9, "betas");
-    CHECK(parse(&a, "--momentum 0.5 --optimizer adamw", err, sizeof err) == -1 && strstr(err, "apply to sgd"),
-          "%s", err);
+    CHECK(parse(&a, "--momentum 0.5 --optimizer adamw", err, sizeof err) == -1 && strstr(err, "apply to sgd"), "%s",
+          err);
     CHECK(parse(&a, "", err, sizeof err) == 0 && a.optim.lr == 0.01, "sgd's default lr");
     TEST_END();
 }
@@ -87,15 +90,16 @@ static void test_refusals(void)
     TrainerArgs a;
     char err[256];
     CHECK(parse(&a, "--batch-size 0", err, sizeof err) == -1 &&
-          !strcmp(err, "--batch-size: expected an integer in [1, 1048576], got \"0\""), "%s", err);
+              !strcmp(err, "--batch-size: expected an integer in [1, 1048576], got \"0\""),
+          "%s", err);
     CHECK(parse(&a, "--lr", err, sizeof err) == -1 && !strcmp(err, "--lr: missing value"), "%s", err);
-    CHECK(parse(&a, "--timeout 0.01", err, sizeof err) == -1 && strstr(err, "--timeout: expected a number"), "%s",
-          err);
+    CHECK(parse(&a, "--timeout 0.01", err, sizeof err) == -1 && strstr(err, "--timeout: expected a number"), "%s", err);
     CHECK(parse(&a, "--betas 0.9", err, sizeof err) == -1 && strstr(err, "--betas: expected B1,B2"), "%s", err);
     CHECK(parse(&a, "--seed -1", err, sizeof err) == -1 && strstr(err, "--seed:"), "%s", err);
-    CHECK(parse(&a, "--bogus --help", err, sizeof err) == -1 && strstr(err, "unknown trainer option \"--bogus\""),
-          "%s", err);
-    CHECK(parse(&a, "--model --lr", err, sizeof err) == -1 && !strstr(err, "missing value"), "a value may look like an option: %s", err);
+    CHECK(parse(&a, "--bogus --help", err, sizeof err) == -1 && strstr(err, "unknown trainer option \"--bogus\""), "%s",
+          err);
+    CHECK(parse(&a, "--model --lr", err, sizeof err) == -1 && !strstr(err, "missing value"),
+          "a value may look like an option: %s", err);
     TEST_END();
 }
 

@@ -20,7 +20,7 @@
 #include "attach/server.h"
 #include "net/zsock.h"
 
-#define EP "inproc://viewers-test"
+#define EP   "inproc://viewers-test"
 #define MAXF 4096
 
 typedef struct {
@@ -35,7 +35,7 @@ typedef struct {
     MsgKind kind[MAXF];
     int rank[MAXF];
     int64_t step[MAXF];
-    char text[8][PROTO_STR_LONG];   /* texts of the first logs */
+    char text[8][PROTO_STR_LONG]; /* texts of the first logs */
     int n_logs;
     char level[8][PROTO_STR_SHORT];
 } Got;
@@ -44,8 +44,7 @@ static Got got;
 
 static void got_reset(Got *g)
 {
-    for (int i = 0; i < g->n; i++)
-        free(g->f[i].data);
+    for (int i = 0; i < g->n; i++) free(g->f[i].data);
     memset(g, 0, sizeof *g);
 }
 
@@ -54,9 +53,8 @@ static Frame frame_of(const Msg *m)
     CodecBuf b;
     char err[128];
     codec_buf_init(&b);
-    if (codec_encode(m, &b, err, sizeof err))
-        fprintf(stderr, "encode: %s\n", err);
-    Frame f = {malloc(b.len), b.len};
+    if (codec_encode(m, &b, err, sizeof err)) fprintf(stderr, "encode: %s\n", err);
+    Frame f = { malloc(b.len), b.len };
     memcpy(f.data, b.data, b.len);
     codec_buf_done(&b);
     return f;
@@ -98,8 +96,7 @@ static Frame shard(int rank, uint32_t n, int64_t base)
     msg_init(&m, MSG_SHARD);
     m.rank = rank;
     int64_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    for (uint32_t i = 0; i < n; i++)
-        idx[i] = base + i;
+    for (uint32_t i = 0; i < n; i++) idx[i] = base + i;
     m.u.shard.idx = idx;
     m.u.shard.n_idx = n;
     m.u.shard.num_samples = n;
@@ -122,8 +119,7 @@ static Frame simple(MsgKind k, int rank)
         m.u.ckpt.step = 2;
         m.u.ckpt.ok = true;
     }
-    if (k == MSG_SET)
-        snprintf(m.u.store.key, sizeof m.u.store.key, "k");
+    if (k == MSG_SET) snprintf(m.u.store.key, sizeof m.u.store.key, "k");
     return frame_of(&m);
 }
 
@@ -155,17 +151,14 @@ static void send_cmd(void *s, const char *op, int64_t id, int64_t arg)
  * viewers_handle as the run loop (tui/run/peers.c) does. */
 static ViewerAction route_one(Viewers *v, void *router, int64_t now_ms, char *who, size_t wholen)
 {
-    zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, 1000) <= 0)
-        return (ViewerAction)-1;
+    zmq_pollitem_t it = { router, 0, ZMQ_POLLIN, 0 };
+    if (zmq_poll(&it, 1, 1000) <= 0) return (ViewerAction)-1;
     char ident[ZS_IDENT_MAX], err[160];
     size_t il = 0;
     Msg m;
-    if (zs_recv_from(router, ident, &il, &m, 0, err, sizeof err) != 0)
-        return (ViewerAction)-1;
+    if (zs_recv_from(router, ident, &il, &m, 0, err, sizeof err) != 0) return (ViewerAction)-1;
     ViewerAction a = VIEWER_NONE;
-    if (viewers_is_viewer_ident(ident, il))
-        a = viewers_handle(v, router, ident, il, &m, now_ms, who, wholen);
+    if (viewers_is_viewer_ident(ident, il)) a = viewers_handle(v, router, ident, il, &m, now_ms, who, wholen);
     msg_done(&m);
     return a;
 }
@@ -178,7 +171,7 @@ static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
     int quiet = 0;
     while (quiet < quiet_ms) {
         viewers_tick(v, now_ms);
-        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 5) <= 0) {
             quiet += 5;
             continue;
@@ -192,7 +185,7 @@ static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
         }
         if (got.n < MAXF) {
             size_t len = zmq_msg_size(&msg);
-            Frame f = {malloc(len ? len : 1), len};
+            Frame f = { malloc(len ? len : 1), len };
             memcpy(f.data, zmq_msg_data(&msg), len);
             Msg m;
             char err[128];
@@ -204,8 +197,7 @@ static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
             if (codec_decode(f.data, f.len, &m, err, sizeof err) == 0) {
                 got.kind[i] = m.kind;
                 got.rank[i] = m.rank;
-                if (m.kind == MSG_STEP)
-                    got.step[i] = m.u.step.step;
+                if (m.kind == MSG_STEP) got.step[i] = m.u.step.step;
                 if (m.kind == MSG_LOG && got.n_logs < 8) {
                     snprintf(got.text[got.n_logs], sizeof got.text[0], "%s", m.u.log.text);
                     snprintf(got.level[got.n_logs], sizeof got.level[0], "%s", m.u.log.level);
@@ -218,16 +210,12 @@ static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
     }
 }
 
-static bool same(const Frame *a, const Frame *b)
-{
-    return a->len == b->len && !memcmp(a->data, b->data, a->len);
-}
+static bool same(const Frame *a, const Frame *b) { return a->len == b->len && !memcmp(a->data, b->data, a->len); }
 
 static int count_kind(MsgKind k)
 {
     int n = 0;
-    for (int i = 0; i < got.n; i++)
-        n += got.kind[i] == k;
+    for (int i = 0; i < got.n; i++) n += got.kind[i] == k;
     return n;
 }
 
@@ -240,7 +228,7 @@ static void test_idents(void)
     CHECK(!viewers_is_viewer_ident(NULL, 0), "NULL");
     CHECK(viewers_new(0) == NULL, "world 0");
     Viewers *v = NULL;
-    viewers_free(&v);                /* NULL is fine */
+    viewers_free(&v); /* NULL is fine */
     TEST_END();
 }
 
@@ -251,15 +239,16 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     CHECK(v != NULL, "viewers_new");
     /* a job under way: frames as the run loop's tap (tui/run/inbox.c) sees them, out of snapshot order */
     Frame fs[] = {
-        hello(1, 2), hello(0, 2), phase(0, PHASE_TRAIN), shard(0, 8, 0), step(0, 1),
-        phase(1, PHASE_TRAIN), step(1, 1), step(0, 2), simple(MSG_CKPT, 0), simple(MSG_EVAL, 0),
-        simple(MSG_EVAL, 1), simple(MSG_COLL, 0), simple(MSG_BEAT, 1), simple(MSG_SET, 0), simple(MSG_LOG, 1),
+        hello(1, 2),         hello(0, 2),         phase(0, PHASE_TRAIN),
+        shard(0, 8, 0),      step(0, 1),          phase(1, PHASE_TRAIN),
+        step(1, 1),          step(0, 2),          simple(MSG_CKPT, 0),
+        simple(MSG_EVAL, 0), simple(MSG_EVAL, 1), simple(MSG_COLL, 0),
+        simple(MSG_BEAT, 1), simple(MSG_SET, 0),  simple(MSG_LOG, 1),
     };
     int nf = (int)(sizeof fs / sizeof fs[0]);
-    for (int i = 0; i < nf; i++)
-        viewers_on_frame(v, router, fs[i].data, fs[i].len);
+    for (int i = 0; i < nf; i++) viewers_on_frame(v, router, fs[i].data, fs[i].len);
     /* malformed frames are ignored: no crash, not kept */
-    const unsigned char junk[] = {0x82, 0xa1, 'v', 0x01, 0xa1, 'k', 0xa4, 's', 't', 'e'};
+    const unsigned char junk[] = { 0x82, 0xa1, 'v', 0x01, 0xa1, 'k', 0xa4, 's', 't', 'e' };
     viewers_on_frame(v, router, junk, sizeof junk);
     viewers_on_frame(v, router, "\xc1\xc1\xc1", 3);
     viewers_on_frame(v, router, "", 0);
@@ -273,10 +262,10 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     collect(v, a, 150, 1000);
     /* hellos (by rank), phases, shard, ckpt, the log line, one eval, steps
      * (round by round, oldest first), then ddptop's welcome */
-    MsgKind want_k[] = {MSG_HELLO, MSG_HELLO, MSG_PHASE, MSG_PHASE, MSG_SHARD, MSG_CKPT, MSG_LOG, MSG_EVAL,
-                        MSG_STEP, MSG_STEP, MSG_STEP, MSG_LOG};
-    int want_r[] = {0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 1, -1};
-    int64_t want_s[] = {-1, -1, -1, -1, -1, -1, -1, -1, 1, 2, 1, -1};
+    MsgKind want_k[] = { MSG_HELLO, MSG_HELLO, MSG_PHASE, MSG_PHASE, MSG_SHARD, MSG_CKPT,
+                         MSG_LOG,   MSG_EVAL,  MSG_STEP,  MSG_STEP,  MSG_STEP,  MSG_LOG };
+    int want_r[] = { 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 1, -1 };
+    int64_t want_s[] = { -1, -1, -1, -1, -1, -1, -1, -1, 1, 2, 1, -1 };
     int nw = (int)(sizeof want_k / sizeof want_k[0]);
     CHECK(got.n == nw, "snapshot has %d frames, want %d", got.n, nw);
     for (int i = 0; i < nw && i < got.n; i++)
@@ -293,9 +282,8 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     }
 
     /* later frames are forwarded as they come; store traffic and junk are not */
-    Frame live[] = {step(1, 2), simple(MSG_COLL, 1), simple(MSG_SET, 1), simple(MSG_BEAT, 0)};
-    for (int i = 0; i < 4; i++)
-        viewers_on_frame(v, router, live[i].data, live[i].len);
+    Frame live[] = { step(1, 2), simple(MSG_COLL, 1), simple(MSG_SET, 1), simple(MSG_BEAT, 0) };
+    for (int i = 0; i < 4; i++) viewers_on_frame(v, router, live[i].data, live[i].len);
     viewers_on_frame(v, router, junk, sizeof junk);
     collect(v, a, 100, 1000);
     CHECK(got.n == 3, "forwarded %d frames, want 3", got.n);
@@ -351,10 +339,8 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     collect(v, d, 150, 2000);
     CHECK(count_kind(MSG_BYE) == 0, "a restarted rank's old bye is gone");
 
-    for (int i = 0; i < nf; i++)
-        free(fs[i].data);
-    for (int i = 0; i < 4; i++)
-        free(live[i].data);
+    for (int i = 0; i < nf; i++) free(fs[i].data);
+    for (int i = 0; i < 4; i++) free(live[i].data);
     free(s3.data);
     free(bye.data);
     free(h1.data);
@@ -392,8 +378,8 @@ static void test_commands(void *ctx, void *router)
     collect(v, ctl, 100, 0);
     CHECK(got.n_logs == 1 && strstr(got.text[0], "--control"), "control welcome \"%s\"", got.text[0]);
 
-    const char *ops[] = {"ckpt", "stop", "pause", "abort"};
-    ViewerAction acts[] = {VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT};
+    const char *ops[] = { "ckpt", "stop", "pause", "abort" };
+    ViewerAction acts[] = { VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT };
     for (int i = 0; i < 4; i++) {
         send_cmd(ro, ops[i], 1, 0);
         ViewerAction a = route_one(v, router, 100, who, sizeof who);
@@ -449,8 +435,7 @@ static void test_cap_and_timeout(void *ctx, void *router)
         s[i] = dealer(ctx, id);
         send_cmd(s[i], "attach", 0, 0);
         route_one(v, router, i < 8 ? 0 : 3000, who, sizeof who);
-        if (i < 16)
-            collect(v, s[i], 30, i < 8 ? 0 : 3000);   /* its snapshot */
+        if (i < 16) collect(v, s[i], 30, i < 8 ? 0 : 3000); /* its snapshot */
     }
     CHECK(viewers_count(v) == 16, "count %d", viewers_count(v));
     CHECK(!strcmp(who, "viewer (pid 516)"), "17th who \"%s\"", who);
@@ -473,8 +458,7 @@ static void test_cap_and_timeout(void *ctx, void *router)
     route_one(v, router, 6001, who, sizeof who);
     CHECK(viewers_count(v) == 9, "count %d", viewers_count(v));
     CHECK(viewers_tick(v, 9002) == 1, "all but the newest forgotten: %d", viewers_count(v));
-    for (int i = 0; i < 17; i++)
-        zmq_close(s[i]);
+    for (int i = 0; i < 17; i++) zmq_close(s[i]);
     free(h.data);
     free(st.data);
     viewers_free(&v);
@@ -515,7 +499,7 @@ static void test_big(void *ctx)
     Viewers *v = viewers_new(world);
     int frames = 0;
     for (int r = 0; r < world; r++) {
-        Frame f[3] = {hello(r, world), phase(r, PHASE_TRAIN), shard(r, 100, r * 100)};
+        Frame f[3] = { hello(r, world), phase(r, PHASE_TRAIN), shard(r, 100, r * 100) };
         for (int k = 0; k < 3; k++) {
             viewers_on_frame(v, router, f[k].data, f[k].len);
             free(f[k].data);
@@ -528,7 +512,7 @@ static void test_big(void *ctx)
             viewers_on_frame(v, router, f.data, f.len);
             free(f.data);
         }
-    int keep = 2048 / world;         /* steps kept per rank (viewers.c) */
+    int keep = 2048 / world; /* steps kept per rank (viewers.c) */
     void *a = ipc_dealer(ctx, "view-1-big", ep);
     char who[96];
     send_cmd(a, "attach", 0, 0);
@@ -538,8 +522,7 @@ static void test_big(void *ctx)
     CHECK(count_kind(MSG_STEP) == world * keep, "%d steps", count_kind(MSG_STEP));
     bool order = true;
     for (int i = 1; i < got.n; i++)
-        if (got.kind[i] == MSG_STEP && got.kind[i - 1] == MSG_STEP && got.step[i] < got.step[i - 1])
-            order = false;
+        if (got.kind[i] == MSG_STEP && got.kind[i - 1] == MSG_STEP && got.step[i] < got.step[i - 1]) order = false;
     CHECK(order, "steps oldest first");
     CHECK(got.n > 0 && got.kind[got.n - 1] == MSG_LOG, "welcome last");
 

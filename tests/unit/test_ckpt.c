@@ -68,7 +68,7 @@ static CkptMeta meta_for(int64_t step, int world)
     m.batch_size = 16;
     m.grad_accum = 2;
     m.shuffle = true;
-    m.sched = (Schedule){SCHED_COSINE, 0.1, 5, 100};
+    m.sched = (Schedule){ SCHED_COSINE, 0.1, 5, 100 };
     m.last_lr = 0.0123456789;
     return m;
 }
@@ -85,8 +85,7 @@ static void fill(Mlp *m, Optim *o, int64_t step)
     o->t = step;
 }
 
-static int write_one(const char *dir, Mlp *m, Optim *o, int64_t step, int world, int keep, char *err,
-                     size_t errlen)
+static int write_one(const char *dir, Mlp *m, Optim *o, int64_t step, int world, int keep, char *err, size_t errlen)
 {
     CkptMeta meta = meta_for(step, world);
     char path[512];
@@ -102,8 +101,8 @@ static void test_round_trip(void)
     snprintf(dir, sizeof dir, "%s/rt", g_tmp);
     Mlp m, m2;
     Optim o, o2;
-    if (make_model(&m, "mlp:20,16,3") || make_model(&m2, "mlp:20,16,3") ||
-        make_optim(&o, OPTIM_SGD, 0.9, m.n_params) || make_optim(&o2, OPTIM_SGD, 0.9, m.n_params)) {
+    if (make_model(&m, "mlp:20,16,3") || make_model(&m2, "mlp:20,16,3") || make_optim(&o, OPTIM_SGD, 0.9, m.n_params) ||
+        make_optim(&o2, OPTIM_SGD, 0.9, m.n_params)) {
         CHECK(0, "setup");
         TEST_END();
         return;
@@ -121,9 +120,8 @@ static void test_round_trip(void)
     CkptMeta want = meta_for(42, 2);
     CHECK(got.step == 42 && got.epoch == want.epoch && got.sampler_pos == want.sampler_pos &&
               got.samples == want.samples && got.seed == want.seed && got.world == 2,
-          "position: step %lld epoch %lld pos %lld samples %lld seed %llu", (long long)got.step,
-          (long long)got.epoch, (long long)got.sampler_pos, (long long)got.samples,
-          (unsigned long long)got.seed);
+          "position: step %lld epoch %lld pos %lld samples %lld seed %llu", (long long)got.step, (long long)got.epoch,
+          (long long)got.sampler_pos, (long long)got.samples, (unsigned long long)got.seed);
     CHECK(got.sched.kind == SCHED_COSINE && got.sched.warmup_steps == 5 && got.sched.total_steps == 100 &&
               got.sched.base_lr == 0.1 && got.last_lr == want.last_lr && got.grad_accum == 2,
           "schedule state lost");
@@ -194,7 +192,7 @@ static void test_keep_last(void)
 
 /* ---- hostile files ---- */
 
-static char g_good[600];   /* a good step directory, copied for each case */
+static char g_good[600]; /* a good step directory, copied for each case */
 
 static void copy_file(const char *from, const char *to)
 {
@@ -212,7 +210,7 @@ static void fresh_copy(const char *dir)
     char f[700], t[700];
     rm_rf(dir);
     mkdir(dir, 0755);
-    const char *names[] = {"model.safetensors", "trainer.safetensors"};
+    const char *names[] = { "model.safetensors", "trainer.safetensors" };
     for (int i = 0; i < 2; i++) {
         snprintf(f, sizeof f, "%s/%s", g_good, names[i]);
         snprintf(t, sizeof t, "%s/%s", dir, names[i]);
@@ -223,8 +221,8 @@ static void fresh_copy(const char *dir)
 /* Load dir into a model of `spec` with optimizer (kind, momentum) and
  * world; must fail with one line containing `want`, leaving the model's
  * weights untouched. */
-static void expect_refused(const char *what, const char *dir, const char *spec, OptimKind kind, double mom,
-                           int world, const char *want)
+static void expect_refused(const char *what, const char *dir, const char *spec, OptimKind kind, double mom, int world,
+                           const char *want)
 {
     Mlp m;
     Optim o;
@@ -268,15 +266,19 @@ static void flip_byte(const char *path, off_t from_end)
  * (NULL: removed), tensors kept. */
 static void edit_meta(const char *dir, const char *key, const char *val)
 {
-    static const char *keys[] = {"format", "step", "epoch", "seed", "world_size", "sampler_pos", "samples",
-                                 "model", "dataset", "dataset_size", "batch_size", "grad_accum", "shuffle",
-                                 "drop_last", "optimizer", "optimizer_steps", "momentum", "dampening",
-                                 "nesterov", "weight_decay", "beta1", "beta2", "eps", "lr_schedule", "lr",
-                                 "last_lr", "warmup_steps", "total_steps", "model_crc32", "state_crc32"};
+    static const char *keys[] = { "format",          "step",         "epoch",       "seed",        "world_size",
+                                  "sampler_pos",     "samples",      "model",       "dataset",     "dataset_size",
+                                  "batch_size",      "grad_accum",   "shuffle",     "drop_last",   "optimizer",
+                                  "optimizer_steps", "momentum",     "dampening",   "nesterov",    "weight_decay",
+                                  "beta1",           "beta2",        "eps",         "lr_schedule", "lr",
+                                  "last_lr",         "warmup_steps", "total_steps", "model_crc32", "state_crc32" };
     char path[700], err[256];
     snprintf(path, sizeof path, "%s/trainer.safetensors", dir);
     StFile *f = NULL;
-    if (st_open(path, &f, err, sizeof err)) { printf("  %s\n", err); return; }
+    if (st_open(path, &f, err, sizeof err)) {
+        printf("  %s\n", err);
+        return;
+    }
     const char *kv[2 * 40 + 1];
     char vals[40][64];
     int n = 0;
@@ -324,7 +326,7 @@ static void test_hostile(void)
     snprintf(f, sizeof f, "%s/model.safetensors", bad);
     struct stat st;
     stat(f, &st);
-    const off_t cuts[] = {0, 7, 9, 100, st.st_size / 2, st.st_size - 1};
+    const off_t cuts[] = { 0, 7, 9, 100, st.st_size / 2, st.st_size - 1 };
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         fresh_copy(bad);
         truncate_to(f, cuts[i]);
@@ -420,7 +422,7 @@ static void test_killed_writer(void)
             for (int64_t s = start;; s++)
                 if (write_one(dir, &m, &o, s, 2, 3, err, sizeof err)) _exit(3);
         }
-        struct timespec ts = {0, (long)(rand_r(&seed) % 120 + 1) * 1000000L};
+        struct timespec ts = { 0, (long)(rand_r(&seed) % 120 + 1) * 1000000L };
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         int status = 0;

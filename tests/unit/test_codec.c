@@ -24,8 +24,7 @@
 static int dec(const void *p, size_t n, Msg *m, char *err, size_t errlen)
 {
     uint8_t *copy = malloc(n ? n : 1);
-    if (n)
-        memcpy(copy, p, n);
+    if (n) memcpy(copy, p, n);
     err[0] = 0;
     int rc = codec_decode(n ? copy : NULL, n, m, err, errlen);
     free(copy);
@@ -99,9 +98,7 @@ static void fill_sample(Msg *m, MsgKind k)
         b->coll_since_ns = 1700000000500000000LL;
         break;
     }
-    case MSG_BYE:
-        m->u.bye.status = -2, m->u.bye.step = 9375;
-        break;
+    case MSG_BYE: m->u.bye.status = -2, m->u.bye.step = 9375; break;
     case MSG_EVAL:
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
@@ -120,23 +117,45 @@ static void fill_sample(Msg *m, MsgKind k)
         s->ok = true;
         s->val_len = 6;
         s->val = malloc(6);
-        memcpy(s->val, "\x00\x01\xff" "abc", 6);
+        memcpy(s->val,
+               "\x00\x01\xff"
+               "abc",
+               6);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
-#define EQI(f) do { if (a->f != b->f) { snprintf(why, whylen, #f ": %lld != %lld", \
-        (long long)a->f, (long long)b->f); return 0; } } while (0)
-#define EQU(f) do { if (a->f != b->f) { snprintf(why, whylen, #f ": %llu != %llu", \
-        (unsigned long long)a->f, (unsigned long long)b->f); return 0; } } while (0)
+#define EQI(f)                                                                            \
+    do {                                                                                  \
+        if (a->f != b->f) {                                                               \
+            snprintf(why, whylen, #f ": %lld != %lld", (long long)a->f, (long long)b->f); \
+            return 0;                                                                     \
+        }                                                                                 \
+    } while (0)
+#define EQU(f)                                                                                              \
+    do {                                                                                                    \
+        if (a->f != b->f) {                                                                                 \
+            snprintf(why, whylen, #f ": %llu != %llu", (unsigned long long)a->f, (unsigned long long)b->f); \
+            return 0;                                                                                       \
+        }                                                                                                   \
+    } while (0)
 /* Bitwise, so NaN compares equal to itself. */
-#define EQD(f) do { if (memcmp(&a->f, &b->f, sizeof(double)) != 0) { \
-        snprintf(why, whylen, #f ": %.17g != %.17g", a->f, b->f); return 0; } } while (0)
-#define EQS(f) do { if (strcmp(a->f, b->f) != 0) { snprintf(why, whylen, #f ": \"%.60s\" != \"%.60s\"", \
-        a->f, b->f); return 0; } } while (0)
+#define EQD(f)                                                        \
+    do {                                                              \
+        if (memcmp(&a->f, &b->f, sizeof(double)) != 0) {              \
+            snprintf(why, whylen, #f ": %.17g != %.17g", a->f, b->f); \
+            return 0;                                                 \
+        }                                                             \
+    } while (0)
+#define EQS(f)                                                                \
+    do {                                                                      \
+        if (strcmp(a->f, b->f) != 0) {                                        \
+            snprintf(why, whylen, #f ": \"%.60s\" != \"%.60s\"", a->f, b->f); \
+            return 0;                                                         \
+        }                                                                     \
+    } while (0)
 
 /* Every field the kind carries on the wire. Store kinds compare only the
  * fields their operation sends (see docs/PROTOCOL.md). */
@@ -148,52 +167,100 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
     EQI(t_ns);
     switch (a->kind) {
     case MSG_HELLO:
-        EQI(u.hello.local_rank); EQI(u.hello.world); EQI(u.hello.local_world);
-        EQI(u.hello.pid); EQS(u.hello.host); EQS(u.hello.device); EQS(u.hello.backend);
-        EQS(u.hello.version); EQS(u.hello.dataset); EQS(u.hello.model);
-        EQI(u.hello.params); EQI(u.hello.batch_size); EQI(u.hello.max_steps);
-        EQI(u.hello.steps_per_epoch); EQI(u.hello.dataset_size);
+        EQI(u.hello.local_rank);
+        EQI(u.hello.world);
+        EQI(u.hello.local_world);
+        EQI(u.hello.pid);
+        EQS(u.hello.host);
+        EQS(u.hello.device);
+        EQS(u.hello.backend);
+        EQS(u.hello.version);
+        EQS(u.hello.dataset);
+        EQS(u.hello.model);
+        EQI(u.hello.params);
+        EQI(u.hello.batch_size);
+        EQI(u.hello.max_steps);
+        EQI(u.hello.steps_per_epoch);
+        EQI(u.hello.dataset_size);
         break;
     case MSG_PHASE:
-        EQI(u.phase.phase); EQS(u.phase.detail);
+        EQI(u.phase.phase);
+        EQS(u.phase.detail);
         break;
     case MSG_STEP:
-        EQI(u.step.epoch); EQI(u.step.step); EQD(u.step.loss); EQD(u.step.lr);
-        EQI(u.step.samples); EQD(u.step.step_ms); EQD(u.step.fwd_ms); EQD(u.step.bwd_ms);
-        EQD(u.step.opt_ms); EQD(u.step.comm_ms); EQD(u.step.exposed_ms); EQU(u.step.drops);
-        EQI(u.step.dev_mem); EQI(u.step.dev_mem_total);
+        EQI(u.step.epoch);
+        EQI(u.step.step);
+        EQD(u.step.loss);
+        EQD(u.step.lr);
+        EQI(u.step.samples);
+        EQD(u.step.step_ms);
+        EQD(u.step.fwd_ms);
+        EQD(u.step.bwd_ms);
+        EQD(u.step.opt_ms);
+        EQD(u.step.comm_ms);
+        EQD(u.step.exposed_ms);
+        EQU(u.step.drops);
+        EQI(u.step.dev_mem);
+        EQI(u.step.dev_mem_total);
         break;
     case MSG_COLL:
-        EQI(u.coll.seq); EQS(u.coll.op); EQI(u.coll.bucket); EQI(u.coll.step);
-        EQI(u.coll.bytes); EQI(u.coll.enq_ns); EQI(u.coll.start_ns); EQI(u.coll.done_ns);
-        EQD(u.coll.algbw_gbs); EQD(u.coll.busbw_gbs);
+        EQI(u.coll.seq);
+        EQS(u.coll.op);
+        EQI(u.coll.bucket);
+        EQI(u.coll.step);
+        EQI(u.coll.bytes);
+        EQI(u.coll.enq_ns);
+        EQI(u.coll.start_ns);
+        EQI(u.coll.done_ns);
+        EQD(u.coll.algbw_gbs);
+        EQD(u.coll.busbw_gbs);
         break;
     case MSG_SHARD:
-        EQI(u.shard.epoch); EQI(u.shard.seed); EQI(u.shard.shuffle); EQI(u.shard.drop_last);
-        EQI(u.shard.dataset_size); EQI(u.shard.num_samples); EQI(u.shard.total_size);
-        EQI(u.shard.padding); EQU(u.shard.n_idx);
-        for (uint32_t i = 0; i < a->u.shard.n_idx; i++)
-            EQI(u.shard.idx[i]);
+        EQI(u.shard.epoch);
+        EQI(u.shard.seed);
+        EQI(u.shard.shuffle);
+        EQI(u.shard.drop_last);
+        EQI(u.shard.dataset_size);
+        EQI(u.shard.num_samples);
+        EQI(u.shard.total_size);
+        EQI(u.shard.padding);
+        EQU(u.shard.n_idx);
+        for (uint32_t i = 0; i < a->u.shard.n_idx; i++) EQI(u.shard.idx[i]);
         break;
     case MSG_CKPT:
-        EQI(u.ckpt.step); EQI(u.ckpt.epoch); EQI(u.ckpt.ok); EQS(u.ckpt.path);
-        EQI(u.ckpt.bytes); EQD(u.ckpt.ms); EQS(u.ckpt.error);
+        EQI(u.ckpt.step);
+        EQI(u.ckpt.epoch);
+        EQI(u.ckpt.ok);
+        EQS(u.ckpt.path);
+        EQI(u.ckpt.bytes);
+        EQD(u.ckpt.ms);
+        EQS(u.ckpt.error);
         break;
     case MSG_LOG:
-        EQS(u.log.level); EQS(u.log.text);
+        EQS(u.log.level);
+        EQS(u.log.text);
         break;
     case MSG_BEAT:
-        EQI(u.beat.step); EQI(u.beat.phase); EQI(u.beat.coll_seq); EQS(u.beat.coll_op);
+        EQI(u.beat.step);
+        EQI(u.beat.phase);
+        EQI(u.beat.coll_seq);
+        EQS(u.beat.coll_op);
         EQI(u.beat.coll_since_ns);
         break;
     case MSG_BYE:
-        EQI(u.bye.status); EQI(u.bye.step);
+        EQI(u.bye.status);
+        EQI(u.bye.step);
         break;
     case MSG_CMD:
-        EQI(u.cmd.id); EQS(u.cmd.op); EQI(u.cmd.arg);
+        EQI(u.cmd.id);
+        EQS(u.cmd.op);
+        EQI(u.cmd.arg);
         break;
     case MSG_EVAL:
-        EQI(u.eval.epoch); EQI(u.eval.step); EQI(u.eval.correct); EQI(u.eval.total);
+        EQI(u.eval.epoch);
+        EQI(u.eval.step);
+        EQI(u.eval.correct);
+        EQI(u.eval.total);
         if (a->u.eval.loss != b->u.eval.loss || a->u.eval.accuracy != b->u.eval.accuracy) {
             snprintf(why, whylen, "u.eval floats differ");
             return 0;
@@ -201,20 +268,20 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         break;
     case MSG_SET:
     case MSG_VAL:
-        EQS(u.store.key); EQU(u.store.val_len);
+        EQS(u.store.key);
+        EQU(u.store.val_len);
         if (a->u.store.val_len && memcmp(a->u.store.val, b->u.store.val, a->u.store.val_len)) {
             snprintf(why, whylen, "u.store.val bytes differ");
             return 0;
         }
-        if (a->kind == MSG_VAL)
-            EQI(u.store.ok);
+        if (a->kind == MSG_VAL) EQI(u.store.ok);
         break;
     case MSG_GET:
     case MSG_WAIT:
-        EQS(u.store.key); EQI(u.store.timeout_ms);
+        EQS(u.store.key);
+        EQI(u.store.timeout_ms);
         break;
-    default:
-        break;
+    default: break;
     }
     return 1;
 }
@@ -262,8 +329,7 @@ static int frame_has_key(const CodecBuf *b, const char *key, int *index)
             if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
                 memcmp(k->via.str.ptr, key, strlen(key)) == 0) {
                 found = 1;
-                if (index)
-                    *index = (int)i;
+                if (index) *index = (int)i;
             }
         }
     }
@@ -286,18 +352,16 @@ static uint64_t rng(void)
 static void test_names(void)
 {
     TEST_BEGIN("names");
-    const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",
-                           "beat", "bye", "cmd", "set", "get", "wait", "val", "eval", "node" };
+    const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",  "beat",
+                           "bye",   "cmd",   "set",  "get",  "wait",  "val",  "eval", "node" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
-        CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k,
-              msg_kind_name((MsgKind)k));
+        CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k, msg_kind_name((MsgKind)k));
         CHECK(msg_kind_from_name(wire[k - 1]) == (MsgKind)k, "from \"%s\"", wire[k - 1]);
     }
-    const char *ph[] = { "init", "rendezvous", "broadcast", "train", "paused", "checkpoint",
-                         "stopping", "destroying", "destroyed", "error" };
+    const char *ph[] = { "init",       "rendezvous", "broadcast",  "train",     "paused",
+                         "checkpoint", "stopping",   "destroying", "destroyed", "error" };
     for (int p = PHASE_INIT; p < PHASE__COUNT; p++) {
-        CHECK(strcmp(phase_name((Phase)p), ph[p - 1]) == 0, "phase %d is \"%s\"", p,
-              phase_name((Phase)p));
+        CHECK(strcmp(phase_name((Phase)p), ph[p - 1]) == 0, "phase %d is \"%s\"", p, phase_name((Phase)p));
         CHECK(phase_from_name(ph[p - 1]) == (Phase)p, "from \"%s\"", ph[p - 1]);
     }
     CHECK(msg_kind_from_name("Step") == MSG_UNKNOWN, "names are case-sensitive");
@@ -343,13 +407,12 @@ static void test_roundtrip(void)
         CHECK(rc == 0, "%s: encode: %s", msg_kind_name((MsgKind)k), err);
         /* "v" then "k" first, as the design promises other readers */
         size_t h = (b.data[0] & 0xf0) == 0x80 ? 1 : b.data[0] == 0xde ? 3 : 0;
-        CHECK(h && b.len > h + 5 && b.data[h] == 0xa1 && b.data[h + 1] == 'v' &&
-                  b.data[h + 2] == PROTO_VERSION && b.data[h + 3] == 0xa1 && b.data[h + 4] == 'k',
+        CHECK(h && b.len > h + 5 && b.data[h] == 0xa1 && b.data[h + 1] == 'v' && b.data[h + 2] == PROTO_VERSION &&
+                  b.data[h + 3] == 0xa1 && b.data[h + 4] == 'k',
               "%s: frame does not start with a map of v, k", msg_kind_name((MsgKind)k));
         rc = dec(b.data, b.len, &out, err, sizeof err);
         CHECK(rc == 0, "%s: decode: %s", msg_kind_name((MsgKind)k), err);
-        if (rc == 0)
-            CHECK(msg_equal(&in, &out, why, sizeof why), "%s: %s", msg_kind_name((MsgKind)k), why);
+        if (rc == 0) CHECK(msg_equal(&in, &out, why, sizeof why), "%s: %s", msg_kind_name((MsgKind)k), why);
         msg_done(&out);
         msg_done(&in);
     }
@@ -374,9 +437,10 @@ static void test_roundtrip_key_orders(void)
         msgpack_unpacked_init(&up);
         size_t off = 0;
         CHECK(msgpack_unpack_next(&up, (const char *)b.data, b.len, &off) == MSGPACK_UNPACK_SUCCESS &&
-                  up.data.type == MSGPACK_OBJECT_MAP, "%s: unpack", msg_kind_name((MsgKind)k));
+                  up.data.type == MSGPACK_OBJECT_MAP,
+              "%s: unpack", msg_kind_name((MsgKind)k));
         uint32_t n = up.data.via.map.size;
-        for (uint32_t rot = 0; rot <= n; rot++) {   /* rot == n: reversed */
+        for (uint32_t rot = 0; rot <= n; rot++) { /* rot == n: reversed */
             msgpack_sbuffer sb;
             msgpack_packer pk;
             msgpack_sbuffer_init(&sb);
@@ -421,8 +485,7 @@ static void test_envelope_optional(void)
     int ir = -1, it = -1;
     CHECK(frame_has_key(&b, "r", &ir) && ir == 2, "\"r\" third (at %d)", ir);
     CHECK(frame_has_key(&b, "t", &it) && it == 3, "\"t\" fourth (at %d)", it);
-    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0 && out.rank == 0 && out.t_ns == 5,
-          "rank 0 round trip");
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0 && out.rank == 0 && out.t_ns == 5, "rank 0 round trip");
     codec_buf_done(&b);
     TEST_END();
 }
@@ -476,12 +539,13 @@ static void test_extremes(void)
     memset(in.u.log.level, 'z', sizeof in.u.log.level);
     CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
     CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
-    CHECK(strlen(out.u.log.level) == sizeof out.u.log.level - 1, "level truncated to %zu",
-          strlen(out.u.log.level));
+    CHECK(strlen(out.u.log.level) == sizeof out.u.log.level - 1, "level truncated to %zu", strlen(out.u.log.level));
 
     /* invalid UTF-8 is replaced before it reaches Python's strict decoder */
     msg_init(&in, MSG_LOG);
-    snprintf(in.u.log.text, sizeof in.u.log.text, "a\xff" "b\xc3");
+    snprintf(in.u.log.text, sizeof in.u.log.text,
+             "a\xff"
+             "b\xc3");
     CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
     CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
     CHECK(strcmp(out.u.log.text, "a?b?") == 0, "sanitized to \"%s\"", out.u.log.text);
@@ -500,8 +564,7 @@ static void test_truncate_strings(void)
     longhost[sizeof longhost - 1] = 0;
     /* 'é' is 2 bytes; 200 of them cross the 128-byte field mid-character */
     char accents[401];
-    for (int i = 0; i < 200; i++)
-        accents[2 * i] = (char)0xc3, accents[2 * i + 1] = (char)0xa9;
+    for (int i = 0; i < 200; i++) accents[2 * i] = (char)0xc3, accents[2 * i + 1] = (char)0xa9;
     accents[400] = 0;
     tb_head(&t, "hello", 2);
     tb_str(&t, "host");
@@ -511,8 +574,7 @@ static void test_truncate_strings(void)
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0, "decode: %s", err);
     CHECK(strlen(m.u.hello.host) == PROTO_STR_MED - 1, "host length %zu", strlen(m.u.hello.host));
-    CHECK(strlen(m.u.hello.model) == PROTO_STR_MED - 2, "model cut between characters (%zu)",
-          strlen(m.u.hello.model));
+    CHECK(strlen(m.u.hello.model) == PROTO_STR_MED - 2, "model cut between characters (%zu)", strlen(m.u.hello.model));
     tb_done(&t);
     TEST_END();
 }
@@ -531,9 +593,7 @@ static void test_truncations(void)
         for (size_t n = 0; n < b.len; n++, total++) {
             int rc = dec(b.data, n, &out, err, sizeof err);
             if (rc != -1 || err[0] == 0) {
-                if (bad++ < 5)
-                    CHECK(0, "%s cut to %zu of %zu bytes: rc %d", msg_kind_name((MsgKind)k), n,
-                          b.len, rc);
+                if (bad++ < 5) CHECK(0, "%s cut to %zu of %zu bytes: rc %d", msg_kind_name((MsgKind)k), n, b.len, rc);
             }
             msg_done(&out);
         }
@@ -557,7 +617,11 @@ static void pack_wrong(TB *t, Wrong w)
     case W_FLOAT: msgpack_pack_double(&t->pk, 1.5); break;
     case W_BOOL: msgpack_pack_true(&t->pk); break;
     case W_NIL: msgpack_pack_nil(&t->pk); break;
-    case W_ARR_STR: msgpack_pack_array(&t->pk, 2); tb_int(t, 1); tb_str(t, "x"); break;
+    case W_ARR_STR:
+        msgpack_pack_array(&t->pk, 2);
+        tb_int(t, 1);
+        tb_str(t, "x");
+        break;
     case W_BIG: msgpack_pack_uint64(&t->pk, UINT64_MAX); break;
     case W_MAP: msgpack_pack_map(&t->pk, 0); break;
     }
@@ -570,21 +634,16 @@ static void test_wrong_types(void)
         const char *kind, *key;
         Wrong w;
     } cases[] = {
-        { "step", "loss", W_STR },       { "step", "loss", W_NIL },
-        { "step", "epoch", W_FLOAT },    { "step", "step", W_STR },
-        { "step", "drops", W_NEG },      { "step", "samples", W_BIG },
-        { "hello", "world", W_FLOAT },   { "hello", "world", W_BIG },
-        { "hello", "host", W_INT },      { "hello", "pid", W_BOOL },
-        { "phase", "phase", W_INT },     { "phase", "detail", W_MAP },
-        { "coll", "bucket", W_STR },     { "coll", "algbw", W_BOOL },
-        { "shard", "idx", W_STR },       { "shard", "idx", W_ARR_STR },
-        { "shard", "shuffle", W_INT },   { "ckpt", "ok", W_STR },
-        { "ckpt", "ms", W_STR },         { "log", "text", W_INT },
-        { "beat", "phase", W_NIL },      { "beat", "op", W_INT },
-        { "bye", "status", W_BIG },      { "cmd", "op", W_INT },
-        { "set", "val", W_INT },         { "val", "ok", W_INT },
-        { "get", "timeout_ms", W_FLOAT },{ "wait", "key", W_INT },
-        { "step", "r", W_STR },          { "step", "t", W_FLOAT },
+        { "step", "loss", W_STR },     { "step", "loss", W_NIL },     { "step", "epoch", W_FLOAT },
+        { "step", "step", W_STR },     { "step", "drops", W_NEG },    { "step", "samples", W_BIG },
+        { "hello", "world", W_FLOAT }, { "hello", "world", W_BIG },   { "hello", "host", W_INT },
+        { "hello", "pid", W_BOOL },    { "phase", "phase", W_INT },   { "phase", "detail", W_MAP },
+        { "coll", "bucket", W_STR },   { "coll", "algbw", W_BOOL },   { "shard", "idx", W_STR },
+        { "shard", "idx", W_ARR_STR }, { "shard", "shuffle", W_INT }, { "ckpt", "ok", W_STR },
+        { "ckpt", "ms", W_STR },       { "log", "text", W_INT },      { "beat", "phase", W_NIL },
+        { "beat", "op", W_INT },       { "bye", "status", W_BIG },    { "cmd", "op", W_INT },
+        { "set", "val", W_INT },       { "val", "ok", W_INT },        { "get", "timeout_ms", W_FLOAT },
+        { "wait", "key", W_INT },      { "step", "r", W_STR },        { "step", "t", W_FLOAT },
         { "cmd", "r", W_BIG },
     };
     char err[256];
@@ -597,8 +656,7 @@ static void test_wrong_types(void)
         int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
         char quoted[64];
         snprintf(quoted, sizeof quoted, "\"%s\"", cases[i].key);
-        CHECK(rc == -1, "%s.%s (wrong type %d) accepted", cases[i].kind, cases[i].key,
-              (int)cases[i].w);
+        CHECK(rc == -1, "%s.%s (wrong type %d) accepted", cases[i].kind, cases[i].key, (int)cases[i].w);
         CHECK(strstr(err, quoted) && strstr(err, cases[i].kind) && !strchr(err, '\n'),
               "error does not name kind and key on one line: \"%s\"", err);
         msg_done(&m);
@@ -637,11 +695,10 @@ static void test_accepted_forms(void)
     tb_int(&t, -12);
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0, "decode: %s", err);
-    CHECK(m.u.step.loss == 0.5 && m.u.step.lr == 2.0 && m.u.step.step_ms == -3.0,
-          "floats %g %g %g", m.u.step.loss, m.u.step.lr, m.u.step.step_ms);
-    CHECK(m.u.step.epoch == 7 && m.u.step.step == 200 && m.u.step.samples == -12,
-          "ints %lld %lld %lld", (long long)m.u.step.epoch, (long long)m.u.step.step,
-          (long long)m.u.step.samples);
+    CHECK(m.u.step.loss == 0.5 && m.u.step.lr == 2.0 && m.u.step.step_ms == -3.0, "floats %g %g %g", m.u.step.loss,
+          m.u.step.lr, m.u.step.step_ms);
+    CHECK(m.u.step.epoch == 7 && m.u.step.step == 200 && m.u.step.samples == -12, "ints %lld %lld %lld",
+          (long long)m.u.step.epoch, (long long)m.u.step.step, (long long)m.u.step.samples);
     tb_done(&t);
 
     /* store values may come as str from a hand-written peer */
@@ -651,8 +708,7 @@ static void test_accepted_forms(void)
     tb_str(&t, "val");
     tb_str(&t, "hello");
     rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
-    CHECK(rc == 0 && m.u.store.val_len == 5 && memcmp(m.u.store.val, "hello", 5) == 0,
-          "str value: rc %d %s", rc, err);
+    CHECK(rc == 0 && m.u.store.val_len == 5 && memcmp(m.u.store.val, "hello", 5) == 0, "str value: rc %d %s", rc, err);
     msg_done(&m);
     tb_done(&t);
 
@@ -717,11 +773,13 @@ static void test_structure(void)
     /* integer keys: what Python refuses by default, we refuse too */
     tb_init(&t);
     msgpack_pack_map(&t.pk, 3);
-    tb_str(&t, "v"); tb_int(&t, 1);
-    tb_str(&t, "k"); tb_str(&t, "step");
-    tb_int(&t, 7); tb_int(&t, 1);
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "not a string"),
-          "integer key: %s", err);
+    tb_str(&t, "v");
+    tb_int(&t, 1);
+    tb_str(&t, "k");
+    tb_str(&t, "step");
+    tb_int(&t, 7);
+    tb_int(&t, 1);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "not a string"), "integer key: %s", err);
     tb_done(&t);
 
     /* valid frame followed by garbage */
@@ -733,37 +791,38 @@ static void test_structure(void)
     uint8_t *g = malloc(b.len + 1);
     memcpy(g, b.data, b.len);
     g[b.len] = 0xc0;
-    CHECK(dec(g, b.len + 1, &m, err, sizeof err) == -1 && strstr(err, "trailing"),
-          "trailing byte: %s", err);
+    CHECK(dec(g, b.len + 1, &m, err, sizeof err) == -1 && strstr(err, "trailing"), "trailing byte: %s", err);
     free(g);
     codec_buf_done(&b);
 
     /* missing envelope keys */
     tb_init(&t);
     msgpack_pack_map(&t.pk, 1);
-    tb_str(&t, "k"); tb_str(&t, "step");
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""),
-          "missing v: %s", err);
+    tb_str(&t, "k");
+    tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""), "missing v: %s", err);
     tb_done(&t);
     tb_init(&t);
     msgpack_pack_map(&t.pk, 1);
-    tb_str(&t, "v"); tb_int(&t, 1);
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""),
-          "missing k: %s", err);
+    tb_str(&t, "v");
+    tb_int(&t, 1);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""), "missing k: %s", err);
     tb_done(&t);
     tb_init(&t);
     msgpack_pack_map(&t.pk, 2);
-    tb_str(&t, "v"); tb_int(&t, 1);
-    tb_str(&t, "k"); tb_int(&t, 3);
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""),
-          "k not a string: %s", err);
+    tb_str(&t, "v");
+    tb_int(&t, 1);
+    tb_str(&t, "k");
+    tb_int(&t, 3);
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"k\""), "k not a string: %s", err);
     tb_done(&t);
     tb_init(&t);
     msgpack_pack_map(&t.pk, 2);
-    tb_str(&t, "v"); tb_str(&t, "1");
-    tb_str(&t, "k"); tb_str(&t, "step");
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""),
-          "v not an integer: %s", err);
+    tb_str(&t, "v");
+    tb_str(&t, "1");
+    tb_str(&t, "k");
+    tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "\"v\""), "v not an integer: %s", err);
     tb_done(&t);
     TEST_END();
 }
@@ -778,21 +837,23 @@ static void test_version(void)
     for (size_t i = 0; i < 3; i++) {
         tb_init(&t);
         msgpack_pack_map(&t.pk, 2);
-        tb_str(&t, "v"); tb_int(&t, versions[i]);
-        tb_str(&t, "k"); tb_str(&t, "step");
+        tb_str(&t, "v");
+        tb_int(&t, versions[i]);
+        tb_str(&t, "k");
+        tb_str(&t, "step");
         char want[64];
-        snprintf(want, sizeof want, "version %lld, this build speaks %d", (long long)versions[i],
-                 PROTO_VERSION);
-        CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, want),
-              "v=%lld: \"%s\"", (long long)versions[i], err);
+        snprintf(want, sizeof want, "version %lld, this build speaks %d", (long long)versions[i], PROTO_VERSION);
+        CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, want), "v=%lld: \"%s\"",
+              (long long)versions[i], err);
         tb_done(&t);
     }
     tb_init(&t);
     msgpack_pack_map(&t.pk, 2);
-    tb_str(&t, "v"); msgpack_pack_uint64(&t.pk, UINT64_MAX);
-    tb_str(&t, "k"); tb_str(&t, "step");
-    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "version"),
-          "v=2^64-1: \"%s\"", err);
+    tb_str(&t, "v");
+    msgpack_pack_uint64(&t.pk, UINT64_MAX);
+    tb_str(&t, "k");
+    tb_str(&t, "step");
+    CHECK(dec(t.sb.data, t.sb.size, &m, err, sizeof err) == -1 && strstr(err, "version"), "v=2^64-1: \"%s\"", err);
     tb_done(&t);
     TEST_END();
 }
@@ -804,9 +865,13 @@ static void test_unknown_kind(void)
     Msg m;
     TB t;
     tb_head(&t, "gossip", 3);
-    tb_str(&t, "r"); tb_int(&t, 5);
-    tb_str(&t, "t"); tb_int(&t, 123);
-    tb_str(&t, "whatever"); msgpack_pack_array(&t.pk, 1); tb_int(&t, 1);
+    tb_str(&t, "r");
+    tb_int(&t, 5);
+    tb_str(&t, "t");
+    tb_int(&t, 123);
+    tb_str(&t, "whatever");
+    msgpack_pack_array(&t.pk, 1);
+    tb_int(&t, 1);
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 1, "rc %d: %s", rc, err);
     CHECK(m.kind == MSG_UNKNOWN && m.rank == 5 && m.t_ns == 123, "kind %d rank %d", m.kind, m.rank);
@@ -817,8 +882,11 @@ static void test_unknown_kind(void)
     /* a known name with a NUL and more after it is not that kind */
     tb_init(&t);
     msgpack_pack_map(&t.pk, 2);
-    tb_str(&t, "v"); tb_int(&t, 1);
-    tb_str(&t, "k"); msgpack_pack_str(&t.pk, 6); msgpack_pack_str_body(&t.pk, "step\0x", 6);
+    tb_str(&t, "v");
+    tb_int(&t, 1);
+    tb_str(&t, "k");
+    msgpack_pack_str(&t.pk, 6);
+    msgpack_pack_str_body(&t.pk, "step\0x", 6);
     rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 1 && m.kind == MSG_UNKNOWN, "\"step\\0x\": rc %d kind %d", rc, m.kind);
     tb_done(&t);
@@ -843,22 +911,36 @@ static void test_unknown_keys(void)
     tb_init(&t);
     msgpack_pack_map(&t.pk, 10);
     /* fields before the envelope, and every msgpack type as a future key */
-    tb_str(&t, "loss"); msgpack_pack_double(&t.pk, 0.25);
-    tb_str(&t, "future_map"); msgpack_pack_map(&t.pk, 1);
-        msgpack_pack_int(&t.pk, 1); /* non-string keys deeper down are not our business */
-        msgpack_pack_array(&t.pk, 2); msgpack_pack_nil(&t.pk); tb_str(&t, "x");
-    tb_str(&t, "k"); tb_str(&t, "step");
-    tb_str(&t, "future_bin"); msgpack_pack_bin(&t.pk, 3); msgpack_pack_bin_body(&t.pk, "abc", 3);
-    tb_str(&t, "v"); tb_int(&t, 1);
-    tb_str(&t, "future_ext"); msgpack_pack_ext(&t.pk, 4, 42); msgpack_pack_ext_body(&t.pk, "wxyz", 4);
-    tb_str(&t, "future_f32"); msgpack_pack_float(&t.pk, 1.0f);
-    tb_str(&t, "step"); tb_int(&t, 99);
-    tb_str(&t, "future_nil"); msgpack_pack_nil(&t.pk);
-    tb_str(&t, ""); tb_str(&t, "empty key");
+    tb_str(&t, "loss");
+    msgpack_pack_double(&t.pk, 0.25);
+    tb_str(&t, "future_map");
+    msgpack_pack_map(&t.pk, 1);
+    msgpack_pack_int(&t.pk, 1); /* non-string keys deeper down are not our business */
+    msgpack_pack_array(&t.pk, 2);
+    msgpack_pack_nil(&t.pk);
+    tb_str(&t, "x");
+    tb_str(&t, "k");
+    tb_str(&t, "step");
+    tb_str(&t, "future_bin");
+    msgpack_pack_bin(&t.pk, 3);
+    msgpack_pack_bin_body(&t.pk, "abc", 3);
+    tb_str(&t, "v");
+    tb_int(&t, 1);
+    tb_str(&t, "future_ext");
+    msgpack_pack_ext(&t.pk, 4, 42);
+    msgpack_pack_ext_body(&t.pk, "wxyz", 4);
+    tb_str(&t, "future_f32");
+    msgpack_pack_float(&t.pk, 1.0f);
+    tb_str(&t, "step");
+    tb_int(&t, 99);
+    tb_str(&t, "future_nil");
+    msgpack_pack_nil(&t.pk);
+    tb_str(&t, "");
+    tb_str(&t, "empty key");
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0, "rc %d: %s", rc, err);
-    CHECK(m.kind == MSG_STEP && m.u.step.loss == 0.25 && m.u.step.step == 99,
-          "kind %d loss %g step %lld", m.kind, m.u.step.loss, (long long)m.u.step.step);
+    CHECK(m.kind == MSG_STEP && m.u.step.loss == 0.25 && m.u.step.step == 99, "kind %d loss %g step %lld", m.kind,
+          m.u.step.loss, (long long)m.u.step.step);
     tb_done(&t);
     TEST_END();
 }
@@ -874,16 +956,14 @@ static void test_oversize(void)
     size_t n = (size_t)PROTO_MAX_FRAME_BYTES + 1;
     uint8_t *big = calloc(1, n);
     big[0] = 0x80;
-    CHECK(codec_decode(big, n, &m, err, sizeof err) == -1 && strstr(err, "exceeds"),
-          "oversize frame: %s", err);
+    CHECK(codec_decode(big, n, &m, err, sizeof err) == -1 && strstr(err, "exceeds"), "oversize frame: %s", err);
     free(big);
 
     /* the largest shard allowed round-trips ... */
     msg_init(&in, MSG_SHARD);
     in.u.shard.n_idx = PROTO_MAX_IDX;
     in.u.shard.idx = malloc(PROTO_MAX_IDX * sizeof(int64_t));
-    for (uint32_t i = 0; i < PROTO_MAX_IDX; i++)
-        in.u.shard.idx[i] = (int64_t)i * 4099 % 70001;
+    for (uint32_t i = 0; i < PROTO_MAX_IDX; i++) in.u.shard.idx[i] = (int64_t)i * 4099 % 70001;
     CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "max shard: %s", err);
     CHECK(b.len <= PROTO_MAX_FRAME_BYTES, "max shard is %zu bytes", b.len);
     int rc = codec_decode(b.data, b.len, &m, err, sizeof err);
@@ -902,8 +982,7 @@ static void test_oversize(void)
     tb_head(&t, "shard", 1);
     tb_str(&t, "idx");
     msgpack_pack_array(&t.pk, PROTO_MAX_IDX + 1);
-    for (uint32_t i = 0; i < PROTO_MAX_IDX + 1; i++)
-        msgpack_pack_fix_uint8(&t.pk, 1);
+    for (uint32_t i = 0; i < PROTO_MAX_IDX + 1; i++) msgpack_pack_fix_uint8(&t.pk, 1);
     rc = codec_decode(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "idx"), "too many indices: rc %d %s", rc, err);
     tb_done(&t);
@@ -933,8 +1012,7 @@ static void test_oversize(void)
     tb_head(&t, "step", 1);
     tb_str(&t, "junk");
     msgpack_pack_array(&t.pk, 2 * PROTO_MAX_IDX);
-    for (uint32_t i = 0; i < 2 * PROTO_MAX_IDX; i++)
-        msgpack_pack_nil(&t.pk);
+    for (uint32_t i = 0; i < 2 * PROTO_MAX_IDX; i++) msgpack_pack_nil(&t.pk);
     rc = codec_decode(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "objects"), "2M objects: rc %d %s", rc, err);
     tb_done(&t);
@@ -967,8 +1045,7 @@ static void test_encode_errors(void)
 
 static void nest(TB *t, int levels)
 {
-    for (int i = 0; i < levels; i++)
-        msgpack_pack_array(&t->pk, i + 1 < levels ? 1 : 0);
+    for (int i = 0; i < levels; i++) msgpack_pack_array(&t->pk, i + 1 < levels ? 1 : 0);
 }
 
 static void test_nesting(void)
@@ -1009,16 +1086,24 @@ static void test_duplicates(void)
     Msg m;
     TB t;
     tb_head(&t, "shard", 2);
-    tb_str(&t, "idx"); msgpack_pack_array(&t.pk, 2); tb_int(&t, 1); tb_int(&t, 2);
-    tb_str(&t, "idx"); msgpack_pack_array(&t.pk, 1); tb_int(&t, 9);
+    tb_str(&t, "idx");
+    msgpack_pack_array(&t.pk, 2);
+    tb_int(&t, 1);
+    tb_int(&t, 2);
+    tb_str(&t, "idx");
+    msgpack_pack_array(&t.pk, 1);
+    tb_int(&t, 9);
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0 && m.u.shard.n_idx == 1 && m.u.shard.idx[0] == 9, "last idx wins: rc %d", rc);
     msg_done(&m);
     tb_done(&t);
     /* an error after a heap field leaves nothing to free (LeakSanitizer checks) */
     tb_head(&t, "set", 2);
-    tb_str(&t, "val"); msgpack_pack_bin(&t.pk, 2); msgpack_pack_bin_body(&t.pk, "ab", 2);
-    tb_str(&t, "key"); tb_int(&t, 1);
+    tb_str(&t, "val");
+    msgpack_pack_bin(&t.pk, 2);
+    msgpack_pack_bin_body(&t.pk, "ab", 2);
+    tb_str(&t, "key");
+    tb_int(&t, 1);
     rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == -1 && m.u.store.val == NULL, "error after val: rc %d", rc);
     tb_done(&t);
@@ -1028,15 +1113,13 @@ static void test_duplicates(void)
 static void test_mutations(void)
 {
     TEST_BEGIN("random_mutations_10000");
-    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1,
-                                           0xc4, 0xc6, 0xc9, 0xca, 0xcb, 0xcf, 0xd3, 0xd8,
-                                           0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
+    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
+                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
     CodecBuf frames[MSG__COUNT];
     char err[256];
     for (int k = 0; k < MSG__COUNT; k++) {
         codec_buf_init(&frames[k]);
-        if (k == MSG_UNKNOWN)
-            continue;
+        if (k == MSG_UNKNOWN) continue;
         Msg in;
         fill_sample(&in, (MsgKind)k);
         codec_encode(&in, &frames[k], err, sizeof err);
@@ -1076,20 +1159,15 @@ static void test_mutations(void)
             bad++;
         else
             counts[rc + 1]++;
-        if (rc == 0 && m.kind == MSG_LOG && strnlen(m.u.log.text, sizeof m.u.log.text) ==
-                                                sizeof m.u.log.text)
-            bad++;
+        if (rc == 0 && m.kind == MSG_LOG && strnlen(m.u.log.text, sizeof m.u.log.text) == sizeof m.u.log.text) bad++;
         msg_done(&m);
     }
     free(buf);
-    for (int k = 0; k < MSG__COUNT; k++)
-        codec_buf_done(&frames[k]);
+    for (int k = 0; k < MSG__COUNT; k++) codec_buf_done(&frames[k]);
     CHECK(bad == 0, "%d mutations gave an out-of-contract result", bad);
     /* mutations must exercise both paths, or the test proves little */
-    CHECK(counts[0] > 1000 && counts[1] > 100, "errors %d ok %d unknown %d", counts[0],
-          counts[1], counts[2]);
-    printf("  mutations: %d refused, %d decoded, %d unknown kind\n", counts[0], counts[1],
-           counts[2]);
+    CHECK(counts[0] > 1000 && counts[1] > 100, "errors %d ok %d unknown %d", counts[0], counts[1], counts[2]);
+    printf("  mutations: %d refused, %d decoded, %d unknown kind\n", counts[0], counts[1], counts[2]);
     TEST_END();
 }
 

@@ -30,16 +30,17 @@
 
 #define MAX_RANKS 8
 
-static int64_t now_ms(void) {
+static int64_t now_ms(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* ---- jobs: one forked process per rank ------------------------------ */
@@ -54,9 +55,9 @@ struct Job {
     int64_t timeout_ms;
     RankFn fn;
     const void *arg;
-    int kill_rank;        /* parent SIGKILLs this rank ... (-1: none) */
+    int kill_rank;         /* parent SIGKILLs this rank ... (-1: none) */
     int64_t kill_after_ms; /* ... this long after the fork */
-    int linger_rank;      /* SIGKILL this rank once all others have exited (-1: none) */
+    int linger_rank;       /* SIGKILL this rank once all others have exited (-1: none) */
     /* filled in */
     DirStore store;
     CommStore cs;
@@ -64,15 +65,16 @@ struct Job {
 };
 
 typedef struct {
-    int status[MAX_RANKS];    /* exit code, 128+signal, or -1 if the parent had to kill it */
+    int status[MAX_RANKS];      /* exit code, 128+signal, or -1 if the parent had to kill it */
     int64_t exit_ms[MAX_RANKS]; /* when the parent reaped it, from the fork */
-    int64_t kill_ms;          /* when kill_rank was killed, from the fork (-1: not) */
-    int leftover;             /* children still there after the job: must be 0 */
+    int64_t kill_ms;            /* when kill_rank was killed, from the fork (-1: not) */
+    int leftover;               /* children still there after the job: must be 0 */
 } JobResult;
 
 /* Child-side reporting: lines on stdout so tests/run.sh shows them. */
 static void rank_fail(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void rank_fail(int rank, const char *fmt, ...) {
+static void rank_fail(int rank, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     printf("  %s: rank %d: ", check_case_, rank);
@@ -82,13 +84,20 @@ static void rank_fail(int rank, const char *fmt, ...) {
     va_end(ap);
 }
 
-static CommConfig job_config(const Job *job, int rank, int world) {
-    CommConfig cfg = {.backend = "gloo", .rank = rank, .world = world, .host = "127.0.0.1",
-                      .prefix = job->prefix, .timeout_ms = job->timeout_ms, .store = &job->cs};
+static CommConfig job_config(const Job *job, int rank, int world)
+{
+    CommConfig cfg = { .backend = "gloo",
+                       .rank = rank,
+                       .world = world,
+                       .host = "127.0.0.1",
+                       .prefix = job->prefix,
+                       .timeout_ms = job->timeout_ms,
+                       .store = &job->cs };
     return cfg;
 }
 
-static int job_comm(const Job *job, int rank, Comm **c) {
+static int job_comm(const Job *job, int rank, Comm **c)
+{
     char err[512] = "";
     CommConfig cfg = job_config(job, rank, job->world);
     if (comm_new(c, &cfg, err, sizeof err) != 0) {
@@ -100,12 +109,13 @@ static int job_comm(const Job *job, int rank, Comm **c) {
 
 static int job_counter;
 
-static JobResult run_job(Job *job, int64_t deadline_ms) {
+static JobResult run_job(Job *job, int64_t deadline_ms)
+{
     JobResult res;
     memset(&res, 0, sizeof res);
     res.kill_ms = -1;
     pid_t pid[MAX_RANKS];
-    int done[MAX_RANKS] = {0};
+    int done[MAX_RANKS] = { 0 };
 
     if (dir_store_open(&job->store, "test_comm")) {
         printf("  mkdtemp: %s\n", strerror(errno));
@@ -116,8 +126,7 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
     job->cs.set = ds_set;
     job->cs.get = ds_get;
     /* fresh prefix per job, as ddptop uses one per run */
-    snprintf(job->prefix, sizeof job->prefix, "test-%s-%d-%d", job->name, (int)getpid(),
-             job_counter++);
+    snprintf(job->prefix, sizeof job->prefix, "test-%s-%d-%d", job->name, (int)getpid(), job_counter++);
 
     fflush(stdout);
     int64_t t0 = now_ms();
@@ -143,13 +152,11 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
     for (int r = 0; r < job->world; r++) left += !done[r];
     while (left > 0) {
         int64_t t = now_ms() - t0;
-        if (job->kill_rank >= 0 && res.kill_ms < 0 && t >= job->kill_after_ms &&
-            !done[job->kill_rank]) {
+        if (job->kill_rank >= 0 && res.kill_ms < 0 && t >= job->kill_after_ms && !done[job->kill_rank]) {
             kill(pid[job->kill_rank], SIGKILL);
             res.kill_ms = now_ms() - t0;
         }
-        if (job->linger_rank >= 0 && !done[job->linger_rank] && left == 1)
-            kill(pid[job->linger_rank], SIGKILL);
+        if (job->linger_rank >= 0 && !done[job->linger_rank] && left == 1) kill(pid[job->linger_rank], SIGKILL);
         if (t > deadline_ms) {
             for (int r = 0; r < job->world; r++)
                 if (!done[r]) {
@@ -158,8 +165,7 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
                     done[r] = 1;
                     res.status[r] = -1;
                     res.exit_ms[r] = t;
-                    printf("  %s: rank %d still running after %lld ms, killed\n", job->name, r,
-                           (long long)deadline_ms);
+                    printf("  %s: rank %d still running after %lld ms, killed\n", job->name, r, (long long)deadline_ms);
                 }
             break;
         }
@@ -179,7 +185,8 @@ static JobResult run_job(Job *job, int64_t deadline_ms) {
     return res;
 }
 
-static Job job_make(const char *name, int world, RankFn fn, const void *arg) {
+static Job job_make(const char *name, int world, RankFn fn, const void *arg)
+{
     Job j;
     memset(&j, 0, sizeof j);
     j.name = name;
@@ -193,30 +200,30 @@ static Job job_make(const char *name, int world, RankFn fn, const void *arg) {
 }
 
 /* Runs a job in which every rank must exit 0; records failures in the case. */
-static void expect_all_pass(Job *job, int64_t deadline_ms) {
+static void expect_all_pass(Job *job, int64_t deadline_ms)
+{
     JobResult res = run_job(job, deadline_ms);
     for (int r = 0; r < job->world; r++)
-        CHECK(res.status[r] == 0, "%s: rank %d of %d exited with status %d", job->name, r,
-              job->world, res.status[r]);
+        CHECK(res.status[r] == 0, "%s: rank %d of %d exited with status %d", job->name, r, job->world, res.status[r]);
     CHECK(res.leftover == 0, "%s: children left unreaped", job->name);
 }
 
 /* ---- rank bodies ---------------------------------------------------- */
 
-static float pattern(size_t i, int rank, int round) {
-    return (float)((rank + 1) * (int)((i % 251) + 1) + round);
-}
+static float pattern(size_t i, int rank, int round) { return (float)((rank + 1) * (int)((i % 251) + 1) + round); }
 
 /* Exact in float: small integers. */
-static float pattern_sum(size_t i, int world, int round) {
+static float pattern_sum(size_t i, int world, int round)
+{
     return (float)((int)((i % 251) + 1) * world * (world + 1) / 2 + round * world);
 }
 
-static const size_t kSizes[] = {1, 3, 1024, 65536, 262144, 1 << 20};
+static const size_t kSizes[] = { 1, 3, 1024, 65536, 262144, 1 << 20 };
 #define NSIZES (sizeof kSizes / sizeof kSizes[0])
 
 /* arg: NULL, or the DDPTOP_GLOO_ALLREDUCE value to force. */
-static int rank_allreduce(const Job *job, int rank) {
+static int rank_allreduce(const Job *job, int rank)
+{
     if (job->arg) setenv("DDPTOP_GLOO_ALLREDUCE", (const char *)job->arg, 1);
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
@@ -236,8 +243,8 @@ static int rank_allreduce(const Job *job, int rank) {
             }
             for (size_t i = 0; i < n && !bad; i++)
                 if (buf[i] != pattern_sum(i, job->world, round)) {
-                    rank_fail(rank, "allreduce n=%zu round %d: [%zu] = %g, want %g", n, round, i,
-                              buf[i], pattern_sum(i, job->world, round));
+                    rank_fail(rank, "allreduce n=%zu round %d: [%zu] = %g, want %g", n, round, i, buf[i],
+                              pattern_sum(i, job->world, round));
                     bad = 1;
                 }
             free(buf);
@@ -251,12 +258,13 @@ static int rank_allreduce(const Job *job, int rank) {
     return bad;
 }
 
-static int rank_broadcast(const Job *job, int rank) {
+static int rank_broadcast(const Job *job, int rank)
+{
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
     int bad = 0;
     char err[512];
-    static const size_t sizes[] = {1, 1000, 1 << 20};
+    static const size_t sizes[] = { 1, 1000, 1 << 20 };
     for (int root = 0; root < job->world && !bad; root++) {
         for (size_t s = 0; s < 3 && !bad; s++) {
             size_t n = sizes[s];
@@ -269,8 +277,8 @@ static int rank_broadcast(const Job *job, int rank) {
             }
             for (size_t i = 0; i < n && !bad; i++)
                 if (buf[i] != pattern(i, root, 7)) {
-                    rank_fail(rank, "broadcast root %d n=%zu: [%zu] = %g, want %g", root, n, i,
-                              buf[i], pattern(i, root, 7));
+                    rank_fail(rank, "broadcast root %d n=%zu: [%zu] = %g, want %g", root, n, i, buf[i],
+                              pattern(i, root, 7));
                     bad = 1;
                 }
             free(buf);
@@ -286,7 +294,8 @@ static int rank_broadcast(const Job *job, int rank) {
 }
 
 /* The last rank arrives late; nobody may leave the barrier before it. */
-static int rank_barrier(const Job *job, int rank) {
+static int rank_barrier(const Job *job, int rank)
+{
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
     int bad = 0;
@@ -303,15 +312,15 @@ static int rank_barrier(const Job *job, int rank) {
     }
     int64_t dt = now_ms() - t0;
     if (!bad && dt < 250) {
-        rank_fail(rank, "left the barrier after %lld ms, before the late rank arrived",
-                  (long long)dt);
+        rank_fail(rank, "left the barrier after %lld ms, before the late rank arrived", (long long)dt);
         bad = 1;
     }
     comm_free(&c);
     return bad;
 }
 
-static int rank_world1(const Job *job, int rank) {
+static int rank_world1(const Job *job, int rank)
+{
     (void)job;
     int bad = 0;
     char err[512];
@@ -361,7 +370,8 @@ static int rank_world1(const Job *job, int rank) {
 
 static int starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static int rank_bad_config(const Job *job, int rank) {
+static int rank_bad_config(const Job *job, int rank)
+{
     int bad = 0;
     char err[512];
     Comm *c = (Comm *)&bad; /* must come back NULL */
@@ -396,8 +406,7 @@ static int rank_bad_config(const Job *job, int rank) {
     }
     float x = 1;
     if (comm_allreduce_sum_f32(NULL, &x, 1, 0, err, sizeof err) == 0 ||
-        comm_broadcast_f32(NULL, &x, 1, 0, err, sizeof err) == 0 ||
-        comm_barrier(NULL, err, sizeof err) == 0) {
+        comm_broadcast_f32(NULL, &x, 1, 0, err, sizeof err) == 0 || comm_barrier(NULL, err, sizeof err) == 0) {
         rank_fail(rank, "an operation on a NULL Comm succeeded");
         bad = 1;
     }
@@ -408,15 +417,20 @@ static int rank_bad_config(const Job *job, int rank) {
 }
 
 /* Rank 1 never shows up: rank 0's comm_new must give up at the timeout. */
-static int rank_rendezvous_timeout(const Job *job, int rank) {
+static int rank_rendezvous_timeout(const Job *job, int rank)
+{
     if (rank == 1) return 0;
     Comm *c = NULL;
     char err[512] = "";
     int64_t t0 = now_ms();
     int rc = comm_new(&c,
-                      &(CommConfig){.backend = "gloo", .rank = rank, .world = job->world,
-                                    .host = "127.0.0.1", .prefix = job->prefix,
-                                    .timeout_ms = job->timeout_ms, .store = &job->cs},
+                      &(CommConfig){ .backend = "gloo",
+                                     .rank = rank,
+                                     .world = job->world,
+                                     .host = "127.0.0.1",
+                                     .prefix = job->prefix,
+                                     .timeout_ms = job->timeout_ms,
+                                     .store = &job->cs },
                       err, sizeof err);
     int64_t dt = now_ms() - t0;
     if (rc == 0 || c != NULL) {
@@ -424,20 +438,19 @@ static int rank_rendezvous_timeout(const Job *job, int rank) {
         comm_free(&c);
         return 1;
     }
-    if (!starts_with(err, "comm_gloo.cc:") || !strstr(err, "timed out") ||
-        !strstr(err, job->prefix)) {
+    if (!starts_with(err, "comm_gloo.cc:") || !strstr(err, "timed out") || !strstr(err, job->prefix)) {
         rank_fail(rank, "error does not say what timed out: %s", err);
         return 1;
     }
     if (dt < job->timeout_ms - 100 || dt > job->timeout_ms + 2000) {
-        rank_fail(rank, "gave up after %lld ms with timeout %lld", (long long)dt,
-                  (long long)job->timeout_ms);
+        rank_fail(rank, "gave up after %lld ms with timeout %lld", (long long)dt, (long long)job->timeout_ms);
         return 1;
     }
     return 0;
 }
 
-static int count_entries(const char *dir) {
+static int count_entries(const char *dir)
+{
     DIR *d = opendir(dir);
     if (!d) return -1;
     int n = 0;
@@ -448,7 +461,8 @@ static int count_entries(const char *dir) {
 }
 
 /* new/use/free three times: threads and descriptors come back each time. */
-static int rank_free_cleans_up(const Job *job, int rank) {
+static int rank_free_cleans_up(const Job *job, int rank)
+{
     int threads0 = count_entries("/proc/self/task");
     int fds0 = count_entries("/proc/self/fd");
     char err[512];
@@ -466,8 +480,7 @@ static int rank_free_cleans_up(const Job *job, int rank) {
         for (int i = 0; i < 64; i++) buf[i] = 1;
         static float big[1 << 20];
         if (comm_allreduce_sum_f32(c, buf, 64, 1, err, sizeof err) != 0 ||
-            comm_allreduce_sum_f32(c, big, 1 << 20, 2, err, sizeof err) != 0 ||
-            comm_barrier(c, err, sizeof err) != 0) {
+            comm_allreduce_sum_f32(c, big, 1 << 20, 2, err, sizeof err) != 0 || comm_barrier(c, err, sizeof err) != 0) {
             rank_fail(rank, "cycle %d: %s", cycle, err);
             return 1;
         }
@@ -482,8 +495,8 @@ static int rank_free_cleans_up(const Job *job, int rank) {
         }
         int threads = count_entries("/proc/self/task"), fds = count_entries("/proc/self/fd");
         if (threads != threads0 || fds != fds0) {
-            rank_fail(rank, "cycle %d: after comm_free %d threads, %d fds; before %d, %d", cycle,
-                      threads, fds, threads0, fds0);
+            rank_fail(rank, "cycle %d: after comm_free %d threads, %d fds; before %d, %d", cycle, threads, fds,
+                      threads0, fds0);
             return 1;
         }
     }
@@ -493,7 +506,8 @@ static int rank_free_cleans_up(const Job *job, int rank) {
 /* All-reduce in a loop until it fails (the parent kills a rank); the
  * failure must be an error naming this file, and the Comm must then refuse
  * further work at once. arg: element count. */
-static int rank_until_failure(const Job *job, int rank) {
+static int rank_until_failure(const Job *job, int rank)
+{
     size_t n = *(const size_t *)job->arg;
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
@@ -518,8 +532,8 @@ static int rank_until_failure(const Job *job, int rank) {
         bad = 1;
     }
     int64_t t0 = now_ms();
-    if (!bad && (comm_allreduce_sum_f32(c, buf, n, 6, err, sizeof err) == 0 ||
-                 comm_barrier(c, err, sizeof err) == 0 || now_ms() - t0 > 100)) {
+    if (!bad && (comm_allreduce_sum_f32(c, buf, n, 6, err, sizeof err) == 0 || comm_barrier(c, err, sizeof err) == 0 ||
+                 now_ms() - t0 > 100)) {
         rank_fail(rank, "a failed Comm accepted more work or was slow to refuse it");
         bad = 1;
     }
@@ -534,7 +548,8 @@ static int rank_until_failure(const Job *job, int rank) {
 
 /* The last rank stops (SIGSTOP) after one good all-reduce: the others must
  * fail at the timeout, not hang. arg: element count. */
-static int rank_peer_stopped(const Job *job, int rank) {
+static int rank_peer_stopped(const Job *job, int rank)
+{
     size_t n = *(const size_t *)job->arg;
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
@@ -571,7 +586,8 @@ static int rank_peer_stopped(const Job *job, int rank) {
 /* More (tag, n) pairs than the backend keeps set up, used twice over in
  * the same order on every rank: whatever it evicts and rebuilds must stay
  * matched across ranks. */
-static int rank_many_tags(const Job *job, int rank) {
+static int rank_many_tags(const Job *job, int rank)
+{
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
     char err[512];
@@ -601,7 +617,8 @@ static int rank_many_tags(const Job *job, int rank) {
  * bandwidth speed. (Gloo's old-style ring pins a socket's send buffer at
  * its own small message size; if the large path shared those sockets a
  * 4 MB all-reduce with 4 ranks took seconds instead of milliseconds.) */
-static int rank_large_after_small(const Job *job, int rank) {
+static int rank_large_after_small(const Job *job, int rank)
+{
     Comm *c = NULL;
     if (job_comm(job, rank, &c) != 0) return 1;
     char err[512];
@@ -623,8 +640,7 @@ static int rank_large_after_small(const Job *job, int rank) {
         dt = now_ms() - t0;
     }
     if (!bad && dt >= 1500) {
-        rank_fail(rank, "five 4 MB all-reduces after small ones took %lld ms or more",
-                  (long long)dt);
+        rank_fail(rank, "five 4 MB all-reduces after small ones took %lld ms or more", (long long)dt);
         bad = 1;
     }
     free(buf);
@@ -634,24 +650,24 @@ static int rank_large_after_small(const Job *job, int rank) {
 
 /* ---- cases ---------------------------------------------------------- */
 
-static void test_peer_killed(const char *name, int world, size_t n) {
+static void test_peer_killed(const char *name, int world, size_t n)
+{
     Job j = job_make(name, world, rank_until_failure, &n);
     j.kill_rank = world - 1;
     j.kill_after_ms = 600; /* after rendezvous, mid-loop */
     JobResult res = run_job(&j, 15000);
-    CHECK(res.kill_ms >= 0, "rank %d was not killed (it exited with %d)", world - 1,
-          res.status[world - 1]);
+    CHECK(res.kill_ms >= 0, "rank %d was not killed (it exited with %d)", world - 1, res.status[world - 1]);
     for (int r = 0; r < world - 1; r++) {
         CHECK(res.status[r] == 0, "surviving rank %d exited with status %d", r, res.status[r]);
         /* dead peers are noticed from the socket, well before the timeout */
         CHECK(res.kill_ms < 0 || res.exit_ms[r] - res.kill_ms < 2000,
-              "surviving rank %d took %lld ms after the kill to finish", r,
-              (long long)(res.exit_ms[r] - res.kill_ms));
+              "surviving rank %d took %lld ms after the kill to finish", r, (long long)(res.exit_ms[r] - res.kill_ms));
     }
     CHECK(res.leftover == 0, "children left unreaped");
 }
 
-int main(void) {
+int main(void)
+{
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     TEST_BEGIN("version");
@@ -660,8 +676,8 @@ int main(void) {
         CHECK(v && !strcmp(v, "gloo 0.5.0"), "comm_version(gloo) = %s", v ? v : "(null)");
         /* nccl is built in wherever nvcc was found (mk/cuda.mk). */
         const char *nv = comm_version("nccl");
-        CHECK(comm_available("nccl") ? nv && !strncmp(nv, "nccl ", 5) : nv == NULL,
-              "comm_version(nccl) = %s", nv ? nv : "(null)");
+        CHECK(comm_available("nccl") ? nv && !strncmp(nv, "nccl ", 5) : nv == NULL, "comm_version(nccl) = %s",
+              nv ? nv : "(null)");
         CHECK(comm_version("mpi") == NULL, "a backend not built in has a version");
         CHECK(comm_version(NULL) == NULL, "NULL backend has a version");
     }
@@ -699,7 +715,7 @@ int main(void) {
      * the size switch goes untested */
     TEST_BEGIN("allreduce_each_algorithm");
     {
-        static const char *algos[] = {"ring", "opts", "bcube"};
+        static const char *algos[] = { "ring", "opts", "bcube" };
         for (int a = 0; a < 3; a++) {
             Job j = job_make(algos[a], 3, rank_allreduce, algos[a]);
             expect_all_pass(&j, 15000);

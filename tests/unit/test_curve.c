@@ -21,22 +21,22 @@ static int delivered(void *ctx, void *server, const char *ep, const JobKeys *k, 
     char err[128];
     JobKeys other;
     keys_generate(&other, err, sizeof err);
-    if (how == 1) keys_client_socket(c, k, err, sizeof err);            /* the job's client */
-    if (how == 2) {                                                     /* wrong server key */
+    if (how == 1) keys_client_socket(c, k, err, sizeof err); /* the job's client */
+    if (how == 2) {                                          /* wrong server key */
         JobKeys w = *k;
         memcpy(w.server.pub, other.server.pub, 41);
         keys_client_socket(c, &w, err, sizeof err);
     }
-    if (how == 3) {                                                     /* a stranger's pair */
+    if (how == 3) { /* a stranger's pair */
         JobKeys w = other;
         memcpy(w.server.pub, k->server.pub, 41);
         keys_client_socket(c, &w, err, sizeof err);
     }
     zmq_connect(c, ep);
     zmq_send(c, "hello", 5, ZMQ_DONTWAIT);
-    zmq_pollitem_t it = {server, 0, ZMQ_POLLIN, 0};
+    zmq_pollitem_t it = { server, 0, ZMQ_POLLIN, 0 };
     int got = 0;
-    if (zmq_poll(&it, 1, how == 1 ? 3000 : 500) > 0) {   /* a refusal shows in ~ms locally */
+    if (zmq_poll(&it, 1, how == 1 ? 3000 : 500) > 0) { /* a refusal shows in ~ms locally */
         char id[64], body[16];
         zmq_recv(server, id, sizeof id, 0);
         int n = zmq_recv(server, body, sizeof body, 0);
@@ -108,7 +108,8 @@ int main(void)
     char host[64], out[128];
     int port = 0;
     CHECK(keys_tcp_split("tcp://10.0.0.1:29400", host, sizeof host, &port) == 0 && !strcmp(host, "10.0.0.1") &&
-          port == 29400, "split v4");
+              port == 29400,
+          "split v4");
     CHECK(keys_tcp_split("tcp://[::1]:7", host, sizeof host, &port) == 0 && !strcmp(host, "::1") && port == 7,
           "split v6");
     CHECK(keys_tcp_split("tcp://host", host, sizeof host, &port) == -1, "no port");
@@ -118,7 +119,7 @@ int main(void)
     CHECK(keys_tel_endpoint("ipc:///tmp/d/ctl", out, sizeof out) == 0 && !strcmp(out, "ipc:///tmp/d/tel"), "ipc");
     CHECK(keys_tel_endpoint("tcp://h:65535", out, sizeof out) == -1, "no room for port+1");
     CHECK(keys_endpoint_needs_curve("tcp://*:5555") && keys_endpoint_needs_curve("tcp://[::]:1") &&
-          !keys_endpoint_needs_curve("tcp://[::1]:1") && !keys_endpoint_needs_curve("tcp://localhost:9"),
+              !keys_endpoint_needs_curve("tcp://[::1]:1") && !keys_endpoint_needs_curve("tcp://localhost:9"),
           "loopback rules");
     TEST_END();
     CHECK_EXIT();

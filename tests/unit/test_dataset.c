@@ -22,8 +22,8 @@ static void put_be32(unsigned char *b, uint32_t v)
 }
 
 /* Write a gzip IDX file: magic, dims, then `len` payload bytes. */
-static void write_idx(const char *dir, const char *file, uint32_t magic, const uint32_t *dims,
-                      int ndims, const unsigned char *payload, size_t len)
+static void write_idx(const char *dir, const char *file, uint32_t magic, const uint32_t *dims, int ndims,
+                      const unsigned char *payload, size_t len)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -34,11 +34,9 @@ static void write_idx(const char *dir, const char *file, uint32_t magic, const u
     }
     unsigned char hdr[16];
     put_be32(hdr, magic);
-    for (int i = 0; i < ndims; i++)
-        put_be32(hdr + 4 + 4 * i, dims[i]);
+    for (int i = 0; i < ndims; i++) put_be32(hdr + 4 + 4 * i, dims[i]);
     gzwrite(gz, hdr, 4 + 4 * (unsigned)ndims);
-    if (len)
-        gzwrite(gz, payload, (unsigned)len);
+    if (len) gzwrite(gz, payload, (unsigned)len);
     gzclose(gz);
 }
 
@@ -46,12 +44,10 @@ static void write_idx(const char *dir, const char *file, uint32_t magic, const u
 static void write_small_set(const char *dir, uint32_t n)
 {
     unsigned char pix[64 * 6], lab[64];
-    for (uint32_t i = 0; i < n * 6; i++)
-        pix[i] = (unsigned char)(i * 37);
+    for (uint32_t i = 0; i < n * 6; i++) pix[i] = (unsigned char)(i * 37);
     pix[0] = 0;
     pix[1] = 255;
-    for (uint32_t i = 0; i < n; i++)
-        lab[i] = (unsigned char)(i % 10);
+    for (uint32_t i = 0; i < n; i++) lab[i] = (unsigned char)(i % 10);
     uint32_t idims[3] = { n, 2, 3 }, ldims[1] = { n };
     write_idx(dir, "train-images-idx3-ubyte.gz", 0x803, idims, 3, pix, n * 6);
     write_idx(dir, "train-labels-idx1-ubyte.gz", 0x801, ldims, 1, lab, n);
@@ -73,7 +69,8 @@ static void test_fashion_mnist(void)
     /* Without the package there is nothing to check: a note, not a PASS. */
     if (!dataset_fashion_mnist_present(DATASET_FMNIST_DIR)) {
         printf("note: %s missing (Debian package dataset-fashion-mnist): "
-               "Fashion-MNIST checks not run\n", DATASET_FMNIST_DIR);
+               "Fashion-MNIST checks not run\n",
+               DATASET_FMNIST_DIR);
         return;
     }
     TEST_BEGIN("fashion_mnist_train_loads");
@@ -94,8 +91,7 @@ static void test_fashion_mnist(void)
                 counts[d.y[i]]++;
         }
         CHECK(bad == 0, "%lld labels outside 0..9", (long long)bad);
-        for (int c = 0; c < 10; c++)
-            CHECK(counts[c] == 6000, "class %d has %lld samples", c, (long long)counts[c]);
+        for (int c = 0; c < 10; c++) CHECK(counts[c] == 6000, "class %d has %lld samples", c, (long long)counts[c]);
         float lo = 1, hi = 0;
         int nonexact = 0;
         for (size_t i = 0; i < (size_t)d.n * 784; i++) {
@@ -104,8 +100,7 @@ static void test_fashion_mnist(void)
             hi = v > hi ? v : hi;
             /* every value must be k/255 for an integer k */
             float k = v * 255.0f;
-            if (fabsf(k - roundf(k)) > 1e-3f)
-                nonexact++;
+            if (fabsf(k - roundf(k)) > 1e-3f) nonexact++;
         }
         CHECK(lo == 0.0f && hi == 1.0f, "pixel range [%g, %g]", lo, hi);
         CHECK(nonexact == 0, "%d values not k/255", nonexact);
@@ -120,10 +115,8 @@ static void test_fashion_mnist(void)
             dataset_done(&l);
         }
         rc = dataset_load_fashion_mnist(&l, DATASET_FMNIST_DIR, true, 1000000, err, sizeof err);
-        CHECK(rc == 0 && l.n == 60000, "limit above n keeps all: rc=%d n=%lld", rc,
-              (long long)l.n);
-        if (rc == 0)
-            dataset_done(&l);
+        CHECK(rc == 0 && l.n == 60000, "limit above n keeps all: rc=%d n=%lld", rc, (long long)l.n);
+        if (rc == 0) dataset_done(&l);
         dataset_done(&d);
         CHECK(d.x == NULL && d.n == 0, "dataset_done clears");
     }
@@ -159,15 +152,13 @@ static void test_small_and_hostile(void)
     }
     rc = dataset_load_fashion_mnist(&d, dir, true, 5, err, sizeof err);
     CHECK(rc == 0 && d.n == 5, "limit 5: rc=%d n=%lld %s", rc, (long long)d.n, err);
-    if (rc == 0)
-        dataset_done(&d);
+    if (rc == 0) dataset_done(&d);
     TEST_END();
 
     TEST_BEGIN("idx_missing_dir_errors");
     err[0] = '\0';
     rc = dataset_load_fashion_mnist(&d, "/nonexistent/fmnist", true, 0, err, sizeof err);
-    CHECK(rc == -1 && strstr(err, "/nonexistent/fmnist/train-images-idx3-ubyte.gz"),
-          "rc=%d err=%s", rc, err);
+    CHECK(rc == -1 && strstr(err, "/nonexistent/fmnist/train-images-idx3-ubyte.gz"), "rc=%d err=%s", rc, err);
     CHECK(!dataset_fashion_mnist_present("/nonexistent/fmnist"), "present() true");
     rc = dataset_load_fashion_mnist(&d, tmpdir, false, 0, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "t10k-images"), "t10k missing: rc=%d err=%s", rc, err);
@@ -181,15 +172,14 @@ static void test_small_and_hostile(void)
     write_idx(dir, "train-images-idx3-ubyte.gz", 0x801, idims, 3, pix, 24);
     err[0] = '\0';
     rc = dataset_load_fashion_mnist(&d, dir, true, 0, err, sizeof err);
-    CHECK(rc == -1 && strstr(err, "train-images-idx3-ubyte.gz") && strstr(err, "magic"),
-          "rc=%d err=%s", rc, err);
+    CHECK(rc == -1 && strstr(err, "train-images-idx3-ubyte.gz") && strstr(err, "magic"), "rc=%d err=%s", rc, err);
     CHECK(strchr(err, '\n') == NULL, "multi-line error");
     write_small_set(dir, 4);
     uint32_t ldims[3] = { 4, 1, 1 };
     write_idx(dir, "train-labels-idx1-ubyte.gz", 0x803, ldims, 3, pix, 4);
     rc = dataset_load_fashion_mnist(&d, dir, true, 0, err, sizeof err);
-    CHECK(rc == -1 && strstr(err, "train-labels-idx1-ubyte.gz") && strstr(err, "magic"),
-          "labels: rc=%d err=%s", rc, err);
+    CHECK(rc == -1 && strstr(err, "train-labels-idx1-ubyte.gz") && strstr(err, "magic"), "labels: rc=%d err=%s", rc,
+          err);
     TEST_END();
 
     TEST_BEGIN("idx_count_mismatch_and_bad_dims_error");
@@ -220,18 +210,16 @@ static void test_small_and_hostile(void)
     CHECK(rc == -1 && strstr(err, "after the last item"), "trailing byte: rc=%d err=%s", rc, err);
     rc = dataset_load_fashion_mnist(&d, dir, true, 3, err, sizeof err);
     CHECK(rc == 0 && d.n == 3, "limit skips the tail check: rc=%d err=%s", rc, err);
-    if (rc == 0)
-        dataset_done(&d);
+    if (rc == 0) dataset_done(&d);
     TEST_END();
 
     TEST_BEGIN("idx_truncated_payload_errors");
     dir = subdir("short");
     write_small_set(dir, 8);
     uint32_t d8[3] = { 8, 2, 3 };
-    write_idx(dir, "train-images-idx3-ubyte.gz", 0x803, d8, 3, pix, 20);   /* 48 needed */
+    write_idx(dir, "train-images-idx3-ubyte.gz", 0x803, d8, 3, pix, 20); /* 48 needed */
     rc = dataset_load_fashion_mnist(&d, dir, true, 0, err, sizeof err);
-    CHECK(rc == -1 && strstr(err, "truncated") && strstr(err, "train-images"), "rc=%d err=%s",
-          rc, err);
+    CHECK(rc == -1 && strstr(err, "truncated") && strstr(err, "train-images"), "rc=%d err=%s", rc, err);
     /* header cut short */
     write_idx(dir, "train-images-idx3-ubyte.gz", 0x803, d8, 1, NULL, 0);
     rc = dataset_load_fashion_mnist(&d, dir, true, 0, err, sizeof err);
@@ -244,15 +232,14 @@ static void test_small_and_hostile(void)
     char srcdir[512];
     snprintf(srcdir, sizeof srcdir, "%s", DATASET_FMNIST_DIR);
     if (!dataset_fashion_mnist_present(srcdir)) {
-        snprintf(srcdir, sizeof srcdir, "%s", subdir("gen"));   /* subdir's buffer is reused */
+        snprintf(srcdir, sizeof srcdir, "%s", subdir("gen")); /* subdir's buffer is reused */
         static unsigned char gpix[3000 * 784], glab[3000];
         uint64_t r = 1;
         for (size_t i = 0; i < sizeof gpix; i++) {
             r = r * 6364136223846793005ull + 1442695040888963407ull;
             gpix[i] = (unsigned char)(r >> 56);
         }
-        for (int i = 0; i < 3000; i++)
-            glab[i] = (unsigned char)(i % 10);
+        for (int i = 0; i < 3000; i++) glab[i] = (unsigned char)(i % 10);
         uint32_t gd[3] = { 3000, 28, 28 }, gl[1] = { 3000 };
         write_idx(srcdir, "train-images-idx3-ubyte.gz", 0x803, gd, 3, gpix, sizeof gpix);
         write_idx(srcdir, "train-labels-idx1-ubyte.gz", 0x801, gl, 1, glab, sizeof glab);
@@ -269,8 +256,7 @@ static void test_small_and_hostile(void)
     Dataset okd;
     rc = dataset_load_fashion_mnist(&okd, srcdir, true, 0, err, sizeof err);
     CHECK(rc == 0, "intact source: %s", err);
-    if (rc == 0)
-        dataset_done(&okd);
+    if (rc == 0) dataset_done(&okd);
     FILE *in = fopen(src, "rb");
     CHECK(in != NULL, "open %s", src);
     if (!in) {
@@ -321,36 +307,31 @@ static void test_synthetic(void)
     int rc = dataset_make_synthetic(&c, 300, 20, 3, 43, err, sizeof err);
     CHECK(ra == 0 && rb == 0 && rc == 0, "%s", err);
     if (ra == 0 && rb == 0 && rc == 0) {
-        CHECK(a.n == 300 && a.dim == 20 && a.classes == 3, "shape %lld %d %d", (long long)a.n,
-              a.dim, a.classes);
+        CHECK(a.n == 300 && a.dim == 20 && a.classes == 3, "shape %lld %d %d", (long long)a.n, a.dim, a.classes);
         CHECK(strcmp(a.name, "synthetic") == 0, "name %s", a.name);
         CHECK(memcmp(a.x, b.x, 300 * 20 * sizeof(float)) == 0, "same seed, different x");
         CHECK(memcmp(a.y, b.y, 300 * sizeof(int32_t)) == 0, "same seed, different y");
         CHECK(memcmp(a.x, c.x, 300 * 20 * sizeof(float)) != 0, "seed ignored");
         int counts[3] = { 0 };
         for (int i = 0; i < 300; i++)
-            if (a.y[i] >= 0 && a.y[i] < 3)
-                counts[a.y[i]]++;
-        CHECK(counts[0] == 100 && counts[1] == 100 && counts[2] == 100, "labels %d %d %d",
-              counts[0], counts[1], counts[2]);
+            if (a.y[i] >= 0 && a.y[i] < 3) counts[a.y[i]]++;
+        CHECK(counts[0] == 100 && counts[1] == 100 && counts[2] == 100, "labels %d %d %d", counts[0], counts[1],
+              counts[2]);
         int periodic = 1;
-        for (int i = 0; i < 300; i++)
-            periodic &= a.y[i] == i % 3;
+        for (int i = 0; i < 300; i++) periodic &= a.y[i] == i % 3;
         CHECK(!periodic, "labels in a fixed cycle");
         /* Learnable: nearest class mean (estimated from the data) classifies
          * far above chance. */
         double mean[3][20] = { { 0 } };
         for (int i = 0; i < 300; i++)
-            for (int j = 0; j < 20; j++)
-                mean[a.y[i]][j] += a.x[i * 20 + j] / 100.0;
+            for (int j = 0; j < 20; j++) mean[a.y[i]][j] += a.x[i * 20 + j] / 100.0;
         int correct = 0;
         for (int i = 0; i < 300; i++) {
             int best = 0;
             double bd = 1e300;
             for (int k = 0; k < 3; k++) {
                 double dd = 0;
-                for (int j = 0; j < 20; j++)
-                    dd += (a.x[i * 20 + j] - mean[k][j]) * (a.x[i * 20 + j] - mean[k][j]);
+                for (int j = 0; j < 20; j++) dd += (a.x[i * 20 + j] - mean[k][j]) * (a.x[i * 20 + j] - mean[k][j]);
                 if (dd < bd) {
                     bd = dd;
                     best = k;
@@ -363,36 +344,34 @@ static void test_synthetic(void)
          * bytes on every machine is the promise). */
         uint32_t h = 2166136261u;
         const unsigned char *p = (const unsigned char *)a.x;
-        for (size_t i = 0; i < 300 * 20 * sizeof(float); i++)
-            h = (h ^ p[i]) * 16777619u;
+        for (size_t i = 0; i < 300 * 20 * sizeof(float); i++) h = (h ^ p[i]) * 16777619u;
         CHECK(h == 0xc0231ed4u && a.y[0] == 2,
               "synthetic(300,20,3,42) changed: fingerprint %08x y[0]=%d (recorded runs and "
-              "other machines expect c0231ed4, 2)", h, a.y[0]);
+              "other machines expect c0231ed4, 2)",
+              h, a.y[0]);
     }
-    if (ra == 0)
-        dataset_done(&a);
-    if (rb == 0)
-        dataset_done(&b);
-    if (rc == 0)
-        dataset_done(&c);
+    if (ra == 0) dataset_done(&a);
+    if (rb == 0) dataset_done(&b);
+    if (rc == 0) dataset_done(&c);
     Dataset e;
     int r = dataset_make_synthetic(&e, 50, 784, 10, 1, err, sizeof err);
     CHECK(r == 0 && e.dim == 784 && e.classes == 10, "784/10: %s", err);
-    if (r == 0)
-        dataset_done(&e);
+    if (r == 0) dataset_done(&e);
     TEST_END();
 
     TEST_BEGIN("synthetic_bad_args_rejected");
     Dataset z;
-    struct { int64_t n; int dim, classes; } bad[] = {
-        { 0, 20, 3 }, { -5, 20, 3 }, { 10, 0, 3 }, { 10, 20, 1 }, { 10, -1, 3 },
-        { (int64_t)1 << 40, 784, 10 }, { 10, 20, 0 },
+    struct {
+        int64_t n;
+        int dim, classes;
+    } bad[] = {
+        { 0, 20, 3 },  { -5, 20, 3 }, { 10, 0, 3 }, { 10, 20, 1 }, { 10, -1, 3 }, { (int64_t)1 << 40, 784, 10 },
+        { 10, 20, 0 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
         r = dataset_make_synthetic(&z, bad[i].n, bad[i].dim, bad[i].classes, 1, err, sizeof err);
-        CHECK(r == -1 && err[0], "n=%lld dim=%d classes=%d accepted", (long long)bad[i].n,
-              bad[i].dim, bad[i].classes);
+        CHECK(r == -1 && err[0], "n=%lld dim=%d classes=%d accepted", (long long)bad[i].n, bad[i].dim, bad[i].classes);
         CHECK(z.x == NULL && z.y == NULL, "left allocations behind");
     }
     TEST_END();
@@ -410,7 +389,6 @@ int main(void)
     test_synthetic();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
     CHECK_EXIT();
 }

@@ -9,7 +9,7 @@ int main(void)
 {
     char err[256];
     TEST_BEGIN("specs_parse");
-    FaultPlan p = {0};
+    FaultPlan p = { 0 };
     CHECK(fault_parse(&p, "kill:1@50", err, sizeof err) == 0, "%s", err);
     CHECK(fault_parse(&p, "stall:2@0", err, sizeof err) == 0, "%s", err);
     CHECK(fault_parse(&p, "slow:3:25ms", err, sizeof err) == 0, "%s", err);
@@ -28,20 +28,20 @@ int main(void)
     TEST_END();
 
     TEST_BEGIN("bad_specs_refused");
-    const char *bad[] = {"kill", "kill:1", "kill:x@3", "kill:1@-2", "slow:1", "slow:1:0ms", "slow:1:abc",
-                         "frobnicate", "unsafe-stopx", "stall:@4", ""};
+    const char *bad[] = { "kill",       "kill:1",     "kill:x@3",     "kill:1@-2", "slow:1", "slow:1:0ms",
+                          "slow:1:abc", "frobnicate", "unsafe-stopx", "stall:@4",  "" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        FaultPlan q = {0};
+        FaultPlan q = { 0 };
         err[0] = 0;
-        CHECK(fault_parse(&q, bad[i], err, sizeof err) == -1 && strstr(err, "--fault") && q.n == 0,
-              "\"%s\" accepted", bad[i]);
+        CHECK(fault_parse(&q, bad[i], err, sizeof err) == -1 && strstr(err, "--fault") && q.n == 0, "\"%s\" accepted",
+              bad[i]);
     }
     TEST_END();
 
     TEST_BEGIN("pack_roundtrip_and_explain");
-    Fault f = {.kind = FAULT_SLOW, .rank = 1023, .ms = 250}, g;
+    Fault f = { .kind = FAULT_SLOW, .rank = 1023, .ms = 250 }, g;
     CHECK(fault_unpack(fault_pack(&f), &g) == 0 && g.kind == FAULT_SLOW && g.rank == 1023 && g.ms == 250, "slow");
-    Fault h = {.kind = FAULT_UNSAFE_STOP, .rank = -1, .step = 123456789};
+    Fault h = { .kind = FAULT_UNSAFE_STOP, .rank = -1, .step = 123456789 };
     CHECK(fault_unpack(fault_pack(&h), &g) == 0 && g.kind == FAULT_UNSAFE_STOP && g.rank == -1 && g.step == 123456789,
           "unsafe-stop");
     CHECK(fault_unpack(0, &g) == -1, "arg 0 is no fault");

@@ -46,7 +46,8 @@ int main(void)
     CHECK(h.seq == 812 && h.n_waiting == 3 && h.n_missing == 1 && h.missing[0] == 1, "seq %lld waiting %d missing %d",
           (long long)h.seq, h.n_waiting, h.n_missing);
     CHECK(strstr(h.verdict, "ranks 0,2,3 wait in all-reduce #812") != NULL, "verdict: %s", h.verdict);
-    CHECK(strstr(h.verdict, "rank 1, which exited (signal 9 (Killed)) after step 811") != NULL, "verdict: %s", h.verdict);
+    CHECK(strstr(h.verdict, "rank 1, which exited (signal 9 (Killed)) after step 811") != NULL, "verdict: %s",
+          h.verdict);
     TEST_END();
 
     TEST_BEGIN("stopped_rank_is_named");
@@ -55,7 +56,8 @@ int main(void)
     r[2].proc_state = 'T';
     r[2].last_step = 811;
     CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1, "hang expected");
-    CHECK(strstr(h.verdict, "ranks 0,1,3 wait") && strstr(h.verdict, "rank 2, which is stopped (SIGSTOP) after step 811"),
+    CHECK(strstr(h.verdict, "ranks 0,1,3 wait") &&
+              strstr(h.verdict, "rank 2, which is stopped (SIGSTOP) after step 811"),
           "verdict: %s", h.verdict);
     CHECK(h.waited_ms >= 31000, "waited %lld ms", (long long)h.waited_ms);
     TEST_END();
@@ -114,7 +116,7 @@ int main(void)
         HangRank snap[4];
         hang_snapshot(j, t + 2 * S, snap, 4);
         CHECK(snap[0].started && snap[0].inflight_seq == 11 && !strcmp(snap[0].inflight_op, "allreduce") &&
-              snap[0].inflight_since_ns == wall && snap[0].silent_ns == 2 * S + 6 * S / 10,
+                  snap[0].inflight_since_ns == wall && snap[0].silent_ns == 2 * S + 6 * S / 10,
               "rank 0: seq %lld silent %lld", (long long)snap[0].inflight_seq, (long long)snap[0].silent_ns);
         CHECK(snap[1].inflight_seq == -1, "rank 1's completed collective still in flight");
         CHECK(snap[2].exited && snap[2].inflight_seq == -1 && strstr(snap[2].how_ended, "signal 9"),
@@ -132,11 +134,11 @@ int main(void)
     TEST_END();
 
     TEST_BEGIN("rank_ranges_compact");
-    int ranks[] = {0, 1, 2, 5, 7, 8, 9, 10};
+    int ranks[] = { 0, 1, 2, 5, 7, 8, 9, 10 };
     char buf[64];
     hang_format_ranks(ranks, 8, buf, sizeof buf);
     CHECK(!strcmp(buf, "0-2,5,7-10"), "got %s", buf);
-    int two[] = {3, 4};
+    int two[] = { 3, 4 };
     hang_format_ranks(two, 2, buf, sizeof buf);
     CHECK(!strcmp(buf, "3,4"), "got %s", buf);
     TEST_END();

@@ -15,14 +15,14 @@
 #include "check.h"
 #include "view/view.h"
 
-#define MS 1000000LL
+#define MS  1000000LL
 #define SEC 1000000000LL
 
 static char out_buf[1 << 20];
 
 /* The jobs start at T0 (monotonic); wall time, which only stamps events,
  * stands still. */
-#define T0 (1000 * SEC)
+#define T0   (1000 * SEC)
 #define WALL (1700000000LL * SEC)
 
 /* Everything written to f so far, as one string. */
@@ -45,8 +45,7 @@ static int count_lines_with(const char *text, const char *prefix, const char *ne
         size_t c = len < sizeof line - 1 ? len : sizeof line - 1;
         memcpy(line, p, c);
         line[c] = '\0';
-        if ((!prefix || strncmp(line, prefix, strlen(prefix)) == 0) && (!needle || strstr(line, needle)))
-            n++;
+        if ((!prefix || strncmp(line, prefix, strlen(prefix)) == 0) && (!needle || strstr(line, needle))) n++;
         p += len + (e ? 1 : 0);
     }
     return n;
@@ -58,15 +57,12 @@ static const char *line_with(const char *text, const char *needle)
     static char line[4096];
     const char *hit = strstr(text, needle);
     line[0] = '\0';
-    if (!hit)
-        return line;
+    if (!hit) return line;
     const char *s = hit;
-    while (s > text && s[-1] != '\n')
-        s--;
+    while (s > text && s[-1] != '\n') s--;
     const char *e = strchr(hit, '\n');
     size_t len = e ? (size_t)(e - s) : strlen(s);
-    if (len >= sizeof line)
-        len = sizeof line - 1;
+    if (len >= sizeof line) len = sizeof line - 1;
     memcpy(line, s, len);
     line[len] = '\0';
     return line;
@@ -151,8 +147,7 @@ static void test_text_progress_and_events(void)
     CHECK(strstr(l, " samples/s  allreduce 1.2 ms  drops 0") != NULL, "progress tail: '%s'", l);
     double rate = 0;
     const char *sp = strstr(l, ")  ");
-    if (sp)
-        rate = atof(sp + 3);
+    if (sp) rate = atof(sp + 3);
     CHECK(fabs(rate - 1280) < 80, "samples/s %.0f in '%s', want ~1280", rate, l);
 
     CHECK(count_lines_with(out, "[   0.0s] r1 rank 1 hello pid 2001 on box (cpu, gloo)", NULL) == 1,
@@ -164,7 +159,8 @@ static void test_text_progress_and_events(void)
           "rank 1 summary line:\n%s", out);
     size_t n = strlen(out);
     CHECK(n > 40 && strcmp(out + n - strlen("job done: all 2 ranks ended cleanly\n"),
-                           "job done: all 2 ranks ended cleanly\n") == 0, "last line is not the verdict:\n%s", out);
+                           "job done: all 2 ranks ended cleanly\n") == 0,
+          "last line is not the verdict:\n%s", out);
     /* no progress after the job is over; events are not printed twice */
     CHECK(count_lines_with(out, NULL, "ended: exit 0") == 2, "exit events printed %d times",
           count_lines_with(out, NULL, "ended: exit 0"));
@@ -230,13 +226,11 @@ static bool json_line_ok(const char *s, size_t len)
     bool in_str = false;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20)
-            return false;
+        if (c < 0x20) return false;
         if (in_str) {
             if (c == '\\') {
                 i++;
-                if (i >= len || !strchr("\"\\/bfnrtu", s[i]))
-                    return false;
+                if (i >= len || !strchr("\"\\/bfnrtu", s[i])) return false;
             } else if (c == '"') {
                 in_str = false;
             }
@@ -248,8 +242,7 @@ static bool json_line_ok(const char *s, size_t len)
             depth++;
         else if (c == '}' || c == ']')
             depth--;
-        if (depth < 0)
-            return false;
+        if (depth < 0) return false;
     }
     return depth == 0 && !in_str && len > 1 && s[0] == '{' && s[len - 1] == '}';
 }
@@ -267,7 +260,7 @@ static void test_json(void)
     snprintf(m.u.log.level, sizeof m.u.log.level, "error");
     snprintf(m.u.log.text, sizeof m.u.log.text, "he said \"hi\"\nback\\slash\ttab\x01 caf\xc3\xa9 bad\xff!");
     apply(j, &m, 1, t += MS);
-    msg_init(&m, MSG_STEP);             /* a diverged loss */
+    msg_init(&m, MSG_STEP); /* a diverged loss */
     m.u.step.step = 16;
     m.u.step.loss = NAN;
     apply(j, &m, 0, t += 2 * SEC);
@@ -290,18 +283,19 @@ static void test_json(void)
     CHECK(lines > 5 && bad == 0, "%d of %d lines are not JSON objects", bad, lines);
     const char *l = line_with(out, "he said");
     CHECK(strstr(l, "\"k\":\"event\"") && strstr(l, "\"r\":1,\"level\":\"error\"") &&
-          strstr(l, "\"text\":\"he said \\\"hi\\\"\\nback\\\\slash\\ttab\\u0001 caf\xc3\xa9 bad\\ufffd!\"}"),
+              strstr(l, "\"text\":\"he said \\\"hi\\\"\\nback\\\\slash\\ttab\\u0001 caf\xc3\xa9 bad\\ufffd!\"}"),
           "escaped event: %s", l);
     l = line_with(out, "\"k\":\"progress\"");
     CHECK(strncmp(l, "{\"k\":\"progress\",\"t\":", 20) == 0 && strstr(l, "\"epoch\":0,\"step\":") &&
-          strstr(l, "\"loss\":[0.") && strstr(l, "\"samples_per_s\":") && strstr(l, "\"drops\":0"),
+              strstr(l, "\"loss\":[0.") && strstr(l, "\"samples_per_s\":") && strstr(l, "\"drops\":0"),
           "progress object: %s", l);
     CHECK(count_lines_with(out, NULL, "\"loss\":[null,") >= 1, "NaN loss is not null:\n%s", out);
     CHECK(strstr(out, "nan") == NULL && strstr(out, "NaN") == NULL, "NaN leaked into JSON");
     CHECK(strstr(out, "\"text\":\"rank 0 hello pid 2000 on box (cpu, gloo)\"") != NULL, "hello event:\n%s", out);
     l = line_with(out, "\"k\":\"summary\"");
     CHECK(strstr(l, "\"ok\":true") && strstr(l, "\"verdict\":\"job done: all 2 ranks ended cleanly\"") &&
-          strstr(l, "{\"r\":1,\"state\":\"exited\",\"how\":\"exit 0\",\"step\":15,"), "summary: %s", l);
+              strstr(l, "{\"r\":1,\"state\":\"exited\",\"how\":\"exit 0\",\"step\":15,"),
+          "summary: %s", l);
     job_free(&j);
     fclose(f);
     TEST_END();
@@ -315,12 +309,12 @@ static void test_json_failed_summary(void)
     ViewHeadless h;
     view_headless_init(&h, f, true);
     int64_t t = scripted_job(j, &h, 5);
-    job_rank_exited(j, 0, 2000, W_EXITCODE(0, 0), NULL, t += MS, WALL);    /* no bye */
+    job_rank_exited(j, 0, 2000, W_EXITCODE(0, 0), NULL, t += MS, WALL); /* no bye */
     job_rank_exited(j, 1, 2001, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS, WALL);
     view_headless_summary(&h, j, t);
     const char *l = line_with(slurp(f), "\"k\":\"summary\"");
     CHECK(strstr(l, "\"state\":\"FAILED\",\"ok\":false") && strstr(l, "\"how\":\"exit 0 without bye\"") &&
-          strstr(l, "\"verdict\":\"job failed: rank 0 exit 0 without bye at step 5 (2 ranks failed)\""),
+              strstr(l, "\"verdict\":\"job failed: rank 0 exit 0 without bye at step 5 (2 ranks failed)\""),
           "failed summary: %s", l);
     job_free(&j);
     fclose(f);
@@ -334,8 +328,7 @@ static void test_events_lost(void)
     Job *j = job_new(1, T0);
     ViewHeadless h;
     view_headless_init(&h, f, false);
-    for (int i = 0; i < JOB_EVENTS + 10; i++)
-        job_event(j, j->start_ns, WALL, 0, EV_INFO, "e%d", i);
+    for (int i = 0; i < JOB_EVENTS + 10; i++) job_event(j, j->start_ns, WALL, 0, EV_INFO, "e%d", i);
     view_headless_tick(&h, j, j->start_ns);
     const char *out = slurp(f);
     CHECK(count_lines_with(out, "[", "ddptop 10 events lost") == 1, "lost-events line:\n%.300s", out);
@@ -357,7 +350,7 @@ static void test_evals_printed(void)
         view_headless_init(&h, f, json);
         int64_t t = scripted_job(j, &h, 3);
         Msg m;
-        for (int r = 0; r < 2; r++) {     /* every rank sends the same eval */
+        for (int r = 0; r < 2; r++) { /* every rank sends the same eval */
             msg_init(&m, MSG_EVAL);
             m.u.eval.epoch = 0;
             m.u.eval.step = 3;
@@ -371,11 +364,13 @@ static void test_evals_printed(void)
         view_headless_tick(&h, j, t + MS);
         const char *out = slurp(f);
         if (json)
-            CHECK(count_lines_with(out, "{\"k\":\"eval\"", "\"epoch\":0,\"step\":3,\"accuracy\":0.8125,\"loss\":0.5,"
-                                                           "\"correct\":8125,\"total\":10000}") == 1,
+            CHECK(count_lines_with(out, "{\"k\":\"eval\"",
+                                   "\"epoch\":0,\"step\":3,\"accuracy\":0.8125,\"loss\":0.5,"
+                                   "\"correct\":8125,\"total\":10000}") == 1,
                   "JSON eval line:\n%s", out);
         else
-            CHECK(count_lines_with(out, "[", "eval after epoch 0 (step 3): accuracy 81.25% (8125/10000), loss 0.5000") == 1,
+            CHECK(count_lines_with(out, "[",
+                                   "eval after epoch 0 (step 3): accuracy 81.25% (8125/10000), loss 0.5000") == 1,
                   "text eval line:\n%s", out);
         job_free(&j);
         fclose(f);

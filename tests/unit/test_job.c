@@ -16,11 +16,11 @@
 #include "check.h"
 #include "model/job.h"
 
-#define MS 1000000LL
-#define SEC 1000000000LL
+#define MS   1000000LL
+#define SEC  1000000000LL
 /* The tests' clocks: a job starts at T0 (monotonic); wall time stands
  * still at WALL, which only stamps events. */
-#define T0 (1000 * SEC)
+#define T0   (1000 * SEC)
 #define WALL (1700000000LL * SEC)
 
 /* ---- message builders ---- */
@@ -51,8 +51,7 @@ static void send_phase(Job *j, int rank, Phase p, const char *detail, int64_t t)
     msg_init(&m, MSG_PHASE);
     m.rank = rank;
     m.u.phase.phase = p;
-    if (detail)
-        snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
+    if (detail) snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", detail);
     job_apply(j, &m, t, WALL);
 }
 
@@ -84,8 +83,7 @@ static void send_bye(Job *j, int rank, int status, int64_t step, int64_t t)
 static const JobEvent *find_event(const Job *j, const char *s)
 {
     for (int i = 0; job_event_at(j, i); i++)
-        if (strstr(job_event_at(j, i)->text, s))
-            return job_event_at(j, i);
+        if (strstr(job_event_at(j, i)->text, s)) return job_event_at(j, i);
     return NULL;
 }
 
@@ -94,14 +92,11 @@ static Job *started_job(int64_t *t)
 {
     Job *j = job_new(2, T0);
     *t = j->start_ns;
-    for (int r = 0; r < 2; r++)
-        job_rank_started(j, r, 1000 + r, *t);
-    for (int r = 0; r < 2; r++)
-        send_hello(j, r, 1000 + r, *t += MS);
-    Phase ps[] = {PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN};
+    for (int r = 0; r < 2; r++) job_rank_started(j, r, 1000 + r, *t);
+    for (int r = 0; r < 2; r++) send_hello(j, r, 1000 + r, *t += MS);
+    Phase ps[] = { PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN };
     for (unsigned i = 0; i < sizeof ps / sizeof ps[0]; i++)
-        for (int r = 0; r < 2; r++)
-            send_phase(j, r, ps[i], NULL, *t += MS);
+        for (int r = 0; r < 2; r++) send_phase(j, r, ps[i], NULL, *t += MS);
     return j;
 }
 
@@ -115,7 +110,7 @@ static void test_new_free(void)
     CHECK(j && job_event_at(j, 0) == NULL && job_event_nth(j, 0) == NULL, "events in a new job");
     job_free(&j);
     CHECK(j == NULL, "job_free left the pointer");
-    job_free(&j);                    /* twice is harmless */
+    job_free(&j); /* twice is harmless */
     job_free(NULL);
     TEST_END();
 }
@@ -129,31 +124,27 @@ static void test_clean_run(void)
     job_rank_started(j, 1, 1001, t);
     send_hello(j, 0, 1000, t += MS);
     CHECK(strcmp(j->model, "mlp:784,256,256,10") == 0 && j->max_steps == 938 && j->params == 269322,
-          "job-wide fields not taken from the first hello: model '%s' max %lld", j->model,
-          (long long)j->max_steps);
+          "job-wide fields not taken from the first hello: model '%s' max %lld", j->model, (long long)j->max_steps);
     CHECK(j->ranks[0].state == RANK_ALIVE && j->ranks[1].state == RANK_WAITING, "rank states after one hello");
     CHECK(find_event(j, "rank 0 hello pid 1000 on node0 (cpu, gloo)"), "hello event missing: '%s'",
           job_event_at(j, 0) ? job_event_at(j, 0)->text : "(none)");
     send_hello(j, 1, 1001, t += MS);
     CHECK(job_alive(j) == 2, "alive %d", job_alive(j));
 
-    Phase ps[] = {PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN};
-    for (int i = 0; i < 4; i++)
-        send_phase(j, 0, ps[i], NULL, t += MS);
+    Phase ps[] = { PHASE_INIT, PHASE_RENDEZVOUS, PHASE_BROADCAST, PHASE_TRAIN };
+    for (int i = 0; i < 4; i++) send_phase(j, 0, ps[i], NULL, t += MS);
     CHECK(j->state == JOB_STARTING, "RUNNING before rank 1 trains: %s", job_state_name(j->state));
-    for (int i = 0; i < 3; i++)
-        send_phase(j, 1, ps[i], NULL, t += MS);
+    for (int i = 0; i < 3; i++) send_phase(j, 1, ps[i], NULL, t += MS);
     CHECK(find_event(j, "rank 1: rendezvous -> broadcast"), "phase change event missing");
     CHECK(j->ranks[1].phase == PHASE_BROADCAST && j->ranks[1].phase_since_ns == t, "phase/since not kept");
     uint64_t before = j->ev_total;
-    send_phase(j, 1, PHASE_BROADCAST, NULL, t += MS);   /* repeat: no new event */
+    send_phase(j, 1, PHASE_BROADCAST, NULL, t += MS); /* repeat: no new event */
     CHECK(j->ev_total == before, "repeated phase made an event");
     send_phase(j, 1, PHASE_TRAIN, NULL, t += MS);
     CHECK(j->state == JOB_RUNNING, "not RUNNING once both train: %s", job_state_name(j->state));
 
     for (int s = 1; s <= 10; s++)
-        for (int r = 0; r < 2; r++)
-            send_step(j, r, 0, s, 2.0 - 0.1 * s - 0.01 * r, t += 5 * MS);
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, s, 2.0 - 0.1 * s - 0.01 * r, t += 5 * MS);
     CHECK(j->step == 10 && j->epoch == 0, "job step %lld", (long long)j->step);
     CHECK(j->ranks[1].ring_len == 10, "ring len %d", j->ranks[1].ring_len);
     const JobStepRec *newest = job_rank_step_at(&j->ranks[1], 0), *oldest = job_rank_step_at(&j->ranks[1], 9);
@@ -201,13 +192,13 @@ static void test_step_min(void)
     CHECK(j->step == 3, "moved with a rank above the min: %lld", (long long)j->step);
     send_step(j, 1, 0, 6, 1.0, t += MS);
     CHECK(j->step == 6, "min did not follow: %lld", (long long)j->step);
-    send_step(j, 2, 1, 7, 1.0, t += MS);   /* rank 2 (never stepped before) above min */
+    send_step(j, 2, 1, 7, 1.0, t += MS); /* rank 2 (never stepped before) above min */
     CHECK(j->step == 6 && j->epoch == 0, "step %lld epoch %lld", (long long)j->step, (long long)j->epoch);
     send_step(j, 0, 1, 7, 1.0, t += MS);
     CHECK(j->step == 6, "one rank still at 6: %lld", (long long)j->step);
     send_step(j, 1, 1, 8, 1.0, t += MS);
     CHECK(j->step == 7 && j->epoch == 1, "step %lld epoch %lld", (long long)j->step, (long long)j->epoch);
-    send_step(j, 2, 0, 2, 1.0, t += MS);   /* backwards (restart) */
+    send_step(j, 2, 0, 2, 1.0, t += MS); /* backwards (restart) */
     CHECK(j->step == 2 && j->epoch == 0, "backwards step: %lld", (long long)j->step);
     job_free(&j);
     TEST_END();
@@ -221,15 +212,13 @@ static void test_samples_per_s(void)
     int64_t t0 = t;
     /* 2 ranks x 64 samples x 10 steps/s = 1280 samples/s */
     for (int s = 1; s <= 40; s++)
-        for (int r = 0; r < 2; r++)
-            send_step(j, r, 0, s, 1.0, t0 + s * 100 * MS);
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, s, 1.0, t0 + s * 100 * MS);
     CHECK(j->samples_per_s > 1280 * 0.95 && j->samples_per_s < 1280 * 1.05, "samples/s %.1f, want ~1280",
           j->samples_per_s);
     /* twice as fast from here: the window forgets the old pace within ~2 s */
     int64_t t1 = t0 + 40 * 100 * MS;
     for (int s = 1; s <= 60; s++)
-        for (int r = 0; r < 2; r++)
-            send_step(j, r, 0, 40 + s, 1.0, t1 + s * 50 * MS);
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, 40 + s, 1.0, t1 + s * 50 * MS);
     CHECK(j->samples_per_s > 2560 * 0.95 && j->samples_per_s < 2560 * 1.05, "samples/s %.1f, want ~2560",
           j->samples_per_s);
     /* steps stop, heartbeats go on: the rate falls to zero */
@@ -259,15 +248,14 @@ static void test_coll_shard_ckpt(void)
     m.u.coll.seq = 7;
     m.u.coll.enq_ns = 1000 * SEC;
     m.u.coll.start_ns = 1000 * SEC + 1 * MS;
-    m.u.coll.done_ns = 1000 * SEC + 1 * MS + 1500000;  /* 1.5 ms after start */
+    m.u.coll.done_ns = 1000 * SEC + 1 * MS + 1500000; /* 1.5 ms after start */
     job_apply(j, &m, t += MS, WALL);
     CHECK(j->ranks[1].have_coll && j->ranks[1].coll.seq == 7, "coll not kept");
     CHECK(j->ranks[1].coll_ms > 1.499 && j->ranks[1].coll_ms < 1.501, "coll_ms %.3f", j->ranks[1].coll_ms);
     CHECK(job_rank_allreduce_ms(&j->ranks[1]) == j->ranks[1].coll_ms, "allreduce ms not the collective's");
 
     int64_t idx[40];
-    for (int i = 0; i < 40; i++)
-        idx[i] = 1000 - i;
+    for (int i = 0; i < 40; i++) idx[i] = 1000 - i;
     msg_init(&m, MSG_SHARD);
     m.rank = 0;
     m.u.shard.epoch = 2;
@@ -275,13 +263,15 @@ static void test_coll_shard_ckpt(void)
     m.u.shard.total_size = 60002;
     m.u.shard.padding = 2;
     m.u.shard.n_idx = 40;
-    m.u.shard.idx = idx;             /* borrowed: no msg_done */
+    m.u.shard.idx = idx; /* borrowed: no msg_done */
     job_apply(j, &m, t += MS, WALL);
     const JobRank *r0 = &j->ranks[0];
     CHECK(r0->have_shard && r0->shard_epoch == 2 && r0->num_samples == 30001 && r0->total_size == 60002 &&
-          r0->padding == 2, "shard summary");
-    CHECK(r0->n_first == JOB_SHARD_FIRST && r0->first_idx[0] == 1000 && r0->first_idx[JOB_SHARD_FIRST - 1] ==
-          1000 - (JOB_SHARD_FIRST - 1), "shard first indices: n %d", r0->n_first);
+              r0->padding == 2,
+          "shard summary");
+    CHECK(r0->n_first == JOB_SHARD_FIRST && r0->first_idx[0] == 1000 &&
+              r0->first_idx[JOB_SHARD_FIRST - 1] == 1000 - (JOB_SHARD_FIRST - 1),
+          "shard first indices: n %d", r0->n_first);
 
     msg_init(&m, MSG_CKPT);
     m.rank = 0;
@@ -292,7 +282,7 @@ static void test_coll_shard_ckpt(void)
     snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "ckpt/step-00000100");
     job_apply(j, &m, t += MS, WALL);
     CHECK(find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.2 MB) -> ckpt/step-00000100") ||
-          find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.3 MB) -> ckpt/step-00000100"),
+              find_event(j, "checkpoint step 100 written by rank 0 in 42 ms (3.3 MB) -> ckpt/step-00000100"),
           "ckpt event: '%s'", job_event_at(j, 0)->text);
     CHECK(j->last_ckpt_step == 100 && strcmp(j->last_ckpt_path, "ckpt/step-00000100") == 0 && j->ckpts == 1,
           "last ckpt not kept");
@@ -313,8 +303,8 @@ static void test_log_and_error_phase(void)
     TEST_BEGIN("log_levels_and_error_phase");
     int64_t t;
     Job *j = started_job(&t);
-    const char *lv[] = {"info", "warn", "error"};
-    JobEventLevel want[] = {EV_INFO, EV_WARN, EV_ERROR};
+    const char *lv[] = { "info", "warn", "error" };
+    JobEventLevel want[] = { EV_INFO, EV_WARN, EV_ERROR };
     for (int i = 0; i < 3; i++) {
         Msg m;
         msg_init(&m, MSG_LOG);
@@ -325,22 +315,23 @@ static void test_log_and_error_phase(void)
         char want_text[32];
         snprintf(want_text, sizeof want_text, "message %d", i);
         const JobEvent *e = job_event_at(j, 0);
-        CHECK(e && e->level == want[i] && e->rank == 1 && strcmp(e->text, want_text) == 0,
-              "log event %d: '%s'", i, e ? e->text : "");
+        CHECK(e && e->level == want[i] && e->rank == 1 && strcmp(e->text, want_text) == 0, "log event %d: '%s'", i,
+              e ? e->text : "");
         CHECK(e && e->mono_ns == t, "event time is not the arrival time");
     }
     send_phase(j, 0, PHASE_ERROR, "allreduce: Connection reset by peer", t += MS);
     const JobEvent *e = job_event_at(j, 0);
     CHECK(e && e->level == EV_ERROR && strstr(e->text, "rank 0: train -> error") &&
-          strstr(e->text, "Connection reset by peer"), "error phase event: '%s'", e ? e->text : "");
+              strstr(e->text, "Connection reset by peer"),
+          "error phase event: '%s'", e ? e->text : "");
     send_phase(j, 0, PHASE_DESTROYING, NULL, t += MS);
     CHECK(strcmp(j->ranks[0].detail, "allreduce: Connection reset by peer") == 0, "error detail lost: '%s'",
           j->ranks[0].detail);
     job_rank_exited(j, 0, 1000, W_EXITCODE(1, 0), NULL, t += MS, WALL);
     char verdict[256];
     job_verdict(j, verdict, sizeof verdict);
-    CHECK(strstr(verdict, "job failed: rank 0 exit 1") && strstr(verdict, "Connection reset by peer"),
-          "verdict '%s'", verdict);
+    CHECK(strstr(verdict, "job failed: rank 0 exit 1") && strstr(verdict, "Connection reset by peer"), "verdict '%s'",
+          verdict);
     job_free(&j);
     TEST_END();
 }
@@ -351,8 +342,7 @@ static void test_signal_exit(void)
     int64_t t;
     Job *j = started_job(&t);
     for (int s = 1; s <= 57; s++)
-        for (int r = 0; r < 2; r++)
-            send_step(j, r, 0, s, 1.0, t += MS);
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, s, 1.0, t += MS);
     job_rank_exited(j, 1, 1001, W_EXITCODE(0, SIGKILL), NULL, t += MS, WALL);
     const JobRank *r1 = &j->ranks[1];
     CHECK(r1->state == RANK_FAILED, "rank state %s", rank_state_name(r1->state));
@@ -361,7 +351,8 @@ static void test_signal_exit(void)
     CHECK(j->first_failed == 1, "first_failed %d", j->first_failed);
     const JobEvent *e = job_event_at(j, 0);
     CHECK(e && e->level == EV_ERROR && e->rank == 1 && strstr(e->text, "signal 9 (Killed)") &&
-          strstr(e->text, "step 57"), "exit event: '%s'", e ? e->text : "");
+              strstr(e->text, "step 57"),
+          "exit event: '%s'", e ? e->text : "");
     char verdict[256];
     job_verdict(j, verdict, sizeof verdict);
     CHECK(strcmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57") == 0, "verdict '%s'", verdict);
@@ -370,13 +361,13 @@ static void test_signal_exit(void)
     CHECK(j->state == JOB_FAILED, "state moved off FAILED");
     job_verdict(j, verdict, sizeof verdict);
     CHECK(strncmp(verdict, "job failed: rank 1 signal 9 (Killed) at step 57", 46) == 0 &&
-          strstr(verdict, "2 ranks failed"), "verdict '%s'", verdict);
+              strstr(verdict, "2 ranks failed"),
+          "verdict '%s'", verdict);
     job_free(&j);
 
     j = started_job(&t);
     job_rank_exited(j, 0, 1000, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += MS, WALL);
-    CHECK(strcmp(j->ranks[0].how_ended, "SIGTERM by ddptop") == 0, "how text not used: '%s'",
-          j->ranks[0].how_ended);
+    CHECK(strcmp(j->ranks[0].how_ended, "SIGTERM by ddptop") == 0, "how text not used: '%s'", j->ranks[0].how_ended);
     CHECK(strstr(job_event_at(j, 0)->text, "before its first step"), "event '%s'", job_event_at(j, 0)->text);
     job_free(&j);
     TEST_END();
@@ -394,8 +385,8 @@ static void test_exit_without_bye(void)
     job_rank_exited(j, 1, 1001, W_EXITCODE(0, 0), NULL, t += MS, WALL);
     CHECK(j->ranks[1].state == RANK_FAILED, "exit 0 without bye: %s", rank_state_name(j->ranks[1].state));
     CHECK(j->state == JOB_FAILED, "job %s", job_state_name(j->state));
-    CHECK(strstr(j->ranks[1].how_ended, "exit 0") && strstr(j->ranks[1].how_ended, "without bye"),
-          "how_ended '%s'", j->ranks[1].how_ended);
+    CHECK(strstr(j->ranks[1].how_ended, "exit 0") && strstr(j->ranks[1].how_ended, "without bye"), "how_ended '%s'",
+          j->ranks[1].how_ended);
     CHECK(job_all_exited(j) && !job_all_clean(j), "predicates");
     job_free(&j);
 
@@ -404,8 +395,8 @@ static void test_exit_without_bye(void)
     send_bye(j, 0, 3, 0, t += MS);
     CHECK(job_event_at(j, 0)->level == EV_WARN, "bye with status 3 not flagged");
     job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS, WALL);
-    CHECK(j->ranks[0].state == RANK_FAILED && strstr(j->ranks[0].how_ended, "bye status 3"),
-          "bye status 3: %s '%s'", rank_state_name(j->ranks[0].state), j->ranks[0].how_ended);
+    CHECK(j->ranks[0].state == RANK_FAILED && strstr(j->ranks[0].how_ended, "bye status 3"), "bye status 3: %s '%s'",
+          rank_state_name(j->ranks[0].state), j->ranks[0].how_ended);
     job_free(&j);
 
     j = started_job(&t);
@@ -448,8 +439,7 @@ static void test_event_ring(void)
 {
     TEST_BEGIN("event_ring_wraps");
     Job *j = job_new(1, T0);
-    for (int i = 0; i < JOB_EVENTS + 100; i++)
-        job_event(j, j->start_ns, WALL, i % 3 - 1, EV_INFO, "event %d", i);
+    for (int i = 0; i < JOB_EVENTS + 100; i++) job_event(j, j->start_ns, WALL, i % 3 - 1, EV_INFO, "event %d", i);
     CHECK(j->ev_total == JOB_EVENTS + 100, "ev_total %llu", (unsigned long long)j->ev_total);
     const JobEvent *e = job_event_at(j, 0);
     CHECK(e && strcmp(e->text, "event 611") == 0, "newest '%s'", e ? e->text : "");
@@ -504,8 +494,7 @@ static void test_state_edges(void)
     m.u.hello.params = 7850;
     job_apply(j, &m, t += MS, WALL);
     CHECK(strcmp(j->model, "mlp:784,256,256,10") == 0, "second hello overwrote the job's model");
-    CHECK(find_event(j, "says world size 4") && find_event(j, "runs model mlp:784,10"),
-          "mismatch warnings missing");
+    CHECK(find_event(j, "says world size 4") && find_event(j, "runs model mlp:784,10"), "mismatch warnings missing");
     /* a job that already failed stays failed */
     job_rank_exited(j, 0, 10, W_EXITCODE(0, SIGSEGV), NULL, t += MS, WALL);
     job_set_stopping(j);
@@ -537,8 +526,7 @@ static void test_pause_outcome(void)
     TEST_BEGIN("pause_outcome_from_phases");
     int64_t t;
     Job *j = started_job(&t);
-    for (int r = 0; r < 2; r++)
-        send_step(j, r, 0, 5, 1.0, t += MS);
+    for (int r = 0; r < 2; r++) send_step(j, r, 0, 5, 1.0, t += MS);
     job_set_pause_wanted(j, true);
     CHECK(j->pause_wanted && !j->paused, "pause wanted/paused");
     send_phase(j, 0, PHASE_PAUSED, "paused after step 5", t += MS);
@@ -553,7 +541,8 @@ static void test_pause_outcome(void)
     CHECK(find_event(j, "resumed at step 5"), "no resumed event");
     uint64_t ev = j->ev_total;
     send_phase(j, 0, PHASE_TRAIN, NULL, t += MS);
-    CHECK(j->ev_total == ev + 1, "second rank's resume told twice (%llu events)", (unsigned long long)(j->ev_total - ev));
+    CHECK(j->ev_total == ev + 1, "second rank's resume told twice (%llu events)",
+          (unsigned long long)(j->ev_total - ev));
     /* ranks that pause at different steps did not agree: a warning */
     send_step(j, 1, 0, 6, 1.0, t += MS);
     send_phase(j, 0, PHASE_PAUSED, NULL, t += MS);
@@ -688,8 +677,7 @@ static void test_collectives(void)
     CHECK(j->n_buckets == 2 && j->buckets[0].used && j->buckets[1].used, "buckets %d", j->n_buckets);
     CHECK(fabs(j->buckets[0].last_ms - 2.5) < 1e-9 && j->buckets[0].last_n == 2, "bucket 0 mean %.3f",
           j->buckets[0].last_ms);
-    CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9,
-          "bucket series");
+    CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9, "bucket series");
     /* the means a view shows: the last full step's, or the one being gathered */
     double bms, balg, bbus;
     job_bucket_means(j, 0, &bms, &balg, &bbus);
@@ -704,7 +692,8 @@ static void test_collectives(void)
     send_step_ms(j, 0, 3, 1.0, 10, t += MS);
     send_step_ms(j, 1, 3, 1.0, 10, t += MS);
     CHECK(job_comm_share(j, &cf, &ef, &hf, &cms, &ems) && fabs(cf - 0.4) < 1e-9 && fabs(ef - 0.1) < 1e-9 &&
-          fabs(hf - 0.75) < 1e-9, "share %.2f exposed %.2f hidden %.2f", cf, ef, hf);
+              fabs(hf - 0.75) < 1e-9,
+          "share %.2f exposed %.2f hidden %.2f", cf, ef, hf);
     job_free(&j);
     TEST_END();
 }
@@ -722,7 +711,7 @@ static void shard(Job *j, int rank, int64_t epoch, bool shuffle, const int64_t *
     m.u.shard.total_size = n * j->world;
     m.u.shard.padding = n * j->world - size;
     m.u.shard.n_idx = n;
-    m.u.shard.idx = (int64_t *)idx;   /* borrowed: no msg_done */
+    m.u.shard.idx = (int64_t *)idx; /* borrowed: no msg_done */
     job_apply(j, &m, t, WALL);
 }
 
@@ -732,7 +721,7 @@ static void test_shard_map(void)
     Job *j = job_new(2, T0);
     int64_t t = j->start_ns;
     /* N = 5 over 2 ranks: 3 each, index 3 handed out twice (padding) */
-    int64_t a[] = {3, 0, 2}, b[] = {1, 4, 3};
+    int64_t a[] = { 3, 0, 2 }, b[] = { 1, 4, 3 };
     shard(j, 0, 0, true, a, 3, 5, t += MS);
     shard(j, 1, 0, true, b, 3, 5, t += MS);
     int count;
@@ -754,7 +743,7 @@ static void test_shard_map(void)
     CHECK(j->ev_total == ev + 1, "warned %llu times", (unsigned long long)(j->ev_total - ev));
     CHECK(j->shard.same_order_rank == 0 && j->shard.same_order_epoch == 1, "warning not kept for the panel");
     /* a new order: no warning; without shuffle the same order is expected */
-    int64_t a2[] = {0, 2, 4};
+    int64_t a2[] = { 0, 2, 4 };
     ev = j->ev_total;
     shard(j, 0, 2, true, a2, 3, 5, t += MS);
     shard(j, 0, 3, false, a2, 3, 5, t += MS);
@@ -777,19 +766,19 @@ static void test_stats_outliers_order(void)
         send_hello(j, r, 100 + r, t += MS);
         send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
     }
-    double step_ms[5] = {10, 11, 10, 30, 10};
+    double step_ms[5] = { 10, 11, 10, 30, 10 };
     for (int s = 1; s <= 10; s++)
         for (int r = 0; r < 5; r++) {
-            if (r == 4 && s > 7)
-                continue;                /* rank 4 falls 3 steps behind */
+            if (r == 4 && s > 7) continue; /* rank 4 falls 3 steps behind */
             double loss = r == 2 && s == 10 ? NAN : 1.0 + 0.1 * r;
             send_step_ms(j, r, s, loss, step_ms[r], t += MS);
         }
     JobStat st[JOB_METRIC__COUNT];
     job_rank_stats(j, t, st);
     CHECK(st[JOB_METRIC_STEP_MS].n == 5 && st[JOB_METRIC_STEP_MS].median == 10 && st[JOB_METRIC_STEP_MS].max == 30 &&
-          st[JOB_METRIC_STEP_MS].max_rank == 3, "step_ms stats: median %.1f max %.1f r%d",
-          st[JOB_METRIC_STEP_MS].median, st[JOB_METRIC_STEP_MS].max, st[JOB_METRIC_STEP_MS].max_rank);
+              st[JOB_METRIC_STEP_MS].max_rank == 3,
+          "step_ms stats: median %.1f max %.1f r%d", st[JOB_METRIC_STEP_MS].median, st[JOB_METRIC_STEP_MS].max,
+          st[JOB_METRIC_STEP_MS].max_rank);
     CHECK(st[JOB_METRIC_LOSS].n == 4 && st[JOB_METRIC_LOSS].max_rank == 4, "nan loss counted in stats");
     CHECK(st[JOB_METRIC_STEP].min == 7 && st[JOB_METRIC_STEP].max == 10, "step stats");
     JobOutlier o[8];
@@ -803,8 +792,10 @@ static void test_stats_outliers_order(void)
     n = job_outliers(j, t, 0, o, 8);
     CHECK(n == 3, "outliers: %d", n);
     CHECK(n >= 3 && o[0].rank == 2 && o[0].kind == JOB_OUT_NAN && o[1].rank == 4 && o[1].kind == JOB_OUT_BEHIND &&
-          o[2].rank == 3 && o[2].kind == JOB_OUT_SLOW, "outlier order: %s | %s | %s", o[0].text, o[1].text, o[2].text);
-    CHECK(n >= 3 && strcmp(o[2].text, "r3 step 30.0 ms (3.0x median)") == 0 && strcmp(o[2].brief, "slow 3.0x median") == 0,
+              o[2].rank == 3 && o[2].kind == JOB_OUT_SLOW,
+          "outlier order: %s | %s | %s", o[0].text, o[1].text, o[2].text);
+    CHECK(n >= 3 && strcmp(o[2].text, "r3 step 30.0 ms (3.0x median)") == 0 &&
+              strcmp(o[2].brief, "slow 3.0x median") == 0,
           "slow text '%s' / '%s'", o[2].text, o[2].brief);
     CHECK(n >= 3 && strcmp(o[1].text, "r4 3 steps behind") == 0, "behind text '%s'", o[1].text);
     CHECK(!job_rank_is_outlier(j, &j->ranks[1], t, 0) && job_rank_is_outlier(j, &j->ranks[3], t, 0), "is_outlier");
@@ -836,8 +827,7 @@ static void test_series(void)
     series_init(&s);
     double lo, hi;
     CHECK(s.len == 0 && !series_range(&s, false, &lo, &hi), "empty series");
-    for (int x = 1; x <= 5000; x++)
-        series_add(&s, x, (double)x);
+    for (int x = 1; x <= 5000; x++) series_add(&s, x, (double)x);
     CHECK(s.len <= SERIES_CAP && s.stride == 16 && s.first == 1, "len %d stride %lld", s.len, (long long)s.stride);
     CHECK(series_bin_mean(&s.bin[0]) == 8.5 && s.bin[0].min == 1 && s.bin[0].max == 16 && s.bin[0].n == 16,
           "bin 0: mean %.2f", series_bin_mean(&s.bin[0]));
@@ -885,8 +875,7 @@ static void test_rank_histories(void)
     const JobCollRec *c = job_rank_coll_at(&j->ranks[1], 0);
     CHECK(c && c->c.seq == 3 && fabs(c->ms - 2.5) < 1e-9, "rank collective ring");
     /* 10 steps/s of 64 samples: 640 samples/s, then nothing for 5 s */
-    for (int s = 1; s <= 20; s++)
-        send_step_ms(j, 1, s, 1.0, 10, t += 100 * MS);
+    for (int s = 1; s <= 20; s++) send_step_ms(j, 1, s, 1.0, 10, t += 100 * MS);
     double sps = job_rank_samples_per_s(&j->ranks[1], t);
     CHECK(sps > 630 && sps < 650, "samples/s %.1f", sps);
     CHECK(job_rank_samples_per_s(&j->ranks[1], t + 5 * SEC) == 0, "rate of a quiet rank not 0");

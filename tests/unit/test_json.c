@@ -136,7 +136,7 @@ static void test_shortest_and_depth(void)
 {
     TEST_BEGIN("json_shortest_round_trip_and_depth_limit");
     char b[40];
-    double vs[] = {0.1, 1.0 / 3, 2.5e-3, 123456789012345678.0, -1e-310, 0.30000000000000004};
+    double vs[] = { 0.1, 1.0 / 3, 2.5e-3, 123456789012345678.0, -1e-310, 0.30000000000000004 };
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
         json_shortest(b, sizeof b, vs[i]);
         CHECK(strtod(b, NULL) == vs[i], "%s does not read back as %.17g", b, vs[i]);

@@ -64,29 +64,31 @@ static void test_lines(void)
         bool alt;
         const char *want;
     } cases[] = {
-        {KEYS_LIVE, false, "c ckpt d destroy p pause q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-                           "h hide f fault a abort "},
-        {KEYS_LIVE, true, "c ckpt d destroy p resume q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-                          "h hide f fault a abort "},
-        {KEYS_REPLAY, true, "space play , . step < > 1 s [ ] 10% g go to step - + speed q quit ? help Tab panel "
-                            "1-6 zoom Enter rank "},
-        {KEYS_ATTACH, false, "q detach ? help Tab panel 1-6 zoom Enter rank "},
-        {KEYS_ATTACH_CONTROL, false, "c ckpt d destroy p pause a abort q detach ? help Tab panel 1-6 zoom Enter rank "},
+        { KEYS_LIVE, false,
+          "c ckpt d destroy p pause q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
+          "h hide f fault a abort " },
+        { KEYS_LIVE, true,
+          "c ckpt d destroy p resume q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
+          "h hide f fault a abort " },
+        { KEYS_REPLAY, true,
+          "space play , . step < > 1 s [ ] 10% g go to step - + speed q quit ? help Tab panel "
+          "1-6 zoom Enter rank " },
+        { KEYS_ATTACH, false, "q detach ? help Tab panel 1-6 zoom Enter rank " },
+        { KEYS_ATTACH_CONTROL, false,
+          "c ckpt d destroy p pause a abort q detach ? help Tab panel 1-6 zoom Enter rank " },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int n = keys_line(cases[c].m, cases[c].alt, k, 48);
         size_t len = 0;
         line[0] = '\0';
-        for (int i = 0; i < n; i++)
-            len += (size_t)snprintf(line + len, sizeof line - len, "%s %s ", k[i][0], k[i][1]);
+        for (int i = 0; i < n; i++) len += (size_t)snprintf(line + len, sizeof line - len, "%s %s ", k[i][0], k[i][1]);
         CHECK(!strcmp(line, cases[c].want), "mode %d key line:\n'%s'", (int)cases[c].m, line);
     }
     char u[1024];
     int n = keys_usage(u, sizeof u);
-    const char *want =
-        "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
-        "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)\n"
-        "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n";
+    const char *want = "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
+                       "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)\n"
+                       "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n";
     CHECK(!strcmp(u, want) && n == (int)strlen(want), "usage:\n%s", u);
     char small[16];
     CHECK(keys_usage(small, sizeof small) == n && strlen(small) == sizeof small - 1, "a short buffer");

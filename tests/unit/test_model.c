@@ -20,33 +20,29 @@ static double ref_loss(const Mlp *m, const double *p, const float *x, const int3
     double total = 0.0;
     double a[64], b[64];
     for (int r = 0; r < batch; r++) {
-        for (int j = 0; j < m->dims[0]; j++)
-            a[j] = x[r * m->dims[0] + j];
+        for (int j = 0; j < m->dims[0]; j++) a[j] = x[r * m->dims[0] + j];
         for (int l = 0; l < L; l++) {
             int in = m->dims[l], out = m->dims[l + 1];
             const double *w = p + m->tensors[2 * l].offset;
             const double *bias = p + m->tensors[2 * l + 1].offset;
             for (int o = 0; o < out; o++) {
                 double s = bias[o];
-                for (int i = 0; i < in; i++)
-                    s += w[o * in + i] * a[i];
+                for (int i = 0; i < in; i++) s += w[o * in + i] * a[i];
                 b[o] = (l < L - 1 && s < 0) ? 0 : s;
             }
             memcpy(a, b, sizeof(double) * (size_t)out);
         }
         int k = m->dims[L];
         double mx = a[0], sum = 0;
-        for (int j = 1; j < k; j++)
-            mx = a[j] > mx ? a[j] : mx;
-        for (int j = 0; j < k; j++)
-            sum += exp(a[j] - mx);
+        for (int j = 1; j < k; j++) mx = a[j] > mx ? a[j] : mx;
+        for (int j = 0; j < k; j++) sum += exp(a[j] - mx);
         total += log(sum) + mx - a[y[r]];
     }
     return total / batch;
 }
 
 static uint64_t rng_state = 12345;
-static double urand(void)   /* xorshift64*, in [0,1) */
+static double urand(void) /* xorshift64*, in [0,1) */
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
@@ -60,16 +56,23 @@ static void test_parse_and_layout(void)
     int dims[MODEL_MAX_LINEAR + 1], n;
     char err[256];
     CHECK(mlp_parse("mlp:784,256,256,10", dims, &n, err, sizeof err) == 0, "%s", err);
-    CHECK(n == 3 && dims[0] == 784 && dims[1] == 256 && dims[2] == 256 && dims[3] == 10,
-          "n=%d", n);
+    CHECK(n == 3 && dims[0] == 784 && dims[1] == 256 && dims[2] == 256 && dims[3] == 10, "n=%d", n);
     CHECK(mlp_parse("mlp:20,3", dims, &n, err, sizeof err) == 0 && n == 1, "single linear");
-    const char *bad[] = { "", "mlp:", "mlp:784", "mlp:784,,10", "mlp:784,0,10", "mlp:784,-5,10",
-                          "mlp:784,256,", "cnn:1,2", "mlp:784,256x,10", "mlp: 784,10",
-                          "mlp:99999999999999999999,10", "mlp:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18" };
+    const char *bad[] = { "",
+                          "mlp:",
+                          "mlp:784",
+                          "mlp:784,,10",
+                          "mlp:784,0,10",
+                          "mlp:784,-5,10",
+                          "mlp:784,256,",
+                          "cnn:1,2",
+                          "mlp:784,256x,10",
+                          "mlp: 784,10",
+                          "mlp:99999999999999999999,10",
+                          "mlp:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        CHECK(mlp_parse(bad[i], dims, &n, err, sizeof err) == -1 && err[0], "'%s' accepted",
-              bad[i]);
+        CHECK(mlp_parse(bad[i], dims, &n, err, sizeof err) == -1 && err[0], "'%s' accepted", bad[i]);
     }
     TEST_END();
 
@@ -78,16 +81,15 @@ static void test_parse_and_layout(void)
     mlp_parse("mlp:784,256,256,10", dims, &n, err, sizeof err);
     CHECK(mlp_init(&m, dims, n, 64, err, sizeof err) == 0, "%s", err);
     const char *names[] = { "0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias" };
-    int64_t shapes[6][2] = { { 256, 784 }, { 256, 0 }, { 256, 256 }, { 256, 0 }, { 10, 256 },
-                             { 10, 0 } };
+    int64_t shapes[6][2] = { { 256, 784 }, { 256, 0 }, { 256, 256 }, { 256, 0 }, { 10, 256 }, { 10, 0 } };
     CHECK(m.n_tensors == 6, "n_tensors %d", m.n_tensors);
     size_t off = 0;
     for (int t = 0; t < 6 && t < m.n_tensors; t++) {
         const ModelTensor *mt = &m.tensors[t];
         CHECK(strcmp(mt->name, names[t]) == 0, "tensor %d is %s", t, mt->name);
         int nd = shapes[t][1] ? 2 : 1;
-        CHECK(mt->ndim == nd && mt->shape[0] == shapes[t][0] && (nd == 1 || mt->shape[1] == shapes[t][1]),
-              "%s shape", mt->name);
+        CHECK(mt->ndim == nd && mt->shape[0] == shapes[t][0] && (nd == 1 || mt->shape[1] == shapes[t][1]), "%s shape",
+              mt->name);
         CHECK(mt->offset == off, "%s offset %zu, want %zu", mt->name, mt->offset, off);
         off += mt->numel;
     }
@@ -118,8 +120,7 @@ static void test_parse_and_layout(void)
             mx = fabs(v) > mx ? fabs(v) : mx;
             mean += v / (double)mt->numel;
         }
-        CHECK(mx <= bound * (1 + 1e-6) && mx > 0.8 * bound, "%s: max |w| %g, bound %g", mt->name,
-              mx, bound);
+        CHECK(mx <= bound * (1 + 1e-6) && mx > 0.8 * bound, "%s: max |w| %g, bound %g", mt->name, mx, bound);
         CHECK(fabs(mean) < 0.2 * bound, "%s: mean %g", mt->name, mean);
     }
     mlp_done(&a);
@@ -143,10 +144,9 @@ static void test_loss_by_hand(void)
     double loss = mlp_forward_backward(&m, x, y, 1, NULL, NULL, NULL, NULL);
     double want = log1p(exp(-1.0));
     CHECK(fabs(loss - want) < 1e-6, "loss %.9f want %.9f", loss, want);
-    double p0 = 1.0 / (1.0 + exp(1.0));    /* softmax(1,2)[0] */
+    double p0 = 1.0 / (1.0 + exp(1.0)); /* softmax(1,2)[0] */
     double g[6] = { p0 * 1, p0 * 2, -p0 * 1, -p0 * 2, p0, -p0 };
-    for (int i = 0; i < 6; i++)
-        CHECK(fabs(m.grads[i] - g[i]) < 1e-6, "grad[%d] %.9f want %.9f", i, m.grads[i], g[i]);
+    for (int i = 0; i < 6; i++) CHECK(fabs(m.grads[i] - g[i]) < 1e-6, "grad[%d] %.9f want %.9f", i, m.grads[i], g[i]);
     mlp_done(&m);
     TEST_END();
 
@@ -166,8 +166,8 @@ static void test_loss_by_hand(void)
     want = (log1p(exp(-2.5)) + log1p(exp(0.5))) / 2;
     CHECK(fabs(loss - want) < 1e-6, "loss %.9f want %.9f", loss, want);
     /* Hidden unit 1 is dead for both rows: its W0 row and bias get no gradient. */
-    CHECK(m.grads[2] == 0 && m.grads[3] == 0 && m.grads[5] == 0,
-          "dead ReLU unit has gradient %g %g %g", m.grads[2], m.grads[3], m.grads[5]);
+    CHECK(m.grads[2] == 0 && m.grads[3] == 0 && m.grads[5] == 0, "dead ReLU unit has gradient %g %g %g", m.grads[2],
+          m.grads[3], m.grads[5]);
     double sum = 0;
     int64_t correct = mlp_evaluate(&m, xb, yb, 2, &sum);
     CHECK(fabs(sum - 2 * want) < 1e-5, "evaluate loss sum %.9f want %.9f", sum, 2 * want);
@@ -183,8 +183,7 @@ static void test_loss_by_hand(void)
     int32_t y0[1] = { 1 };
     loss = mlp_forward_backward(&m, xbig, y0, 1, NULL, NULL, NULL, NULL);
     CHECK(isfinite(loss) && fabs(loss - 2000) < 1e-3, "loss %g want 2000", loss);
-    for (int i = 0; i < 6; i++)
-        CHECK(isfinite(m.grads[i]), "grad %d not finite", i);
+    for (int i = 0; i < 6; i++) CHECK(isfinite(m.grads[i]), "grad %d not finite", i);
     mlp_done(&m);
     TEST_END();
 }
@@ -200,16 +199,13 @@ static void test_gradcheck(void)
     mlp_reset_params(&m, 3);
     /* Positive biases keep most ReLUs alive so every path is exercised. */
     for (int t = 1; t < m.n_tensors; t += 2)
-        for (size_t i = 0; i < m.tensors[t].numel; i++)
-            m.params[m.tensors[t].offset + i] += 0.1f;
+        for (size_t i = 0; i < m.tensors[t].numel; i++) m.params[m.tensors[t].offset + i] += 0.1f;
     float x[B * 5];
-    for (int i = 0; i < B * 5; i++)
-        x[i] = (float)(2 * urand() - 1);
+    for (int i = 0; i < B * 5; i++) x[i] = (float)(2 * urand() - 1);
     int32_t y[B] = { 0, 2, 1, 2 };
     double loss = mlp_forward_backward(&m, x, y, B, NULL, NULL, NULL, NULL);
     double *p = malloc(sizeof(double) * m.n_params);
-    for (size_t i = 0; i < m.n_params; i++)
-        p[i] = m.params[i];
+    for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
     double ref = ref_loss(&m, p, x, y, B);
     CHECK(fabs(loss - ref) < 1e-5, "loss %.9f, double reference %.9f", loss, ref);
     const double h = 1e-6;
@@ -229,12 +225,11 @@ static void test_gradcheck(void)
             double fd = (lp - lm) / (2 * h);
             double e = fabs(m.grads[k] - fd) / (1e-4 + fabs(fd));
             tw = e > tw ? e : tw;
-            if (fabs(m.grads[k] - fd) > 1e-5 + 1e-3 * fabs(fd))
-                bad++;
+            if (fabs(m.grads[k] - fd) > 1e-5 + 1e-3 * fabs(fd)) bad++;
         }
         worst = tw > worst ? tw : worst;
-        CHECK(bad == 0, "%s: %d of %zu entries differ from finite differences (worst rel %g)",
-              mt->name, bad, mt->numel, tw);
+        CHECK(bad == 0, "%s: %d of %zu entries differ from finite differences (worst rel %g)", mt->name, bad, mt->numel,
+              tw);
     }
     printf("  note: worst relative gradient error %.3g\n", worst);
     free(p);
@@ -248,22 +243,20 @@ typedef struct {
     Mlp *m;
     int order[2 * MODEL_MAX_LINEAR];
     int n;
-    int early_ok;         /* the next tensor's grads were still untouched */
-    float *snap;          /* grads at hook time */
+    int early_ok; /* the next tensor's grads were still untouched */
+    float *snap;  /* grads at hook time */
 } HookLog;
 
 static void hook(void *ctx, int t)
 {
     HookLog *h = ctx;
-    if (h->n < 2 * MODEL_MAX_LINEAR)
-        h->order[h->n++] = t;
+    if (h->n < 2 * MODEL_MAX_LINEAR) h->order[h->n++] = t;
     const ModelTensor *mt = &h->m->tensors[t];
     memcpy(h->snap + mt->offset, h->m->grads + mt->offset, mt->numel * sizeof(float));
     /* "As soon as final": the tensor before this one has not been computed yet. */
     if (t > 0) {
         const ModelTensor *prev = &h->m->tensors[t - 1];
-        if (!isnan(h->m->grads[prev->offset]))
-            h->early_ok = 0;
+        if (!isnan(h->m->grads[prev->offset])) h->early_ok = 0;
     }
 }
 
@@ -276,11 +269,9 @@ static void test_hooks(void)
     mlp_init(&m, dims, 3, 8, err, sizeof err);
     mlp_reset_params(&m, 1);
     float x[8 * 6];
-    for (int i = 0; i < 8 * 6; i++)
-        x[i] = (float)urand();
+    for (int i = 0; i < 8 * 6; i++) x[i] = (float)urand();
     int32_t y[8] = { 0, 1, 2, 0, 1, 2, 0, 1 };
-    for (size_t i = 0; i < m.n_params; i++)
-        m.grads[i] = NAN;
+    for (size_t i = 0; i < m.n_params; i++) m.grads[i] = NAN;
     HookLog h = { .m = &m, .early_ok = 1, .snap = calloc(m.n_params, sizeof(float)) };
     double fwd = -1, bwd = -1;
     double loss = mlp_forward_backward(&m, x, y, 8, hook, &h, &fwd, &bwd);
@@ -289,20 +280,17 @@ static void test_hooks(void)
     /* "4.bias", "4.weight", "2.bias", "2.weight", "0.bias", "0.weight" */
     int want[6] = { 5, 4, 3, 2, 1, 0 };
     for (int i = 0; i < 6 && i < h.n; i++)
-        CHECK(h.order[i] == want[i], "call %d: tensor %d (%s), want %s", i, h.order[i],
-              m.tensors[h.order[i]].name, m.tensors[want[i]].name);
+        CHECK(h.order[i] == want[i], "call %d: tensor %d (%s), want %s", i, h.order[i], m.tensors[h.order[i]].name,
+              m.tensors[want[i]].name);
     CHECK(h.early_ok, "a hook fired only after an earlier tensor's gradient was computed");
-    CHECK(memcmp(h.snap, m.grads, m.n_params * sizeof(float)) == 0,
-          "a gradient changed after its hook");
+    CHECK(memcmp(h.snap, m.grads, m.n_params * sizeof(float)) == 0, "a gradient changed after its hook");
     CHECK(fwd >= 0 && bwd >= 0 && fwd < 1e4 && bwd < 1e4, "timings %g %g", fwd, bwd);
     /* The caller's floats before grads[0] are there, and backward leaves
      * them alone (the trainer's command flags live there). */
-    for (int i = 1; i <= MODEL_GRAD_PAD; i++)
-        m.grads[-i] = (float)i;
+    for (int i = 1; i <= MODEL_GRAD_PAD; i++) m.grads[-i] = (float)i;
     mlp_forward_backward(&m, x, y, 8, NULL, NULL, NULL, NULL);
     int pad_ok = 1;
-    for (int i = 1; i <= MODEL_GRAD_PAD; i++)
-        pad_ok &= m.grads[-i] == (float)i;
+    for (int i = 1; i <= MODEL_GRAD_PAD; i++) pad_ok &= m.grads[-i] == (float)i;
     CHECK(pad_ok, "backward touched the MODEL_GRAD_PAD floats");
     free(h.snap);
     mlp_done(&m);
@@ -320,22 +308,18 @@ static void test_partial_and_bad_batches(void)
     mlp_reset_params(&big, 9);
     mlp_reset_params(&small, 9);
     float x[16 * 4];
-    for (int i = 0; i < 16 * 4; i++)
-        x[i] = (float)(urand() * 2 - 1);
+    for (int i = 0; i < 16 * 4; i++) x[i] = (float)(urand() * 2 - 1);
     int32_t y[16];
-    for (int i = 0; i < 16; i++)
-        y[i] = i % 3;
+    for (int i = 0; i < 16; i++) y[i] = i % 3;
     double lb = mlp_forward_backward(&big, x, y, 3, NULL, NULL, NULL, NULL);
     double ls = mlp_forward_backward(&small, x, y, 3, NULL, NULL, NULL, NULL);
     CHECK(lb == ls, "loss %g vs %g", lb, ls);
     double maxd = 0;
-    for (size_t i = 0; i < big.n_params; i++)
-        maxd = fmax(maxd, fabs(big.grads[i] - small.grads[i]));
+    for (size_t i = 0; i < big.n_params; i++) maxd = fmax(maxd, fabs(big.grads[i] - small.grads[i]));
     CHECK(maxd < 1e-6, "grads differ by %g", maxd);
     /* evaluate in chunks of max_batch equals the reference on all 16 rows */
     double *p = malloc(sizeof(double) * small.n_params);
-    for (size_t i = 0; i < small.n_params; i++)
-        p[i] = small.params[i];
+    for (size_t i = 0; i < small.n_params; i++) p[i] = small.params[i];
     double sum = 0;
     int64_t c = mlp_evaluate(&small, x, y, 16, &sum);
     double ref = ref_loss(&small, p, x, y, 16) * 16;
@@ -380,8 +364,7 @@ static void test_training(void)
     before /= (double)d.n;
     for (int step = 0; step < 300; step++) {
         int start = (step * 32) % 576;
-        double l = mlp_forward_backward(&m, d.x + (size_t)start * 20, d.y + start, 32, NULL,
-                                        NULL, NULL, NULL);
+        double l = mlp_forward_backward(&m, d.x + (size_t)start * 20, d.y + start, 32, NULL, NULL, NULL, NULL);
         if (!isfinite(l)) {
             CHECK(0, "loss %g at step %d", l, step);
             break;
@@ -390,8 +373,7 @@ static void test_training(void)
     }
     int64_t correct = mlp_evaluate(&m, d.x, d.y, (int)d.n, &after);
     after /= (double)d.n;
-    printf("  note: mean loss %.4f -> %.4f, accuracy %lld/600\n", before, after,
-           (long long)correct);
+    printf("  note: mean loss %.4f -> %.4f, accuracy %lld/600\n", before, after, (long long)correct);
     CHECK(before > 0.8, "initial loss %g suspiciously low", before);
     CHECK(after < 0.25 * before, "loss only went %g -> %g", before, after);
     CHECK(correct > 540, "accuracy %lld/600", (long long)correct);

@@ -18,10 +18,7 @@ static const float G[STEPS][N] = {
     { 0.05f, 0.05f, -0.6f, -2.0f },
 };
 
-static int close_to(float got, double want)
-{
-    return fabs((double)got - want) <= 1e-6 + 2e-6 * fabs(want);
-}
+static int close_to(float got, double want) { return fabs((double)got - want) <= 1e-6 + 2e-6 * fabs(want); }
 
 /* Run `steps` SGD steps with cfg, compare every parameter after every step
  * with the reference. */
@@ -51,8 +48,7 @@ static void check_sgd(const char *name, double lr, double mom, double damp, doub
      *   nesterov: d = d + mom * buf, else d = buf (when mom != 0)
      *   p = p - lr * d */
     double ref[N], buf[N];
-    for (int i = 0; i < N; i++)
-        ref[i] = P0[i];
+    for (int i = 0; i < N; i++) ref[i] = P0[i];
     for (int s = 0; s < STEPS; s++) {
         optim_step(&o, p, G[s], lr);
         for (int i = 0; i < N; i++) {
@@ -62,8 +58,7 @@ static void check_sgd(const char *name, double lr, double mom, double damp, doub
                 d = nesterov ? d + mom * buf[i] : buf[i];
             }
             ref[i] -= lr * d;
-            CHECK(close_to(p[i], ref[i]), "step %d p[%d] = %.9g, want %.9g", s + 1, i, p[i],
-                  ref[i]);
+            CHECK(close_to(p[i], ref[i]), "step %d p[%d] = %.9g, want %.9g", s + 1, i, p[i], ref[i]);
         }
     }
     CHECK(o.t == STEPS, "t = %lld", (long long)o.t);
@@ -118,8 +113,7 @@ static void check_adamw(const char *name, double lr, double b1, double b2, doubl
     float p[N];
     memcpy(p, P0, sizeof p);
     double ref[N], m[N] = { 0 }, v[N] = { 0 };
-    for (int i = 0; i < N; i++)
-        ref[i] = P0[i];
+    for (int i = 0; i < N; i++) ref[i] = P0[i];
     for (int s = 0; s < STEPS; s++) {
         int t = s + 1;
         optim_step(&o, p, G[s], lr);
@@ -134,10 +128,9 @@ static void check_adamw(const char *name, double lr, double b1, double b2, doubl
             double denom = sqrt(v[i]) / sqrt(1 - pow(b2, t)) + eps;
             ref[i] -= mhat_scale * m[i] / denom;
             CHECK(close_to(p[i], ref[i]), "step %d p[%d] = %.9g, want %.9g", t, i, p[i], ref[i]);
-            CHECK(fabs(o.buf1[i] - m[i]) <= 1e-7 + 1e-6 * fabs(m[i]), "exp_avg[%d] %.9g want %.9g",
-                  i, o.buf1[i], m[i]);
-            CHECK(fabs(o.buf2[i] - v[i]) <= 1e-9 + 1e-6 * fabs(v[i]),
-                  "exp_avg_sq[%d] %.9g want %.9g", i, o.buf2[i], v[i]);
+            CHECK(fabs(o.buf1[i] - m[i]) <= 1e-7 + 1e-6 * fabs(m[i]), "exp_avg[%d] %.9g want %.9g", i, o.buf1[i], m[i]);
+            CHECK(fabs(o.buf2[i] - v[i]) <= 1e-9 + 1e-6 * fabs(v[i]), "exp_avg_sq[%d] %.9g want %.9g", i, o.buf2[i],
+                  v[i]);
         }
     }
     optim_done(&o);
@@ -151,8 +144,8 @@ static void test_adamw_first_step_closed_form(void)
      * sqrt(v/(1-b2)) = |g|, so p1 = p0 (1 - lr wd) - lr g / (|g| + eps). */
     OptimConfig c;
     optim_config_defaults(&c, OPTIM_ADAMW);
-    CHECK(c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.weight_decay == 0.01,
-          "defaults %g %g %g %g", c.beta1, c.beta2, c.eps, c.weight_decay);
+    CHECK(c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.weight_decay == 0.01, "defaults %g %g %g %g",
+          c.beta1, c.beta2, c.eps, c.weight_decay);
     Optim o;
     char err[256];
     CHECK(optim_init(&o, &c, N, err, sizeof err) == 0, "%s", err);
@@ -175,8 +168,7 @@ static void test_errors(void)
     Optim o;
     char err[256];
     optim_config_defaults(&c, OPTIM_SGD);
-    CHECK(c.momentum == 0 && c.dampening == 0 && c.weight_decay == 0 && !c.nesterov,
-          "SGD defaults");
+    CHECK(c.momentum == 0 && c.dampening == 0 && c.weight_decay == 0 && !c.nesterov, "SGD defaults");
     c.nesterov = true;
     err[0] = '\0';
     CHECK(optim_init(&o, &c, N, err, sizeof err) == -1, "nesterov without momentum accepted");
@@ -184,8 +176,7 @@ static void test_errors(void)
     c.momentum = 0.9;
     c.dampening = 0.1;
     err[0] = '\0';
-    CHECK(optim_init(&o, &c, N, err, sizeof err) == -1 && err[0],
-          "nesterov with dampening accepted");
+    CHECK(optim_init(&o, &c, N, err, sizeof err) == -1 && err[0], "nesterov with dampening accepted");
     c.dampening = 0;
     CHECK(optim_init(&o, &c, N, err, sizeof err) == 0, "nesterov ok refused: %s", err);
     optim_done(&o);

@@ -44,7 +44,10 @@ static void run_case(const FixCase *c)
     char err[256];
     int rc = optim_init(&o, &cfg, FIX_N, err, sizeof err);
     CHECK(rc == 0, "%s", err);
-    if (rc) { TEST_END(); return; }
+    if (rc) {
+        TEST_END();
+        return;
+    }
     float p[FIX_N], g[FIX_N];
     for (int i = 0; i < FIX_N; i++) p[i] = f32(FIX_P0[i]);
     bool exact = optim_fused_madd();
@@ -61,8 +64,8 @@ static void run_case(const FixCase *c)
             uint32_t gotbits;
             memcpy(&gotbits, &p[i], sizeof gotbits);
             if (!ok && bad++ < 3)
-                CHECK(ok, "step %d p[%d] = %.9g (0x%08x), torch %.9g (0x%08x)%s", s + 1, i, p[i],
-                      gotbits, want, c->after[s][i], exact ? " (bit-exact expected)" : "");
+                CHECK(ok, "step %d p[%d] = %.9g (0x%08x), torch %.9g (0x%08x)%s", s + 1, i, p[i], gotbits, want,
+                      c->after[s][i], exact ? " (bit-exact expected)" : "");
         }
     }
     CHECK(moved > FIX_N, "the fixture does not move the parameters: it would prove nothing");
@@ -100,21 +103,21 @@ static void test_fused_is_not_plain(void)
 static void test_schedules(void)
 {
     TEST_BEGIN("lr_schedules_by_hand");
-    Schedule c = {SCHED_CONSTANT, 0.1, 0, 100};
+    Schedule c = { SCHED_CONSTANT, 0.1, 0, 100 };
     CHECK(schedule_lr(&c, 0) == 0.1 && schedule_lr(&c, 99) == 0.1, "constant");
-    Schedule w = {SCHED_CONSTANT, 0.1, 4, 100};
+    Schedule w = { SCHED_CONSTANT, 0.1, 4, 100 };
     /* transformers' warm-up: step / W, so the very first step has lr 0 */
     CHECK(schedule_lr(&w, 0) == 0.0, "warmup s=0: %g", schedule_lr(&w, 0));
     CHECK(fabs(schedule_lr(&w, 1) - 0.025) < 1e-15, "warmup s=1: %g", schedule_lr(&w, 1));
     CHECK(fabs(schedule_lr(&w, 3) - 0.075) < 1e-15, "warmup s=3: %g", schedule_lr(&w, 3));
     CHECK(schedule_lr(&w, 4) == 0.1 && schedule_lr(&w, 1000) == 0.1, "after warm-up");
-    Schedule k = {SCHED_COSINE, 1.0, 0, 10};
+    Schedule k = { SCHED_COSINE, 1.0, 0, 10 };
     CHECK(schedule_lr(&k, 0) == 1.0, "cosine s=0: %g", schedule_lr(&k, 0));
     /* 0.5 * (1 + cos(0.2 pi)) = 0.5 * (1 + 0.80901699437) */
     CHECK(fabs(schedule_lr(&k, 2) - 0.904508497187) < 1e-12, "cosine s=2: %.12g", schedule_lr(&k, 2));
     CHECK(fabs(schedule_lr(&k, 5) - 0.5) < 1e-12, "cosine s=5: %.12g", schedule_lr(&k, 5));
     CHECK(schedule_lr(&k, 10) == 0.0, "cosine s=T: %g", schedule_lr(&k, 10));
-    Schedule kw = {SCHED_COSINE, 2.0, 2, 10};
+    Schedule kw = { SCHED_COSINE, 2.0, 2, 10 };
     CHECK(fabs(schedule_lr(&kw, 1) - 1.0) < 1e-12, "cosine+warmup s=1: %g", schedule_lr(&kw, 1));
     CHECK(schedule_lr(&kw, 2) == 2.0, "cosine+warmup s=W: %g", schedule_lr(&kw, 2));
     /* progress (6-2)/(10-2) = 0.5 -> factor 0.5 */
@@ -127,7 +130,8 @@ static void test_schedules(void)
 
 int main(void)
 {
-    printf("  optimizer arithmetic: %s\n", optim_fused_madd() ? "fused multiply-add (as torch's AVX2 kernels)" : "unfused");
+    printf("  optimizer arithmetic: %s\n",
+           optim_fused_madd() ? "fused multiply-add (as torch's AVX2 kernels)" : "unfused");
     for (size_t i = 0; i < sizeof FIX_CASES / sizeof FIX_CASES[0]; i++) run_case(&FIX_CASES[i]);
     test_fused_is_not_plain();
     test_schedules();

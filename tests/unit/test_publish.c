@@ -25,20 +25,23 @@ static void test_endpoint_policy(void)
 {
     TEST_BEGIN("endpoint_policy");
     char err[512];
-    const char *ok[] = {"ipc:///tmp/ddptop.pub", "inproc://x", "tcp://127.0.0.1:5555", "tcp://127.1.2.3:*",
-                        "tcp://[::1]:5555", "tcp://localhost:5555"};
+    const char *ok[] = { "ipc:///tmp/ddptop.pub", "inproc://x",       "tcp://127.0.0.1:5555",
+                         "tcp://127.1.2.3:*",     "tcp://[::1]:5555", "tcp://localhost:5555" };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         CHECK(publisher_check_endpoint(ok[i], err, sizeof err) == 0, "%s refused: %s", ok[i], err);
-    const char *curve[] = {"tcp://0.0.0.0:5555", "tcp://*:5555", "tcp://192.168.1.10:5555", "tcp://eth0:5555",
-                           "tcp://[::]:5555", "tcp://example.com:1", "tcp://128.0.0.1:5555"};
+    const char *curve[] = { "tcp://0.0.0.0:5555", "tcp://*:5555",        "tcp://192.168.1.10:5555", "tcp://eth0:5555",
+                            "tcp://[::]:5555",    "tcp://example.com:1", "tcp://128.0.0.1:5555" };
     for (size_t i = 0; i < sizeof curve / sizeof curve[0]; i++) {
         err[0] = 0;
         CHECK(publisher_check_endpoint(curve[i], err, sizeof err) < 0 && strstr(err, "CURVE") &&
-              strstr(err, curve[i]) && !strchr(err, '\n'), "%s: \"%s\"", curve[i], err);
+                  strstr(err, curve[i]) && !strchr(err, '\n'),
+              "%s: \"%s\"", curve[i], err);
     }
     CHECK(publisher_check_endpoint("pgm://eth0;239.192.1.1:5555", err, sizeof err) < 0 &&
-          strstr(err, "unsupported transport"), "pgm: %s", err);
-    CHECK(publisher_check_endpoint("tcp://127.0.0.1", err, sizeof err) < 0 && strstr(err, "HOST:PORT"), "no port: %s", err);
+              strstr(err, "unsupported transport"),
+          "pgm: %s", err);
+    CHECK(publisher_check_endpoint("tcp://127.0.0.1", err, sizeof err) < 0 && strstr(err, "HOST:PORT"), "no port: %s",
+          err);
     CHECK(publisher_check_endpoint("", err, sizeof err) < 0, "empty endpoint");
     void *ctx = zmq_ctx_new();
     CHECK(publisher_open(ctx, "tcp://0.0.0.0:5555", 0, err, sizeof err) == NULL && strstr(err, "CURVE"),
@@ -73,7 +76,7 @@ static void test_exact_frames(void)
     char buf[64];
     for (int i = 0; i < 200 && got < 0; i++) {
         publisher_send(p, frame, sizeof frame);
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 10) > 0) got = zmq_recv(sub, buf, sizeof buf, 0);
     }
     CHECK(got == (int)sizeof frame && !memcmp(buf, frame, sizeof frame), "received %d bytes", got);
@@ -138,9 +141,9 @@ static int sub_reads(void *ctx, const char *ep, const JobKeys *k, Publisher *p)
     if (k) keys_client_socket(sub, k, err, sizeof err);
     zmq_connect(sub, ep);
     int got = 0;
-    for (int i = 0; i < 30 && !got; i++) {   /* slow joiner: keep publishing */
+    for (int i = 0; i < 30 && !got; i++) { /* slow joiner: keep publishing */
         publisher_send(p, "frame", 5);
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 50) > 0) {
             char b[16];
             got = zmq_recv(sub, b, sizeof b, 0) == 5;

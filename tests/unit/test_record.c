@@ -88,7 +88,10 @@ static int make_small(const char *path, uint64_t *ends)
 {
     char err[256];
     Recorder *r = recorder_open(path, 2, "test job: small", err, sizeof err);
-    if (!r) { printf("  recorder_open: %s\n", err); return -1; }
+    if (!r) {
+        printf("  recorder_open: %s\n", err);
+        return -1;
+    }
     CodecBuf b;
     codec_buf_init(&b);
     int64_t t0 = mono_now();
@@ -116,7 +119,10 @@ static int make_small(const char *path, uint64_t *ends)
     off += REC_HEAD_BYTES + 8 + strlen("stop requested");
     ends[n++] = off;
     codec_buf_done(&b);
-    if (recorder_close(&r, err, sizeof err)) { printf("  recorder_close: %s\n", err); return -1; }
+    if (recorder_close(&r, err, sizeof err)) {
+        printf("  recorder_close: %s\n", err);
+        return -1;
+    }
     return n;
 }
 
@@ -141,16 +147,19 @@ static void test_round_trip(void)
     int64_t before = proto_now_ns();
     Recorder *r = recorder_open(path, 4, "ddptop run -n 4 -- --steps 10 \xe2\x9c\x93", err, sizeof err);
     CHECK(r != NULL, "%s", err);
-    if (!r) { TEST_END(); return; }
+    if (!r) {
+        TEST_END();
+        return;
+    }
     /* Frames of many sizes, one bigger than the write buffer. */
-    size_t sizes[] = {0, 1, 188, 4096, REC_BUF_BYTES + 17, 3};
+    size_t sizes[] = { 0, 1, 188, 4096, REC_BUF_BYTES + 17, 3 };
     size_t ns = sizeof sizes / sizeof sizes[0];
     uint8_t *big = malloc(REC_BUF_BYTES + 64);
     for (size_t i = 0; i < REC_BUF_BYTES + 64; i++) big[i] = (uint8_t)(i * 7 + 3);
     int64_t t0 = mono_now();
     for (size_t i = 0; i < ns; i++)
-        CHECK(recorder_write(r, i % 2 ? REC_SRC_CTL : REC_SRC_TEL, big + i, sizes[i],
-                             t0 + (int64_t)i * 1000, 1700000000000000000LL + (int64_t)i, err, sizeof err) == 0,
+        CHECK(recorder_write(r, i % 2 ? REC_SRC_CTL : REC_SRC_TEL, big + i, sizes[i], t0 + (int64_t)i * 1000,
+                             1700000000000000000LL + (int64_t)i, err, sizeof err) == 0,
               "write %zu: %s", i, err);
     /* Over the frame limit: skipped, not recorded. */
     CHECK(recorder_write(r, REC_SRC_TEL, big, (size_t)PROTO_MAX_FRAME_BYTES + 1, t0, 0, err, sizeof err) == 0,
@@ -175,7 +184,8 @@ static void test_round_trip(void)
             if (i < ns) {
                 CHECK(e.len == sizes[i] && (e.len == 0 || !memcmp(e.data, big + i, e.len)), "record %zu bytes", i);
                 CHECK(e.src == (i % 2 ? REC_SRC_CTL : REC_SRC_TEL), "record %zu src %d", i, e.src);
-                CHECK(e.t_ns >= (int64_t)i * 1000 && e.t_ns < (int64_t)i * 1000 + 1000000000, "record %zu t %" PRId64, i, e.t_ns);
+                CHECK(e.t_ns >= (int64_t)i * 1000 && e.t_ns < (int64_t)i * 1000 + 1000000000, "record %zu t %" PRId64,
+                      i, e.t_ns);
                 CHECK(e.wall_ns == 1700000000000000000LL + (int64_t)i, "record %zu wall", i);
                 CHECK(e.index == i, "index %" PRIu64, e.index);
             }
@@ -221,16 +231,19 @@ static void test_special_records(void)
         RecProc p;
         RecNote nt;
         CHECK(rec_proc_decode(&rec->recs[5], &p) == 0 && rec->recs[5].src == REC_SRC_START && p.rank == 1 &&
-              p.pid == 4242, "start record");
+                  p.pid == 4242,
+              "start record");
         CHECK(rec_proc_decode(&rec->recs[6], &p) == 0 && p.wait_status == 9 && !strcmp(p.how, "SIGKILL by ddptop"),
               "exit record: %d \"%s\"", p.wait_status, p.how);
         CHECK(rec_note_decode(&rec->recs[7], &nt) == 0 && nt.rank == -1 && nt.level == 1 &&
-              !strcmp(nt.text, "stop requested"), "note record");
+                  !strcmp(nt.text, "stop requested"),
+              "note record");
         CHECK(rec_proc_decode(&rec->recs[7], &p) < 0 && rec_note_decode(&rec->recs[0], &nt) < 0,
               "decoders refuse other sources");
         Msg m;
-        CHECK(codec_decode(rec->recs[2].data, rec->recs[2].len, &m, err, sizeof err) == 0 &&
-              m.kind == MSG_STEP && m.u.step.step == 3 && m.u.step.loss == 0.0, "frame decodes: %s", err);
+        CHECK(codec_decode(rec->recs[2].data, rec->recs[2].len, &m, err, sizeof err) == 0 && m.kind == MSG_STEP &&
+                  m.u.step.step == 3 && m.u.step.loss == 0.0,
+              "frame decodes: %s", err);
         CHECK(rec->recs[3].t_ns > rec->recs[2].t_ns, "arrival times in order");
     }
     recording_free(&rec);
@@ -270,14 +283,14 @@ static void test_truncate_every_byte(void)
         snprintf(where, sizeof where, "at byte %" PRIu64 " (record %" PRIu64 ",", good_end, want + 1);
         if (rc != -1 || count != want || !strstr(err, "recording ends early") || !strstr(err, where) ||
             !strstr(err, "truncated")) {
-            printf("  cut at %zu: rc %d, %" PRIu64 " records (want %" PRIu64 "), err \"%s\"\n", L, rc, count, want, err);
+            printf("  cut at %zu: rc %d, %" PRIu64 " records (want %" PRIu64 "), err \"%s\"\n", L, rc, count, want,
+                   err);
             bad++;
         }
         /* recording_load keeps the good records and the same message. */
         Recording *rec = NULL;
         char lerr[256];
-        if (recording_load(cut, &rec, lerr, sizeof lerr) || rec->n != want || rec->complete ||
-            strcmp(rec->tail, err)) {
+        if (recording_load(cut, &rec, lerr, sizeof lerr) || rec->n != want || rec->complete || strcmp(rec->tail, err)) {
             printf("  load cut at %zu: n %zu tail \"%s\"\n", L, rec ? rec->n : 0, rec ? rec->tail : lerr);
             bad++;
         }
@@ -320,18 +333,19 @@ static void test_damage_and_hostile(void)
     c[ends[1] + REC_HEAD_BYTES + 5] ^= 0x40;
     spit(p, c, len);
     int rc = read_all(p, &count, err, sizeof err);
-    CHECK(rc == -1 && count == 2 && strstr(err, "(record 3,") && strstr(err, "checksum"), "flip: %d %" PRIu64 " %s", rc, count, err);
+    CHECK(rc == -1 && count == 2 && strstr(err, "(record 3,") && strstr(err, "checksum"), "flip: %d %" PRIu64 " %s", rc,
+          count, err);
 
     /* Hostile lengths: 4 GiB and just over the frame limit stop at once,
      * with no allocation and no read past the end. */
-    uint32_t hostile[] = {0xffffffffu, PROTO_MAX_FRAME_BYTES + 1};
+    uint32_t hostile[] = { 0xffffffffu, PROTO_MAX_FRAME_BYTES + 1 };
     for (int i = 0; i < 2; i++) {
         memcpy(c, whole, len);
         put32(c + ends[0], hostile[i]);
         spit(p, c, len);
         rc = read_all(p, &count, err, sizeof err);
-        CHECK(rc == -1 && count == 1 && strstr(err, "over the") && strstr(err, "(record 2,"), "length %" PRIu32 ": %d %s",
-              hostile[i], rc, err);
+        CHECK(rc == -1 && count == 1 && strstr(err, "over the") && strstr(err, "(record 2,"),
+              "length %" PRIu32 ": %d %s", hostile[i], rc, err);
     }
     /* A length inside the limit but past the end of the file: truncated. */
     memcpy(c, whole, len);
@@ -357,7 +371,8 @@ static void test_damage_and_hostile(void)
     c[1] = 'X';
     spit(p, c, len);
     CHECK(read_all(p, &count, err, sizeof err) == -2 && strstr(err, "not a ddptop recording (bad magic)") &&
-          strstr(err, p), "magic: %s", err);
+              strstr(err, p),
+          "magic: %s", err);
     memcpy(c, whole, len);
     c[8] = 2;
     spit(p, c, len);
@@ -395,7 +410,10 @@ static void test_flush_cadence(void)
     char err[256];
     Recorder *r = recorder_open(path, 1, "", err, sizeof err);
     CHECK(r != NULL, "%s", err);
-    if (!r) { TEST_END(); return; }
+    if (!r) {
+        TEST_END();
+        return;
+    }
     off_t hdr = file_size(path);
     CHECK(hdr == REC_HEADER_FIXED, "header on disk at once: %lld", (long long)hdr);
     int64_t t = mono_now();
@@ -437,21 +455,22 @@ static void test_write_error_once(void)
         signal(SIGXFSZ, SIG_IGN);
         Recorder *w = recorder_open(tmp_path("efbig.rec"), 1, "x", err, sizeof err);
         if (!w) _exit(10);
-        struct rlimit rl = {8192, 8192};
+        struct rlimit rl = { 8192, 8192 };
         if (setrlimit(RLIMIT_FSIZE, &rl)) _exit(11);
         static uint8_t frame[1000];
         int fails = 0, calls = 0;
         int64_t t = mono_now();
         for (int i = 0; i < 400; i++) {
             calls++;
-            if (recorder_write(w, REC_SRC_TEL, frame, sizeof frame, t + (int64_t)i * REC_FLUSH_NS, 0, err, sizeof err)) {
+            if (recorder_write(w, REC_SRC_TEL, frame, sizeof frame, t + (int64_t)i * REC_FLUSH_NS, 0, err,
+                               sizeof err)) {
                 fails++;
                 if (!strstr(err, "recording to") || !strstr(err, "File too large")) _exit(12);
             }
             if (recorder_tick(w, t + (int64_t)i * REC_FLUSH_NS + 1, err, sizeof err)) fails++;
         }
         if (fails != 1 || !recorder_failed(w)) _exit(13);
-        if (recorder_close(&w, err, sizeof err) != 0) _exit(14);   /* already reported */
+        if (recorder_close(&w, err, sizeof err) != 0) _exit(14); /* already reported */
         _exit(calls == 400 ? 0 : 15);
     }
     int st = 0;
@@ -467,7 +486,10 @@ static void test_write_error_once(void)
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/test_record.XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     test_round_trip();
     test_special_records();
     test_truncate_every_byte();

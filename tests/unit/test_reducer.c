@@ -21,7 +21,10 @@ static int g_n;
 static int st_set(void *ctx, const char *key, const void *val, size_t len, char *err, size_t errlen)
 {
     (void)ctx;
-    if (g_n == NKEYS) { snprintf(err, errlen, "store full"); return -1; }
+    if (g_n == NKEYS) {
+        snprintf(err, errlen, "store full");
+        return -1;
+    }
     snprintf(g_keys[g_n], sizeof g_keys[0], "%s", key);
     g_vals[g_n] = malloc(len + 1);
     memcpy(g_vals[g_n], val, len);
@@ -29,8 +32,7 @@ static int st_set(void *ctx, const char *key, const void *val, size_t len, char 
     return 0;
 }
 
-static int st_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err,
-                  size_t errlen)
+static int st_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err, size_t errlen)
 {
     (void)ctx, (void)timeout_ms;
     for (int i = g_n - 1; i >= 0; i--)
@@ -45,14 +47,23 @@ static int st_get(void *ctx, const char *key, void **val, size_t *len, int64_t t
 }
 
 static int beats;
-static void on_beat(void *ctx) { (void)ctx; beats++; }
+static void on_beat(void *ctx)
+{
+    (void)ctx;
+    beats++;
+}
 
 int main(void)
 {
     char err[512];
-    CommStore store = {.ctx = NULL, .set = st_set, .get = st_get};
-    CommConfig cc = {.backend = "gloo", .rank = 0, .world = 1, .host = "127.0.0.1", .prefix = "test-reducer",
-                     .timeout_ms = 5000, .store = &store};
+    CommStore store = { .ctx = NULL, .set = st_set, .get = st_get };
+    CommConfig cc = { .backend = "gloo",
+                      .rank = 0,
+                      .world = 1,
+                      .host = "127.0.0.1",
+                      .prefix = "test-reducer",
+                      .timeout_ms = 5000,
+                      .store = &store };
     Comm *comm = NULL;
     if (comm_new(&comm, &cc, err, sizeof err)) {
         printf("FAIL: tests/unit/test_reducer.c:setup: %s\n", err);
@@ -83,7 +94,8 @@ int main(void)
         CHECK(o1->rc == 0 && o2->rc == 0 && o3->rc == 0, "an op failed");
     }
     /* one rank: the sum is the value; the first 4 floats (flags) unscaled */
-    CHECK(a[0] == 0.0f && a[3] == 3.0f && a[4] == 2.0f && a[99] == 49.5f, "scaling: %g %g %g %g", a[0], a[3], a[4], a[99]);
+    CHECK(a[0] == 0.0f && a[3] == 3.0f && a[4] == 2.0f && a[99] == 49.5f, "scaling: %g %g %g %g", a[0], a[3], a[4],
+          a[99]);
     CHECK(b[39] == 2.0f, "scale 1 changed the buffer");
     bool busy;
     int64_t fid, since;

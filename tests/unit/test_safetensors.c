@@ -15,8 +15,7 @@ static char path[512];
 static unsigned char *slurp(const char *p, size_t *len)
 {
     FILE *f = fopen(p, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -41,14 +40,11 @@ static void spit(const char *p, const void *b, size_t len)
 static void write_raw(const char *hdr, uint64_t hlen, size_t datalen)
 {
     size_t n = strlen(hdr);
-    if (hlen == UINT64_MAX)
-        hlen = n;
+    if (hlen == UINT64_MAX) hlen = n;
     unsigned char *b = calloc(1, 8 + n + datalen + 1);
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(hlen >> (8 * i));
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(hlen >> (8 * i));
     memcpy(b + 8, hdr, n);
-    for (size_t i = 0; i < datalen; i++)
-        b[8 + n + i] = (unsigned char)i;
+    for (size_t i = 0; i < datalen; i++) b[8 + n + i] = (unsigned char)i;
     spit(path, b, 8 + n + datalen);
     free(b);
 }
@@ -63,12 +59,10 @@ static void expect_bad(const char *what, const char *want)
     CHECK(f == NULL, "%s: *out not NULL", what);
     CHECK(err[0] != '\0' && strchr(err, '\n') == NULL, "%s: message '%s'", what, err);
     CHECK(strstr(err, path) != NULL, "%s: message does not name the file: %s", what, err);
-    if (want)
-        CHECK(strstr(err, want) != NULL, "%s: message '%s' lacks '%s'", what, err, want);
-    if (getenv("ST_VERBOSE"))   /* to read every refusal: ST_VERBOSE=1 */
+    if (want) CHECK(strstr(err, want) != NULL, "%s: message '%s' lacks '%s'", what, err, want);
+    if (getenv("ST_VERBOSE")) /* to read every refusal: ST_VERBOSE=1 */
         printf("  refused: %s\n", err);
-    if (rc == 0)
-        st_close(&f);
+    if (rc == 0) st_close(&f);
 }
 
 static void expect_bad_hdr(const char *hdr, size_t datalen, const char *want)
@@ -89,6 +83,7 @@ static void test_round_trip(void)
     float w[6] = { 1, -2, 3.5f, 4, 5, -6.25f };
     int64_t ids[4] = { 1, -1, INT64_MAX, 0 };
     double sc = 3.14159;
+    // clang-format off
     StTensor t[4] = {
         { .name = "0.weight", .dtype = "F32", .ndim = 2, .shape = { 2, 3 }, .data = w,
           .nbytes = sizeof w },
@@ -97,6 +92,7 @@ static void test_round_trip(void)
         { .name = "empty", .dtype = "U8", .ndim = 1, .shape = { 0 }, .data = NULL, .nbytes = 0 },
         { .name = "scal\"ar\\", .dtype = "F64", .ndim = 0, .data = &sc, .nbytes = 8 },
     };
+    // clang-format on
     const char *meta[] = { "format", "pt", "note", "line1\nline2 \"q\" \\ \x01 caf\xc3\xa9", NULL };
     snprintf(path, sizeof path, "%s/rt.safetensors", dir);
     char err[512] = "";
@@ -104,18 +100,15 @@ static void test_round_trip(void)
     size_t len;
     unsigned char *raw = slurp(path, &len);
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | raw[i];
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | raw[i];
     CHECK(hlen % 8 == 0, "header length %llu not a multiple of 8", (unsigned long long)hlen);
     CHECK(8 + hlen + sizeof w + sizeof ids + 8 == len, "file size %zu", len);
     CHECK(raw[8] == '{', "header starts with %c", raw[8]);
     size_t close = 8 + hlen - 1;
-    while (close > 8 && raw[close] == ' ')
-        close--;
+    while (close > 8 && raw[close] == ' ') close--;
     CHECK(raw[close] == '}' && hlen - (close - 7) < 8, "padding is not spaces to a multiple of 8");
     const char *lead = "{\"__metadata__\":{\"format\":\"pt\"";
-    CHECK(memcmp(raw + 8, lead, strlen(lead)) == 0,
-          "metadata not first / not as expected: %.80s", raw + 8);
+    CHECK(memcmp(raw + 8, lead, strlen(lead)) == 0, "metadata not first / not as expected: %.80s", raw + 8);
     free(raw);
 
     StFile *f = NULL;
@@ -128,8 +121,7 @@ static void test_round_trip(void)
             CHECK(strcmp(r->name, t[i].name) == 0, "tensor %d is '%s', order not kept", i, r->name);
             CHECK(strcmp(r->dtype, t[i].dtype) == 0, "%s dtype %s", r->name, r->dtype);
             CHECK(r->ndim == t[i].ndim, "%s ndim %d", r->name, r->ndim);
-            for (int d = 0; d < r->ndim; d++)
-                CHECK(r->shape[d] == t[i].shape[d], "%s shape[%d]", r->name, d);
+            for (int d = 0; d < r->ndim; d++) CHECK(r->shape[d] == t[i].shape[d], "%s shape[%d]", r->name, d);
             CHECK(r->nbytes == t[i].nbytes, "%s nbytes %zu", r->name, r->nbytes);
             CHECK(r->nbytes == 0 || memcmp(r->data, t[i].data, r->nbytes) == 0, "%s data", r->name);
             CHECK(((uintptr_t)r->data & 3) == 0, "%s data not 4-byte aligned", r->name);
@@ -155,40 +147,33 @@ static void test_round_trip(void)
     free(raw);
     rc = st_open(path, &f, err, sizeof err);
     CHECK(rc == 0 && st_count(f) == 2 && st_meta(f, "format") == NULL, "rc=%d %s", rc, err);
-    if (rc == 0)
-        st_close(&f);
+    if (rc == 0) st_close(&f);
     /* no tensors */
     CHECK(st_write(path, NULL, 0, meta, err, sizeof err) == 0, "%s", err);
     rc = st_open(path, &f, err, sizeof err);
     CHECK(rc == 0 && st_count(f) == 0 && st_meta(f, "format"), "empty: rc=%d %s", rc, err);
-    if (rc == 0)
-        st_close(&f);
+    if (rc == 0) st_close(&f);
     TEST_END();
 
     TEST_BEGIN("writer_refuses_bad_input");
-    struct { StTensor t; const char *why; } bad[] = {
-        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { 3 }, .data = w, .nbytes = 8 },
-          "nbytes mismatch" },
-        { { .name = "x", .dtype = "F33", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 },
-          "unknown dtype" },
-        { { .name = "", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 },
-          "empty name" },
-        { { .name = "__metadata__", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w,
-            .nbytes = 8 }, "reserved name" },
-        { { .name = "x", .dtype = "F32", .ndim = 9, .shape = { 2 }, .data = w, .nbytes = 8 },
-          "9 dims" },
-        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { -2 }, .data = w, .nbytes = 8 },
-          "negative dim" },
-        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = NULL, .nbytes = 8 },
-          "NULL data" },
-        { { .name = "bad\xff", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w,
-            .nbytes = 8 }, "non-UTF-8 name" },
+    struct {
+        StTensor t;
+        const char *why;
+    } bad[] = {
+        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { 3 }, .data = w, .nbytes = 8 }, "nbytes mismatch" },
+        { { .name = "x", .dtype = "F33", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 }, "unknown dtype" },
+        { { .name = "", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 }, "empty name" },
+        { { .name = "__metadata__", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 },
+          "reserved name" },
+        { { .name = "x", .dtype = "F32", .ndim = 9, .shape = { 2 }, .data = w, .nbytes = 8 }, "9 dims" },
+        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { -2 }, .data = w, .nbytes = 8 }, "negative dim" },
+        { { .name = "x", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = NULL, .nbytes = 8 }, "NULL data" },
+        { { .name = "bad\xff", .dtype = "F32", .ndim = 1, .shape = { 2 }, .data = w, .nbytes = 8 }, "non-UTF-8 name" },
     };
     snprintf(path, sizeof path, "%s/refused.safetensors", dir);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        CHECK(st_write(path, &bad[i].t, 1, NULL, err, sizeof err) == -1 && err[0], "%s accepted",
-              bad[i].why);
+        CHECK(st_write(path, &bad[i].t, 1, NULL, err, sizeof err) == -1 && err[0], "%s accepted", bad[i].why);
         CHECK(access(path, F_OK) != 0, "%s: left a file behind", bad[i].why);
     }
     StTensor dup[2] = { t[0], t[0] };
@@ -196,7 +181,8 @@ static void test_round_trip(void)
     const char *odd[] = { "format", NULL };
     CHECK(st_write(path, t, 1, odd, err, sizeof err) == -1, "key without value accepted");
     CHECK(st_write("/nonexistent-dir/x.safetensors", t, 1, NULL, err, sizeof err) == -1 &&
-          strstr(err, "/nonexistent-dir/x.safetensors"), "unwritable path: %s", err);
+              strstr(err, "/nonexistent-dir/x.safetensors"),
+          "unwritable path: %s", err);
     TEST_END();
 }
 
@@ -210,15 +196,14 @@ static void test_hostile(void)
     StFile *f = NULL;
     int rc = st_open(path, &f, err, sizeof err);
     CHECK(rc == 0 && st_count(f) == 2, "rc=%d %s", rc, err);
-    if (rc == 0)
-        st_close(&f);
+    if (rc == 0) st_close(&f);
     /* unknown keys inside a tensor entry are skipped, whatever JSON they hold */
     write_raw("{\"a\":{\"x\":{\"y\":[1,-2.5e-3,true,false,null,\"s\\u00e9\",{}]},\"dtype\":\"F32\","
-              "\"shape\":[1],\"data_offsets\":[0,4]}}  \n", UINT64_MAX, 4);
+              "\"shape\":[1],\"data_offsets\":[0,4]}}  \n",
+              UINT64_MAX, 4);
     rc = st_open(path, &f, err, sizeof err);
     CHECK(rc == 0 && st_count(f) == 1, "unknown keys: rc=%d %s", rc, err);
-    if (rc == 0)
-        st_close(&f);
+    if (rc == 0) st_close(&f);
     TEST_END();
 
     TEST_BEGIN("truncated_at_every_length");
@@ -273,6 +258,7 @@ static void test_hostile(void)
     TEST_END();
 
     TEST_BEGIN("bad_json_refused");
+    // clang-format off
     static const char *const bad_json[] = {
         "{", "}", "[]", "\"x\"", "null", "{\"a\"}", "{\"a\":}", "{,}",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}",
@@ -315,21 +301,19 @@ static void test_hostile(void)
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1.}}",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":\"unterminated}}",
     };
-    for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++)
-        expect_bad_hdr(bad_json[i], 4, NULL);
+    // clang-format on
+    for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) expect_bad_hdr(bad_json[i], 4, NULL);
     /* a name longer than StTensor.name holds */
     char longname[400];
     memset(longname, 'n', 200);
-    snprintf(longname + 200, sizeof longname - 200,
-             "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
+    snprintf(longname + 200, sizeof longname - 200, "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
     char hdr[512] = "{\"";
     strcat(hdr, longname);
     expect_bad_hdr(hdr, 4, "longer");
     /* nesting bomb inside an ignored key */
     char *bomb = malloc(30000);
     strcpy(bomb, "{\"a\":{\"x\":");
-    for (int i = 0; i < 10000; i++)
-        strcat(bomb + 10 + i, "[");
+    for (int i = 0; i < 10000; i++) strcat(bomb + 10 + i, "[");
     strcat(bomb, "]}}");
     expect_bad_hdr(bomb, 4, "deep");
     free(bomb);
@@ -337,22 +321,26 @@ static void test_hostile(void)
 
     TEST_BEGIN("bad_offsets_sizes_dtypes_refused");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "overlap");
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                   12, "overlap");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "overlap");
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                   8, "overlap");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}", 20, "unused");
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}",
+                   20, "unused");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "unused");
-    expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 24,
-                   "data section");
+    expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 24, "data section");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, "outside");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]}}", 8, "outside");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "need 12");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "need 16");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],"
-                   "\"data_offsets\":[0,8]}}", 8, "overflow");
+                   "\"data_offsets\":[0,8]}}",
+                   8, "overflow");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
-                   "\"data_offsets\":[0,8]}}", 8, "overflow");
+                   "\"data_offsets\":[0,8]}}",
+                   8, "overflow");
     expect_bad_hdr("{\"a\":{\"dtype\":\"F31\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype");
     expect_bad_hdr("{\"a\":{\"dtype\":\"float32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype");
     expect_bad_hdr("{\"a\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype");
@@ -387,15 +375,13 @@ static void test_hostile(void)
             for (int i = 0; i < st_count(f); i++) {
                 const StTensor *x = st_tensor(f, i);
                 volatile unsigned char sink = 0;
-                for (size_t b = 0; b < x->nbytes; b++)
-                    sink ^= ((const unsigned char *)x->data)[b];
+                for (size_t b = 0; b < x->nbytes; b++) sink ^= ((const unsigned char *)x->data)[b];
                 (void)sink;
             }
             st_close(&f);
         } else {
             refused++;
-            if (!err[0] || strchr(err, '\n'))
-                badmsg++;
+            if (!err[0] || strchr(err, '\n')) badmsg++;
         }
     }
     free(mut);
@@ -409,10 +395,10 @@ static void test_hostile(void)
     StFile *g = NULL;
     err[0] = '\0';
     CHECK(st_open("/nonexistent/x.safetensors", &g, err, sizeof err) == -1 && g == NULL &&
-          strstr(err, "/nonexistent/x.safetensors"), "missing: %s", err);
+              strstr(err, "/nonexistent/x.safetensors"),
+          "missing: %s", err);
     err[0] = '\0';
-    CHECK(st_open(dir, &g, err, sizeof err) == -1 && strstr(err, "regular"), "directory: %s",
-          err);
+    CHECK(st_open(dir, &g, err, sizeof err) == -1 && strstr(err, "regular"), "directory: %s", err);
     TEST_END();
 }
 
@@ -427,7 +413,6 @@ int main(void)
     test_hostile();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     CHECK_EXIT();
 }

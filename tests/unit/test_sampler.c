@@ -23,8 +23,7 @@ static void test_mt19937(void)
     /* std::mt19937 default seed: first output and the 10000th (the value the
      * C++ standard requires, [rand.predef]). */
     uint32_t first = mt_next_u32(&g), v = first;
-    for (int i = 1; i < 10000; i++)
-        v = mt_next_u32(&g);
+    for (int i = 1; i < 10000; i++) v = mt_next_u32(&g);
     CHECK(first == 3499211612u, "first output %" PRIu32, first);
     CHECK(v == 4123659995u, "10000th output %" PRIu32, v);
     /* Reseeding restarts the stream. */
@@ -37,15 +36,12 @@ static void test_mt19937(void)
 static int64_t parse_list(char *s, int64_t *out, int64_t cap)
 {
     int64_t n = 0;
-    if (*s == '\0')
-        return 0;
+    if (*s == '\0') return 0;
     for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-        if (n >= cap)
-            return -1;
+        if (n >= cap) return -1;
         char *end;
         out[n++] = strtoll(tok, &end, 10);
-        if (*end != '\0')
-            return -1;
+        if (*end != '\0') return -1;
     }
     return n;
 }
@@ -63,13 +59,13 @@ static void test_fixture(void)
     size_t cap = 0;
     int rows = 0, bad = 0;
     while (getline(&line, &cap, f) > 0) {
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
+        if (line[0] == '#' || line[0] == '\n') continue;
         line[strcspn(line, "\r\n")] = '\0';
         long long size, seed, epoch;
         int world, rank, shuffle, drop_last, off = 0;
-        if (sscanf(line, "%lld\t%d\t%d\t%lld\t%lld\t%d\t%d\t%n", &size, &world, &rank, &seed,
-                   &epoch, &shuffle, &drop_last, &off) != 7 || off == 0) {
+        if (sscanf(line, "%lld\t%d\t%d\t%lld\t%lld\t%d\t%d\t%n", &size, &world, &rank, &seed, &epoch, &shuffle,
+                   &drop_last, &off) != 7 ||
+            off == 0) {
             CHECK(0, "unparsable fixture line: %.60s", line);
             bad++;
             continue;
@@ -77,22 +73,25 @@ static void test_fixture(void)
         rows++;
         int64_t *want = malloc(sizeof(int64_t) * (size_t)(size + 1));
         int64_t nwant = parse_list(line + off, want, size + 1);
-        SamplerConfig c = { .size = size, .world = world, .rank = rank,
-                            .seed = (uint64_t)seed, .shuffle = shuffle, .drop_last = drop_last };
+        SamplerConfig c = { .size = size,
+                            .world = world,
+                            .rank = rank,
+                            .seed = (uint64_t)seed,
+                            .shuffle = shuffle,
+                            .drop_last = drop_last };
         char err[256] = "";
         int64_t num = sampler_num_samples(&c);
         int64_t *got = malloc(sizeof(int64_t) * (size_t)(num + 1));
         int rc = sampler_indices(&c, epoch, got, err, sizeof err);
         int ok = rc == 0 && nwant == num;
-        for (int64_t i = 0; ok && i < num; i++)
-            ok = got[i] == want[i];
+        for (int64_t i = 0; ok && i < num; i++) ok = got[i] == want[i];
         if (!ok) {
             bad++;
-            CHECK(0, "row N=%lld W=%d r=%d seed=%lld epoch=%lld shuffle=%d drop_last=%d: "
+            CHECK(0,
+                  "row N=%lld W=%d r=%d seed=%lld epoch=%lld shuffle=%d drop_last=%d: "
                   "rc=%d num=%lld want %lld (%s); first got %lld want %lld",
-                  size, world, rank, seed, epoch, shuffle, drop_last, rc, (long long)num,
-                  (long long)nwant, err, num > 0 ? (long long)got[0] : -1LL,
-                  nwant > 0 ? (long long)want[0] : -1LL);
+                  size, world, rank, seed, epoch, shuffle, drop_last, rc, (long long)num, (long long)nwant, err,
+                  num > 0 ? (long long)got[0] : -1LL, nwant > 0 ? (long long)want[0] : -1LL);
         }
         free(want);
         free(got);
@@ -143,11 +142,9 @@ static void test_sizes(void)
         int64_t got = -1;
         char err[128];
         CHECK(sampler_indices(&c, 0, &got, err, sizeof err) == 0, "%s", err);
-        if (got >= 0 && got < 3)
-            seen[got]++;
+        if (got >= 0 && got < 3) seen[got]++;
     }
-    CHECK(seen[0] >= 2 && seen[1] >= 2 && seen[2] >= 2, "counts %d %d %d", seen[0], seen[1],
-          seen[2]);
+    CHECK(seen[0] >= 2 && seen[1] >= 2 && seen[2] >= 2, "counts %d %d %d", seen[0], seen[1], seen[2]);
     TEST_END();
 
     TEST_BEGIN("ranks_partition_a_shuffled_epoch");
@@ -163,8 +160,7 @@ static void test_sizes(void)
         char err[128];
         CHECK(sampler_indices(&c, 5, idx, err, sizeof err) == 0, "%s", err);
         for (int64_t i = 0; i < num; i++)
-            if (idx[i] >= 0 && idx[i] < N)
-                count[idx[i]]++;
+            if (idx[i] >= 0 && idx[i] < N) count[idx[i]]++;
     }
     int missing = 0, dup = 0;
     for (int i = 0; i < N; i++) {
@@ -172,8 +168,7 @@ static void test_sizes(void)
         dup += count[i] > 1 ? count[i] - 1 : 0;
     }
     CHECK(missing == 0, "%d indices never drawn", missing);
-    CHECK(dup == sampler_padding(&c), "%d duplicates, padding %lld", dup,
-          (long long)sampler_padding(&c));
+    CHECK(dup == sampler_padding(&c), "%d duplicates, padding %lld", dup, (long long)sampler_padding(&c));
     /* A different epoch gives a different order. */
     int64_t *idx2 = malloc(sizeof(int64_t) * (size_t)num);
     char err[128];
@@ -207,13 +202,11 @@ static void test_bad_configs(void)
         CHECK(sampler_check(&bad[i].c, err, sizeof err) == -1, "%s accepted", bad[i].why);
         CHECK(err[0] != '\0', "%s: no message", bad[i].why);
         err[0] = '\0';
-        CHECK(sampler_indices(&bad[i].c, 0, out, err, sizeof err) == -1,
-              "%s: indices accepted", bad[i].why);
+        CHECK(sampler_indices(&bad[i].c, 0, out, err, sizeof err) == -1, "%s: indices accepted", bad[i].why);
         CHECK(err[0] != '\0', "%s: no message from indices", bad[i].why);
     }
     SamplerConfig w0 = { .size = 10, .world = 0 };
-    CHECK(sampler_num_samples(&w0) == 0 && sampler_total_size(&w0) == 0,
-          "world 0 must not divide by zero");
+    CHECK(sampler_num_samples(&w0) == 0 && sampler_total_size(&w0) == 0, "world 0 must not divide by zero");
     SamplerConfig ok = { .size = (int64_t)1 << 31, .world = 1 };
     char err[256];
     CHECK(sampler_check(&ok, err, sizeof err) == 0, "size at the cap refused: %s", err);

@@ -17,10 +17,10 @@
 #include "check.h"
 #include "screen/draw.h"
 
-#define MS 1000000LL
-#define SEC 1000000000LL
+#define MS   1000000LL
+#define SEC  1000000000LL
 #define WALL (1700000000LL * SEC)
-#define T0 (1000 * SEC)              /* a job's start, monotonic */
+#define T0   (1000 * SEC) /* a job's start, monotonic */
 
 static char text[200 * 1024];
 
@@ -32,8 +32,7 @@ static const char *dump(const Canvas *cv)
         char row[2048];
         canvas_row_text(cv, y, row, sizeof row);
         size_t k = strlen(row);
-        if (len + k + 2 > sizeof text)
-            break;
+        if (len + k + 2 > sizeof text) break;
         memcpy(text + len, row, k);
         len += k;
         text[len++] = '\n';
@@ -47,15 +46,12 @@ static const char *line_with(const char *t, const char *needle)
     static char line[2048];
     const char *hit = strstr(t, needle);
     line[0] = '\0';
-    if (!hit)
-        return line;
+    if (!hit) return line;
     const char *s = hit;
-    while (s > t && s[-1] != '\n')
-        s--;
+    while (s > t && s[-1] != '\n') s--;
     const char *e = strchr(hit, '\n');
     size_t n = e ? (size_t)(e - s) : strlen(s);
-    if (n >= sizeof line)
-        n = sizeof line - 1;
+    if (n >= sizeof line) n = sizeof line - 1;
     memcpy(line, s, n);
     line[n] = '\0';
     return line;
@@ -94,8 +90,7 @@ static int64_t scripted(Job *j, int steps)
         /* N = 10 over the world, with padding */
         int64_t idx[64];
         int n = (10 + j->world - 1) / j->world;
-        for (int k = 0; k < n && k < 64; k++)
-            idx[k] = (r + (int64_t)k * j->world) % 10;
+        for (int k = 0; k < n && k < 64; k++) idx[k] = (r + (int64_t)k * j->world) % 10;
         msg_init(&m, MSG_SHARD);
         m.u.shard.epoch = 0;
         m.u.shard.shuffle = true;
@@ -118,7 +113,7 @@ static int64_t scripted(Job *j, int steps)
             m.u.coll.bucket = 0;
             m.u.coll.step = s;
             m.u.coll.bytes = 1 << 20;
-            m.u.coll.enq_ns = WALL + s * 20 * MS + (r == 1 ? 2 * MS : 0);   /* rank 1 comes 2 ms late */
+            m.u.coll.enq_ns = WALL + s * 20 * MS + (r == 1 ? 2 * MS : 0); /* rank 1 comes 2 ms late */
             m.u.coll.start_ns = m.u.coll.enq_ns;
             m.u.coll.done_ns = WALL + s * 20 * MS + 3 * MS;
             m.u.coll.algbw_gbs = 0.5;
@@ -169,21 +164,20 @@ static void test_panels_120x40(void)
     const char *s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, " ddptop  RUNNING ") && strstr(s, "4/4 ranks") && strstr(s, "step 60/1000"), "title:\n%s", s);
     CHECK(strstr(s, "world 4 on 4 nodes") && strstr(s, "mlp:64,128,10 (9.61k params)"), "header");
-    const char *rules[] = {"─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events"};
-    for (int i = 0; i < 5; i++)
-        CHECK(strstr(s, rules[i]), "no '%s'", rules[i]);
+    const char *rules[] = { "─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events" };
+    for (int i = 0; i < 5; i++) CHECK(strstr(s, rules[i]), "no '%s'", rules[i]);
     CHECK(strstr(line_with(s, "node3 "), "slow 4.0x median"), "slow rank row: '%s'", line_with(s, "node3 "));
     CHECK(strstr(s, "▼62.5%"), "eval mark");
     CHECK(strstr(s, "last in r1 +2.00 ms"), "straggler:\n%s", s);
     CHECK(strstr(s, "hidden behind backward 67%"), "comm share");
     CHECK(strstr(s, "padding 2") && strstr(s, "▚"), "padding duplicates in the sampler");
     CHECK(strstr(s, "checkpoint step 60 written by rank 0 in 41 ms (2.0 MB) -> /ck/step-00000060"), "ckpt event");
-    CHECK(u.rect[PANEL_RANKS].w == 120 && u.list_rows == 4, "rect/list rows: %d %d", u.rect[PANEL_RANKS].w, u.list_rows);
+    CHECK(u.rect[PANEL_RANKS].w == 120 && u.list_rows == 4, "rect/list rows: %d %d", u.rect[PANEL_RANKS].w,
+          u.list_rows);
     /* every row is exactly the width */
     for (int y = 0; y < cv.h; y++) {
         int cols = 0;
-        for (int x = 0; x < cv.w; x++)
-            cols++;
+        for (int x = 0; x < cv.w; x++) cols++;
         CHECK(cols == 120, "row %d", y);
     }
     canvas_done(&cv);
@@ -202,9 +196,8 @@ static void test_sizes(void)
     Canvas cv;
     canvas_init(&cv, true);
     const char *s = render(&cv, &u, j, 80, 24, true, true, t);
-    const char *rules[] = {"─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events"};
-    for (int i = 0; i < 5; i++)
-        CHECK(strstr(s, rules[i]), "80x24: no '%s':\n%s", rules[i], s);
+    const char *rules[] = { "─ 2 ranks", "─ 3 loss", "─ 4 all-reduce", "─ 5 sampler", "─ 6 events" };
+    for (int i = 0; i < 5; i++) CHECK(strstr(s, rules[i]), "80x24: no '%s':\n%s", rules[i], s);
     CHECK(strstr(s, "c ckpt  d destroy"), "no keys line at 80x24");
     s = render(&cv, &u, j, 200, 60, true, true, t);
     CHECK(strstr(line_with(s, "─ 2 ranks"), "│─ 4 all-reduce"), "no two columns at 200x60:\n%s", s);
@@ -215,7 +208,7 @@ static void test_sizes(void)
     CHECK(strstr(s, "terminal too small"), "100x11 drawn");
     s = render(&cv, &u, j, 60, 12, true, true, t);
     CHECK(!strstr(s, "too small") && strstr(s, "─ 2 ranks") && strstr(s, "RANK"), "60x12:\n%s", s);
-    s = render(&cv, &u, j, 1, 1, true, true, t);     /* nothing crashes at absurd sizes */
+    s = render(&cv, &u, j, 1, 1, true, true, t); /* nothing crashes at absurd sizes */
     s = render(&cv, &u, j, 0, 0, true, true, t);
     canvas_done(&cv);
     ui_done(&u);
@@ -230,7 +223,7 @@ static void test_ascii(void)
     int64_t t = scripted(j, 40);
     Msg m;
     msg_init(&m, MSG_LOG);
-    snprintf(m.u.log.text, sizeof m.u.log.text, "caf\xc3\xa9 \xe2\x9c\x93 \x1b[31mred");   /* UTF-8 and an escape */
+    snprintf(m.u.log.text, sizeof m.u.log.text, "caf\xc3\xa9 \xe2\x9c\x93 \x1b[31mred"); /* UTF-8 and an escape */
     apply(j, &m, 1, t += MS);
     Ui u;
     ui_init(&u, 2);
@@ -262,7 +255,7 @@ static void test_many_ranks(void)
     Job *j = job_new(256, T0);
     int64_t t = scripted(j, 12);
     Msg m;
-    msg_init(&m, MSG_STEP);          /* rank 200 diverges */
+    msg_init(&m, MSG_STEP); /* rank 200 diverges */
     m.u.step.step = 13;
     m.u.step.loss = NAN;
     m.u.step.step_ms = 10;
@@ -274,7 +267,8 @@ static void test_many_ranks(void)
     const char *s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, "·   min ") && strstr(s, "·   med ") && strstr(s, "·   max "), "no summary rows:\n%s", s);
     CHECK(strstr(line_with(s, "·   med "), "256 ranks"), "median row");
-    CHECK(strstr(line_with(s, "·   max "), "step_ms r3"), "max row does not name rank 3: '%s'", line_with(s, "·   max "));
+    CHECK(strstr(line_with(s, "·   max "), "step_ms r3"), "max row does not name rank 3: '%s'",
+          line_with(s, "·   max "));
     CHECK(strstr(line_with(s, "outliers: "), "r200 loss nan | r3 step 40.0 ms (4.0x median)"), "outliers: '%s'",
           line_with(s, "outliers: "));
     CHECK(strstr(s, " 1-") && strstr(s, " of 256 "), "no list position");
@@ -284,8 +278,7 @@ static void test_many_ranks(void)
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(a == VIEW_ACT_REDRAW && u.sel == 255 && strstr(s, "▶   255 node3"), "End did not reach rank 255:\n%s", s);
     CHECK(strstr(s, " of 256 ") && u.ranks_top + u.list_rows == 256, "list not at its end");
-    for (int i = 0; i < 6; i++)
-        ui_key(&u, 's', j, true);
+    for (int i = 0; i < 6; i++) ui_key(&u, 's', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(u.sort == JOB_SORT_HEALTH && u.order[0] == 200 && u.order[1] == 3 && u.sel == 200 && u.ranks_top == 0,
           "health order: %d %d sel %d", u.order[0], u.order[1], u.sel);
@@ -306,7 +299,8 @@ static void test_keys(void)
     Canvas cv;
     canvas_init(&cv, true);
     CHECK(ui_key(&u, 'c', j, true) == VIEW_ACT_CKPT && ui_key(&u, 'd', j, true) == VIEW_ACT_DESTROY &&
-          ui_key(&u, 'p', j, true) == VIEW_ACT_PAUSE, "job keys");
+              ui_key(&u, 'p', j, true) == VIEW_ACT_PAUSE,
+          "job keys");
     CHECK(ui_key(&u, 'z', j, true) == VIEW_ACT_NONE, "unknown key did something");
     /* q asks while training, only y/q confirm */
     CHECK(ui_key(&u, 'q', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_CONFIRM_QUIT, "q did not ask");
@@ -321,10 +315,9 @@ static void test_keys(void)
     /* help lists every key; any key closes it */
     ui_key(&u, '?', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
-    const char *need[] = {"checkpoint now", "destroy cleanly", "pause / resume", "quit (asks", "Tab", "Enter",
-                          "zoom a panel", "hide the focused", "log scale", "sort ranks", "mouse on/off"};
-    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-        CHECK(strstr(s, need[i]), "help lacks '%s'", need[i]);
+    const char *need[] = { "checkpoint now", "destroy cleanly",  "pause / resume", "quit (asks", "Tab",         "Enter",
+                           "zoom a panel",   "hide the focused", "log scale",      "sort ranks", "mouse on/off" };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) CHECK(strstr(s, need[i]), "help lacks '%s'", need[i]);
     CHECK(ui_key(&u, 'c', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_NO_OVERLAY, "a key in the help acted");
     /* zoom 3: the loss chart alone; 3 again or Esc: all */
     ui_key(&u, '3', j, true);
@@ -377,8 +370,8 @@ static void test_keys(void)
     CHECK(u.sel == 1, "Down: sel %d", u.sel);
     ui_key(&u, UI_KEY_ENTER, j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
-    CHECK(u.overlay == UI_DETAIL && strstr(s, "rank 1  Esc closes") && strstr(s, "host node1  pid 4001"),
-          "detail:\n%s", s);
+    CHECK(u.overlay == UI_DETAIL && strstr(s, "rank 1  Esc closes") && strstr(s, "host node1  pid 4001"), "detail:\n%s",
+          s);
     CHECK(strstr(s, "SEQ OP") && strstr(s, "phases: train") && strstr(s, "shard: epoch 0"), "detail sections");
     ui_key(&u, UI_KEY_UP, j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
@@ -445,8 +438,7 @@ static void test_states(void)
     for (int k = 0; k < cv.h && y < 0; k++) {
         char row[2048];
         canvas_row_text(&cv, k, row, sizeof row);
-        if (strstr(row, " node1 "))
-            y = k;
+        if (strstr(row, " node1 ")) y = k;
     }
     CHECK(y >= 0 && canvas_at(&cv, y, 5)->style == ST_ROW_ERR, "failed row not in the error style");
     canvas_done(&cv);
@@ -462,8 +454,7 @@ static void test_canvas(void)
     canvas_init(&cv, true);
     canvas_reset(&cv, 10, 2);
     CHECK(canvas_put(&cv, 0, 7, 100, ST_BOLD, "abcdef") == 3, "not clipped at the edge");
-    CHECK(canvas_put(&cv, 1, 0, 10, ST_NORMAL, "日本語です") == 10 && canvas_at(&cv, 1, 1)->ch == 0,
-          "wide characters");
+    CHECK(canvas_put(&cv, 1, 0, 10, ST_NORMAL, "日本語です") == 10 && canvas_at(&cv, 1, 1)->ch == 0, "wide characters");
     CHECK(canvas_put(&cv, 1, 9, 10, ST_NORMAL, "日") == 0, "half a wide character written");
     CHECK(canvas_put(&cv, 5, 0, 10, ST_NORMAL, "x") == 0 && canvas_put(&cv, 0, -1, 10, ST_NORMAL, "x") == 0,
           "outside the canvas");
@@ -477,8 +468,7 @@ static void test_canvas(void)
 
 int main(void)
 {
-    if (!setlocale(LC_ALL, "C.UTF-8"))
-        setlocale(LC_ALL, "");
+    if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
     test_canvas();
     test_panels_120x40();
     test_sizes();

@@ -24,7 +24,7 @@
 #include "comm/shm_reduce.h"
 
 #define W 3
-static const size_t sizes[] = {1, 7, 1000, 524288, 524289, 1300000, 3};
+static const size_t sizes[] = { 1, 7, 1000, 524288, 524289, 1300000, 3 };
 
 static float value(int rank, size_t call, size_t j)
 {
@@ -38,14 +38,20 @@ static int child_sums(const char *name, int rank, int fd)
     char err[256];
     ShmReduce *s = NULL;
     for (int tries = 0; tries < 200 && shm_reduce_open(&s, name, rank, W, 5000, err, sizeof err); tries++)
-        usleep(10000);   /* rank 0 creates it */
-    if (!s) { fprintf(stderr, "rank %d: %s\n", rank, err); return 1; }
+        usleep(10000); /* rank 0 creates it */
+    if (!s) {
+        fprintf(stderr, "rank %d: %s\n", rank, err);
+        return 1;
+    }
     unsigned long long h = 1469598103934665603ull;
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
         size_t n = sizes[c];
         float *buf = malloc(n * sizeof *buf);
         for (size_t j = 0; j < n; j++) buf[j] = value(rank, c, j);
-        if (shm_reduce_allreduce(s, buf, n, err, sizeof err)) { fprintf(stderr, "rank %d: %s\n", rank, err); return 1; }
+        if (shm_reduce_allreduce(s, buf, n, err, sizeof err)) {
+            fprintf(stderr, "rank %d: %s\n", rank, err);
+            return 1;
+        }
         for (size_t j = 0; j < n; j++) {
             float want = value(0, c, j) + value(1, c, j);
             for (int r = 2; r < W; r++) want += value(r, c, j);
@@ -112,7 +118,7 @@ static void test_peer(const char *what)
         char e[256];
         if (shm_reduce_open(&c, name, 1, 2, 600, e, sizeof e)) _exit(2);
         float x = 1;
-        if (shm_reduce_allreduce(c, &x, 1, e, sizeof e)) _exit(3);   /* one good call */
+        if (shm_reduce_allreduce(c, &x, 1, e, sizeof e)) _exit(3); /* one good call */
         if (!strcmp(what, "dies")) _exit(0);
         raise(SIGSTOP);
         _exit(0);

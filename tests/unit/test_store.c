@@ -22,7 +22,7 @@ static Msg req(MsgKind kind, const char *key, const void *val, uint32_t val_len,
     Msg m;
     msg_init(&m, kind);
     snprintf(m.u.store.key, sizeof m.u.store.key, "%s", key);
-    m.u.store.val = (uint8_t *)val;   /* borrowed: never msg_done'd */
+    m.u.store.val = (uint8_t *)val; /* borrowed: never msg_done'd */
     m.u.store.val_len = val_len;
     m.u.store.timeout_ms = timeout_ms;
     return m;
@@ -81,7 +81,8 @@ int main(void)
     Msg get = req(MSG_GET, "key-150", NULL, 0, 0);
     char key[PROTO_STR_MED], val[64];
     CHECK(store_handle(s, router, ident, ident_len, &get, 0, &buf) == 0, "get refused");
-    CHECK(next_reply(dealer, key, sizeof key, val, sizeof val) == 1 && !strcmp(key, "key-150") && !strcmp(val, "val-150"),
+    CHECK(next_reply(dealer, key, sizeof key, val, sizeof val) == 1 && !strcmp(key, "key-150") &&
+              !strcmp(val, "val-150"),
           "get key-150: %s = %s", key, val);
     TEST_END();
 

@@ -53,8 +53,7 @@ static void test_private_dir(void)
     char f[300];
     snprintf(f, sizeof f, "%s/stray", dir);
     FILE *fp = fopen(f, "w");
-    if (fp)
-        fclose(fp);
+    if (fp) fclose(fp);
     zs_private_dir_remove(dir);
     CHECK(stat(dir, &st) == -1 && errno == ENOENT, "%s still exists", dir);
 
@@ -124,8 +123,8 @@ static void test_push_pull(void *ctx, const char *dir)
     in.u.shard.n_idx = 4;
     CHECK(zs_send(push, &in, &scratch, ZMQ_DONTWAIT, err, sizeof err) == 0, "send shard: %s", err);
     rc = zs_recv(pull, &out, 0, err, sizeof err);
-    CHECK(rc == 0 && out.kind == MSG_SHARD && out.u.shard.n_idx == 4 && out.u.shard.idx[2] == 4,
-          "shard rc %d: %s", rc, err);
+    CHECK(rc == 0 && out.kind == MSG_SHARD && out.u.shard.n_idx == 4 && out.u.shard.idx[2] == 4, "shard rc %d: %s", rc,
+          err);
     msg_done(&out);
 
     /* nothing to read */
@@ -185,8 +184,7 @@ static void test_router_dealer(void *ctx, const char *dir)
     size_t ident_len = 0;
     int rc = zs_recv_from(router, ident, &ident_len, &out, 0, err, sizeof err);
     CHECK(rc == 0, "router recv rc %d: %s", rc, err);
-    CHECK(ident_len == 6 && memcmp(ident, "rank-3", 6) == 0, "ident %.*s", (int)ident_len,
-          (char *)ident);
+    CHECK(ident_len == 6 && memcmp(ident, "rank-3", 6) == 0, "ident %.*s", (int)ident_len, (char *)ident);
     CHECK(out.kind == MSG_GET && out.rank == 3 && strcmp(out.u.store.key, "rdzv/addr") == 0 &&
               out.u.store.timeout_ms == 5000,
           "get fields differ");
@@ -199,8 +197,7 @@ static void test_router_dealer(void *ctx, const char *dir)
     uint8_t val[] = "10.0.0.1:29500";
     in.u.store.val = val;
     in.u.store.val_len = sizeof val - 1;
-    CHECK(zs_send_to(router, ident, ident_len, &in, &scratch, 0, err, sizeof err) == 0,
-          "router send: %s", err);
+    CHECK(zs_send_to(router, ident, ident_len, &in, &scratch, 0, err, sizeof err) == 0, "router send: %s", err);
     rc = zs_recv(dealer, &out, 0, err, sizeof err);
     CHECK(rc == 0 && out.kind == MSG_VAL && out.u.store.ok && out.u.store.val_len == 14 &&
               memcmp(out.u.store.val, "10.0.0.1:29500", 14) == 0,
@@ -223,8 +220,8 @@ static void test_router_dealer(void *ctx, const char *dir)
     rc = zs_recv_from(router, ident, &ident_len, &out, 0, err, sizeof err);
     CHECK(rc == 2 && strstr(err, "multi-part"), "multi-part: rc %d %s", rc, err);
     rc = zs_recv_from(router, ident, &ident_len, &out, 0, err, sizeof err);
-    CHECK(rc == 0 && out.kind == MSG_WAIT && strcmp(out.u.store.key, "barrier/1") == 0,
-          "after skip: rc %d %s", rc, err);
+    CHECK(rc == 0 && out.kind == MSG_WAIT && strcmp(out.u.store.key, "barrier/1") == 0, "after skip: rc %d %s", rc,
+          err);
     msg_done(&out);
     rc = zs_recv_from(router, ident, &ident_len, &out, ZMQ_DONTWAIT, err, sizeof err);
     CHECK(rc == 1, "empty router rc %d", rc);

@@ -19,8 +19,7 @@ typedef enum {
  * ERR_FAIL, so `return err_set(err, len, "...")` reads as one line. */
 int err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same with a status of the caller's choice (ERR_USAGE, ...). */
-int err_setv(int status, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int err_setv(int status, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The process exit code for a status: 0, 2 for usage, else 1. */
 int err_exit_code(int status);
 

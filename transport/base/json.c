@@ -139,7 +139,7 @@ static void str_body(Json *j, const char *s, size_t n)
                 snprintf(esc, sizeof esc, "\\u%04x", c);
                 puts_(j, esc);
             } else {
-                puts_(j, "\\ufffd");   /* ill-formed: one per byte */
+                puts_(j, "\\ufffd"); /* ill-formed: one per byte */
             }
         }
         run = ++i;
@@ -163,7 +163,7 @@ void json_hex(Json *j, const void *data, size_t n)
     sep(j);
     put(j, "\"", 1);
     for (size_t i = 0; i < n; i++) {
-        char h[2] = {digits[p[i] >> 4], digits[p[i] & 15]};
+        char h[2] = { digits[p[i] >> 4], digits[p[i] & 15] };
         put(j, h, 2);
     }
     put(j, "\"", 1);
@@ -221,7 +221,7 @@ static void number(Json *j, const char *fmt, int prec, double v)
         json_null(j);
         return;
     }
-    char b[352];   /* %.Nf of DBL_MAX is 309 digits and the decimals */
+    char b[352]; /* %.Nf of DBL_MAX is 309 digits and the decimals */
     snprintf(b, sizeof b, fmt, prec, v);
     json_raw(j, b);
 }
@@ -231,13 +231,41 @@ void json_sig(Json *j, double v, int digits) { number(j, "%.*g", digits, v); }
 
 /* ---- key and value ---- */
 
-void json_kv_str(Json *j, const char *k, const char *v) { json_key(j, k); json_str(j, v); }
-void json_kv_int(Json *j, const char *k, int64_t v) { json_key(j, k); json_int(j, v); }
-void json_kv_uint(Json *j, const char *k, uint64_t v) { json_key(j, k); json_uint(j, v); }
-void json_kv_bool(Json *j, const char *k, bool v) { json_key(j, k); json_bool(j, v); }
-void json_kv_double(Json *j, const char *k, double v) { json_key(j, k); json_double(j, v); }
-void json_kv_fixed(Json *j, const char *k, double v, int decimals) { json_key(j, k); json_fixed(j, v, decimals); }
-void json_kv_sig(Json *j, const char *k, double v, int digits) { json_key(j, k); json_sig(j, v, digits); }
+void json_kv_str(Json *j, const char *k, const char *v)
+{
+    json_key(j, k);
+    json_str(j, v);
+}
+void json_kv_int(Json *j, const char *k, int64_t v)
+{
+    json_key(j, k);
+    json_int(j, v);
+}
+void json_kv_uint(Json *j, const char *k, uint64_t v)
+{
+    json_key(j, k);
+    json_uint(j, v);
+}
+void json_kv_bool(Json *j, const char *k, bool v)
+{
+    json_key(j, k);
+    json_bool(j, v);
+}
+void json_kv_double(Json *j, const char *k, double v)
+{
+    json_key(j, k);
+    json_double(j, v);
+}
+void json_kv_fixed(Json *j, const char *k, double v, int decimals)
+{
+    json_key(j, k);
+    json_fixed(j, v, decimals);
+}
+void json_kv_sig(Json *j, const char *k, double v, int digits)
+{
+    json_key(j, k);
+    json_sig(j, v, digits);
+}
 
 /* ---- layout ---- */
 

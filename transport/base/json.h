@@ -19,12 +19,12 @@
 #define JSON_DEPTH_MAX 64
 
 typedef struct {
-    FILE *f;                      /* the stream, or NULL: the buffer below */
-    char *buf;                    /* buffer mode: NUL-terminated, malloc'd */
+    FILE *f;   /* the stream, or NULL: the buffer below */
+    char *buf; /* buffer mode: NUL-terminated, malloc'd */
     size_t len, cap;
-    bool spaced;                  /* ", " and ": " (Python's json.dumps) */
-    bool failed;                  /* out of memory or too deep */
-    bool placed;                  /* the next value needs no separator */
+    bool spaced; /* ", " and ": " (Python's json.dumps) */
+    bool failed; /* out of memory or too deep */
+    bool placed; /* the next value needs no separator */
     int depth;
     bool has[JSON_DEPTH_MAX + 1]; /* the container at depth i has members */
 } Json;

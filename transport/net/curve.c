@@ -19,12 +19,15 @@
 #include <zmq.h>
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
-#define ZAP_DOMAIN "ddptop"
-#define FILE_MAGIC "ddptop-keys v1"
+#define ZAP_DOMAIN   "ddptop"
+#define FILE_MAGIC   "ddptop-keys v1"
 
 int keys_generate(JobKeys *k, char *err, size_t errlen)
 {
-    if (!zmq_has("curve")) { snprintf(err, errlen, "this libzmq has no CURVE support"); return -1; }
+    if (!zmq_has("curve")) {
+        snprintf(err, errlen, "this libzmq has no CURVE support");
+        return -1;
+    }
     if (zmq_curve_keypair(k->server.pub, k->server.sec) || zmq_curve_keypair(k->client.pub, k->client.sec)) {
         snprintf(err, errlen, "cannot make CURVE keys: %s", zmq_strerror(errno));
         return -1;
@@ -35,13 +38,20 @@ int keys_generate(JobKeys *k, char *err, size_t errlen)
 int keys_write(const char *path, const JobKeys *k, char *err, size_t errlen)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) { snprintf(err, errlen, "cannot create key file %s: %s", path, strerror(errno)); return -1; }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create key file %s: %s", path, strerror(errno));
+        return -1;
+    }
     char buf[512];
     int n = snprintf(buf, sizeof buf, "%s\nserver-public %s\nserver-secret %s\nclient-public %s\nclient-secret %s\n",
                      FILE_MAGIC, k->server.pub, k->server.sec, k->client.pub, k->client.sec);
     int ok = write(fd, buf, (size_t)n) == n && fsync(fd) == 0;
     close(fd);
-    if (!ok) { snprintf(err, errlen, "cannot write key file %s", path); unlink(path); return -1; }
+    if (!ok) {
+        snprintf(err, errlen, "cannot write key file %s", path);
+        unlink(path);
+        return -1;
+    }
     return 0;
 }
 
@@ -55,7 +65,10 @@ static int z85_ok(const char *s)
 int keys_read(const char *path, JobKeys *k, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { snprintf(err, errlen, "cannot open key file %s: %s", path, strerror(errno)); return -1; }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open key file %s: %s", path, strerror(errno));
+        return -1;
+    }
     struct stat st;
     if (fstat(fd, &st) || (st.st_mode & 077)) {
         close(fd);
@@ -66,7 +79,10 @@ int keys_read(const char *path, JobKeys *k, char *err, size_t errlen)
     char buf[1024];
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) { snprintf(err, errlen, "key file %s is empty", path); return -1; }
+    if (n <= 0) {
+        snprintf(err, errlen, "key file %s is empty", path);
+        return -1;
+    }
     buf[n] = 0;
     memset(k, 0, sizeof *k);
     char magic[32] = "", name[32], val[64];
@@ -78,9 +94,15 @@ int keys_read(const char *path, JobKeys *k, char *err, size_t errlen)
     const char *p = buf + off;
     int used;
     while (sscanf(p, "%31s %63s\n%n", name, val, &used) == 2) {
-        char *dst = !strcmp(name, "server-public") ? k->server.pub : !strcmp(name, "server-secret") ? k->server.sec
-                  : !strcmp(name, "client-public") ? k->client.pub : !strcmp(name, "client-secret") ? k->client.sec : NULL;
-        if (dst && strlen(val) == 40) { memcpy(dst, val, 41); got++; }
+        char *dst = !strcmp(name, "server-public")   ? k->server.pub
+                    : !strcmp(name, "server-secret") ? k->server.sec
+                    : !strcmp(name, "client-public") ? k->client.pub
+                    : !strcmp(name, "client-secret") ? k->client.sec
+                                                     : NULL;
+        if (dst && strlen(val) == 40) {
+            memcpy(dst, val, 41);
+            got++;
+        }
         p += used;
     }
     if (got != 4 || !z85_ok(k->server.pub) || !z85_ok(k->server.sec) || !z85_ok(k->client.pub) ||
@@ -142,14 +164,21 @@ static void *zap_main(void *arg)
         int n = 0, more = 1;
         while (more && n < ZAP_PARTS) {
             zmq_msg_init(&part[n]);
-            if (zmq_msg_recv(&part[n], z->rep, 0) < 0) { zmq_msg_close(&part[n]); more = 0; break; }
+            if (zmq_msg_recv(&part[n], z->rep, 0) < 0) {
+                zmq_msg_close(&part[n]);
+                more = 0;
+                break;
+            }
             more = zmq_msg_more(&part[n]);
             n++;
         }
         while (more) { /* drain an over-long request */
             zmq_msg_t x;
             zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, z->rep, 0) < 0) { zmq_msg_close(&x); break; }
+            if (zmq_msg_recv(&x, z->rep, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
             more = zmq_msg_more(&x);
             zmq_msg_close(&x);
         }
@@ -166,8 +195,8 @@ static void *zap_main(void *arg)
             zmq_send(z->rep, zmq_msg_data(&part[3]), zmq_msg_size(&part[3]), ZMQ_SNDMORE);
             zmq_send(z->rep, code, 3, ZMQ_SNDMORE);
             zmq_send(z->rep, text, strlen(text), ZMQ_SNDMORE);
-            zmq_send(z->rep, "", 0, ZMQ_SNDMORE);   /* user id */
-            zmq_send(z->rep, "", 0, 0);             /* metadata */
+            zmq_send(z->rep, "", 0, ZMQ_SNDMORE); /* user id */
+            zmq_send(z->rep, "", 0, 0);           /* metadata */
         }
         for (int i = 0; i < n; i++) zmq_msg_close(&part[i]);
     }
@@ -177,8 +206,15 @@ static void *zap_main(void *arg)
 int zap_start(ZapHandler **out, void *zctx, const JobKeys *k, char *err, size_t errlen)
 {
     ZapHandler *z = calloc(1, sizeof *z);
-    if (!z) { snprintf(err, errlen, "zap: out of memory"); return -1; }
-    if (!zmq_z85_decode(z->allowed, k->client.pub)) { free(z); snprintf(err, errlen, "zap: bad client key"); return -1; }
+    if (!z) {
+        snprintf(err, errlen, "zap: out of memory");
+        return -1;
+    }
+    if (!zmq_z85_decode(z->allowed, k->client.pub)) {
+        free(z);
+        snprintf(err, errlen, "zap: bad client key");
+        return -1;
+    }
     z->zctx = zctx;
     z->rep = zmq_socket(zctx, ZMQ_ROUTER);
     int zero = 0;
@@ -220,7 +256,10 @@ int keys_tcp_split(const char *ep, char *host, size_t hostlen, int *port)
     char *end;
     long p = strtol(colon + 1, &end, 10);
     if (*end || end == colon + 1 || p < 0 || p > 65535) return -1;
-    if (h[0] == '[' && n >= 2 && h[n - 1] == ']') { h++; n -= 2; }
+    if (h[0] == '[' && n >= 2 && h[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
     memcpy(host, h, n);
     host[n] = '\0';
     *port = (int)p;
@@ -234,7 +273,7 @@ bool keys_host_is_loopback(const char *host)
     if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
     struct in6_addr a6;
     if (inet_pton(AF_INET6, host, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
-    return false;   /* "*", 0.0.0.0, interface names, other hosts */
+    return false; /* "*", 0.0.0.0, interface names, other hosts */
 }
 
 bool keys_endpoint_needs_curve(const char *ep)
@@ -253,7 +292,9 @@ int keys_tel_endpoint(const char *ctl_ep, char *out, size_t outlen)
     if (!strncmp(ctl_ep, "tcp://", 6)) {
         if (keys_tcp_split(ctl_ep, host, sizeof host, &port) || port == 0 || port >= 65535) return -1;
         bool v6 = strchr(host, ':') != NULL;
-        return snprintf(out, outlen, "tcp://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port + 1) < (int)outlen ? 0 : -1;
+        return snprintf(out, outlen, "tcp://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port + 1) < (int)outlen
+                   ? 0
+                   : -1;
     }
     if (!strncmp(ctl_ep, "ipc://", 6)) {
         size_t n = strlen(ctl_ep);

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 typedef struct {
-    char pub[41], sec[41];   /* Z85, 40 characters */
+    char pub[41], sec[41]; /* Z85, 40 characters */
 } CurveKeyPair;
 
 typedef struct {

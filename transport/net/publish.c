@@ -53,13 +53,17 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
         snprintf(err, errlen, "--publish %s: expected tcp://HOST:PORT", ep);
         return -1;
     }
-    if (h[0] == '[' && n >= 2 && h[n - 1] == ']') { h++; n -= 2; }
+    if (h[0] == '[' && n >= 2 && h[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
     memcpy(host, h, n);
     host[n] = 0;
     if (!keys_host_is_loopback(host)) {
         snprintf(err, errlen,
                  "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
-                 "(subscribers then need that key file), or use tcp://127.0.0.1:PORT or ipc://PATH", ep);
+                 "(subscribers then need that key file), or use tcp://127.0.0.1:PORT or ipc://PATH",
+                 ep);
         return -1;
     }
     return 0;

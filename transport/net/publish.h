@@ -25,7 +25,7 @@
 /* Messages a subscriber may fall behind by before it loses some. */
 #define PUBLISH_DEFAULT_HWM 10000
 /* How long closing may spend handing the last frames to subscribers. */
-#define PUBLISH_LINGER_MS 200
+#define PUBLISH_LINGER_MS   200
 
 typedef struct Publisher Publisher;
 

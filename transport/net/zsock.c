@@ -39,8 +39,7 @@ static int drain(void *sock)
         zmq_msg_init(&part);
         if (zmq_msg_recv(&part, sock, 0) < 0) {
             zmq_msg_close(&part);
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             break;
         }
         more = zmq_msg_more(&part);
@@ -51,35 +50,29 @@ static int drain(void *sock)
 }
 
 /* Send a frame; flags may carry ZMQ_SNDMORE. 0 sent, 1 would block / EINTR. */
-static int send_frame(void *sock, const void *data, size_t len, int flags, char *err,
-                      size_t errlen)
+static int send_frame(void *sock, const void *data, size_t len, int flags, char *err, size_t errlen)
 {
-    if (zmq_send(sock, data, len, flags) >= 0)
-        return 0;
-    if (errno == EAGAIN || errno == EINTR)
-        return 1;
+    if (zmq_send(sock, data, len, flags) >= 0) return 0;
+    if (errno == EAGAIN || errno == EINTR) return 1;
     return err_set(err, errlen, "zmq_send: %s", zmq_strerror(errno));
 }
 
 int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, size_t errlen)
 {
-    if (codec_encode(m, scratch, err, errlen) < 0)
-        return -1;
+    if (codec_encode(m, scratch, err, errlen) < 0) return -1;
     return send_frame(sock, scratch->data, scratch->len, flags, err, errlen);
 }
 
-int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
-               CodecBuf *scratch, int flags, char *err, size_t errlen)
+int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m, CodecBuf *scratch, int flags, char *err,
+               size_t errlen)
 {
     if (!ident || ident_len == 0 || ident_len > 255)
         return err_set(err, errlen, "routing id of %zu bytes (must be 1..255)", ident_len);
     /* Encode before the envelope goes out: a failed encode must not leave a
      * half-sent message on the socket. */
-    if (codec_encode(m, scratch, err, errlen) < 0)
-        return -1;
+    if (codec_encode(m, scratch, err, errlen) < 0) return -1;
     int rc = send_frame(router, ident, ident_len, flags | ZMQ_SNDMORE, err, errlen);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     /* Once the first part is accepted ZeroMQ takes the rest of the message:
      * later parts are not subject to the high-water mark. */
     return send_frame(router, scratch->data, scratch->len, flags & ~ZMQ_SNDMORE, err, errlen);
@@ -88,29 +81,24 @@ int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
 /* Receive one part. 0 got it, 1 nothing (EAGAIN/EINTR), -1 error. */
 static int recv_part(void *sock, zmq_msg_t *part, int flags, char *err, size_t errlen)
 {
-    if (zmq_msg_recv(part, sock, flags) >= 0)
-        return 0;
-    if (errno == EAGAIN || errno == EINTR)
-        return 1;
+    if (zmq_msg_recv(part, sock, flags) >= 0) return 0;
+    if (errno == EAGAIN || errno == EINTR) return 1;
     return err_set(err, errlen, "zmq_msg_recv: %s", zmq_strerror(errno));
 }
 
 /* Decode a message part that must be the last one. 0, or 2 with err. */
-static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t errlen,
-                       const char *where, ZsTap tap, void *tap_ctx)
+static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t errlen, const char *where, ZsTap tap,
+                       void *tap_ctx)
 {
     if (zmq_msg_more(part)) {
         int extra = drain(sock);
         msg_init(out, MSG_UNKNOWN);
-        err_set(err, errlen, "%smulti-part message (%d more parts) where one frame was expected",
-              where, extra);
+        err_set(err, errlen, "%smulti-part message (%d more parts) where one frame was expected", where, extra);
         return 2;
     }
     int rc = codec_decode(zmq_msg_data(part), zmq_msg_size(part), out, err, errlen);
-    if (tap)
-        tap(tap_ctx, zmq_msg_data(part), zmq_msg_size(part), out, rc);
-    if (rc == 0)
-        return 0;
+    if (tap) tap(tap_ctx, zmq_msg_data(part), zmq_msg_size(part), out, rc);
+    if (rc == 0) return 0;
     /* Unknown kind (1) or malformed (-1): skip it; codec filled err. */
     msg_done(out);
     return 2;
@@ -121,26 +109,23 @@ int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen)
     return zs_recv_tap(sock, out, flags, NULL, NULL, err, errlen);
 }
 
-int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err,
-                size_t errlen)
+int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err, size_t errlen)
 {
     zmq_msg_t part;
     zmq_msg_init(&part);
     int rc = recv_part(sock, &part, flags, err, errlen);
-    if (rc == 0)
-        rc = decode_last(sock, &part, out, err, errlen, "", tap, tap_ctx);
+    if (rc == 0) rc = decode_last(sock, &part, out, err, errlen, "", tap, tap_ctx);
     zmq_msg_close(&part);
     return rc;
 }
 
-int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
-                 char *err, size_t errlen)
+int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags, char *err, size_t errlen)
 {
     return zs_recv_from_tap(router, ident, ident_len, out, flags, NULL, NULL, err, errlen);
 }
 
-int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
-                     ZsTap tap, void *tap_ctx, char *err, size_t errlen)
+int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
+                     char *err, size_t errlen)
 {
     zmq_msg_t id, body;
     zmq_msg_init(&id);
@@ -161,8 +146,7 @@ int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int
         zmq_msg_close(&id);
         drain(router);
         msg_init(out, MSG_UNKNOWN);
-        err_set(err, errlen, "peer routing id of %zu bytes (at most %d supported)", n,
-              ZS_IDENT_MAX);
+        err_set(err, errlen, "peer routing id of %zu bytes (at most %d supported)", n, ZS_IDENT_MAX);
         return 2;
     }
     memcpy(ident, zmq_msg_data(&id), n);
@@ -174,8 +158,7 @@ int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int
     zmq_msg_init(&body);
     for (;;) {
         rc = recv_part(router, &body, 0, err, errlen);
-        if (rc != 1 || errno != EINTR)
-            break;
+        if (rc != 1 || errno != EINTR) break;
     }
     if (rc == 0)
         rc = decode_last(router, &body, out, err, errlen, "peer sent a ", tap, tap_ctx);
@@ -190,14 +173,11 @@ int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
     const char *base = getenv("TMPDIR");
     /* A TMPDIR too long for sun_path would make every bind fail later with
      * a puzzling error; /tmp always fits. */
-    if (!base || !*base || strlen(base) + sizeof "/ddptop-XXXXXX" > ZS_DIR_MAX)
-        base = "/tmp";
+    if (!base || !*base || strlen(base) + sizeof "/ddptop-XXXXXX" > ZS_DIR_MAX) base = "/tmp";
     char path[ZS_DIR_MAX + 16];
     int n = snprintf(path, sizeof path, "%s/ddptop-XXXXXX", base);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return err_set(err, errlen, "private dir: path under %s too long", base);
-    if (!mkdtemp(path))
-        return err_set(err, errlen, "private dir: mkdtemp %s: %s", path, strerror(errno));
+    if (n < 0 || (size_t)n >= sizeof path) return err_set(err, errlen, "private dir: path under %s too long", base);
+    if (!mkdtemp(path)) return err_set(err, errlen, "private dir: mkdtemp %s: %s", path, strerror(errno));
     /* mkdtemp already uses 0700; say it explicitly, it is the security boundary. */
     if (chmod(path, 0700) < 0) {
         int e = errno;
@@ -214,15 +194,13 @@ int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
 
 void zs_private_dir_remove(const char *dir)
 {
-    if (!dir || !*dir)
-        return;
+    if (!dir || !*dir) return;
     DIR *d = opendir(dir);
     if (d) {
         int fd = dirfd(d);
         struct dirent *e;
         while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
             unlinkat(fd, e->d_name, 0);
         }
         closedir(d);

@@ -23,8 +23,8 @@
 int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, size_t errlen);
 
 /* Same, on a ROUTER: first frame is the peer's routing id. */
-int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
-               CodecBuf *scratch, int flags, char *err, size_t errlen);
+int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m, CodecBuf *scratch, int flags, char *err,
+               size_t errlen);
 
 /* Receive one frame and decode it into *out (caller calls msg_done on 0).
  * Returns 0 message, 1 nothing to read (with ZMQ_DONTWAIT) or EINTR,
@@ -33,8 +33,7 @@ int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m,
 int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen);
 
 /* Same on a ROUTER: ident (at least ZS_IDENT_MAX bytes) gets the sender's id. */
-int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
-                 char *err, size_t errlen);
+int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int flags, char *err, size_t errlen);
 
 /* Called with a frame's bytes exactly as received (also for frames then
  * skipped as malformed or of an unknown kind; not for multi-part messages),
@@ -45,10 +44,9 @@ int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int fla
 typedef void (*ZsTap)(void *tap_ctx, const void *frame, size_t len, const Msg *m, int rc);
 
 /* zs_recv and zs_recv_from with a tap (NULL for none). */
-int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err,
-                size_t errlen);
-int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags,
-                     ZsTap tap, void *tap_ctx, char *err, size_t errlen);
+int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err, size_t errlen);
+int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
+                     char *err, size_t errlen);
 
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
  * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).

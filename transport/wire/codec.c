@@ -28,14 +28,14 @@
 
 /* Containers nested deeper than this are refused (the protocol itself
  * needs 2: the message map and the shard's index array). */
-#define CODEC_MAX_DEPTH 16
+#define CODEC_MAX_DEPTH   16
 /* Cap on msgpack objects in one frame: msgpack-c allocates ~24-48 bytes per
  * object, so this bounds its memory to a few tens of MiB whatever the frame
  * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
 #define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 /* Room kept in front of the body for the map header, patched in at the end
  * once the number of keys is known (map32 is 5 bytes). */
-#define HDR_RESERVE 5
+#define HDR_RESERVE       5
 
 typedef enum {
     F_I32,   /* msgpack int, int32_t */
@@ -57,9 +57,12 @@ typedef struct {
     size_t size; /* F_STR: capacity including the NUL */
 } Field;
 
-#define FLD(key, type, member) \
-    { key, sizeof(key) - 1, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) }
+#define FLD(key, type, member)                                                            \
+    {                                                                                     \
+        key, sizeof(key) - 1, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) \
+    }
 
+// clang-format off
 static const Field hello_fields[] = {
     FLD("local_rank", F_I32, hello.local_rank),
     FLD("world", F_I32, hello.world),
@@ -77,12 +80,14 @@ static const Field hello_fields[] = {
     FLD("steps_per_epoch", F_I64, hello.steps_per_epoch),
     FLD("dataset_size", F_I64, hello.dataset_size),
 };
+// clang-format on
 
 static const Field phase_fields[] = {
     FLD("phase", F_PHASE, phase.phase),
     FLD("detail", F_STR, phase.detail),
 };
 
+// clang-format off
 static const Field step_fields[] = {
     FLD("epoch", F_I64, step.epoch),
     FLD("step", F_I64, step.step),
@@ -99,7 +104,9 @@ static const Field step_fields[] = {
     FLD("dev_mem", F_I64, step.dev_mem),
     FLD("dev_mem_total", F_I64, step.dev_mem_total),
 };
+// clang-format on
 
+// clang-format off
 static const Field coll_fields[] = {
     FLD("seq", F_I64, coll.seq),
     FLD("op", F_STR, coll.op),
@@ -112,7 +119,9 @@ static const Field coll_fields[] = {
     FLD("algbw", F_F64, coll.algbw_gbs),
     FLD("busbw", F_F64, coll.busbw_gbs),
 };
+// clang-format on
 
+// clang-format off
 static const Field shard_fields[] = {
     FLD("epoch", F_I64, shard.epoch),
     FLD("seed", F_I64, shard.seed),
@@ -124,7 +133,9 @@ static const Field shard_fields[] = {
     FLD("padding", F_I64, shard.padding),
     FLD("idx", F_IDX, shard),
 };
+// clang-format on
 
+// clang-format off
 static const Field ckpt_fields[] = {
     FLD("step", F_I64, ckpt.step),
     FLD("epoch", F_I64, ckpt.epoch),
@@ -134,12 +145,14 @@ static const Field ckpt_fields[] = {
     FLD("ms", F_F64, ckpt.ms),
     FLD("error", F_STR, ckpt.error),
 };
+// clang-format on
 
 static const Field log_fields[] = {
     FLD("level", F_STR, log.level),
     FLD("text", F_STR, log.text),
 };
 
+// clang-format off
 static const Field beat_fields[] = {
     FLD("step", F_I64, beat.step),
     FLD("phase", F_PHASE, beat.phase),
@@ -147,6 +160,7 @@ static const Field beat_fields[] = {
     FLD("op", F_STR, beat.coll_op),
     FLD("since", F_I64, beat.coll_since_ns),
 };
+// clang-format on
 
 static const Field bye_fields[] = {
     FLD("status", F_I32, bye.status),
@@ -176,6 +190,7 @@ static const Field val_fields[] = {
     FLD("val", F_BIN, store),
 };
 
+// clang-format off
 static const Field eval_fields[] = {
     FLD("epoch", F_I64, eval.epoch),
     FLD("step", F_I64, eval.step),
@@ -184,7 +199,9 @@ static const Field eval_fields[] = {
     FLD("correct", F_I64, eval.correct),
     FLD("total", F_I64, eval.total),
 };
+// clang-format on
 
+// clang-format off
 static const Field node_fields[] = {
     FLD("op", F_STR, node.op),
     FLD("node", F_I32, node.node),
@@ -198,27 +215,21 @@ static const Field node_fields[] = {
     FLD("job", F_STR, node.job),
     FLD("text", F_STR, node.text),
 };
+// clang-format on
 
-#define TABLE(a) { a, sizeof a / sizeof a[0] }
+#define TABLE(a)                  \
+    {                             \
+        a, sizeof a / sizeof a[0] \
+    }
 static const struct {
     const Field *f;
     size_t n;
 } kind_fields[MSG__COUNT] = {
-    [MSG_HELLO] = TABLE(hello_fields),
-    [MSG_PHASE] = TABLE(phase_fields),
-    [MSG_STEP] = TABLE(step_fields),
-    [MSG_COLL] = TABLE(coll_fields),
-    [MSG_SHARD] = TABLE(shard_fields),
-    [MSG_CKPT] = TABLE(ckpt_fields),
-    [MSG_LOG] = TABLE(log_fields),
-    [MSG_BEAT] = TABLE(beat_fields),
-    [MSG_BYE] = TABLE(bye_fields),
-    [MSG_CMD] = TABLE(cmd_fields),
-    [MSG_SET] = TABLE(set_fields),
-    [MSG_GET] = TABLE(get_fields),
-    [MSG_WAIT] = TABLE(get_fields),
-    [MSG_VAL] = TABLE(val_fields),
-    [MSG_EVAL] = TABLE(eval_fields),
+    [MSG_HELLO] = TABLE(hello_fields), [MSG_PHASE] = TABLE(phase_fields), [MSG_STEP] = TABLE(step_fields),
+    [MSG_COLL] = TABLE(coll_fields),   [MSG_SHARD] = TABLE(shard_fields), [MSG_CKPT] = TABLE(ckpt_fields),
+    [MSG_LOG] = TABLE(log_fields),     [MSG_BEAT] = TABLE(beat_fields),   [MSG_BYE] = TABLE(bye_fields),
+    [MSG_CMD] = TABLE(cmd_fields),     [MSG_SET] = TABLE(set_fields),     [MSG_GET] = TABLE(get_fields),
+    [MSG_WAIT] = TABLE(get_fields),    [MSG_VAL] = TABLE(val_fields),     [MSG_EVAL] = TABLE(eval_fields),
     [MSG_NODE] = TABLE(node_fields),
 };
 
@@ -234,19 +245,16 @@ static size_t utf8_copy(char *out, size_t cap, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, o = 0;
-    if (cap == 0)
-        return 0;
+    if (cap == 0) return 0;
     while (i < n && u[i] != 0) {
         size_t k = utf8_seq(u + i, n - i);
         if (k == 0) {
-            if (o + 1 >= cap)
-                break;
+            if (o + 1 >= cap) break;
             out[o++] = '?';
             i++;
             continue;
         }
-        if (o + k >= cap)
-            break;
+        if (o + k >= cap) break;
         memcpy(out + o, u + i, k);
         o += k;
         i += k;
@@ -269,10 +277,7 @@ void codec_buf_done(CodecBuf *b)
     codec_buf_init(b);
 }
 
-void codec_buf_reset(CodecBuf *b)
-{
-    b->len = 0;
-}
+void codec_buf_reset(CodecBuf *b) { b->len = 0; }
 
 /* ---- encoder ------------------------------------------------------------- */
 
@@ -288,16 +293,14 @@ static int sink_write(void *data, const char *buf, size_t len)
 {
     Sink *s = data;
     CodecBuf *b = s->b;
-    if (len == 0)
-        return 0; /* an empty str/bin body may come with a NULL pointer */
+    if (len == 0) return 0; /* an empty str/bin body may come with a NULL pointer */
     if (len > (size_t)PROTO_MAX_FRAME_BYTES + HDR_RESERVE - b->len) {
         s->too_big = 1;
         return -1;
     }
     if (b->len + len > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + len)
-            cap *= 2;
+        while (cap < b->len + len) cap *= 2;
         uint8_t *p = realloc(b->data, cap);
         if (!p) {
             s->oom = 1;
@@ -327,8 +330,7 @@ static int pack_field_str(msgpack_packer *pk, const char *s, size_t size)
 }
 
 /* Pack one field's value. Returns 0, -1 packer failure, -2 invalid (err). */
-static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *err,
-                      size_t errlen)
+static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *err, size_t errlen)
 {
     const char *base = (const char *)m + f->off;
     const char *kind = msg_kind_name(m->kind);
@@ -358,8 +360,7 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
         memcpy(&v, base, sizeof v);
         return v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
     }
-    case F_STR:
-        return pack_field_str(pk, base, f->size);
+    case F_STR: return pack_field_str(pk, base, f->size);
     case F_PHASE: {
         Phase p;
         memcpy(&p, base, sizeof p);
@@ -372,34 +373,31 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
     case F_IDX: {
         const MsgShard *sh = &m->u.shard;
         if (sh->n_idx > PROTO_MAX_IDX) {
-            err_set(err, errlen, "%s: %" PRIu32 " indices, more than the %u a message may carry",
-                 kind, sh->n_idx, PROTO_MAX_IDX);
+            err_set(err, errlen, "%s: %" PRIu32 " indices, more than the %u a message may carry", kind, sh->n_idx,
+                    PROTO_MAX_IDX);
             return -2;
         }
         if (sh->n_idx && !sh->idx) {
             err_set(err, errlen, "%s: n_idx is %" PRIu32 " but idx is NULL", kind, sh->n_idx);
             return -2;
         }
-        if (msgpack_pack_array(pk, sh->n_idx))
-            return -1;
+        if (msgpack_pack_array(pk, sh->n_idx)) return -1;
         for (uint32_t i = 0; i < sh->n_idx; i++)
-            if (msgpack_pack_int64(pk, sh->idx[i]))
-                return -1;
+            if (msgpack_pack_int64(pk, sh->idx[i])) return -1;
         return 0;
     }
     case F_BIN: {
         const MsgStore *st = &m->u.store;
         if (st->val_len > PROTO_MAX_VAL_BYTES) {
-            err_set(err, errlen, "%s: value of %" PRIu32 " bytes, more than the %u allowed", kind,
-                 st->val_len, PROTO_MAX_VAL_BYTES);
+            err_set(err, errlen, "%s: value of %" PRIu32 " bytes, more than the %u allowed", kind, st->val_len,
+                    PROTO_MAX_VAL_BYTES);
             return -2;
         }
         if (st->val_len && !st->val) {
             err_set(err, errlen, "%s: val_len is %" PRIu32 " but val is NULL", kind, st->val_len);
             return -2;
         }
-        return msgpack_pack_bin(pk, st->val_len) ||
-               msgpack_pack_bin_body(pk, st->val, st->val_len);
+        return msgpack_pack_bin(pk, st->val_len) || msgpack_pack_bin_body(pk, st->val, st->val_len);
     }
     }
     return -1;
@@ -448,8 +446,8 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
     if (rc) {
         codec_buf_reset(b);
         if (sink.too_big)
-            return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit",
-                        msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
+            return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit", msg_kind_name(m->kind),
+                           PROTO_MAX_FRAME_BYTES);
         return err_set(err, errlen, "%s: out of memory while encoding", msg_kind_name(m->kind));
     }
 
@@ -466,8 +464,7 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
         h = 3;
     } else {
         hdr[0] = 0xdf;
-        for (int i = 0; i < 4; i++)
-            hdr[1 + i] = (uint8_t)(nkeys >> (24 - 8 * i));
+        for (int i = 0; i < 4; i++) hdr[1 + i] = (uint8_t)(nkeys >> (24 - 8 * i));
         h = 5;
     }
     memcpy(b->data + HDR_RESERVE - h, hdr, h);
@@ -475,8 +472,8 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
     b->len -= HDR_RESERVE - h;
     if (b->len > PROTO_MAX_FRAME_BYTES) {
         codec_buf_reset(b);
-        return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit",
-                    msg_kind_name(m->kind), PROTO_MAX_FRAME_BYTES);
+        return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit", msg_kind_name(m->kind),
+                       PROTO_MAX_FRAME_BYTES);
     }
     return 0;
 }
@@ -490,8 +487,7 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
 static uint64_t be_read(const uint8_t *p, size_t n)
 {
     uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v = (v << 8) | p[i];
+    for (size_t i = 0; i < n; i++) v = (v << 8) | p[i];
     return v;
 }
 
@@ -504,25 +500,21 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
 
     left[0] = 1;
     for (;;) {
-        while (depth >= 0 && left[depth] == 0)
-            depth--;
-        if (depth < 0)
-            break;
+        while (depth >= 0 && left[depth] == 0) depth--;
+        if (depth < 0) break;
         left[depth]--;
 
         if (pos >= len)
-            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message",
-                        len);
+            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message", len);
         if (++objects > CODEC_MAX_OBJECTS)
-            return err_set(err, errlen, "frame holds more than %u msgpack objects",
-                        CODEC_MAX_OBJECTS);
+            return err_set(err, errlen, "frame holds more than %u msgpack objects", CODEC_MAX_OBJECTS);
 
         size_t at = pos;
         uint8_t c = p[pos++];
-        size_t hlen = 0;       /* length bytes following the type byte */
-        uint64_t skip = 0;     /* payload bytes after those */
+        size_t hlen = 0;   /* length bytes following the type byte */
+        uint64_t skip = 0; /* payload bytes after those */
         uint64_t payload_base = 0;
-        uint64_t count = 0;    /* child objects, for containers */
+        uint64_t count = 0; /* child objects, for containers */
         int container = 0, per_entry = 1;
         const char *what = NULL;
 
@@ -544,10 +536,14 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
             case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
             case 0xca: skip = 4; break;
             case 0xcb: skip = 8; break;
-            case 0xcc: case 0xd0: skip = 1; break;
-            case 0xcd: case 0xd1: skip = 2; break;
-            case 0xce: case 0xd2: skip = 4; break;
-            case 0xcf: case 0xd3: skip = 8; break;
+            case 0xcc:
+            case 0xd0: skip = 1; break;
+            case 0xcd:
+            case 0xd1: skip = 2; break;
+            case 0xce:
+            case 0xd2: skip = 4; break;
+            case 0xcf:
+            case 0xd3: skip = 8; break;
             case 0xd4: skip = 2; break;
             case 0xd5: skip = 3; break;
             case 0xd6: skip = 5; break;
@@ -561,14 +557,12 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
             case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
             case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
             default: /* 0xc1 is reserved */
-                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type",
-                            c, at);
+                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type", c, at);
             }
         }
         if (hlen) {
             if (len - pos < hlen)
-                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short",
-                            what, at);
+                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short", what, at);
             uint64_t v = be_read(p + pos, hlen);
             pos += hlen;
             if (container)
@@ -582,12 +576,12 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
              * bytes left is a lie (and would size msgpack-c's allocation). */
             if (count > rem / per_entry)
                 return err_set(err, errlen,
-                            "malformed msgpack: %s at byte %zu declares %" PRIu64
-                            " entries but only %zu bytes follow",
-                            what, at, count, rem);
+                               "malformed msgpack: %s at byte %zu declares %" PRIu64
+                               " entries but only %zu bytes follow",
+                               what, at, count, rem);
             if (depth + 1 > CODEC_MAX_DEPTH)
-                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu",
-                            CODEC_MAX_DEPTH, at);
+                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu", CODEC_MAX_DEPTH,
+                               at);
             if (count) {
                 depth++;
                 left[depth] = count * per_entry;
@@ -595,17 +589,15 @@ static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
         } else if (skip > rem) {
             if (what)
                 return err_set(err, errlen,
-                            "malformed msgpack: %s at byte %zu declares %" PRIu64
-                            " bytes but only %zu follow",
-                            what, at, skip - payload_base, rem);
+                               "malformed msgpack: %s at byte %zu declares %" PRIu64 " bytes but only %zu follow", what,
+                               at, skip - payload_base, rem);
             return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
         } else {
             pos += (size_t)skip;
         }
     }
     if (pos != len)
-        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu",
-                    len - pos, pos);
+        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
     return 0;
 }
 
@@ -620,8 +612,7 @@ static bool key_is(const msgpack_object *k, const Field *f)
 static int obj_i64(const msgpack_object *o, int64_t *v)
 {
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        if (o->via.u64 > INT64_MAX)
-            return -2;
+        if (o->via.u64 > INT64_MAX) return -2;
         *v = (int64_t)o->via.u64;
         return 0;
     }
@@ -634,14 +625,12 @@ static int obj_i64(const msgpack_object *o, int64_t *v)
 
 static int int_error(int rc, const char *kind, const char *key, char *err, size_t errlen)
 {
-    if (rc == -1)
-        return err_set(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
+    if (rc == -1) return err_set(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
     return err_set(err, errlen, "%s: key \"%s\" is out of range", kind, key);
 }
 
 /* Decode one known key's value into m. */
-static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *err,
-                        size_t errlen)
+static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *err, size_t errlen)
 {
     char *base = (char *)m + f->off;
     const char *kind = msg_kind_name(m->kind);
@@ -651,26 +640,22 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
     case F_I32: {
         int64_t v = 0;
         rc = obj_i64(o, &v);
-        if (rc == 0 && (v < INT32_MIN || v > INT32_MAX))
-            rc = -2;
-        if (rc)
-            return int_error(rc, kind, f->key, err, errlen);
+        if (rc == 0 && (v < INT32_MIN || v > INT32_MAX)) rc = -2;
+        if (rc) return int_error(rc, kind, f->key, err, errlen);
         int32_t w = (int32_t)v;
         memcpy(base, &w, sizeof w);
         return 0;
     }
     case F_I64: {
         int64_t v = 0;
-        if ((rc = obj_i64(o, &v)))
-            return int_error(rc, kind, f->key, err, errlen);
+        if ((rc = obj_i64(o, &v))) return int_error(rc, kind, f->key, err, errlen);
         memcpy(base, &v, sizeof v);
         return 0;
     }
     case F_U64: {
         if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
             return err_set(err, errlen, "%s: key \"%s\" is negative", kind, f->key);
-        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return int_error(-1, kind, f->key, err, errlen);
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) return int_error(-1, kind, f->key, err, errlen);
         uint64_t v = o->via.u64;
         memcpy(base, &v, sizeof v);
         return 0;
@@ -696,13 +681,11 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         return 0;
     }
     case F_STR:
-        if (o->type != MSGPACK_OBJECT_STR)
-            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        if (o->type != MSGPACK_OBJECT_STR) return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
         utf8_copy(base, f->size, o->via.str.ptr, o->via.str.size);
         return 0;
     case F_PHASE: {
-        if (o->type != MSGPACK_OBJECT_STR)
-            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        if (o->type != MSGPACK_OBJECT_STR) return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
         /* A phase a newer peer added reads as PHASE_NONE, not as an error. */
         char name[PROTO_STR_SHORT];
         Phase p = PHASE_NONE;
@@ -720,22 +703,20 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
             return err_set(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
         uint32_t n = o->via.array.size;
         if (n > PROTO_MAX_IDX)
-            return err_set(err, errlen, "%s: key \"%s\" has %" PRIu32 " entries, more than the %u allowed",
-                        kind, f->key, n, PROTO_MAX_IDX);
+            return err_set(err, errlen, "%s: key \"%s\" has %" PRIu32 " entries, more than the %u allowed", kind,
+                           f->key, n, PROTO_MAX_IDX);
         /* A repeated key replaces, it does not leak. */
         free(sh->idx);
         sh->idx = NULL;
         sh->n_idx = 0;
-        if (n == 0)
-            return 0;
+        if (n == 0) return 0;
         int64_t *idx = malloc((size_t)n * sizeof *idx);
-        if (!idx)
-            return err_set(err, errlen, "%s: out of memory for %" PRIu32 " indices", kind, n);
+        if (!idx) return err_set(err, errlen, "%s: out of memory for %" PRIu32 " indices", kind, n);
         for (uint32_t i = 0; i < n; i++) {
             if ((rc = obj_i64(&o->via.array.ptr[i], &idx[i]))) {
                 free(idx);
-                return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is %s", kind,
-                            f->key, i, rc == -1 ? "not an integer" : "out of range");
+                return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is %s", kind, f->key, i,
+                               rc == -1 ? "not an integer" : "out of range");
             }
         }
         sh->idx = idx;
@@ -750,16 +731,14 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         uint32_t n = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.str.size;
         const char *src = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.ptr : o->via.str.ptr;
         if (n > PROTO_MAX_VAL_BYTES)
-            return err_set(err, errlen, "%s: key \"%s\" is %" PRIu32 " bytes, more than the %u allowed",
-                        kind, f->key, n, PROTO_MAX_VAL_BYTES);
+            return err_set(err, errlen, "%s: key \"%s\" is %" PRIu32 " bytes, more than the %u allowed", kind, f->key,
+                           n, PROTO_MAX_VAL_BYTES);
         free(st->val);
         st->val = NULL;
         st->val_len = 0;
-        if (n == 0)
-            return 0;
+        if (n == 0) return 0;
         uint8_t *v = malloc(n);
-        if (!v)
-            return err_set(err, errlen, "%s: out of memory for a %" PRIu32 "-byte value", kind, n);
+        if (!v) return err_set(err, errlen, "%s: out of memory for a %" PRIu32 "-byte value", kind, n);
         memcpy(v, src, n);
         st->val = v;
         st->val_len = n;
@@ -801,10 +780,8 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *k = &kv[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
-            return err_set(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i,
-                        obj_type_name(k->type));
-        if (k->via.str.size != 1)
-            continue;
+            return err_set(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i, obj_type_name(k->type));
+        if (k->via.str.size != 1) continue;
         switch (k->via.str.ptr[0]) {
         case 'v': ov = &kv[i].val; break;
         case 'k': ok = &kv[i].val; break;
@@ -814,21 +791,15 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         }
     }
 
-    if (!ov)
-        return err_set(err, errlen, "missing key \"v\" (protocol version)");
+    if (!ov) return err_set(err, errlen, "missing key \"v\" (protocol version)");
     int64_t v;
-    if (obj_i64(ov, &v) == -1)
-        return err_set(err, errlen, "key \"v\" is not an integer");
+    if (obj_i64(ov, &v) == -1) return err_set(err, errlen, "key \"v\" is not an integer");
     if (ov->type == MSGPACK_OBJECT_POSITIVE_INTEGER && ov->via.u64 > INT64_MAX)
-        return err_set(err, errlen, "protocol version %" PRIu64 ", this build speaks %d",
-                    ov->via.u64, PROTO_VERSION);
+        return err_set(err, errlen, "protocol version %" PRIu64 ", this build speaks %d", ov->via.u64, PROTO_VERSION);
     if (v != PROTO_VERSION)
-        return err_set(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v,
-                    PROTO_VERSION);
-    if (!ok)
-        return err_set(err, errlen, "missing key \"k\" (message kind)");
-    if (ok->type != MSGPACK_OBJECT_STR)
-        return err_set(err, errlen, "key \"k\" is not a string");
+        return err_set(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v, PROTO_VERSION);
+    if (!ok) return err_set(err, errlen, "missing key \"k\" (message kind)");
+    if (ok->type != MSGPACK_OBJECT_STR) return err_set(err, errlen, "key \"k\" is not a string");
 
     char kname[PROTO_STR_SHORT];
     MsgKind kind = MSG_UNKNOWN;
@@ -845,16 +816,13 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     if (orank) {
         int64_t r = 0;
         int rc = obj_i64(orank, &r);
-        if (rc == 0 && (r < INT32_MIN || r > INT32_MAX))
-            rc = -2;
-        if (rc)
-            return int_error(rc, kn, "r", err, errlen);
+        if (rc == 0 && (r < INT32_MIN || r > INT32_MAX)) rc = -2;
+        if (rc) return int_error(rc, kn, "r", err, errlen);
         m->rank = (int32_t)r;
     }
     if (ot) {
         int rc = obj_i64(ot, &m->t_ns);
-        if (rc)
-            return int_error(rc, kn, "t", err, errlen);
+        if (rc) return int_error(rc, kn, "t", err, errlen);
     }
 
     if (kind == MSG_UNKNOWN) {
@@ -875,8 +843,7 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         for (size_t t = 0; t < nf; t++) {
             size_t j = next + t < nf ? next + t : next + t - nf;
             if (key_is(&kv[i].key, &f[j])) {
-                if (decode_field(&kv[i].val, m, &f[j], err, errlen) < 0)
-                    return -1;
+                if (decode_field(&kv[i].val, m, &f[j], err, errlen) < 0) return -1;
                 next = j + 1 < nf ? j + 1 : 0;
                 break;
             }
@@ -888,13 +855,10 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
 int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
 {
     msg_init(out, MSG_UNKNOWN);
-    if (!frame || len == 0)
-        return err_set(err, errlen, "empty frame");
+    if (!frame || len == 0) return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
-        return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len,
-                    PROTO_MAX_FRAME_BYTES);
-    if (prescan(frame, len, err, errlen) < 0)
-        return -1;
+        return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
+    if (prescan(frame, len, err, errlen) < 0) return -1;
 
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);

@@ -21,7 +21,7 @@ typedef struct {
 
 void codec_buf_init(CodecBuf *b);
 void codec_buf_done(CodecBuf *b);
-void codec_buf_reset(CodecBuf *b);  /* len = 0, keeps the memory */
+void codec_buf_reset(CodecBuf *b); /* len = 0, keeps the memory */
 
 /* Encode *m (with "v" = PROTO_VERSION) into b, replacing its contents.
  * Returns 0, or -1 with a reason in err (unknown kind, out of memory). */

@@ -43,7 +43,7 @@ void fault_add(FaultPlan *p, const Fault *f)
 
 int fault_parse(FaultPlan *p, const char *spec, char *err, size_t errlen)
 {
-    Fault f = {.kind = FAULT_NONE, .rank = -1};
+    Fault f = { .kind = FAULT_NONE, .rank = -1 };
     int64_t r = 0, s = 0, ms = 0;
     const char *colon = strchr(spec, ':'), *at = strchr(spec, '@');
     if (!strncmp(spec, "kill:", 5) || !strncmp(spec, "stall:", 6)) {
@@ -72,13 +72,17 @@ int fault_parse(FaultPlan *p, const char *spec, char *err, size_t errlen)
     } else {
         goto bad;
     }
-    if (p->n == FAULT_MAX) { snprintf(err, errlen, "--fault: at most %d faults", FAULT_MAX); return -1; }
+    if (p->n == FAULT_MAX) {
+        snprintf(err, errlen, "--fault: at most %d faults", FAULT_MAX);
+        return -1;
+    }
     fault_add(p, &f);
     return 0;
 bad:
-    snprintf(err, errlen,
-             "--fault: cannot read \"%s\" (kill:R@S, stall:R@S, slow:R:MSms, skip-set-epoch, unsafe-stop[@S], no-barrier)",
-             spec);
+    snprintf(
+        err, errlen,
+        "--fault: cannot read \"%s\" (kill:R@S, stall:R@S, slow:R:MSms, skip-set-epoch, unsafe-stop[@S], no-barrier)",
+        spec);
     return -1;
 }
 
@@ -115,30 +119,38 @@ void fault_explain(const Fault *f, char *buf, size_t len)
 {
     switch (f->kind) {
     case FAULT_KILL:
-        snprintf(buf, len, "fault: rank %d kills itself at step %" PRId64 " - the others will fail in their next all-reduce, "
-                 "and ddptop stops the job (torchrun's rule)", f->rank, f->step);
+        snprintf(buf, len,
+                 "fault: rank %d kills itself at step %" PRId64 " - the others will fail in their next all-reduce, "
+                 "and ddptop stops the job (torchrun's rule)",
+                 f->rank, f->step);
         break;
     case FAULT_STALL:
-        snprintf(buf, len, "fault: rank %d stops stepping at step %" PRId64 " but keeps its sockets - the others wait in "
-                 "their next all-reduce until the timeout", f->rank, f->step);
+        snprintf(buf, len,
+                 "fault: rank %d stops stepping at step %" PRId64 " but keeps its sockets - the others wait in "
+                 "their next all-reduce until the timeout",
+                 f->rank, f->step);
         break;
     case FAULT_SLOW:
-        snprintf(buf, len, "fault: rank %d sleeps %" PRId64 " ms every step - a straggler: every other rank waits for it "
-                 "in each all-reduce", f->rank, f->ms);
+        snprintf(buf, len,
+                 "fault: rank %d sleeps %" PRId64 " ms every step - a straggler: every other rank waits for it "
+                 "in each all-reduce",
+                 f->rank, f->ms);
         break;
     case FAULT_SKIP_SET_EPOCH:
-        snprintf(buf, len, "fault: set_epoch is skipped - every epoch repeats the first epoch's order (the sampler panel "
+        snprintf(buf, len,
+                 "fault: set_epoch is skipped - every epoch repeats the first epoch's order (the sampler panel "
                  "shows the repeat)");
         break;
     case FAULT_UNSAFE_STOP:
-        snprintf(buf, len, "fault: unsafe stop - each rank stops at its own step without agreeing, so the ranks that "
+        snprintf(buf, len,
+                 "fault: unsafe stop - each rank stops at its own step without agreeing, so the ranks that "
                  "go on wait forever in an all-reduce the others never join");
         break;
     case FAULT_NO_BARRIER:
-        snprintf(buf, len, "fault: no barrier before destroy - a rank may tear down its connections while a peer "
+        snprintf(buf, len,
+                 "fault: no barrier before destroy - a rank may tear down its connections while a peer "
                  "still uses them");
         break;
-    default:
-        snprintf(buf, len, "no fault");
+    default: snprintf(buf, len, "no fault");
     }
 }

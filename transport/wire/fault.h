@@ -31,9 +31,9 @@ typedef enum {
 
 typedef struct {
     FaultKind kind;
-    int rank;           /* -1: every rank */
-    int64_t step;       /* kill/stall/unsafe-stop: at this step (0: at once) */
-    int64_t ms;         /* slow */
+    int rank;     /* -1: every rank */
+    int64_t step; /* kill/stall/unsafe-stop: at this step (0: at once) */
+    int64_t ms;   /* slow */
 } Fault;
 
 #define FAULT_MAX 16

@@ -13,6 +13,7 @@
 #include <time.h>
 
 /* Indexed by MsgKind; these strings are the protocol, do not rename. */
+// clang-format off
 static const char *const kind_names[MSG__COUNT] = {
     [MSG_UNKNOWN] = "unknown",
     [MSG_HELLO] = "hello",
@@ -32,8 +33,10 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_EVAL] = "eval",
     [MSG_NODE] = "node",
 };
+// clang-format on
 
 /* Indexed by Phase; also wire strings. */
+// clang-format off
 static const char *const phase_names[PHASE__COUNT] = {
     [PHASE_NONE] = "none",
     [PHASE_INIT] = "init",
@@ -47,6 +50,7 @@ static const char *const phase_names[PHASE__COUNT] = {
     [PHASE_DESTROYED] = "destroyed",
     [PHASE_ERROR] = "error",
 };
+// clang-format on
 
 void msg_init(Msg *m, MsgKind kind)
 {
@@ -55,16 +59,13 @@ void msg_init(Msg *m, MsgKind kind)
     m->version = PROTO_VERSION;
     m->rank = -1;
     /* -1 means "none" for these; 0 would name a real bucket / collective. */
-    if (m->kind == MSG_COLL)
-        m->u.coll.bucket = -1;
-    if (m->kind == MSG_BEAT)
-        m->u.beat.coll_seq = -1;
+    if (m->kind == MSG_COLL) m->u.coll.bucket = -1;
+    if (m->kind == MSG_BEAT) m->u.beat.coll_seq = -1;
 }
 
 void msg_done(Msg *m)
 {
-    if (!m)
-        return;
+    if (!m) return;
     switch (m->kind) {
     case MSG_SHARD:
         free(m->u.shard.idx);
@@ -79,8 +80,7 @@ void msg_done(Msg *m)
         m->u.store.val = NULL;
         m->u.store.val_len = 0;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -17,19 +17,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION         1
 /* Frames above this size are refused by the decoder (a shard of 1M indices
  * fits with room to spare). */
 #define PROTO_MAX_FRAME_BYTES (8u << 20)
 /* Most indices one shard message carries, and the largest store value.
  * Encoder and decoder both refuse more; send a compact form instead. */
-#define PROTO_MAX_IDX (1u << 20)
-#define PROTO_MAX_VAL_BYTES (1u << 20)
+#define PROTO_MAX_IDX         (1u << 20)
+#define PROTO_MAX_VAL_BYTES   (1u << 20)
 
 /* Fixed string sizes: decoders truncate longer strings (NUL-terminated). */
 #define PROTO_STR_SHORT 32
-#define PROTO_STR_MED 128
-#define PROTO_STR_LONG 512
+#define PROTO_STR_MED   128
+#define PROTO_STR_LONG  512
 
 typedef enum {
     MSG_UNKNOWN = 0, /* a kind this build does not know: skip it */
@@ -77,28 +77,28 @@ typedef struct {
     int32_t local_rank, world, local_world;
     int64_t pid;
     char host[PROTO_STR_MED];
-    char device[PROTO_STR_SHORT];   /* "cpu", "cuda:0" */
-    char backend[PROTO_STR_SHORT];  /* "gloo", "nccl" */
-    char version[PROTO_STR_MED];    /* "ddptop 0.1.0 gloo 0.5.0 zmq 4.3.4" */
+    char device[PROTO_STR_SHORT];  /* "cpu", "cuda:0" */
+    char backend[PROTO_STR_SHORT]; /* "gloo", "nccl" */
+    char version[PROTO_STR_MED];   /* "ddptop 0.1.0 gloo 0.5.0 zmq 4.3.4" */
     /* the job as this worker runs it */
     char dataset[PROTO_STR_SHORT];
-    char model[PROTO_STR_MED];      /* "mlp:784,256,256,10" */
-    int64_t params;                 /* parameter count */
-    int64_t batch_size;             /* per rank */
-    int64_t max_steps;              /* total optimizer steps planned, 0 = unknown */
+    char model[PROTO_STR_MED]; /* "mlp:784,256,256,10" */
+    int64_t params;            /* parameter count */
+    int64_t batch_size;        /* per rank */
+    int64_t max_steps;         /* total optimizer steps planned, 0 = unknown */
     int64_t steps_per_epoch;
     int64_t dataset_size;
 } MsgHello;
 
 typedef struct {
     Phase phase;
-    char detail[PROTO_STR_LONG];    /* optional: error text, reason */
+    char detail[PROTO_STR_LONG]; /* optional: error text, reason */
 } MsgPhaseInfo;
 
 typedef struct {
-    int64_t epoch, step;            /* step counts optimizer steps from 1 */
+    int64_t epoch, step; /* step counts optimizer steps from 1 */
     double loss, lr;
-    int64_t samples;                /* samples this rank has trained on */
+    int64_t samples; /* samples this rank has trained on */
     double step_ms, fwd_ms, bwd_ms, opt_ms;
     double comm_ms;                 /* total time collectives took */
     double exposed_ms;              /* part of comm the step waited for */
@@ -109,21 +109,21 @@ typedef struct {
 } MsgStep;
 
 typedef struct {
-    int64_t seq;                    /* per-rank collective sequence number */
-    char op[PROTO_STR_SHORT];       /* "allreduce", "broadcast", "barrier" */
-    int32_t bucket;                 /* -1 when not a gradient bucket */
+    int64_t seq;              /* per-rank collective sequence number */
+    char op[PROTO_STR_SHORT]; /* "allreduce", "broadcast", "barrier" */
+    int32_t bucket;           /* -1 when not a gradient bucket */
     int64_t step;
     int64_t bytes;
     int64_t enq_ns, start_ns, done_ns; /* wall-clock ns */
-    double algbw_gbs, busbw_gbs;    /* GB/s, nccl-tests formulas */
+    double algbw_gbs, busbw_gbs;       /* GB/s, nccl-tests formulas */
 } MsgColl;
 
 typedef struct {
     int64_t epoch, seed;
     bool shuffle, drop_last;
     int64_t dataset_size, num_samples, total_size, padding;
-    uint32_t n_idx;                 /* indices carried (may be < num_samples) */
-    int64_t *idx;                   /* heap-owned after decode; msg_done frees */
+    uint32_t n_idx; /* indices carried (may be < num_samples) */
+    int64_t *idx;   /* heap-owned after decode; msg_done frees */
 } MsgShard;
 
 typedef struct {
@@ -136,28 +136,28 @@ typedef struct {
 } MsgCkpt;
 
 typedef struct {
-    char level[PROTO_STR_SHORT];    /* "info", "warn", "error" */
+    char level[PROTO_STR_SHORT]; /* "info", "warn", "error" */
     char text[PROTO_STR_LONG];
 } MsgLog;
 
 typedef struct {
     int64_t step;
     Phase phase;
-    int64_t coll_seq;               /* collective in flight, -1 if none */
+    int64_t coll_seq; /* collective in flight, -1 if none */
     char coll_op[PROTO_STR_SHORT];
     int64_t coll_since_ns;
 } MsgBeat;
 
 typedef struct {
-    int32_t status;                 /* the exit status the worker will use */
+    int32_t status; /* the exit status the worker will use */
     int64_t step;
 } MsgBye;
 
 typedef struct {
-    int64_t epoch, step;            /* evaluated after this step (end of epoch) */
-    double loss;                    /* mean cross-entropy over the eval set */
-    double accuracy;                /* correct / total, 0..1 */
-    int64_t correct, total;         /* all-reduced over ranks */
+    int64_t epoch, step;    /* evaluated after this step (end of epoch) */
+    double loss;            /* mean cross-entropy over the eval set */
+    double accuracy;        /* correct / total, 0..1 */
+    int64_t correct, total; /* all-reduced over ranks */
 } MsgEval;
 
 /* Between node 0's ddptop and the agent of node K (ops, see PROTOCOL.md):
@@ -178,24 +178,24 @@ typedef struct {
 } MsgNode;
 
 typedef struct {
-    int64_t id;                     /* per-op sequence number, from 1 */
-    char op[PROTO_STR_SHORT];       /* "ckpt", "stop", "pause", "resume", "ping" */
+    int64_t id;               /* per-op sequence number, from 1 */
+    char op[PROTO_STR_SHORT]; /* "ckpt", "stop", "pause", "resume", "ping" */
     int64_t arg;
 } MsgCmd;
 
 typedef struct {
     char key[PROTO_STR_MED];
-    int64_t timeout_ms;             /* wait/get: how long ddptop may hold the reply */
+    int64_t timeout_ms; /* wait/get: how long ddptop may hold the reply */
     uint32_t val_len;
-    uint8_t *val;                   /* heap-owned after decode; msg_done frees */
-    bool ok;                        /* val: false when the key timed out */
+    uint8_t *val; /* heap-owned after decode; msg_done frees */
+    bool ok;      /* val: false when the key timed out */
 } MsgStore;
 
 typedef struct {
     MsgKind kind;
-    int32_t version;                /* "v" as received */
-    int32_t rank;                   /* "r", -1 when absent */
-    int64_t t_ns;                   /* "t", 0 when absent */
+    int32_t version; /* "v" as received */
+    int32_t rank;    /* "r", -1 when absent */
+    int64_t t_ns;    /* "t", 0 when absent */
     union {
         MsgHello hello;
         MsgPhaseInfo phase;
@@ -207,7 +207,7 @@ typedef struct {
         MsgBeat beat;
         MsgBye bye;
         MsgCmd cmd;
-        MsgStore store;             /* set, get, wait, val */
+        MsgStore store; /* set, get, wait, val */
         MsgEval eval;
         MsgNode node;
     } u;
@@ -221,9 +221,9 @@ void msg_done(Msg *m);
 
 /* Names for kinds and phases, as they appear on the wire. */
 const char *msg_kind_name(MsgKind k);
-MsgKind msg_kind_from_name(const char *s);   /* MSG_UNKNOWN if none */
+MsgKind msg_kind_from_name(const char *s); /* MSG_UNKNOWN if none */
 const char *phase_name(Phase p);
-Phase phase_from_name(const char *s);        /* PHASE_NONE if none */
+Phase phase_from_name(const char *s); /* PHASE_NONE if none */
 
 /* Wall-clock time in ns (CLOCK_REALTIME). */
 int64_t proto_now_ns(void);

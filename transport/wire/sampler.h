@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 typedef struct {
-    int64_t size;      /* dataset length N */
+    int64_t size; /* dataset length N */
     int world, rank;
     uint64_t seed;
     bool shuffle, drop_last;

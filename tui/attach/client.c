@@ -43,20 +43,19 @@
 #include "base/signals.h"
 #include "view/note.h"
 
-#define FRAME_MS 66
-#define TURN_MS 15
+#define FRAME_MS         66
+#define TURN_MS          15
 /* "attach" this often (ddptop forgets a viewer silent for 6 s). */
-#define ATTACH_EVERY_MS 1000
+#define ATTACH_EVERY_MS  1000
 /* Nothing heard this long after frames flowed: the job has ended (or ddptop
  * is gone, or the link). */
 #define ATTACH_SILENT_MS 10000
 /* A notice on the status line stays this long. */
 /* Frames held before the first hello. */
-#define HELD_MAX 65536
-#define HELD_MAX_BYTES (64u << 20)
+#define HELD_MAX         65536
+#define HELD_MAX_BYTES   (64u << 20)
 /* What ddptop's refusal says first (viewers.c). */
-#define REFUSED_PREFIX "attach refused"
-
+#define REFUSED_PREFIX   "attach refused"
 
 typedef struct {
     unsigned char *data;
@@ -64,8 +63,8 @@ typedef struct {
 } Held;
 
 enum { OP_CKPT = 0, OP_STOP, OP_PAUSE, OP_ABORT, OP__COUNT };
-static const char *const OP_NAME[OP__COUNT] = {"ckpt", "stop", "pause", "abort"};
-static const char *const OP_WHAT[OP__COUNT] = {"checkpoint", "destroy", "pause/resume", "abort"};
+static const char *const OP_NAME[OP__COUNT] = { "ckpt", "stop", "pause", "abort" };
+static const char *const OP_WHAT[OP__COUNT] = { "checkpoint", "destroy", "pause/resume", "abort" };
 
 typedef struct {
     const char *ep;
@@ -77,19 +76,18 @@ typedef struct {
     Job *job;
     Held *held;
     size_t n_held, held_bytes;
-    bool answered;                   /* ddptop said something (a log) */
+    bool answered; /* ddptop said something (a log) */
     char refused[PROTO_STR_LONG];
     int64_t start_ms, last_heard_ms, last_attach_ms;
-    bool flowed;                     /* frames from ranks have come */
+    bool flowed; /* frames from ranks have come */
     bool ended;
-    bool ended_silent;               /* ended by silence, not by byes */
+    bool ended_silent; /* ended by silence, not by byes */
     int64_t cmd_id[OP__COUNT];
     ViewTui *tui;
     ViewHeadless hl;
     Note note;
     bool quit;
 } Attach;
-
 
 /* ---- talking to ddptop ---- */
 
@@ -121,7 +119,8 @@ static void command(Attach *A, int op)
     }
     send_cmd(A, OP_NAME[op], ++A->cmd_id[op], 0);
     if (!A->control) {
-        note_set(&A->note, mono_ms(), "read-only: %s not sent to the job (ddptop attach --control %s sends commands)", OP_WHAT[op], A->ep);
+        note_set(&A->note, mono_ms(), "read-only: %s not sent to the job (ddptop attach --control %s sends commands)",
+                 OP_WHAT[op], A->ep);
         return;
     }
     note_set(&A->note, mono_ms(), "%s requested: sent to the job", OP_WHAT[op]);
@@ -135,8 +134,7 @@ static void command(Attach *A, int op)
 static bool all_bye(const Job *j)
 {
     for (int r = 0; r < j->world; r++)
-        if (!j->ranks[r].bye)
-            return false;
+        if (!j->ranks[r].bye) return false;
     return true;
 }
 
@@ -149,21 +147,21 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     int rc = codec_decode(data, len, &m, err, sizeof err);
     if (rc != 0) {
         if (rc > 0)
-            msg_done(&m);            /* a kind this build does not know */
+            msg_done(&m); /* a kind this build does not know */
         else {
-            j->bad_frames++;         /* as the live loop counts it */
+            j->bad_frames++; /* as the live loop counts it */
             j->version++;
         }
         return;
     }
     if (m.kind == MSG_LOG && m.rank < 0) {
         /* ddptop's own word to this viewer */
-        JobEventLevel lv = !strncmp(m.u.log.level, "warn", 4) ? EV_WARN
-                           : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR : EV_INFO;
+        JobEventLevel lv = !strncmp(m.u.log.level, "warn", 4)  ? EV_WARN
+                           : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR
+                                                               : EV_INFO;
         job_event(j, mono_ns(), wall_ns(), -1, lv, "%s", m.u.log.text);
         /* a local notice says the same in this viewer's words: it stays */
-        if (lv != EV_INFO && !note_text(&A->note, mono_ms()))
-            note_set(&A->note, mono_ms(), "ddptop: %s", m.u.log.text);
+        if (lv != EV_INFO && !note_text(&A->note, mono_ms())) note_set(&A->note, mono_ms(), "ddptop: %s", m.u.log.text);
         msg_done(&m);
         return;
     }
@@ -183,8 +181,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     job_apply(j, &m, now, wall_ns());
     /* whether ddptop asked for a pause is not on the wire: what the ranks
      * do is the wish, so no "PAUSING"/"RESUMING" that would never end */
-    if (j->pause_wanted != j->paused)
-        job_set_pause_wanted(j, j->paused);
+    if (j->pause_wanted != j->paused) job_set_pause_wanted(j, j->paused);
     if (m.kind == MSG_BYE && in) {
         /* the process exit ddptop sees and this viewer does not */
         int st = m.u.bye.status;
@@ -198,8 +195,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
 static int make_model(Attach *A, const Msg *hello)
 {
     int world = hello->u.hello.world;
-    if (world <= 0 || hello->rank >= world)
-        world = hello->rank + 1;
+    if (world <= 0 || hello->rank >= world) world = hello->rank + 1;
     if (world <= 0 || world > JOB_MAX_RANKS) {
         fprintf(stderr, "ddptop attach: the job says world size %d: more ranks than ddptop shows (%d)\n",
                 (int)hello->u.hello.world, JOB_MAX_RANKS);
@@ -213,10 +209,9 @@ static int make_model(Attach *A, const Msg *hello)
      * from the launch a moment before, not from attaching; a hello stamped
      * in the future or ages ago (another host's clock) is not believed */
     int64_t age = proto_now_ns() - hello->t_ns;
-    if (hello->t_ns > 0 && age > 0 && age < 7 * 86400 * 1000000000LL)
-        A->job->start_ns -= age;
-    job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "attached to %s (%s)%s", A->ep, A->control ? "--control" : "read-only",
-              A->control ? ": c d p a act on the job" : "");
+    if (hello->t_ns > 0 && age > 0 && age < 7 * 86400 * 1000000000LL) A->job->start_ns -= age;
+    job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "attached to %s (%s)%s", A->ep,
+              A->control ? "--control" : "read-only", A->control ? ": c d p a act on the job" : "");
     return 0;
 }
 
@@ -225,7 +220,7 @@ static int on_frame(Attach *A, const unsigned char *data, size_t len)
 {
     A->last_heard_ms = mono_ms();
     if (A->ended_silent) {
-        A->ended = A->ended_silent = false;   /* the link is back */
+        A->ended = A->ended_silent = false; /* the link is back */
     }
     if (A->job) {
         apply_frame(A, data, len);
@@ -244,22 +239,19 @@ static int on_frame(Attach *A, const unsigned char *data, size_t len)
         msg_done(&m);
         return -1;
     }
-    if (rc >= 0)
-        msg_done(&m);
+    if (rc >= 0) msg_done(&m);
     if (!hello) {
         if (A->n_held >= HELD_MAX || A->held_bytes + len > HELD_MAX_BYTES)
-            return 0;                /* a job that sends no hello: the wait ends it */
+            return 0; /* a job that sends no hello: the wait ends it */
         if (A->n_held % 256 == 0) {
             Held *h = realloc(A->held, (A->n_held + 256) * sizeof *h);
-            if (!h)
-                return 0;
+            if (!h) return 0;
             A->held = h;
         }
         unsigned char *copy = malloc(len);
-        if (!copy)
-            return 0;
+        if (!copy) return 0;
         memcpy(copy, data, len);
-        A->held[A->n_held++] = (Held){copy, len};
+        A->held[A->n_held++] = (Held){ copy, len };
         A->held_bytes += len;
         return 0;
     }
@@ -282,14 +274,13 @@ static int drain(Attach *A)
         zmq_msg_init(&msg);
         if (zmq_msg_recv(&msg, A->sock, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&msg);
-            break;                   /* EAGAIN, EINTR: next turn */
+            break; /* EAGAIN, EINTR: next turn */
         }
         bool more = zmq_msg_more(&msg);
         int rc = 0;
-        if (!more)
-            rc = on_frame(A, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        if (!more) rc = on_frame(A, zmq_msg_data(&msg), zmq_msg_size(&msg));
         zmq_msg_close(&msg);
-        while (more) {               /* not ddptop's: one frame per message */
+        while (more) { /* not ddptop's: one frame per message */
             zmq_msg_t part;
             zmq_msg_init(&part);
             if (zmq_msg_recv(&part, A->sock, 0) < 0 && errno != EINTR) {
@@ -299,8 +290,7 @@ static int drain(Attach *A)
             more = zmq_msg_more(&part);
             zmq_msg_close(&part);
         }
-        if (rc < 0)
-            return -1;
+        if (rc < 0) return -1;
     }
     return 0;
 }
@@ -308,14 +298,14 @@ static int drain(Attach *A)
 /* Has the job ended? Sets A->ended once. */
 static void check_end(Attach *A)
 {
-    if (!A->job || A->ended)
-        return;
+    if (!A->job || A->ended) return;
     if (all_bye(A->job)) {
         A->ended = true;
         job_event(A->job, mono_ns(), wall_ns(), -1, EV_INFO, "the job has ended: every rank said bye");
     } else if (A->flowed && mono_ms() - A->last_heard_ms >= ATTACH_SILENT_MS) {
         A->ended = A->ended_silent = true;
-        job_event(A->job, mono_ns(), wall_ns(), -1, EV_WARN, "no word from the job for %d s: it has ended, or ddptop or the link is gone",
+        job_event(A->job, mono_ns(), wall_ns(), -1, EV_WARN,
+                  "no word from the job for %d s: it has ended, or ddptop or the link is gone",
                   ATTACH_SILENT_MS / 1000);
     }
 }
@@ -329,7 +319,8 @@ static int on_key(void *ctx, int key, KeyAction act)
     Attach *A = ctx;
     (void)key;
     if (act == KEY_ACT_FAULT) {
-        note_set(&A->note, mono_ms(), "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
+        note_set(&A->note, mono_ms(),
+                 "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
         return 1;
     }
     return 0;
@@ -372,22 +363,32 @@ static int loop_tui(Attach *A)
     uint64_t drawn_version = (uint64_t)-1;
     bool drawn_ended = false;
     while (!A->quit && !signals_stop_count()) {
-        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { A->sock, 0, ZMQ_POLLIN, 0 };
         zmq_poll(&it, 1, TURN_MS);
-        if (drain(A) < 0)
-            break;
-        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
-            send_attach(A);
+        if (drain(A) < 0) break;
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);
         check_end(A);
         ViewAction a;
         bool redraw = false;
         while ((a = view_tui_poll_key(A->tui, A->job, false)) != VIEW_ACT_NONE) {
             switch (a) {
             case VIEW_ACT_QUIT: A->quit = true; break;
-            case VIEW_ACT_CKPT: command(A, OP_CKPT); redraw = true; break;
-            case VIEW_ACT_DESTROY: command(A, OP_STOP); redraw = true; break;
-            case VIEW_ACT_PAUSE: command(A, OP_PAUSE); redraw = true; break;
-            case VIEW_ACT_ABORT: command(A, OP_ABORT); redraw = true; break;
+            case VIEW_ACT_CKPT:
+                command(A, OP_CKPT);
+                redraw = true;
+                break;
+            case VIEW_ACT_DESTROY:
+                command(A, OP_STOP);
+                redraw = true;
+                break;
+            case VIEW_ACT_PAUSE:
+                command(A, OP_PAUSE);
+                redraw = true;
+                break;
+            case VIEW_ACT_ABORT:
+                command(A, OP_ABORT);
+                redraw = true;
+                break;
             case VIEW_ACT_REDRAW: redraw = true; break;
             default: break;
             }
@@ -410,12 +411,10 @@ static int loop_headless(Attach *A)
 {
     view_headless_init(&A->hl, stdout, A->json);
     while (!signals_stop_count() && !A->ended) {
-        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { A->sock, 0, ZMQ_POLLIN, 0 };
         zmq_poll(&it, 1, 50);
-        if (drain(A) < 0)
-            return 1;
-        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
-            send_attach(A);
+        if (drain(A) < 0) return 1;
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);
         check_end(A);
         view_headless_tick(&A->hl, A->job, mono_ns());
         fflush(stdout);
@@ -434,8 +433,7 @@ static int wait_model(Attach *A)
 {
     int64_t deadline = A->start_ms + (int64_t)(A->wait_s * 1000);
     while (!A->job) {
-        if (signals_stop_count())
-            return 2;
+        if (signals_stop_count()) return 2;
         if (A->refused[0]) {
             fprintf(stderr, "ddptop attach: %s: %s\n", A->ep, A->refused);
             return 1;
@@ -445,16 +443,15 @@ static int wait_model(Attach *A)
                 fprintf(stderr, "ddptop attach: ddptop answered at %s, but no rank said hello within %g s\n", A->ep,
                         A->wait_s);
             else
-                fprintf(stderr, "ddptop attach: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
+                fprintf(stderr,
+                        "ddptop attach: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
                         A->ep, A->wait_s);
             return 1;
         }
-        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS)
-            send_attach(A);
-        zmq_pollitem_t it = {A->sock, 0, ZMQ_POLLIN, 0};
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);
+        zmq_pollitem_t it = { A->sock, 0, ZMQ_POLLIN, 0 };
         zmq_poll(&it, 1, 50);
-        if (drain(A) < 0)
-            return -1;
+        if (drain(A) < 0) return -1;
     }
     return 0;
 }
@@ -493,10 +490,8 @@ static void cleanup(Attach *A)
         send_cmd(A, "detach", 0, 0);
         zmq_close(A->sock);
     }
-    if (A->zctx)
-        zmq_ctx_term(A->zctx);
-    for (size_t i = 0; i < A->n_held; i++)
-        free(A->held[i].data);
+    if (A->zctx) zmq_ctx_term(A->zctx);
+    for (size_t i = 0; i < A->n_held; i++) free(A->held[i].data);
     free(A->held);
     job_free(&A->job);
     codec_buf_done(&A->buf);
@@ -521,13 +516,11 @@ int attach_main(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             A.json = true;
         } else if (!strcmp(a, "--keys")) {
-            if (!v || !*v)
-                return bad("%s: missing key file", a);
+            if (!v || !*v) return bad("%s: missing key file", a);
             keys_path = v;
             i++;
         } else if (!strcmp(a, "--wait")) {
-            if (!v)
-                return bad("%s: missing value", a);
+            if (!v) return bad("%s: missing value", a);
             char *end;
             errno = 0;
             double d = strtod(v, &end);
@@ -547,13 +540,10 @@ int attach_main(int argc, char **argv)
     }
     if (!A.ep || !*A.ep)
         return bad("%s", "which job? (ddptop attach ENDPOINT: the endpoint ddptop prints as \"attach: ...\")");
-    if (A.json && !A.headless)
-        return bad("%s needs --headless", "--json");
+    if (A.json && !A.headless) return bad("%s needs --headless", "--json");
     bool tcp = !strncmp(A.ep, "tcp://", 6);
-    if (!tcp && strncmp(A.ep, "ipc://", 6))
-        return bad("%s: expected ipc://PATH or tcp://HOST:PORT", A.ep);
-    if (!tcp && !A.ep[6])
-        return bad("%s: expected ipc://PATH", A.ep);
+    if (!tcp && strncmp(A.ep, "ipc://", 6)) return bad("%s: expected ipc://PATH or tcp://HOST:PORT", A.ep);
+    if (!tcp && !A.ep[6]) return bad("%s: expected ipc://PATH", A.ep);
     JobKeys keys;
     if (tcp) {
         char host[256];
@@ -606,11 +596,10 @@ int attach_main(int argc, char **argv)
     send_attach(&A);
     int w = wait_model(&A);
     if (w == 2) {
-        rc = 0;                      /* Ctrl-C while waiting: nothing to detach from */
+        rc = 0; /* Ctrl-C while waiting: nothing to detach from */
         goto done;
     }
-    if (w != 0)
-        goto done;
+    if (w != 0) goto done;
     rc = A.headless ? loop_headless(&A) : loop_tui(&A);
     if (!A.headless) {
         /* the screen is gone: one line for the terminal */

@@ -36,25 +36,25 @@
 
 #include "net/zsock.h"
 
-#define VIEWERS_MAX 16
+#define VIEWERS_MAX             16
 /* Forgotten when silent this long (a viewer says "attach" every second). */
-#define VIEWERS_TIMEOUT_MS 6000
+#define VIEWERS_TIMEOUT_MS      6000
 /* Snapshot bounds: shards larger than this are not kept (a viewer sees
  * the next epoch's), nor anything once the total would pass the cap. */
 #define VIEWERS_SHARD_MAX_BYTES (1u << 20)
-#define VIEWERS_SNAP_MAX_BYTES (64u << 20)
+#define VIEWERS_SNAP_MAX_BYTES  (64u << 20)
 /* Recent steps kept for the loss chart: about this many over all ranks,
  * at least one and at most VIEWERS_STEPS_PER_RANK per rank. */
-#define VIEWERS_STEPS_TOTAL 2048
-#define VIEWERS_STEPS_PER_RANK 256
-#define VIEWERS_EVALS 16
+#define VIEWERS_STEPS_TOTAL     2048
+#define VIEWERS_STEPS_PER_RANK  256
+#define VIEWERS_EVALS           16
 /* The job's last log lines (warnings, fault notes), whatever the rank. */
-#define VIEWERS_LOGS 32
+#define VIEWERS_LOGS            32
 /* Outbound queue bounds per viewer; past them frames are dropped (counted). */
-#define VIEWERS_QUEUE_MAX 65536
+#define VIEWERS_QUEUE_MAX       65536
 #define VIEWERS_QUEUE_MAX_BYTES (32u << 20)
-#define VIEWERS_BURST 500
-#define VIEWERS_BURST_GAP_NS 2000000LL
+#define VIEWERS_BURST           500
+#define VIEWERS_BURST_GAP_NS    2000000LL
 
 typedef struct {
     int refs;
@@ -64,7 +64,7 @@ typedef struct {
 
 typedef struct {
     Blob *hello, *phase, *shard, *ckpt, *bye;
-    Blob **steps;                    /* ring of step_keep */
+    Blob **steps; /* ring of step_keep */
     int steps_head, steps_len;
 } SnapRank;
 
@@ -77,33 +77,33 @@ typedef struct {
     bool used;
     unsigned char ident[ZS_IDENT_MAX];
     size_t ident_len;
-    int seq;                         /* viewer 1, 2, ... in attach order */
-    long pid;                        /* from "view-<pid>-...", 0 unknown */
+    int seq;  /* viewer 1, 2, ... in attach order */
+    long pid; /* from "view-<pid>-...", 0 unknown */
     bool control;
-    int64_t last_ms;                 /* last heard, caller's clock */
-    int64_t last_id[4];              /* highest command id seen per op */
-    Blob **q;                        /* ring of q_cap */
+    int64_t last_ms;    /* last heard, caller's clock */
+    int64_t last_id[4]; /* highest command id seen per op */
+    Blob **q;           /* ring of q_cap */
     size_t q_head, q_len, q_cap, q_bytes;
-    int64_t pump_ns;                 /* last burst */
+    int64_t pump_ns; /* last burst */
     uint64_t drops;
 } Viewer;
 
 struct Viewers {
     int world;
-    SnapRank *ranks;                 /* [world] */
+    SnapRank *ranks; /* [world] */
     int step_keep;
-    SnapEval evals[VIEWERS_EVALS];   /* ring, oldest first from evals_head */
+    SnapEval evals[VIEWERS_EVALS]; /* ring, oldest first from evals_head */
     int evals_head, evals_len;
-    Blob *logs[VIEWERS_LOGS];        /* ring, oldest first from logs_head */
+    Blob *logs[VIEWERS_LOGS]; /* ring, oldest first from logs_head */
     int logs_head, logs_len;
     size_t snap_bytes;
-    uint64_t skipped;                /* frames not kept for the snapshot (size caps) */
-    uint64_t bad;                    /* malformed frames (neither kept nor forwarded) */
+    uint64_t skipped; /* frames not kept for the snapshot (size caps) */
+    uint64_t bad;     /* malformed frames (neither kept nor forwarded) */
     Viewer v[VIEWERS_MAX];
-    int n;                           /* attached */
+    int n; /* attached */
     int next_seq;
     uint64_t drops;
-    void *router;                    /* the ctl ROUTER last passed in: viewers_tick pumps through it */
+    void *router; /* the ctl ROUTER last passed in: viewers_tick pumps through it */
     CodecBuf buf;
 };
 
@@ -112,8 +112,7 @@ struct Viewers {
 static Blob *blob_new(const void *data, size_t len)
 {
     Blob *b = malloc(sizeof *b + len);
-    if (!b)
-        return NULL;
+    if (!b) return NULL;
     b->refs = 1;
     b->len = len;
     memcpy(b->data, data, len);
@@ -122,15 +121,13 @@ static Blob *blob_new(const void *data, size_t len)
 
 static Blob *blob_ref(Blob *b)
 {
-    if (b)
-        b->refs++;
+    if (b) b->refs++;
     return b;
 }
 
 static void blob_unref(Blob *b)
 {
-    if (b && --b->refs == 0)
-        free(b);
+    if (b && --b->refs == 0) free(b);
 }
 
 /* Put b (one reference, taken over) in *slot, releasing what was there;
@@ -142,34 +139,28 @@ static void slot_set(Viewers *v, Blob **slot, Blob *b)
         blob_unref(*slot);
     }
     *slot = b;
-    if (b)
-        v->snap_bytes += b->len;
+    if (b) v->snap_bytes += b->len;
 }
 
 /* ---- lifetime ---- */
 
 Viewers *viewers_new(int world)
 {
-    if (world <= 0)
-        return NULL;
+    if (world <= 0) return NULL;
     Viewers *v = calloc(1, sizeof *v);
-    if (!v)
-        return NULL;
+    if (!v) return NULL;
     v->world = world;
     v->ranks = calloc((size_t)world, sizeof *v->ranks);
     int keep = VIEWERS_STEPS_TOTAL / world;
     v->step_keep = keep < 1 ? 1 : keep > VIEWERS_STEPS_PER_RANK ? VIEWERS_STEPS_PER_RANK : keep;
-    if (!v->ranks)
-        goto fail;
+    if (!v->ranks) goto fail;
     for (int r = 0; r < world; r++)
-        if (!(v->ranks[r].steps = calloc((size_t)v->step_keep, sizeof *v->ranks[r].steps)))
-            goto fail;
+        if (!(v->ranks[r].steps = calloc((size_t)v->step_keep, sizeof *v->ranks[r].steps))) goto fail;
     codec_buf_init(&v->buf);
     return v;
 fail:
     if (v->ranks)
-        for (int r = 0; r < world; r++)
-            free(v->ranks[r].steps);
+        for (int r = 0; r < world; r++) free(v->ranks[r].steps);
     free(v->ranks);
     free(v);
     return NULL;
@@ -177,8 +168,7 @@ fail:
 
 static void queue_clear(Viewer *w)
 {
-    for (size_t i = 0; i < w->q_len; i++)
-        blob_unref(w->q[(w->q_head + i) % w->q_cap]);
+    for (size_t i = 0; i < w->q_len; i++) blob_unref(w->q[(w->q_head + i) % w->q_cap]);
     w->q_head = w->q_len = w->q_bytes = 0;
 }
 
@@ -193,11 +183,9 @@ static void forget(Viewers *v, Viewer *w)
 void viewers_free(Viewers **pv)
 {
     Viewers *v = pv ? *pv : NULL;
-    if (!v)
-        return;
+    if (!v) return;
     for (int i = 0; i < VIEWERS_MAX; i++)
-        if (v->v[i].used)
-            forget(v, &v->v[i]);
+        if (v->v[i].used) forget(v, &v->v[i]);
     for (int r = 0; r < v->world; r++) {
         SnapRank *s = &v->ranks[r];
         slot_set(v, &s->hello, NULL);
@@ -205,14 +193,11 @@ void viewers_free(Viewers **pv)
         slot_set(v, &s->shard, NULL);
         slot_set(v, &s->ckpt, NULL);
         slot_set(v, &s->bye, NULL);
-        for (int k = 0; k < v->step_keep; k++)
-            slot_set(v, &s->steps[k], NULL);
+        for (int k = 0; k < v->step_keep; k++) slot_set(v, &s->steps[k], NULL);
         free(s->steps);
     }
-    for (int i = 0; i < VIEWERS_EVALS; i++)
-        slot_set(v, &v->evals[i].blob, NULL);
-    for (int i = 0; i < VIEWERS_LOGS; i++)
-        slot_set(v, &v->logs[i], NULL);
+    for (int i = 0; i < VIEWERS_EVALS; i++) slot_set(v, &v->evals[i].blob, NULL);
+    for (int i = 0; i < VIEWERS_LOGS; i++) slot_set(v, &v->logs[i], NULL);
     free(v->ranks);
     codec_buf_done(&v->buf);
     free(v);
@@ -224,15 +209,9 @@ bool viewers_is_viewer_ident(const void *ident, size_t ident_len)
     return ident && ident_len >= 5 && memcmp(ident, "view-", 5) == 0;
 }
 
-int viewers_count(const Viewers *v)
-{
-    return v ? v->n : 0;
-}
+int viewers_count(const Viewers *v) { return v ? v->n : 0; }
 
-uint64_t viewers_drops(const Viewers *v)
-{
-    return v ? v->drops : 0;
-}
+uint64_t viewers_drops(const Viewers *v) { return v ? v->drops : 0; }
 
 /* ---- sending ---- */
 
@@ -265,8 +244,7 @@ static void enqueue(Viewers *v, Viewer *w, Blob *b)
             v->drops++;
             return;
         }
-        for (size_t i = 0; i < w->q_len; i++)
-            q[i] = w->q[(w->q_head + i) % w->q_cap];
+        for (size_t i = 0; i < w->q_len; i++) q[i] = w->q[(w->q_head + i) % w->q_cap];
         free(w->q);
         w->q = q;
         w->q_cap = cap;
@@ -280,11 +258,9 @@ static void enqueue(Viewers *v, Viewer *w, Blob *b)
 /* A burst of w's queue, unless one went out too recently (force: now). */
 static void pump(Viewers *v, void *router, Viewer *w, bool force)
 {
-    if (!router || w->q_len == 0)
-        return;
+    if (!router || w->q_len == 0) return;
     int64_t now = mono_ns();
-    if (!force && now - w->pump_ns < VIEWERS_BURST_GAP_NS)
-        return;
+    if (!force && now - w->pump_ns < VIEWERS_BURST_GAP_NS) return;
     w->pump_ns = now;
     for (int i = 0; i < VIEWERS_BURST && w->q_len > 0; i++) {
         Blob *b = w->q[w->q_head];
@@ -326,17 +302,14 @@ static void enqueue_snapshot(Viewers *v, Viewer *w)
     enqueue_each_rank(v, w, offsetof(SnapRank, phase));
     enqueue_each_rank(v, w, offsetof(SnapRank, shard));
     enqueue_each_rank(v, w, offsetof(SnapRank, ckpt));
-    for (int i = 0; i < v->logs_len; i++)
-        enqueue(v, w, v->logs[(v->logs_head + i) % VIEWERS_LOGS]);
-    for (int i = 0; i < v->evals_len; i++)
-        enqueue(v, w, v->evals[(v->evals_head + i) % VIEWERS_EVALS].blob);
+    for (int i = 0; i < v->logs_len; i++) enqueue(v, w, v->logs[(v->logs_head + i) % VIEWERS_LOGS]);
+    for (int i = 0; i < v->evals_len; i++) enqueue(v, w, v->evals[(v->evals_head + i) % VIEWERS_EVALS].blob);
     /* steps round by round over the ranks, oldest first, so the model's
      * "slowest rank" figures move forward as they would live */
     for (int k = v->step_keep; k > 0; k--)
         for (int r = 0; r < v->world; r++) {
             SnapRank *s = &v->ranks[r];
-            if (s->steps_len >= k)
-                enqueue(v, w, s->steps[(s->steps_head + s->steps_len - k) % v->step_keep]);
+            if (s->steps_len >= k) enqueue(v, w, s->steps[(s->steps_head + s->steps_len - k) % v->step_keep]);
         }
     enqueue_each_rank(v, w, offsetof(SnapRank, bye));
 }
@@ -351,24 +324,20 @@ static void enqueue_snapshot(Viewers *v, Viewer *w)
 static MsgKind peek_kind(const unsigned char *p, size_t len)
 {
     size_t i = 0;
-    if (len < 8)
-        return MSG__COUNT;
+    if (len < 8) return MSG__COUNT;
     if ((p[0] & 0xf0) == 0x80)
         i = 1;
     else if (p[0] == 0xde)
         i = 3;
     else
         return MSG__COUNT;
-    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'v' || p[i + 2] > 0x7f)
-        return MSG__COUNT;
+    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'v' || p[i + 2] > 0x7f) return MSG__COUNT;
     i += 3;
-    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'k' || (p[i + 2] & 0xe0) != 0xa0)
-        return MSG__COUNT;
+    if (i + 3 > len || p[i] != 0xa1 || p[i + 1] != 'k' || (p[i + 2] & 0xe0) != 0xa0) return MSG__COUNT;
     size_t n = p[i + 2] & 0x1f;
     i += 3;
     char name[32];
-    if (i + n > len || n >= sizeof name)
-        return MSG__COUNT;
+    if (i + n > len || n >= sizeof name) return MSG__COUNT;
     memcpy(name, p + i, n);
     name[n] = '\0';
     return msg_kind_from_name(name);
@@ -402,11 +371,9 @@ static void keep_eval(Viewers *v, Blob *b, const MsgEval *e)
 static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
 {
     int r = m->rank;
-    bool kept_kind = m->kind == MSG_HELLO || m->kind == MSG_PHASE || m->kind == MSG_SHARD ||
-                     m->kind == MSG_CKPT || m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE ||
-                     m->kind == MSG_LOG;
-    if (!kept_kind || r < 0 || r >= v->world)
-        return NULL;
+    bool kept_kind = m->kind == MSG_HELLO || m->kind == MSG_PHASE || m->kind == MSG_SHARD || m->kind == MSG_CKPT ||
+                     m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE || m->kind == MSG_LOG;
+    if (!kept_kind || r < 0 || r >= v->world) return NULL;
     if ((m->kind == MSG_SHARD && len > VIEWERS_SHARD_MAX_BYTES) || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) {
         v->skipped++;
         return NULL;
@@ -417,7 +384,7 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
         return NULL;
     }
     SnapRank *s = &v->ranks[r];
-    blob_ref(b);                     /* the slot's reference; the caller keeps one */
+    blob_ref(b); /* the slot's reference; the caller keeps one */
     switch (m->kind) {
     case MSG_HELLO:
         /* a rank that says hello again was restarted: its old end is history */
@@ -451,39 +418,32 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
         slot_set(v, &s->steps[at], b);
         break;
     }
-    default:
-        blob_unref(b);
-        break;
+    default: blob_unref(b); break;
     }
     return b;
 }
 
 void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t len)
 {
-    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
-        return;
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
     if (v->n == 0) {
         MsgKind k = peek_kind(frame, len);
         if (k == MSG_COLL || k == MSG_BEAT || k == MSG_SET || k == MSG_GET || k == MSG_WAIT || k == MSG_NODE) {
-            if (ctl_router)
-                v->router = ctl_router;
-            return;                  /* not kept, and nobody to forward it to */
+            if (ctl_router) v->router = ctl_router;
+            return; /* not kept, and nobody to forward it to */
         }
     }
     Msg m;
     char err[160];
     int rc = codec_decode(frame, len, &m, err, sizeof err);
     viewers_on_decoded(v, ctl_router, frame, len, &m, rc);
-    if (rc >= 0)
-        msg_done(&m);
+    if (rc >= 0) msg_done(&m);
 }
 
 void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc)
 {
-    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES)
-        return;
-    if (ctl_router)
-        v->router = ctl_router;
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    if (ctl_router) v->router = ctl_router;
     if (rc < 0) {
         v->bad++;
         return;
@@ -492,24 +452,25 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
     Blob *b = NULL;
     if (rc == 0) {
         switch (m->kind) {
-        case MSG_SET: case MSG_GET: case MSG_WAIT: case MSG_VAL: case MSG_CMD: case MSG_NODE:
-            forward = false;         /* the store's and ddptop's business, not a screen's */
+        case MSG_SET:
+        case MSG_GET:
+        case MSG_WAIT:
+        case MSG_VAL:
+        case MSG_CMD:
+        case MSG_NODE:
+            forward = false; /* the store's and ddptop's business, not a screen's */
             break;
-        default:
-            b = keep(v, m, frame, len);
-            break;
+        default: b = keep(v, m, frame, len); break;
         }
     }
     /* rc 1 (a newer kind): forwarded as it is */
     if (forward && v->n > 0) {
         for (int i = 0; i < VIEWERS_MAX; i++) {
             Viewer *w = &v->v[i];
-            if (!w->used)
-                continue;
+            if (!w->used) continue;
             pump(v, v->router, w, false);
             if (w->q_len == 0) {
-                if (v->router)
-                    send_now(v, v->router, w, frame, len);
+                if (v->router) send_now(v, v->router, w, frame, len);
                 continue;
             }
             if (!b && !(b = blob_new(frame, len))) {
@@ -528,8 +489,7 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
 static Viewer *find(Viewers *v, const void *ident, size_t ident_len)
 {
     for (int i = 0; i < VIEWERS_MAX; i++)
-        if (v->v[i].used && v->v[i].ident_len == ident_len && !memcmp(v->v[i].ident, ident, ident_len))
-            return &v->v[i];
+        if (v->v[i].used && v->v[i].ident_len == ident_len && !memcmp(v->v[i].ident, ident, ident_len)) return &v->v[i];
     return NULL;
 }
 
@@ -547,8 +507,7 @@ static long ident_pid(const void *ident, size_t ident_len)
 
 static void label(const Viewer *w, long pid, char *who, size_t wholen)
 {
-    if (!who || !wholen)
-        return;
+    if (!who || !wholen) return;
     if (w && pid)
         snprintf(who, wholen, "viewer %d (pid %ld)", w->seq, pid);
     else if (w)
@@ -561,18 +520,16 @@ static void label(const Viewer *w, long pid, char *who, size_t wholen)
 
 static int op_index(const char *op)
 {
-    static const char *const ops[4] = {"ckpt", "stop", "pause", "abort"};
+    static const char *const ops[4] = { "ckpt", "stop", "pause", "abort" };
     for (int i = 0; i < 4; i++)
-        if (!strcmp(op, ops[i]))
-            return i;
+        if (!strcmp(op, ops[i])) return i;
     return -1;
 }
 
 ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const Msg *m,
                             int64_t now_ms, char *who, size_t wholen)
 {
-    if (who && wholen)
-        who[0] = '\0';
+    if (who && wholen) who[0] = '\0';
     if (!v || !ctl_router || !ident || !m || m->kind != MSG_CMD || !viewers_is_viewer_ident(ident, ident_len) ||
         ident_len > ZS_IDENT_MAX)
         return VIEWER_NONE;
@@ -580,14 +537,12 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
     const MsgCmd *c = &m->u.cmd;
     long pid = ident_pid(ident, ident_len);
     Viewer *w = find(v, ident, ident_len);
-    if (w)
-        w->last_ms = now_ms;
+    if (w) w->last_ms = now_ms;
     label(w, pid, who, wholen);
 
     if (!strcmp(c->op, "attach")) {
         bool control = c->arg != 0;
-        if (w && w->control == control)
-            return VIEWER_NONE;      /* the once-a-second refresh */
+        if (w && w->control == control) return VIEWER_NONE; /* the once-a-second refresh */
         if (!w) {
             if (v->n >= VIEWERS_MAX) {
                 char text[160];
@@ -597,8 +552,7 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
                 return VIEWER_NONE;
             }
             int slot = 0;
-            while (slot < VIEWERS_MAX - 1 && v->v[slot].used)
-                slot++;              /* v->n < VIEWERS_MAX: there is a free one */
+            while (slot < VIEWERS_MAX - 1 && v->v[slot].used) slot++; /* v->n < VIEWERS_MAX: there is a free one */
             w = &v->v[slot];
             memset(w, 0, sizeof *w);
             w->used = true;
@@ -638,21 +592,18 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
         return VIEWER_NONE;
     }
     if (!strcmp(c->op, "detach")) {
-        if (w)
-            forget(v, w);
+        if (w) forget(v, w);
         return VIEWER_NONE;
     }
     int op = op_index(c->op);
-    if (op < 0)
-        return VIEWER_NONE;          /* an op for someone else (or a newer viewer): skipped */
+    if (op < 0) return VIEWER_NONE; /* an op for someone else (or a newer viewer): skipped */
     if (!w) {
         say(v, ctl_router, ident, ident_len, "warn",
             "not attached (or forgotten after 6 s of silence): send {\"op\":\"attach\"} first");
         return VIEWER_NONE;
     }
     if (c->id > 0) {
-        if (c->id <= w->last_id[op])
-            return VIEWER_NONE;      /* a repeat of a command already handled */
+        if (c->id <= w->last_id[op]) return VIEWER_NONE; /* a repeat of a command already handled */
         w->last_id[op] = c->id;
     }
     if (!w->control) {
@@ -663,18 +614,16 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
         say(v, ctl_router, ident, ident_len, "warn", text);
         return VIEWER_NONE;
     }
-    static const ViewerAction act[4] = {VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT};
+    static const ViewerAction act[4] = { VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT };
     return act[op];
 }
 
 int viewers_tick(Viewers *v, int64_t now_ms)
 {
-    if (!v)
-        return 0;
+    if (!v) return 0;
     for (int i = 0; i < VIEWERS_MAX; i++) {
         Viewer *w = &v->v[i];
-        if (!w->used)
-            continue;
+        if (!w->used) continue;
         if (now_ms - w->last_ms > VIEWERS_TIMEOUT_MS) {
             forget(v, w);
             continue;

@@ -35,7 +35,7 @@ typedef enum {
     VIEWER_NONE = 0,
     VIEWER_CKPT,
     VIEWER_STOP,
-    VIEWER_PAUSE,     /* toggles pause/resume, like the p key */
+    VIEWER_PAUSE, /* toggles pause/resume, like the p key */
     VIEWER_ABORT,
 } ViewerAction;
 
@@ -59,8 +59,8 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
  * forgets it on "detach". Returns the action a --control viewer asked for
  * (VIEWER_NONE otherwise; a read-only viewer's request is answered with a
  * warning). *who gets a label for the event line ("viewer 2 (pid 1234)"). */
-ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len,
-                            const Msg *m, int64_t now_ms, char *who, size_t wholen);
+ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const Msg *m,
+                            int64_t now_ms, char *who, size_t wholen);
 
 /* Forget viewers silent for too long. Returns how many are attached. */
 int viewers_tick(Viewers *v, int64_t now_ms);

@@ -40,7 +40,6 @@
  * (a restart or "done") before it leaves on its own. */
 #define AFTER_MS 10000
 
-
 typedef struct {
     const RunOptions *o;
     void *zctx, *sock;
@@ -104,15 +103,17 @@ static void on_exit_cb(void *ctx, int local, int pid, int status)
         send_tail(a, local, rank);
     }
     send_op(a, "exit", rank, pid, status, NULL);
-    if (WIFSIGNALED(status)) say(a, "rank %d (pid %d) killed by signal %d", rank, pid, WTERMSIG(status));
-    else say(a, "rank %d (pid %d) exited %d", rank, pid, WEXITSTATUS(status));
+    if (WIFSIGNALED(status))
+        say(a, "rank %d (pid %d) killed by signal %d", rank, pid, WTERMSIG(status));
+    else
+        say(a, "rank %d (pid %d) exited %d", rank, pid, WEXITSTATUS(status));
 }
 
 static int launch(Agent *a, int restart)
 {
     char err[512];
     launcher_free(&a->l);
-    a->failed = 0;   /* the node's verdict is its last run's, as node 0's is */
+    a->failed = 0; /* the node's verdict is its last run's, as node 0's is */
     int n = a->o->n_trainer_args;
     free(a->args);
     a->args = calloc((size_t)n + 3, sizeof *a->args);
@@ -128,13 +129,22 @@ static int launch(Agent *a, int restart)
     char rdzv_host[256];
     int port = 0;
     keys_tcp_split(a->ctl_ep, rdzv_host, sizeof rdzv_host, &port);
-    a->lc = (LaunchConfig){.world = a->nproc, .rank_offset = a->first_rank, .global_world = a->o->nnodes * a->nproc,
-                           .worker_path = a->o->worker_path, .worker_args = a->args, .n_worker_args = n,
-                           .ctl_ep = relay_ctl_endpoint(a->relay), .tel_ep = relay_tel_endpoint(a->relay),
-                           .job_id = a->job, .master_addr = rdzv_host,
-                           .master_port = port, .log_dir = a->o->log_dir ? a->o->log_dir : a->dir,
-                           .restart = restart, .device = a->o->device, .backend = a->o->backend,
-                           .keys_path = NULL};
+    a->lc = (LaunchConfig){ .world = a->nproc,
+                            .rank_offset = a->first_rank,
+                            .global_world = a->o->nnodes * a->nproc,
+                            .worker_path = a->o->worker_path,
+                            .worker_args = a->args,
+                            .n_worker_args = n,
+                            .ctl_ep = relay_ctl_endpoint(a->relay),
+                            .tel_ep = relay_tel_endpoint(a->relay),
+                            .job_id = a->job,
+                            .master_addr = rdzv_host,
+                            .master_port = port,
+                            .log_dir = a->o->log_dir ? a->o->log_dir : a->dir,
+                            .restart = restart,
+                            .device = a->o->device,
+                            .backend = a->o->backend,
+                            .keys_path = NULL };
     if (launcher_start(&a->l, &a->lc, err, sizeof err)) {
         say(a, "cannot start ranks: %s", err);
         send_op(a, "error", -1, 0, 0, err);
@@ -160,24 +170,32 @@ static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
             /* zs_recv tells another version from other bad frames only in
              * its text (transport/wire/codec.c) */
             if (strstr(err, "protocol version")) {
-                fprintf(stderr, "ddptop: node 0 at %s speaks another ddptop protocol: %s (this node speaks protocol version %d)\n",
-                        a->ctl_ep, err, PROTO_VERSION);
+                fprintf(
+                    stderr,
+                    "ddptop: node 0 at %s speaks another ddptop protocol: %s (this node speaks protocol version %d)\n",
+                    a->ctl_ep, err, PROTO_VERSION);
                 return ERR_USAGE;
             }
             continue;
         }
         a->heard_ms = mono_ms();
-        if (m.kind != MSG_NODE) { msg_done(&m); continue; }
+        if (m.kind != MSG_NODE) {
+            msg_done(&m);
+            continue;
+        }
         MsgNode *nm = &m.u.node;
         int ret = ERR_OK;
-        bool enough = false;  /* refused or done: the rest can wait */
+        bool enough = false; /* refused or done: the rest can wait */
         if (!strcmp(nm->op, "refused")) {
             fprintf(stderr, "ddptop: node 0 refused this node: %s\n", nm->text);
             ret = ERR_USAGE;
             enough = true;
         } else if (!strcmp(nm->op, "wait")) {
             static char last[PROTO_STR_LONG];
-            if (strcmp(last, nm->text)) { say(a, "joined node 0; %s", nm->text); snprintf(last, sizeof last, "%s", nm->text); }
+            if (strcmp(last, nm->text)) {
+                say(a, "joined node 0; %s", nm->text);
+                snprintf(last, sizeof last, "%s", nm->text);
+            }
         } else if (!strcmp(nm->op, "launch")) {
             snprintf(a->job, sizeof a->job, "%s", nm->job);
             snprintf(a->extra, sizeof a->extra, "%s", nm->text);
@@ -202,8 +220,10 @@ static int agent_open(Agent *a, char *err, size_t errlen)
     const RunOptions *o = a->o;
     char why[300] = "";
     if (!o->keys_path)
-        return err_setv(ERR_USAGE, err, errlen, "node %d needs the job's key file: --keys FILE (node 0 wrote it; copy it "
-                        "here, mode 0600)", o->node_rank);
+        return err_setv(ERR_USAGE, err, errlen,
+                        "node %d needs the job's key file: --keys FILE (node 0 wrote it; copy it "
+                        "here, mode 0600)",
+                        o->node_rank);
     if (keys_read(o->keys_path, &a->keys, why, sizeof why)) return err_setv(ERR_USAGE, err, errlen, "--keys: %s", why);
     snprintf(a->ctl_ep, sizeof a->ctl_ep, "tcp://%s", o->rdzv);
     if (keys_tel_endpoint(a->ctl_ep, a->tel_ep, sizeof a->tel_ep))
@@ -215,11 +235,12 @@ static int agent_open(Agent *a, char *err, size_t errlen)
     char id[32];
     int idn = snprintf(id, sizeof id, "node-%d", o->node_rank), zero = 0;
     if (!a->sock || zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, (size_t)idn) ||
-        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) || keys_client_socket(a->sock, &a->keys, why, sizeof why) ||
-        zmq_connect(a->sock, a->ctl_ep))
-        return err_set(err, errlen, "cannot connect to node 0 at %s: %s", a->ctl_ep, why[0] ? why : zmq_strerror(errno));
-    say(a, "joining node 0 at %s (%d node%s, %d rank%s each)", a->ctl_ep, o->nnodes, o->nnodes == 1 ? "" : "s", o->nproc,
-        o->nproc == 1 ? "" : "s");
+        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) ||
+        keys_client_socket(a->sock, &a->keys, why, sizeof why) || zmq_connect(a->sock, a->ctl_ep))
+        return err_set(err, errlen, "cannot connect to node 0 at %s: %s", a->ctl_ep,
+                       why[0] ? why : zmq_strerror(errno));
+    say(a, "joining node 0 at %s (%d node%s, %d rank%s each)", a->ctl_ep, o->nnodes, o->nnodes == 1 ? "" : "s",
+        o->nproc, o->nproc == 1 ? "" : "s");
     return ERR_OK;
 }
 
@@ -233,23 +254,32 @@ static int rendezvous(Agent *a, int *restart, char *err, size_t errlen)
     bool launched = false, heard = false, done = false;
     a->heard_ms = 0;
     while (!launched) {
-        if (signals_stop_count()) { say(a, "interrupted before the job started"); return ERR_FAIL; }
+        if (signals_stop_count()) {
+            say(a, "interrupted before the job started");
+            return ERR_FAIL;
+        }
         if (mono_ms() - last_join >= 1000) {
             send_op(a, "join", -1, getpid(), 0, NULL);
             last_join = mono_ms();
         }
-        zmq_pollitem_t it = {a->sock, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { a->sock, 0, ZMQ_POLLIN, 0 };
         zmq_poll(&it, 1, 200);
         int st = read_node0(a, &launched, restart, &done);
         if (st) return st;
-        if (done) { say(a, "node 0 ended the job before it started"); return ERR_FAIL; }
+        if (done) {
+            say(a, "node 0 ended the job before it started");
+            return ERR_FAIL;
+        }
         if (a->heard_ms) heard = true;
         if (launched || mono_ms() - t0 <= (int64_t)(o->rdzv_timeout_s * 1000)) continue;
         if (heard)
-            return err_set(err, errlen, "rendezvous did not complete within %g s: node 0 is still waiting for other nodes",
+            return err_set(err, errlen,
+                           "rendezvous did not complete within %g s: node 0 is still waiting for other nodes",
                            o->rdzv_timeout_s);
-        return err_set(err, errlen, "no answer from node 0 at %s within %g s (is its ddptop running? the same --keys? "
-                       "port %d open?)", a->ctl_ep, o->rdzv_timeout_s, atoi(strrchr(a->ctl_ep, ':') + 1));
+        return err_set(err, errlen,
+                       "no answer from node 0 at %s within %g s (is its ddptop running? the same --keys? "
+                       "port %d open?)",
+                       a->ctl_ep, o->rdzv_timeout_s, atoi(strrchr(a->ctl_ep, ':') + 1));
     }
     return ERR_OK;
 }
@@ -267,7 +297,8 @@ static void take_signals(Agent *a, int *handled)
             send_op(a, "stop", -1, 0, 0, why);
         } else {
             int n = launcher_signal_all(a->l, *handled == 2 ? SIGTERM : SIGKILL);
-            say(a, "signal received again: %s to %d rank%s", *handled == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
+            say(a, "signal received again: %s to %d rank%s", *handled == 2 ? "SIGTERM" : "SIGKILL", n,
+                n == 1 ? "" : "s");
         }
     }
 }
@@ -286,11 +317,14 @@ static int run_ranks(Agent *a, int restart)
         bool relaunch = false;
         if (read_node0(a, &relaunch, &restart, &done)) break;
         if (relaunch) {
-            if (launcher_running(a->l) == 0 && launch(a, restart) == 0) { all_gone_at = 0; continue; }
+            if (launcher_running(a->l) == 0 && launch(a, restart) == 0) {
+                all_gone_at = 0;
+                continue;
+            }
         }
         launcher_reap(a->l, on_exit_cb, a);
         int running = launcher_running(a->l);
-        if (mono_ms() - last_beat >= nodes_beat_ms()) {   /* node 0 counts a silent agent as lost */
+        if (mono_ms() - last_beat >= nodes_beat_ms()) { /* node 0 counts a silent agent as lost */
             send_op(a, "beat", -1, 0, 0, NULL);
             last_beat = mono_ms();
         }
@@ -301,7 +335,8 @@ static int run_ranks(Agent *a, int restart)
                 rung = 1;
                 rung_at = mono_ms();
                 int n = launcher_signal_all(a->l, SIGTERM);
-                say(a, "node 0 has been silent for %.1f s: SIGTERM to %d rank%s", nodes_silent_ms() / 1000.0, n, n == 1 ? "" : "s");
+                say(a, "node 0 has been silent for %.1f s: SIGTERM to %d rank%s", nodes_silent_ms() / 1000.0, n,
+                    n == 1 ? "" : "s");
             } else if (rung == 1 && mono_ms() - rung_at > LAUNCH_KILL_GRACE_MS) {
                 rung = 2;
                 int n = launcher_signal_all(a->l, SIGKILL);
@@ -312,14 +347,14 @@ static int run_ranks(Agent *a, int restart)
             if (!all_gone_at) all_gone_at = mono_ms();
             if (!rung && mono_ms() - a->heard_ms > nodes_silent_ms()) {
                 say(a, "node 0 has been silent for %.1f s: leaving", nodes_silent_ms() / 1000.0);
-                rung = 1;   /* not a clean end */
+                rung = 1; /* not a clean end */
             }
             if (done || rung || mono_ms() - all_gone_at > AFTER_MS) break;
         }
     }
     launcher_reap(a->l, on_exit_cb, a);
     int st = (a->failed == 0 && rung == 0 && launcher_running(a->l) == 0) ? ERR_OK : ERR_FAIL;
-    for (int ready, k = 0; k < 20 && relay_pump(a->relay, a->sock, &ready, 10) > 0; k++) {}   /* the last frames */
+    for (int ready, k = 0; k < 20 && relay_pump(a->relay, a->sock, &ready, 10) > 0; k++) {} /* the last frames */
     say(a, "%s (relayed %llu frames up, %llu down, %llu dropped)",
         st == ERR_OK ? "every rank of this node ended cleanly" : "this node's ranks did not all end cleanly",
         (unsigned long long)relay_frames_up(a->relay), (unsigned long long)relay_frames_down(a->relay),
@@ -340,7 +375,7 @@ static void agent_close(Agent *a)
 
 int agent_run(const RunOptions *o)
 {
-    Agent ag = {.o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc};
+    Agent ag = { .o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc };
     Agent *a = &ag;
     codec_buf_init(&a->buf);
     gethostname(a->host, sizeof a->host - 1);
@@ -355,8 +390,10 @@ int agent_run(const RunOptions *o)
         send_op(a, "error", -1, 0, 0, err);
         st = ERR_FAIL;
     }
-    if (st == ERR_OK && launch(a, restart)) st = ERR_FAIL;   /* launch said why */
-    else if (st == ERR_OK) st = run_ranks(a, restart);
+    if (st == ERR_OK && launch(a, restart))
+        st = ERR_FAIL; /* launch said why */
+    else if (st == ERR_OK)
+        st = run_ranks(a, restart);
     if (st != ERR_OK && err[0]) fprintf(stderr, "ddptop: %s\n", err);
     agent_close(a);
     return err_exit_code(st);

@@ -27,16 +27,16 @@ struct Nodes {
     int nnodes, nproc;
     void *router;
     Node *node;
-    unsigned char *rank;   /* [nnodes*nproc]: R_* */
+    unsigned char *rank; /* [nnodes*nproc]: R_* */
     int *pid;
     int64_t last_ping_ms;
-    bool done;             /* "done" sent: the agents are leaving */
+    bool done; /* "done" sent: the agents are leaving */
     CodecBuf buf;
 };
 
 int nodes_silent_ms(void)
 {
-    static int ms;   /* read once: the loops ask every turn */
+    static int ms; /* read once: the loops ask every turn */
     if (!ms) {
         const char *e = getenv("DDPTOP_NODE_SILENT_MS");
         long v = e && *e ? strtol(e, NULL, 10) : 0;
@@ -132,8 +132,8 @@ void nodes_refuse_frame(Nodes *n, const void *ident, size_t len, const char *why
     if (!nodes_ident(ident, len, &k)) return;
     char text[400];
     if (strstr(why, "protocol version"))
-        snprintf(text, sizeof text, "node %d speaks another ddptop protocol (%s); node 0 speaks protocol version %d",
-                 k, why, PROTO_VERSION);
+        snprintf(text, sizeof text, "node %d speaks another ddptop protocol (%s); node 0 speaks protocol version %d", k,
+                 why, PROTO_VERSION);
     else
         snprintf(text, sizeof text, "node %d sent a malformed message: %s", k, why);
     refuse(n, ident, len, k, text, ev);
@@ -269,7 +269,8 @@ void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
         send_node(n, nd->ident, nd->ident_len, "ping", 0, NULL, 0, NULL);
         if (now_ms - nd->last_ms <= nodes_silent_ms()) continue;
         nd->lost = true;
-        say(ev, 2, "node %d (%s) is lost: its agent has been silent for %.1f s", k, nd->host, nodes_silent_ms() / 1000.0);
+        say(ev, 2, "node %d (%s) is lost: its agent has been silent for %.1f s", k, nd->host,
+            nodes_silent_ms() / 1000.0);
         for (int i = 0; i < n->nproc; i++) {
             int r = k * n->nproc + i;
             if (n->rank[r] == R_LAUNCHED || n->rank[r] == R_RUNNING) {

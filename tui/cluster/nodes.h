@@ -36,7 +36,7 @@ typedef struct {
     void (*started)(void *ctx, int rank, int pid, const char *host);
     void (*exited)(void *ctx, int rank, int pid, int status);
     void (*log)(void *ctx, int rank, const char *line);
-    void (*stop)(void *ctx, int node, const char *why);   /* Ctrl-C on an agent */
+    void (*stop)(void *ctx, int node, const char *why);    /* Ctrl-C on an agent */
     void (*event)(void *ctx, int level, const char *text); /* 0 info, 1 warn, 2 error */
 } NodeEvents;
 
@@ -48,13 +48,12 @@ void nodes_free(Nodes **n);
 bool nodes_ident(const void *ident, size_t ident_len, int *node);
 
 /* A decoded message from an agent. */
-void nodes_handle(Nodes *n, const void *ident, size_t ident_len, const Msg *m, int64_t now_ms,
-                  const NodeEvents *ev);
+void nodes_handle(Nodes *n, const void *ident, size_t ident_len, const Msg *m, int64_t now_ms, const NodeEvents *ev);
 /* A frame from an agent that could not be decoded (err says why, e.g. a
  * different protocol version): refuse that node, naming both versions. */
 void nodes_refuse_frame(Nodes *n, const void *ident, size_t ident_len, const char *why, const NodeEvents *ev);
 
-int nodes_joined(const Nodes *n);            /* agents joined (node 0 not counted) */
+int nodes_joined(const Nodes *n); /* agents joined (node 0 not counted) */
 bool nodes_all_joined(const Nodes *n);
 /* "1, 3": the nodes that have not joined. */
 void nodes_missing(const Nodes *n, char *out, size_t len);

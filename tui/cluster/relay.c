@@ -18,13 +18,13 @@
 typedef struct {
     char ident[ZS_IDENT_MAX];
     size_t len;
-    void *sock;   /* DEALER to node 0 with routing id = ident */
+    void *sock; /* DEALER to node 0 with routing id = ident */
 } Up;
 
 struct Relay {
     void *zctx;
-    void *ctl, *tel;          /* local ROUTER, PULL (ipc) */
-    void *up_tel;             /* PUSH to node 0 */
+    void *ctl, *tel; /* local ROUTER, PULL (ipc) */
+    void *up_tel;    /* PUSH to node 0 */
     Up up[MAX_UP];
     int n_up;
     char ctl_ep[300], tel_ep[300], up_ctl[300];
@@ -36,7 +36,10 @@ static void *up_socket(Relay *r, int type, const char *ident, size_t len, const 
 {
     void *s = zmq_socket(r->zctx, type);
     int zero = 0, timeo = 1000;
-    if (!s) { err_set(err, errlen, "zeromq: %s", zmq_strerror(errno)); return NULL; }
+    if (!s) {
+        err_set(err, errlen, "zeromq: %s", zmq_strerror(errno));
+        return NULL;
+    }
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeo, sizeof timeo);
     if ((ident && zmq_setsockopt(s, ZMQ_ROUTING_ID, ident, len)) || keys_client_socket(s, &r->keys, err, errlen) ||
@@ -62,12 +65,15 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     r->ctl = zmq_socket(zctx, ZMQ_ROUTER);
     r->tel = zmq_socket(zctx, ZMQ_PULL);
     int zero = 0, one = 1, hwm = 100000;
-    if (!r->ctl || !r->tel) { err_set(err, errlen, "zeromq: %s", zmq_strerror(errno)); goto fail; }
+    if (!r->ctl || !r->tel) {
+        err_set(err, errlen, "zeromq: %s", zmq_strerror(errno));
+        goto fail;
+    }
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);   /* a restarted rank */
+    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one); /* a restarted rank */
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    int64_t maxmsg = 8 << 20;   /* PROTO_MAX_FRAME_BYTES: larger frames are refused upstream anyway */
+    int64_t maxmsg = 8 << 20; /* PROTO_MAX_FRAME_BYTES: larger frames are refused upstream anyway */
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (zmq_bind(r->ctl, r->ctl_ep) || zmq_bind(r->tel, r->tel_ep)) {
@@ -105,13 +111,19 @@ static int move(void *src, void *dst, int flags, uint64_t *ok, uint64_t *dropped
 {
     zmq_msg_t m;
     zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, src, ZMQ_DONTWAIT) < 0) { zmq_msg_close(&m); return 0; }
+    if (zmq_msg_recv(&m, src, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&m);
+        return 0;
+    }
     if (zmq_msg_more(&m)) {
         int more = 1;
         while (more) {
             zmq_msg_t x;
             zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, src, 0) < 0) { zmq_msg_close(&x); break; }
+            if (zmq_msg_recv(&x, src, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
             more = zmq_msg_more(&x);
             zmq_msg_close(&x);
         }
@@ -130,10 +142,10 @@ int relay_pump(Relay *r, void *extra, int *extra_ready, long timeout_ms)
 {
     zmq_pollitem_t it[3 + MAX_UP];
     int n = 0;
-    it[n++] = (zmq_pollitem_t){r->tel, 0, ZMQ_POLLIN, 0};
-    it[n++] = (zmq_pollitem_t){r->ctl, 0, ZMQ_POLLIN, 0};
-    it[n++] = (zmq_pollitem_t){extra, 0, ZMQ_POLLIN, 0};
-    for (int i = 0; i < r->n_up; i++) it[n++] = (zmq_pollitem_t){r->up[i].sock, 0, ZMQ_POLLIN, 0};
+    it[n++] = (zmq_pollitem_t){ r->tel, 0, ZMQ_POLLIN, 0 };
+    it[n++] = (zmq_pollitem_t){ r->ctl, 0, ZMQ_POLLIN, 0 };
+    it[n++] = (zmq_pollitem_t){ extra, 0, ZMQ_POLLIN, 0 };
+    for (int i = 0; i < r->n_up; i++) it[n++] = (zmq_pollitem_t){ r->up[i].sock, 0, ZMQ_POLLIN, 0 };
     *extra_ready = 0;
     if (zmq_poll(it, n, timeout_ms) <= 0) return 0;
     *extra_ready = (it[2].revents & ZMQ_POLLIN) != 0;
@@ -144,21 +156,29 @@ int relay_pump(Relay *r, void *extra, int *extra_ready, long timeout_ms)
     for (int k = 0; k < 1024; k++) {
         zmq_msg_t id, body;
         zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, r->ctl, ZMQ_DONTWAIT) < 0) { zmq_msg_close(&id); break; }
+        if (zmq_msg_recv(&id, r->ctl, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&id);
+            break;
+        }
         zmq_msg_init(&body);
         int got = zmq_msg_more(&id) && zmq_msg_recv(&body, r->ctl, 0) >= 0;
         int more = got && zmq_msg_more(&body);
-        while (more) {   /* not ours: drain */
+        while (more) { /* not ours: drain */
             zmq_msg_t x;
             zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, r->ctl, 0) < 0) { zmq_msg_close(&x); break; }
+            if (zmq_msg_recv(&x, r->ctl, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
             more = zmq_msg_more(&x);
             zmq_msg_close(&x);
             got = 0;
         }
         Up *u = got ? find_up(r, zmq_msg_data(&id), zmq_msg_size(&id)) : NULL;
-        if (u && zmq_msg_send(&body, u->sock, 0) >= 0) r->frames_up++;
-        else r->drops++;
+        if (u && zmq_msg_send(&body, u->sock, 0) >= 0)
+            r->frames_up++;
+        else
+            r->drops++;
         zmq_msg_close(&body);
         zmq_msg_close(&id);
         moved++;
@@ -168,7 +188,10 @@ int relay_pump(Relay *r, void *extra, int *extra_ready, long timeout_ms)
         for (int k = 0; k < 1024; k++) {
             zmq_msg_t m;
             zmq_msg_init(&m);
-            if (zmq_msg_recv(&m, r->up[i].sock, ZMQ_DONTWAIT) < 0) { zmq_msg_close(&m); break; }
+            if (zmq_msg_recv(&m, r->up[i].sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&m);
+                break;
+            }
             if (zmq_send(r->ctl, r->up[i].ident, r->up[i].len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
                 zmq_msg_send(&m, r->ctl, ZMQ_DONTWAIT) >= 0)
                 r->frames_down++;

@@ -22,10 +22,10 @@ typedef struct Relay Relay;
 
 /* Bind ipc://dir/ctl and ipc://dir/tel in zctx; node 0 is at up_ctl (tcp,
  * its tel at port + 1), reached with keys. Returns 0 or -1 with err. */
-int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, const char *up_tel,
-               const JobKeys *keys, char *err, size_t errlen);
-const char *relay_ctl_endpoint(const Relay *r);   /* for the ranks' DDPTOP_CTL */
-const char *relay_tel_endpoint(const Relay *r);   /* for the ranks' DDPTOP_TEL */
+int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, const char *up_tel, const JobKeys *keys,
+               char *err, size_t errlen);
+const char *relay_ctl_endpoint(const Relay *r); /* for the ranks' DDPTOP_CTL */
+const char *relay_tel_endpoint(const Relay *r); /* for the ranks' DDPTOP_TEL */
 
 /* Move what is waiting, both ways; wait at most timeout_ms for something to
  * arrive (also on extra, the agent's own socket to node 0, which the relay

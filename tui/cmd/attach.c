@@ -5,7 +5,4 @@
 
 #include "attach/client.h"
 
-int cmd_attach(int argc, char **argv)
-{
-    return attach_main(argc, argv);
-}
+int cmd_attach(int argc, char **argv) { return attach_main(argc, argv); }

@@ -16,8 +16,8 @@
 
 typedef struct {
     const char *name;
-    int (*exec)(int argc, char **argv);   /* returns the exit status */
-    const char *usage;                    /* after "ddptop " in the usage lines */
+    int (*exec)(int argc, char **argv); /* returns the exit status */
+    const char *usage;                  /* after "ddptop " in the usage lines */
 } CmdEntry;
 
 /* The subcommands in --help's order; the first one is what `ddptop` with

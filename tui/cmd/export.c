@@ -5,7 +5,4 @@
 
 #include "record/export.h"
 
-int cmd_export(int argc, char **argv)
-{
-    return export_main(argc, argv);
-}
+int cmd_export(int argc, char **argv) { return export_main(argc, argv); }

@@ -18,6 +18,7 @@
 
 #define DDPTOP_VERSION "0.1.0"
 
+// clang-format off
 const CmdEntry cmd_table[] = {
     {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS]"},
     {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]"},
@@ -26,6 +27,7 @@ const CmdEntry cmd_table[] = {
     {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)"},
     {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]"},
 };
+// clang-format on
 const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);
 
 static const char HELP_BODY[] =
@@ -65,14 +67,12 @@ static const char HELP_BODY[] =
     "  -h, --help, --version\n"
     "\n";
 
-static const char HELP_TAIL[] =
-    "\n"
-    "trainer options: see `ddptop-worker --help`.\n";
+static const char HELP_TAIL[] = "\n"
+                                "trainer options: see `ddptop-worker --help`.\n";
 
 void cmd_print_help(FILE *f)
 {
-    for (int i = 0; i < cmd_table_len; i++)
-        fprintf(f, "%s ddptop %s\n", i ? "      " : "usage:", cmd_table[i].usage);
+    for (int i = 0; i < cmd_table_len; i++) fprintf(f, "%s ddptop %s\n", i ? "      " : "usage:", cmd_table[i].usage);
     fputs(HELP_BODY, f);
     char keys[1024];
     keys_usage(keys, sizeof keys);
@@ -111,16 +111,21 @@ int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int 
 static const CmdEntry *cmd_find(const char *name)
 {
     for (int i = 0; i < cmd_table_len; i++)
-        if (!strcmp(cmd_table[i].name, name))
-            return &cmd_table[i];
+        if (!strcmp(cmd_table[i].name, name)) return &cmd_table[i];
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
-    if (argc > 1 && !strcmp(argv[1], "--version")) { printf("ddptop " DDPTOP_VERSION "\n"); return 0; }
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { cmd_print_help(stdout); return 0; }
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        printf("ddptop " DDPTOP_VERSION "\n");
+        return 0;
+    }
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        cmd_print_help(stdout);
+        return 0;
+    }
     if (argc > 1 && argv[1][0] != '-') {
         const CmdEntry *c = cmd_find(argv[1]);
         if (!c) return cmd_usage_error("unknown command \"%s\"", argv[1]);

@@ -5,7 +5,4 @@
 
 #include "record/replay.h"
 
-int cmd_replay(int argc, char **argv)
-{
-    return replay_main(argc, argv);
-}
+int cmd_replay(int argc, char **argv) { return replay_main(argc, argv); }

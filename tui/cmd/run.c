@@ -28,43 +28,50 @@
 /* What the parse saw beyond RunOptions. */
 typedef struct {
     bool node_rank_set, nproc_set;
-    bool help;                   /* -h: print the help, exit 0 */
-    int first_trainer;           /* argv index of the first trainer option */
+    bool help;         /* -h: print the help, exit 0 */
+    int first_trainer; /* argv index of the first trainer option */
 } RunParse;
 
 /* The embedded default job: long enough to watch and steer. */
-static char *default_trainer_args[] = {"--epochs", "30"};
+static char *default_trainer_args[] = { "--epochs", "30" };
 
 static RunOptions run_defaults(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return (RunOptions){.nproc = cores >= 2 || cores < 1 ? 2 : 1, .timeout_s = 300, .stop_grace_s = 30,
-                        .hang_after_s = 10, .device = "auto", .backend = "auto", .nnodes = 1, .node_rank = 0,
-                        .rdzv_timeout_s = 60};
+    return (RunOptions){ .nproc = cores >= 2 || cores < 1 ? 2 : 1,
+                         .timeout_s = 300,
+                         .stop_grace_s = 30,
+                         .hang_after_s = 10,
+                         .device = "auto",
+                         .backend = "auto",
+                         .nnodes = 1,
+                         .node_rank = 0,
+                         .rdzv_timeout_s = 60 };
 }
 
 /* run's options as data: what each takes and where it goes. */
 typedef enum {
-    OPT_FLAG,                    /* sets a bool */
-    OPT_NUM,                     /* a number in [lo, hi] */
-    OPT_INT,                     /* a whole number in [lo, hi] */
-    OPT_STR,                     /* a non-empty string */
-    OPT_PATH,                    /* a string, empty allowed (--log-dir "") */
-    OPT_CHOICE,                  /* one of `words` */
+    OPT_FLAG,   /* sets a bool */
+    OPT_NUM,    /* a number in [lo, hi] */
+    OPT_INT,    /* a whole number in [lo, hi] */
+    OPT_STR,    /* a non-empty string */
+    OPT_PATH,   /* a string, empty allowed (--log-dir "") */
+    OPT_CHOICE, /* one of `words` */
 } OptKind;
 
 typedef struct {
     const char *name, *alias;
     OptKind kind;
-    size_t off;                  /* the field in RunOptions */
+    size_t off; /* the field in RunOptions */
     double lo, hi;
-    const char *msg;             /* the error: OPT_INT its name, OPT_STR missing, OPT_CHOICE unknown */
+    const char *msg; /* the error: OPT_INT its name, OPT_STR missing, OPT_CHOICE unknown */
     const char *const *words;
 } RunOpt;
 
 #define AT(f) offsetof(RunOptions, f)
-static const char *const backends[] = {"gloo", "nccl", "auto", NULL};
-static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
+static const char *const backends[] = { "gloo", "nccl", "auto", NULL };
+static const char *const devices[] = { "cpu", "cuda", "auto", NULL };
+// clang-format off
 static const RunOpt run_opts[] = {
     {"-n", "--nproc-per-node", OPT_INT, AT(nproc), 1, 256, "-n", NULL},
     {"--headless", NULL, OPT_FLAG, AT(headless), 0, 0, NULL, NULL},
@@ -85,13 +92,13 @@ static const RunOpt run_opts[] = {
      backends},
     {"--device", NULL, OPT_CHOICE, AT(device), 0, 0, "--device: unknown device \"%s\" (cpu, cuda, auto)", devices},
 };
+// clang-format on
 #undef AT
 
 static const RunOpt *find_opt(const char *a)
 {
     for (size_t k = 0; k < sizeof run_opts / sizeof run_opts[0]; k++)
-        if (!strcmp(a, run_opts[k].name) || (run_opts[k].alias && !strcmp(a, run_opts[k].alias)))
-            return &run_opts[k];
+        if (!strcmp(a, run_opts[k].name) || (run_opts[k].alias && !strcmp(a, run_opts[k].alias))) return &run_opts[k];
     return NULL;
 }
 
@@ -127,8 +134,14 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--")) { i++; break; }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { p->help = true; return 0; }
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            p->help = true;
+            return 0;
+        }
         const RunOpt *d = find_opt(a);
         if (!d) return cmd_usage_error("unknown option \"%s\"", a);
         if (set_opt(d, a, v, o)) return 2;
@@ -164,8 +177,10 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
     if (o->rdzv && strrchr(o->rdzv, ':') == NULL) return cmd_usage_error("--rdzv %s: expected HOST:PORT", o->rdzv);
     if (o->node_rank > 0 && !o->keys_path) {
-        fprintf(stderr, "ddptop: --node-rank %d needs the job's key file: --keys FILE (node 0 wrote it; copy it here, "
-                        "mode 0600)\n", o->node_rank);
+        fprintf(stderr,
+                "ddptop: --node-rank %d needs the job's key file: --keys FILE (node 0 wrote it; copy it here, "
+                "mode 0600)\n",
+                o->node_rank);
         return 2;
     }
     if (!strcmp(o->backend, "nccl") && !strcmp(o->device, "cpu"))
@@ -231,10 +246,16 @@ static char **trainer_args(int argc, char **argv, double timeout_s, char *tbuf, 
 static void worker_path(char *out, size_t n)
 {
     const char *env = getenv("DDPTOP_WORKER");
-    if (env && *env) { snprintf(out, n, "%s", env); return; }
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return;
+    }
     char self[PATH_MAX - 32];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k <= 0) { snprintf(out, n, "ddptop-worker"); return; }
+    if (k <= 0) {
+        snprintf(out, n, "ddptop-worker");
+        return;
+    }
     self[k] = 0;
     char *slash = strrchr(self, '/');
     if (slash) *slash = 0;
@@ -263,11 +284,11 @@ static void read_check_answer(const char *msg, int *gpus, char *resolved, size_t
 
 /* The child of check_trainer_args: the worker in its check mode, its
  * stdout and stderr into the pipe. Never returns. */
-static void exec_check(const char *wpath, char *const *args, int n, int world, const char *device,
-                       const char *backend, int pfd[2])
+static void exec_check(const char *wpath, char *const *args, int n, int world, const char *device, const char *backend,
+                       int pfd[2])
 {
     dup2(pfd[1], 2);
-    dup2(pfd[1], 1);             /* on success the worker says "gpus N" */
+    dup2(pfd[1], 1); /* on success the worker says "gpus N" */
     close(pfd[0]);
     close(pfd[1]);
     char **argv = calloc((size_t)n + 2, sizeof *argv);
@@ -298,7 +319,11 @@ static int check_trainer_args(const char *wpath, char *const *args, int n, int w
     int pfd[2];
     if (pipe(pfd)) return 0;
     pid_t pid = fork();
-    if (pid < 0) { close(pfd[0]); close(pfd[1]); return 0; }
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return 0;
+    }
     if (pid == 0) exec_check(wpath, args, n, world, device, backend, pfd);
     close(pfd[1]);
     char msg[1024] = "";
@@ -330,8 +355,8 @@ static int choose_worker(RunOptions *o, const RunParse *p, char **args, int n, c
     bool have_cpu = cpu_worker_path(wpath, cpath, clen);
     /* no NVIDIA device nodes, no driver: auto means cpu, no need to ask CUDA */
     bool maybe_gpu = access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
-    const char *check_bin = have_cpu && (!strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu))
-                                ? cpath : wpath;
+    const char *check_bin =
+        have_cpu && (!strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu)) ? cpath : wpath;
     o->worker_path = check_bin;
     /* listen starts nothing: the workers bring their own options */
     if (o->listen_ep) return 0;
@@ -353,18 +378,24 @@ static int choose_worker(RunOptions *o, const RunParse *p, char **args, int n, c
 static int run_main(int argc, char **argv, const char *listen_ep)
 {
     RunOptions o = run_defaults();
-    RunParse p = {0};
+    RunParse p = { 0 };
     o.listen_ep = listen_ep;
     int rc = parse_run_args(argc, argv, &o, &p);
     if (rc) return rc;
-    if (p.help) { cmd_print_help(stdout); return 0; }
+    if (p.help) {
+        cmd_print_help(stdout);
+        return 0;
+    }
     if ((rc = check_run_options(&o, &p))) return rc;
     o.description = describe(argc, argv);
 
     char tbuf[32];
     int n = 0;
     char **args = trainer_args(argc - p.first_trainer, argv + p.first_trainer, o.timeout_s, tbuf, sizeof tbuf, &n);
-    if (!args) { fprintf(stderr, "ddptop: out of memory\n"); return 1; }
+    if (!args) {
+        fprintf(stderr, "ddptop: out of memory\n");
+        return 1;
+    }
     char wpath[PATH_MAX], cpath[PATH_MAX + 8];
     rc = choose_worker(&o, &p, args, n, wpath, sizeof wpath, cpath, sizeof cpath);
     if (!rc) {
@@ -376,10 +407,7 @@ static int run_main(int argc, char **argv, const char *listen_ep)
     return rc;
 }
 
-int cmd_run(int argc, char **argv)
-{
-    return run_main(argc, argv, NULL);
-}
+int cmd_run(int argc, char **argv) { return run_main(argc, argv, NULL); }
 
 /* listen ENDPOINT [run options]: the endpoint first. (`listen --help` is
  * an endpoint missing today, exit 2.) */

@@ -18,14 +18,31 @@ static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, double *e
     double d;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { *help = true; return 0; }
-        if (!strcmp(a, "--size")) { if (cmd_parse_num(a, v, 0, 1 << 30, &d)) return 2; c->size = (int64_t)d; i++; }
-        else if (!strcmp(a, "--world")) { if (cmd_parse_num(a, v, 1, 1 << 16, &d)) return 2; c->world = (int)d; i++; }
-        else if (!strcmp(a, "--epoch")) { if (cmd_parse_num(a, v, 0, 1e15, epoch)) return 2; i++; }
-        else if (!strcmp(a, "--seed")) { if (cmd_parse_num(a, v, 0, 1.8e19, &d)) return 2; c->seed = (uint64_t)d; i++; }
-        else if (!strcmp(a, "--no-shuffle")) c->shuffle = false;
-        else if (!strcmp(a, "--drop-last")) c->drop_last = true;
-        else return cmd_usage_error("sampler: unknown option \"%s\"", a);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            *help = true;
+            return 0;
+        }
+        if (!strcmp(a, "--size")) {
+            if (cmd_parse_num(a, v, 0, 1 << 30, &d)) return 2;
+            c->size = (int64_t)d;
+            i++;
+        } else if (!strcmp(a, "--world")) {
+            if (cmd_parse_num(a, v, 1, 1 << 16, &d)) return 2;
+            c->world = (int)d;
+            i++;
+        } else if (!strcmp(a, "--epoch")) {
+            if (cmd_parse_num(a, v, 0, 1e15, epoch)) return 2;
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (cmd_parse_num(a, v, 0, 1.8e19, &d)) return 2;
+            c->seed = (uint64_t)d;
+            i++;
+        } else if (!strcmp(a, "--no-shuffle"))
+            c->shuffle = false;
+        else if (!strcmp(a, "--drop-last"))
+            c->drop_last = true;
+        else
+            return cmd_usage_error("sampler: unknown option \"%s\"", a);
     }
     if (c->size < 0) return cmd_usage_error("sampler: %s is required", "--size");
     if (c->world < 1) return cmd_usage_error("sampler: %s is required", "--world");
@@ -34,17 +51,26 @@ static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, double *e
 
 int cmd_sampler(int argc, char **argv)
 {
-    SamplerConfig c = {.size = -1, .world = 0, .rank = 0, .seed = 0, .shuffle = true, .drop_last = false};
+    SamplerConfig c = { .size = -1, .world = 0, .rank = 0, .seed = 0, .shuffle = true, .drop_last = false };
     double epoch = 0;
     bool help = false;
     int rc = parse_sampler_args(argc, argv, &c, &epoch, &help);
     if (rc) return rc;
-    if (help) { cmd_print_help(stdout); return 0; }
+    if (help) {
+        cmd_print_help(stdout);
+        return 0;
+    }
     char err[256];
-    if (sampler_check(&c, err, sizeof err)) { fprintf(stderr, "ddptop: sampler: %s\n", err); return 2; }
+    if (sampler_check(&c, err, sizeof err)) {
+        fprintf(stderr, "ddptop: sampler: %s\n", err);
+        return 2;
+    }
     int64_t n = sampler_num_samples(&c);
     int64_t *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
-    if (!idx) { fprintf(stderr, "ddptop: sampler: out of memory\n"); return 1; }
+    if (!idx) {
+        fprintf(stderr, "ddptop: sampler: out of memory\n");
+        return 1;
+    }
     for (int r = 0; r < c.world; r++) {
         c.rank = r;
         if (sampler_indices(&c, (int64_t)epoch, idx, err, sizeof err)) {

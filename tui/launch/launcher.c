@@ -52,8 +52,15 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
 
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int nul = open("/dev/null", O_RDONLY);
-    if (nul >= 0) { dup2(nul, 0); close(nul); }
-    if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
+    if (nul >= 0) {
+        dup2(nul, 0);
+        close(nul);
+    }
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
 
     setenv_int("RANK", c->rank_offset + local);
     setenv_int("LOCAL_RANK", local);
@@ -64,8 +71,10 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
     setenv("DDPTOP_CTL", c->ctl_ep, 1);
     setenv("DDPTOP_TEL", c->tel_ep, 1);
     setenv("DDPTOP_JOB", c->job_id, 1);
-    if (c->keys_path) setenv("DDPTOP_KEYS", c->keys_path, 1);
-    else unsetenv("DDPTOP_KEYS");
+    if (c->keys_path)
+        setenv("DDPTOP_KEYS", c->keys_path, 1);
+    else
+        unsetenv("DDPTOP_KEYS");
     setenv("DDPTOP_DEVICE", c->device ? c->device : "auto", 1);
     setenv("DDPTOP_BACKEND", c->backend ? c->backend : "auto", 1);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
@@ -99,12 +108,12 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) {
-            err_set(err, errlen, "fork for rank %d: %s", r, strerror(errno));   /* before free changes errno */
+            err_set(err, errlen, "fork for rank %d: %s", r, strerror(errno)); /* before free changes errno */
             launcher_free(&l);
             return -1;
         }
         if (pid == 0) child(c, r, p->log, parent);
-        setpgid(pid, pid);  /* also from the parent: no race with signals */
+        setpgid(pid, pid); /* also from the parent: no race with signals */
         p->pid = pid;
         p->running = true;
     }
@@ -164,8 +173,7 @@ static void remove_shm_of(pid_t pid)
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
 {
     int running = 0;
-    if (!l)
-        return 0;
+    if (!l) return 0;
     for (int r = 0; r < l->world; r++) {
         Proc *p = &l->p[r];
         if (!p->running) continue;
@@ -188,8 +196,7 @@ int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int stat
 int launcher_signal_all(Launcher *l, int sig)
 {
     int n = 0;
-    if (!l)
-        return 0;
+    if (!l) return 0;
     for (int r = 0; r < l->world; r++)
         if (l->p[r].running && kill(l->p[r].pid, sig) == 0) n++;
     return n;
@@ -198,16 +205,12 @@ int launcher_signal_all(Launcher *l, int sig)
 int launcher_running(const Launcher *l)
 {
     int n = 0;
-    if (!l)
-        return 0;
+    if (!l) return 0;
     for (int r = 0; r < l->world; r++) n += l->p[r].running;
     return n;
 }
 
-pid_t launcher_pid(const Launcher *l, int rank)
-{
-    return (l && rank >= 0 && rank < l->world) ? l->p[rank].pid : -1;
-}
+pid_t launcher_pid(const Launcher *l, int rank) { return (l && rank >= 0 && rank < l->world) ? l->p[rank].pid : -1; }
 
 const char *launcher_log_path(const Launcher *l, int rank)
 {

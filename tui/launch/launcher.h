@@ -13,22 +13,22 @@
 #include <sys/types.h>
 
 typedef struct {
-    int world;                  /* ranks on this node */
-    int rank_offset;            /* global rank of local rank 0 */
+    int world;       /* ranks on this node */
+    int rank_offset; /* global rank of local rank 0 */
     int global_world;
-    const char *worker_path;    /* ddptop-worker */
-    char *const *worker_args;   /* trainer options */
+    const char *worker_path;  /* ddptop-worker */
+    char *const *worker_args; /* trainer options */
     int n_worker_args;
     const char *ctl_ep, *tel_ep;
     const char *job_id;
     const char *master_addr;
     int master_port;
-    const char *log_dir;        /* rank-N.log files go here (rank-N.restart-K.log
+    const char *log_dir;   /* rank-N.log files go here (rank-N.restart-K.log
                                  * after restart K) */
-    int restart;                /* 0: the first run; K: the K-th restart (--max-restarts) */
-    const char *device;         /* DDPTOP_DEVICE (NULL: auto) */
-    const char *backend;        /* DDPTOP_BACKEND (NULL: auto) */
-    const char *keys_path;      /* DDPTOP_KEYS: the job's key file (tcp endpoints), NULL: none */
+    int restart;           /* 0: the first run; K: the K-th restart (--max-restarts) */
+    const char *device;    /* DDPTOP_DEVICE (NULL: auto) */
+    const char *backend;   /* DDPTOP_BACKEND (NULL: auto) */
+    const char *keys_path; /* DDPTOP_KEYS: the job's key file (tcp endpoints), NULL: none */
 } LaunchConfig;
 
 typedef struct Launcher Launcher;

@@ -10,8 +10,8 @@
 #include <sys/types.h>
 
 typedef struct {
-    char state;          /* 0 when the process is gone or unreadable */
-    char wchan[48];      /* "" when unknown or running */
+    char state;     /* 0 when the process is gone or unreadable */
+    char wchan[48]; /* "" when unknown or running */
 } ProcStat;
 
 /* Fill *out for pid. Returns 0, or -1 when the process does not exist. */

@@ -50,7 +50,6 @@ const char *hang_state_name(char s)
     }
 }
 
-
 static const char *op_name(const char *op)
 {
     if (!strcmp(op, "allreduce")) return "all-reduce";
@@ -65,8 +64,12 @@ void hang_format_ranks(const int *ranks, int n, char *buf, size_t len)
         int j = i;
         while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) j++;
         int w;
-        if (j >= i + 2) w = snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", ranks[i], ranks[j]);
-        else { w = snprintf(buf + o, len - o, "%s%d", o ? "," : "", ranks[i]); j = i; }
+        if (j >= i + 2)
+            w = snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", ranks[i], ranks[j]);
+        else {
+            w = snprintf(buf + o, len - o, "%s%d", o ? "," : "", ranks[i]);
+            j = i;
+        }
         if (w < 0) break;
         o += (size_t)w;
         i = j;
@@ -87,11 +90,10 @@ static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
     } else if (r->proc_state == 'Z') {
         snprintf(buf, len, "which died after step %" PRId64, r->last_step);
     } else if (r->inflight_seq >= 0 && r->inflight_seq != seq) {
-        snprintf(buf, len, "which waits in %s #%" PRId64 " instead (after step %" PRId64 ")",
-                 op_name(r->inflight_op), r->inflight_seq, r->last_step);
+        snprintf(buf, len, "which waits in %s #%" PRId64 " instead (after step %" PRId64 ")", op_name(r->inflight_op),
+                 r->inflight_seq, r->last_step);
     } else if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED) {
-        snprintf(buf, len, "which stopped after step %" PRId64 " and is %s", r->last_step,
-                 phase_name(r->phase));
+        snprintf(buf, len, "which stopped after step %" PRId64 " and is %s", r->last_step, phase_name(r->phase));
     } else if (r->phase == PHASE_PAUSED) {
         snprintf(buf, len, "which is paused after step %" PRId64, r->last_step);
     } else if (r->silent_ns > 5000000000LL) {
@@ -148,8 +150,8 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
     int nw = out->n_waiting < HANG_LIST_MAX ? out->n_waiting : HANG_LIST_MAX;
     hang_format_ranks(out->waiting, nw, who, sizeof who);
     size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)",
-                                out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "",
-                                op_name(out->op), out->seq, out->waited_ms / 1000.0);
+                                out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op),
+                                out->seq, out->waited_ms / 1000.0);
     if (out->n_missing == 0) {
         snprintf(out->verdict + o, sizeof out->verdict - o,
                  ": every rank is inside it, so the collective itself is stuck (network or backend)");
@@ -168,8 +170,8 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
         }
         char why[200];
         why_missing(m, out->seq, why, sizeof why);
-        int w = snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown ? ";" : " for",
-                         m->rank, why);
+        int w =
+            snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown ? ";" : " for", m->rank, why);
         if (w < 0) break;
         o += (size_t)w;
         shown++;

@@ -20,25 +20,25 @@
 
 typedef struct {
     int rank;
-    bool started;               /* hello seen */
-    bool exited;                /* its process ended */
-    char how_ended[64];         /* "signal 9 (Killed)", "exit 1" */
-    char proc_state;            /* /proc state letter; 0 unknown */
-    char wchan[48];             /* kernel function it sleeps in; "" unknown */
+    bool started;       /* hello seen */
+    bool exited;        /* its process ended */
+    char how_ended[64]; /* "signal 9 (Killed)", "exit 1" */
+    char proc_state;    /* /proc state letter; 0 unknown */
+    char wchan[48];     /* kernel function it sleeps in; "" unknown */
     Phase phase;
-    int64_t last_step;          /* last completed optimizer step */
-    int64_t inflight_seq;       /* collective in flight per its newest beat; -1 none */
+    int64_t last_step;    /* last completed optimizer step */
+    int64_t inflight_seq; /* collective in flight per its newest beat; -1 none */
     char inflight_op[PROTO_STR_SHORT];
-    int64_t inflight_since_ns;  /* wall clock when it entered that collective */
-    int64_t silent_ns;          /* since its last message; -1 never heard */
+    int64_t inflight_since_ns; /* wall clock when it entered that collective */
+    int64_t silent_ns;         /* since its last message; -1 never heard */
 } HangRank;
 
 typedef struct {
-    bool hung;                  /* some collective waited longer than hang_after */
-    bool mismatch;              /* ranks wait in different collectives */
-    int64_t seq;                /* the collective most ranks wait in */
+    bool hung;     /* some collective waited longer than hang_after */
+    bool mismatch; /* ranks wait in different collectives */
+    int64_t seq;   /* the collective most ranks wait in */
     char op[PROTO_STR_SHORT];
-    int64_t waited_ms;          /* longest wait in it */
+    int64_t waited_ms; /* longest wait in it */
     int n_waiting, n_missing;
     int waiting[HANG_LIST_MAX]; /* ranks inside it (first HANG_LIST_MAX) */
     int missing[HANG_LIST_MAX]; /* ranks that never entered it */

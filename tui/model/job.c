@@ -29,8 +29,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 {
     size_t i = 0;
     if (src)
-        for (; i + 1 < n && src[i]; i++)
-            dst[i] = src[i];
+        for (; i + 1 < n && src[i]; i++) dst[i] = src[i];
     dst[i] = '\0';
 }
 
@@ -60,28 +59,24 @@ void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *f
 
 void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
 {
-    if (!j)
-        return;
+    if (!j) return;
     va_list ap;
     va_start(ap, fmt);
-    ev_addv(j, (JobTime){now_ns, wall_ns}, rank, level, fmt, ap);
+    ev_addv(j, (JobTime){ now_ns, wall_ns }, rank, level, fmt, ap);
     va_end(ap);
 }
 
 const JobEvent *job_event_at(const Job *j, int i)
 {
-    if (!j || i < 0)
-        return NULL;
+    if (!j || i < 0) return NULL;
     uint64_t kept = j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS;
-    if ((uint64_t)i >= kept)
-        return NULL;
+    if ((uint64_t)i >= kept) return NULL;
     return &j->book->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
 }
 
 const JobEvent *job_event_nth(const Job *j, uint64_t n)
 {
-    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS)
-        return NULL;
+    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return NULL;
     return &j->book->events[n % JOB_EVENTS];
 }
 
@@ -89,11 +84,9 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n)
 
 Job *job_new(int world, int64_t now_ns)
 {
-    if (world < 1 || world > JOB_MAX_RANKS)
-        return NULL;
+    if (world < 1 || world > JOB_MAX_RANKS) return NULL;
     Job *j = calloc(1, sizeof *j);
-    if (!j)
-        return NULL;
+    if (!j) return NULL;
     j->ranks = calloc((size_t)world, sizeof *j->ranks);
     j->book = calloc(1, sizeof *j->book + (size_t)world * sizeof j->book->ranks[0]);
     if (!j->ranks || !j->book) {
@@ -132,8 +125,7 @@ Job *job_new(int world, int64_t now_ns)
 
 void job_free(Job **pj)
 {
-    if (!pj || !*pj)
-        return;
+    if (!pj || !*pj) return;
     job_comm_done(*pj);
     job_shard_done(*pj);
     free((*pj)->ranks);
@@ -144,10 +136,7 @@ void job_free(Job **pj)
 
 /* ---- job-wide figures ---- */
 
-static bool rank_exited(const JobRank *r)
-{
-    return r->state == RANK_EXITED_OK || r->state == RANK_FAILED;
-}
+static bool rank_exited(const JobRank *r) { return r->state == RANK_EXITED_OK || r->state == RANK_FAILED; }
 
 /* Phases at or past train, short of an error: the rank has started training. */
 static bool rank_trained(const JobRank *r)
@@ -157,8 +146,7 @@ static bool rank_trained(const JobRank *r)
 
 static void update_state_from_phases(Job *j)
 {
-    if (j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING)
-        return;
+    if (j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING) return;
     bool all_train = true;
     for (int i = 0; i < j->world; i++) {
         Phase p = j->ranks[i].phase;
@@ -168,8 +156,7 @@ static void update_state_from_phases(Job *j)
             j->state = JOB_STOPPING;
             return;
         }
-        if (!rank_trained(&j->ranks[i]))
-            all_train = false;
+        if (!rank_trained(&j->ranks[i])) all_train = false;
     }
     if (j->paused)
         j->state = JOB_PAUSED;
@@ -188,14 +175,11 @@ static void pause_update(Job *j, JobTime at)
     int64_t lo = 0, hi = 0;
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
-        if (r->state == RANK_WAITING)
-            live++;
-        if (r->state != RANK_ALIVE)
-            continue;
+        if (r->state == RANK_WAITING) live++;
+        if (r->state != RANK_ALIVE) continue;
         live++;
         training += r->phase == PHASE_TRAIN;
-        if (r->phase != PHASE_PAUSED)
-            continue;
+        if (r->phase != PHASE_PAUSED) continue;
         int64_t s = r->have_step ? r->last.step : 0;
         if (paused == 0 || s < lo) lo = s;
         if (paused == 0 || s > hi) hi = s;
@@ -206,8 +190,8 @@ static void pause_update(Job *j, JobTime at)
         j->paused = true;
         j->paused_step = lo;
         if (lo == hi)
-            job_ev_add(j, at, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "",
-                       live, live == 1 ? "" : "s", (long long)lo);
+            job_ev_add(j, at, -1, EV_INFO, "paused: %s%d rank%s at step %lld", live > 1 ? "all " : "", live,
+                       live == 1 ? "" : "s", (long long)lo);
         else
             job_ev_add(j, at, -1, EV_WARN, "paused at different steps (%lld..%lld): the ranks did not agree",
                        (long long)lo, (long long)hi);
@@ -215,7 +199,7 @@ static void pause_update(Job *j, JobTime at)
         j->paused = false;
         job_ev_add(j, at, -1, EV_INFO, "resumed at step %lld", (long long)j->paused_step);
     } else if (!all && j->paused) {
-        j->paused = false;           /* stopping or failing while paused: no "resumed" */
+        j->paused = false; /* stopping or failing while paused: no "resumed" */
     }
 }
 
@@ -224,11 +208,9 @@ static void count_nodes(Job *j)
     int n = 0;
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
-        if (!r->hello)
-            continue;
+        if (!r->hello) continue;
         bool seen = false;
-        for (int k = 0; k < i && !seen; k++)
-            seen = j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
+        for (int k = 0; k < i && !seen; k++) seen = j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
         n += !seen;
     }
     j->nodes = n;
@@ -241,8 +223,7 @@ static void step_min_recompute(Job *j)
     int64_t min = 0, epoch = 0;
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
-        if (!r->have_step)
-            continue;
+        if (!r->have_step) continue;
         if (!any || r->last.step < min) {
             any = true;
             min = r->last.step;
@@ -250,8 +231,7 @@ static void step_min_recompute(Job *j)
             count = 1;
         } else if (r->last.step == min) {
             count++;
-            if (r->last.epoch < epoch)
-                epoch = r->last.epoch;
+            if (r->last.epoch < epoch) epoch = r->last.epoch;
         }
     }
     j->step = min;
@@ -276,12 +256,11 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         }
         return;
     }
-    if (s < old_step) {              /* went backwards (a restart): rare, rescan */
+    if (s < old_step) { /* went backwards (a restart): rare, rescan */
         step_min_recompute(j);
         return;
     }
-    if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0)
-        step_min_recompute(j);
+    if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0) step_min_recompute(j);
 }
 
 /* Sliding-window samples/s: snapshots of the summed sample counters, and the
@@ -295,20 +274,17 @@ static void rate_update(Job *j, int64_t now_ns)
         b->rate_t_ns[b->rate_head] = now_ns;
         b->rate_samples[b->rate_head] = b->samples_total;
         b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
-        if (b->rate_len < JOB_RATE_RING)
-            b->rate_len++;
+        if (b->rate_len < JOB_RATE_RING) b->rate_len++;
     }
     int base = -1;
-    for (int i = 0; i < b->rate_len; i++) {        /* newest first */
+    for (int i = 0; i < b->rate_len; i++) { /* newest first */
         int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
         base = k;
-        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS)
-            break;
+        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS) break;
     }
     int64_t dt = now_ns - b->rate_t_ns[base];
     /* under a quarter window the figure is mostly noise: keep the old one */
-    if (dt < JOB_RATE_WINDOW_NS / 4)
-        return;
+    if (dt < JOB_RATE_WINDOW_NS / 4) return;
     double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
     j->samples_per_s = rate > 0 ? rate : 0;
 }
@@ -319,8 +295,7 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
 {
     const JobRank *first = NULL;
     for (int i = 0; i < j->world && !first; i++)
-        if (j->ranks[i].hello && &j->ranks[i] != r)
-            first = &j->ranks[i];
+        if (j->ranks[i].hello && &j->ranks[i] != r) first = &j->ranks[i];
     if (!first && !r->hello) {
         copy_str(j->dataset, sizeof j->dataset, h->dataset);
         copy_str(j->model, sizeof j->model, h->model);
@@ -333,53 +308,45 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
         j->dataset_size = h->dataset_size;
     } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
         /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
-        job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)",
-               r->rank, h->model, (long long)h->params, j->model, (long long)j->params);
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)", r->rank,
+                   h->model, (long long)h->params, j->model, (long long)j->params);
     }
     r->hello = true;
     r->pid = h->pid;
     copy_str(r->host, sizeof r->host, h->host);
     copy_str(r->device, sizeof r->device, h->device);
     copy_str(r->backend, sizeof r->backend, h->backend);
-    if (r->state == RANK_WAITING)
-        r->state = RANK_ALIVE;
+    if (r->state == RANK_WAITING) r->state = RANK_ALIVE;
     count_nodes(j);
-    job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)",
-           r->rank, (long long)r->pid, r->host, r->device, r->backend);
+    job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)", r->rank, (long long)r->pid, r->host,
+               r->device, r->backend);
     if (h->world > 0 && h->world != j->world)
-        job_ev_add(j, at, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d",
-               r->rank, (int)h->world, j->world);
+        job_ev_add(j, at, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d", r->rank, (int)h->world,
+                   j->world);
 }
 
 static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
 {
-    if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT)
-        return;                      /* a phase this build does not know */
+    if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT) return; /* a phase this build does not know */
     bool has_detail = p->detail[0] != '\0';
     /* an error's text outlives the phases after it: the verdict needs it */
-    if (has_detail && (p->phase == PHASE_ERROR || !r->had_error))
-        copy_str(r->detail, sizeof r->detail, p->detail);
-    if (p->phase == PHASE_ERROR)
-        r->had_error = true;
-    if (p->phase == r->phase)
-        return;
+    if (has_detail && (p->phase == PHASE_ERROR || !r->had_error)) copy_str(r->detail, sizeof r->detail, p->detail);
+    if (p->phase == PHASE_ERROR) r->had_error = true;
+    if (p->phase == r->phase) return;
     Phase old = r->phase;
     r->phase = p->phase;
     r->phase_since_ns = at.mono_ns;
-    r->book->phases[r->book->phases_head] = (JobPhaseRec){p->phase, at.mono_ns};
+    r->book->phases[r->book->phases_head] = (JobPhaseRec){ p->phase, at.mono_ns };
     r->book->phases_head = (r->book->phases_head + 1) % JOB_PHASE_HIST;
-    if (r->phases_len < JOB_PHASE_HIST)
-        r->phases_len++;
+    if (r->phases_len < JOB_PHASE_HIST) r->phases_len++;
     char from[48] = "";
-    if (old != PHASE_NONE)
-        snprintf(from, sizeof from, "%s -> ", phase_name(old));
+    if (old != PHASE_NONE) snprintf(from, sizeof from, "%s -> ", phase_name(old));
     if (p->phase == PHASE_ERROR)
-        job_ev_add(j, at, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from,
-               has_detail ? ": " : "", has_detail ? p->detail : "");
+        job_ev_add(j, at, r->rank, EV_ERROR, "rank %d: %serror%s%.200s", r->rank, from, has_detail ? ": " : "",
+                   has_detail ? p->detail : "");
     else
-        job_ev_add(j, at, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from,
-               phase_name(p->phase), has_detail ? " (" : "", has_detail ? p->detail : "",
-               has_detail ? ")" : "");
+        job_ev_add(j, at, r->rank, EV_INFO, "rank %d: %s%s%s%.180s%s", r->rank, from, phase_name(p->phase),
+                   has_detail ? " (" : "", has_detail ? p->detail : "", has_detail ? ")" : "");
     pause_update(j, at);
     update_state_from_phases(j);
 }
@@ -391,22 +358,25 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
     j->book->samples_total += s->samples - (had ? r->last.samples : 0);
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
-    if (s->drops >= old_drops)
-        j->drops += s->drops - old_drops;
+    if (s->drops >= old_drops) j->drops += s->drops - old_drops;
     r->last = *s;
     r->have_step = true;
     r->book->ring[r->book->ring_head] = (JobStepRec){
-        .step = s->step, .epoch = s->epoch, .loss = s->loss, .step_ms = s->step_ms, .comm_ms = s->comm_ms,
-        .exposed_ms = s->exposed_ms, .samples = s->samples, .t_ns = now_ns,
+        .step = s->step,
+        .epoch = s->epoch,
+        .loss = s->loss,
+        .step_ms = s->step_ms,
+        .comm_ms = s->comm_ms,
+        .exposed_ms = s->exposed_ms,
+        .samples = s->samples,
+        .t_ns = now_ns,
     };
     series_add(&r->loss_hist, s->step, s->loss);
     series_add(&j->loss_all, s->step, s->loss);
     r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
-    if (r->ring_len < JOB_STEP_RING)
-        r->ring_len++;
+    if (r->ring_len < JOB_STEP_RING) r->ring_len++;
     step_min_update(j, r, had, old_step);
-    if (!had)
-        update_state_from_phases(j);
+    if (!had) update_state_from_phases(j);
 }
 
 static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
@@ -420,8 +390,7 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
     rec->ms = r->coll_ms;
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
     r->book->colls_head = (r->book->colls_head + 1) % JOB_RANK_COLLS;
-    if (r->colls_len < JOB_RANK_COLLS)
-        r->colls_len++;
+    if (r->colls_len < JOB_RANK_COLLS) r->colls_len++;
     job_comm_on_coll(j, r->rank, c);
 }
 
@@ -435,8 +404,7 @@ static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t sent_wall_ns,
     rec->level = level;
     copy_str(rec->text, sizeof rec->text, l->text);
     r->book->logs_head = (r->book->logs_head + 1) % JOB_RANK_LOGS;
-    if (r->logs_len < JOB_RANK_LOGS)
-        r->logs_len++;
+    if (r->logs_len < JOB_RANK_LOGS) r->logs_len++;
     job_ev_add(j, at, r->rank, level, "%s", l->text);
 }
 
@@ -448,12 +416,16 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
 {
     for (int i = 0; i < 4; i++) {
         const JobEval *old = job_eval_at(j, i);
-        if (old && old->epoch == e->epoch && old->step == e->step)
-            return;
+        if (old && old->epoch == e->epoch && old->step == e->step) return;
     }
     j->book->evals[j->n_evals % JOB_EVALS] = (JobEval){
-        .epoch = e->epoch, .step = e->step, .loss = e->loss, .accuracy = e->accuracy,
-        .correct = e->correct, .total = e->total, .t_ns = now_ns,
+        .epoch = e->epoch,
+        .step = e->step,
+        .loss = e->loss,
+        .accuracy = e->accuracy,
+        .correct = e->correct,
+        .total = e->total,
+        .t_ns = now_ns,
     };
     j->n_evals++;
 }
@@ -461,8 +433,8 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
 static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
 {
     if (!c->ok) {
-        job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s",
-               (long long)c->step, r->rank, c->error[0] ? c->error : "no reason given");
+        job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s", (long long)c->step, r->rank,
+                   c->error[0] ? c->error : "no reason given");
         return;
     }
     j->last_ckpt_step = c->step;
@@ -471,29 +443,29 @@ static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
     /* test-sized models write a few kB: "0.0 MB" would read as nothing */
     bool small = c->bytes < 100000;
     job_ev_add(j, at, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
-           (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
-           c->path);
+               (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
+               c->path);
 }
 
 static JobEventLevel level_from_name(const char *s)
 {
-    if (strncmp(s, "warn", 4) == 0)          /* warn, warning */
+    if (strncmp(s, "warn", 4) == 0) /* warn, warning */
         return EV_WARN;
-    if (strncmp(s, "err", 3) == 0 || strcmp(s, "fatal") == 0)
-        return EV_ERROR;
+    if (strncmp(s, "err", 3) == 0 || strcmp(s, "fatal") == 0) return EV_ERROR;
     return EV_INFO;
 }
 
 void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
 {
-    JobTime at = {now_ns, wall_ns};
-    if (!j || !m)
-        return;
+    JobTime at = { now_ns, wall_ns };
+    if (!j || !m) return;
     switch (m->kind) {
-    case MSG_CMD: case MSG_SET: case MSG_GET: case MSG_WAIT: case MSG_VAL:
-        return;                      /* commands and store traffic: not the model's */
-    default:
-        break;
+    case MSG_CMD:
+    case MSG_SET:
+    case MSG_GET:
+    case MSG_WAIT:
+    case MSG_VAL: return; /* commands and store traffic: not the model's */
+    default: break;
     }
     if (m->rank < 0 || m->rank >= j->world) {
         j->bad_frames++;
@@ -522,11 +494,10 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
         r->bye = true;
         r->bye_status = m->u.bye.status;
         if (m->u.bye.status != 0)
-            job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld",
-                   r->rank, (int)m->u.bye.status, (long long)m->u.bye.step);
+            job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld", r->rank,
+                       (int)m->u.bye.status, (long long)m->u.bye.step);
         break;
-    default:
-        break;                       /* unknown kind: it still proves the rank is there */
+    default: break; /* unknown kind: it still proves the rank is there */
     }
     rate_update(j, now_ns);
 }
@@ -535,31 +506,26 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
 
 void job_rank_started(Job *j, int rank, int pid, int64_t now_ns)
 {
-    if (!j || rank < 0 || rank >= j->world)
-        return;
+    if (!j || rank < 0 || rank >= j->world) return;
     JobRank *r = &j->ranks[rank];
     r->pid = pid;
     r->state = RANK_WAITING;
     r->phase_since_ns = now_ns;
-    r->last_msg_ns = now_ns;         /* staleness counts from launch until hello */
+    r->last_msg_ns = now_ns; /* staleness counts from launch until hello */
     j->version++;
 }
 
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
-                     int64_t wall_ns)
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns, int64_t wall_ns)
 {
-    if (!j)
-        return;
-    JobTime at = {now_ns, wall_ns};
+    if (!j) return;
+    JobTime at = { now_ns, wall_ns };
     if (rank < 0 || rank >= j->world) {
         job_ev_add(j, at, -1, EV_WARN, "exit of pid %d reported for unknown rank %d", pid, rank);
         return;
     }
     JobRank *r = &j->ranks[rank];
-    if (rank_exited(r))
-        return;                      /* reaped once; a second report adds nothing */
-    if (pid > 0)
-        r->pid = pid;
+    if (rank_exited(r)) return; /* reaped once; a second report adds nothing */
+    if (pid > 0) r->pid = pid;
     r->wait_status = wait_status;
     bool exit0 = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
     bool clean = exit0 && r->bye && r->bye_status == 0;
@@ -578,26 +544,23 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     } else if (WIFSIGNALED(wait_status)) {
         int sig = WTERMSIG(wait_status);
         const char *name = strsignal(sig);
-        snprintf(r->how_ended, sizeof r->how_ended, "signal %d (%.32s)%s", sig,
-                 name ? name : "?", WCOREDUMP(wait_status) ? ", core dumped" : "");
+        snprintf(r->how_ended, sizeof r->how_ended, "signal %d (%.32s)%s", sig, name ? name : "?",
+                 WCOREDUMP(wait_status) ? ", core dumped" : "");
     } else {
         snprintf(r->how_ended, sizeof r->how_ended, "wait status 0x%x", (unsigned)wait_status);
     }
     r->state = clean ? RANK_EXITED_OK : RANK_FAILED;
-    if (j->paused)
-        pause_update(j, at);
+    if (j->paused) pause_update(j, at);
     char where[48] = "";
     if (r->have_step)
         snprintf(where, sizeof where, " at step %lld", (long long)r->last.step);
     else if (!clean)
         snprintf(where, sizeof where, " before its first step");
-    job_ev_add(j, at, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s",
-           rank, (long long)r->pid, r->how_ended, where);
-    if (job_all_exited(j))
-        j->samples_per_s = 0;        /* nobody left to train: no stale rate */
+    job_ev_add(j, at, rank, clean ? EV_INFO : EV_ERROR, "rank %d (pid %lld) ended: %s%s", rank, (long long)r->pid,
+               r->how_ended, where);
+    if (job_all_exited(j)) j->samples_per_s = 0; /* nobody left to train: no stale rate */
     if (!clean) {
-        if (j->first_failed < 0)
-            j->first_failed = rank;
+        if (j->first_failed < 0) j->first_failed = rank;
         j->state = JOB_FAILED;
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
@@ -606,16 +569,14 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
 
 void job_set_pause_wanted(Job *j, bool pause)
 {
-    if (!j)
-        return;
+    if (!j) return;
     j->pause_wanted = pause;
     j->version++;
 }
 
 void job_restart(Job *j, int64_t now_ns)
 {
-    if (!j)
-        return;
+    if (!j) return;
     for (int i = 0; i < j->world; i++) {
         JobRank *r = &j->ranks[i];
         r->state = RANK_WAITING;
@@ -641,8 +602,7 @@ void job_restart(Job *j, int64_t now_ns)
 
 void job_set_stopping(Job *j)
 {
-    if (!j || j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING)
-        return;
+    if (!j || j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPING) return;
     j->state = JOB_STOPPING;
     j->version++;
 }
@@ -652,24 +612,21 @@ void job_set_stopping(Job *j)
 bool job_all_exited(const Job *j)
 {
     for (int i = 0; i < j->world; i++)
-        if (!rank_exited(&j->ranks[i]))
-            return false;
+        if (!rank_exited(&j->ranks[i])) return false;
     return true;
 }
 
 bool job_all_clean(const Job *j)
 {
     for (int i = 0; i < j->world; i++)
-        if (j->ranks[i].state != RANK_EXITED_OK)
-            return false;
+        if (j->ranks[i].state != RANK_EXITED_OK) return false;
     return true;
 }
 
 int job_alive(const Job *j)
 {
     int n = 0;
-    for (int i = 0; i < j->world; i++)
-        n += j->ranks[i].state == RANK_ALIVE;
+    for (int i = 0; i < j->world; i++) n += j->ranks[i].state == RANK_ALIVE;
     return n;
 }
 
@@ -681,36 +638,31 @@ bool job_rank_stale(const JobRank *r, int64_t now_ns)
 
 double job_rank_allreduce_ms(const JobRank *r)
 {
-    if (r->have_coll && strcmp(r->coll.op, "allreduce") == 0)
-        return r->coll_ms;
+    if (r->have_coll && strcmp(r->coll.op, "allreduce") == 0) return r->coll_ms;
     return r->have_step ? r->last.comm_ms : 0.0;
 }
 
 const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i)
 {
-    if (!r || i < 0 || i >= r->phases_len)
-        return NULL;
+    if (!r || i < 0 || i >= r->phases_len) return NULL;
     return &r->book->phases[(r->book->phases_head + JOB_PHASE_HIST - 1 - i) % JOB_PHASE_HIST];
 }
 
 const JobCollRec *job_rank_coll_at(const JobRank *r, int i)
 {
-    if (!r || i < 0 || i >= r->colls_len)
-        return NULL;
+    if (!r || i < 0 || i >= r->colls_len) return NULL;
     return &r->book->colls[(r->book->colls_head + JOB_RANK_COLLS - 1 - i) % JOB_RANK_COLLS];
 }
 
 const JobLogRec *job_rank_log_at(const JobRank *r, int i)
 {
-    if (!r || i < 0 || i >= r->logs_len)
-        return NULL;
+    if (!r || i < 0 || i >= r->logs_len) return NULL;
     return &r->book->logs[(r->book->logs_head + JOB_RANK_LOGS - 1 - i) % JOB_RANK_LOGS];
 }
 
 const JobEval *job_eval_at(const Job *j, int i)
 {
-    if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS)
-        return NULL;
+    if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS) return NULL;
     return &j->book->evals[(j->n_evals - 1 - i) % JOB_EVALS];
 }
 
@@ -719,24 +671,20 @@ const JobEval *job_eval_at(const Job *j, int i)
 double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
 {
     const JobStepRec *a = job_rank_step_at(r, 0);
-    if (!a)
-        return 0;
+    if (!a) return 0;
     const JobStepRec *b = NULL;
     int steps = 0;
     for (int i = 1; i < r->ring_len; i++) {
         const JobStepRec *x = job_rank_step_at(r, i);
         b = x;
         steps = i;
-        if (a->t_ns - x->t_ns >= 1000000000LL)
-            break;
+        if (a->t_ns - x->t_ns >= 1000000000LL) break;
     }
-    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples)
-        return 0;
+    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
     /* no step for three step-times (and a second): the rank is not training */
     double interval = (double)(a->t_ns - b->t_ns) / steps;
     double quiet = (double)(now_ns - a->t_ns);
-    if (quiet > 1e9 && quiet > 3 * interval)
-        return 0;
+    if (quiet > 1e9 && quiet > 3 * interval) return 0;
     return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
 }
 
@@ -748,8 +696,7 @@ double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
 
 bool job_rank_beat_in_coll(const JobRank *r)
 {
-    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0)
-        return false;
+    if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0) return false;
     /* a completed collective with that number means the beat is old news */
     return !(r->have_coll && r->coll.seq >= r->beat.coll_seq);
 }
@@ -758,24 +705,20 @@ bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double 
 {
     if (r->state != RANK_ALIVE || !job_rank_beat_in_coll(r) || wall_ns - r->beat.coll_since_ns < JOB_INFLIGHT_NS)
         return false;
-    if (seq)
-        *seq = r->beat.coll_seq;
-    if (secs)
-        *secs = (double)(wall_ns - r->beat.coll_since_ns) / 1e9;
+    if (seq) *seq = r->beat.coll_seq;
+    if (secs) *secs = (double)(wall_ns - r->beat.coll_since_ns) / 1e9;
     return true;
 }
 
 const JobStepRec *job_rank_step_at(const JobRank *r, int i)
 {
-    if (!r || i < 0 || i >= r->ring_len)
-        return NULL;
+    if (!r || i < 0 || i >= r->ring_len) return NULL;
     return &r->book->ring[(r->book->ring_head + JOB_STEP_RING - 1 - i) % JOB_STEP_RING];
 }
 
 void job_verdict(const Job *j, char *buf, size_t len)
 {
-    if (!buf || len == 0)
-        return;
+    if (!buf || len == 0) return;
     if (job_all_clean(j)) {
         if (j->world == 1)
             snprintf(buf, len, "job done: rank 0 ended cleanly");
@@ -786,25 +729,22 @@ void job_verdict(const Job *j, char *buf, size_t len)
     if (j->first_failed >= 0) {
         const JobRank *r = &j->ranks[j->first_failed];
         int nfailed = 0;
-        for (int i = 0; i < j->world; i++)
-            nfailed += j->ranks[i].state == RANK_FAILED;
+        for (int i = 0; i < j->world; i++) nfailed += j->ranks[i].state == RANK_FAILED;
         char at[48], more[48] = "";
         if (r->have_step)
             snprintf(at, sizeof at, "at step %lld", (long long)r->last.step);
         else
             snprintf(at, sizeof at, "before its first step");
-        if (nfailed > 1)
-            snprintf(more, sizeof more, " (%d ranks failed)", nfailed);
+        if (nfailed > 1) snprintf(more, sizeof more, " (%d ranks failed)", nfailed);
         bool err = r->had_error && r->detail[0];
-        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s", r->rank, r->how_ended, at,
-                 err ? ": " : "", err ? r->detail : "", more);
+        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s", r->rank, r->how_ended, at, err ? ": " : "",
+                 err ? r->detail : "", more);
         return;
     }
     int running = 0;
-    for (int i = 0; i < j->world; i++)
-        running += !rank_exited(&j->ranks[i]);
-    snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld",
-             running, j->world, (long long)j->step);
+    for (int i = 0; i < j->world; i++) running += !rank_exited(&j->ranks[i]);
+    snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld", running, j->world,
+             (long long)j->step);
 }
 
 const char *job_state_name(JobState s)

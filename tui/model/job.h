@@ -28,67 +28,67 @@
 #include "wire/protocol.h"
 #include "model/series.h"
 
-#define JOB_MAX_RANKS 4096
-#define JOB_STEP_RING 256
-#define JOB_EVENTS 512
-#define JOB_SHARD_FIRST 16
+#define JOB_MAX_RANKS       4096
+#define JOB_STEP_RING       256
+#define JOB_EVENTS          512
+#define JOB_SHARD_FIRST     16
 /* A live rank silent this long is shown as stale (a hang, or a dead link). */
-#define JOB_STALE_NS 5000000000LL
+#define JOB_STALE_NS        5000000000LL
 /* Ranks send steps in bursts up to 50 ms apart (workers/link/uplink.c), so at a
  * few hundred steps a second their last reported steps differ by tens of
  * steps while DDP keeps them within one. A rank counts as behind only when
  * it is 2+ steps back and has reported no step for this long. */
 #define JOB_BEHIND_QUIET_NS 500000000LL
 /* samples/s is measured over this window. */
-#define JOB_RATE_WINDOW_NS 2000000000LL
+#define JOB_RATE_WINDOW_NS  2000000000LL
 
 /* Per-rank histories for the detail view. */
-#define JOB_PHASE_HIST 16
-#define JOB_RANK_COLLS 12
-#define JOB_RANK_LOGS 8
+#define JOB_PHASE_HIST    16
+#define JOB_RANK_COLLS    12
+#define JOB_RANK_LOGS     8
 /* Collectives matched across ranks by sequence number. */
-#define JOB_COLL_RING 64
+#define JOB_COLL_RING     64
 /* Gradient buckets with their own latency history (later ones are pooled
  * into the last). */
-#define JOB_MAX_BUCKETS 8
-#define JOB_EVALS 64
+#define JOB_MAX_BUCKETS   8
+#define JOB_EVALS         64
 /* The sampler's index map covers at most this many dataset indices. */
 #define JOB_SHARD_MAP_MAX (4 << 20)
 /* A collective in flight this long shows as a possible hang. */
-#define JOB_INFLIGHT_NS 1000000000LL
+#define JOB_INFLIGHT_NS   1000000000LL
 
 typedef struct {
     int64_t step, epoch;
     double loss, step_ms, comm_ms, exposed_ms;
-    int64_t samples;                 /* the rank's sample counter at this step */
-    int64_t t_ns;                    /* arrival, monotonic */
+    int64_t samples; /* the rank's sample counter at this step */
+    int64_t t_ns;    /* arrival, monotonic */
 } JobStepRec;
 
 typedef struct {
     Phase phase;
-    int64_t since_ns;                /* monotonic */
+    int64_t since_ns; /* monotonic */
 } JobPhaseRec;
 
 typedef struct {
     MsgColl c;
-    double ms;                       /* done - start */
-    double wait_ms;                  /* start - enqueued */
+    double ms;      /* done - start */
+    double wait_ms; /* start - enqueued */
 } JobCollRec;
 
 typedef struct {
-    int64_t t_ns;                    /* wall clock */
-    int level;                       /* JobEventLevel */
+    int64_t t_ns; /* wall clock */
+    int level;    /* JobEventLevel */
     char text[200];
 } JobLogRec;
 
 typedef enum {
-    RANK_WAITING = 0,    /* launched, no hello yet */
+    RANK_WAITING = 0, /* launched, no hello yet */
     RANK_ALIVE,
-    RANK_EXITED_OK,      /* exit 0 after bye */
-    RANK_FAILED,         /* non-zero exit, signal, or exit without bye */
+    RANK_EXITED_OK, /* exit 0 after bye */
+    RANK_FAILED,    /* non-zero exit, signal, or exit without bye */
 } RankState;
 
-typedef struct JobRankBook JobRankBook;   /* private halves: job_priv.h */
+typedef struct JobRankBook JobRankBook; /* private halves: job_priv.h */
 typedef struct JobBook JobBook;
 
 typedef struct {
@@ -98,20 +98,20 @@ typedef struct {
     int64_t pid;
     char host[PROTO_STR_MED], device[PROTO_STR_SHORT], backend[PROTO_STR_SHORT];
     Phase phase;
-    int64_t phase_since_ns;          /* monotonic */
-    char detail[PROTO_STR_LONG];     /* last phase detail / error text */
-    bool had_error;                  /* went through the error phase; detail
+    int64_t phase_since_ns;      /* monotonic */
+    char detail[PROTO_STR_LONG]; /* last phase detail / error text */
+    bool had_error;              /* went through the error phase; detail
                                       * then keeps the error's text */
     bool have_step;
-    MsgStep last;                    /* latest step message */
-    int64_t last_msg_ns;             /* monotonic arrival of anything from it
+    MsgStep last;        /* latest step message */
+    int64_t last_msg_ns; /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
     bool have_coll;
-    MsgColl coll;                    /* latest collective */
-    double coll_ms;                  /* its duration */
+    MsgColl coll;   /* latest collective */
+    double coll_ms; /* its duration */
     bool have_beat;
-    MsgBeat beat;                    /* latest heartbeat (collective in flight) */
-    int64_t beat_ns;                 /* its arrival, monotonic */
+    MsgBeat beat;    /* latest heartbeat (collective in flight) */
+    int64_t beat_ns; /* its arrival, monotonic */
     /* shard of the current epoch */
     bool have_shard;
     int64_t shard_epoch, num_samples, total_size, padding;
@@ -120,55 +120,55 @@ typedef struct {
     bool shard_shuffle;
     /* histories: how many are kept; job_rank_step_at, _phase_at, _coll_at
      * and _log_at read them, newest first */
-    Series loss_hist;                /* loss over steps, decimated */
-    int ring_len;                    /* steps (up to JOB_STEP_RING) */
+    Series loss_hist; /* loss over steps, decimated */
+    int ring_len;     /* steps (up to JOB_STEP_RING) */
     int phases_len, colls_len, logs_len;
     /* end */
     bool bye;
     int32_t bye_status;
-    int wait_status;                 /* raw waitpid status once exited */
-    char how_ended[64];              /* "exit 0", "signal 9 (Killed)", "SIGTERM by ddptop" */
-    JobRankBook *book;               /* private: the rings, the shard's hashes */
+    int wait_status;    /* raw waitpid status once exited */
+    char how_ended[64]; /* "exit 0", "signal 9 (Killed)", "SIGTERM by ddptop" */
+    JobRankBook *book;  /* private: the rings, the shard's hashes */
 } JobRank;
 
 typedef enum { EV_INFO = 0, EV_WARN, EV_ERROR } JobEventLevel;
 
 typedef struct {
-    int64_t t_ns;                    /* wall clock */
-    int64_t mono_ns;                 /* monotonic, same clock as job start_ns */
-    int rank;                        /* -1: ddptop itself */
+    int64_t t_ns;    /* wall clock */
+    int64_t mono_ns; /* monotonic, same clock as job start_ns */
+    int rank;        /* -1: ddptop itself */
     JobEventLevel level;
     char text[256];
 } JobEvent;
 
 typedef enum {
-    JOB_STARTING = 0,   /* launched, not every rank training yet */
+    JOB_STARTING = 0, /* launched, not every rank training yet */
     JOB_RUNNING,
-    JOB_STOPPING,       /* a stop was requested or is under way */
-    JOB_DONE,           /* every rank exited cleanly */
-    JOB_FAILED,         /* a rank failed */
-    JOB_PAUSED,         /* every live rank reports the paused phase */
+    JOB_STOPPING, /* a stop was requested or is under way */
+    JOB_DONE,     /* every rank exited cleanly */
+    JOB_FAILED,   /* a rank failed */
+    JOB_PAUSED,   /* every live rank reports the paused phase */
 } JobState;
 
 typedef struct {
     int64_t epoch, step;
     double loss, accuracy;
     int64_t correct, total;
-    int64_t t_ns;                    /* arrival, monotonic */
+    int64_t t_ns; /* arrival, monotonic */
 } JobEval;
 
 /* One collective (by sequence number) as the ranks reported it: arrival
  * from a beat (in flight) or the completed collective's enqueue time. */
 typedef struct {
-    int64_t seq;                     /* -1: slot unused */
+    int64_t seq; /* -1: slot unused */
     char op[PROTO_STR_SHORT];
     int32_t bucket;
     int64_t step, bytes;
-    int arrived, done;               /* ranks that entered / completed it */
-    int64_t first_ns, last_ns;       /* earliest and latest arrival (wall) */
-    int64_t prev_last_ns;            /* the arrival before the latest */
+    int arrived, done;         /* ranks that entered / completed it */
+    int64_t first_ns, last_ns; /* earliest and latest arrival (wall) */
+    int64_t prev_last_ns;      /* the arrival before the latest */
     int first_rank, last_rank;
-    double ms_sum, ms_max;           /* durations of completed ones */
+    double ms_sum, ms_max; /* durations of completed ones */
     int ms_max_rank;
     double algbw_sum, busbw_sum;
     /* which ranks arrived: job_coll_arrived */
@@ -177,8 +177,8 @@ typedef struct {
 typedef struct {
     bool used;
     int64_t bytes;
-    Series ms;                       /* duration over steps, all ranks pooled */
-    double last_ms, last_algbw, last_busbw;  /* means over ranks, last full step */
+    Series ms;                              /* duration over steps, all ranks pooled */
+    double last_ms, last_algbw, last_busbw; /* means over ranks, last full step */
     int last_n;
 } JobBucket;
 
@@ -186,51 +186,51 @@ typedef struct {
  * which rank got each index, and how often (padding repeats some): read
  * with job_shard_owner. */
 typedef struct {
-    int64_t epoch;                   /* -1: no shard yet */
-    int64_t size;                    /* dataset size N */
-    int64_t mapped;                  /* indices covered: min(N, JOB_SHARD_MAP_MAX) */
-    int ranks;                       /* ranks whose shard is in the map */
+    int64_t epoch;  /* -1: no shard yet */
+    int64_t size;   /* dataset size N */
+    int64_t mapped; /* indices covered: min(N, JOB_SHARD_MAP_MAX) */
+    int ranks;      /* ranks whose shard is in the map */
     int64_t num_samples, total_size, padding, seed;
     bool shuffle, drop_last;
-    int64_t dup_indices;             /* indices handed out more than once */
-    bool cut;                        /* some rank sent fewer indices than num_samples */
-    int same_order_rank;             /* first rank whose order equals its previous epoch's, -1 */
-    int64_t same_order_epoch;        /* the epoch that repeated, -1 */
+    int64_t dup_indices;      /* indices handed out more than once */
+    bool cut;                 /* some rank sent fewer indices than num_samples */
+    int same_order_rank;      /* first rank whose order equals its previous epoch's, -1 */
+    int64_t same_order_epoch; /* the epoch that repeated, -1 */
 } JobShardMap;
 
 typedef struct {
     int world;
-    JobRank *ranks;                  /* [world] */
+    JobRank *ranks; /* [world] */
     JobState state;
-    int64_t start_ns;                /* monotonic, job creation */
+    int64_t start_ns; /* monotonic, job creation */
     /* from the first hello */
     char dataset[PROTO_STR_SHORT], model[PROTO_STR_MED];
     char backend[PROTO_STR_SHORT], device[PROTO_STR_SHORT];
     int64_t params, batch_size, max_steps, steps_per_epoch, dataset_size;
     /* progress */
-    int64_t step, epoch;             /* min over ranks that have stepped of their
+    int64_t step, epoch;  /* min over ranks that have stepped of their
                                       * last step; epoch of a rank at that step */
-    double samples_per_s;            /* whole job, smoothed */
-    uint64_t drops;                  /* sum of ranks' dropped telemetry */
-    uint64_t bad_frames;             /* frames ddptop could not decode */
+    double samples_per_s; /* whole job, smoothed */
+    uint64_t drops;       /* sum of ranks' dropped telemetry */
+    uint64_t bad_frames;  /* frames ddptop could not decode */
     int64_t last_ckpt_step;
     char last_ckpt_path[PROTO_STR_LONG];
     int ckpts;
-    uint64_t ev_total;               /* events ever added (job_event_at, job_event_nth) */
-    uint64_t version;                /* bumped on every change: views redraw when it moves */
-    int first_failed;                /* rank that failed first, -1 if none */
-    int nodes;                       /* distinct hosts among hellos */
-    Series loss_all;                 /* every rank's loss pooled: mean and band */
-    int n_evals;                     /* evals ever kept (job_eval_at) */
-    bool pause_wanted;               /* ddptop asked the ranks to pause (not resumed) */
-    bool paused;                     /* every live rank reports phase paused */
+    uint64_t ev_total; /* events ever added (job_event_at, job_event_nth) */
+    uint64_t version;  /* bumped on every change: views redraw when it moves */
+    int first_failed;  /* rank that failed first, -1 if none */
+    int nodes;         /* distinct hosts among hellos */
+    Series loss_all;   /* every rank's loss pooled: mean and band */
+    int n_evals;       /* evals ever kept (job_eval_at) */
+    bool pause_wanted; /* ddptop asked the ranks to pause (not resumed) */
+    bool paused;       /* every live rank reports phase paused */
     int64_t paused_step;
-    int restarts, max_restarts;      /* --max-restarts: restarts done / allowed */
+    int restarts, max_restarts; /* --max-restarts: restarts done / allowed */
     JobBucket buckets[JOB_MAX_BUCKETS];
-    int n_buckets;                   /* highest bucket index seen + 1 (capped) */
+    int n_buckets; /* highest bucket index seen + 1 (capped) */
     JobShardMap shard;
-    int n_stepped;                   /* ranks that have reported a step */
-    JobBook *book;                   /* private: the rings behind job_event_at,
+    int n_stepped; /* ranks that have reported a step */
+    JobBook *book; /* private: the rings behind job_event_at,
                                       * job_eval_at, job_colls_recent and
                                       * job_shard_owner; the bookkeeping behind
                                       * step, samples_per_s and buckets */
@@ -251,8 +251,7 @@ void job_free(Job **j);
 void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns);
 /* A rank's process ended with a waitpid status; `how` may be NULL or say who
  * ended it ("SIGKILL by ddptop"). */
-void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns,
-                     int64_t wall_ns);
+void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns, int64_t wall_ns);
 /* The launcher's pid for a rank, known before its hello. */
 void job_rank_started(Job *j, int rank, int pid, int64_t now_ns);
 /* Add an event seen at now_ns / wall_ns (printf-style). rank -1 is ddptop
@@ -324,8 +323,8 @@ void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *bu
 bool job_coll_arrived(const Job *j, const JobColl *c, int rank);
 /* Means over ranks' latest steps: comm/step, exposed/step and the share of
  * comm hidden behind backward (1 - exposed/comm). False without steps. */
-bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac,
-                    double *comm_ms, double *exposed_ms);
+bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac, double *comm_ms,
+                    double *exposed_ms);
 
 /* ---- sampler (job_shard.c) ---- */
 /* The rank holding dataset index i in the map's epoch: -1 none (or outside
@@ -335,12 +334,12 @@ int job_shard_owner(const Job *j, int64_t i, int *count);
 /* ---- ordering and summaries (job_stats.c) ---- */
 typedef enum {
     JOB_SORT_RANK = 0,
-    JOB_SORT_STEP,      /* furthest behind first */
+    JOB_SORT_STEP, /* furthest behind first */
     JOB_SORT_LOSS,
     JOB_SORT_STEP_MS,
     JOB_SORT_COMM_MS,
-    JOB_SORT_BEAT,      /* longest silent first */
-    JOB_SORT_HEALTH,    /* failed, stale, hung, slow first */
+    JOB_SORT_BEAT,   /* longest silent first */
+    JOB_SORT_HEALTH, /* failed, stale, hung, slow first */
     JOB_SORT__COUNT
 } JobSort;
 
@@ -350,12 +349,18 @@ const char *job_sort_name(JobSort s);
 void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_t wall_ns, int *order);
 
 typedef enum {
-    JOB_METRIC_STEP = 0, JOB_METRIC_LOSS, JOB_METRIC_STEP_MS, JOB_METRIC_COMM_MS,
-    JOB_METRIC_EXPOSED_MS, JOB_METRIC_SAMPLES_S, JOB_METRIC_BEAT_S, JOB_METRIC__COUNT
+    JOB_METRIC_STEP = 0,
+    JOB_METRIC_LOSS,
+    JOB_METRIC_STEP_MS,
+    JOB_METRIC_COMM_MS,
+    JOB_METRIC_EXPOSED_MS,
+    JOB_METRIC_SAMPLES_S,
+    JOB_METRIC_BEAT_S,
+    JOB_METRIC__COUNT
 } JobMetric;
 
 typedef struct {
-    int n;                           /* ranks with a value */
+    int n; /* ranks with a value */
     double min, median, max;
     int min_rank, max_rank;
 } JobStat;
@@ -365,15 +370,21 @@ typedef struct {
 void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT]);
 
 typedef enum {
-    JOB_OUT_FAILED = 0, JOB_OUT_ERROR, JOB_OUT_STALE, JOB_OUT_HUNG, JOB_OUT_NAN,
-    JOB_OUT_BEHIND, JOB_OUT_SLOW, JOB_OUT_DROPS,
+    JOB_OUT_FAILED = 0,
+    JOB_OUT_ERROR,
+    JOB_OUT_STALE,
+    JOB_OUT_HUNG,
+    JOB_OUT_NAN,
+    JOB_OUT_BEHIND,
+    JOB_OUT_SLOW,
+    JOB_OUT_DROPS,
 } JobOutlierKind;
 
 typedef struct {
     int rank;
     JobOutlierKind kind;
-    char text[96];                   /* "r17 silent 7s", "r3 step 31.0 ms (3.1x median)" */
-    char brief[48];                  /* the same for the rank's own row: "slow 3.1x median" */
+    char text[96];  /* "r17 silent 7s", "r3 step 31.0 ms (3.1x median)" */
+    char brief[48]; /* the same for the rank's own row: "slow 3.1x median" */
 } JobOutlier;
 
 /* Ranks that stand out, worst first, at most max. Returns how many were

@@ -13,10 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t seen_words(const Job *j)
-{
-    return ((size_t)j->world + 63) / 64;
-}
+static size_t seen_words(const Job *j) { return ((size_t)j->world + 63) / 64; }
 
 /* Slot c's arrival bitset. */
 static uint64_t *seen_of(const Job *j, const JobColl *c)
@@ -28,15 +25,13 @@ int job_comm_init(Job *j)
 {
     /* one block for every slot's bitset */
     j->book->seen = calloc(seen_words(j) * JOB_COLL_RING, sizeof *j->book->seen);
-    if (!j->book->seen)
-        return -1;
+    if (!j->book->seen) return -1;
     for (int i = 0; i < JOB_COLL_RING; i++) {
         memset(&j->book->colls[i], 0, sizeof j->book->colls[i]);
         j->book->colls[i].seq = -1;
     }
     j->book->coll_max_seq = -1;
-    for (int b = 0; b < JOB_MAX_BUCKETS; b++)
-        series_init(&j->buckets[b].ms);
+    for (int b = 0; b < JOB_MAX_BUCKETS; b++) series_init(&j->buckets[b].ms);
     return 0;
 }
 
@@ -50,20 +45,16 @@ void job_comm_done(Job *j)
  * when the slot has moved on past seq already. */
 static JobColl *slot_for(Job *j, int64_t seq)
 {
-    if (seq < 0 || !j->book->seen)
-        return NULL;
+    if (seq < 0 || !j->book->seen) return NULL;
     JobColl *c = &j->book->colls[seq % JOB_COLL_RING];
-    if (c->seq == seq)
-        return c;
-    if (c->seq > seq)
-        return NULL;
+    if (c->seq == seq) return c;
+    if (c->seq > seq) return NULL;
     memset(seen_of(j, c), 0, seen_words(j) * sizeof *j->book->seen);
     memset(c, 0, sizeof *c);
     c->seq = seq;
     c->bucket = -1;
     c->first_rank = c->last_rank = c->ms_max_rank = -1;
-    if (seq > j->book->coll_max_seq)
-        j->book->coll_max_seq = seq;
+    if (seq > j->book->coll_max_seq) j->book->coll_max_seq = seq;
     return c;
 }
 
@@ -71,8 +62,7 @@ static void arrive(const Job *j, JobColl *c, int rank, int64_t at_ns)
 {
     uint64_t bit = 1ULL << (rank % 64);
     uint64_t *w = &seen_of(j, c)[rank / 64];
-    if (*w & bit)
-        return;
+    if (*w & bit) return;
     *w |= bit;
     if (c->arrived++ == 0) {
         c->first_ns = c->last_ns = c->prev_last_ns = at_ns;
@@ -94,8 +84,7 @@ static void arrive(const Job *j, JobColl *c, int rank, int64_t at_ns)
 
 static void bucket_close(JobBucket *b, JobBucketAcc *a)
 {
-    if (a->n <= 0)
-        return;
+    if (a->n <= 0) return;
     b->last_ms = a->ms / a->n;
     b->last_algbw = a->algbw / a->n;
     b->last_busbw = a->busbw / a->n;
@@ -120,21 +109,18 @@ static void bucket_add(Job *j, const MsgColl *c, double ms)
     a->algbw += c->algbw_gbs;
     a->busbw += c->busbw_gbs;
     a->n++;
-    if (a->n >= j->world)           /* every rank reported this step */
+    if (a->n >= j->world) /* every rank reported this step */
         bucket_close(b, a);
-    if (i + 1 > j->n_buckets)
-        j->n_buckets = i + 1;
+    if (i + 1 > j->n_buckets) j->n_buckets = i + 1;
 }
 
 void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
 {
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
     double ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
-    if (c->bucket >= 0 && strcmp(c->op, "allreduce") == 0)
-        bucket_add(j, c, ms);
+    if (c->bucket >= 0 && strcmp(c->op, "allreduce") == 0) bucket_add(j, c, ms);
     JobColl *e = slot_for(j, c->seq);
-    if (!e)
-        return;
+    if (!e) return;
     if (!e->op[0] || e->done == 0) {
         memcpy(e->op, c->op, sizeof e->op);
         e->op[sizeof e->op - 1] = '\0';
@@ -155,15 +141,13 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
 
 void job_comm_on_beat(Job *j, int rank, const MsgBeat *b)
 {
-    if (b->coll_seq < 0 || b->coll_since_ns <= 0)
-        return;
+    if (b->coll_seq < 0 || b->coll_since_ns <= 0) return;
     JobColl *e = slot_for(j, b->coll_seq);
-    if (!e)
-        return;
+    if (!e) return;
     if (!e->op[0]) {
         memcpy(e->op, b->coll_op, sizeof e->op);
         e->op[sizeof e->op - 1] = '\0';
-        e->step = b->step + 1;      /* in flight: part of the step after the last one done */
+        e->step = b->step + 1; /* in flight: part of the step after the last one done */
     }
     arrive(j, e, rank, b->coll_since_ns);
 }
@@ -171,8 +155,7 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b)
 void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw)
 {
     *ms = *algbw = *busbw = 0;
-    if (b < 0 || b >= JOB_MAX_BUCKETS)
-        return;
+    if (b < 0 || b >= JOB_MAX_BUCKETS) return;
     const JobBucket *k = &j->buckets[b];
     const JobBucketAcc *a = &j->book->bucket_acc[b];
     if (k->last_n) {
@@ -191,8 +174,7 @@ int job_colls_recent(const Job *j, const JobColl **out, int max)
     int n = 0;
     for (int64_t s = j->book->coll_max_seq; s >= 0 && s > j->book->coll_max_seq - JOB_COLL_RING && n < max; s--) {
         const JobColl *c = &j->book->colls[s % JOB_COLL_RING];
-        if (c->seq == s && c->arrived > 0)
-            out[n++] = c;
+        if (c->seq == s && c->arrived > 0) out[n++] = c;
     }
     return n;
 }
@@ -206,22 +188,20 @@ bool job_coll_arrived(const Job *j, const JobColl *c, int rank)
     return (seen_of(j, c)[rank / 64] >> (rank % 64)) & 1;
 }
 
-bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac,
-                    double *comm_ms, double *exposed_ms)
+bool job_comm_share(const Job *j, double *comm_frac, double *exposed_frac, double *hidden_frac, double *comm_ms,
+                    double *exposed_ms)
 {
     double step = 0, comm = 0, exposed = 0;
     int n = 0;
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
-        if (!r->have_step || !(r->last.step_ms > 0))
-            continue;
+        if (!r->have_step || !(r->last.step_ms > 0)) continue;
         step += r->last.step_ms;
         comm += r->last.comm_ms;
         exposed += r->last.exposed_ms;
         n++;
     }
-    if (n == 0)
-        return false;
+    if (n == 0) return false;
     if (comm_frac) *comm_frac = comm / step;
     if (exposed_frac) *exposed_frac = exposed / step;
     if (hidden_frac) *hidden_frac = comm > 0 ? 1.0 - exposed / comm : 0.0;

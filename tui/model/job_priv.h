@@ -11,7 +11,7 @@
 /* samples/s snapshots are taken at most this often (the ring must span
  * JOB_RATE_WINDOW_NS). */
 #define JOB_RATE_SNAP_NS 100000000LL
-#define JOB_RATE_RING 32
+#define JOB_RATE_RING    32
 
 /* A rank's histories (the counts are JobRank's *_len; each head is the next
  * write position) and what the set_epoch check remembers of its shards. */
@@ -24,11 +24,11 @@ struct JobRankBook {
     int colls_head;
     JobLogRec logs[JOB_RANK_LOGS];
     int logs_head;
-    uint64_t shard_hash;             /* of the whole index list, in order */
+    uint64_t shard_hash; /* of the whole index list, in order */
     bool have_prev_shard;
     int64_t prev_shard_epoch;
     uint64_t prev_shard_hash;
-    int64_t shard_mapped_epoch;      /* epoch whose indices are in Job.shard (-1) */
+    int64_t shard_mapped_epoch; /* epoch whose indices are in Job.shard (-1) */
 };
 
 /* A bucket's step being accumulated (job_comm.c). */
@@ -39,22 +39,22 @@ typedef struct {
 } JobBucketAcc;
 
 struct JobBook {
-    JobEvent events[JOB_EVENTS];     /* event n sits in slot n % JOB_EVENTS */
-    JobEval evals[JOB_EVALS];        /* eval n sits in slot n % JOB_EVALS */
+    JobEvent events[JOB_EVENTS]; /* event n sits in slot n % JOB_EVENTS */
+    JobEval evals[JOB_EVALS];    /* eval n sits in slot n % JOB_EVALS */
     /* job_comm.c */
-    JobColl colls[JOB_COLL_RING];    /* slot seq % JOB_COLL_RING */
-    uint64_t *seen;                  /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
+    JobColl colls[JOB_COLL_RING]; /* slot seq % JOB_COLL_RING */
+    uint64_t *seen;               /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
     int64_t coll_max_seq;
     JobBucketAcc bucket_acc[JOB_MAX_BUCKETS];
     /* job_shard.c: Job.shard's index map */
-    int16_t *shard_owner;            /* [shard.mapped] -1 none, else the (first) rank */
-    uint8_t *shard_count;            /* [shard.mapped] times handed out (saturates) */
+    int16_t *shard_owner; /* [shard.mapped] -1 none, else the (first) rank */
+    uint8_t *shard_count; /* [shard.mapped] times handed out (saturates) */
     /* job.c */
-    int step_min_count;              /* stepped ranks that sit at Job.step */
-    int64_t samples_total;           /* sum of ranks' last `samples` */
+    int step_min_count;    /* stepped ranks that sit at Job.step */
+    int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
-    int rate_len, rate_head;         /* snapshots of samples_total; head = next write */
-    JobRankBook ranks[];             /* [world]: JobRank.book points here */
+    int rate_len, rate_head; /* snapshots of samples_total; head = next write */
+    JobRankBook ranks[];     /* [world]: JobRank.book points here */
 };
 
 /* When an entry point's caller saw what it reports, on both clocks (the

@@ -33,27 +33,31 @@ static int map_reset(Job *j, const MsgShard *s)
     JobShardMap *m = &j->shard;
     JobBook *b = j->book;
     int64_t want = s->dataset_size > 0 ? s->dataset_size : 0;
-    if (want > JOB_SHARD_MAP_MAX)
-        want = JOB_SHARD_MAP_MAX;
+    if (want > JOB_SHARD_MAP_MAX) want = JOB_SHARD_MAP_MAX;
     if (want > m->mapped || !b->shard_owner) {
         int16_t *o = realloc(b->shard_owner, (size_t)(want > 0 ? want : 1) * sizeof *o);
-        if (o)
-            b->shard_owner = o;
+        if (o) b->shard_owner = o;
         uint8_t *c = realloc(b->shard_count, (size_t)(want > 0 ? want : 1));
-        if (c)
-            b->shard_count = c;
+        if (c) b->shard_count = c;
         if (!o || !c) {
             m->mapped = 0;
             return -1;
         }
     }
-    memset(b->shard_owner, 0xff, (size_t)want * sizeof *b->shard_owner);   /* -1 */
+    memset(b->shard_owner, 0xff, (size_t)want * sizeof *b->shard_owner); /* -1 */
     memset(b->shard_count, 0, (size_t)want);
     *m = (JobShardMap){
-        .epoch = s->epoch, .size = s->dataset_size, .mapped = want,
-        .num_samples = s->num_samples, .total_size = s->total_size, .padding = s->padding, .seed = s->seed,
-        .shuffle = s->shuffle, .drop_last = s->drop_last,
-        .same_order_rank = m->same_order_rank, .same_order_epoch = m->same_order_epoch,
+        .epoch = s->epoch,
+        .size = s->dataset_size,
+        .mapped = want,
+        .num_samples = s->num_samples,
+        .total_size = s->total_size,
+        .padding = s->padding,
+        .seed = s->seed,
+        .shuffle = s->shuffle,
+        .drop_last = s->drop_last,
+        .same_order_rank = m->same_order_rank,
+        .same_order_epoch = m->same_order_epoch,
     };
     return 0;
 }
@@ -64,29 +68,22 @@ static void map_add(Job *j, JobRank *r, const MsgShard *s)
     int16_t *owner = j->book->shard_owner;
     uint8_t *count = j->book->shard_count;
     if (m->epoch < 0 || s->epoch > m->epoch) {
-        if (map_reset(j, s))
-            return;
+        if (map_reset(j, s)) return;
         owner = j->book->shard_owner;
         count = j->book->shard_count;
     }
     if (s->epoch != m->epoch || r->book->shard_mapped_epoch == s->epoch)
-        return;                      /* older epoch, or this rank's shard is in already */
+        return; /* older epoch, or this rank's shard is in already */
     r->book->shard_mapped_epoch = s->epoch;
     m->ranks++;
-    if (s->n_idx < (uint64_t)(s->num_samples > 0 ? s->num_samples : 0))
-        m->cut = true;
-    if (!s->idx)
-        return;
+    if (s->n_idx < (uint64_t)(s->num_samples > 0 ? s->num_samples : 0)) m->cut = true;
+    if (!s->idx) return;
     for (uint32_t k = 0; k < s->n_idx; k++) {
         int64_t i = s->idx[k];
-        if (i < 0 || i >= m->mapped)
-            continue;
-        if (count[i] == 0)
-            owner[i] = (int16_t)(r->rank < INT16_MAX ? r->rank : INT16_MAX);
-        if (count[i] < 255)
-            count[i]++;
-        if (count[i] == 2)
-            m->dup_indices++;
+        if (i < 0 || i >= m->mapped) continue;
+        if (count[i] == 0) owner[i] = (int16_t)(r->rank < INT16_MAX ? r->rank : INT16_MAX);
+        if (count[i] < 255) count[i]++;
+        if (count[i] == 2) m->dup_indices++;
     }
 }
 
@@ -107,8 +104,7 @@ void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at)
     r->book->shard_hash = h;
     r->n_first = 0;
     if (s->idx)
-        for (uint32_t i = 0; i < s->n_idx && i < JOB_SHARD_FIRST; i++)
-            r->first_idx[r->n_first++] = s->idx[i];
+        for (uint32_t i = 0; i < s->n_idx && i < JOB_SHARD_FIRST; i++) r->first_idx[r->n_first++] = s->idx[i];
     map_add(j, r, s);
 
     /* Without shuffle every epoch is the same on purpose; with it, the same
@@ -136,11 +132,8 @@ void job_shard_done(Job *j)
 int job_shard_owner(const Job *j, int64_t i, int *count)
 {
     const JobBook *b = j->book;
-    if (count)
-        *count = 0;
-    if (!b->shard_owner || i < 0 || i >= j->shard.mapped || b->shard_count[i] == 0)
-        return -1;
-    if (count)
-        *count = b->shard_count[i];
+    if (count) *count = 0;
+    if (!b->shard_owner || i < 0 || i >= j->shard.mapped || b->shard_count[i] == 0) return -1;
+    if (count) *count = b->shard_count[i];
     return b->shard_owner[i];
 }

@@ -26,22 +26,17 @@ const char *job_sort_name(JobSort s)
     }
 }
 
-static bool rank_live(const JobRank *r)
-{
-    return r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0);
-}
+static bool rank_live(const JobRank *r) { return r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0); }
 
 /* The value a metric has for a rank; false when it has none. */
 static bool metric(const JobRank *r, JobMetric m, int64_t now_ns, double *v)
 {
     if (m == JOB_METRIC_BEAT_S) {
-        if (!rank_live(r))
-            return false;
+        if (!rank_live(r)) return false;
         *v = job_rank_beat_age_s(r, now_ns);
         return true;
     }
-    if (!r->have_step)
-        return false;
+    if (!r->have_step) return false;
     switch (m) {
     case JOB_METRIC_STEP: *v = (double)r->last.step; break;
     case JOB_METRIC_LOSS: *v = r->last.loss; break;
@@ -70,8 +65,7 @@ void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT]
         int n = 0;
         for (int i = 0; i < j->world; i++) {
             double v;
-            if (!metric(&j->ranks[i], (JobMetric)m, now_ns, &v))
-                continue;
+            if (!metric(&j->ranks[i], (JobMetric)m, now_ns, &v)) continue;
             if (s->min_rank < 0 || v < s->min) {
                 s->min = v;
                 s->min_rank = i;
@@ -80,8 +74,7 @@ void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT]
                 s->max = v;
                 s->max_rank = i;
             }
-            if (vals)
-                vals[n] = v;
+            if (vals) vals[n] = v;
             n++;
         }
         s->n = n;
@@ -103,7 +96,7 @@ typedef struct {
 
 static Ctx ctx_of(const Job *j, int64_t now_ns)
 {
-    Ctx c = {0};
+    Ctx c = { 0 };
     JobStat st[JOB_METRIC__COUNT];
     job_rank_stats(j, now_ns, st);
     c.max_step = st[JOB_METRIC_STEP].n ? (int64_t)st[JOB_METRIC_STEP].max : 0;
@@ -133,8 +126,7 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         snprintf(brief, bn, "failed");
         return JOB_OUT_FAILED;
     }
-    if (r->state == RANK_EXITED_OK)
-        return -1;
+    if (r->state == RANK_EXITED_OK) return -1;
     if (r->phase == PHASE_ERROR) {
         snprintf(text, n, "r%d error: %.60s", r->rank, r->detail[0] ? r->detail : "-");
         snprintf(brief, bn, "error");
@@ -151,14 +143,13 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         snprintf(brief, bn, "in #%lld for %.0fs", (long long)seq, secs);
         return JOB_OUT_HUNG;
     }
-    if (!r->have_step)
-        return -1;
+    if (!r->have_step) return -1;
     if (!isfinite(r->last.loss)) {
         snprintf(text, n, "r%d loss %s", r->rank, isnan(r->last.loss) ? "nan" : "inf");
         snprintf(brief, bn, "loss %s", isnan(r->last.loss) ? "nan" : "inf");
         return JOB_OUT_NAN;
     }
-    const JobStepRec *latest = job_rank_step_at(r, 0);   /* its arrival time */
+    const JobStepRec *latest = job_rank_step_at(r, 0); /* its arrival time */
     if (c->max_step - r->last.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
         snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - r->last.step));
         snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - r->last.step));
@@ -185,16 +176,14 @@ int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out,
     /* worst kind first, then by rank: one pass per kind keeps it stable
      * without sorting text */
     int *kind = malloc((size_t)j->world * sizeof *kind);
-    if (!kind)
-        return 0;
+    if (!kind) return 0;
     for (int i = 0; i < j->world; i++) {
         kind[i] = outlier_of(&j->ranks[i], &c, now_ns, wall_ns, NULL, 0, NULL, 0);
         total += kind[i] >= 0;
     }
     for (int k = JOB_OUT_FAILED; k <= JOB_OUT_DROPS && kept < max; k++)
         for (int i = 0; i < j->world && kept < max; i++) {
-            if (kind[i] != k)
-                continue;
+            if (kind[i] != k) continue;
             out[kept].rank = i;
             out[kept].kind = (JobOutlierKind)k;
             outlier_of(&j->ranks[i], &c, now_ns, wall_ns, out[kept].text, sizeof out[kept].text, out[kept].brief,
@@ -218,7 +207,7 @@ typedef struct {
     JobSort key;
     bool desc;
     int64_t now_ns;
-    int *health;                     /* outlier kind per rank, big when none */
+    int *health; /* outlier kind per rank, big when none */
 } SortCtx;
 
 static int cmp_rank(const void *a, const void *b, void *arg)
@@ -227,38 +216,57 @@ static int cmp_rank(const void *a, const void *b, void *arg)
     const JobRank *x = &s->j->ranks[*(const int *)a], *y = &s->j->ranks[*(const int *)b];
     double vx = 0, vy = 0;
     bool hx = true, hy = true;
-    int sign = 1;                    /* +1: ascending is the natural order */
+    int sign = 1; /* +1: ascending is the natural order */
     switch (s->key) {
-    case JOB_SORT_RANK: vx = x->rank; vy = y->rank; break;
-    case JOB_SORT_STEP: hx = metric(x, JOB_METRIC_STEP, s->now_ns, &vx); hy = metric(y, JOB_METRIC_STEP, s->now_ns, &vy); break;
-    case JOB_SORT_LOSS: hx = metric(x, JOB_METRIC_LOSS, s->now_ns, &vx); hy = metric(y, JOB_METRIC_LOSS, s->now_ns, &vy); sign = -1; break;
-    case JOB_SORT_STEP_MS: hx = metric(x, JOB_METRIC_STEP_MS, s->now_ns, &vx); hy = metric(y, JOB_METRIC_STEP_MS, s->now_ns, &vy); sign = -1; break;
-    case JOB_SORT_COMM_MS: hx = metric(x, JOB_METRIC_COMM_MS, s->now_ns, &vx); hy = metric(y, JOB_METRIC_COMM_MS, s->now_ns, &vy); sign = -1; break;
-    case JOB_SORT_BEAT: hx = metric(x, JOB_METRIC_BEAT_S, s->now_ns, &vx); hy = metric(y, JOB_METRIC_BEAT_S, s->now_ns, &vy); sign = -1; break;
-    case JOB_SORT_HEALTH: vx = s->health[x->rank]; vy = s->health[y->rank]; break;
+    case JOB_SORT_RANK:
+        vx = x->rank;
+        vy = y->rank;
+        break;
+    case JOB_SORT_STEP:
+        hx = metric(x, JOB_METRIC_STEP, s->now_ns, &vx);
+        hy = metric(y, JOB_METRIC_STEP, s->now_ns, &vy);
+        break;
+    case JOB_SORT_LOSS:
+        hx = metric(x, JOB_METRIC_LOSS, s->now_ns, &vx);
+        hy = metric(y, JOB_METRIC_LOSS, s->now_ns, &vy);
+        sign = -1;
+        break;
+    case JOB_SORT_STEP_MS:
+        hx = metric(x, JOB_METRIC_STEP_MS, s->now_ns, &vx);
+        hy = metric(y, JOB_METRIC_STEP_MS, s->now_ns, &vy);
+        sign = -1;
+        break;
+    case JOB_SORT_COMM_MS:
+        hx = metric(x, JOB_METRIC_COMM_MS, s->now_ns, &vx);
+        hy = metric(y, JOB_METRIC_COMM_MS, s->now_ns, &vy);
+        sign = -1;
+        break;
+    case JOB_SORT_BEAT:
+        hx = metric(x, JOB_METRIC_BEAT_S, s->now_ns, &vx);
+        hy = metric(y, JOB_METRIC_BEAT_S, s->now_ns, &vy);
+        sign = -1;
+        break;
+    case JOB_SORT_HEALTH:
+        vx = s->health[x->rank];
+        vy = s->health[y->rank];
+        break;
     default: break;
     }
     /* ranks without the value go last whichever the direction */
-    if (hx != hy)
-        return hx ? -1 : 1;
-    if (s->desc)
-        sign = -sign;
-    if (hx && vx != vy)
-        return vx < vy ? -sign : sign;
+    if (hx != hy) return hx ? -1 : 1;
+    if (s->desc) sign = -sign;
+    if (hx && vx != vy) return vx < vy ? -sign : sign;
     return x->rank - y->rank;
 }
 
 void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_t wall_ns, int *order)
 {
-    for (int i = 0; i < j->world; i++)
-        order[i] = i;
-    if (key == JOB_SORT_RANK && !desc)
-        return;
-    SortCtx s = {j, key, desc, now_ns, NULL};
+    for (int i = 0; i < j->world; i++) order[i] = i;
+    if (key == JOB_SORT_RANK && !desc) return;
+    SortCtx s = { j, key, desc, now_ns, NULL };
     if (key == JOB_SORT_HEALTH) {
         s.health = malloc((size_t)j->world * sizeof *s.health);
-        if (!s.health)
-            return;
+        if (!s.health) return;
         Ctx c = ctx_of(j, now_ns);
         for (int i = 0; i < j->world; i++) {
             int k = outlier_of(&j->ranks[i], &c, now_ns, wall_ns, NULL, 0, NULL, 0);

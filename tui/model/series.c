@@ -39,8 +39,7 @@ static void compact(Series *s)
         SeriesBin m;
         memset(&m, 0, sizeof m);
         bin_merge(&m, &s->bin[2 * i]);
-        if (2 * i + 1 < s->len)
-            bin_merge(&m, &s->bin[2 * i + 1]);
+        if (2 * i + 1 < s->len) bin_merge(&m, &s->bin[2 * i + 1]);
         s->bin[i] = m;
     }
     memset(&s->bin[half], 0, sizeof s->bin[0] * (size_t)(SERIES_CAP - half));
@@ -50,15 +49,11 @@ static void compact(Series *s)
 
 void series_add(Series *s, int64_t x, double v)
 {
-    if (s->stride < 1)
-        series_init(s);
-    if (s->len == 0)
-        s->first = x;
+    if (s->stride < 1) series_init(s);
+    if (s->len == 0) s->first = x;
     int64_t off = x - s->first;
-    if (off < 0)
-        off = 0;
-    while (off / s->stride >= SERIES_CAP)
-        compact(s);
+    if (off < 0) off = 0;
+    while (off / s->stride >= SERIES_CAP) compact(s);
     int i = (int)(off / s->stride);
     SeriesBin *b = &s->bin[i];
     if (!isfinite(v)) {
@@ -70,24 +65,14 @@ void series_add(Series *s, int64_t x, double v)
         b->sum += v;
         b->n++;
     }
-    if (i + 1 > s->len)
-        s->len = i + 1;
+    if (i + 1 > s->len) s->len = i + 1;
 }
 
-double series_bin_mean(const SeriesBin *b)
-{
-    return b->n > 0 ? b->sum / b->n : NAN;
-}
+double series_bin_mean(const SeriesBin *b) { return b->n > 0 ? b->sum / b->n : NAN; }
 
-int64_t series_bin_x(const Series *s, int i)
-{
-    return s->first + (int64_t)i * s->stride;
-}
+int64_t series_bin_x(const Series *s, int i) { return s->first + (int64_t)i * s->stride; }
 
-int64_t series_last_x(const Series *s)
-{
-    return s->len ? s->first + (int64_t)s->len * s->stride - 1 : 0;
-}
+int64_t series_last_x(const Series *s) { return s->len ? s->first + (int64_t)s->len * s->stride - 1 : 0; }
 
 bool series_range(const Series *s, bool positive_only, double *lo, double *hi)
 {
@@ -95,14 +80,11 @@ bool series_range(const Series *s, bool positive_only, double *lo, double *hi)
     double a = 0, b = 0;
     for (int i = 0; i < s->len; i++) {
         const SeriesBin *x = &s->bin[i];
-        if (x->n == 0)
-            continue;
+        if (x->n == 0) continue;
         double mn = x->min, mx = x->max;
         if (positive_only) {
-            if (mx <= 0)
-                continue;
-            if (mn <= 0)
-                mn = mx;     /* the bin's positive part is unknown below max */
+            if (mx <= 0) continue;
+            if (mn <= 0) mn = mx; /* the bin's positive part is unknown below max */
         }
         if (!any || mn < a) a = mn;
         if (!any || mx > b) b = mx;

@@ -14,16 +14,16 @@
 #define SERIES_CAP 512
 
 typedef struct {
-    double sum;              /* of the finite values that fell in the bin */
+    double sum; /* of the finite values that fell in the bin */
     float min, max;
-    int32_t n;               /* finite values */
-    int32_t n_bad;           /* NaN/inf values (a diverged loss): shown, not averaged */
+    int32_t n;     /* finite values */
+    int32_t n_bad; /* NaN/inf values (a diverged loss): shown, not averaged */
 } SeriesBin;
 
 typedef struct {
-    int64_t first;           /* x where bin 0 starts (the first x seen) */
-    int64_t stride;          /* x units per bin: 1, 2, 4, ... */
-    int len;                 /* bins in use (0: empty) */
+    int64_t first;  /* x where bin 0 starts (the first x seen) */
+    int64_t stride; /* x units per bin: 1, 2, 4, ... */
+    int len;        /* bins in use (0: empty) */
     SeriesBin bin[SERIES_CAP];
 } Series;
 

@@ -25,28 +25,28 @@
 #include "wire/protocol.h"
 
 /* Ranks above this are not given a trace process (a hostile "r"). */
-#define EXPORT_MAX_RANKS 65536
+#define EXPORT_MAX_RANKS   65536
 /* Longest span we believe: anything longer is a garbled duration. */
 #define EXPORT_MAX_SPAN_NS (86400LL * 1000000000LL)
 /* Trace threads, top to bottom in the viewer. */
 enum { TID_PHASE = 1, TID_COMPUTE = 2, TID_COMM = 3 };
 
 typedef struct {
-    bool seen;               /* metadata written */
+    bool seen; /* metadata written */
     bool in_phase;
     Phase phase;
-    int64_t phase_ns;        /* start of the current phase span (wall ns) */
+    int64_t phase_ns; /* start of the current phase span (wall ns) */
     char detail[PROTO_STR_LONG];
-    int64_t last_ns;         /* latest time anything of this rank happened */
+    int64_t last_ns; /* latest time anything of this rank happened */
 } TraceRank;
 
 typedef struct {
-    Json w;                  /* onto the output stream */
-    int64_t base_ns;         /* trace time 0 */
+    Json w;          /* onto the output stream */
+    int64_t base_ns; /* trace time 0 */
     TraceRank *ranks;
-    int n_ranks;             /* allocated */
+    int n_ranks; /* allocated */
     uint64_t events;
-    uint64_t ignored;        /* messages with no usable rank */
+    uint64_t ignored; /* messages with no usable rank */
 } Trace;
 
 static bool sane_ns(int64_t ns) { return ns > 0 && ns < (INT64_C(1) << 62); }
@@ -119,8 +119,10 @@ static void ev_meta(Trace *tr, int pid, int tid, const char *what, const char *k
     if (tid >= 0) json_kv_int(w, "tid", tid);
     json_key(w, "args");
     json_obj(w);
-    if (sval) json_kv_str(w, key, sval);
-    else json_kv_int(w, key, ival);
+    if (sval)
+        json_kv_str(w, key, sval);
+    else
+        json_kv_int(w, key, ival);
     json_obj_end(w);
     json_obj_end(w);
 }
@@ -130,7 +132,7 @@ static void ev_meta(Trace *tr, int pid, int tid, const char *what, const char *k
 static Json *ev_head(Trace *tr, const char *name, const char *cat, char ph, int pid, int tid, int64_t ns)
 {
     Json *w = ev_begin(tr);
-    char phs[2] = {ph, 0};
+    char phs[2] = { ph, 0 };
     json_kv_str(w, "name", name);
     json_kv_str(w, "cat", cat);
     json_kv_str(w, "ph", phs);
@@ -142,8 +144,7 @@ static Json *ev_head(Trace *tr, const char *name, const char *cat, char ph, int 
 
 /* A complete span ("X"); the caller writes args (or not) and closes with
  * ev_end. */
-static Json *ev_span(Trace *tr, const char *name, const char *cat, int pid, int tid, int64_t start,
-                     int64_t dur)
+static Json *ev_span(Trace *tr, const char *name, const char *cat, int pid, int tid, int64_t start, int64_t dur)
 {
     Json *w = ev_head(tr, name, cat, 'X', pid, tid, start);
     kv_us(w, "dur", dur);
@@ -182,7 +183,10 @@ static TraceRank *trace_rank(Trace *tr, int rank)
         int n = tr->n_ranks ? tr->n_ranks : 8;
         while (n <= rank) n *= 2;
         TraceRank *nr = realloc(tr->ranks, (size_t)n * sizeof *nr);
-        if (!nr) { tr->ignored++; return NULL; }
+        if (!nr) {
+            tr->ignored++;
+            return NULL;
+        }
         memset(nr + tr->n_ranks, 0, (size_t)(n - tr->n_ranks) * sizeof *nr);
         tr->ranks = nr;
         tr->n_ranks = n;
@@ -267,8 +271,10 @@ static void trace_coll(Trace *tr, int rank, const Msg *m, const RecEntry *e, Tra
     coll_span(m, e, &start, &dur);
     touch(R, start + dur);
     char name[64];
-    if (c->bucket >= 0) snprintf(name, sizeof name, "%s bucket %d", c->op[0] ? c->op : "coll", (int)c->bucket);
-    else snprintf(name, sizeof name, "%s", c->op[0] ? c->op : "coll");
+    if (c->bucket >= 0)
+        snprintf(name, sizeof name, "%s bucket %d", c->op[0] ? c->op : "coll", (int)c->bucket);
+    else
+        snprintf(name, sizeof name, "%s", c->op[0] ? c->op : "coll");
     Json *w = ev_span(tr, name, "comm", rank, TID_COMM, start, dur);
     ev_args(w);
     json_kv_int(w, "bytes", c->bytes);
@@ -277,17 +283,15 @@ static void trace_coll(Trace *tr, int rank, const Msg *m, const RecEntry *e, Tra
     json_kv_int(w, "bucket", c->bucket);
     json_kv_int(w, "seq", c->seq);
     json_kv_int(w, "step", c->step);
-    if (sane_ns(c->enq_ns) && c->enq_ns <= start)
-        json_kv_double(w, "queued_us", (double)(start - c->enq_ns) / 1e3);
+    if (sane_ns(c->enq_ns) && c->enq_ns <= start) json_kv_double(w, "queued_us", (double)(start - c->enq_ns) / 1e3);
     ev_end(w, true);
 }
 
 static void trace_msg(Trace *tr, const Msg *m, const RecEntry *e)
 {
     int rank = m->rank;
-    if (m->kind == MSG_CMD || m->kind == MSG_VAL || m->kind == MSG_SET || m->kind == MSG_GET ||
-        m->kind == MSG_WAIT)
-        return;   /* commands and rendezvous plumbing: not part of the timeline */
+    if (m->kind == MSG_CMD || m->kind == MSG_VAL || m->kind == MSG_SET || m->kind == MSG_GET || m->kind == MSG_WAIT)
+        return; /* commands and rendezvous plumbing: not part of the timeline */
     TraceRank *R = trace_rank(tr, rank);
     if (!R) return;
     int64_t t = msg_time(m, e);
@@ -309,12 +313,8 @@ static void trace_msg(Trace *tr, const Msg *m, const RecEntry *e)
         R->phase_ns = t;
         snprintf(R->detail, sizeof R->detail, "%s", m->u.phase.detail);
         break;
-    case MSG_STEP:
-        trace_step(tr, rank, m, t);
-        break;
-    case MSG_COLL:
-        trace_coll(tr, rank, m, e, R);
-        break;
+    case MSG_STEP: trace_step(tr, rank, m, t); break;
+    case MSG_COLL: trace_coll(tr, rank, m, e, R); break;
     case MSG_CKPT: {
         const MsgCkpt *c = &m->u.ckpt;
         int64_t dur = span_ns(c->ms);
@@ -355,8 +355,7 @@ static void trace_msg(Trace *tr, const Msg *m, const RecEntry *e)
         json_kv_int(w, "step", m->u.bye.step);
         ev_end(w, true);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -380,7 +379,7 @@ static void trace_exit(Trace *tr, const RecEntry *e)
 
 int export_chrome_trace(const Recording *r, const char *name, FILE *f, char *err, size_t errlen)
 {
-    Trace tr = {.base_ns = 0};
+    Trace tr = { .base_ns = 0 };
     char derr[256];
     /* Pass 1: time 0 is the earliest moment anything starts. */
     int64_t base = sane_ns(r->hdr.created_wall_ns) ? r->hdr.created_wall_ns : INT64_MAX;
@@ -418,7 +417,10 @@ int export_chrome_trace(const Recording *r, const char *name, FILE *f, char *err
     /* Pass 2: the events, in arrival order. */
     for (size_t i = 0; i < r->n; i++) {
         const RecEntry *e = &r->recs[i];
-        if (e->src == REC_SRC_EXIT) { trace_exit(&tr, e); continue; }
+        if (e->src == REC_SRC_EXIT) {
+            trace_exit(&tr, e);
+            continue;
+        }
         if (e->src != REC_SRC_TEL && e->src != REC_SRC_CTL) continue;
         Msg m;
         if (codec_decode(e->data, e->len, &m, derr, sizeof derr) != 0) continue;
@@ -435,4 +437,3 @@ int export_chrome_trace(const Recording *r, const char *name, FILE *f, char *err
     free(tr.ranks);
     return export_check_stream(f, "the Chrome trace", err, errlen);
 }
-

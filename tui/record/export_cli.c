@@ -14,7 +14,7 @@
 #include "record/rec_cli.h"
 
 enum { OUT_TRACE, OUT_JSONL, OUT_CSV, OUT__COUNT };
-static const char *const out_flag[OUT__COUNT] = {"--chrome-trace", "--jsonl", "--csv"};
+static const char *const out_flag[OUT__COUNT] = { "--chrome-trace", "--jsonl", "--csv" };
 
 static const char EXPORT_USAGE[] =
     "usage: ddptop export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]\n"
@@ -41,11 +41,14 @@ static bool same_file(const char *a, const char *b)
 
 int export_main(int argc, char **argv)
 {
-    const char *in = NULL, *out[OUT__COUNT] = {NULL, NULL, NULL};
+    const char *in = NULL, *out[OUT__COUNT] = { NULL, NULL, NULL };
     int to_stdout = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(EXPORT_USAGE, stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(EXPORT_USAGE, stdout);
+            return 0;
+        }
         int k = -1;
         for (int j = 0; j < OUT__COUNT; j++)
             if (!strcmp(a, out_flag[j])) k = j;
@@ -78,8 +81,8 @@ int export_main(int argc, char **argv)
     if (!rec->complete) fprintf(stderr, "ddptop export: warning: %s: %s\n", in, rec->tail);
 
     /* Open every output before writing any, so a bad path costs nothing. */
-    FILE *f[OUT__COUNT] = {NULL, NULL, NULL};
-    bool regular[OUT__COUNT] = {false, false, false};
+    FILE *f[OUT__COUNT] = { NULL, NULL, NULL };
+    bool regular[OUT__COUNT] = { false, false, false };
     int status = 0;
     for (int k = 0; k < OUT__COUNT && !status; k++) {
         if (!out[k]) continue;
@@ -94,9 +97,9 @@ int export_main(int argc, char **argv)
     }
     for (int k = 0; k < OUT__COUNT && !status; k++) {
         if (!f[k]) continue;
-        int rc = k == OUT_TRACE ? export_chrome_trace(rec, in, f[k], err, sizeof err)
-               : k == OUT_JSONL ? export_jsonl(rec, f[k], err, sizeof err)
-                                : export_csv(rec, f[k], err, sizeof err);
+        int rc = k == OUT_TRACE   ? export_chrome_trace(rec, in, f[k], err, sizeof err)
+                 : k == OUT_JSONL ? export_jsonl(rec, f[k], err, sizeof err)
+                                  : export_csv(rec, f[k], err, sizeof err);
         if (rc) {
             fprintf(stderr, "ddptop export: %s: %s\n", out[k], err);
             status = 1;

@@ -15,7 +15,10 @@ int export_check_stream(FILE *f, const char *what, char *err, size_t errlen)
 
 void export_wait_text(char *buf, size_t n, int st)
 {
-    if (WIFEXITED(st)) snprintf(buf, n, "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st)) snprintf(buf, n, "signal %d", WTERMSIG(st));
-    else snprintf(buf, n, "status %d", st);
+    if (WIFEXITED(st))
+        snprintf(buf, n, "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(buf, n, "signal %d", WTERMSIG(st));
+    else
+        snprintf(buf, n, "status %d", st);
 }

@@ -15,7 +15,7 @@
 
 typedef struct {
     int rank;
-    size_t order;            /* arrival, to keep each rank's rows in order */
+    size_t order; /* arrival, to keep each rank's rows in order */
     int64_t epoch, step;
     double loss, step_ms, comm_ms;
 } CsvRow;
@@ -30,8 +30,14 @@ static int csv_cmp(const void *a, const void *b)
 /* Numbers as JSON writes them, but a diverged loss stays readable. */
 static void csv_double(FILE *f, double v)
 {
-    if (isnan(v)) { fputs("nan", f); return; }
-    if (isinf(v)) { fputs(v > 0 ? "inf" : "-inf", f); return; }
+    if (isnan(v)) {
+        fputs("nan", f);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v > 0 ? "inf" : "-inf", f);
+        return;
+    }
     char b[40];
     json_shortest(b, sizeof b, v);
     fputs(b, f);
@@ -51,12 +57,16 @@ int export_csv(const Recording *r, FILE *f, char *err, size_t errlen)
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 1024;
                 CsvRow *nr = realloc(rows, nc * sizeof *nr);
-                if (!nr) { msg_done(&m); free(rows); return err_set(err, errlen, "out of memory"); }
+                if (!nr) {
+                    msg_done(&m);
+                    free(rows);
+                    return err_set(err, errlen, "out of memory");
+                }
                 rows = nr;
                 cap = nc;
             }
-            rows[n++] = (CsvRow){m.rank, i, m.u.step.epoch, m.u.step.step, m.u.step.loss,
-                                 m.u.step.step_ms, m.u.step.comm_ms};
+            rows[n++] =
+                (CsvRow){ m.rank, i, m.u.step.epoch, m.u.step.step, m.u.step.loss, m.u.step.step_ms, m.u.step.comm_ms };
         }
         msg_done(&m);
     }

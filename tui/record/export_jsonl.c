@@ -131,7 +131,7 @@ static void put_proc(Json *w, const RecEntry *e)
 
 static void put_note(Json *w, const RecEntry *e)
 {
-    static const char *const level[] = {"info", "warn", "error"};
+    static const char *const level[] = { "info", "warn", "error" };
     RecNote nt;
     record_begin(w, e, "note");
     if (rec_note_decode(e, &nt) == 0) {

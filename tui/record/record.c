@@ -29,7 +29,11 @@
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static void put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static void put_u32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -80,8 +84,7 @@ static uint32_t record_crc(const uint8_t *head, const uint8_t *payload, size_t l
     return crc_update(c, payload, len);
 }
 
-static void fill_head(uint8_t *h, int src, const void *payload, uint32_t len, int64_t t_ns,
-                      int64_t wall_ns)
+static void fill_head(uint8_t *h, int src, const void *payload, uint32_t len, int64_t t_ns, int64_t wall_ns)
 {
     put_u32(h, len);
     h[4] = (uint8_t)src;
@@ -114,9 +117,9 @@ struct Recorder {
     int64_t start_mono_ns;
     uint8_t *buf;
     size_t used;
-    int64_t oldest_ns;      /* monotonic arrival of the oldest buffered record */
+    int64_t oldest_ns; /* monotonic arrival of the oldest buffered record */
     uint64_t records, bytes, skipped;
-    bool failed;            /* an error was reported: do nothing from now on */
+    bool failed; /* an error was reported: do nothing from now on */
 };
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -139,8 +142,8 @@ static int rec_fail(Recorder *r, char *err, size_t errlen, const char *what)
     int e = errno;
     r->failed = true;
     r->used = 0;
-    return err_set(err, errlen, "recording to %s stopped: %s: %s (the job goes on unrecorded)",
-                r->path, what, strerror(e));
+    return err_set(err, errlen, "recording to %s stopped: %s: %s (the job goes on unrecorded)", r->path, what,
+                   strerror(e));
 }
 
 static int flush_buf(Recorder *r, char *err, size_t errlen)
@@ -203,8 +206,8 @@ fail:
 
 /* Append one record to the buffer (or straight to the file when it does not
  * fit), then flush if the oldest buffered record has waited long enough. */
-static int append(Recorder *r, int src, const void *payload, size_t len, int64_t at_mono_ns,
-                  int64_t at_wall_ns, char *err, size_t errlen)
+static int append(Recorder *r, int src, const void *payload, size_t len, int64_t at_mono_ns, int64_t at_wall_ns,
+                  char *err, size_t errlen)
 {
     if (!r || r->failed) return 0;
     if (len > PROTO_MAX_FRAME_BYTES) {
@@ -235,14 +238,14 @@ static int append(Recorder *r, int src, const void *payload, size_t len, int64_t
     return 0;
 }
 
-int recorder_write(Recorder *r, RecSource src, const void *frame, size_t len, int64_t mono_ns,
-                   int64_t wall_ns, char *err, size_t errlen)
+int recorder_write(Recorder *r, RecSource src, const void *frame, size_t len, int64_t mono_ns, int64_t wall_ns,
+                   char *err, size_t errlen)
 {
     return append(r, (int)src, frame, len, mono_ns, wall_ns, err, errlen);
 }
 
-static int write_proc(Recorder *r, int src, int rank, int pid, int status, const char *how,
-                      int64_t mono_ns, int64_t wall_ns, char *err, size_t errlen)
+static int write_proc(Recorder *r, int src, int rank, int pid, int status, const char *how, int64_t mono_ns,
+                      int64_t wall_ns, char *err, size_t errlen)
 {
     uint8_t p[12 + REC_HOW_MAX];
     size_t hl = how ? strnlen(how, REC_HOW_MAX - 1) : 0;
@@ -253,20 +256,19 @@ static int write_proc(Recorder *r, int src, int rank, int pid, int status, const
     return append(r, src, p, 12 + hl, mono_ns, wall_ns, err, errlen);
 }
 
-int recorder_write_start(Recorder *r, int rank, int pid, int64_t mono_ns, int64_t wall_ns,
-                         char *err, size_t errlen)
+int recorder_write_start(Recorder *r, int rank, int pid, int64_t mono_ns, int64_t wall_ns, char *err, size_t errlen)
 {
     return write_proc(r, REC_SRC_START, rank, pid, 0, NULL, mono_ns, wall_ns, err, errlen);
 }
 
-int recorder_write_exit(Recorder *r, int rank, int pid, int wait_status, const char *how,
-                        int64_t mono_ns, int64_t wall_ns, char *err, size_t errlen)
+int recorder_write_exit(Recorder *r, int rank, int pid, int wait_status, const char *how, int64_t mono_ns,
+                        int64_t wall_ns, char *err, size_t errlen)
 {
     return write_proc(r, REC_SRC_EXIT, rank, pid, wait_status, how, mono_ns, wall_ns, err, errlen);
 }
 
-int recorder_write_note(Recorder *r, int rank, int level, const char *text, int64_t mono_ns,
-                        int64_t wall_ns, char *err, size_t errlen)
+int recorder_write_note(Recorder *r, int rank, int level, const char *text, int64_t mono_ns, int64_t wall_ns, char *err,
+                        size_t errlen)
 {
     uint8_t p[8 + REC_NOTE_MAX];
     size_t tl = text ? strnlen(text, REC_NOTE_MAX - 1) : 0;
@@ -324,9 +326,7 @@ static void copy_text(char *out, size_t cap, const uint8_t *p, size_t n)
 int rec_proc_decode(const RecEntry *e, RecProc *out)
 {
     memset(out, 0, sizeof *out);
-    if ((e->src != REC_SRC_START && e->src != REC_SRC_EXIT) || e->len < 12 ||
-        e->len > 12 + REC_HOW_MAX)
-        return -1;
+    if ((e->src != REC_SRC_START && e->src != REC_SRC_EXIT) || e->len < 12 || e->len > 12 + REC_HOW_MAX) return -1;
     out->rank = (int32_t)get_u32(e->data);
     out->pid = (int32_t)get_u32(e->data + 4);
     out->wait_status = (int32_t)get_u32(e->data + 8);
@@ -351,13 +351,13 @@ struct RecReader {
     char path[256];
     RecHeader hdr;
     uint64_t file_bytes;
-    uint64_t pos;            /* offset just past the last good record */
-    uint64_t count;          /* good records returned */
-    int64_t last_t_ns;       /* arrival of the last good record */
+    uint64_t pos;      /* offset just past the last good record */
+    uint64_t count;    /* good records returned */
+    int64_t last_t_ns; /* arrival of the last good record */
     uint8_t *buf;
     size_t cap;
-    int done;                /* 0 reading; 1 clean end; -1 stopped early */
-    char stop[320];          /* the message for done == -1 */
+    int done;       /* 0 reading; 1 clean end; -1 stopped early */
+    char stop[320]; /* the message for done == -1 */
 };
 
 /* Read exactly n bytes or as many as there are; returns the count. */
@@ -387,14 +387,14 @@ static int reader_fail(RecReader *rd, bool at_record, char *err, size_t errlen, 
     va_end(ap);
     if (!at_record) return err_set(err, errlen, "%s: %s", rd->path, why);
     snprintf(rd->stop, sizeof rd->stop,
-             "recording ends early at byte %" PRIu64 " (record %" PRIu64 ", t=%.1f s): %.199s", rd->pos,
-             rd->count + 1, (double)rd->last_t_ns / 1e9, why);
+             "recording ends early at byte %" PRIu64 " (record %" PRIu64 ", t=%.1f s): %.199s", rd->pos, rd->count + 1,
+             (double)rd->last_t_ns / 1e9, why);
     rd->done = -1;
     return err_set(err, errlen, "%s", rd->stop);
 }
 
 #define header_fail(rd, err, errlen, ...) reader_fail(rd, false, err, errlen, __VA_ARGS__)
-#define stop_early(rd, err, errlen, ...) reader_fail(rd, true, err, errlen, __VA_ARGS__)
+#define stop_early(rd, err, errlen, ...)  reader_fail(rd, true, err, errlen, __VA_ARGS__)
 
 static int read_header(RecReader *rd, char *err, size_t errlen)
 {
@@ -404,8 +404,7 @@ static int read_header(RecReader *rd, char *err, size_t errlen)
     if (got < REC_MAGIC_LEN || memcmp(h, REC_MAGIC, REC_MAGIC_LEN))
         return header_fail(rd, err, errlen, "not a ddptop recording (bad magic)");
     if (got < sizeof h)
-        return header_fail(rd, err, errlen, "truncated header (%zu of %d bytes)", got,
-                           REC_HEADER_FIXED);
+        return header_fail(rd, err, errlen, "truncated header (%zu of %d bytes)", got, REC_HEADER_FIXED);
     RecHeader *H = &rd->hdr;
     H->format_version = get_u16(h + 8);
     H->proto_version = get_u16(h + 10);
@@ -413,27 +412,27 @@ static int read_header(RecReader *rd, char *err, size_t errlen)
     H->created_wall_ns = (int64_t)get_u64(h + 16);
     H->world = (int32_t)get_u32(h + 24);
     uint32_t dlen = get_u32(h + 28);
-    if (H->format_version == 0)
-        return header_fail(rd, err, errlen, "damaged header (format version 0)");
+    if (H->format_version == 0) return header_fail(rd, err, errlen, "damaged header (format version 0)");
     if (H->format_version > REC_FORMAT_VERSION)
         return header_fail(rd, err, errlen,
                            "recording format version %u is newer than this build reads (%d); "
-                           "use a newer ddptop", H->format_version, REC_FORMAT_VERSION);
+                           "use a newer ddptop",
+                           H->format_version, REC_FORMAT_VERSION);
     if (H->proto_version != PROTO_VERSION)
-        return header_fail(rd, err, errlen, "recorded with protocol version %u, this build speaks %d",
-                           H->proto_version, PROTO_VERSION);
+        return header_fail(rd, err, errlen, "recorded with protocol version %u, this build speaks %d", H->proto_version,
+                           PROTO_VERSION);
     if (H->header_bytes < REC_HEADER_FIXED || H->header_bytes > REC_HEADER_MAX ||
         dlen > H->header_bytes - REC_HEADER_FIXED || H->world < 0)
         return header_fail(rd, err, errlen,
-                           "damaged header (header length %" PRIu32 ", description %" PRIu32
-                           " bytes, world %" PRId32 ")", H->header_bytes, dlen, H->world);
+                           "damaged header (header length %" PRIu32 ", description %" PRIu32 " bytes, world %" PRId32
+                           ")",
+                           H->header_bytes, dlen, H->world);
     if ((uint64_t)H->header_bytes > rd->file_bytes)
-        return header_fail(rd, err, errlen, "truncated header (%" PRIu64 " of %" PRIu32 " bytes)",
-                           rd->file_bytes, H->header_bytes);
+        return header_fail(rd, err, errlen, "truncated header (%" PRIu64 " of %" PRIu32 " bytes)", rd->file_bytes,
+                           H->header_bytes);
     H->desc = malloc((size_t)dlen + 1);
     if (!H->desc) return header_fail(rd, err, errlen, "out of memory");
-    if (read_some(rd->f, H->desc, dlen) != dlen)
-        return header_fail(rd, err, errlen, "truncated header");
+    if (read_some(rd->f, H->desc, dlen) != dlen) return header_fail(rd, err, errlen, "truncated header");
     for (uint32_t i = 0; i < dlen; i++)
         if (H->desc[i] == 0) H->desc[i] = '?';
     H->desc[dlen] = 0;
@@ -487,21 +486,20 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
         return stop_early(rd, err, errlen, "truncated: no end record (ddptop stopped before closing it)");
     }
     if (got < sizeof h)
-        return stop_early(rd, err, errlen, "truncated record head (%zu of %d bytes)", got,
-                          REC_HEAD_BYTES);
+        return stop_early(rd, err, errlen, "truncated record head (%zu of %d bytes)", got, REC_HEAD_BYTES);
     uint32_t len = get_u32(h);
     int src = h[4];
     int64_t t_ns = (int64_t)get_u64(h + 12);
     /* Hostile or garbled lengths stop here, before any allocation. */
     if (len > PROTO_MAX_FRAME_BYTES)
-        return stop_early(rd, err, errlen, "damaged: record length %" PRIu32
-                          " over the %u-byte frame limit", len, PROTO_MAX_FRAME_BYTES);
+        return stop_early(rd, err, errlen, "damaged: record length %" PRIu32 " over the %u-byte frame limit", len,
+                          PROTO_MAX_FRAME_BYTES);
     if (src == 0 || h[5] != 0 || get_u16(h + 6) != 0 || t_ns < 0)
         return stop_early(rd, err, errlen, "damaged record head");
     uint64_t left = rd->file_bytes > rd->pos + REC_HEAD_BYTES ? rd->file_bytes - rd->pos - REC_HEAD_BYTES : 0;
     if (len > left)
-        return stop_early(rd, err, errlen, "truncated record (%" PRIu32 "-byte payload, %" PRIu64
-                          " bytes left)", len, left);
+        return stop_early(rd, err, errlen, "truncated record (%" PRIu32 "-byte payload, %" PRIu64 " bytes left)", len,
+                          left);
     if (len > rd->cap) {
         size_t cap = rd->cap ? rd->cap : 4096;
         while (cap < len) cap *= 2;
@@ -512,16 +510,13 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
     }
     if (read_some(rd->f, rd->buf, len) != len)
         return stop_early(rd, err, errlen, "truncated record (%" PRIu32 "-byte payload)", len);
-    if (record_crc(h, rd->buf, len) != get_u32(h + 8))
-        return stop_early(rd, err, errlen, "damaged: checksum mismatch");
+    if (record_crc(h, rd->buf, len) != get_u32(h + 8)) return stop_early(rd, err, errlen, "damaged: checksum mismatch");
     if (src == REC_SRC_END) {
-        if (len != 8 || get_u64(rd->buf) != rd->count)
-            return stop_early(rd, err, errlen, "damaged end record");
+        if (len != 8 || get_u64(rd->buf) != rd->count) return stop_early(rd, err, errlen, "damaged end record");
         uint64_t end = rd->pos + REC_HEAD_BYTES + len;
         if (end != rd->file_bytes) {
             rd->pos = end;
-            return stop_early(rd, err, errlen, "%" PRIu64 " bytes after the end record",
-                              rd->file_bytes - end);
+            return stop_early(rd, err, errlen, "%" PRIu64 " bytes after the end record", rd->file_bytes - end);
         }
         rd->pos = end;
         rd->done = 1;
@@ -566,8 +561,14 @@ int recording_load(const char *path, Recording **out, char *err, size_t errlen)
         RecEntry e;
         char why[320];
         int rc = recreader_next(rd, &e, why, sizeof why);
-        if (rc == 0) { r->complete = true; break; }
-        if (rc < 0) { snprintf(r->tail, sizeof r->tail, "%s", why); break; }
+        if (rc == 0) {
+            r->complete = true;
+            break;
+        }
+        if (rc < 0) {
+            snprintf(r->tail, sizeof r->tail, "%s", why);
+            break;
+        }
         if (r->n == cap) {
             size_t nc = cap ? cap * 2 : 1024;
             RecEntry *nr = realloc(r->recs, nc * sizeof *nr);
@@ -589,11 +590,10 @@ int recording_load(const char *path, Recording **out, char *err, size_t errlen)
         blob_len += e.len;
         r->recs[r->n++] = e;
     }
-    for (size_t i = 0; i < r->n; i++)
-        r->recs[i].data = blob ? blob + (uintptr_t)r->recs[i].data : (const uint8_t *)"";
+    for (size_t i = 0; i < r->n; i++) r->recs[i].data = blob ? blob + (uintptr_t)r->recs[i].data : (const uint8_t *)"";
     r->blob_ = blob;
     r->hdr = rd->hdr;
-    rd->hdr.desc = NULL;   /* moved into r */
+    rd->hdr.desc = NULL; /* moved into r */
     r->file_bytes = rd->file_bytes;
     recreader_close(&rd);
     *out = r;
@@ -624,8 +624,10 @@ size_t recording_seek_time(const Recording *r, int64_t t_ns)
     size_t lo = 0, hi = r->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r->recs[mid].t_ns < t_ns) lo = mid + 1;
-        else hi = mid;
+        if (r->recs[mid].t_ns < t_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }

@@ -24,21 +24,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REC_MAGIC "\x89" "DDPTOP\n"   /* 8 bytes, no NUL */
-#define REC_MAGIC_LEN 8
+#define REC_MAGIC \
+    "\x89"        \
+    "DDPTOP\n" /* 8 bytes, no NUL */
+#define REC_MAGIC_LEN      8
 #define REC_FORMAT_VERSION 1
-#define REC_HEADER_FIXED 32           /* header bytes before the description */
-#define REC_HEADER_MAX (1u << 20)     /* a reader refuses a longer header */
-#define REC_DESC_MAX 4096             /* the writer cuts longer descriptions */
-#define REC_HEAD_BYTES 28             /* bytes in front of every payload */
+#define REC_HEADER_FIXED   32         /* header bytes before the description */
+#define REC_HEADER_MAX     (1u << 20) /* a reader refuses a longer header */
+#define REC_DESC_MAX       4096       /* the writer cuts longer descriptions */
+#define REC_HEAD_BYTES     28         /* bytes in front of every payload */
 /* A recorder writes when this much is buffered, and at the latest this long
  * after the oldest unwritten record arrived (recorder_tick/recorder_write),
  * so a crash of ddptop loses less than a second. */
-#define REC_BUF_BYTES (256u << 10)
-#define REC_FLUSH_NS 500000000LL
+#define REC_BUF_BYTES      (256u << 10)
+#define REC_FLUSH_NS       500000000LL
 /* Bytes of the "how it ended" text an exit record keeps. */
-#define REC_HOW_MAX 64
-#define REC_NOTE_MAX 256
+#define REC_HOW_MAX        64
+#define REC_NOTE_MAX       256
 
 /* Where a record came from. Values are on disk: never renumber. */
 typedef enum {
@@ -63,8 +65,7 @@ typedef struct Recorder Recorder;
  * unknown) and a free-form UTF-8 description of the job, e.g. the command
  * line (NULL for none; cut at REC_DESC_MAX bytes). The header reaches the
  * file before this returns. Returns NULL with a reason in err. */
-Recorder *recorder_open(const char *path, int world, const char *desc, char *err,
-                        size_t errlen);
+Recorder *recorder_open(const char *path, int world, const char *desc, char *err, size_t errlen);
 
 /* Append one record: a frame exactly as received (or sent, for
  * REC_SRC_SENT) from the socket `src` names. mono_ns is CLOCK_MONOTONIC
@@ -74,20 +75,19 @@ Recorder *recorder_open(const char *path, int world, const char *desc, char *err
  * Errors are reported once: the first failure returns -1 with err and turns
  * the recorder off; every later call returns 0 and does nothing (the job
  * goes on, unrecorded). Otherwise returns 0. */
-int recorder_write(Recorder *r, RecSource src, const void *frame, size_t len, int64_t mono_ns,
-                   int64_t wall_ns, char *err, size_t errlen);
+int recorder_write(Recorder *r, RecSource src, const void *frame, size_t len, int64_t mono_ns, int64_t wall_ns,
+                   char *err, size_t errlen);
 
 /* Process events, for replay: ddptop launched `rank` as pid, or its process
  * ended with waitpid status `wait_status` (how: NULL or who ended it, e.g.
  * "SIGKILL by ddptop"). Same time and error conventions as recorder_write. */
-int recorder_write_start(Recorder *r, int rank, int pid, int64_t mono_ns, int64_t wall_ns,
-                         char *err, size_t errlen);
-int recorder_write_exit(Recorder *r, int rank, int pid, int wait_status, const char *how,
-                        int64_t mono_ns, int64_t wall_ns, char *err, size_t errlen);
+int recorder_write_start(Recorder *r, int rank, int pid, int64_t mono_ns, int64_t wall_ns, char *err, size_t errlen);
+int recorder_write_exit(Recorder *r, int rank, int pid, int wait_status, const char *how, int64_t mono_ns,
+                        int64_t wall_ns, char *err, size_t errlen);
 /* An event line of ddptop's own (rank -1 for ddptop; level 0 info, 1 warn,
  * 2 error, as JobEventLevel). */
-int recorder_write_note(Recorder *r, int rank, int level, const char *text, int64_t mono_ns,
-                        int64_t wall_ns, char *err, size_t errlen);
+int recorder_write_note(Recorder *r, int rank, int level, const char *text, int64_t mono_ns, int64_t wall_ns, char *err,
+                        size_t errlen);
 
 /* Call from the loop (every poll timeout is plenty): writes what has waited
  * REC_FLUSH_NS. now_mono_ns 0 means now. Returns 0, or -1 once (see
@@ -109,32 +109,32 @@ int recorder_close(Recorder **rp, char *err, size_t errlen);
 
 typedef struct {
     uint16_t format_version;
-    uint16_t proto_version;      /* PROTO_VERSION of the writer */
-    uint32_t header_bytes;       /* offset of the first record */
-    int64_t created_wall_ns;     /* CLOCK_REALTIME when the recording began */
-    int32_t world;               /* 0 when unknown */
-    char *desc;                  /* NUL-terminated, heap (owned by the reader) */
+    uint16_t proto_version;  /* PROTO_VERSION of the writer */
+    uint32_t header_bytes;   /* offset of the first record */
+    int64_t created_wall_ns; /* CLOCK_REALTIME when the recording began */
+    int32_t world;           /* 0 when unknown */
+    char *desc;              /* NUL-terminated, heap (owned by the reader) */
 } RecHeader;
 
 typedef struct {
-    int src;                     /* RecSource; a newer writer's unknown values are passed on */
-    int64_t t_ns;                /* arrival, ns since the recording began (monotonic) */
-    int64_t wall_ns;             /* arrival, CLOCK_REALTIME */
-    uint64_t offset;             /* byte offset of the record's head in the file */
-    uint64_t index;              /* 0-based position in the file */
-    const uint8_t *data;         /* payload (a frame for TEL, CTL, SENT) */
+    int src;             /* RecSource; a newer writer's unknown values are passed on */
+    int64_t t_ns;        /* arrival, ns since the recording began (monotonic) */
+    int64_t wall_ns;     /* arrival, CLOCK_REALTIME */
+    uint64_t offset;     /* byte offset of the record's head in the file */
+    uint64_t index;      /* 0-based position in the file */
+    const uint8_t *data; /* payload (a frame for TEL, CTL, SENT) */
     uint32_t len;
 } RecEntry;
 
 /* Payloads of REC_SRC_START / REC_SRC_EXIT and REC_SRC_NOTE, decoded. */
 typedef struct {
-    int32_t rank, pid, wait_status;  /* wait_status: 0 for START */
-    char how[REC_HOW_MAX];           /* EXIT: "" or who ended it */
+    int32_t rank, pid, wait_status; /* wait_status: 0 for START */
+    char how[REC_HOW_MAX];          /* EXIT: "" or who ended it */
 } RecProc;
 
 typedef struct {
-    int32_t rank;                    /* -1: ddptop itself */
-    int32_t level;                   /* 0 info, 1 warn, 2 error */
+    int32_t rank;  /* -1: ddptop itself */
+    int32_t level; /* 0 info, 1 warn, 2 error */
     char text[REC_NOTE_MAX];
 } RecNote;
 
@@ -169,12 +169,12 @@ void recreader_close(RecReader **rdp);
 /* In memory, for seeking (replay) and for exporters that look ahead. */
 typedef struct {
     RecHeader hdr;
-    RecEntry *recs;              /* [n], arrival order; data points into the loaded blob */
+    RecEntry *recs; /* [n], arrival order; data points into the loaded blob */
     size_t n;
-    bool complete;               /* the end record was there */
-    char tail[320];              /* when not complete: why and where it ended ("" if complete) */
+    bool complete;  /* the end record was there */
+    char tail[320]; /* when not complete: why and where it ended ("" if complete) */
     uint64_t file_bytes;
-    void *blob_;                 /* private */
+    void *blob_; /* private */
 } Recording;
 
 /* Load every good record of path. A bad header fails (-1, err, *out NULL).

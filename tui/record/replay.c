@@ -36,25 +36,24 @@
 #include "record/rec_cli.h"
 #include "view/note.h"
 
-#define NS_PER_S 1000000000LL
-#define FRAME_MS 66
-#define TURN_MS 15
+#define NS_PER_S  1000000000LL
+#define FRAME_MS  66
+#define TURN_MS   15
 #define SPEED_MIN 0.25
 #define SPEED_MAX 64.0
 /* A replay message (a disabled key, a seek) stays this long. */
 
-
 typedef struct {
     Recording *rec;
     const char *path;
-    const char *name;            /* path's last component, for the title of events */
+    const char *name; /* path's last component, for the title of events */
     int world;
-    int64_t *step_of;            /* [n] the step a record reports (a tel step message), -1 otherwise */
-    int64_t dur;                 /* t of the last record */
+    int64_t *step_of; /* [n] the step a record reports (a tel step message), -1 otherwise */
+    int64_t dur;      /* t of the last record */
     Job *job;
-    int64_t base;                /* job->start_ns: record i arrived at base + t_i */
-    size_t pos;                  /* records applied: [0, pos) */
-    int64_t t_play;              /* the playhead, ns since the recording began */
+    int64_t base;   /* job->start_ns: record i arrived at base + t_i */
+    size_t pos;     /* records applied: [0, pos) */
+    int64_t t_play; /* the playhead, ns since the recording began */
     double speed;
     bool paused;
     /* commands seen in the recording (SENT), so each shows once */
@@ -62,7 +61,7 @@ typedef struct {
     bool cmd_stop;
     /* screen */
     ViewTui *tui;
-    bool entering;               /* g: typing a step */
+    bool entering; /* g: typing a step */
     char entry[24];
     Note note;
     bool quit;
@@ -70,12 +69,10 @@ typedef struct {
 
 static void sleep_ms(int64_t ms)
 {
-    if (ms <= 0)
-        return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    if (ms <= 0) return;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
-
 
 /* ---- the model at a position ---- */
 
@@ -119,25 +116,22 @@ static void apply_rec(Replay *R, size_t i)
     case REC_SRC_SENT:
         rc = codec_decode(e->data, e->len, &m, err, sizeof err);
         if (rc != 0) {
-            if (rc > 0)
-                msg_done(&m);
+            if (rc > 0) msg_done(&m);
             if (e->src != REC_SRC_SENT) {
-                j->bad_frames++;     /* as the live loop counted it */
+                j->bad_frames++; /* as the live loop counted it */
                 j->version++;
             }
             break;
         }
         if (e->src == REC_SRC_SENT) {
-            if (m.kind == MSG_CMD)
-                apply_cmd(R, &m.u.cmd, now, e->wall_ns);
+            if (m.kind == MSG_CMD) apply_cmd(R, &m.u.cmd, now, e->wall_ns);
         } else if (m.kind != MSG_SET && m.kind != MSG_GET && m.kind != MSG_WAIT) {
-            job_apply(j, &m, now, e->wall_ns);   /* store requests are the store's, not the model's */
+            job_apply(j, &m, now, e->wall_ns); /* store requests are the store's, not the model's */
         }
         msg_done(&m);
         break;
     case REC_SRC_START:
-        if (rec_proc_decode(e, &p) == 0)
-            job_rank_started(j, p.rank, p.pid, now);
+        if (rec_proc_decode(e, &p) == 0) job_rank_started(j, p.rank, p.pid, now);
         break;
     case REC_SRC_EXIT:
         if (rec_proc_decode(e, &p) == 0)
@@ -145,10 +139,13 @@ static void apply_rec(Replay *R, size_t i)
         break;
     case REC_SRC_NOTE:
         if (rec_note_decode(e, &nt) == 0)
-            job_event(j, now, e->wall_ns, nt.rank, nt.level == 2 ? EV_ERROR : nt.level == 1 ? EV_WARN : EV_INFO, "%s", nt.text);
+            job_event(j, now, e->wall_ns, nt.rank,
+                      nt.level == 2   ? EV_ERROR
+                      : nt.level == 1 ? EV_WARN
+                                      : EV_INFO,
+                      "%s", nt.text);
         break;
-    default:
-        break;                       /* a newer writer's record: skipped */
+    default: break; /* a newer writer's record: skipped */
     }
 }
 
@@ -157,15 +154,15 @@ static int rebuild(Replay *R)
 {
     job_free(&R->job);
     R->job = job_new(R->world, mono_ns());
-    if (!R->job)
-        return -1;
+    if (!R->job) return -1;
     R->base = R->job->start_ns;
     R->pos = 0;
     R->cmd_ckpt = R->cmd_pause = R->cmd_resume = 0;
     R->cmd_stop = false;
     const RecHeader *h = &R->rec->hdr;
-    job_event(R->job, R->base, h->created_wall_ns, -1, EV_INFO, "replaying %s: %d rank%s, %zu records, %.1f s%s%s", R->name, R->world,
-              R->world == 1 ? "" : "s", R->rec->n, (double)R->dur / NS_PER_S, h->desc && h->desc[0] ? " — " : "", h->desc ? h->desc : "");
+    job_event(R->job, R->base, h->created_wall_ns, -1, EV_INFO, "replaying %s: %d rank%s, %zu records, %.1f s%s%s",
+              R->name, R->world, R->world == 1 ? "" : "s", R->rec->n, (double)R->dur / NS_PER_S,
+              h->desc && h->desc[0] ? " — " : "", h->desc ? h->desc : "");
     return 0;
 }
 
@@ -174,12 +171,9 @@ static int rebuild(Replay *R)
  * when t >= 0. */
 static int seek_index(Replay *R, size_t target, int64_t t)
 {
-    if (target > R->rec->n)
-        target = R->rec->n;
-    if (target < R->pos && rebuild(R))
-        return -1;
-    while (R->pos < target)
-        apply_rec(R, R->pos++);
+    if (target > R->rec->n) target = R->rec->n;
+    if (target < R->pos && rebuild(R)) return -1;
+    while (R->pos < target) apply_rec(R, R->pos++);
     if (t >= 0)
         R->t_play = t;
     else
@@ -189,24 +183,16 @@ static int seek_index(Replay *R, size_t target, int64_t t)
 
 static int seek_time(Replay *R, int64_t t)
 {
-    if (t < 0)
-        t = 0;
-    if (t > R->dur)
-        t = R->dur;
+    if (t < 0) t = 0;
+    if (t > R->dur) t = R->dur;
     /* every record at or before t */
     return seek_index(R, recording_seek_time(R->rec, t + 1), t);
 }
 
-static bool at_end(const Replay *R)
-{
-    return R->pos >= R->rec->n;
-}
+static bool at_end(const Replay *R) { return R->pos >= R->rec->n; }
 
 /* The step the model shows: the highest one any rank reported. */
-static int64_t shown_step(const Replay *R)
-{
-    return R->job->step;
-}
+static int64_t shown_step(const Replay *R) { return R->job->step; }
 
 /* ---- keys ---- */
 
@@ -216,8 +202,7 @@ static void step_msgs(Replay *R, int dir)
     R->paused = true;
     if (dir > 0) {
         size_t i = R->pos;
-        while (i < n && R->step_of[i] < 0)
-            i++;
+        while (i < n && R->step_of[i] < 0) i++;
         if (i >= n) {
             seek_index(R, n, -1);
             note_set(&R->note, mono_ms(), "no step message after this point");
@@ -229,22 +214,21 @@ static void step_msgs(Replay *R, int dir)
         Msg m;
         char err[128];
         if (codec_decode(R->rec->recs[i].data, R->rec->recs[i].len, &m, err, sizeof err) == 0) {
-            note_set(&R->note, mono_ms(), "forward one step message: rank %d step %" PRId64, (int)m.rank, R->step_of[i]);
+            note_set(&R->note, mono_ms(), "forward one step message: rank %d step %" PRId64, (int)m.rank,
+                     R->step_of[i]);
             msg_done(&m);
         }
     } else {
         /* s1: the last step message applied; back to just after the one before it */
         size_t i = R->pos;
-        while (i > 0 && R->step_of[i - 1] < 0)
-            i--;
+        while (i > 0 && R->step_of[i - 1] < 0) i--;
         if (i == 0) {
             seek_index(R, 0, 0);
             note_set(&R->note, mono_ms(), "at the start of the recording");
             return;
         }
-        i--;                         /* i: the last applied step message */
-        while (i > 0 && R->step_of[i - 1] < 0)
-            i--;
+        i--; /* i: the last applied step message */
+        while (i > 0 && R->step_of[i - 1] < 0) i--;
         seek_index(R, i, -1);
         note_set(&R->note, mono_ms(), "back one step message: step %" PRId64 " shown", shown_step(R));
     }
@@ -257,27 +241,23 @@ static void goto_step(Replay *R, int64_t step)
 {
     size_t n = R->rec->n, i = n, last = n;
     for (size_t k = 0; k < n; k++) {
-        if (R->step_of[k] == step)
-            last = k;
-        if (R->step_of[k] > step && i == n)
-            i = k;
+        if (R->step_of[k] == step) last = k;
+        if (R->step_of[k] > step && i == n) i = k;
     }
-    if (last < n)
-        i = last + 1;
+    if (last < n) i = last + 1;
     seek_index(R, i, -1);
     if (i < n)
         note_set(&R->note, mono_ms(), "at step %" PRId64, shown_step(R));
     else
-        note_set(&R->note, mono_ms(), "step %" PRId64 " is past the recording: at its end (step %" PRId64 ")", step, shown_step(R));
+        note_set(&R->note, mono_ms(), "step %" PRId64 " is past the recording: at its end (step %" PRId64 ")", step,
+                 shown_step(R));
 }
 
 static void change_speed(Replay *R, double f)
 {
     double s = R->speed * f;
-    if (s < SPEED_MIN)
-        s = SPEED_MIN;
-    if (s > SPEED_MAX)
-        s = SPEED_MAX;
+    if (s < SPEED_MIN) s = SPEED_MIN;
+    if (s > SPEED_MAX) s = SPEED_MAX;
     R->speed = s;
     note_set(&R->note, mono_ms(), "speed %gx", s);
 }
@@ -295,8 +275,7 @@ static int on_key(void *ctx, int key, KeyAction act)
                 R->entry[l + 1] = '\0';
             }
         } else if (key == UI_KEY_BACKSPACE) {
-            if (l > 0)
-                R->entry[l - 1] = '\0';
+            if (l > 0) R->entry[l - 1] = '\0';
         } else if (key == UI_KEY_ENTER) {
             R->entering = false;
             if (l > 0) {
@@ -306,7 +285,7 @@ static int on_key(void *ctx, int key, KeyAction act)
                 note_set(&R->note, mono_ms(), "no step given");
             }
         } else {
-            R->entering = false;     /* Esc or any other key: cancelled */
+            R->entering = false; /* Esc or any other key: cancelled */
             note_set(&R->note, mono_ms(), "go to step: cancelled");
         }
         return 1;
@@ -315,29 +294,44 @@ static int on_key(void *ctx, int key, KeyAction act)
     switch (act) {
     case KEY_ACT_PLAY:
         if (R->paused && at_end(R)) {
-            seek_index(R, 0, 0);     /* from the top again */
+            seek_index(R, 0, 0); /* from the top again */
             note_set(&R->note, mono_ms(), "playing from the start");
         }
         R->paused = !R->paused;
         return 1;
     case KEY_ACT_STEP_FWD: step_msgs(R, 1); return 1;
     case KEY_ACT_STEP_BACK: step_msgs(R, -1); return 1;
-    case KEY_ACT_SEC_FWD: seek_time(R, R->t_play + NS_PER_S); note_set(&R->note, mono_ms(), "forward 1 s"); return 1;
-    case KEY_ACT_SEC_BACK: seek_time(R, R->t_play - NS_PER_S); note_set(&R->note, mono_ms(), "back 1 s"); return 1;
-    case KEY_ACT_TENTH_FWD: seek_time(R, R->t_play + tenth); note_set(&R->note, mono_ms(), "forward 10%%"); return 1;
-    case KEY_ACT_TENTH_BACK: seek_time(R, R->t_play - tenth); note_set(&R->note, mono_ms(), "back 10%%"); return 1;
+    case KEY_ACT_SEC_FWD:
+        seek_time(R, R->t_play + NS_PER_S);
+        note_set(&R->note, mono_ms(), "forward 1 s");
+        return 1;
+    case KEY_ACT_SEC_BACK:
+        seek_time(R, R->t_play - NS_PER_S);
+        note_set(&R->note, mono_ms(), "back 1 s");
+        return 1;
+    case KEY_ACT_TENTH_FWD:
+        seek_time(R, R->t_play + tenth);
+        note_set(&R->note, mono_ms(), "forward 10%%");
+        return 1;
+    case KEY_ACT_TENTH_BACK:
+        seek_time(R, R->t_play - tenth);
+        note_set(&R->note, mono_ms(), "back 10%%");
+        return 1;
     case KEY_ACT_FASTER: change_speed(R, 2); return 1;
     case KEY_ACT_SLOWER: change_speed(R, 0.5); return 1;
     case KEY_ACT_GOTO:
         R->entering = true;
         R->entry[0] = '\0';
         return 1;
-    case KEY_ACT_CKPT: case KEY_ACT_DESTROY: case KEY_ACT_PAUSE:
+    case KEY_ACT_CKPT:
+    case KEY_ACT_DESTROY:
+    case KEY_ACT_PAUSE:
         note_set(&R->note, mono_ms(), "%c: %s needs live workers — disabled in a replay (space pauses the replay)", key,
-            act == KEY_ACT_CKPT ? "checkpoint" : act == KEY_ACT_DESTROY ? "destroy" : "pause");
+                 act == KEY_ACT_CKPT      ? "checkpoint"
+                 : act == KEY_ACT_DESTROY ? "destroy"
+                                          : "pause");
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -384,8 +378,7 @@ static int play_tui(Replay *R)
             int64_t t = R->t_play + (int64_t)((double)(now - last) * 1e6 * R->speed);
             size_t target = recording_seek_time(R->rec, t + 1);
             seek_index(R, target, t > R->dur ? R->dur : t);
-            if (at_end(R))
-                R->paused = true;
+            if (at_end(R)) R->paused = true;
         }
         last = now;
         ViewAction a;
@@ -397,7 +390,7 @@ static int play_tui(Replay *R)
                 redraw = true;
             /* c, d and p are taken by on_key: nothing else reaches here */
         }
-        view_tui_set_keys_alt(R->tui, R->paused);   /* space: "play" while paused */
+        view_tui_set_keys_alt(R->tui, R->paused); /* space: "play" while paused */
         now = mono_ms();
         bool changed = R->job->version != drawn_version || R->pos != drawn_pos;
         if (redraw || (changed && now - last_draw >= FRAME_MS) || now - last_draw >= 250) {
@@ -443,10 +436,7 @@ static int play_headless(Replay *R, bool json, bool paced)
 
 /* ---- command line ---- */
 
-static int bad(const char *fmt, const char *arg)
-{
-    return usage_fail("ddptop replay", "ddptop --help", fmt, arg);
-}
+static int bad(const char *fmt, const char *arg) { return usage_fail("ddptop replay", "ddptop --help", fmt, arg); }
 
 int replay_main(int argc, char **argv)
 {
@@ -464,8 +454,7 @@ int replay_main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--speed")) {
-            if (!v)
-                return bad("%s: missing value", a);
+            if (!v) return bad("%s: missing value", a);
             char *end;
             errno = 0;
             double d = strtod(v, &end);
@@ -482,16 +471,13 @@ int replay_main(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else {
-            int rc = rec_cli_path("ddptop replay", "ddptop --help", a, &path,
-                                  "one recording at a time (\"%s\" is extra)");
-            if (rc)
-                return rc;
+            int rc =
+                rec_cli_path("ddptop replay", "ddptop --help", a, &path, "one recording at a time (\"%s\" is extra)");
+            if (rc) return rc;
         }
     }
-    if (!path)
-        return bad("%s", "replay: which recording? (ddptop replay FILE)");
-    if (json && !headless)
-        return bad("%s needs --headless", "--json");
+    if (!path) return bad("%s", "replay: which recording? (ddptop replay FILE)");
+    if (json && !headless) return bad("%s needs --headless", "--json");
 
     Replay R;
     memset(&R, 0, sizeof R);
@@ -520,22 +506,17 @@ int replay_main(int argc, char **argv)
         R.step_of[i] = -1;
         if ((e->src == REC_SRC_START || e->src == REC_SRC_EXIT) && rec_proc_decode(e, &p) == 0 && p.rank > max_rank)
             max_rank = p.rank;
-        if (e->src != REC_SRC_TEL && e->src != REC_SRC_CTL)
-            continue;
+        if (e->src != REC_SRC_TEL && e->src != REC_SRC_CTL) continue;
         int rc = codec_decode(e->data, e->len, &m, err, sizeof err);
         if (rc != 0) {
-            if (rc > 0)
-                msg_done(&m);
+            if (rc > 0) msg_done(&m);
             continue;
         }
-        if (m.kind == MSG_STEP)
-            R.step_of[i] = m.u.step.step;
-        if (m.rank > max_rank && m.kind == MSG_HELLO)
-            max_rank = m.rank;
+        if (m.kind == MSG_STEP) R.step_of[i] = m.u.step.step;
+        if (m.rank > max_rank && m.kind == MSG_HELLO) max_rank = m.rank;
         msg_done(&m);
     }
-    if (world <= 0)
-        world = max_rank + 1;
+    if (world <= 0) world = max_rank + 1;
     if (world <= 0 || world > JOB_MAX_RANKS) {
         fprintf(stderr, "ddptop replay: %s: %s\n", path,
                 world <= 0 ? "no ranks in this recording (nothing to replay)" : "too many ranks to show");
@@ -545,8 +526,7 @@ int replay_main(int argc, char **argv)
     }
     R.world = world;
     R.dur = R.rec->n ? R.rec->recs[R.rec->n - 1].t_ns : 0;
-    if (!R.rec->complete)
-        fprintf(stderr, "ddptop replay: %s\n", R.rec->tail);
+    if (!R.rec->complete) fprintf(stderr, "ddptop replay: %s\n", R.rec->tail);
 
     signals_catch_stop(0);
 

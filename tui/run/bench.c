@@ -16,28 +16,28 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#define BINS 50000                   /* 0.1 ms each: up to 5 s */
+#define BINS    50000 /* 0.1 ms each: up to 5 s */
 #define PENDING (1 << 16)
 
 struct Bench {
     char path[512];
     int world;
     int64_t warmup_ns, window_ns;
-    int64_t t0;                      /* monotonic start of the run */
+    int64_t t0; /* monotonic start of the run */
     bool measuring, written;
-    int64_t w_start;                 /* monotonic start of the window */
+    int64_t w_start; /* monotonic start of the window */
     double cpu_start;
     int64_t arr[PENDING], sent[PENDING];
     int pending;
     uint64_t overflow;
     uint32_t *h_arr, *h_sent;
     uint64_t steps, msgs, frames, gaps;
-    int64_t *last_step;              /* [world] for gaps */
+    int64_t *last_step; /* [world] for gaps */
     double max_arr, max_sent, draw_sum, draw_max;
-    int64_t last_frame;              /* monotonic end of the previous frame */
-    double gap_max;                  /* longest time between two frames, ms */
-    uint64_t slow_gaps;              /* frame gaps over 100 ms */
-    uint64_t drops0;                 /* job drops when the window opened */
+    int64_t last_frame; /* monotonic end of the previous frame */
+    double gap_max;     /* longest time between two frames, ms */
+    uint64_t slow_gaps; /* frame gaps over 100 ms */
+    uint64_t drops0;    /* job drops when the window opened */
 };
 
 static double cpu_s(void)
@@ -57,8 +57,7 @@ static double env_s(const char *name)
 Bench *bench_from_env(int world, char *err, size_t errlen)
 {
     const char *path = getenv("DDPTOP_BENCH_OUT");
-    if (!path || !*path)
-        return NULL;
+    if (!path || !*path) return NULL;
     Bench *b = calloc(1, sizeof *b);
     if (b) {
         b->h_arr = calloc(BINS, sizeof *b->h_arr);
@@ -88,21 +87,16 @@ static void open_window(Bench *b, const Job *j, int64_t now)
 
 void bench_on_msg(Bench *b, const Msg *m, int64_t arrived_ns)
 {
-    if (!b || b->written)
-        return;
+    if (!b || b->written) return;
     if (m->kind == MSG_STEP && m->rank >= 0 && m->rank < b->world) {
         /* a step number skipped is a step lost on the way (or dropped) */
         int64_t *last = &b->last_step[m->rank];
-        if (b->measuring && *last > 0 && m->u.step.step > *last + 1)
-            b->gaps += (uint64_t)(m->u.step.step - *last - 1);
-        if (m->u.step.step > *last)
-            *last = m->u.step.step;
+        if (b->measuring && *last > 0 && m->u.step.step > *last + 1) b->gaps += (uint64_t)(m->u.step.step - *last - 1);
+        if (m->u.step.step > *last) *last = m->u.step.step;
     }
-    if (!b->measuring)
-        return;
+    if (!b->measuring) return;
     b->msgs++;
-    if (m->kind != MSG_STEP)
-        return;
+    if (m->kind != MSG_STEP) return;
     b->steps++;
     if (b->pending == PENDING) {
         b->overflow++;
@@ -122,17 +116,13 @@ static void hist_add(uint32_t *h, double ms)
 static double pct(const uint32_t *h, double p)
 {
     uint64_t total = 0, acc = 0;
-    for (int i = 0; i < BINS; i++)
-        total += h[i];
-    if (total == 0)
-        return 0;
+    for (int i = 0; i < BINS; i++) total += h[i];
+    if (total == 0) return 0;
     uint64_t want = (uint64_t)((double)total * p / 100.0 + 0.5);
-    if (want < 1)
-        want = 1;
+    if (want < 1) want = 1;
     for (int i = 0; i < BINS; i++) {
         acc += h[i];
-        if (acc >= want)
-            return (i + 1) / 10.0;   /* the bin's upper edge: never flattering */
+        if (acc >= want) return (i + 1) / 10.0; /* the bin's upper edge: never flattering */
     }
     return BINS / 10.0;
 }
@@ -154,8 +144,7 @@ static void write_result(Bench *b, const Job *j, int64_t now)
     double wall = b->measuring ? (double)(now - b->w_start) / 1e9 : 0;
     double cpu = b->measuring ? cpu_s() - b->cpu_start : 0;
     FILE *f = fopen(b->path, "w");
-    if (!f)
-        return;
+    if (!f) return;
     /* spaced as json.dumps writes it: scripts and people both read it */
     Json w;
     json_init_file(&w, f);
@@ -187,55 +176,46 @@ static void write_result(Bench *b, const Job *j, int64_t now)
 
 void bench_on_frame(Bench *b, int64_t draw_start_ns, const Job *j)
 {
-    if (!b || b->written)
-        return;
+    if (!b || b->written) return;
     int64_t now = mono_ns();
     if (!b->measuring) {
-        if (now - b->t0 >= b->warmup_ns)
-            open_window(b, j, now);
-        b->pending = 0;              /* steps from the warm-up do not count */
+        if (now - b->t0 >= b->warmup_ns) open_window(b, j, now);
+        b->pending = 0; /* steps from the warm-up do not count */
         return;
     }
     int64_t wall = wall_ns();
     double dms = (double)(now - draw_start_ns) / 1e6;
     if (b->last_frame > 0) {
         double gap = (double)(now - b->last_frame) / 1e6;
-        if (gap > b->gap_max)
-            b->gap_max = gap;
+        if (gap > b->gap_max) b->gap_max = gap;
         b->slow_gaps += gap > 100;
     }
     b->last_frame = now;
     b->frames++;
     b->draw_sum += dms;
-    if (dms > b->draw_max)
-        b->draw_max = dms;
+    if (dms > b->draw_max) b->draw_max = dms;
     for (int i = 0; i < b->pending; i++) {
         double a = (double)(now - b->arr[i]) / 1e6;
         hist_add(b->h_arr, a);
-        if (a > b->max_arr)
-            b->max_arr = a;
+        if (a > b->max_arr) b->max_arr = a;
         if (b->sent[i] > 0) {
             double s = (double)(wall - b->sent[i]) / 1e6;
             hist_add(b->h_sent, s);
-            if (s > b->max_sent)
-                b->max_sent = s;
+            if (s > b->max_sent) b->max_sent = s;
         }
     }
     b->pending = 0;
-    if (b->window_ns > 0 && now - b->w_start >= b->window_ns)
-        write_result(b, j, now);
+    if (b->window_ns > 0 && now - b->w_start >= b->window_ns) write_result(b, j, now);
 }
 
 void bench_finish(Bench *b, const Job *j)
 {
-    if (b && !b->written)
-        write_result(b, j, mono_ns());
+    if (b && !b->written) write_result(b, j, mono_ns());
 }
 
 void bench_free(Bench **pb)
 {
-    if (!pb || !*pb)
-        return;
+    if (!pb || !*pb) return;
     free((*pb)->h_arr);
     free((*pb)->h_sent);
     free((*pb)->last_step);

@@ -66,7 +66,8 @@ void run_flush_cmds(Run *r)
 void run_request_pause(Run *r)
 {
     if (r->stop_requested) {
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s not requested: the job is stopping", r->pause_wanted ? "resume" : "pause");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s not requested: the job is stopping",
+                  r->pause_wanted ? "resume" : "pause");
         return;
     }
     if (run_procs_running(r) == 0) {
@@ -76,7 +77,8 @@ void run_request_pause(Run *r)
     if (!r->pause_wanted) {
         r->pause_id++;
         r->pause_wanted = true;
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "pause requested (p): the ranks agree on a step, then wait; p resumes");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO,
+                  "pause requested (p): the ranks agree on a step, then wait; p resumes");
     } else {
         r->resume_id++;
         r->pause_wanted = false;
@@ -100,7 +102,8 @@ void run_request_stop(Run *r, const char *why)
 void run_request_ckpt(Run *r)
 {
     if (r->stop_requested) {
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "checkpoint not requested: the job is stopping (a final checkpoint is written)");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN,
+                  "checkpoint not requested: the job is stopping (a final checkpoint is written)");
         return;
     }
     r->ckpt_id++;
@@ -123,11 +126,21 @@ void run_ping_ranks(Run *r)
 /* The f menu's choice as a fault.h Fault: step 0 is "at the next step". */
 static Fault menu_fault(int pick, int rank)
 {
-    Fault f = {.kind = FAULT_NONE, .rank = -1, .step = 0, .ms = 0};
+    Fault f = { .kind = FAULT_NONE, .rank = -1, .step = 0, .ms = 0 };
     switch (pick) {
-    case UI_FAULT_KILL: f.kind = FAULT_KILL; f.rank = rank; break;
-    case UI_FAULT_STALL: f.kind = FAULT_STALL; f.rank = rank; break;
-    case UI_FAULT_SLOW: f.kind = FAULT_SLOW; f.rank = rank; f.ms = UI_FAULT_SLOW_MS; break;
+    case UI_FAULT_KILL:
+        f.kind = FAULT_KILL;
+        f.rank = rank;
+        break;
+    case UI_FAULT_STALL:
+        f.kind = FAULT_STALL;
+        f.rank = rank;
+        break;
+    case UI_FAULT_SLOW:
+        f.kind = FAULT_SLOW;
+        f.rank = rank;
+        f.ms = UI_FAULT_SLOW_MS;
+        break;
     case UI_FAULT_SKIP_SET_EPOCH: f.kind = FAULT_SKIP_SET_EPOCH; break;
     case UI_FAULT_UNSAFE_STOP: f.kind = FAULT_UNSAFE_STOP; break;
     case UI_FAULT_NO_BARRIER: f.kind = FAULT_NO_BARRIER; break;
@@ -144,8 +157,10 @@ static void explain_live(const Fault *f, char *out, size_t len)
     fault_explain(f, buf, sizeof buf);
     const char *s = strncmp(buf, "fault: ", 7) ? buf : buf + 7;
     const char *at = strstr(s, " at step 0 ");
-    if (at) snprintf(out, len, "%.*s at its next step %s", (int)(at - s), s, at + 11);
-    else snprintf(out, len, "%s", s);
+    if (at)
+        snprintf(out, len, "%.*s at its next step %s", (int)(at - s), s, at + 11);
+    else
+        snprintf(out, len, "%s", s);
 }
 
 void run_request_fault(Run *r, int pick, int rank)
@@ -157,7 +172,8 @@ void run_request_fault(Run *r, int pick, int rank)
         return;
     }
     if (f.rank >= 0 && (f.rank >= r->job->world || !r->rk[f.rank].routable)) {
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN,
+                  "fault not injected: rank %d cannot be reached (no hello yet, or ended)", f.rank);
         return;
     }
     r->fault_id++;
@@ -170,5 +186,6 @@ void run_request_fault(Run *r, int pick, int rank)
     }
     char why[400];
     explain_live(&f, why, sizeof why);
-    job_event(r->job, mono_ns(), wall_ns(), f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent, sent == 1 ? "" : "s", why);
+    job_event(r->job, mono_ns(), wall_ns(), f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent,
+              sent == 1 ? "" : "s", why);
 }

@@ -88,8 +88,9 @@ void run_rank_ended(Run *r, int rank, int pid, int status)
      * once every rank is reaped */
     if (!r->stop_requested && !r->restart_pending && r->job->restarts < r->o->max_restarts) {
         r->restart_pending = true;
-        job_event(r->job, mono_ns(), wall_ns(), rank, EV_WARN, "rank %d %s: every rank will be started again (restart %d/%d)", rank,
-                  jr->how_ended, r->job->restarts + 1, r->o->max_restarts);
+        job_event(r->job, mono_ns(), wall_ns(), rank, EV_WARN,
+                  "rank %d %s: every rank will be started again (restart %d/%d)", rank, jr->how_ended,
+                  r->job->restarts + 1, r->o->max_restarts);
     }
     /* torchrun's rule: one rank failing ends the job for all. */
     if (run_procs_running(r) > 0 && !r->stop_requested) {
@@ -107,13 +108,17 @@ static void escalate(Run *r, const char *why)
         r->rung = 1;
         int n = launcher_signal_all(r->l, SIGTERM) + (r->nodes ? nodes_signal(r->nodes, SIGTERM) : 0);
         if (r->external)
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s: ranks ddptop did not start cannot be signalled; they exit %d s after "
-                      "ddptop stops pinging them", why, 15);
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s: sent SIGTERM to %d rank%s", why, n, n == 1 ? "" : "s");
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN,
+                      "%s: ranks ddptop did not start cannot be signalled; they exit %d s after "
+                      "ddptop stops pinging them",
+                      why, 15);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s: sent SIGTERM to %d rank%s", why, n,
+                  n == 1 ? "" : "s");
     } else if (r->rung == 1) {
         r->rung = 2;
         int n = launcher_signal_all(r->l, SIGKILL) + (r->nodes ? nodes_signal(r->nodes, SIGKILL) : 0);
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "%s: sent SIGKILL to %d rank%s", why, n, n == 1 ? "" : "s");
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "%s: sent SIGKILL to %d rank%s", why, n,
+                  n == 1 ? "" : "s");
     }
     r->stop_at_ms = mono_ms();
 }
@@ -124,8 +129,10 @@ void run_take_signals(Run *r)
         r->handled_signals++;
         r->restart_pending = false;
         r->quit_after = true;
-        if (!r->stop_requested) run_request_stop(r, "signal received");
-        else escalate(r, "signal received again");
+        if (!r->stop_requested)
+            run_request_stop(r, "signal received");
+        else
+            escalate(r, "signal received again");
     }
 }
 
@@ -144,12 +151,14 @@ void run_request_abort(Run *r)
     }
     r->aborted = true;
     if (!r->stop_requested) {
-        r->stop_requested = true;    /* no stop command: the ranks are signalled */
+        r->stop_requested = true; /* no stop command: the ranks are signalled */
         for (int k = 0; k < r->job->world; k++) r->rk[k].sent_stop = true;
         job_set_stopping(r->job);
     }
-    if (r->rung == 0) escalate(r, "abort requested (a): no clean stop");
-    else escalate(r, "abort requested (a)");
+    if (r->rung == 0)
+        escalate(r, "abort requested (a): no clean stop");
+    else
+        escalate(r, "abort requested (a)");
     snprintf(r->status, sizeof r->status, "aborting: SIGTERM sent, SIGKILL in %d s", LAUNCH_KILL_GRACE_MS / 1000);
 }
 

@@ -17,12 +17,12 @@
 
 typedef struct {
     int64_t hang_after_ns;
-    int64_t next_check_ns;       /* monotonic */
+    int64_t next_check_ns; /* monotonic */
     bool reported;
     int64_t reported_seq;
     int reported_missing;
-    HangReport last;             /* the newest report (valid when reported) */
-    HangRank *snap;              /* [world] scratch */
+    HangReport last; /* the newest report (valid when reported) */
+    HangRank *snap;  /* [world] scratch */
     int world;
 } HangWatch;
 

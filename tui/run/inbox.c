@@ -16,7 +16,7 @@
 typedef struct {
     Run *r;
     RecSource src;
-    const char *ident;        /* ctl: the sender's routing id, set before the tap runs */
+    const char *ident; /* ctl: the sender's routing id, set before the tap runs */
     const size_t *ident_len;
 } Tap;
 
@@ -60,7 +60,7 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
         if (ident) store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
         return;
     }
-    if (m->kind == MSG_NODE || m->kind == MSG_CMD) return;   /* not a rank's */
+    if (m->kind == MSG_NODE || m->kind == MSG_CMD) return; /* not a rank's */
     int64_t now = mono_ns();
     if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, now)) return;
     job_apply(r->job, m, now, wall_ns());
@@ -77,13 +77,17 @@ int run_drain(Run *r)
     char err[256];
     char ident[ZS_IDENT_MAX];
     size_t ident_len = 0;
-    Tap tel_tap = {r, REC_SRC_TEL, NULL, NULL}, ctl_tap = {r, REC_SRC_CTL, ident, &ident_len};
+    Tap tel_tap = { r, REC_SRC_TEL, NULL, NULL }, ctl_tap = { r, REC_SRC_CTL, ident, &ident_len };
     ZsTap tap = (r->rec || r->pub || r->viewers) ? tap_frame : NULL;
     for (int i = 0; i < 4096; i++) {
         Msg m;
         int rc = zs_recv_tap(r->tel, &m, ZMQ_DONTWAIT, tap, &tel_tap, err, sizeof err);
         if (rc == 1 || rc < 0) break;
-        if (rc == 2) { r->job->bad_frames++; r->job->version++; continue; }
+        if (rc == 2) {
+            r->job->bad_frames++;
+            r->job->version++;
+            continue;
+        }
         handle_msg(r, NULL, 0, &m);
         msg_done(&m);
     }
@@ -97,7 +101,11 @@ int run_drain(Run *r)
             nodes_refuse_frame(r->nodes, ident, ident_len, err, &ev);
             continue;
         }
-        if (rc == 2) { r->job->bad_frames++; r->job->version++; continue; }
+        if (rc == 2) {
+            r->job->bad_frames++;
+            r->job->version++;
+            continue;
+        }
         handle_msg(r, ident, ident_len, &m);
         msg_done(&m);
         n_ctl++;
@@ -107,7 +115,7 @@ int run_drain(Run *r)
 
 void run_take_hello(Run *r, RunHello *h)
 {
-    Tap t = {r, REC_SRC_CTL, h->ident, &h->ident_len};
+    Tap t = { r, REC_SRC_CTL, h->ident, &h->ident_len };
     tap_frame(&t, h->frame.data, h->frame.len, &h->msg, 0);
     handle_msg(r, h->ident, h->ident_len, &h->msg);
     msg_done(&h->msg);

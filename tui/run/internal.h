@@ -40,14 +40,14 @@
 
 /* What the loop knows of one rank beyond the job model. */
 typedef struct {
-    bool routable;            /* hello seen: its ctl routing id is known */
-    int64_t sent_ckpt;        /* highest ckpt id sent */
-    int64_t sent_pause, sent_resume;    /* highest ids sent */
+    bool routable;                   /* hello seen: its ctl routing id is known */
+    int64_t sent_ckpt;               /* highest ckpt id sent */
+    int64_t sent_pause, sent_resume; /* highest ids sent */
     bool sent_stop;
-    int64_t exit_at;          /* ms an exit 0 without bye was reaped (0: none) */
-    int exit_pid, exit_status;          /* that exit, waiting for its bye */
-    int64_t heard_ms;         /* listen: last message from it */
-    bool ext_ended;           /* listen: bye or silence ended it */
+    int64_t exit_at;           /* ms an exit 0 without bye was reaped (0: none) */
+    int exit_pid, exit_status; /* that exit, waiting for its bye */
+    int64_t heard_ms;          /* listen: last message from it */
+    bool ext_ended;            /* listen: bye or silence ended it */
 } RunRank;
 
 typedef struct {
@@ -59,37 +59,37 @@ typedef struct {
     ViewTui *tui;
     ViewHeadless hl;
     CodecBuf buf;
-    Bench *bench;             /* NULL unless DDPTOP_BENCH_OUT is set */
-    Recorder *rec;            /* --record */
-    HangWatch hw;             /* hang verdicts (--hang-after) */
-    Publisher *pub;           /* --publish */
-    Viewers *viewers;         /* ddptop attach */
-    Nodes *nodes;             /* --nnodes > 1: the agents of nodes 1..M-1 */
-    ZapHandler *zap;          /* tcp: admits only the job's client key */
+    Bench *bench;     /* NULL unless DDPTOP_BENCH_OUT is set */
+    Recorder *rec;    /* --record */
+    HangWatch hw;     /* hang verdicts (--hang-after) */
+    Publisher *pub;   /* --publish */
+    Viewers *viewers; /* ddptop attach */
+    Nodes *nodes;     /* --nnodes > 1: the agents of nodes 1..M-1 */
+    ZapHandler *zap;  /* tcp: admits only the job's client key */
     JobKeys keys;
-    bool tcp;                 /* ctl/tel on tcp:// with CURVE */
+    bool tcp; /* ctl/tel on tcp:// with CURVE */
     char keys_file[600];
-    bool keys_made;           /* this run wrote keys_file: remove it at the end */
-    bool launched;            /* multi-node: every node joined, ranks started */
-    bool rdzv_failed;         /* multi-node: the rendezvous or its launch failed */
+    bool keys_made;   /* this run wrote keys_file: remove it at the end */
+    bool launched;    /* multi-node: every node joined, ranks started */
+    bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
-    bool external;            /* listen: ranks are not ours to start or signal */
+    bool external; /* listen: ranks are not ours to start or signal */
     char dir[256];
     char ctl_ep[300], tel_ep[300];
-    RunRank *rk;              /* [world] */
-    int64_t pause_id, resume_id;        /* pause n is always followed by resume n */
+    RunRank *rk;                 /* [world] */
+    int64_t pause_id, resume_id; /* pause n is always followed by resume n */
     bool pause_wanted;
     int64_t ckpt_id;
     bool stop_requested;
     int64_t stop_at_ms;
-    int rung;                 /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
-    bool aborted;             /* a: the job was aborted on demand (exit non-zero) */
+    int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
+    bool aborted; /* a: the job was aborted on demand (exit non-zero) */
     int64_t ping_id, last_ping_ms;
     int64_t fault_id;
-    bool restart_pending;     /* a rank failed: restart once every rank is reaped */
+    bool restart_pending; /* a rank failed: restart once every rank is reaped */
     LaunchConfig lc;
     char job_id[96];
-    char **restart_args;      /* trainer options + --resume CKPT_DIR/latest */
+    char **restart_args; /* trainer options + --resume CKPT_DIR/latest */
     char resume_path[600];
     bool quit_after;
     int handled_signals;
@@ -102,7 +102,7 @@ typedef struct {
     Msg msg;
     char ident[ZS_IDENT_MAX];
     size_t ident_len;
-    CodecBuf frame;           /* as received, for the recording and viewers */
+    CodecBuf frame; /* as received, for the recording and viewers */
     bool have;
 } RunHello;
 

@@ -22,9 +22,9 @@
 
 /* At most ~15 frames a second: smooth for a monitor, and with the pacing
  * below a step is on screen well within 100 ms of its arrival. */
-#define FRAME_MS 66
+#define FRAME_MS    66
 /* Exits are collected this often (a waitpid per rank each time). */
-#define REAP_MS 50
+#define REAP_MS     50
 /* A loop turn takes at least this long while only telemetry flows, so a
  * busy job is read in batches (64 ranks x 100 steps/s: ~250 messages a
  * turn) instead of a wake-up, a poll and a pipe re-activation inside
@@ -35,7 +35,7 @@
 
 /* The loop's own bookkeeping across turns. */
 typedef struct {
-    uint64_t drawn_version;   /* the job model's version on screen */
+    uint64_t drawn_version; /* the job model's version on screen */
     int64_t last_draw_ms, last_reap_ms;
     bool leave;
 } Turns;
@@ -73,8 +73,10 @@ static void say_attach(Run *r)
         snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv);
         shown = rdzv_ep;
     }
-    if (r->tcp) job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
-    else job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s", shown);
+    if (r->tcp)
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
+    else
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s", shown);
 }
 
 /* The ranks' side: listen's first hello, the rendezvous of several nodes
@@ -84,19 +86,20 @@ static int begin(Run *r, RunHello *first, char *err, size_t errlen)
     const RunOptions *o = r->o;
     int world = r->job->world;
     if (o->listen_ep) {
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s",
-                  o->listen_ep, world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO,
+                  "listening on %s: %d rank%s expected; workers connect with DDPTOP_CONNECT=%s%s%s", o->listen_ep,
+                  world, world == 1 ? "" : "s", o->listen_ep, r->tcp ? " DDPTOP_KEYS=" : "",
                   r->tcp ? r->keys_file : "");
         run_take_hello(r, first);
     } else if (r->nodes) {
         r->rdzv_start_ms = mono_ms();
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)", o->rdzv,
-                  o->nnodes - 1, o->nnodes == 2 ? "" : "s", r->keys_file);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "rendezvous on %s: waiting for %d more node%s (--keys %s)",
+                  o->rdzv, o->nnodes - 1, o->nnodes == 2 ? "" : "s", r->keys_file);
         snprintf(r->status, sizeof r->status, "rendezvous: waiting for nodes to join on %s", o->rdzv);
     } else {
         if (run_launch(r, 0, err, errlen)) return ERR_FAIL;
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc, o->nproc == 1 ? "" : "s",
-                  r->lc.log_dir);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "launched %d rank%s (logs in %s)", o->nproc,
+                  o->nproc == 1 ? "" : "s", r->lc.log_dir);
     }
     return ERR_OK;
 }
@@ -108,7 +111,7 @@ static int start_job(Run *r, char *err, size_t errlen)
 {
     const RunOptions *o = r->o;
     int world = o->nnodes > 1 ? o->nnodes * o->nproc : o->nproc;
-    RunHello first = {.have = false};
+    RunHello first = { .have = false };
     codec_buf_init(&first.frame);
     int st = run_setup_sockets(r, err, errlen);
     if (st) goto out;
@@ -139,9 +142,7 @@ static void wait_input(Run *r, const Turns *t)
         timeout = until < 0 ? 0 : until > FRAME_MS ? FRAME_MS : (long)until;
     }
     zmq_pollitem_t items[3] = {
-        {r->tel, 0, ZMQ_POLLIN, 0},
-        {r->ctl, 0, ZMQ_POLLIN, 0},
-        {NULL, 0, ZMQ_POLLIN, 0},   /* fd 0: the keys */
+        { r->tel, 0, ZMQ_POLLIN, 0 }, { r->ctl, 0, ZMQ_POLLIN, 0 }, { NULL, 0, ZMQ_POLLIN, 0 }, /* fd 0: the keys */
     };
     if (zmq_poll(items, r->tui ? 3 : 2, timeout) < 0 && errno != EINTR)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
@@ -153,7 +154,8 @@ static int collect(Run *r, Turns *t)
 {
     char err[512];
     store_tick(r->store, r->ctl, mono_ms(), &r->buf);
-    if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err)) job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
+    if (r->rec && recorder_tick(r->rec, mono_ns(), err, sizeof err))
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
     if (mono_ms() - t->last_reap_ms >= REAP_MS) {
         launcher_reap(r->l, run_on_exit, r);
         t->last_reap_ms = mono_ms();
@@ -168,10 +170,15 @@ static void take_keys(Run *r, Turns *t)
     /* q asks first only while a stop is not already on its way */
     bool running = run_procs_running(r) > 0 && !r->stop_requested;
     while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
-        if (a == VIEW_ACT_CKPT) run_request_ckpt(r);
-        else if (a == VIEW_ACT_DESTROY) { r->restart_pending = false; run_request_stop(r, "destroy requested (d)"); }
-        else if (a == VIEW_ACT_PAUSE) run_request_pause(r);
-        else if (a == VIEW_ACT_ABORT) run_request_abort(r);
+        if (a == VIEW_ACT_CKPT)
+            run_request_ckpt(r);
+        else if (a == VIEW_ACT_DESTROY) {
+            r->restart_pending = false;
+            run_request_stop(r, "destroy requested (d)");
+        } else if (a == VIEW_ACT_PAUSE)
+            run_request_pause(r);
+        else if (a == VIEW_ACT_ABORT)
+            run_request_abort(r);
         else if (a == VIEW_ACT_FAULT) {
             int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
             run_request_fault(r, pick, rank);
@@ -179,7 +186,8 @@ static void take_keys(Run *r, Turns *t)
             r->restart_pending = false;
             r->quit_after = true;
             if (run_procs_running(r) > 0) run_request_stop(r, "quit requested (q)");
-        } else if (a == VIEW_ACT_REDRAW) t->drawn_version = (uint64_t)-1;
+        } else if (a == VIEW_ACT_REDRAW)
+            t->drawn_version = (uint64_t)-1;
     }
 }
 
@@ -242,14 +250,14 @@ static void pace(const Run *r, const Turns *t, int64_t turn_start_ms, int n_ctl)
         if (until < left) left = until;
     }
     if (left > 0) {
-        struct timespec ts = {0, (long)left * 1000000L};
-        nanosleep(&ts, NULL);    /* a signal cuts it short: fine */
+        struct timespec ts = { 0, (long)left * 1000000L };
+        nanosleep(&ts, NULL); /* a signal cuts it short: fine */
     }
 }
 
 static void run_loop(Run *r)
 {
-    Turns t = {.drawn_version = (uint64_t)-1};
+    Turns t = { .drawn_version = (uint64_t)-1 };
     while (!t.leave) {
         int64_t turn_start_ms = mono_ms();
         wait_input(r, &t);
@@ -259,7 +267,7 @@ static void run_loop(Run *r)
         take_keys(r, &t);
         run_ping_ranks(r);
         run_peers_tick(r);
-        bool starting = r->nodes && !r->launched && !r->rdzv_failed;   /* the rendezvous goes on */
+        bool starting = r->nodes && !r->launched && !r->rdzv_failed; /* the rendezvous goes on */
         int running = run_procs_running(r);
         run_ladder_tick(r, running);
         watch_hangs(r, running);
@@ -280,20 +288,22 @@ static int end_job(Run *r)
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);
     if (!r->o->headless) view_headless_init(&r->hl, stdout, false);
-    if (r->rdzv_failed && !r->launched) printf("job not started: %s\n", r->status);
-    else view_headless_summary(&r->hl, r->job, mono_ns());
+    if (r->rdzv_failed && !r->launched)
+        printf("job not started: %s\n", r->status);
+    else
+        view_headless_summary(&r->hl, r->job, mono_ns());
     return st;
 }
 
 int run_job(const RunOptions *o)
 {
-    Run run = {.o = o};
+    Run run = { .o = o };
     char err[512] = "";
     codec_buf_init(&run.buf);
     signals_catch_stop(1);
     int st = start_job(&run, err, sizeof err);
     if (st != ERR_OK) {
-        view_tui_close(&run.tui);   /* the terminal back before the error line */
+        view_tui_close(&run.tui); /* the terminal back before the error line */
         if (err[0]) fprintf(stderr, "ddptop: %s\n", err);
     } else if (run.job) {
         run_loop(&run);

@@ -48,8 +48,12 @@ static void node_event(void *ctx, int level, const char *text)
 
 NodeEvents run_node_events(Run *r)
 {
-    return (NodeEvents){.ctx = r, .started = node_started, .exited = run_on_exit, .log = node_log,
-                        .stop = node_stop, .event = node_event};
+    return (NodeEvents){ .ctx = r,
+                         .started = node_started,
+                         .exited = run_on_exit,
+                         .log = node_log,
+                         .stop = node_stop,
+                         .event = node_event };
 }
 
 void run_viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m)
@@ -59,17 +63,27 @@ void run_viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m)
     ViewerAction a = viewers_handle(r->viewers, r->ctl, ident, ident_len, m, mono_ms(), who, sizeof who);
     int after = viewers_count(r->viewers);
     if (after != before)
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s %s (%d attached)", who, after > before ? "attached" : "detached", after);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s %s (%d attached)", who,
+                  after > before ? "attached" : "detached", after);
     char why[160];
     switch (a) {
-    case VIEWER_CKPT: job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s asked for a checkpoint", who); run_request_ckpt(r); break;
+    case VIEWER_CKPT:
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s asked for a checkpoint", who);
+        run_request_ckpt(r);
+        break;
     case VIEWER_STOP:
         snprintf(why, sizeof why, "destroy requested by %s", who);
         r->restart_pending = false;
         run_request_stop(r, why);
         break;
-    case VIEWER_PAUSE: job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s toggled pause", who); run_request_pause(r); break;
-    case VIEWER_ABORT: job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s asked to abort", who); run_request_abort(r); break;
+    case VIEWER_PAUSE:
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s toggled pause", who);
+        run_request_pause(r);
+        break;
+    case VIEWER_ABORT:
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s asked to abort", who);
+        run_request_abort(r);
+        break;
     default: break;
     }
 }
@@ -78,8 +92,8 @@ static void forget_silent_viewers(Run *r)
 {
     int before = viewers_count(r->viewers), after = viewers_tick(r->viewers, mono_ms());
     if (after < before)
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)", before - after,
-                  before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)",
+                  before - after, before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
 }
 
 /* The rendezvous ended without a job: the agents are told why, and the
@@ -102,8 +116,8 @@ static void rendezvous_tick(Run *r)
             job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "launch failed: %s", err);
             rendezvous_failed(r, err);
         } else {
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "every node joined: launched %d ranks on %d nodes", r->job->world,
-                      o->nnodes);
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "every node joined: launched %d ranks on %d nodes",
+                      r->job->world, o->nnodes);
             r->status[0] = 0;
         }
         return;
@@ -115,7 +129,8 @@ static void rendezvous_tick(Run *r)
         snprintf(why, sizeof why, "rendezvous interrupted: node%s %s had not joined", strchr(missing, ',') ? "s" : "",
                  missing);
     else
-        snprintf(why, sizeof why, "rendezvous did not complete within %g s: node%s %s of %d never joined "
+        snprintf(why, sizeof why,
+                 "rendezvous did not complete within %g s: node%s %s of %d never joined "
                  "(ddptop run --nnodes %d --node-rank K --rdzv %.60s --keys %.120s on those hosts)",
                  o->rdzv_timeout_s, strchr(missing, ',') ? "s" : "", missing, o->nnodes, o->nnodes, o->rdzv,
                  r->keys_file);

@@ -29,15 +29,20 @@ int run_job_keys(Run *r, char *err, size_t errlen)
         return ERR_OK;
     }
     if (keys_generate(&r->keys, err, errlen)) return ERR_FAIL;
-    if (path) snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
+    if (path)
+        snprintf(r->keys_file, sizeof r->keys_file, "%s", path);
     else {
         snprintf(r->keys_file, sizeof r->keys_file, "ddptop-%d.keys", (int)getpid());
         r->keys_made = true;
     }
-    if (keys_write(r->keys_file, &r->keys, err, errlen)) { r->keys_made = false; return ERR_USAGE; }
+    if (keys_write(r->keys_file, &r->keys, err, errlen)) {
+        r->keys_made = false;
+        return ERR_USAGE;
+    }
     /* absolute, so the workers (started elsewhere) find it */
     char abs[PATH_MAX];
-    if (realpath(r->keys_file, abs)) snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
+    if (realpath(r->keys_file, abs))
+        snprintf(r->keys_file, sizeof r->keys_file, "%.*s", (int)sizeof r->keys_file - 1, abs);
     return ERR_OK;
 }
 
@@ -75,8 +80,8 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
         char ep[300];
         snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
         if (keys_tcp_split(ep, host, sizeof host, &port) || port < 1 || port >= 65535)
-            return err_setv(ERR_USAGE, err, errlen, "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)",
-                            o->rdzv);
+            return err_setv(ERR_USAGE, err, errlen,
+                            "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
         r->tcp = true;
         snprintf(bind_ctl, n, "tcp://*:%d", port);
         snprintf(bind_tel, n, "tcp://*:%d", port + 1);
@@ -120,14 +125,15 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
     zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
-    if (r->tcp && (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
+    if (r->tcp &&
+        (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
         return ERR_FAIL;
     /* an address in use or not ours is the user's to change: exit 2 */
     if (zmq_bind(r->ctl, bind_ctl))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
     if (zmq_bind(r->tel, bind_tel))
-        return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s", bind_tel,
-                        zmq_strerror(errno));
+        return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
+                        bind_tel, zmq_strerror(errno));
     return ERR_OK;
 }
 
@@ -145,8 +151,7 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
         if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen)))
             return ERR_FAIL;
     }
-    if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen)))
-        return ERR_FAIL;
+    if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen))) return ERR_FAIL;
     if (!r->store) r->store = store_new();
     r->job = job_new(w, mono_ns());
     r->viewers = viewers_new(w);
@@ -179,14 +184,16 @@ void run_teardown(Run *r)
     if (r->rec) {
         char err[512];
         unsigned long long n = (unsigned long long)recorder_records(r->rec);
-        if (recorder_close(&r->rec, err, sizeof err)) fprintf(stderr, "ddptop: --record: %s\n", err);
-        else fprintf(stderr, "ddptop: recorded %llu records to %s\n", n, r->o->record_path);
+        if (recorder_close(&r->rec, err, sizeof err))
+            fprintf(stderr, "ddptop: --record: %s\n", err);
+        else
+            fprintf(stderr, "ddptop: recorded %llu records to %s\n", n, r->o->record_path);
     }
     if (r->pub) {
         if (publisher_drops(r->pub))
             fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
                     (unsigned long long)publisher_drops(r->pub));
-        publisher_close(&r->pub);   /* before zmq_ctx_term, which would wait on it */
+        publisher_close(&r->pub); /* before zmq_ctx_term, which would wait on it */
     }
     viewers_free(&r->viewers);
     nodes_free(&r->nodes);
@@ -195,11 +202,14 @@ void run_teardown(Run *r)
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
-    if (r->dir[0] && !r->o->log_dir) zs_private_dir_remove(r->dir);
+    if (r->dir[0] && !r->o->log_dir)
+        zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
         char p[320];
-        snprintf(p, sizeof p, "%s/ctl", r->dir); unlink(p);
-        snprintf(p, sizeof p, "%s/tel", r->dir); unlink(p);
+        snprintf(p, sizeof p, "%s/ctl", r->dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/tel", r->dir);
+        unlink(p);
         rmdir(r->dir);
     }
     codec_buf_done(&r->buf);
@@ -235,12 +245,12 @@ int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t er
     fprintf(stderr, "ddptop: waiting for workers (DDPTOP_CONNECT=%s%s%s); Ctrl-C to leave\n", r->o->listen_ep,
             r->tcp ? " DDPTOP_KEYS=" : "", r->tcp ? r->keys_file : "");
     for (;;) {
-        err[0] = '\0';      /* a skipped frame's reason is no error of ours */
+        err[0] = '\0'; /* a skipped frame's reason is no error of ours */
         if (signals_stop_count()) return ERR_OK;
-        zmq_pollitem_t it = {r->ctl, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { r->ctl, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 200) < 0 && errno != EINTR) return ERR_FAIL;
-        int rc = zs_recv_from_tap(r->ctl, h->ident, &h->ident_len, first, ZMQ_DONTWAIT, copy_frame, &h->frame, err,
-                                  errlen);
+        int rc =
+            zs_recv_from_tap(r->ctl, h->ident, &h->ident_len, first, ZMQ_DONTWAIT, copy_frame, &h->frame, err, errlen);
         if (rc == 1) continue;
         if (rc < 0) return ERR_FAIL;
         if (rc == 2) continue;

@@ -35,8 +35,8 @@ static int resume_latest(Run *r, int restart, char *extra, size_t extra_len, cha
     snprintf(link, sizeof link, "%s/latest", dir);
     struct stat st;
     if (stat(link, &st) != 0) {
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: no checkpoint in %s, starting from step 0", restart,
-                  o->max_restarts, dir);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: no checkpoint in %s, starting from step 0",
+                  restart, o->max_restarts, dir);
         return ERR_OK;
     }
     if (!r->restart_args) r->restart_args = calloc((size_t)o->n_trainer_args + 3, sizeof *r->restart_args);
@@ -51,10 +51,11 @@ static int resume_latest(Run *r, int restart, char *extra, size_t extra_len, cha
     const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
     long long step = -1;
     if (sscanf(base, "step-%lld", &step) == 1)
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from step %lld (%s)", restart, o->max_restarts, step,
-                  link);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from step %lld (%s)", restart,
+                  o->max_restarts, step, link);
     else
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from %s", restart, o->max_restarts, link);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "restart %d/%d: resuming from %s", restart,
+                  o->max_restarts, link);
     return ERR_OK;
 }
 
@@ -72,13 +73,22 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
         snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
         keys_tcp_split(ep, master, sizeof master, &master_port);
     }
-    r->lc = (LaunchConfig){.world = o->nproc, .rank_offset = 0, .global_world = r->job->world,
-                           .worker_path = o->worker_path, .worker_args = o->trainer_args,
-                           .n_worker_args = o->n_trainer_args, .ctl_ep = r->ctl_ep, .tel_ep = r->tel_ep,
-                           .job_id = r->job_id, .master_addr = master, .master_port = master_port,
-                           .log_dir = o->log_dir ? o->log_dir : r->dir, .device = o->device,
-                           .backend = o->backend, .restart = restart,
-                           .keys_path = r->tcp ? r->keys_file : NULL};
+    r->lc = (LaunchConfig){ .world = o->nproc,
+                            .rank_offset = 0,
+                            .global_world = r->job->world,
+                            .worker_path = o->worker_path,
+                            .worker_args = o->trainer_args,
+                            .n_worker_args = o->n_trainer_args,
+                            .ctl_ep = r->ctl_ep,
+                            .tel_ep = r->tel_ep,
+                            .job_id = r->job_id,
+                            .master_addr = master,
+                            .master_port = master_port,
+                            .log_dir = o->log_dir ? o->log_dir : r->dir,
+                            .device = o->device,
+                            .backend = o->backend,
+                            .restart = restart,
+                            .keys_path = r->tcp ? r->keys_file : NULL };
     char extra[PROTO_STR_LONG] = "";
     if (restart > 0 && resume_latest(r, restart, extra, sizeof extra, err, errlen)) return ERR_FAIL;
     if (launcher_start(&r->l, &r->lc, err, errlen)) return ERR_FAIL;
@@ -103,8 +113,11 @@ int run_restart(Run *r, char *err, size_t errlen)
     r->resume_id = r->pause_id;
     r->pause_wanted = false;
     for (int k = 0; k < w; k++)
-        r->rk[k] = (RunRank){.sent_ckpt = r->ckpt_id, .sent_pause = r->pause_id, .sent_resume = r->resume_id,
-                             .heard_ms = r->rk[k].heard_ms, .ext_ended = r->rk[k].ext_ended};
+        r->rk[k] = (RunRank){ .sent_ckpt = r->ckpt_id,
+                              .sent_pause = r->pause_id,
+                              .sent_resume = r->resume_id,
+                              .heard_ms = r->rk[k].heard_ms,
+                              .ext_ended = r->rk[k].ext_ended };
     r->stop_requested = false;
     r->rung = 0;
     r->restart_pending = false;

@@ -14,9 +14,9 @@
 
 #include "net/zsock.h"
 
-#define STORE_MAX_KEYS 65536
+#define STORE_MAX_KEYS    65536
 #define STORE_MAX_WAITERS 65536
-#define STORE_MAX_VAL (1u << 20)
+#define STORE_MAX_VAL     (1u << 20)
 
 typedef struct {
     char key[PROTO_STR_MED];
@@ -70,8 +70,8 @@ static void *grow(void *arr, size_t n, size_t *cap, size_t elem)
     return p;
 }
 
-static void reply(void *router, const void *ident, size_t ident_len, const char *key,
-                  const Entry *e, bool ok, CodecBuf *buf)
+static void reply(void *router, const void *ident, size_t ident_len, const char *key, const Entry *e, bool ok,
+                  CodecBuf *buf)
 {
     Msg r;
     char err[128];
@@ -79,7 +79,7 @@ static void reply(void *router, const void *ident, size_t ident_len, const char 
     snprintf(r.u.store.key, sizeof r.u.store.key, "%s", key);
     r.u.store.ok = ok;
     if (e) {
-        r.u.store.val = e->val;       /* borrowed for the send */
+        r.u.store.val = e->val; /* borrowed for the send */
         r.u.store.val_len = e->len;
     }
     r.t_ns = proto_now_ns();
@@ -95,8 +95,8 @@ static int refuse(void *router, const void *ident, size_t ident_len, const char 
     return -1;
 }
 
-int store_handle(Store *s, void *router, const void *ident, size_t ident_len, const Msg *m,
-                 int64_t now_ms, CodecBuf *buf)
+int store_handle(Store *s, void *router, const void *ident, size_t ident_len, const Msg *m, int64_t now_ms,
+                 CodecBuf *buf)
 {
     const MsgStore *q = &m->u.store;
     if (m->kind == MSG_SET) {
@@ -122,15 +122,20 @@ int store_handle(Store *s, void *router, const void *ident, size_t ident_len, co
         size_t j = 0;
         for (size_t i = 0; i < s->nw; i++) {
             Waiter *w = &s->w[i];
-            if (!strcmp(w->key, e->key)) reply(router, w->ident, w->ident_len, w->key, e, true, buf);
-            else s->w[j++] = *w;
+            if (!strcmp(w->key, e->key))
+                reply(router, w->ident, w->ident_len, w->key, e, true, buf);
+            else
+                s->w[j++] = *w;
         }
         s->nw = j;
         return 0;
     }
     if (m->kind == MSG_GET || m->kind == MSG_WAIT) {
         Entry *e = find(s, q->key);
-        if (e) { reply(router, ident, ident_len, q->key, m->kind == MSG_GET ? e : NULL, true, buf); return 0; }
+        if (e) {
+            reply(router, ident, ident_len, q->key, m->kind == MSG_GET ? e : NULL, true, buf);
+            return 0;
+        }
         if (s->nw == STORE_MAX_WAITERS || ident_len > ZS_IDENT_MAX)
             return refuse(router, ident, ident_len, q->key, buf);
         Waiter *nw = grow(s->w, s->nw, &s->capw, sizeof *nw);
@@ -152,8 +157,10 @@ void store_tick(Store *s, void *router, int64_t now_ms, CodecBuf *buf)
     size_t j = 0;
     for (size_t i = 0; i < s->nw; i++) {
         Waiter *w = &s->w[i];
-        if (now_ms >= w->deadline_ms) reply(router, w->ident, w->ident_len, w->key, NULL, false, buf);
-        else s->w[j++] = *w;
+        if (now_ms >= w->deadline_ms)
+            reply(router, w->ident, w->ident_len, w->key, NULL, false, buf);
+        else
+            s->w[j++] = *w;
     }
     s->nw = j;
 }

@@ -23,8 +23,8 @@ void store_free(Store **s);
  * store_handle of the set that brings it. Returns 0, or -1 when the request
  * was refused (too many keys/waiters, value too large): a refusal is still
  * answered with ok=false. */
-int store_handle(Store *s, void *router, const void *ident, size_t ident_len, const Msg *m,
-                 int64_t now_ms, CodecBuf *buf);
+int store_handle(Store *s, void *router, const void *ident, size_t ident_len, const Msg *m, int64_t now_ms,
+                 CodecBuf *buf);
 /* Answer waiters whose timeout passed with ok=false. */
 void store_tick(Store *s, void *router, int64_t now_ms, CodecBuf *buf);
 /* Number of keys held / requests waiting (for tests and the screen). */

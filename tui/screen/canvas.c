@@ -35,27 +35,21 @@ int canvas_reset(Canvas *c, int w, int h)
     size_t n = (size_t)w * (size_t)h;
     if (n > c->cap) {
         Cell *nc = realloc(c->cells, n * sizeof *nc);
-        if (!nc)
-            return -1;
+        if (!nc) return -1;
         c->cells = nc;
         c->cap = n;
     }
     c->w = w;
     c->h = h;
-    for (size_t i = 0; i < n; i++)
-        c->cells[i] = (Cell){' ', ST_NORMAL};
+    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ ' ', ST_NORMAL };
     return 0;
 }
 
-static Cell *at(Canvas *c, int y, int x)
-{
-    return &c->cells[(size_t)y * (size_t)c->w + (size_t)x];
-}
+static Cell *at(Canvas *c, int y, int x) { return &c->cells[(size_t)y * (size_t)c->w + (size_t)x]; }
 
 const Cell *canvas_at(const Canvas *c, int y, int x)
 {
-    if (y < 0 || y >= c->h || x < 0 || x >= c->w)
-        return NULL;
+    if (y < 0 || y >= c->h || x < 0 || x >= c->w) return NULL;
     return &c->cells[(size_t)y * (size_t)c->w + (size_t)x];
 }
 
@@ -63,8 +57,7 @@ const Cell *canvas_at(const Canvas *c, int y, int x)
  * 0 at the end) and its columns (out). */
 static size_t next_char(const Canvas *c, const char *s, size_t left, mbstate_t *st, uint32_t *cp, int *cols)
 {
-    if (left == 0 || !*s)
-        return 0;
+    if (left == 0 || !*s) return 0;
     /* printable ASCII, most of any screen: no decoding, no table lookup */
     unsigned char b0 = (unsigned char)*s;
     if (b0 >= 0x20 && b0 < 0x7f) {
@@ -78,20 +71,17 @@ static size_t next_char(const Canvas *c, const char *s, size_t left, mbstate_t *
         unsigned char b = (unsigned char)*s;
         wc = b;
         k = 1;
-        if (b > 0x7e)
-            wc = L'?';
+        if (b > 0x7e) wc = L'?';
     } else {
         k = mbrtowc(&wc, s, left, st);
-        if (k == 0)
-            return 0;
+        if (k == 0) return 0;
         if (k == (size_t)-1 || k == (size_t)-2) {
             wc = L'?';
             k = 1;
             memset(st, 0, sizeof *st);
         }
     }
-    if (wc == L'\n' || wc == L'\t' || wc == L'\r')
-        wc = L' ';
+    if (wc == L'\n' || wc == L'\t' || wc == L'\r') wc = L' ';
     int w = wc < 0x20 || wc == 0x7f ? -1 : wcwidth(wc);
     if (w < 0) {
         wc = L'?';
@@ -129,24 +119,19 @@ static bool iter_next(CharIter *it, uint32_t *cp, int *cw)
 
 int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
 {
-    if (!s || y < 0 || y >= c->h || x < 0 || x >= c->w)
-        return 0;
+    if (!s || y < 0 || y >= c->h || x < 0 || x >= c->w) return 0;
     int lim = c->w - x;
-    if (maxw < lim)
-        lim = maxw;
+    if (maxw < lim) lim = maxw;
     int cols = 0;
     CharIter it;
     iter_init(&it, c, s);
     uint32_t cp;
     int cw;
     while (iter_next(&it, &cp, &cw)) {
-        if (cw == 0)
-            continue;                /* combining marks: dropped, never misplaced */
-        if (cols + cw > lim)
-            break;
-        *at(c, y, x + cols) = (Cell){cp, (uint8_t)style};
-        if (cw == 2)
-            *at(c, y, x + cols + 1) = (Cell){0, (uint8_t)style};
+        if (cw == 0) continue; /* combining marks: dropped, never misplaced */
+        if (cols + cw > lim) break;
+        *at(c, y, x + cols) = (Cell){ cp, (uint8_t)style };
+        if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ 0, (uint8_t)style };
         cols += cw;
     }
     return cols;
@@ -164,43 +149,34 @@ int canvas_printf(Canvas *c, int y, int x, int maxw, int style, const char *fmt,
 
 void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style)
 {
-    if (y < 0 || y >= c->h || x < 0 || x >= c->w)
-        return;
-    if (!c->utf8 && (ch < 0x20 || ch > 0x7e))
-        ch = '?';
-    *at(c, y, x) = (Cell){ch, (uint8_t)style};
+    if (y < 0 || y >= c->h || x < 0 || x >= c->w) return;
+    if (!c->utf8 && (ch < 0x20 || ch > 0x7e)) ch = '?';
+    *at(c, y, x) = (Cell){ ch, (uint8_t)style };
 }
 
 void canvas_fill(Canvas *c, int y, int x, int w, int style)
 {
-    if (y < 0 || y >= c->h)
-        return;
-    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++)
-        *at(c, y, i) = (Cell){' ', (uint8_t)style};
+    if (y < 0 || y >= c->h) return;
+    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) *at(c, y, i) = (Cell){ ' ', (uint8_t)style };
 }
 
 void canvas_restyle(Canvas *c, int y, int x, int w, int style)
 {
-    if (y < 0 || y >= c->h)
-        return;
-    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++)
-        at(c, y, i)->style = (uint8_t)style;
+    if (y < 0 || y >= c->h) return;
+    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) at(c, y, i)->style = (uint8_t)style;
 }
 
 void canvas_row_text(const Canvas *c, int y, char *buf, size_t n)
 {
     size_t len = 0;
-    if (n == 0)
-        return;
+    if (n == 0) return;
     buf[0] = '\0';
-    if (y < 0 || y >= c->h)
-        return;
+    if (y < 0 || y >= c->h) return;
     mbstate_t st;
     memset(&st, 0, sizeof st);
     for (int x = 0; x < c->w; x++) {
         uint32_t ch = c->cells[(size_t)y * (size_t)c->w + (size_t)x].ch;
-        if (ch == 0)
-            continue;
+        if (ch == 0) continue;
         char mb[8];
         size_t k;
         if (ch < 0x80) {
@@ -213,8 +189,7 @@ void canvas_row_text(const Canvas *c, int y, char *buf, size_t n)
                 k = 1;
             }
         }
-        if (len + k + 1 > n)
-            break;
+        if (len + k + 1 > n) break;
         memcpy(buf + len, mb, k);
         len += k;
     }
@@ -228,7 +203,6 @@ int canvas_text_width(const Canvas *c, const char *s)
     iter_init(&it, c, s);
     uint32_t cp;
     int cw;
-    while (iter_next(&it, &cp, &cw))
-        cols += cw;
+    while (iter_next(&it, &cp, &cw)) cols += cw;
     return cols;
 }

@@ -19,34 +19,42 @@ typedef enum {
     ST_NORMAL = 0,
     ST_DIM,
     ST_BOLD,
-    ST_LABEL,          /* a field name */
-    ST_TITLE,          /* title bar, table heads */
-    ST_RULE,           /* a panel's title line */
-    ST_RULE_FOCUS,     /* the focused panel's title line */
-    ST_BADGE_INFO, ST_BADGE_OK, ST_BADGE_WARN, ST_BADGE_ERR,
-    ST_OK, ST_WARN, ST_ERR,
-    ST_ROW_WARN,       /* a stale or hung rank's row */
-    ST_ROW_ERR,        /* a failed rank's row */
-    ST_SEL,            /* the selected row */
-    ST_KEY,            /* a key in the hints */
-    ST_MEAN, ST_BAND, ST_EVAL, ST_AXIS,
-    ST_SERIES0,        /* eight distinct series colours follow */
+    ST_LABEL,      /* a field name */
+    ST_TITLE,      /* title bar, table heads */
+    ST_RULE,       /* a panel's title line */
+    ST_RULE_FOCUS, /* the focused panel's title line */
+    ST_BADGE_INFO,
+    ST_BADGE_OK,
+    ST_BADGE_WARN,
+    ST_BADGE_ERR,
+    ST_OK,
+    ST_WARN,
+    ST_ERR,
+    ST_ROW_WARN, /* a stale or hung rank's row */
+    ST_ROW_ERR,  /* a failed rank's row */
+    ST_SEL,      /* the selected row */
+    ST_KEY,      /* a key in the hints */
+    ST_MEAN,
+    ST_BAND,
+    ST_EVAL,
+    ST_AXIS,
+    ST_SERIES0, /* eight distinct series colours follow */
     ST__COUNT = ST_SERIES0 + 8
 } Style;
 
 #define CANVAS_SERIES 8
 /* Style of series i (ranks cycle through the eight). */
-#define ST_SERIES(i) ((Style)(ST_SERIES0 + ((i) % CANVAS_SERIES)))
+#define ST_SERIES(i)  ((Style)(ST_SERIES0 + ((i) % CANVAS_SERIES)))
 
 typedef struct {
-    uint32_t ch;       /* Unicode code point; 0 on the right half of a wide character */
+    uint32_t ch; /* Unicode code point; 0 on the right half of a wide character */
     uint8_t style;
 } Cell;
 
 typedef struct {
     int w, h;
-    bool utf8;         /* else anything outside printable ASCII becomes '?' */
-    Cell *cells;       /* [h][w] */
+    bool utf8;   /* else anything outside printable ASCII becomes '?' */
+    Cell *cells; /* [h][w] */
     size_t cap;
 } Canvas;
 

@@ -25,8 +25,8 @@
 #include "view/ui.h"
 
 /* Below this the screen only says it is too small. */
-#define DRAW_MIN_W 60
-#define DRAW_MIN_H 12
+#define DRAW_MIN_W          60
+#define DRAW_MIN_H          12
 /* Up to this many ranks the loss chart draws a line per rank; above, the
  * mean with a min..max band. */
 #define DRAW_LOSS_LINES_MAX 8
@@ -34,8 +34,7 @@
 /* Draw the screen into cv (already sized to the terminal by the caller).
  * color: the terminal shows colours (else lines are told apart by glyphs).
  * status: the run loop's one-line message, may be NULL. */
-void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status,
-                 bool color);
+void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status, bool color);
 
 /* ---- shared by the draw_*.c files ---- */
 

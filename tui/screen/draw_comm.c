@@ -24,24 +24,21 @@ static void missing_ranks(const Job *j, const JobColl *c, char *out, size_t n)
     int shown = 0, missing = 0;
     out[0] = '\0';
     for (int r = 0; r < j->world; r++) {
-        if (job_coll_arrived(j, c, r))
-            continue;
+        if (job_coll_arrived(j, c, r)) continue;
         missing++;
         if (shown < 4 && len + 12 < n) {
             len += (size_t)snprintf(out + len, n - len, "%sr%d", shown ? " " : "", r);
             shown++;
         }
     }
-    if (missing > shown && len + 12 < n)
-        snprintf(out + len, n - len, " +%d", missing - shown);
+    if (missing > shown && len + 12 < n) snprintf(out + len, n - len, " +%d", missing - shown);
 }
 
 static void draw_coll(DrawCtx *d, const JobColl *c, int x, int y, int w)
 {
     const Job *j = d->j;
     char head[96], bk[16] = "";
-    if (c->bucket >= 0)
-        snprintf(bk, sizeof bk, " b%d", (int)c->bucket);
+    if (c->bucket >= 0) snprintf(bk, sizeof bk, " b%d", (int)c->bucket);
     snprintf(head, sizeof head, "#%-6lld %-9.9s%-4s step %-6lld", (long long)c->seq, c->op[0] ? c->op : "?", bk,
              (long long)c->step);
     int cx = x + canvas_put(d->cv, y, x, w, ST_NORMAL, head);
@@ -50,16 +47,15 @@ static void draw_coll(DrawCtx *d, const JobColl *c, int x, int y, int w)
         char miss[80];
         missing_ranks(j, c, miss, sizeof miss);
         double waited = (double)(d->wall_ns - c->first_ns) / 1e9;
-        canvas_printf(d->cv, y, cx, end - cx, ST_WARN, " %d/%d in, waiting %.1fs for %s", c->arrived, j->world,
-                      waited, miss);
+        canvas_printf(d->cv, y, cx, end - cx, ST_WARN, " %d/%d in, waiting %.1fs for %s", c->arrived, j->world, waited,
+                      miss);
         return;
     }
     double mean = c->done ? c->ms_sum / c->done : 0;
     char ms[24];
     draw_fmt_fit(ms, sizeof ms, 7, mean, 2);
     cx += canvas_printf(d->cv, y, cx, end - cx, ST_NORMAL, " %7s ms", ms);
-    if (j->world < 2)
-        return;
+    if (j->world < 2) return;
     double late = (double)(c->last_ns - c->prev_last_ns) / 1e6;
     double spread = (double)(c->last_ns - c->first_ns) / 1e6;
     if (spread < 0.005) {
@@ -78,8 +74,7 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
     Ui *u = d->ui;
     Canvas *cv = d->cv;
     int row = y, end = y + h;
-    if (h <= 0)
-        return;
+    if (h <= 0) return;
     double cf, ef, hf, cms, ems;
     if (job_comm_share(j, &cf, &ef, &hf, &cms, &ems)) {
         int cx = x + canvas_put(cv, row, x, w, ST_LABEL, "comm ");
@@ -99,14 +94,12 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
     /* reports trickle in for a few ms: one not everybody reached yet is
      * news only after a second (a possible hang) */
     for (int i = 0; i < n_all; i++)
-        if (all[i]->arrived >= j->world || d->wall_ns - all[i]->first_ns >= 1000000000LL)
-            list[n++] = all[i];
+        if (all[i]->arrived >= j->world || d->wall_ns - all[i]->first_ns >= 1000000000LL) list[n++] = all[i];
     int bucket_end = n > 0 ? end - 1 : end;
     int nb = 0;
     for (int b = 0; b < j->n_buckets && row < bucket_end; b++) {
         const JobBucket *k = &j->buckets[b];
-        if (!k->used)
-            continue;
+        if (!k->used) continue;
         nb++;
         char bytes[24], lat[24];
         draw_fmt_bytes(bytes, sizeof bytes, (double)k->bytes);
@@ -124,18 +117,14 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         }
         row++;
     }
-    if (nb == 0 && row < bucket_end)
-        canvas_put(cv, row++, x, w, ST_DIM, "no gradient all-reduce yet");
+    if (nb == 0 && row < bucket_end) canvas_put(cv, row++, x, w, ST_DIM, "no gradient all-reduce yet");
     /* recent collectives, newest first */
-    if (row >= end)
-        return;
+    if (row >= end) return;
     u->comm_rows = end - row;
-    if (u->comm_top > n - 1)
-        u->comm_top = n > 0 ? n - 1 : 0;
+    if (u->comm_top > n - 1) u->comm_top = n > 0 ? n - 1 : 0;
     if (n == 0) {
         canvas_put(cv, row, x, w, ST_DIM, "no collective yet");
         return;
     }
-    for (int i = u->comm_top; i < n && row < end; i++)
-        draw_coll(d, list[i], x, row++, w);
+    for (int i = u->comm_top; i < n && row < end; i++) draw_coll(d, list[i], x, row++, w);
 }

@@ -15,8 +15,7 @@ static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w)
     char when[16] = "--:--:--";
     time_t secs = (time_t)(e->t_ns / 1000000000LL);
     struct tm tm;
-    if (localtime_r(&secs, &tm))
-        strftime(when, sizeof when, "%H:%M:%S", &tm);
+    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
     int cx = x + canvas_printf(d->cv, y, x, w, ST_DIM, "%s ", when);
     char who[16];
     if (e->rank < 0)
@@ -33,18 +32,14 @@ static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w)
 void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
 {
     const Job *j = d->j;
-    if (h <= 0)
-        return;
+    if (h <= 0) return;
     const JobEvent *pick[256];
     int n = 0, skip = rank_filter < 0 ? d->ui->events_back : 0;
-    if (rank_filter < 0)
-        d->ui->events_rows = h;
+    if (rank_filter < 0) d->ui->events_rows = h;
     for (int i = 0; n < h && n < 256; i++) {
         const JobEvent *e = job_event_at(j, i);
-        if (!e)
-            break;
-        if (rank_filter >= 0 && e->rank != rank_filter)
-            continue;
+        if (!e) break;
+        if (rank_filter >= 0 && e->rank != rank_filter) continue;
         if (skip > 0) {
             skip--;
             continue;
@@ -55,6 +50,5 @@ void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
         canvas_put(d->cv, y, x, w, ST_DIM, "no events");
         return;
     }
-    for (int i = 0; i < n; i++)
-        draw_event(d, pick[n - 1 - i], x, y + i, w);
+    for (int i = 0; i < n; i++) draw_event(d, pick[n - 1 - i], x, y + i, w);
 }

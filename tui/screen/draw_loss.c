@@ -21,38 +21,32 @@
 
 typedef struct {
     bool log;
-    double flo, fhi;                 /* transformed y range */
+    double flo, fhi; /* transformed y range */
     int64_t xmin, xmax;
     int px_w, px_h;
 } Scale;
 
 static double fy(const Scale *s, double v)
 {
-    if (!s->log)
-        return v;
+    if (!s->log) return v;
     return v > 0 ? log10(v) : NAN;
 }
 
 static double px_x(const Scale *s, double xv)
 {
-    if (s->xmax <= s->xmin)
-        return 0;
+    if (s->xmax <= s->xmin) return 0;
     return (xv - (double)s->xmin) / (double)(s->xmax - s->xmin) * (s->px_w - 1);
 }
 
 static double px_y(const Scale *s, double v)
 {
     double t = fy(s, v);
-    if (!isfinite(t))
-        return NAN;
+    if (!isfinite(t)) return NAN;
     return (1.0 - (t - s->flo) / (s->fhi - s->flo)) * (s->px_h - 1);
 }
 
 /* x at the middle of a bin */
-static double bin_xc(const Series *se, int i)
-{
-    return (double)series_bin_x(se, i) + (double)(se->stride - 1) / 2.0;
-}
+static double bin_xc(const Series *se, int i) { return (double)series_bin_x(se, i) + (double)(se->stride - 1) / 2.0; }
 
 static void plot_series(Plot *p, const Scale *sc, const Series *se, int style, int layer, uint32_t glyph)
 {
@@ -60,8 +54,7 @@ static void plot_series(Plot *p, const Scale *sc, const Series *se, int style, i
     for (int i = 0; i < se->len; i++) {
         double v = series_bin_mean(&se->bin[i]);
         double x = px_x(sc, bin_xc(se, i)), y = px_y(sc, v);
-        if (!isfinite(y))
-            continue;
+        if (!isfinite(y)) continue;
         if (isfinite(px))
             plot_line(p, px, py, x, y, style, layer, glyph);
         else
@@ -78,14 +71,11 @@ static void plot_band(Plot *p, const Scale *sc, const Series *se)
     double px = NAN, plo = NAN, phi = NAN;
     for (int i = 0; i < se->len; i++) {
         const SeriesBin *b = &se->bin[i];
-        if (b->n == 0)
-            continue;
+        if (b->n == 0) continue;
         double x = px_x(sc, bin_xc(se, i));
         double lo = px_y(sc, b->min), hi = px_y(sc, b->max);
-        if (!isfinite(lo))
-            lo = (double)(sc->px_h - 1);  /* a non-positive minimum on a log scale: to the floor */
-        if (!isfinite(hi))
-            continue;
+        if (!isfinite(lo)) lo = (double)(sc->px_h - 1); /* a non-positive minimum on a log scale: to the floor */
+        if (!isfinite(hi)) continue;
         if (isfinite(px)) {
             plot_line(p, px, plo, x, lo, ST_BAND, PLOT_BAND, ':');
             plot_line(p, px, phi, x, hi, ST_BAND, PLOT_BAND, ':');
@@ -106,15 +96,13 @@ static void legend(DrawCtx *d, int x, int y, int w, bool lines, bool braille)
     int end = x + w - 1, cx = x;
     if (lines) {
         for (int r = 0; r < j->world; r++) {
-            if (j->ranks[r].loss_hist.len == 0)
-                continue;
+            if (j->ranks[r].loss_hist.len == 0) continue;
             char seg[24];
             if (braille)
                 snprintf(seg, sizeof seg, "r%d%s ", r, cv->utf8 ? "━" : "-");
             else
                 snprintf(seg, sizeof seg, "%d=r%d ", r % 10, r);
-            if (cx + canvas_text_width(cv, seg) > end)
-                break;
+            if (cx + canvas_text_width(cv, seg) > end) break;
             cx += canvas_put(cv, y, cx, end - cx, ST_SERIES(r), seg);
         }
     } else {
@@ -130,14 +118,12 @@ static void legend(DrawCtx *d, int x, int y, int w, bool lines, bool braille)
     }
     /* the newest bin with a finite value: a diverged rank does not hide the rest */
     int k = j->loss_all.len - 1;
-    while (k >= 0 && j->loss_all.bin[k].n == 0)
-        k--;
+    while (k >= 0 && j->loss_all.bin[k].n == 0) k--;
     if (k >= 0) {
         double now = series_bin_mean(&j->loss_all.bin[k]);
         char v[24];
         draw_fmt_fit(v, sizeof v, 8, now, 4);
-        if (cx + 12 < end)
-            canvas_printf(cv, y, cx, end - cx, ST_RULE, "now %s ", v);
+        if (cx + 12 < end) canvas_printf(cv, y, cx, end - cx, ST_RULE, "now %s ", v);
     }
 }
 
@@ -162,15 +148,15 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y)
     const Series *all = &j->loss_all;
     double lo, hi;
     if (all->len == 0 || !series_range(all, sc.log, &lo, &hi)) {
-        canvas_put(cv, y + ph / 2, x + YLAB_W + pw / 2 - 8, 20, ST_DIM, sc.log && all->len ? "no positive loss yet" : "no steps yet");
+        canvas_put(cv, y + ph / 2, x + YLAB_W + pw / 2 - 8, 20, ST_DIM,
+                   sc.log && all->len ? "no positive loss yet" : "no steps yet");
         return;
     }
     sc.xmin = all->first;
     sc.xmax = series_last_x(all);
     for (int r = 0; r < j->world; r++) {
         const Series *s = &j->ranks[r].loss_hist;
-        if (s->len == 0)
-            continue;
+        if (s->len == 0) continue;
         if (s->first < sc.xmin) sc.xmin = s->first;
         if (series_last_x(s) > sc.xmax) sc.xmax = series_last_x(s);
     }
@@ -186,13 +172,11 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y)
         sc.fhi += pad;
     }
     /* a loss is not negative: no axis label below 0 for the padding's sake */
-    if (!sc.log && lo >= 0 && sc.flo < 0)
-        sc.flo = 0;
+    if (!sc.log && lo >= 0 && sc.flo < 0) sc.flo = 0;
 
     int plot_x = x + YLAB_W + 1;
     Plot p;
-    if (plot_begin(&p, cv, plot_x, y, pw, ph, braille))
-        return;
+    if (plot_begin(&p, cv, plot_x, y, pw, ph, braille)) return;
     sc.px_w = p.px_w;
     sc.px_h = p.px_h;
     if (lines) {
@@ -205,12 +189,10 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y)
     plot_end(&p);
 
     /* y axis: labels at top, middle, bottom and a rule */
-    for (int row = 0; row < ph; row++)
-        canvas_put(cv, y + row, x + YLAB_W, 1, ST_AXIS, d->g->vline);
-    int label_rows[3] = {0, ph / 2, ph - 1};
+    for (int row = 0; row < ph; row++) canvas_put(cv, y + row, x + YLAB_W, 1, ST_AXIS, d->g->vline);
+    int label_rows[3] = { 0, ph / 2, ph - 1 };
     for (int k = 0; k < 3; k++) {
-        if (k == 1 && ph < 5)
-            continue;
+        if (k == 1 && ph < 5) continue;
         int row = label_rows[k];
         double t = sc.fhi - (sc.fhi - sc.flo) * (double)row / (double)(ph > 1 ? ph - 1 : 1);
         double v = sc.log ? pow(10, t) : t;
@@ -229,8 +211,7 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y)
     int bw = canvas_text_width(cv, b);
     canvas_put(cv, ay, plot_x + pw - bw, bw, ST_AXIS, b);
     int mw = canvas_text_width(cv, m);
-    if (pw > 3 * (mw + 8) && sc.xmax - sc.xmin > 2)
-        canvas_put(cv, ay, plot_x + (pw - mw) / 2, mw, ST_AXIS, m);
+    if (pw > 3 * (mw + 8) && sc.xmax - sc.xmin > 2) canvas_put(cv, ay, plot_x + (pw - mw) / 2, mw, ST_AXIS, m);
 
     /* evals: a mark on the top row at their step; the accuracy beside a
      * mark when it fits before the next mark */
@@ -241,8 +222,7 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y)
         const JobEval *e = job_eval_at(j, i);
         double px = px_x(&sc, (double)e->step);
         int col = plot_x + (int)(braille ? px / 2 : px);
-        if (col < plot_x || col >= plot_x + pw)
-            continue;
+        if (col < plot_x || col >= plot_x + pw) continue;
         col_of[nm] = col;
         ev[nm++] = e;
         canvas_set(cv, y, col, d->g->eval_mark, ST_EVAL);

@@ -23,10 +23,11 @@ typedef struct {
     const char *head;
     int width;
     bool left;
-    int prio;                        /* lower stays longer */
+    int prio; /* lower stays longer */
 } Col;
 
 /* Widths leave room for the sort arrow after a full-width head. */
+// clang-format off
 static const Col cols[C__N] = {
     [C_RANK] = {"RANK", 5, false, 0},      [C_HOST] = {"HOST", 12, true, 7},
     [C_PID] = {"PID", 7, false, 9},        [C_DEV] = {"DEVICE", 6, true, 11},
@@ -35,19 +36,20 @@ static const Col cols[C__N] = {
     [C_STEPMS] = {"STEP_MS", 8, false, 4}, [C_COMM] = {"EXP/COMM_MS", 12, false, 5},
     [C_SPS] = {"SAMPLES/S", 10, false, 10}, [C_BEAT] = {"BEAT", 5, false, 6},
 };
+// clang-format on
 
-#define MARK_W 2                     /* marker glyph and a space */
+#define MARK_W          2 /* marker glyph and a space */
 /* The note (why a row stands out) keeps some room: the lowest-priority
  * columns give way for it, more of them on wide screens. */
-#define NOTE_ROOM_FROM 100
-#define NOTE_MIN 24
+#define NOTE_ROOM_FROM  100
+#define NOTE_MIN        24
 #define NOTE_MIN_NARROW 14
-#define SPARK_MAX 40
+#define SPARK_MAX       40
 
 typedef struct {
     bool on[C__N];
-    int x[C__N];                     /* column offsets from the table's left */
-    int end;                         /* first column after the last field */
+    int x[C__N]; /* column offsets from the table's left */
+    int end;     /* first column after the last field */
 } Cols;
 
 static void choose_cols(int w, Cols *c)
@@ -59,10 +61,8 @@ static void choose_cols(int w, Cols *c)
      * takes the place of a more important one */
     for (int prio = 0; prio < C__N; prio++)
         for (int k = 0; k < C__N; k++) {
-            if (cols[k].prio != prio)
-                continue;
-            if (used + cols[k].width > avail)
-                goto placed;
+            if (cols[k].prio != prio) continue;
+            if (used + cols[k].width > avail) goto placed;
             c->on[k] = true;
             used += cols[k].width + 1;
         }
@@ -78,12 +78,10 @@ placed:;
 
 static void put_field(DrawCtx *d, const Cols *c, int k, int x0, int y, int st, const char *s)
 {
-    if (!c->on[k])
-        return;
+    if (!c->on[k]) return;
     int tw = canvas_text_width(d->cv, s);
     int x = x0 + c->x[k];
-    if (!cols[k].left && tw < cols[k].width)
-        x += cols[k].width - tw;
+    if (!cols[k].left && tw < cols[k].width) x += cols[k].width - tw;
     canvas_put(d->cv, y, x, cols[k].width, st, s);
 }
 
@@ -119,13 +117,10 @@ static void loss_spark(const DrawCtx *d, const JobRank *r, int width, char *out,
 {
     out[0] = '\0';
     int k = r->ring_len < width ? r->ring_len : width;
-    if (k > DRAW_SPARK_MAX)
-        k = DRAW_SPARK_MAX;
-    if (k < 2)
-        return;
+    if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
+    if (k < 2) return;
     double v[DRAW_SPARK_MAX];
-    for (int i = 0; i < k; i++)
-        v[i] = job_rank_step_at(r, k - 1 - i)->loss;
+    for (int i = 0; i < k; i++) v[i] = job_rank_step_at(r, k - 1 - i)->loss;
     draw_spark(d, v, NULL, k, false, out, n);
 }
 
@@ -134,16 +129,14 @@ static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)
     canvas_fill(d->cv, y, x0, w, ST_TITLE);
     int sc = sort_col(d->ui->sort);
     for (int k = 0; k < C__N; k++) {
-        if (!c->on[k])
-            continue;
+        if (!c->on[k]) continue;
         char h[32];
         if (k == sc)
             snprintf(h, sizeof h, "%s%s", cols[k].head, d->ui->sort_desc ? d->g->sort_up : d->g->sort_down);
         else
             snprintf(h, sizeof h, "%s", cols[k].head);
         /* an arrow that does not fit is dropped, the name stays */
-        if (canvas_text_width(d->cv, h) > cols[k].width)
-            snprintf(h, sizeof h, "%s", cols[k].head);
+        if (canvas_text_width(d->cv, h) > cols[k].width) snprintf(h, sizeof h, "%s", cols[k].head);
         put_field(d, c, k, x0, y, ST_TITLE, h);
     }
     if (c->end + 4 < w)
@@ -162,14 +155,15 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(f[C_PID], sizeof f[0], "%lld", (long long)r->pid);
     else
         snprintf(f[C_PID], sizeof f[0], "-");
-    if (r->have_step && r->last.dev_mem_total > 0)   /* "cuda:0 1.2G" */
+    if (r->have_step && r->last.dev_mem_total > 0) /* "cuda:0 1.2G" */
         snprintf(f[C_DEV], sizeof f[0], "%.12s %.1fG", r->device[0] ? r->device : "-",
                  (double)r->last.dev_mem / (1 << 30));
     else
         snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
     snprintf(f[C_PHASE], sizeof f[0], "%s",
-             r->phase != PHASE_NONE ? phase_name(r->phase)
-             : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending") : "-");
+             r->phase != PHASE_NONE     ? phase_name(r->phase)
+             : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending")
+                                        : "-");
     if (r->have_step) {
         snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)r->last.epoch);
         snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)r->last.step);
@@ -181,8 +175,7 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(f[C_COMM], sizeof f[0], "%s/%s", a, b);
         draw_fmt_count(f[C_SPS], sizeof f[0], job_rank_samples_per_s(r, d->now_ns));
     } else {
-        for (int k = C_EPOCH; k <= C_SPS; k++)
-            snprintf(f[k], sizeof f[0], "-");
+        for (int k = C_EPOCH; k <= C_SPS; k++) snprintf(f[k], sizeof f[0], "-");
     }
     bool live = r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0);
     if (live)
@@ -246,28 +239,26 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     if (selected) {
         canvas_fill(d->cv, y, x0, w, ST_SEL);
         st = ST_SEL;
-        if (nst != ST_ROW_ERR && nst != ST_ROW_WARN)
-            nst = ST_SEL;
+        if (nst != ST_ROW_ERR && nst != ST_ROW_WARN) nst = ST_SEL;
     } else if (st == ST_ROW_ERR || st == ST_ROW_WARN) {
         canvas_fill(d->cv, y, x0, w, st);
     }
     canvas_put(d->cv, y, x0, 1, st, selected && mark[0] == ' ' ? d->g->mark_sel : mark);
-    for (int k = 0; k < C__N; k++)
-        put_field(d, c, k, x0, y, st, f[k]);
-    if (note[0] && c->end < w)
-        canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
+    for (int k = 0; k < C__N; k++) put_field(d, c, k, x0, y, st, f[k]);
+    if (note[0] && c->end < w) canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
 }
 
 /* min / median / max rows; the note says which rank holds the extremes. */
 static void draw_summary(DrawCtx *d, const Cols *c, const JobStat *st, int x0, int y, int w)
 {
-    static const char *const name[3] = {"min", "med", "max"};
+    static const char *const name[3] = { "min", "med", "max" };
     for (int row = 0; row < 3; row++) {
         char f[C__N][48];
         memset(f, 0, sizeof f);
         snprintf(f[C_RANK], sizeof f[0], "%s", name[row]);
-        const int map[][2] = {{C_STEP, JOB_METRIC_STEP}, {C_LOSS, JOB_METRIC_LOSS}, {C_STEPMS, JOB_METRIC_STEP_MS},
-                              {C_COMM, JOB_METRIC_COMM_MS}, {C_SPS, JOB_METRIC_SAMPLES_S}, {C_BEAT, JOB_METRIC_BEAT_S}};
+        const int map[][2] = { { C_STEP, JOB_METRIC_STEP },      { C_LOSS, JOB_METRIC_LOSS },
+                               { C_STEPMS, JOB_METRIC_STEP_MS }, { C_COMM, JOB_METRIC_COMM_MS },
+                               { C_SPS, JOB_METRIC_SAMPLES_S },  { C_BEAT, JOB_METRIC_BEAT_S } };
         for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
             const JobStat *s = &st[map[k][1]];
             double v = row == 0 ? s->min : row == 1 ? s->median : s->max;
@@ -293,19 +284,16 @@ static void draw_summary(DrawCtx *d, const Cols *c, const JobStat *st, int x0, i
             default: break;
             }
         }
-        if (row == 1)
-            snprintf(f[C_PHASE], sizeof f[0], "%d ranks", d->j->world);
+        if (row == 1) snprintf(f[C_PHASE], sizeof f[0], "%d ranks", d->j->world);
         int yy = y + row;
         canvas_fill(d->cv, yy, x0, w, ST_NORMAL);
         canvas_put(d->cv, yy, x0, 1, ST_LABEL, d->g->dot);
-        for (int k = 0; k < C__N; k++)
-            put_field(d, c, k, x0, yy, k == C_RANK ? ST_LABEL : ST_BOLD, f[k]);
+        for (int k = 0; k < C__N; k++) put_field(d, c, k, x0, yy, k == C_RANK ? ST_LABEL : ST_BOLD, f[k]);
         if (row != 1 && c->end + 8 < w) {
             const JobStat *sm = &st[JOB_METRIC_STEP_MS], *sl = &st[JOB_METRIC_LOSS];
             int rm = row == 0 ? sm->min_rank : sm->max_rank, rl = row == 0 ? sl->min_rank : sl->max_rank;
             char note[96] = "";
-            if (rm >= 0)
-                snprintf(note, sizeof note, "step_ms r%d  loss r%d", rm, rl);
+            if (rm >= 0) snprintf(note, sizeof note, "step_ms r%d  loss r%d", rm, rl);
             canvas_put(d->cv, yy, x0 + c->end, w - c->end, ST_DIM, note);
         }
     }
@@ -330,13 +318,11 @@ static void draw_outliers(DrawCtx *d, int x0, int y, int w)
             canvas_put(d->cv, y, x, x0 + w - x, ST_WARN, more);
             return;
         }
-        if (i)
-            x += canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, " | ");
+        if (i) x += canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, " | ");
         int st = out[i].kind <= JOB_OUT_ERROR ? ST_ERR : ST_WARN;
         x += canvas_put(d->cv, y, x, x0 + w - x, st, out[i].text);
     }
-    if (n > kept)
-        canvas_printf(d->cv, y, x, x0 + w - x, ST_WARN, " +%d more", n - kept);
+    if (n > kept) canvas_printf(d->cv, y, x, x0 + w - x, ST_WARN, " +%d more", n - kept);
 }
 
 int draw_ranks_want(const DrawCtx *d)
@@ -349,8 +335,7 @@ void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
 {
     Ui *u = d->ui;
     const Job *j = d->j;
-    if (h <= 0)
-        return;
+    if (h <= 0) return;
     Cols c;
     choose_cols(w, &c);
     draw_head(d, &c, x, y, w);
@@ -370,24 +355,19 @@ void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
         row++;
         rows--;
     }
-    if (rows < 0)
-        rows = 0;
+    if (rows < 0) rows = 0;
     u->list_y = row;
     u->list_rows = rows < j->world ? rows : j->world;
-    if (u->ranks_top > j->world - u->list_rows)
-        u->ranks_top = j->world - u->list_rows;
-    if (u->ranks_top < 0)
-        u->ranks_top = 0;
+    if (u->ranks_top > j->world - u->list_rows) u->ranks_top = j->world - u->list_rows;
+    if (u->ranks_top < 0) u->ranks_top = 0;
     bool focus = u->focus == PANEL_RANKS && u->overlay == UI_NO_OVERLAY;
     /* who stands out, once per frame: rows say why */
     JobOutlier *outs = malloc((size_t)j->world * sizeof *outs);
     int *out_of = malloc((size_t)j->world * sizeof *out_of);
     int nout = outs && out_of ? job_outliers(j, d->now_ns, d->wall_ns, outs, j->world) : 0;
     if (out_of) {
-        for (int i = 0; i < j->world; i++)
-            out_of[i] = -1;
-        for (int i = 0; i < nout && i < j->world; i++)
-            out_of[outs[i].rank] = i;
+        for (int i = 0; i < j->world; i++) out_of[i] = -1;
+        for (int i = 0; i < nout && i < j->world; i++) out_of[outs[i].rank] = i;
     }
     for (int i = 0; i < u->list_rows; i++) {
         int rank = u->order[u->ranks_top + i];
@@ -423,8 +403,7 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
     const JobRank *r = &j->ranks[rank];
     Canvas *cv = d->cv;
     int end = y + h;
-    for (int i = 0; i < w; i++)
-        canvas_put(cv, y, x + i, 1, ST_RULE, d->g->hline);
+    for (int i = 0; i < w; i++) canvas_put(cv, y, x + i, 1, ST_RULE, d->g->hline);
     int cx = x + 1 + canvas_printf(cv, y, x + 1, w - 1, ST_RULE_FOCUS, " rank %d ", rank);
     canvas_put(cv, y, cx, x + w - cx, ST_RULE, " Esc closes, Up/Down: other ranks ");
     int row = y + 1;
@@ -444,7 +423,8 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                       s->fwd_ms, s->bwd_ms, s->opt_ms, s->comm_ms, s->exposed_ms, (unsigned long long)s->drops);
     }
     if (row < end && r->have_step && r->last.dev_mem_total > 0)
-        canvas_printf(cv, row++, x, w, ST_NORMAL, "GPU memory in use on %s: %.2f of %.2f GiB (every process, as nvidia-smi)",
+        canvas_printf(cv, row++, x, w, ST_NORMAL,
+                      "GPU memory in use on %s: %.2f of %.2f GiB (every process, as nvidia-smi)",
                       r->device[0] ? r->device : "its device", (double)r->last.dev_mem / (1 << 30),
                       (double)r->last.dev_mem_total / (1 << 30));
     if (row < end && (r->phase == PHASE_ERROR || r->had_error) && r->detail[0])
@@ -469,8 +449,10 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
             char first[256] = "";
             size_t len = 0;
             for (int i = 0; i < r->n_first && len + 24 < sizeof first; i++)
-                len += (size_t)snprintf(first + len, sizeof first - len, "%s%lld", i ? " " : "", (long long)r->first_idx[i]);
-            canvas_printf(cv, row++, x, w, ST_NORMAL, "shard: epoch %lld  %lld samples (total %lld, padding %lld)%s  first %s",
+                len += (size_t)snprintf(first + len, sizeof first - len, "%s%lld", i ? " " : "",
+                                        (long long)r->first_idx[i]);
+            canvas_printf(cv, row++, x, w, ST_NORMAL,
+                          "shard: epoch %lld  %lld samples (total %lld, padding %lld)%s  first %s",
                           (long long)r->shard_epoch, (long long)r->num_samples, (long long)r->total_size,
                           (long long)r->padding, r->shard_shuffle ? "  shuffled" : "", first);
         } else {
@@ -480,11 +462,10 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
     /* recent collectives */
     if (row + 1 < end) {
         canvas_fill(cv, row, x, w, ST_TITLE);
-        canvas_printf(cv, row++, x, w, ST_TITLE, "%8s %-10s %6s %7s %9s %9s %9s %8s %8s", "SEQ", "OP", "BUCKET",
-                      "STEP", "BYTES", "QUEUED_MS", "TOOK_MS", "ALGBW", "BUSBW");
+        canvas_printf(cv, row++, x, w, ST_TITLE, "%8s %-10s %6s %7s %9s %9s %9s %8s %8s", "SEQ", "OP", "BUCKET", "STEP",
+                      "BYTES", "QUEUED_MS", "TOOK_MS", "ALGBW", "BUSBW");
         int n = r->colls_len;
-        if (n == 0 && row < end)
-            canvas_put(cv, row++, x, w, ST_DIM, "no collective reported yet");
+        if (n == 0 && row < end) canvas_put(cv, row++, x, w, ST_DIM, "no collective reported yet");
         for (int i = 0; i < n && row < end - 2; i++) {
             const JobCollRec *c = job_rank_coll_at(r, i);
             char b[24], bk[16];
@@ -494,22 +475,20 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
             else
                 snprintf(bk, sizeof bk, "-");
             canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8.2f %8.2f",
-                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms,
-                          c->c.algbw_gbs, c->c.busbw_gbs);
+                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, c->c.algbw_gbs,
+                          c->c.busbw_gbs);
         }
     }
     /* its log lines, then its events */
     if (row < end) {
         canvas_put(cv, row++, x, w, ST_LABEL, "last log lines:");
-        if (r->logs_len == 0 && row < end)
-            canvas_put(cv, row++, x + 2, w - 2, ST_DIM, "none");
+        if (r->logs_len == 0 && row < end) canvas_put(cv, row++, x + 2, w - 2, ST_DIM, "none");
         for (int i = r->logs_len - 1; i >= 0 && row < end; i--) {
             const JobLogRec *l = job_rank_log_at(r, i);
             char when[16] = "--:--:--";
             time_t secs = (time_t)(l->t_ns / 1000000000LL);
             struct tm tm;
-            if (localtime_r(&secs, &tm))
-                strftime(when, sizeof when, "%H:%M:%S", &tm);
+            if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
             int st = l->level == EV_ERROR ? ST_ERR : l->level == EV_WARN ? ST_WARN : ST_NORMAL;
             canvas_printf(cv, row++, x + 2, w - 2, st, "%s %s", when, l->text);
         }

@@ -20,22 +20,45 @@
 #include "view/keys.h"
 
 static const Glyphs glyphs_utf8 = {
-    .hline = "─", .vline = "│", .ellipsis = "…", .dot = "·",
-    .spark = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"},
-    .bar_full = "█", .bar_empty = "░",
-    .mark_fail = "✗", .mark_ok = "✓", .mark_warn = "!", .mark_sel = "▶",
-    .sort_up = "▲", .sort_down = "▼", .warn = "⚠",
-    .eval_mark = 0x25BC /* ▼ */, .strip_cell = 0x2588 /* █ */, .strip_dup = 0x259A /* ▚ */,
+    .hline = "─",
+    .vline = "│",
+    .ellipsis = "…",
+    .dot = "·",
+    .spark = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" },
+    .bar_full = "█",
+    .bar_empty = "░",
+    .mark_fail = "✗",
+    .mark_ok = "✓",
+    .mark_warn = "!",
+    .mark_sel = "▶",
+    .sort_up = "▲",
+    .sort_down = "▼",
+    .warn = "⚠",
+    .eval_mark = 0x25BC /* ▼ */,
+    .strip_cell = 0x2588 /* █ */,
+    .strip_dup = 0x259A /* ▚ */,
     .strip_none = 0x00B7 /* · */,
 };
 /* Without a UTF-8 locale those would vanish or garble: plain ASCII. */
 static const Glyphs glyphs_ascii = {
-    .hline = "-", .vline = "|", .ellipsis = "...", .dot = "-",
-    .spark = {"_", ".", ",", "-", "~", "=", "*", "#"},
-    .bar_full = "#", .bar_empty = ".",
-    .mark_fail = "x", .mark_ok = "+", .mark_warn = "!", .mark_sel = ">",
-    .sort_up = "^", .sort_down = "v", .warn = "!",
-    .eval_mark = 'v', .strip_cell = '#', .strip_dup = '+', .strip_none = '.',
+    .hline = "-",
+    .vline = "|",
+    .ellipsis = "...",
+    .dot = "-",
+    .spark = { "_", ".", ",", "-", "~", "=", "*", "#" },
+    .bar_full = "#",
+    .bar_empty = ".",
+    .mark_fail = "x",
+    .mark_ok = "+",
+    .mark_warn = "!",
+    .mark_sel = ">",
+    .sort_up = "^",
+    .sort_down = "v",
+    .warn = "!",
+    .eval_mark = 'v',
+    .strip_cell = '#',
+    .strip_dup = '+',
+    .strip_none = '.',
 };
 
 /* ---- helpers ---- */
@@ -52,8 +75,7 @@ void draw_fmt_fit(char *buf, size_t n, int width, double x, int decimals)
     }
     for (int d = decimals; d >= 0; d--) {
         snprintf(buf, n, "%.*f", d, x);
-        if ((int)strlen(buf) <= width)
-            return;
+        if ((int)strlen(buf) <= width) return;
     }
     snprintf(buf, n, "%.*g", width > 6 ? width - 5 : 1, x);
 }
@@ -75,7 +97,7 @@ void draw_fmt_count(char *buf, size_t n, double x)
     else if (x >= 1e4)
         snprintf(buf, n, "%.1fk", x / 1e3);
     else if (x >= 1e3)
-        snprintf(buf, n, "%.2fk", x / 1e3);   /* three digits: steady on screen */
+        snprintf(buf, n, "%.2fk", x / 1e3); /* three digits: steady on screen */
     else
         snprintf(buf, n, "%.0f", x);
 }
@@ -110,8 +132,7 @@ void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, boo
         else
             gl = d->g->spark[(int)((v[i] - lo) / (hi - lo) * 7 + 0.5)];
         size_t gl_len = strlen(gl);
-        if (used + gl_len + 1 > n)
-            break;
+        if (used + gl_len + 1 > n) break;
         memcpy(out + used, gl, gl_len);
         used += gl_len;
     }
@@ -124,10 +145,8 @@ void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_b
     /* the newest bin is still filling (some ranks not in yet): leave it out */
     int len = s->len > 1 ? s->len - 1 : s->len;
     int k = len < width ? len : width;
-    if (k > DRAW_SPARK_MAX)
-        k = DRAW_SPARK_MAX;
-    if (k < 1)
-        return;
+    if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
+    if (k < 1) return;
     double v[DRAW_SPARK_MAX];
     bool blank[DRAW_SPARK_MAX];
     for (int i = 0; i < k; i++) {
@@ -142,8 +161,7 @@ int draw_rule(DrawCtx *d, PanelId p, int x, int y, int w, const char *extra)
 {
     bool focus = d->ui->focus == p && d->ui->overlay == UI_NO_OVERLAY;
     int st = focus ? ST_RULE_FOCUS : ST_RULE;
-    for (int i = 0; i < w; i++)
-        canvas_put(d->cv, y, x + i, 1, ST_RULE, d->g->hline);
+    for (int i = 0; i < w; i++) canvas_put(d->cv, y, x + i, 1, ST_RULE, d->g->hline);
     char label[96];
     snprintf(label, sizeof label, " %d %s ", (int)p + 1, ui_panel_name(p));
     int cx = x + 1;
@@ -174,18 +192,15 @@ static int state_badge(JobState s)
 static const char *state_text(const Job *j)
 {
     bool live = j->state == JOB_RUNNING || j->state == JOB_STARTING || j->state == JOB_PAUSED;
-    if (live && j->pause_wanted && !j->paused)
-        return "PAUSING";
-    if (live && !j->pause_wanted && j->paused)
-        return "RESUMING";
+    if (live && j->pause_wanted && !j->paused) return "PAUSING";
+    if (live && !j->pause_wanted && j->paused) return "RESUMING";
     return job_state_name(j->state);
 }
 
 static double eta_s(const Job *j)
 {
     double world_batch = (double)j->batch_size * j->world;
-    if (j->state != JOB_RUNNING || !(j->samples_per_s > 0) || world_batch <= 0 || j->max_steps <= j->step)
-        return -1;
+    if (j->state != JOB_RUNNING || !(j->samples_per_s > 0) || world_batch <= 0 || j->max_steps <= j->step) return -1;
     return (double)(j->max_steps - j->step) / (j->samples_per_s / world_batch);
 }
 
@@ -225,8 +240,7 @@ static void draw_title(DrawCtx *d, int w)
     draw_fmt_hms(el, sizeof el, d->now_ns - j->start_ns);
     snprintf(buf, sizeof buf, "elapsed %s  ? help ", el);
     int bw = canvas_text_width(cv, buf);
-    if (w - bw > x + 1)
-        canvas_put(cv, 0, w - bw, bw, ST_TITLE, buf);
+    if (w - bw > x + 1) canvas_put(cv, 0, w - bw, bw, ST_TITLE, buf);
 }
 
 typedef struct {
@@ -245,10 +259,8 @@ static int flow(DrawCtx *d, int x0, int y, int w, int maxlines, const Seg *segs,
             line++;
             x = 0;
         }
-        if (line >= maxlines)
-            break;
-        if (x > 0)
-            x += 2;
+        if (line >= maxlines) break;
+        if (x > 0) x += 2;
         x += canvas_put(d->cv, y + line, x0 + x, w - x, ST_LABEL, segs[i].label);
         x += canvas_put(d->cv, y + line, x0 + x, w - x, ST_NORMAL, " ");
         x += canvas_put(d->cv, y + line, x0 + x, w - x, segs[i].style ? segs[i].style : ST_BOLD, segs[i].value);
@@ -256,10 +268,7 @@ static int flow(DrawCtx *d, int x0, int y, int w, int maxlines, const Seg *segs,
     return n > 0 ? line + 1 : 0;
 }
 
-static const char *or_dash(const char *s)
-{
-    return s && *s ? s : "-";
-}
+static const char *or_dash(const char *s) { return s && *s ? s : "-"; }
 
 /* The job's identity and health in a line or two. */
 static int header_segs(const Job *j, Seg *s, bool full)
@@ -277,8 +286,7 @@ static int header_segs(const Job *j, Seg *s, bool full)
         snprintf(s[n++].value, sizeof s[0].value, "%.60s", or_dash(j->dataset));
     s[n].label = "model";
     char p[32] = "-";
-    if (j->params > 0)
-        draw_fmt_count(p, sizeof p, (double)j->params);
+    if (j->params > 0) draw_fmt_count(p, sizeof p, (double)j->params);
     snprintf(s[n++].value, sizeof s[0].value, "%.100s (%s params)", or_dash(j->model), p);
     if (j->batch_size > 0) {
         s[n].label = "batch";
@@ -314,13 +322,10 @@ static void draw_progress(DrawCtx *d, int x0, int y, int w)
     if (frac < 0) frac = 0;
     if (frac > 1) frac = 1;
     char tail[96];
-    snprintf(tail, sizeof tail, " %5.1f%%  step %lld of %lld", frac * 100, (long long)j->step,
-             (long long)j->max_steps);
+    snprintf(tail, sizeof tail, " %5.1f%%  step %lld of %lld", frac * 100, (long long)j->step, (long long)j->max_steps);
     int bw = w - 2 - canvas_text_width(d->cv, tail);
-    if (bw > 60)
-        bw = 60;
-    if (bw < 5)
-        return;
+    if (bw > 60) bw = 60;
+    if (bw < 5) return;
     int full = (int)(frac * bw + 0.5);
     int x = x0 + canvas_put(d->cv, y, x0, 1, ST_NORMAL, "[");
     for (int i = 0; i < bw; i++)
@@ -334,8 +339,7 @@ static void draw_header(DrawCtx *d, int x, int y, int w, int h)
     Seg s[24];
     int n = header_segs(d->j, s, false);
     int used = flow(d, x, y, w, h > 1 && d->j->max_steps <= 0 ? h : 1, s, n);
-    if (h > used && d->j->max_steps > 0)
-        draw_progress(d, x, y + used, w);
+    if (h > used && d->j->max_steps > 0) draw_progress(d, x, y + used, w);
 }
 
 /* Zoomed header: every job-wide fact, then one line per node. */
@@ -346,22 +350,16 @@ static void draw_header_full(DrawCtx *d, int x, int y, int w, int h)
     int n = header_segs(j, s, true);
     int used = flow(d, x, y, w, h, s, n);
     int row = y + used;
-    if (j->max_steps > 0 && row < y + h)
-        draw_progress(d, x, row++, w);
-    if (row < y + h)
-        canvas_put(d->cv, row++, x, w, ST_LABEL, "nodes");
+    if (j->max_steps > 0 && row < y + h) draw_progress(d, x, row++, w);
+    if (row < y + h) canvas_put(d->cv, row++, x, w, ST_LABEL, "nodes");
     for (int i = 0; i < j->world && row < y + h; i++) {
         const JobRank *r = &j->ranks[i];
-        if (!r->hello)
-            continue;
+        if (!r->hello) continue;
         bool first = true;
-        for (int k = 0; k < i && first; k++)
-            first = !(j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0);
-        if (!first)
-            continue;
+        for (int k = 0; k < i && first; k++) first = !(j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0);
+        if (!first) continue;
         int count = 0;
-        for (int k = 0; k < j->world; k++)
-            count += j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
+        for (int k = 0; k < j->world; k++) count += j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
         canvas_printf(d->cv, row++, x, w, ST_NORMAL, "  %-24.60s %d rank%s (%s, %s)", r->host, count,
                       count == 1 ? "" : "s", or_dash(r->device), or_dash(r->backend));
     }
@@ -406,8 +404,7 @@ static void draw_keys(DrawCtx *d, int y, int w)
     int x = 0;
     for (int i = 0; i < n; i++) {
         int need = canvas_text_width(d->cv, keys[i][0]) + 1 + canvas_text_width(d->cv, keys[i][1]);
-        if (x + need > w)
-            break;
+        if (x + need > w) break;
         x += canvas_put(d->cv, y, x, w - x, ST_KEY, keys[i][0]);
         x += canvas_put(d->cv, y, x, w - x, ST_NORMAL, " ");
         x += canvas_put(d->cv, y, x, w - x, ST_NORMAL, keys[i][1]);
@@ -424,22 +421,16 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
     int bw = 0;
     for (int i = 0; i < n; i++) {
         int lw = canvas_text_width(d->cv, lines[i]);
-        if (lines[i][0] == '\t')
-            lw += key_w;
-        if (lw > bw)
-            bw = lw;
+        if (lines[i][0] == '\t') lw += key_w;
+        if (lw > bw) bw = lw;
     }
     bw += 4;
-    if (bw > w - 2)
-        bw = w - 2;
+    if (bw > w - 2) bw = w - 2;
     int bh = n + 2;
-    if (bh > h - 2)
-        bh = h - 2;
+    if (bh > h - 2) bh = h - 2;
     int x0 = (w - bw) / 2, y0 = (h - bh) / 2;
-    if (y0 < 1)
-        y0 = 1;
-    for (int y = y0; y < y0 + bh; y++)
-        canvas_fill(d->cv, y, x0, bw, ST_NORMAL);
+    if (y0 < 1) y0 = 1;
+    for (int y = y0; y < y0 + bh; y++) canvas_fill(d->cv, y, x0, bw, ST_NORMAL);
     for (int i = 0; i < bw; i++) {
         canvas_put(d->cv, y0, x0 + i, 1, ST_RULE_FOCUS, d->g->hline);
         canvas_put(d->cv, y0 + bh - 1, x0 + i, 1, ST_RULE, d->g->hline);
@@ -459,13 +450,11 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
             const char *k = s + 1, *tab = strchr(k, '\t');
             char key[48];
             size_t kl = tab ? (size_t)(tab - k) : strlen(k);
-            if (kl >= sizeof key)
-                kl = sizeof key - 1;
+            if (kl >= sizeof key) kl = sizeof key - 1;
             memcpy(key, k, kl);
             key[kl] = '\0';
             canvas_put(d->cv, y0 + 1 + i, x, bw - 4, ST_KEY, key);
-            if (tab)
-                canvas_put(d->cv, y0 + 1 + i, x + key_w, bw - 4 - key_w, ST_NORMAL, tab + 1);
+            if (tab) canvas_put(d->cv, y0 + 1 + i, x + key_w, bw - 4 - key_w, ST_NORMAL, tab + 1);
         } else {
             canvas_put(d->cv, y0 + 1 + i, x, bw - 4, ST_NORMAL, s);
         }
@@ -489,6 +478,7 @@ static void draw_help(DrawCtx *d, int w, int h)
 
 static void draw_confirm_quit(DrawCtx *d, int w, int h)
 {
+    // clang-format off
     static const char *const lines[] = {
         "Training is running. Quit now?",
         "Every rank stops after the same step, writes the final checkpoint,",
@@ -497,6 +487,7 @@ static void draw_confirm_quit(DrawCtx *d, int w, int h)
         "\ty / q\tquit",
         "\tany other key\tkeep training",
     };
+    // clang-format on
     draw_box(d, w, h, "quit?", lines, (int)(sizeof lines / sizeof lines[0]), 15);
 }
 
@@ -525,12 +516,10 @@ static void draw_fault_menu(DrawCtx *d, int w, int h)
         int bw = 0;
         for (int i = 0; i < n; i++) {
             int lw = canvas_text_width(d->cv, lines[i]) + (lines[i][0] == '\t' ? 4 : 0);
-            if (lw > bw)
-                bw = lw;
+            if (lw > bw) bw = lw;
         }
         bw += 4;
-        if (bw > w - 2)
-            bw = w - 2;
+        if (bw > w - 2) bw = w - 2;
         int x0 = (w - bw) / 2;
         char label[96];
         ui_fault_label((UiFault)u->fault_item, u->fault_rank, label, sizeof label);
@@ -552,9 +541,9 @@ static void draw_too_small(DrawCtx *d, int w, int h)
 
 typedef struct {
     PanelId id;
-    int min, want;                   /* content rows */
-    int flex;                        /* share of the rows left over */
-    int rows;                        /* given (content); -1: not shown */
+    int min, want; /* content rows */
+    int flex;      /* share of the rows left over */
+    int rows;      /* given (content); -1: not shown */
 } Slot;
 
 /* Give n slots (in screen order) rows out of avail: drop panels that do
@@ -575,37 +564,31 @@ static void allocate(Slot *s, int n, int avail, const int *drop_order, int ndrop
     int left = avail - total;
     /* even the last panel's minimum does not fit: it gets what there is */
     for (int i = n - 1; i >= 0 && left < 0; i--) {
-        if (s[i].rows < 0)
-            continue;
+        if (s[i].rows < 0) continue;
         int cut = s[i].rows < -left ? s[i].rows : -left;
         s[i].rows -= cut;
         left += cut;
     }
     for (int i = 0; i < n && left > 0; i++) {
-        if (s[i].rows < 0 || s[i].want <= s[i].rows)
-            continue;
+        if (s[i].rows < 0 || s[i].want <= s[i].rows) continue;
         int give = s[i].want - s[i].rows;
-        if (give > left)
-            give = left;
+        if (give > left) give = left;
         s[i].rows += give;
         left -= give;
     }
     int flex = 0;
     for (int i = 0; i < n; i++)
-        if (s[i].rows >= 0)
-            flex += s[i].flex;
+        if (s[i].rows >= 0) flex += s[i].flex;
     if (left > 0 && flex > 0) {
         int given = 0, last = -1;
         for (int i = 0; i < n; i++) {
-            if (s[i].rows < 0 || !s[i].flex)
-                continue;
+            if (s[i].rows < 0 || !s[i].flex) continue;
             int g = left * s[i].flex / flex;
             s[i].rows += g;
             given += g;
             last = i;
         }
-        if (last >= 0)
-            s[last].rows += left - given;
+        if (last >= 0) s[last].rows += left - given;
     } else if (left > 0) {
         for (int i = n - 1; i >= 0; i--)
             if (s[i].rows >= 0) {
@@ -618,7 +601,7 @@ static void allocate(Slot *s, int n, int avail, const int *drop_order, int ndrop
 static void draw_panel(DrawCtx *d, PanelId p, int x, int y, int w, int h, bool zoomed)
 {
     UiRect *r = &d->ui->rect[p];
-    *r = (UiRect){x, y, w, h};
+    *r = (UiRect){ x, y, w, h };
     if (p == PANEL_HEADER && !zoomed) {
         draw_header(d, x, y, w, h);
         return;
@@ -631,10 +614,8 @@ static void draw_panel(DrawCtx *d, PanelId p, int x, int y, int w, int h, bool z
     } else if (p == PANEL_EVENTS && d->ui->events_back > 0) {
         snprintf(extra, sizeof extra, "%d newer below (End)", d->ui->events_back);
     }
-    if (p != PANEL_LOSS)
-        draw_rule(d, p, x, y, w, extra);
-    if (h <= 1)
-        return;
+    if (p != PANEL_LOSS) draw_rule(d, p, x, y, w, extra);
+    if (h <= 1) return;
     switch (p) {
     case PANEL_HEADER: draw_header_full(d, x, y + 1, w, h - 1); break;
     case PANEL_RANKS: draw_ranks(d, x, y + 1, w, h - 1); break;
@@ -651,8 +632,7 @@ static void layout_column(DrawCtx *d, const PanelId *ids, int n, int x, int y, i
     Slot s[PANEL__COUNT];
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (!ui_panel_visible(d->ui, ids[i]))
-            continue;
+        if (!ui_panel_visible(d->ui, ids[i])) continue;
         Slot *t = &s[k++];
         t->id = ids[i];
         t->flex = 0;
@@ -662,26 +642,38 @@ static void layout_column(DrawCtx *d, const PanelId *ids, int n, int x, int y, i
             t->min = 1 + (d->j->world < 2 ? d->j->world : 2);
             /* a big job must not push the charts off the screen */
             int cap = h * 45 / 100;
-            if (t->want > cap)
-                t->want = cap > t->min ? cap : t->min;
+            if (t->want > cap) t->want = cap > t->min ? cap : t->min;
             break;
         }
-        case PANEL_LOSS: t->min = 4; t->want = 4; t->flex = 3; break;
-        case PANEL_COMM: t->min = 2; t->want = draw_comm_want(d); break;
-        case PANEL_SAMPLER: t->min = 2; t->want = draw_sampler_want(d); break;
-        case PANEL_EVENTS: t->min = 2; t->want = 2; t->flex = 2; break;
+        case PANEL_LOSS:
+            t->min = 4;
+            t->want = 4;
+            t->flex = 3;
+            break;
+        case PANEL_COMM:
+            t->min = 2;
+            t->want = draw_comm_want(d);
+            break;
+        case PANEL_SAMPLER:
+            t->min = 2;
+            t->want = draw_sampler_want(d);
+            break;
+        case PANEL_EVENTS:
+            t->min = 2;
+            t->want = 2;
+            t->flex = 2;
+            break;
         default: t->min = t->want = 1; break;
         }
         /* the fixed panels take no more than a fifth each when rows are short */
-        if ((ids[i] == PANEL_COMM || ids[i] == PANEL_SAMPLER) && t->want > h / 5 && h / 5 >= t->min)
-            t->want = h / 5;
+        if ((ids[i] == PANEL_COMM || ids[i] == PANEL_SAMPLER) && t->want > h / 5 && h / 5 >= t->min) t->want = h / 5;
     }
-    static const int drop[] = {PANEL_SAMPLER, PANEL_COMM, PANEL_LOSS, PANEL_EVENTS, PANEL_RANKS};
+    static const int drop[] = { PANEL_SAMPLER, PANEL_COMM, PANEL_LOSS, PANEL_EVENTS, PANEL_RANKS };
     allocate(s, k, h, drop, 5);
     int row = y;
     for (int i = 0; i < k; i++) {
         if (s[i].rows < 0) {
-            d->ui->rect[s[i].id] = (UiRect){0, 0, 0, 0};
+            d->ui->rect[s[i].id] = (UiRect){ 0, 0, 0, 0 };
             continue;
         }
         draw_panel(d, s[i].id, x, row, w, s[i].rows + 1, false);
@@ -692,16 +684,15 @@ static void layout_column(DrawCtx *d, const PanelId *ids, int n, int x, int y, i
 static bool any_visible(const Ui *u, const PanelId *ids, int n)
 {
     for (int i = 0; i < n; i++)
-        if (ui_panel_visible(u, ids[i]))
-            return true;
+        if (ui_panel_visible(u, ids[i])) return true;
     return false;
 }
 
 static void layout_body(DrawCtx *d, int y, int w, int h)
 {
-    static const PanelId left[] = {PANEL_RANKS, PANEL_LOSS};
-    static const PanelId right[] = {PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS};
-    static const PanelId all[] = {PANEL_RANKS, PANEL_LOSS, PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS};
+    static const PanelId left[] = { PANEL_RANKS, PANEL_LOSS };
+    static const PanelId right[] = { PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS };
+    static const PanelId all[] = { PANEL_RANKS, PANEL_LOSS, PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS };
     bool two = w >= 150 && h >= 24 && any_visible(d->ui, left, 2) && any_visible(d->ui, right, 3);
     if (!two) {
         layout_column(d, all, 5, 0, y, w, h);
@@ -709,17 +700,15 @@ static void layout_body(DrawCtx *d, int y, int w, int h)
     }
     int lw = w * 60 / 100;
     layout_column(d, left, 2, 0, y, lw, h);
-    for (int r = y; r < y + h; r++)
-        canvas_put(d->cv, r, lw, 1, ST_RULE, d->g->vline);
+    for (int r = y; r < y + h; r++) canvas_put(d->cv, r, lw, 1, ST_RULE, d->g->vline);
     layout_column(d, right, 3, lw + 1, y, w - lw - 1, h);
 }
 
 void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status, bool color)
 {
-    DrawCtx d = {cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii};
+    DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii };
     int w = cv->w, h = cv->h;
-    for (int p = 0; p < PANEL__COUNT; p++)
-        u->rect[p] = (UiRect){0, 0, 0, 0};
+    for (int p = 0; p < PANEL__COUNT; p++) u->rect[p] = (UiRect){ 0, 0, 0, 0 };
     if (w < DRAW_MIN_W || h < DRAW_MIN_H) {
         draw_too_small(&d, w, h);
         return;

@@ -9,13 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint8_t braille_bit[2][4] = {{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}};
+static const uint8_t braille_bit[2][4] = { { 0x01, 0x02, 0x04, 0x40 }, { 0x08, 0x10, 0x20, 0x80 } };
 
 int plot_begin(Plot *p, Canvas *cv, int x, int y, int w, int h, bool braille)
 {
     memset(p, 0, sizeof *p);
-    if (w <= 0 || h <= 0)
-        return -1;
+    if (w <= 0 || h <= 0) return -1;
     p->cv = cv;
     p->x = x;
     p->y = y;
@@ -38,8 +37,7 @@ int plot_begin(Plot *p, Canvas *cv, int x, int y, int w, int h, bool braille)
 
 static void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
 {
-    if (!p->dots || px < 0 || py < 0 || px >= p->px_w || py >= p->px_h)
-        return;
+    if (!p->dots || px < 0 || py < 0 || px >= p->px_w || py >= p->px_h) return;
     int cx = p->braille ? px / 2 : px, cy = p->braille ? py / 4 : py;
     size_t i = (size_t)cy * (size_t)p->w + (size_t)cx;
     if (p->braille)
@@ -55,19 +53,16 @@ static void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
 
 void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph)
 {
-    if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1))
-        return;
+    if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
     int ax = (int)lround(x0), ay = (int)lround(y0), bx = (int)lround(x1), by = (int)lround(y1);
     /* clip far-off coordinates before stepping through them */
-    if ((ax < 0 && bx < 0) || (ax >= p->px_w && bx >= p->px_w))
-        return;
+    if ((ax < 0 && bx < 0) || (ax >= p->px_w && bx >= p->px_w)) return;
     int dx = abs(bx - ax), dy = -abs(by - ay);
     int sx = ax < bx ? 1 : -1, sy = ay < by ? 1 : -1;
     int err = dx + dy;
     for (int guard = 0; guard < 100000; guard++) {
         dot(p, ax, ay, style, layer, glyph);
-        if (ax == bx && ay == by)
-            break;
+        if (ax == bx && ay == by) break;
         int e2 = 2 * err;
         if (e2 >= dy) {
             err += dy;
@@ -82,13 +77,11 @@ void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, i
 
 void plot_vspan(Plot *p, int x, double y0, double y1, int style, int layer, uint32_t glyph)
 {
-    if (!isfinite(y0) || !isfinite(y1))
-        return;
+    if (!isfinite(y0) || !isfinite(y1)) return;
     int a = (int)lround(fmin(y0, y1)), b = (int)lround(fmax(y0, y1));
     if (a < 0) a = 0;
     if (b >= p->px_h) b = p->px_h - 1;
-    for (int y = a; y <= b; y++)
-        dot(p, x, y, style, layer, glyph);
+    for (int y = a; y <= b; y++) dot(p, x, y, style, layer, glyph);
 }
 
 void plot_end(Plot *p)
@@ -97,8 +90,7 @@ void plot_end(Plot *p)
         for (int cy = 0; cy < p->h; cy++)
             for (int cx = 0; cx < p->w; cx++) {
                 size_t i = (size_t)cy * (size_t)p->w + (size_t)cx;
-                if (!p->dots[i])
-                    continue;
+                if (!p->dots[i]) continue;
                 uint32_t ch = p->braille ? 0x2800u + p->dots[i] : p->glyph[i];
                 canvas_set(p->cv, p->y + cy, p->x + cx, ch, p->style[i]);
             }

@@ -15,13 +15,13 @@
 
 typedef struct {
     Canvas *cv;
-    int x, y, w, h;                  /* cell rectangle on the canvas */
+    int x, y, w, h; /* cell rectangle on the canvas */
     bool braille;
-    int px_w, px_h;                  /* dot resolution: 2w x 4h, or w x h */
-    uint8_t *dots;                   /* [w*h] braille bits */
-    uint8_t *style;                  /* [w*h] style of the top layer */
-    uint8_t *prio;                   /* [w*h] layer that owns the cell */
-    uint32_t *glyph;                 /* [w*h] glyph-mode character */
+    int px_w, px_h;  /* dot resolution: 2w x 4h, or w x h */
+    uint8_t *dots;   /* [w*h] braille bits */
+    uint8_t *style;  /* [w*h] style of the top layer */
+    uint8_t *prio;   /* [w*h] layer that owns the cell */
+    uint32_t *glyph; /* [w*h] glyph-mode character */
 } Plot;
 
 /* Layers: a higher one takes a shared cell's colour (and glyph). */

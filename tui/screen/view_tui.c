@@ -39,21 +39,33 @@
 #include "base/clock.h"
 
 enum {
-    CP_LABEL = 1, CP_TITLE, CP_RULE, CP_OK, CP_WARN, CP_ERR, CP_ROW_WARN, CP_ROW_ERR,
-    CP_BADGE_INFO, CP_BADGE_OK, CP_BADGE_WARN, CP_BADGE_ERR, CP_BAND, CP_EVAL,
-    CP_SERIES0,                      /* eight follow */
+    CP_LABEL = 1,
+    CP_TITLE,
+    CP_RULE,
+    CP_OK,
+    CP_WARN,
+    CP_ERR,
+    CP_ROW_WARN,
+    CP_ROW_ERR,
+    CP_BADGE_INFO,
+    CP_BADGE_OK,
+    CP_BADGE_WARN,
+    CP_BADGE_ERR,
+    CP_BAND,
+    CP_EVAL,
+    CP_SERIES0, /* eight follow */
 };
 
 struct ViewTui {
     SCREEN *scr;
-    FILE *tty;                       /* /dev/tty when stdin/stdout are not the terminal */
+    FILE *tty; /* /dev/tty when stdin/stdout are not the terminal */
     bool utf8, color;
-    bool clear_next;                 /* Ctrl-L: repaint everything next frame */
-    bool mouse_on;                   /* the mask in force */
-    attr_t attr[ST__COUNT];          /* style -> curses attributes */
+    bool clear_next;        /* Ctrl-L: repaint everything next frame */
+    bool mouse_on;          /* the mask in force */
+    attr_t attr[ST__COUNT]; /* style -> curses attributes */
     Ui ui;
     Canvas cv;
-    Canvas prev;                     /* what the terminal shows now */
+    Canvas prev; /* what the terminal shows now */
     /* another mode's keys (view_tui_set_keys): its hook sees them first */
     ViewKeyHook hook;
     void *hook_ctx;
@@ -61,8 +73,7 @@ struct ViewTui {
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg);
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
 }
 
 /* Colours when the terminal has them; otherwise bold, reverse, underline
@@ -70,8 +81,7 @@ static void set_err(char *err, size_t errlen, const char *msg)
 static void setup_styles(ViewTui *v)
 {
     attr_t *a = v->attr;
-    for (int i = 0; i < ST__COUNT; i++)
-        a[i] = A_NORMAL;
+    for (int i = 0; i < ST__COUNT; i++) a[i] = A_NORMAL;
     a[ST_DIM] = A_DIM;
     a[ST_BOLD] = A_BOLD;
     a[ST_SEL] = A_REVERSE;
@@ -109,11 +119,11 @@ static void setup_styles(ViewTui *v)
     init_pair(CP_EVAL, COLOR_MAGENTA, bg);
     /* eight series colours; the last two use the 256-colour palette when
      * there is one, else bold variants */
-    short series[8] = {COLOR_CYAN, COLOR_YELLOW, COLOR_MAGENTA, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_WHITE,
-                       COLOR_GREEN};
+    short series[8] = { COLOR_CYAN, COLOR_YELLOW, COLOR_MAGENTA, COLOR_GREEN,
+                        COLOR_BLUE, COLOR_RED,    COLOR_WHITE,   COLOR_GREEN };
     if (COLORS >= 256) {
-        series[6] = 208;             /* orange */
-        series[7] = 141;             /* violet */
+        series[6] = 208; /* orange */
+        series[7] = 141; /* violet */
     }
     for (int i = 0; i < 8; i++) {
         init_pair((short)(CP_SERIES0 + i), series[i], bg);
@@ -139,8 +149,7 @@ static void setup_styles(ViewTui *v)
 
 static void apply_mouse(ViewTui *v)
 {
-    if (v->ui.mouse == v->mouse_on)
-        return;
+    if (v->ui.mouse == v->mouse_on) return;
     mmask_t m = 0;
     if (v->ui.mouse) {
         m = BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED;
@@ -173,8 +182,7 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
         int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
         v->tty = fd >= 0 ? fdopen(fd, "r+") : NULL;
         if (!v->tty) {
-            if (fd >= 0)
-                close(fd);
+            if (fd >= 0) close(fd);
             set_err(err, errlen, "not a terminal");
             ui_done(&v->ui);
             free(v);
@@ -185,10 +193,8 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
     /* newterm, not initscr: initscr exits the process on an unknown TERM */
     v->scr = newterm(NULL, outf, in);
     if (!v->scr) {
-        if (err && errlen)
-            snprintf(err, errlen, "unknown terminal type '%.40s'", term);
-        if (v->tty)
-            fclose(v->tty);
+        if (err && errlen) snprintf(err, errlen, "unknown terminal type '%.40s'", term);
+        if (v->tty) fclose(v->tty);
         ui_done(&v->ui);
         free(v);
         return -1;
@@ -205,9 +211,9 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
     cbreak();
     keypad(stdscr, TRUE);
     nodelay(stdscr, TRUE);
-    set_escdelay(25);                /* Esc closes things: do not wait a second for a sequence */
-    curs_set(0);                     /* some terminals cannot: not an error */
-    typeahead(-1);                   /* keys are read by the loop: no poll in every refresh */
+    set_escdelay(25); /* Esc closes things: do not wait a second for a sequence */
+    curs_set(0);      /* some terminals cannot: not an error */
+    typeahead(-1);    /* keys are read by the loop: no poll in every refresh */
     mouseinterval(200);
     v->mouse_on = false;
     apply_mouse(v);
@@ -217,16 +223,14 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
 
 void view_tui_close(ViewTui **pv)
 {
-    if (!pv || !*pv)
-        return;
+    if (!pv || !*pv) return;
     ViewTui *v = *pv;
     set_term(v->scr);
     mousemask(0, NULL);
     curs_set(1);
     endwin();
     delscreen(v->scr);
-    if (v->tty)
-        fclose(v->tty);
+    if (v->tty) fclose(v->tty);
     canvas_done(&v->cv);
     canvas_done(&v->prev);
     ui_done(&v->ui);
@@ -247,9 +251,13 @@ static int translate(int ch)
     case KEY_END: return UI_KEY_END;
     case '\t': return UI_KEY_TAB;
     case KEY_BTAB: return UI_KEY_BTAB;
-    case '\n': case '\r': case KEY_ENTER: return UI_KEY_ENTER;
+    case '\n':
+    case '\r':
+    case KEY_ENTER: return UI_KEY_ENTER;
     case 27: return UI_KEY_ESC;
-    case KEY_BACKSPACE: case 127: case 8: return UI_KEY_BACKSPACE;
+    case KEY_BACKSPACE:
+    case 127:
+    case 8: return UI_KEY_BACKSPACE;
     case KEY_RESIZE: return UI_KEY_RESIZE;
     case 'L' & 0x1f: return UI_KEY_REDRAW;
     default: return ch;
@@ -259,8 +267,7 @@ static int translate(int ch)
 static ViewAction on_mouse(ViewTui *v, const Job *j)
 {
     MEVENT ev;
-    if (getmouse(&ev) != OK)
-        return VIEW_ACT_NONE;
+    if (getmouse(&ev) != OK) return VIEW_ACT_NONE;
     UiMouse kind;
     if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
         kind = UI_MOUSE_DOUBLE;
@@ -279,8 +286,7 @@ static ViewAction on_mouse(ViewTui *v, const Job *j)
 
 ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
 {
-    if (!v)
-        return VIEW_ACT_NONE;
+    if (!v) return VIEW_ACT_NONE;
     set_term(v->scr);
     int ch;
     while ((ch = getch()) != ERR) {
@@ -289,24 +295,21 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
             a = on_mouse(v, j);
         } else {
             int key = translate(ch);
-            if (key == UI_KEY_REDRAW)
-                v->clear_next = true;
+            if (key == UI_KEY_REDRAW) v->clear_next = true;
             if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW &&
                 v->hook(v->hook_ctx, key, keys_action(v->ui.keys_mode, key)))
                 return VIEW_ACT_REDRAW;
             a = ui_key(&v->ui, key, j, running);
         }
         apply_mouse(v);
-        if (a != VIEW_ACT_NONE)
-            return a;
+        if (a != VIEW_ACT_NONE) return a;
     }
     return VIEW_ACT_NONE;
 }
 
 int view_tui_fault_pick(const ViewTui *v, int *rank)
 {
-    if (rank)
-        *rank = v ? v->ui.fault_rank : 0;
+    if (rank) *rank = v ? v->ui.fault_rank : 0;
     return v ? v->ui.fault_pick : 0;
 }
 
@@ -316,15 +319,13 @@ static void put_cells(ViewTui *v, int y, int x0, int x1)
 {
     const Canvas *c = &v->cv;
     const Cell *row = &c->cells[(size_t)y * (size_t)c->w];
-    if (y == c->h - 1 && x1 == c->w)
-        x1--;
+    if (y == c->h - 1 && x1 == c->w) x1--;
     wchar_t run[1024];
     int x = x0;
     while (x < x1) {
         int style = row[x].style, start = x, n = 0;
         while (x < x1 && row[x].style == style && n < (int)(sizeof run / sizeof run[0]) - 1) {
-            if (row[x].ch != 0)
-                run[n++] = (wchar_t)row[x].ch;
+            if (row[x].ch != 0) run[n++] = (wchar_t)row[x].ch;
             x++;
         }
         if (n > 0) {
@@ -357,13 +358,10 @@ static void blit_row(ViewTui *v, int y, bool full)
          * the 4 cells that follow */
         int start = x, last = x;
         for (int k = x + 1; k < c->w && k - last <= 4; k++)
-            if (now[k].ch != was[k].ch || now[k].style != was[k].style)
-                last = k;
+            if (now[k].ch != was[k].ch || now[k].style != was[k].style) last = k;
         int end = last + 1;
-        while (start > 0 && now[start].ch == 0)
-            start--;                 /* the left half of a wide character */
-        while (end < c->w && now[end].ch == 0)
-            end++;                   /* its right half */
+        while (start > 0 && now[start].ch == 0) start--; /* the left half of a wide character */
+        while (end < c->w && now[end].ch == 0) end++;    /* its right half */
         put_cells(v, y, start, end);
         x = end;
     }
@@ -371,8 +369,7 @@ static void blit_row(ViewTui *v, int y, bool full)
 
 void view_tui_set_keys(ViewTui *v, KeysMode mode, ViewKeyHook hook, void *ctx)
 {
-    if (!v)
-        return;
+    if (!v) return;
     v->ui.keys_mode = mode;
     v->hook = hook;
     v->hook_ctx = ctx;
@@ -380,8 +377,7 @@ void view_tui_set_keys(ViewTui *v, KeysMode mode, ViewKeyHook hook, void *ctx)
 
 void view_tui_set_keys_alt(ViewTui *v, bool alt)
 {
-    if (v)
-        v->ui.keys_alt = alt;
+    if (v) v->ui.keys_alt = alt;
 }
 
 void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
@@ -391,28 +387,24 @@ void view_tui_draw(ViewTui *v, const Job *j, int64_t now_ns, const char *status)
 
 void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status)
 {
-    if (!v || !j)
-        return;
+    if (!v || !j) return;
     set_term(v->scr);
     if (v->clear_next) {
         clearok(curscr, TRUE);
         v->clear_next = false;
-        v->prev.w = -1;              /* and rewrite every row */
+        v->prev.w = -1; /* and rewrite every row */
     }
     int h, w;
     getmaxyx(stdscr, h, w);
-    if (canvas_reset(&v->cv, w, h))
-        return;
+    if (canvas_reset(&v->cv, w, h)) return;
     draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
     /* a new size or Ctrl-L: everything; else the rows that changed */
     bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
-    if (full)
-        erase();
-    for (int y = 0; y < h; y++)
-        blit_row(v, y, full);
+    if (full) erase();
+    for (int y = 0; y < h; y++) blit_row(v, y, full);
     refresh();
     if (canvas_reset(&v->prev, w, h) == 0)
         memcpy(v->prev.cells, v->cv.cells, (size_t)w * (size_t)h * sizeof *v->cv.cells);
     else
-        v->prev.w = -1;              /* no copy: the next frame is a full one */
+        v->prev.w = -1; /* no copy: the next frame is a full one */
 }

@@ -16,7 +16,7 @@
 #include "base/json.h"
 #include "base/utf8.h"
 
-#define NS_PER_S 1000000000LL
+#define NS_PER_S               1000000000LL
 /* Up to this many ranks the progress line lists every rank's loss. */
 #define HEADLESS_LOSS_LIST_MAX 4
 
@@ -27,19 +27,13 @@ void view_headless_init(ViewHeadless *h, FILE *out, bool json)
     h->json = json;
 }
 
-static double secs_since_start(const Job *j, int64_t mono_ns)
-{
-    return (double)(mono_ns - j->start_ns) / 1e9;
-}
+static double secs_since_start(const Job *j, int64_t mono_ns) { return (double)(mono_ns - j->start_ns) / 1e9; }
 
 /* ---- output helpers ---- */
 
 /* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid; stops at
  * the NUL (strnlen bounds what the rule may read). */
-static int utf8_len(const unsigned char *p)
-{
-    return (int)utf8_seq(p, strnlen((const char *)p, 4));
-}
+static int utf8_len(const unsigned char *p) { return (int)utf8_seq(p, strnlen((const char *)p, 4)); }
 
 /* Text from workers may hold newlines, escape sequences or broken UTF-8:
  * one event must stay one line and must not drive the reader's terminal. */
@@ -93,10 +87,7 @@ static const char *level_name(JobEventLevel l)
     }
 }
 
-static const char *phase_str(Phase p)
-{
-    return p == PHASE_NONE ? "-" : phase_name(p);
-}
+static const char *phase_str(Phase p) { return p == PHASE_NONE ? "-" : phase_name(p); }
 
 /* ---- events ---- */
 
@@ -128,7 +119,7 @@ static void print_event(ViewHeadless *h, const Job *j, const JobEvent *e)
 
 static void print_events(ViewHeadless *h, const Job *j, int64_t now_ns)
 {
-    if (h->ev_printed > j->ev_total)     /* a different job: start over */
+    if (h->ev_printed > j->ev_total) /* a different job: start over */
         h->ev_printed = 0;
     /* the ring overwrote some before we got to them: say so, once */
     if (j->ev_total - h->ev_printed > JOB_EVENTS) {
@@ -140,15 +131,13 @@ static void print_events(ViewHeadless *h, const Job *j, int64_t now_ns)
             json_kv_uint(&w, "n", lost);
             line_end(&w);
         } else {
-            fprintf(h->out, "[%6.1fs] ddptop %llu events lost (printing fell behind)\n", t,
-                    (unsigned long long)lost);
+            fprintf(h->out, "[%6.1fs] ddptop %llu events lost (printing fell behind)\n", t, (unsigned long long)lost);
         }
         h->ev_printed += lost;
     }
     for (; h->ev_printed < j->ev_total; h->ev_printed++) {
         const JobEvent *e = job_event_nth(j, h->ev_printed);
-        if (e)
-            print_event(h, j, e);
+        if (e) print_event(h, j, e);
     }
 }
 
@@ -156,14 +145,11 @@ static void print_events(ViewHeadless *h, const Job *j, int64_t now_ns)
  * their own, as a training script would print them. */
 static void print_evals(ViewHeadless *h, const Job *j)
 {
-    if (h->evals_printed > j->n_evals)
-        h->evals_printed = 0;
-    if (j->n_evals - h->evals_printed > JOB_EVALS)
-        h->evals_printed = j->n_evals - JOB_EVALS;
+    if (h->evals_printed > j->n_evals) h->evals_printed = 0;
+    if (j->n_evals - h->evals_printed > JOB_EVALS) h->evals_printed = j->n_evals - JOB_EVALS;
     for (; h->evals_printed < j->n_evals; h->evals_printed++) {
         const JobEval *e = job_eval_at(j, j->n_evals - 1 - h->evals_printed);
-        if (!e)
-            continue;
+        if (!e) continue;
         double t = secs_since_start(j, e->t_ns);
         if (h->json) {
             Json w;
@@ -215,8 +201,7 @@ static void print_progress_text(ViewHeadless *h, const Job *j, double t)
 {
     FILE *o = h->out;
     fprintf(o, "[%6.1fs] epoch %lld step %lld", t, (long long)j->epoch, (long long)j->step);
-    if (j->max_steps > 0)
-        fprintf(o, "/%lld", (long long)j->max_steps);
+    if (j->max_steps > 0) fprintf(o, "/%lld", (long long)j->max_steps);
     fprintf(o, "  loss %.4f", mean_loss(j));
     if (j->world <= HEADLESS_LOSS_LIST_MAX) {
         fputs(" (", o);
@@ -233,20 +218,16 @@ static void print_progress_text(ViewHeadless *h, const Job *j, double t)
         int lo = -1, hi = -1;
         for (int i = 0; i < j->world; i++) {
             const JobRank *r = &j->ranks[i];
-            if (!r->have_step)
-                continue;
-            if (lo < 0 || r->last.loss < j->ranks[lo].last.loss)
-                lo = i;
-            if (hi < 0 || r->last.loss > j->ranks[hi].last.loss)
-                hi = i;
+            if (!r->have_step) continue;
+            if (lo < 0 || r->last.loss < j->ranks[lo].last.loss) lo = i;
+            if (hi < 0 || r->last.loss > j->ranks[hi].last.loss) hi = i;
         }
         if (lo >= 0)
             fprintf(o, " (min r%d %.2f, max r%d %.2f)", lo, j->ranks[lo].last.loss, hi, j->ranks[hi].last.loss);
     }
     fprintf(o, "  %.0f samples/s  allreduce %.1f ms  drops %llu", j->samples_per_s, mean_allreduce_ms(j),
             (unsigned long long)j->drops);
-    if (j->bad_frames)
-        fprintf(o, "  bad frames %llu", (unsigned long long)j->bad_frames);
+    if (j->bad_frames) fprintf(o, "  bad frames %llu", (unsigned long long)j->bad_frames);
     fputc('\n', o);
 }
 
@@ -259,8 +240,7 @@ static void print_progress_json(ViewHeadless *h, const Job *j, double t)
     json_kv_int(&w, "max_steps", j->max_steps);
     json_key(&w, "loss");
     json_arr(&w);
-    for (int i = 0; i < j->world; i++)
-        put_loss(&w, j->ranks[i].have_step, j->ranks[i].last.loss);
+    for (int i = 0; i < j->world; i++) put_loss(&w, j->ranks[i].have_step, j->ranks[i].last.loss);
     json_arr_end(&w);
     json_kv_fixed(&w, "samples_per_s", j->samples_per_s, 1);
     json_kv_fixed(&w, "allreduce_ms", mean_allreduce_ms(j), 3);
@@ -275,15 +255,13 @@ static void put_ranks(Json *w, const char *key, const int *r, int n)
 {
     json_key(w, key);
     json_arr(w);
-    for (int i = 0; i < n && i < HANG_LIST_MAX; i++)
-        json_int(w, r[i]);
+    for (int i = 0; i < n && i < HANG_LIST_MAX; i++) json_int(w, r[i]);
     json_arr_end(w);
 }
 
 void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns)
 {
-    if (!h || !h->json || !hr || !hr->hung)
-        return;   /* text mode: the verdict is an event line already */
+    if (!h || !h->json || !hr || !hr->hung) return; /* text mode: the verdict is an event line already */
     Json w;
     line_begin(&w, h->out, "hang", secs_since_start(j, now_ns));
     json_kv_int(&w, "seq", hr->seq);
@@ -299,8 +277,7 @@ void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int
 
 void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
 {
-    if (!h || !j)
-        return;
+    if (!h || !j) return;
     print_events(h, j, now_ns);
     print_evals(h, j);
     /* progress only while there is some: nothing before the first step,
@@ -331,8 +308,7 @@ static void rank_how(const JobRank *r, char *buf, size_t len)
 
 void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
 {
-    if (!h || !j)
-        return;
+    if (!h || !j) return;
     /* no pending events here: after the screen closes the run loop reuses a
      * fresh printer for the summary, and the whole log would pour out */
     FILE *o = h->out;

@@ -12,15 +12,16 @@
 
 #include "view/ui.h"
 
-#define LIVE KEYS_IN(KEYS_LIVE)
-#define REPLAY KEYS_IN(KEYS_REPLAY)
-#define ATTACH KEYS_IN(KEYS_ATTACH)
+#define LIVE    KEYS_IN(KEYS_LIVE)
+#define REPLAY  KEYS_IN(KEYS_REPLAY)
+#define ATTACH  KEYS_IN(KEYS_ATTACH)
 #define CONTROL KEYS_IN(KEYS_ATTACH_CONTROL)
-#define ALL KEYS_IN_ALL
+#define ALL     KEYS_IN_ALL
 
 /* Key line places: a mode's own keys first (1..), then the shared ones. */
 enum { LINE_NAV = 50, LINE_LAST = 60 };
 
+// clang-format off
 static const KeyRow key_rows[] = {
     /* ---- the job's keys: live, and attach --control ---- */
     {LIVE, "c", "checkpoint now: the ranks agree on a step, rank 0 writes", LIVE, 1, NULL, "ckpt", NULL,
@@ -103,19 +104,19 @@ static const KeyRow key_rows[] = {
      {{'m', KEY_ACT_MOUSE}, {'M', KEY_ACT_MOUSE}}},
     {ALL, "Ctrl-L", "redraw the screen", 0, 0, NULL, NULL, NULL, NULL, 0, {{UI_KEY_REDRAW, KEY_ACT_REDRAW}}},
 };
+// clang-format on
 #define N_ROWS ((int)(sizeof key_rows / sizeof key_rows[0]))
 
+// clang-format off
 static const char *const help_titles[KEYS__MODES] = {
     [KEYS_LIVE] = "ddptop keys",
     [KEYS_REPLAY] = "ddptop replay keys",
     [KEYS_ATTACH] = "ddptop attach keys (read-only)",
     [KEYS_ATTACH_CONTROL] = "ddptop attach --control keys",
 };
+// clang-format on
 
-static bool in_mode(unsigned modes, KeysMode m)
-{
-    return m >= 0 && m < KEYS__MODES && (modes & KEYS_IN(m));
-}
+static bool in_mode(unsigned modes, KeysMode m) { return m >= 0 && m < KEYS__MODES && (modes & KEYS_IN(m)); }
 
 const KeyRow *keys_table(int *n)
 {
@@ -126,26 +127,20 @@ const KeyRow *keys_table(int *n)
 KeyAction keys_action(KeysMode m, int code)
 {
     for (int i = 0; i < N_ROWS; i++) {
-        if (!in_mode(key_rows[i].modes, m))
-            continue;
+        if (!in_mode(key_rows[i].modes, m)) continue;
         for (const KeyBind *b = key_rows[i].bind; b < key_rows[i].bind + KEYS_BIND_MAX && b->code; b++)
-            if (b->code == code)
-                return b->act;
+            if (b->code == code) return b->act;
     }
     return KEY_ACT_NONE;
 }
 
-const char *keys_help_title(KeysMode m)
-{
-    return m >= 0 && m < KEYS__MODES ? help_titles[m] : help_titles[KEYS_LIVE];
-}
+const char *keys_help_title(KeysMode m) { return m >= 0 && m < KEYS__MODES ? help_titles[m] : help_titles[KEYS_LIVE]; }
 
 int keys_help(KeysMode m, const KeyRow **out, int max)
 {
     int n = 0;
     for (int i = 0; i < N_ROWS && n < max; i++)
-        if (in_mode(key_rows[i].modes, m) && key_rows[i].keys)
-            out[n++] = &key_rows[i];
+        if (in_mode(key_rows[i].modes, m) && key_rows[i].keys) out[n++] = &key_rows[i];
     return n;
 }
 
@@ -156,8 +151,7 @@ static int sorted_rows(const KeyRow **out, int max, bool (*take)(const KeyRow *,
 {
     int n = 0;
     for (int i = 0; i < N_ROWS && n < max; i++) {
-        if (!take(&key_rows[i], m))
-            continue;
+        if (!take(&key_rows[i], m)) continue;
         int k = n++;
         while (k > 0 && place(out[k - 1]) > place(&key_rows[i])) {
             out[k] = out[k - 1];
@@ -168,15 +162,9 @@ static int sorted_rows(const KeyRow **out, int max, bool (*take)(const KeyRow *,
     return n;
 }
 
-static bool on_line(const KeyRow *r, KeysMode m)
-{
-    return in_mode(r->line_modes, m) && r->label;
-}
+static bool on_line(const KeyRow *r, KeysMode m) { return in_mode(r->line_modes, m) && r->label; }
 
-static int line_place(const KeyRow *r)
-{
-    return r->line;
-}
+static int line_place(const KeyRow *r) { return r->line; }
 
 int keys_line(KeysMode m, bool alt, const char *(*out)[2], int max)
 {
@@ -189,15 +177,9 @@ int keys_line(KeysMode m, bool alt, const char *(*out)[2], int max)
     return n;
 }
 
-static bool in_usage(const KeyRow *r, KeysMode m)
-{
-    return in_mode(r->modes, m) && r->usage;
-}
+static bool in_usage(const KeyRow *r, KeysMode m) { return in_mode(r->modes, m) && r->usage; }
 
-static int usage_place(const KeyRow *r)
-{
-    return r->usage_at;
-}
+static int usage_place(const KeyRow *r) { return r->usage_at; }
 
 int keys_usage(char *buf, size_t n)
 {
@@ -207,7 +189,10 @@ int keys_usage(char *buf, size_t n)
     for (int i = 0; i < k; i++) {
         bool first = i == 0 || rows[i]->usage_at / 10 != rows[i - 1]->usage_at / 10;
         bool last = i == k - 1 || rows[i]->usage_at / 10 != rows[i + 1]->usage_at / 10;
-        int w = snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s%s", !first ? "  " : i ? "      " : "keys: ",
+        int w = snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s%s",
+                         !first ? "  "
+                         : i    ? "      "
+                                : "keys: ",
                          rows[i]->usage, last ? "\n" : "");
         len += (size_t)(w > 0 ? w : 0);
     }

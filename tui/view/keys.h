@@ -16,10 +16,10 @@
 
 /* Which screen the keys are for. */
 typedef enum {
-    KEYS_LIVE = 0,               /* ddptop run's own screen */
-    KEYS_REPLAY,                 /* ddptop replay */
-    KEYS_ATTACH,                 /* ddptop attach, read-only */
-    KEYS_ATTACH_CONTROL,         /* ddptop attach --control */
+    KEYS_LIVE = 0,       /* ddptop run's own screen */
+    KEYS_REPLAY,         /* ddptop replay */
+    KEYS_ATTACH,         /* ddptop attach, read-only */
+    KEYS_ATTACH_CONTROL, /* ddptop attach --control */
     KEYS__MODES
 } KeysMode;
 
@@ -28,18 +28,43 @@ typedef enum {
 typedef enum {
     KEY_ACT_NONE = 0,
     /* on the job */
-    KEY_ACT_CKPT, KEY_ACT_DESTROY, KEY_ACT_PAUSE, KEY_ACT_ABORT, KEY_ACT_FAULT, KEY_ACT_QUIT,
+    KEY_ACT_CKPT,
+    KEY_ACT_DESTROY,
+    KEY_ACT_PAUSE,
+    KEY_ACT_ABORT,
+    KEY_ACT_FAULT,
+    KEY_ACT_QUIT,
     /* on the screen */
-    KEY_ACT_HELP, KEY_ACT_FOCUS_NEXT, KEY_ACT_FOCUS_PREV, KEY_ACT_SCROLL, KEY_ACT_ALONG, KEY_ACT_DETAIL,
-    KEY_ACT_ZOOM, KEY_ACT_UNZOOM, KEY_ACT_HIDE, KEY_ACT_SHOW_ALL, KEY_ACT_LOG, KEY_ACT_SORT, KEY_ACT_SORT_REVERSE,
-    KEY_ACT_MOUSE, KEY_ACT_REDRAW,
+    KEY_ACT_HELP,
+    KEY_ACT_FOCUS_NEXT,
+    KEY_ACT_FOCUS_PREV,
+    KEY_ACT_SCROLL,
+    KEY_ACT_ALONG,
+    KEY_ACT_DETAIL,
+    KEY_ACT_ZOOM,
+    KEY_ACT_UNZOOM,
+    KEY_ACT_HIDE,
+    KEY_ACT_SHOW_ALL,
+    KEY_ACT_LOG,
+    KEY_ACT_SORT,
+    KEY_ACT_SORT_REVERSE,
+    KEY_ACT_MOUSE,
+    KEY_ACT_REDRAW,
     /* on a replay's playhead */
-    KEY_ACT_PLAY, KEY_ACT_STEP_BACK, KEY_ACT_STEP_FWD, KEY_ACT_SEC_BACK, KEY_ACT_SEC_FWD, KEY_ACT_TENTH_BACK,
-    KEY_ACT_TENTH_FWD, KEY_ACT_GOTO, KEY_ACT_SLOWER, KEY_ACT_FASTER,
+    KEY_ACT_PLAY,
+    KEY_ACT_STEP_BACK,
+    KEY_ACT_STEP_FWD,
+    KEY_ACT_SEC_BACK,
+    KEY_ACT_SEC_FWD,
+    KEY_ACT_TENTH_BACK,
+    KEY_ACT_TENTH_FWD,
+    KEY_ACT_GOTO,
+    KEY_ACT_SLOWER,
+    KEY_ACT_FASTER,
 } KeyAction;
 
 /* Mode bits of KeyRow.modes and .line_modes. */
-#define KEYS_IN(m) (1u << (m))
+#define KEYS_IN(m)  (1u << (m))
 #define KEYS_IN_ALL ((1u << KEYS__MODES) - 1)
 
 #define KEYS_BIND_MAX 12

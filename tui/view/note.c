@@ -13,7 +13,4 @@ void note_set(Note *n, int64_t now_ms, const char *fmt, ...)
     n->until_ms = now_ms + NOTE_MS;
 }
 
-const char *note_text(const Note *n, int64_t now_ms)
-{
-    return n->text[0] && now_ms < n->until_ms ? n->text : NULL;
-}
+const char *note_text(const Note *n, int64_t now_ms) { return n->text[0] && now_ms < n->until_ms ? n->text : NULL; }

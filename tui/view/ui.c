@@ -11,20 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const panel_names[PANEL__COUNT] = {"header", "ranks", "loss", "all-reduce", "sampler",
-                                                      "events"};
+static const char *const panel_names[PANEL__COUNT] = { "header", "ranks", "loss", "all-reduce", "sampler", "events" };
 
-const char *ui_panel_name(PanelId p)
-{
-    return p >= 0 && p < PANEL__COUNT ? panel_names[p] : "?";
-}
+const char *ui_panel_name(PanelId p) { return p >= 0 && p < PANEL__COUNT ? panel_names[p] : "?"; }
 
-static const char fault_keys[UI_FAULT__COUNT] = {'k', 't', 'w', 'e', 'u', 'b'};
+static const char fault_keys[UI_FAULT__COUNT] = { 'k', 't', 'w', 'e', 'u', 'b' };
 
-int ui_fault_key(UiFault f)
-{
-    return f >= 0 && f < UI_FAULT__COUNT ? fault_keys[f] : '?';
-}
+int ui_fault_key(UiFault f) { return f >= 0 && f < UI_FAULT__COUNT ? fault_keys[f] : '?'; }
 
 void ui_fault_label(UiFault f, int rank, char *buf, size_t len)
 {
@@ -47,17 +40,15 @@ static ViewAction fault_menu_key(Ui *u, int key)
         return VIEW_ACT_REDRAW;
     }
     int pick = -1;
-    if (key == UI_KEY_ENTER)
-        pick = u->fault_item;
+    if (key == UI_KEY_ENTER) pick = u->fault_item;
     for (int i = 0; i < UI_FAULT__COUNT; i++)
-        if (key == fault_keys[i] || key == '1' + i)
-            pick = i;
+        if (key == fault_keys[i] || key == '1' + i) pick = i;
     if (pick >= 0) {
         u->overlay = UI_NO_OVERLAY;
         u->fault_pick = pick;
         return VIEW_ACT_FAULT;
     }
-    u->overlay = UI_NO_OVERLAY;          /* Esc, or any other key: no fault */
+    u->overlay = UI_NO_OVERLAY; /* Esc, or any other key: no fault */
     snprintf(u->note, sizeof u->note, "fault menu closed: nothing injected");
     return VIEW_ACT_REDRAW;
 }
@@ -71,10 +62,8 @@ int ui_init(Ui *u, int world)
     u->mouse = true;
     u->detail_rank = -1;
     u->order = malloc((size_t)(world > 0 ? world : 1) * sizeof *u->order);
-    if (!u->order)
-        return -1;
-    for (int i = 0; i < world; i++)
-        u->order[i] = i;
+    if (!u->order) return -1;
+    for (int i = 0; i < world; i++) u->order[i] = i;
     return 0;
 }
 
@@ -86,35 +75,27 @@ void ui_done(Ui *u)
 
 bool ui_panel_visible(const Ui *u, PanelId p)
 {
-    if (u->zoom >= 0)
-        return (int)p == u->zoom;
+    if (u->zoom >= 0) return (int)p == u->zoom;
     return !u->hidden[p];
 }
 
 static int order_pos(const Ui *u, int rank)
 {
     for (int i = 0; i < u->world; i++)
-        if (u->order[i] == rank)
-            return i;
+        if (u->order[i] == rank) return i;
     return 0;
 }
 
 void ui_clamp(Ui *u)
 {
-    if (u->world <= 0)
-        return;
-    if (u->sel < 0 || u->sel >= u->world)
-        u->sel = 0;
+    if (u->world <= 0) return;
+    if (u->sel < 0 || u->sel >= u->world) u->sel = 0;
     int pos = order_pos(u, u->sel);
     int rows = u->list_rows > 0 ? u->list_rows : 1;
-    if (pos < u->ranks_top)
-        u->ranks_top = pos;
-    if (pos >= u->ranks_top + rows)
-        u->ranks_top = pos - rows + 1;
-    if (u->ranks_top > u->world - rows)
-        u->ranks_top = u->world - rows;
-    if (u->ranks_top < 0)
-        u->ranks_top = 0;
+    if (pos < u->ranks_top) u->ranks_top = pos;
+    if (pos >= u->ranks_top + rows) u->ranks_top = pos - rows + 1;
+    if (u->ranks_top > u->world - rows) u->ranks_top = u->world - rows;
+    if (u->ranks_top < 0) u->ranks_top = 0;
 }
 
 static void move_sel(Ui *u, int delta)
@@ -131,21 +112,16 @@ static void focus_step(Ui *u, int dir)
     for (int k = 1; k <= PANEL__COUNT; k++) {
         int p = ((int)u->focus + dir * k + PANEL__COUNT * 2) % PANEL__COUNT;
         /* the header is a line, not a place to be, unless zoomed */
-        if (p == PANEL_HEADER && u->zoom < 0)
-            continue;
+        if (p == PANEL_HEADER && u->zoom < 0) continue;
         if (u->zoom >= 0 || !u->hidden[p]) {
             u->focus = (PanelId)p;
-            if (u->zoom >= 0)
-                u->zoom = p;         /* zoomed: Tab walks through the panels full-screen */
+            if (u->zoom >= 0) u->zoom = p; /* zoomed: Tab walks through the panels full-screen */
             return;
         }
     }
 }
 
-static int page(int rows)
-{
-    return rows > 1 ? rows - 1 : 1;
-}
+static int page(int rows) { return rows > 1 ? rows - 1 : 1; }
 
 /* Up/Down/Page/Home/End inside the focused panel. */
 static void scroll(Ui *u, int key, const Job *j)
@@ -154,8 +130,14 @@ static void scroll(Ui *u, int key, const Job *j)
     switch (key) {
     case UI_KEY_UP: dir = -1; break;
     case UI_KEY_DOWN: dir = 1; break;
-    case UI_KEY_PGUP: dir = -1; amount = 0; break;
-    case UI_KEY_PGDN: dir = 1; amount = 0; break;
+    case UI_KEY_PGUP:
+        dir = -1;
+        amount = 0;
+        break;
+    case UI_KEY_PGDN:
+        dir = 1;
+        amount = 0;
+        break;
     case UI_KEY_HOME: dir = -2; break;
     case UI_KEY_END: dir = 2; break;
     default: return;
@@ -173,40 +155,47 @@ static void scroll(Ui *u, int key, const Job *j)
         int n = (int)(j && j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS);
         int max = n - (u->events_rows > 0 ? u->events_rows : 1);
         if (max < 0) max = 0;
-        if (dir == -2) u->events_back = max;              /* Home: the oldest */
-        else if (dir == 2) u->events_back = 0;            /* End: the newest */
-        else u->events_back -= dir * (amount ? 1 : page(u->events_rows));
+        if (dir == -2)
+            u->events_back = max; /* Home: the oldest */
+        else if (dir == 2)
+            u->events_back = 0; /* End: the newest */
+        else
+            u->events_back -= dir * (amount ? 1 : page(u->events_rows));
         if (u->events_back < 0) u->events_back = 0;
         if (u->events_back > max) u->events_back = max;
         break;
     }
     case PANEL_COMM:
-        if (dir == -2) u->comm_top = 0;
-        else if (dir == 2) u->comm_top = JOB_COLL_RING;
-        else u->comm_top += dir * (amount ? 1 : page(u->comm_rows));
+        if (dir == -2)
+            u->comm_top = 0;
+        else if (dir == 2)
+            u->comm_top = JOB_COLL_RING;
+        else
+            u->comm_top += dir * (amount ? 1 : page(u->comm_rows));
         if (u->comm_top < 0) u->comm_top = 0;
         if (u->comm_top > JOB_COLL_RING - 1) u->comm_top = JOB_COLL_RING - 1;
         break;
     case PANEL_SAMPLER: {
         int64_t step = u->strip_cells > 0 ? u->strip_cells : 64;
         int64_t n = j ? j->shard.size : 0;
-        if (dir == -2) u->strip_first = 0;
-        else if (dir == 2) u->strip_first = n > step ? (n - 1) / step * step : 0;
-        else u->strip_first += dir * step;
+        if (dir == -2)
+            u->strip_first = 0;
+        else if (dir == 2)
+            u->strip_first = n > step ? (n - 1) / step * step : 0;
+        else
+            u->strip_first += dir * step;
         if (u->strip_first > n - 1) u->strip_first = n > step ? (n - 1) / step * step : 0;
         if (u->strip_first < 0) u->strip_first = 0;
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
 static int visible_count(const Ui *u)
 {
     int n = 0;
-    for (int p = 0; p < PANEL__COUNT; p++)
-        n += !u->hidden[p];
+    for (int p = 0; p < PANEL__COUNT; p++) n += !u->hidden[p];
     return n;
 }
 
@@ -226,8 +215,7 @@ static void zoom_key(Ui *u, int p)
 
 static void hide_key(Ui *u)
 {
-    if (u->zoom >= 0)
-        u->zoom = -1;
+    if (u->zoom >= 0) u->zoom = -1;
     if (visible_count(u) <= 1) {
         snprintf(u->note, sizeof u->note, "the last panel stays");
         return;
@@ -252,40 +240,35 @@ static bool overlay_key(Ui *u, int key, ViewAction *out)
         *out = VIEW_ACT_REDRAW;
         return true;
     case UI_HELP:
-        u->overlay = UI_NO_OVERLAY;      /* any key closes the help */
+        u->overlay = UI_NO_OVERLAY; /* any key closes the help */
         *out = VIEW_ACT_REDRAW;
         return true;
-    case UI_FAULT_MENU:
-        *out = fault_menu_key(u, key);
-        return true;
+    case UI_FAULT_MENU: *out = fault_menu_key(u, key); return true;
     case UI_DETAIL:
         if (key == UI_KEY_ESC || key == UI_KEY_ENTER || key == UI_KEY_BACKSPACE || key == UI_KEY_LEFT) {
             u->overlay = UI_NO_OVERLAY;
             *out = VIEW_ACT_REDRAW;
             return true;
         }
-        if (key == UI_KEY_UP || key == UI_KEY_DOWN) {   /* browse the ranks' details */
+        if (key == UI_KEY_UP || key == UI_KEY_DOWN) { /* browse the ranks' details */
             move_sel(u, key == UI_KEY_UP ? -1 : 1);
             u->detail_rank = u->sel;
             *out = VIEW_ACT_REDRAW;
             return true;
         }
         return false;
-    default:
-        return false;
+    default: return false;
     }
 }
 
 ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
 {
     KeyAction act = keys_action(u->keys_mode, key);
-    if (key == UI_KEY_RESIZE || act == KEY_ACT_REDRAW)
-        return VIEW_ACT_REDRAW;
-    u->note[0] = '\0';                  /* a new key: the old answer goes */
+    if (key == UI_KEY_RESIZE || act == KEY_ACT_REDRAW) return VIEW_ACT_REDRAW;
+    u->note[0] = '\0'; /* a new key: the old answer goes */
     u->note_ns = 0;
     ViewAction taken;
-    if (overlay_key(u, key, &taken))
-        return taken;
+    if (overlay_key(u, key, &taken)) return taken;
 
     switch (act) {
     case KEY_ACT_CKPT: return VIEW_ACT_CKPT;
@@ -293,32 +276,26 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
     case KEY_ACT_PAUSE: return VIEW_ACT_PAUSE;
     case KEY_ACT_ABORT: return VIEW_ACT_ABORT;
     case KEY_ACT_FAULT:
-        if (u->world <= 0)
-            return VIEW_ACT_NONE;
+        if (u->world <= 0) return VIEW_ACT_NONE;
         u->overlay = UI_FAULT_MENU;
         u->fault_rank = u->sel;
         return VIEW_ACT_REDRAW;
     case KEY_ACT_QUIT:
-        if (!running)
-            return VIEW_ACT_QUIT;
+        if (!running) return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;
         return VIEW_ACT_REDRAW;
-    case KEY_ACT_HELP:
-        u->overlay = UI_HELP;
-        return VIEW_ACT_REDRAW;
+    case KEY_ACT_HELP: u->overlay = UI_HELP; return VIEW_ACT_REDRAW;
     case KEY_ACT_FOCUS_NEXT: focus_step(u, 1); return VIEW_ACT_REDRAW;
     case KEY_ACT_FOCUS_PREV: focus_step(u, -1); return VIEW_ACT_REDRAW;
     case KEY_ACT_ZOOM: zoom_key(u, key - '1'); return VIEW_ACT_REDRAW;
-    case KEY_ACT_UNZOOM:
-        u->zoom = -1;
-        return VIEW_ACT_REDRAW;
+    case KEY_ACT_UNZOOM: u->zoom = -1; return VIEW_ACT_REDRAW;
     case KEY_ACT_LOG:
         u->log_scale = !u->log_scale;
         snprintf(u->note, sizeof u->note, "loss chart: %s scale", u->log_scale ? "log" : "linear");
         return VIEW_ACT_REDRAW;
     case KEY_ACT_SORT:
         u->sort = (JobSort)((u->sort + 1) % JOB_SORT__COUNT);
-        u->to_top = true;            /* a new order is read from its top */
+        u->to_top = true; /* a new order is read from its top */
         snprintf(u->note, sizeof u->note, "ranks sorted by %s%s (s: next key, S: reverse)", job_sort_name(u->sort),
                  u->sort_desc ? ", reversed" : "");
         return VIEW_ACT_REDRAW;
@@ -335,8 +312,8 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
         return VIEW_ACT_REDRAW;
     case KEY_ACT_MOUSE:
         u->mouse = !u->mouse;
-        snprintf(u->note, sizeof u->note, "%s", u->mouse ? "mouse: click to select, wheel to scroll"
-                                                       : "mouse off: the terminal selects text");
+        snprintf(u->note, sizeof u->note, "%s",
+                 u->mouse ? "mouse: click to select, wheel to scroll" : "mouse off: the terminal selects text");
         return VIEW_ACT_REDRAW;
     case KEY_ACT_DETAIL:
         /* no other panel has a use for Enter: the selected rank, wherever the focus is */
@@ -346,17 +323,14 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
             return VIEW_ACT_REDRAW;
         }
         return VIEW_ACT_NONE;
-    case KEY_ACT_SCROLL:
-        scroll(u, key, j);
-        return VIEW_ACT_REDRAW;
+    case KEY_ACT_SCROLL: scroll(u, key, j); return VIEW_ACT_REDRAW;
     case KEY_ACT_ALONG:
         if (u->focus == PANEL_SAMPLER) {
             scroll(u, key == UI_KEY_LEFT ? UI_KEY_UP : UI_KEY_DOWN, j);
             return VIEW_ACT_REDRAW;
         }
         return VIEW_ACT_NONE;
-    default:
-        return VIEW_ACT_NONE;        /* unbound, or the mode's hook's (replay) */
+    default: return VIEW_ACT_NONE; /* unbound, or the mode's hook's (replay) */
     }
 }
 
@@ -364,8 +338,7 @@ static int panel_at(const Ui *u, int x, int y)
 {
     for (int p = 0; p < PANEL__COUNT; p++) {
         const UiRect *r = &u->rect[p];
-        if (r->w > 0 && x >= r->x && x < r->x + r->w && y >= r->y && y < r->y + r->h)
-            return p;
+        if (r->w > 0 && x >= r->x && x < r->x + r->w && y >= r->y && y < r->y + r->h) return p;
     }
     return -1;
 }
@@ -384,8 +357,7 @@ ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j)
                    ? ui_key(u, kind == UI_MOUSE_WHEEL_UP ? UI_KEY_UP : UI_KEY_DOWN, j, false)
                    : VIEW_ACT_NONE;
     int p = panel_at(u, x, y);
-    if (p < 0)
-        return VIEW_ACT_NONE;
+    if (p < 0) return VIEW_ACT_NONE;
     u->focus = (PanelId)p;
     if (kind == UI_MOUSE_WHEEL_UP || kind == UI_MOUSE_WHEEL_DOWN) {
         if (p == PANEL_RANKS) {

@@ -14,76 +14,101 @@
 #include <stdint.h>
 
 #include "model/job.h"
-#include "view/keys.h"             /* the key table: which keys do what, per mode */
+#include "view/keys.h" /* the key table: which keys do what, per mode */
 
 /* What a key press asks the run loop to do. */
 typedef enum {
     VIEW_ACT_NONE = 0,
-    VIEW_ACT_CKPT,      /* c */
-    VIEW_ACT_DESTROY,   /* d: clean destroy (stop at an agreed step) */
-    VIEW_ACT_QUIT,      /* q (confirmed while training): destroy first, then leave */
-    VIEW_ACT_REDRAW,    /* the screen changed: resize, Ctrl-L, any view key */
-    VIEW_ACT_PAUSE,     /* p: pause, or resume when paused */
-    VIEW_ACT_ABORT,     /* a: abort now: SIGTERM, then SIGKILL (no clean stop) */
-    VIEW_ACT_FAULT,     /* f menu: inject Ui.fault_pick on Ui.fault_rank */
+    VIEW_ACT_CKPT,    /* c */
+    VIEW_ACT_DESTROY, /* d: clean destroy (stop at an agreed step) */
+    VIEW_ACT_QUIT,    /* q (confirmed while training): destroy first, then leave */
+    VIEW_ACT_REDRAW,  /* the screen changed: resize, Ctrl-L, any view key */
+    VIEW_ACT_PAUSE,   /* p: pause, or resume when paused */
+    VIEW_ACT_ABORT,   /* a: abort now: SIGTERM, then SIGKILL (no clean stop) */
+    VIEW_ACT_FAULT,   /* f menu: inject Ui.fault_pick on Ui.fault_rank */
 } ViewAction;
 
 /* The f menu's faults, in menu order (tui/run/commands.c turns them into transport/wire/fault.h
  * Faults: the first three on the selected rank, the rest on every rank). */
 typedef enum {
-    UI_FAULT_KILL = 0, UI_FAULT_STALL, UI_FAULT_SLOW, UI_FAULT_SKIP_SET_EPOCH, UI_FAULT_UNSAFE_STOP,
-    UI_FAULT_NO_BARRIER, UI_FAULT__COUNT
+    UI_FAULT_KILL = 0,
+    UI_FAULT_STALL,
+    UI_FAULT_SLOW,
+    UI_FAULT_SKIP_SET_EPOCH,
+    UI_FAULT_UNSAFE_STOP,
+    UI_FAULT_NO_BARRIER,
+    UI_FAULT__COUNT
 } UiFault;
 /* The f menu slows a rank by this much per step. */
 #define UI_FAULT_SLOW_MS 50
 
 /* The panels, numbered as the zoom keys 1-6. */
 typedef enum {
-    PANEL_HEADER = 0, PANEL_RANKS, PANEL_LOSS, PANEL_COMM, PANEL_SAMPLER, PANEL_EVENTS, PANEL__COUNT
+    PANEL_HEADER = 0,
+    PANEL_RANKS,
+    PANEL_LOSS,
+    PANEL_COMM,
+    PANEL_SAMPLER,
+    PANEL_EVENTS,
+    PANEL__COUNT
 } PanelId;
 
 typedef enum { UI_NO_OVERLAY = 0, UI_HELP, UI_DETAIL, UI_CONFIRM_QUIT, UI_FAULT_MENU } UiOverlay;
 
 /* Keys that are not characters (above Unicode, so they never clash). */
 enum {
-    UI_KEY_UP = 0x110000, UI_KEY_DOWN, UI_KEY_LEFT, UI_KEY_RIGHT, UI_KEY_PGUP, UI_KEY_PGDN,
-    UI_KEY_HOME, UI_KEY_END, UI_KEY_TAB, UI_KEY_BTAB, UI_KEY_ENTER, UI_KEY_ESC,
-    UI_KEY_BACKSPACE, UI_KEY_RESIZE, UI_KEY_REDRAW,
+    UI_KEY_UP = 0x110000,
+    UI_KEY_DOWN,
+    UI_KEY_LEFT,
+    UI_KEY_RIGHT,
+    UI_KEY_PGUP,
+    UI_KEY_PGDN,
+    UI_KEY_HOME,
+    UI_KEY_END,
+    UI_KEY_TAB,
+    UI_KEY_BTAB,
+    UI_KEY_ENTER,
+    UI_KEY_ESC,
+    UI_KEY_BACKSPACE,
+    UI_KEY_RESIZE,
+    UI_KEY_REDRAW,
 };
 /* Mouse events for ui_mouse. */
 typedef enum { UI_MOUSE_CLICK = 1, UI_MOUSE_DOUBLE, UI_MOUSE_WHEEL_UP, UI_MOUSE_WHEEL_DOWN } UiMouse;
 
-typedef struct { int x, y, w, h; } UiRect;   /* w == 0: not on screen */
+typedef struct {
+    int x, y, w, h;
+} UiRect; /* w == 0: not on screen */
 
 typedef struct {
     int world;
     PanelId focus;
-    int zoom;                        /* -1, or the PanelId shown alone */
+    int zoom; /* -1, or the PanelId shown alone */
     bool hidden[PANEL__COUNT];
     JobSort sort;
     bool sort_desc;
     bool log_scale;
-    int sel;                         /* selected rank */
-    int ranks_top;                   /* position in order[] of the first listed rank */
-    bool to_top;                     /* next draw: list from the top, select the first */
-    int events_back;                 /* events scrolled back from the newest */
-    int comm_top;                    /* recent collectives scrolled */
-    int64_t strip_first;             /* first dataset index in the sampler strip */
+    int sel;             /* selected rank */
+    int ranks_top;       /* position in order[] of the first listed rank */
+    bool to_top;         /* next draw: list from the top, select the first */
+    int events_back;     /* events scrolled back from the newest */
+    int comm_top;        /* recent collectives scrolled */
+    int64_t strip_first; /* first dataset index in the sampler strip */
     UiOverlay overlay;
     int detail_rank;
-    int fault_item;                  /* f menu: the highlighted line (UiFault) */
-    int fault_rank;                  /* f menu: the rank it acts on (the selection when opened) */
-    int fault_pick;                  /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
-    bool mouse;                      /* report mouse events (off: the terminal selects text) */
-    char note[160];                  /* the outcome of the last view key, for the status line */
-    KeysMode keys_mode;              /* whose keys: live (0), replay, attach (keys.h) */
-    bool keys_alt;                   /* replay: paused, so the key line offers "play" */
-    int64_t note_ns;                 /* when the draw first showed it (0: not yet) */
+    int fault_item;     /* f menu: the highlighted line (UiFault) */
+    int fault_rank;     /* f menu: the rank it acts on (the selection when opened) */
+    int fault_pick;     /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
+    bool mouse;         /* report mouse events (off: the terminal selects text) */
+    char note[160];     /* the outcome of the last view key, for the status line */
+    KeysMode keys_mode; /* whose keys: live (0), replay, attach (keys.h) */
+    bool keys_alt;      /* replay: paused, so the key line offers "play" */
+    int64_t note_ns;    /* when the draw first showed it (0: not yet) */
     /* written by each draw: what is where, for paging keys and mouse hits */
     UiRect rect[PANEL__COUNT];
-    int *order;                      /* [world] ranks in display order */
-    int list_y, list_rows;           /* screen row of the first listed rank; rows listed */
-    int strip_cells;                 /* indices one view of the strip holds */
+    int *order;            /* [world] ranks in display order */
+    int list_y, list_rows; /* screen row of the first listed rank; rows listed */
+    int strip_cells;       /* indices one view of the strip holds */
     int events_rows, comm_rows;
 } Ui;
 

@@ -11,7 +11,7 @@
 
 #include "model/hang.h"
 #include "model/job.h"
-#include "view/ui.h"               /* ViewAction, the screen's state and keys */
+#include "view/ui.h" /* ViewAction, the screen's state and keys */
 
 /* ---- interactive screen (view_tui.c; drawing in draw_*.c) ---- */
 typedef struct ViewTui ViewTui;
@@ -56,10 +56,10 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
 /* ---- headless (view_headless.c) ---- */
 typedef struct {
     FILE *out;
-    bool json;              /* one JSON object per event instead of text */
-    int64_t last_print_ns;  /* monotonic; progress lines once a second */
-    uint64_t ev_printed;    /* job events already printed (compared with ev_total) */
-    int evals_printed;      /* job evals already printed (compared with n_evals) */
+    bool json;             /* one JSON object per event instead of text */
+    int64_t last_print_ns; /* monotonic; progress lines once a second */
+    uint64_t ev_printed;   /* job events already printed (compared with ev_total) */
+    int evals_printed;     /* job evals already printed (compared with n_evals) */
 } ViewHeadless;
 
 void view_headless_init(ViewHeadless *h, FILE *out, bool json);

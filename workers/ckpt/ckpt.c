@@ -30,7 +30,7 @@
 #include "ckpt/safetensors.h"
 
 #define TRAINER_FORMAT "ddptop-trainer-1"
-#define MAX_STEP_DIRS 100000
+#define MAX_STEP_DIRS  100000
 
 static int fsync_path(const char *path)
 {
@@ -64,7 +64,7 @@ fail:
 static void rm_tree_flat(const char *dir)
 {
     char p[700];
-    const char *names[] = {"model.safetensors", "trainer.safetensors"};
+    const char *names[] = { "model.safetensors", "trainer.safetensors" };
     for (size_t i = 0; i < 2; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         unlink(p);
@@ -203,8 +203,8 @@ static int optim_buffers(const Optim *o, const char **what, const float **buf)
     return 0;
 }
 
-int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim *o, int keep_last,
-               char *path_out, size_t path_len, int64_t *bytes, char *err, size_t errlen)
+int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim *o, int keep_last, char *path_out,
+               size_t path_len, int64_t *bytes, char *err, size_t errlen)
 {
     char tmpdir[600], final[600], file[640];
     if (mkdir_p(dir, err, errlen)) return -1;
@@ -220,9 +220,8 @@ int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim 
     /* model.safetensors: PyTorch state_dict names and shapes, metadata
      * exactly {"format": "pt"} as torch's save_file writes it. */
     StTensor t[2 * MODEL_MAX_LINEAR];
-    for (int i = 0; i < m->n_tensors; i++)
-        fill_tensor(&t[i], m->tensors[i].name, &m->tensors[i], m->params);
-    const char *model_meta[] = {"format", "pt", NULL};
+    for (int i = 0; i < m->n_tensors; i++) fill_tensor(&t[i], m->tensors[i].name, &m->tensors[i], m->params);
+    const char *model_meta[] = { "format", "pt", NULL };
     snprintf(file, sizeof file, "%s/model.safetensors", tmpdir);
     if (st_write(file, t, m->n_tensors, model_meta, err, errlen)) goto fail;
 
@@ -241,41 +240,90 @@ int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim 
     char v[24][40];
     int k = 0;
 #define PUT(fmt, val) snprintf(v[k++], sizeof v[0], fmt, val)
-    PUT("%" PRId64, meta->step);                       /* 0 */
+    PUT("%" PRId64, meta->step); /* 0 */
     PUT("%" PRId64, meta->epoch);
     PUT("%" PRIu64, meta->seed);
     PUT("%d", meta->world);
     PUT("%" PRId64, meta->sampler_pos);
-    PUT("%" PRId64, meta->samples);                    /* 5 */
+    PUT("%" PRId64, meta->samples); /* 5 */
     PUT("%" PRId64, o->t);
     PUT("%.17g", meta->sched.base_lr);
     PUT("%.17g", meta->last_lr);
     PUT("%" PRId64, meta->sched.warmup_steps);
-    PUT("%" PRId64, meta->sched.total_steps);          /* 10 */
+    PUT("%" PRId64, meta->sched.total_steps); /* 10 */
     PUT("%" PRId64, meta->dataset_size);
     PUT("%" PRId64, meta->batch_size);
     PUT("%" PRId64, meta->grad_accum);
     PUT("%.17g", oc->momentum);
-    PUT("%.17g", oc->dampening);                       /* 15 */
+    PUT("%.17g", oc->dampening); /* 15 */
     PUT("%.17g", oc->weight_decay);
     PUT("%.17g", oc->beta1);
     PUT("%.17g", oc->beta2);
     PUT("%.17g", oc->eps);
-    PUT("%08" PRIx32, crc_tensors(t, m->n_tensors));   /* 20 */
+    PUT("%08" PRIx32, crc_tensors(t, m->n_tensors)); /* 20 */
     PUT("%08" PRIx32, crc_tensors(ot, n));
 #undef PUT
-    const char *tmeta[] = {
-        "format", TRAINER_FORMAT, "step", v[0], "epoch", v[1], "seed", v[2], "world_size", v[3],
-        "sampler_pos", v[4], "samples", v[5], "model", meta->model_spec,
-        "dataset", meta->dataset, "dataset_size", v[11], "batch_size", v[12],
-        "grad_accum", v[13], "shuffle", meta->shuffle ? "true" : "false",
-        "drop_last", meta->drop_last ? "true" : "false",
-        "optimizer", oc->kind == OPTIM_ADAMW ? "adamw" : "sgd", "optimizer_steps", v[6],
-        "momentum", v[14], "dampening", v[15], "nesterov", oc->nesterov ? "true" : "false",
-        "weight_decay", v[16], "beta1", v[17], "beta2", v[18], "eps", v[19],
-        "lr_schedule", schedule_kind_name(meta->sched.kind), "lr", v[7], "last_lr", v[8],
-        "warmup_steps", v[9], "total_steps", v[10], "model_crc32", v[20], "state_crc32", v[21],
-        NULL};
+    const char *tmeta[] = { "format",
+                            TRAINER_FORMAT,
+                            "step",
+                            v[0],
+                            "epoch",
+                            v[1],
+                            "seed",
+                            v[2],
+                            "world_size",
+                            v[3],
+                            "sampler_pos",
+                            v[4],
+                            "samples",
+                            v[5],
+                            "model",
+                            meta->model_spec,
+                            "dataset",
+                            meta->dataset,
+                            "dataset_size",
+                            v[11],
+                            "batch_size",
+                            v[12],
+                            "grad_accum",
+                            v[13],
+                            "shuffle",
+                            meta->shuffle ? "true" : "false",
+                            "drop_last",
+                            meta->drop_last ? "true" : "false",
+                            "optimizer",
+                            oc->kind == OPTIM_ADAMW ? "adamw" : "sgd",
+                            "optimizer_steps",
+                            v[6],
+                            "momentum",
+                            v[14],
+                            "dampening",
+                            v[15],
+                            "nesterov",
+                            oc->nesterov ? "true" : "false",
+                            "weight_decay",
+                            v[16],
+                            "beta1",
+                            v[17],
+                            "beta2",
+                            v[18],
+                            "eps",
+                            v[19],
+                            "lr_schedule",
+                            schedule_kind_name(meta->sched.kind),
+                            "lr",
+                            v[7],
+                            "last_lr",
+                            v[8],
+                            "warmup_steps",
+                            v[9],
+                            "total_steps",
+                            v[10],
+                            "model_crc32",
+                            v[20],
+                            "state_crc32",
+                            v[21],
+                            NULL };
     snprintf(file, sizeof file, "%s/trainer.safetensors", tmpdir);
     if (st_write(file, ot, n, tmeta, err, errlen)) goto fail;
 
@@ -322,8 +370,8 @@ fail:
 /* ---- reading ---- */
 
 /* Check t against the model tensor mt (dtype F32, same shape). */
-static int check_tensor(const char *file, const char *name, const StTensor *t, const ModelTensor *mt,
-                        char *err, size_t errlen)
+static int check_tensor(const char *file, const char *name, const StTensor *t, const ModelTensor *mt, char *err,
+                        size_t errlen)
 {
     if (!t) {
         snprintf(err, errlen, "%s: tensor \"%s\" missing", file, name);
@@ -341,8 +389,7 @@ static int check_tensor(const char *file, const char *name, const StTensor *t, c
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%" PRId64, d ? "," : "", t->shape[d]);
         for (int d = 0; d < mt->ndim; d++)
             snprintf(want + strlen(want), sizeof want - strlen(want), "%s%" PRId64, d ? "," : "", mt->shape[d]);
-        snprintf(err, errlen, "%s: tensor \"%s\" has shape [%s], the model expects [%s]", file, name,
-                 got, want);
+        snprintf(err, errlen, "%s: tensor \"%s\" has shape [%s], the model expects [%s]", file, name, got, want);
         return -1;
     }
     return 0;
@@ -352,8 +399,7 @@ static int check_tensor(const char *file, const char *name, const StTensor *t, c
 static int check_model(const char *file, StFile *f, const Mlp *m, char *err, size_t errlen)
 {
     for (int i = 0; i < m->n_tensors; i++)
-        if (check_tensor(file, m->tensors[i].name, st_find(f, m->tensors[i].name), &m->tensors[i],
-                         err, errlen))
+        if (check_tensor(file, m->tensors[i].name, st_find(f, m->tensors[i].name), &m->tensors[i], err, errlen))
             return -1;
     if (st_count(f) != m->n_tensors) {
         snprintf(err, errlen, "%s: has %d tensors, the model expects %d", file, st_count(f), m->n_tensors);
@@ -387,7 +433,8 @@ int ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t e
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "--resume %s: not a directory (expected CKPT_DIR/step-NNNNNNNN or CKPT_DIR/latest)", path);
+        snprintf(err, errlen, "--resume %s: not a directory (expected CKPT_DIR/step-NNNNNNNN or CKPT_DIR/latest)",
+                 path);
         return -1;
     }
     snprintf(p, sizeof p, "%s", path);
@@ -423,8 +470,8 @@ static const char *meta_str(StFile *f, const char *file, const char *key, char *
     return s;
 }
 
-static int meta_i64(StFile *f, const char *file, const char *key, int64_t lo, int64_t hi, int64_t *out,
-                    char *err, size_t errlen)
+static int meta_i64(StFile *f, const char *file, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
+                    size_t errlen)
 {
     const char *s = meta_str(f, file, key, err, errlen);
     if (!s) return -1;
@@ -432,8 +479,8 @@ static int meta_i64(StFile *f, const char *file, const char *key, int64_t lo, in
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s: metadata \"%s\" = \"%.40s\" is not an integer in [%" PRId64 ", %" PRId64 "]",
-                 file, key, s, lo, hi);
+        snprintf(err, errlen, "%s: metadata \"%s\" = \"%.40s\" is not an integer in [%" PRId64 ", %" PRId64 "]", file,
+                 key, s, lo, hi);
         return -1;
     }
     *out = v;
@@ -459,8 +506,10 @@ static int meta_bool(StFile *f, const char *file, const char *key, bool *out, ch
 {
     const char *s = meta_str(f, file, key, err, errlen);
     if (!s) return -1;
-    if (!strcmp(s, "true")) *out = true;
-    else if (!strcmp(s, "false")) *out = false;
+    if (!strcmp(s, "true"))
+        *out = true;
+    else if (!strcmp(s, "false"))
+        *out = false;
     else {
         snprintf(err, errlen, "%s: metadata \"%s\" = \"%.40s\" is not true/false", file, key, s);
         return -1;
@@ -486,8 +535,8 @@ static void note_add(char *note, size_t len, const char *fmt, ...)
 
 static bool differ(double a, double b) { return !(a == b); }
 
-int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char *note,
-              size_t notelen, char *err, size_t errlen)
+int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char *note, size_t notelen, char *err,
+              size_t errlen)
 {
     char mfile[PATH_MAX + 32], tfile[PATH_MAX + 32];
     snprintf(mfile, sizeof mfile, "%s/model.safetensors", dir);
@@ -537,8 +586,8 @@ int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char
     if (!(s = meta_str(tf, tfile, "dataset", err, errlen))) goto out;
     snprintf(c.dataset, sizeof c.dataset, "%s", s);
     if (world > 0 && c.world != world) {
-        snprintf(err, errlen, "%s: saved by a job of world size %d, this job has %d (resume with -n %d)",
-                 dir, c.world, world, c.world);
+        snprintf(err, errlen, "%s: saved by a job of world size %d, this job has %d (resume with -n %d)", dir, c.world,
+                 world, c.world);
         goto out;
     }
 
@@ -561,8 +610,8 @@ int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char
         snprintf(err, errlen, "%s: saved with optimizer %.20s, this run uses --optimizer %s", dir, s, want);
         goto out;
     }
-    const char *names[2] = {NULL, NULL};
-    float *dst[2] = {NULL, NULL};
+    const char *names[2] = { NULL, NULL };
+    float *dst[2] = { NULL, NULL };
     int nb = 0;
     bool has_mom = st_find(tf, "state.0.weight.momentum_buffer") != NULL;
     if (o->cfg.kind == OPTIM_ADAMW) {

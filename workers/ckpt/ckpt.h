@@ -30,11 +30,11 @@
 /* Where training stood when the checkpoint was taken. */
 typedef struct {
     int64_t step, epoch;
-    int64_t sampler_pos;    /* samples of `epoch` this rank has consumed; num_samples = epoch done */
-    int64_t samples;        /* samples this rank has trained on in all */
+    int64_t sampler_pos; /* samples of `epoch` this rank has consumed; num_samples = epoch done */
+    int64_t samples;     /* samples this rank has trained on in all */
     uint64_t seed;
     int world;
-    char model_spec[128];   /* "mlp:784,256,256,10" */
+    char model_spec[128]; /* "mlp:784,256,256,10" */
     char dataset[32];
     int64_t dataset_size;
     int64_t batch_size, grad_accum;
@@ -48,8 +48,8 @@ typedef struct {
  * written is never removed). path_out gets the final directory; *bytes the
  * bytes written. Returns 0 or -1 with err (nothing earlier is touched on
  * failure). */
-int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim *o, int keep_last,
-               char *path_out, size_t path_len, int64_t *bytes, char *err, size_t errlen);
+int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim *o, int keep_last, char *path_out,
+               size_t path_len, int64_t *bytes, char *err, size_t errlen);
 
 /* Load the weights of a model.safetensors into m, checking every name and
  * shape. Returns 0 or -1 with err naming the problem. */
@@ -69,7 +69,7 @@ int ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t e
  * changed in m and o unless everything checks out. Differences that do
  * not prevent resuming (learning rate, a hyper-parameter, batch size, seed)
  * are listed in note (may be NULL), "" when none. Returns 0 or -1. */
-int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char *note,
-              size_t notelen, char *err, size_t errlen);
+int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char *note, size_t notelen, char *err,
+              size_t errlen);
 
 #endif

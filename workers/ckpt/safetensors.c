@@ -28,18 +28,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_MAX_HEADER_BYTES (100u << 20)   /* the reference reader's limit */
-#define ST_MAX_TENSORS (1 << 17)
-#define ST_MAX_META (1 << 16)
-#define ST_MAX_DEPTH 64                     /* nesting inside skipped values */
-#define ST_ALIGN 64                         /* data section alignment in memory */
+#define ST_MAX_HEADER_BYTES (100u << 20) /* the reference reader's limit */
+#define ST_MAX_TENSORS      (1 << 17)
+#define ST_MAX_META         (1 << 16)
+#define ST_MAX_DEPTH        64 /* nesting inside skipped values */
+#define ST_ALIGN            64 /* data section alignment in memory */
 
 typedef struct {
     char *key, *val;
 } StMeta;
 
 struct StFile {
-    unsigned char *mem;     /* malloc'd; the file starts at mem + shift */
+    unsigned char *mem; /* malloc'd; the file starts at mem + shift */
     StTensor *t;
     int n, cap;
     StMeta *meta;
@@ -53,17 +53,15 @@ static const struct {
     const char *name;
     size_t size;
 } st_dtypes[] = {
-    { "BOOL", 1 }, { "U8", 1 }, { "I8", 1 }, { "F8_E5M2", 1 }, { "F8_E4M3", 1 },
-    { "I16", 2 }, { "U16", 2 }, { "F16", 2 }, { "BF16", 2 },
-    { "I32", 4 }, { "U32", 4 }, { "F32", 4 },
-    { "I64", 8 }, { "U64", 8 }, { "F64", 8 },
+    { "BOOL", 1 }, { "U8", 1 },  { "I8", 1 },  { "F8_E5M2", 1 }, { "F8_E4M3", 1 },
+    { "I16", 2 },  { "U16", 2 }, { "F16", 2 }, { "BF16", 2 },    { "I32", 4 },
+    { "U32", 4 },  { "F32", 4 }, { "I64", 8 }, { "U64", 8 },     { "F64", 8 },
 };
 
 static size_t dtype_size(const char *name)
 {
     for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (strcmp(st_dtypes[i].name, name) == 0)
-            return st_dtypes[i].size;
+        if (strcmp(st_dtypes[i].name, name) == 0) return st_dtypes[i].size;
     return 0;
 }
 
@@ -74,8 +72,7 @@ static size_t dtype_size(const char *name)
 static const char *shown(char *dst, size_t cap, const char *s)
 {
     size_t i = 0;
-    for (; s[i] && i + 4 < cap && i < 40; i++)
-        dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    for (; s[i] && i + 4 < cap && i < 40; i++) dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
     if (s[i] && i + 4 < cap) {
         memcpy(dst + i, "...", 3);
         i += 3;
@@ -104,15 +101,12 @@ static size_t utf8_valid_prefix(const unsigned char *b, size_t n)
         } else {
             return i;
         }
-        if (n - i < len)
-            return i;
+        if (n - i < len) return i;
         for (size_t k = 1; k < len; k++) {
-            if ((b[i + k] & 0xc0) != 0x80)
-                return i;
+            if ((b[i + k] & 0xc0) != 0x80) return i;
             c = c << 6 | (b[i + k] & 0x3f);
         }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return i;
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return i;
         i += len;
     }
     return n;
@@ -126,8 +120,7 @@ static int is_utf8(const char *s)
     return utf8_valid_prefix((const unsigned char *)s, n) == n;
 }
 
-int st_write(const char *path, const StTensor *t, int n, const char *const *meta_kv,
-             char *err, size_t errlen)
+int st_write(const char *path, const StTensor *t, int n, const char *const *meta_kv, char *err, size_t errlen)
 {
     char nm[64];
     if (n < 0 || n > ST_MAX_TENSORS) {
@@ -138,8 +131,8 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     for (int i = 0; i < n; i++) {
         const StTensor *x = &t[i];
         size_t esz = dtype_size(x->dtype);
-        if (!memchr(x->name, '\0', sizeof x->name) || x->name[0] == '\0' ||
-            strcmp(x->name, "__metadata__") == 0 || !is_utf8(x->name)) {
+        if (!memchr(x->name, '\0', sizeof x->name) || x->name[0] == '\0' || strcmp(x->name, "__metadata__") == 0 ||
+            !is_utf8(x->name)) {
             snprintf(err, errlen, "%s: tensor %d: bad name", path, i);
             return -1;
         }
@@ -154,16 +147,15 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
         }
         uint64_t bytes = esz;
         for (int d = 0; d < x->ndim; d++) {
-            if (x->shape[d] < 0 ||
-                (x->shape[d] > 0 && bytes > UINT64_MAX / (uint64_t)x->shape[d])) {
+            if (x->shape[d] < 0 || (x->shape[d] > 0 && bytes > UINT64_MAX / (uint64_t)x->shape[d])) {
                 snprintf(err, errlen, "%s: tensor '%s': bad shape", path, nm);
                 return -1;
             }
             bytes *= (uint64_t)x->shape[d];
         }
         if (bytes != x->nbytes || (x->nbytes && !x->data)) {
-            snprintf(err, errlen, "%s: tensor '%s': %zu bytes given, shape needs %llu", path, nm,
-                     x->nbytes, (unsigned long long)bytes);
+            snprintf(err, errlen, "%s: tensor '%s': %zu bytes given, shape needs %llu", path, nm, x->nbytes,
+                     (unsigned long long)bytes);
             return -1;
         }
         for (int j = 0; j < i; j++)
@@ -184,8 +176,7 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     if (meta_kv && meta_kv[0]) {
         json_key(&h, "__metadata__");
         json_obj(&h);
-        for (int i = 0; meta_kv[i]; i += 2)
-            json_kv_str(&h, meta_kv[i], meta_kv[i + 1]);
+        for (int i = 0; meta_kv[i]; i += 2) json_kv_str(&h, meta_kv[i], meta_kv[i + 1]);
         json_obj_end(&h);
     }
     uint64_t off = 0;
@@ -195,8 +186,7 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
         json_kv_str(&h, "dtype", t[i].dtype);
         json_key(&h, "shape");
         json_arr(&h);
-        for (int d = 0; d < t[i].ndim; d++)
-            json_int(&h, t[i].shape[d]);
+        for (int d = 0; d < t[i].ndim; d++) json_int(&h, t[i].shape[d]);
         json_arr_end(&h);
         json_key(&h, "data_offsets");
         json_arr(&h);
@@ -209,7 +199,7 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     json_obj_end(&h);
     size_t hlen;
     json_buf(&h, &hlen);
-    for (size_t pad = (8 - hlen % 8) % 8; pad > 0; pad--)   /* the data section starts 8-aligned */
+    for (size_t pad = (8 - hlen % 8) % 8; pad > 0; pad--) /* the data section starts 8-aligned */
         json_text(&h, " ");
     const char *hs = json_buf(&h, &hlen);
     if (!hs || hlen > ST_MAX_HEADER_BYTES) {
@@ -219,26 +209,23 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     }
 
     unsigned char len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     FILE *f = fopen(path, "wb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot create (%s)", path, strerror(errno));
         json_done(&h);
         return -1;
     }
-    errno = 0;   /* so a failure below reports its own cause */
+    errno = 0; /* so a failure below reports its own cause */
     bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(hs, 1, hlen, f) == hlen;
-    for (int i = 0; ok && i < n; i++)
-        ok = t[i].nbytes == 0 || fwrite(t[i].data, 1, t[i].nbytes, f) == t[i].nbytes;
+    for (int i = 0; ok && i < n; i++) ok = t[i].nbytes == 0 || fwrite(t[i].data, 1, t[i].nbytes, f) == t[i].nbytes;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int saved = errno;
     ok = (fclose(f) == 0) && ok;
-    if (!ok && saved == 0)
-        saved = errno;
+    if (!ok && saved == 0) saved = errno;
     json_done(&h);
     if (!ok) {
-        unlink(path);   /* a partial file must not pass for a checkpoint */
+        unlink(path); /* a partial file must not pass for a checkpoint */
         snprintf(err, errlen, "%s: write failed (%s)", path, strerror(saved ? saved : EIO));
         return -1;
     }
@@ -257,57 +244,47 @@ typedef struct {
 
 static int js_fail(Js *j, const char *fmt, ...)
 {
-    if (j->failed)
-        return -1;
+    if (j->failed) return -1;
     j->failed = true;
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(j->err, j->errlen, "%s: bad header at byte %zu: %s", j->path,
-             (size_t)(j->p - j->start), msg);
+    snprintf(j->err, j->errlen, "%s: bad header at byte %zu: %s", j->path, (size_t)(j->p - j->start), msg);
     return -1;
 }
 
 static void js_ws(Js *j)
 {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-        j->p++;
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
 }
 
 /* Consume c (after whitespace) or fail. */
 static int js_expect(Js *j, char c)
 {
     js_ws(j);
-    if (j->p >= j->end)
-        return js_fail(j, "expected '%c', header ends", c);
-    if (*j->p != c)
-        return js_fail(j, "expected '%c'", c);
+    if (j->p >= j->end) return js_fail(j, "expected '%c', header ends", c);
+    if (*j->p != c) return js_fail(j, "expected '%c'", c);
     j->p++;
     return 0;
 }
 
 static int hexval(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 
 static int js_hex4(Js *j, unsigned *out)
 {
-    if (j->end - j->p < 4)
-        return js_fail(j, "short \\u escape");
+    if (j->end - j->p < 4) return js_fail(j, "short \\u escape");
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         int h = hexval(j->p[i]);
-        if (h < 0)
-            return js_fail(j, "bad \\u escape");
+        if (h < 0) return js_fail(j, "bad \\u escape");
         v = v << 4 | (unsigned)h;
     }
     j->p += 4;
@@ -319,20 +296,17 @@ static int js_hex4(Js *j, unsigned *out)
  * Embedded NULs are refused: names and metadata are C strings here. */
 static int js_string(Js *j, char **out)
 {
-    if (js_expect(j, '"') < 0)
-        return -1;
+    if (js_expect(j, '"') < 0) return -1;
     char *buf = NULL;
     size_t len = 0;
     if (out) {
         /* decoded text is never longer than the encoded text */
         const char *q = j->p;
         while (q < j->end && *q != '"') {
-            if (*q == '\\' && q + 1 < j->end)
-                q++;
+            if (*q == '\\' && q + 1 < j->end) q++;
             q++;
         }
-        if (!(buf = malloc((size_t)(q - j->p) + 1)))
-            return js_fail(j, "out of memory");
+        if (!(buf = malloc((size_t)(q - j->p) + 1))) return js_fail(j, "out of memory");
     }
     for (;;) {
         if (j->p >= j->end) {
@@ -340,15 +314,13 @@ static int js_string(Js *j, char **out)
             return js_fail(j, "unterminated string");
         }
         unsigned char c = (unsigned char)*j->p++;
-        if (c == '"')
-            break;
+        if (c == '"') break;
         if (c < 0x20) {
             free(buf);
             return js_fail(j, "control character in string");
         }
         if (c != '\\') {
-            if (buf)
-                buf[len++] = (char)c;
+            if (buf) buf[len++] = (char)c;
             continue;
         }
         if (j->p >= j->end) {
@@ -397,12 +369,9 @@ static int js_string(Js *j, char **out)
                 return js_fail(j, "NUL in string");
             }
             break;
-        default:
-            free(buf);
-            return js_fail(j, "bad escape '\\%c'", e >= 0x20 && e < 0x7f ? e : '?');
+        default: free(buf); return js_fail(j, "bad escape '\\%c'", e >= 0x20 && e < 0x7f ? e : '?');
         }
-        if (!buf)
-            continue;
+        if (!buf) continue;
         /* UTF-8 of cp; an escape is at least 2 source bytes, a surrogate
          * pair 12, so the output still fits in the buffer. */
         if (cp < 0x80) {
@@ -432,15 +401,12 @@ static int js_string(Js *j, char **out)
 static int js_uint(Js *j, uint64_t *out)
 {
     js_ws(j);
-    if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-        return js_fail(j, "expected a non-negative integer");
-    if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9')
-        return js_fail(j, "leading zero");
+    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return js_fail(j, "expected a non-negative integer");
+    if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9') return js_fail(j, "leading zero");
     uint64_t v = 0;
     while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
         unsigned d = (unsigned)(*j->p - '0');
-        if (v > (UINT64_C(0x7fffffffffffffff) - d) / 10)
-            return js_fail(j, "integer too large");
+        if (v > (UINT64_C(0x7fffffffffffffff) - d) / 10) return js_fail(j, "integer too large");
         v = v * 10 + d;
         j->p++;
     }
@@ -456,30 +422,22 @@ static int js_skip_value(Js *j, int depth);
 static int js_skip_number(Js *j)
 {
     const char *p = j->p;
-    if (p < j->end && *p == '-')
-        p++;
-    if (p >= j->end || *p < '0' || *p > '9')
-        return js_fail(j, "bad value");
+    if (p < j->end && *p == '-') p++;
+    if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad value");
     if (*p == '0')
         p++;
     else
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
+        while (p < j->end && *p >= '0' && *p <= '9') p++;
     if (p < j->end && *p == '.') {
         p++;
-        if (p >= j->end || *p < '0' || *p > '9')
-            return js_fail(j, "bad number");
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
+        if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad number");
+        while (p < j->end && *p >= '0' && *p <= '9') p++;
     }
     if (p < j->end && (*p == 'e' || *p == 'E')) {
         p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= j->end || *p < '0' || *p > '9')
-            return js_fail(j, "bad number");
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
+        if (p < j->end && (*p == '+' || *p == '-')) p++;
+        if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad number");
+        while (p < j->end && *p >= '0' && *p <= '9') p++;
     }
     j->p = p;
     return 0;
@@ -487,14 +445,11 @@ static int js_skip_number(Js *j)
 
 static int js_skip_value(Js *j, int depth)
 {
-    if (depth > ST_MAX_DEPTH)
-        return js_fail(j, "nested too deeply");
+    if (depth > ST_MAX_DEPTH) return js_fail(j, "nested too deeply");
     js_ws(j);
-    if (j->p >= j->end)
-        return js_fail(j, "expected a value, header ends");
+    if (j->p >= j->end) return js_fail(j, "expected a value, header ends");
     char c = *j->p;
-    if (c == '"')
-        return js_string(j, NULL);
+    if (c == '"') return js_string(j, NULL);
     if (c == '{' || c == '[') {
         char close = c == '{' ? '}' : ']';
         j->p++;
@@ -504,10 +459,8 @@ static int js_skip_value(Js *j, int depth)
             return 0;
         }
         for (;;) {
-            if (c == '{' && (js_string(j, NULL) < 0 || js_expect(j, ':') < 0))
-                return -1;
-            if (js_skip_value(j, depth + 1) < 0)
-                return -1;
+            if (c == '{' && (js_string(j, NULL) < 0 || js_expect(j, ':') < 0)) return -1;
+            if (js_skip_value(j, depth + 1) < 0) return -1;
             js_ws(j);
             if (j->p < j->end && *j->p == ',') {
                 j->p++;
@@ -541,8 +494,7 @@ static int js_next(Js *j, char close)
 /* '{' then either '}' (returns 0: empty) or nothing consumed (returns 1). */
 static int js_open(Js *j, char open, char close)
 {
-    if (js_expect(j, open) < 0)
-        return -1;
+    if (js_expect(j, open) < 0) return -1;
     js_ws(j);
     if (j->p < j->end && *j->p == close) {
         j->p++;
@@ -561,10 +513,8 @@ typedef struct {
 static int span_cmp(const void *a, const void *b)
 {
     const Span *x = a, *y = b;
-    if (x->begin != y->begin)
-        return x->begin < y->begin ? -1 : 1;
-    if (x->end != y->end)
-        return x->end < y->end ? -1 : 1;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return 0;
 }
 
@@ -587,8 +537,7 @@ static int parse_tensor(Js *j, StTensor *t, Span *sp)
                 return js_fail(j, "tensor '%s': dtype given twice", nm);
             }
             free(key);
-            if (js_string(j, &dt) < 0)
-                return -1;
+            if (js_string(j, &dt) < 0) return -1;
             size_t n = strlen(dt);
             if (n >= sizeof t->dtype || !dtype_size(dt)) {
                 char d[64];
@@ -601,49 +550,40 @@ static int parse_tensor(Js *j, StTensor *t, Span *sp)
             have_dtype = true;
         } else if (strcmp(key, "shape") == 0) {
             free(key);
-            if (have_shape)
-                return js_fail(j, "tensor '%s': shape given twice", nm);
+            if (have_shape) return js_fail(j, "tensor '%s': shape given twice", nm);
             int rr = js_open(j, '[', ']');
             t->ndim = 0;
             while (rr == 1) {
                 uint64_t v;
-                if (t->ndim == 8)
-                    return js_fail(j, "tensor '%s': more than 8 dimensions", nm);
-                if (js_uint(j, &v) < 0)
-                    return -1;
+                if (t->ndim == 8) return js_fail(j, "tensor '%s': more than 8 dimensions", nm);
+                if (js_uint(j, &v) < 0) return -1;
                 t->shape[t->ndim++] = (int64_t)v;
                 rr = js_next(j, ']');
             }
-            if (rr < 0)
-                return -1;
+            if (rr < 0) return -1;
             have_shape = true;
         } else if (strcmp(key, "data_offsets") == 0) {
             free(key);
-            if (have_off)
-                return js_fail(j, "tensor '%s': data_offsets given twice", nm);
+            if (have_off) return js_fail(j, "tensor '%s': data_offsets given twice", nm);
             if (js_expect(j, '[') < 0 || js_uint(j, &sp->begin) < 0 || js_expect(j, ',') < 0 ||
                 js_uint(j, &sp->end) < 0 || js_expect(j, ']') < 0)
                 return -1;
             have_off = true;
         } else {
             free(key);
-            if (js_skip_value(j, 1) < 0)
-                return -1;
+            if (js_skip_value(j, 1) < 0) return -1;
         }
         r = js_next(j, '}');
     }
-    if (r < 0)
-        return -1;
+    if (r < 0) return -1;
     if (!have_dtype || !have_shape || !have_off)
-        return js_fail(j, "tensor '%s' lacks %s", nm,
-                       !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+        return js_fail(j, "tensor '%s' lacks %s", nm, !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
     return 0;
 }
 
 static int parse_metadata(Js *j, StFile *f)
 {
-    if (f->meta_seen)
-        return js_fail(j, "__metadata__ given twice");
+    if (f->meta_seen) return js_fail(j, "__metadata__ given twice");
     f->meta_seen = true;
     int r = js_open(j, '{', '}');
     while (r == 1) {
@@ -687,10 +627,7 @@ static int parse_metadata(Js *j, StFile *f)
     return r < 0 ? -1 : 0;
 }
 
-static int strp_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int strp_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Tensor names and metadata keys must be unique. Sorting keeps this
  * O(n log n): a hostile header may hold 100k names. */
@@ -698,18 +635,15 @@ static int check_unique(Js *j, StFile *f)
 {
     int n = f->n > f->nmeta ? f->n : f->nmeta;
     const char **v = malloc(sizeof *v * (size_t)(n + 1));
-    if (!v)
-        return js_fail(j, "out of memory");
+    if (!v) return js_fail(j, "out of memory");
     for (int pass = 0; pass < 2; pass++) {
         int m = pass ? f->nmeta : f->n;
-        for (int i = 0; i < m; i++)
-            v[i] = pass ? f->meta[i].key : f->t[i].name;
+        for (int i = 0; i < m; i++) v[i] = pass ? f->meta[i].key : f->t[i].name;
         qsort(v, (size_t)m, sizeof *v, strp_cmp);
         for (int i = 1; i < m; i++)
             if (strcmp(v[i - 1], v[i]) == 0) {
                 char nm[64];
-                js_fail(j, "%s '%s' given twice", pass ? "__metadata__ key" : "tensor",
-                        shown(nm, sizeof nm, v[i]));
+                js_fail(j, "%s '%s' given twice", pass ? "__metadata__ key" : "tensor", shown(nm, sizeof nm, v[i]));
                 free(v);
                 return -1;
             }
@@ -725,18 +659,16 @@ static int parse_header(Js *j, StFile *f, Span **spans_out)
     char *key = NULL;
     int r = js_open(j, '{', '}');
     while (r == 1) {
-        if (js_string(j, &key) < 0 || js_expect(j, ':') < 0)
-            goto fail_key;
+        if (js_string(j, &key) < 0 || js_expect(j, ':') < 0) goto fail_key;
         if (strcmp(key, "__metadata__") == 0) {
             free(key);
             key = NULL;
-            if (parse_metadata(j, f) < 0)
-                goto fail;
+            if (parse_metadata(j, f) < 0) goto fail;
         } else {
             char nm[64];
             if (strlen(key) >= sizeof f->t[0].name || key[0] == '\0') {
-                js_fail(j, "tensor name '%s' empty or longer than %zu bytes",
-                        shown(nm, sizeof nm, key), sizeof f->t[0].name - 1);
+                js_fail(j, "tensor name '%s' empty or longer than %zu bytes", shown(nm, sizeof nm, key),
+                        sizeof f->t[0].name - 1);
                 goto fail_key;
             }
             if (f->n == ST_MAX_TENSORS) {
@@ -747,10 +679,8 @@ static int parse_header(Js *j, StFile *f, Span **spans_out)
                 int cap = f->cap ? f->cap * 2 : 16;
                 StTensor *t = realloc(f->t, sizeof *t * (size_t)cap);
                 Span *s = realloc(spans, sizeof *s * (size_t)cap);
-                if (t)
-                    f->t = t;
-                if (s)
-                    spans = s;
+                if (t) f->t = t;
+                if (s) spans = s;
                 if (!t || !s) {
                     js_fail(j, "out of memory");
                     goto fail_key;
@@ -763,21 +693,18 @@ static int parse_header(Js *j, StFile *f, Span **spans_out)
             free(key);
             key = NULL;
             spans[f->n].index = f->n;
-            if (parse_tensor(j, t, &spans[f->n]) < 0)
-                goto fail;
+            if (parse_tensor(j, t, &spans[f->n]) < 0) goto fail;
             f->n++;
         }
         r = js_next(j, '}');
     }
-    if (r < 0)
-        goto fail;
+    if (r < 0) goto fail;
     js_ws(j);
     if (j->p != j->end) {
         js_fail(j, "unexpected text after the header object");
         goto fail;
     }
-    if (check_unique(j, f) < 0)
-        goto fail;
+    if (check_unique(j, f) < 0) goto fail;
     *spans_out = spans;
     return 0;
 fail_key:
@@ -790,8 +717,7 @@ fail:
 void st_close(StFile **pf)
 {
     StFile *f = *pf;
-    if (!f)
-        return;
+    if (!f) return;
     for (int i = 0; i < f->nmeta; i++) {
         free(f->meta[i].key);
         free(f->meta[i].val);
@@ -809,11 +735,9 @@ static int read_full(int fd, void *buf, size_t n)
     unsigned char *p = buf;
     while (n > 0) {
         ssize_t r = read(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (r < 0 && errno == EINTR)
-            continue;
+        if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
-            if (r == 0)
-                errno = 0;
+            if (r == 0) errno = 0;
             return -1;
         }
         p += r;
@@ -844,8 +768,7 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
     }
     uint64_t size = (uint64_t)sb.st_size;
     if (size < 8) {
-        snprintf(err, errlen, "%s: %llu bytes, too short for a safetensors file", path,
-                 (unsigned long long)size);
+        snprintf(err, errlen, "%s: %llu bytes, too short for a safetensors file", path, (unsigned long long)size);
         goto fail;
     }
     unsigned char len8[8];
@@ -854,11 +777,10 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
         goto fail;
     }
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | len8[i];
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
     if (hlen > ST_MAX_HEADER_BYTES || hlen > size - 8) {
-        snprintf(err, errlen, "%s: header length %llu impossible (file has %llu bytes, limit %u)",
-                 path, (unsigned long long)hlen, (unsigned long long)size, ST_MAX_HEADER_BYTES);
+        snprintf(err, errlen, "%s: header length %llu impossible (file has %llu bytes, limit %u)", path,
+                 (unsigned long long)hlen, (unsigned long long)size, ST_MAX_HEADER_BYTES);
         goto fail;
     }
     if (size > SIZE_MAX - 2 * ST_ALIGN) {
@@ -877,8 +799,7 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
     unsigned char *base = f->mem + shift;
     memcpy(base, len8, 8);
     if (read_full(fd, base + 8, (size_t)size - 8) < 0) {
-        snprintf(err, errlen, "%s: read failed (%s)", path,
-                 errno ? strerror(errno) : "file shrank while reading");
+        snprintf(err, errlen, "%s: read failed (%s)", path, errno ? strerror(errno) : "file shrank while reading");
         goto fail;
     }
     close(fd);
@@ -890,10 +811,8 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
         snprintf(err, errlen, "%s: header is not UTF-8 (byte %zu)", path, valid);
         goto fail;
     }
-    Js j = { .start = hdr, .p = hdr, .end = hdr + hlen, .path = path, .err = err,
-             .errlen = errlen };
-    if (parse_header(&j, f, &spans) < 0)
-        goto fail;
+    Js j = { .start = hdr, .p = hdr, .end = hdr + hlen, .path = path, .err = err, .errlen = errlen };
+    if (parse_header(&j, f, &spans) < 0) goto fail;
 
     /* Sizes, then the tiling of the data section. */
     uint64_t data_len = size - 8 - hlen;
@@ -913,21 +832,23 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
             need *= dim;
         }
         if (s->end < s->begin || s->end > data_len) {
-            snprintf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] outside the data "
-                     "section of %llu bytes", path, nm, (unsigned long long)s->begin,
-                     (unsigned long long)s->end, (unsigned long long)data_len);
+            snprintf(err, errlen,
+                     "%s: tensor '%s': data_offsets [%llu, %llu] outside the data "
+                     "section of %llu bytes",
+                     path, nm, (unsigned long long)s->begin, (unsigned long long)s->end, (unsigned long long)data_len);
             goto fail;
         }
         if (need != s->end - s->begin) {
-            snprintf(err, errlen, "%s: tensor '%s': shape and dtype need %llu bytes, "
-                     "data_offsets give %llu", path, nm, (unsigned long long)need,
-                     (unsigned long long)(s->end - s->begin));
+            snprintf(err, errlen,
+                     "%s: tensor '%s': shape and dtype need %llu bytes, "
+                     "data_offsets give %llu",
+                     path, nm, (unsigned long long)need, (unsigned long long)(s->end - s->begin));
             goto fail;
         }
         t->data = data + s->begin;
         t->nbytes = (size_t)need;
     }
-    if (f->n > 0)   /* spans is NULL for a file without tensors */
+    if (f->n > 0) /* spans is NULL for a file without tensors */
         qsort(spans, (size_t)f->n, sizeof *spans, span_cmp);
     uint64_t at = 0;
     for (int i = 0; i < f->n; i++) {
@@ -945,43 +866,34 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
         at = spans[i].end;
     }
     if (at != data_len) {
-        snprintf(err, errlen, "%s: data section has %llu bytes, tensors cover %llu", path,
-                 (unsigned long long)data_len, (unsigned long long)at);
+        snprintf(err, errlen, "%s: data section has %llu bytes, tensors cover %llu", path, (unsigned long long)data_len,
+                 (unsigned long long)at);
         goto fail;
     }
     free(spans);
     *out = f;
     return 0;
 fail:
-    if (fd >= 0)
-        close(fd);
+    if (fd >= 0) close(fd);
     free(spans);
     st_close(&f);
     return -1;
 }
 
-int st_count(const StFile *f)
-{
-    return f ? f->n : 0;
-}
+int st_count(const StFile *f) { return f ? f->n : 0; }
 
-const StTensor *st_tensor(const StFile *f, int i)
-{
-    return f && i >= 0 && i < f->n ? &f->t[i] : NULL;
-}
+const StTensor *st_tensor(const StFile *f, int i) { return f && i >= 0 && i < f->n ? &f->t[i] : NULL; }
 
 const StTensor *st_find(const StFile *f, const char *name)
 {
     for (int i = 0; f && i < f->n; i++)
-        if (strcmp(f->t[i].name, name) == 0)
-            return &f->t[i];
+        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
     return NULL;
 }
 
 const char *st_meta(const StFile *f, const char *key)
 {
     for (int i = 0; f && i < f->nmeta; i++)
-        if (strcmp(f->meta[i].key, key) == 0)
-            return f->meta[i].val;
+        if (strcmp(f->meta[i].key, key) == 0) return f->meta[i].val;
     return NULL;
 }

@@ -13,17 +13,16 @@
 
 typedef struct {
     char name[128];
-    char dtype[8];      /* "F32", "F64", "I64", "I32", "U8" */
+    char dtype[8]; /* "F32", "F64", "I64", "I32", "U8" */
     int ndim;
     int64_t shape[8];
-    const void *data;   /* write: caller's; read: into the opened file */
+    const void *data; /* write: caller's; read: into the opened file */
     size_t nbytes;
 } StTensor;
 
 /* Write tensors and string metadata (meta_kv: key, value, ..., NULL; may be
  * NULL) to path, then fsync it. Returns 0 or -1 with err. */
-int st_write(const char *path, const StTensor *t, int n, const char *const *meta_kv,
-             char *err, size_t errlen);
+int st_write(const char *path, const StTensor *t, int n, const char *const *meta_kv, char *err, size_t errlen);
 
 typedef struct StFile StFile;
 
@@ -31,8 +30,8 @@ typedef struct StFile StFile;
 int st_open(const char *path, StFile **out, char *err, size_t errlen);
 int st_count(const StFile *f);
 const StTensor *st_tensor(const StFile *f, int i);
-const StTensor *st_find(const StFile *f, const char *name);   /* NULL if absent */
-const char *st_meta(const StFile *f, const char *key);         /* NULL if absent */
+const StTensor *st_find(const StFile *f, const char *name); /* NULL if absent */
+const char *st_meta(const StFile *f, const char *key);      /* NULL if absent */
 void st_close(StFile **f);
 
 #endif

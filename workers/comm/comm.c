@@ -24,25 +24,24 @@
 #include "base/clock.h"
 #include "base/err.h"
 
-static const CommOps *const backends[] = {&comm_gloo_ops, &comm_nccl_ops};
+static const CommOps *const backends[] = { &comm_gloo_ops, &comm_nccl_ops };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 struct Comm {
     const CommOps *ops;
     void *impl;
-    GpuStage *stage;        /* device "cuda" over a host-only backend */
+    GpuStage *stage; /* device "cuda" over a host-only backend */
     int64_t last_ticket;
     /* Host-measured times, for backends without a timing operation. */
     struct {
         int64_t ticket;
         CommTiming t;
     } times[COMM_TIMING_KEEP];
-    char failed[256];       /* a staging copy failed: every later call refuses */
+    char failed[256]; /* a staging copy failed: every later call refuses */
 };
 
 /* "comm.c:LINE: what" into the caller's buffer (err_set). */
-#define put_err(err, errlen, line, fmt, ...) \
-    ((void)err_set((err), (errlen), "comm.c:%d: " fmt, (line), ##__VA_ARGS__))
+#define put_err(err, errlen, line, fmt, ...) ((void)err_set((err), (errlen), "comm.c:%d: " fmt, (line), ##__VA_ARGS__))
 
 /* The clock of proto_now_ns, so times go into coll messages unchanged. */
 static const CommOps *find_backend(const char *name)
@@ -92,8 +91,7 @@ int comm_new(Comm **out, const CommConfig *cfg, char *err, size_t errlen)
     int cuda = 0;
     if (cfg->device && strcmp(cfg->device, "cpu") != 0) {
         if (strcmp(cfg->device, "cuda") != 0) {
-            put_err(err, errlen, __LINE__, "comm_new: unknown device '%s' (cpu, cuda)",
-                    cfg->device);
+            put_err(err, errlen, __LINE__, "comm_new: unknown device '%s' (cpu, cuda)", cfg->device);
             return -1;
         }
         cuda = 1;
@@ -108,8 +106,7 @@ int comm_new(Comm **out, const CommConfig *cfg, char *err, size_t errlen)
      * after every peer has connected. */
     int ngpu = 0;
     if (cuda && ops->compiled && !ops->device_buffers &&
-        (gpu_count(&ngpu, err, errlen) != 0 ||
-         gpu_stage_new(&c->stage, cfg->stream, err, errlen) != 0)) {
+        (gpu_count(&ngpu, err, errlen) != 0 || gpu_stage_new(&c->stage, cfg->stream, err, errlen) != 0)) {
         free(c);
         return -1;
     }
@@ -134,16 +131,15 @@ static void keep_time(Comm *c, int64_t ticket, int64_t t0, int64_t t1)
 /* A device buffer's n floats into the stage's pinned host memory (once
  * `ready` has completed), *host what the backend then reduces; stage_out
  * copies the result back. -1 with err; a failed copy fails the Comm. */
-static int stage_in(Comm *c, const char *what, int line, float *buf, size_t n, void *ready, float **host,
-                    char *err, size_t errlen)
+static int stage_in(Comm *c, const char *what, int line, float *buf, size_t n, void *ready, float **host, char *err,
+                    size_t errlen)
 {
     if (!buf) {
         put_err(err, errlen, line, "%s: buffer is NULL", what);
         return -1;
     }
     void *h = NULL;
-    if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &h, err, errlen) != 0)
-        return stage_failed(c, err);
+    if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &h, err, errlen) != 0) return stage_failed(c, err);
     *host = h;
     return 0;
 }
@@ -154,8 +150,8 @@ static int stage_out(Comm *c, float *buf, size_t n, char *err, size_t errlen)
     return 0;
 }
 
-static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int async,
-                     int64_t *ticket, char *err, size_t errlen)
+static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t *ticket, char *err,
+                     size_t errlen)
 {
     if (usable(c, "allreduce", __LINE__, err, errlen) != 0) return -1;
     int64_t tk = ++c->last_ticket;
@@ -179,8 +175,8 @@ int comm_allreduce_sum_f32(Comm *c, float *buf, size_t n, uint32_t tag, char *er
     return allreduce(c, buf, n, tag, NULL, 0, NULL, err, errlen);
 }
 
-int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready,
-                                 int64_t *ticket, char *err, size_t errlen)
+int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket, char *err,
+                                 size_t errlen)
 {
     return allreduce(c, buf, n, tag, ready, 1, ticket, err, errlen);
 }
@@ -198,14 +194,14 @@ int comm_timing(Comm *c, int64_t ticket, CommTiming *out, char *err, size_t errl
         return -1;
     }
     if (ticket < 1 || ticket > c->last_ticket) {
-        put_err(err, errlen, __LINE__, "timing: no collective %lld (last is %lld)",
-                (long long)ticket, (long long)c->last_ticket);
+        put_err(err, errlen, __LINE__, "timing: no collective %lld (last is %lld)", (long long)ticket,
+                (long long)c->last_ticket);
         return -1;
     }
     if (ticket <= c->last_ticket - COMM_TIMING_KEEP) return 1;
     if (c->ops->timing) return c->ops->timing(c->impl, ticket, out, err, errlen);
     int k = (int)(ticket % COMM_TIMING_KEEP);
-    if (c->times[k].ticket != ticket) return 1;   /* that call failed */
+    if (c->times[k].ticket != ticket) return 1; /* that call failed */
     *out = c->times[k].t;
     return 0;
 }
@@ -253,7 +249,7 @@ int comm_destroy(Comm **pc, char *err, size_t errlen)
 void comm_free(Comm **pc)
 {
     char err[256];
-    if (pc) comm_abort(*pc);   /* never wait for peers that may be gone */
+    if (pc) comm_abort(*pc); /* never wait for peers that may be gone */
     comm_destroy(pc, err, sizeof err);
 }
 

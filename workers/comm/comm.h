@@ -40,27 +40,25 @@ extern "C" {
 typedef struct {
     void *ctx;
     /* Store key = value. Returns 0 or -1 with err. */
-    int (*set)(void *ctx, const char *key, const void *val, size_t len,
-               char *err, size_t errlen);
+    int (*set)(void *ctx, const char *key, const void *val, size_t len, char *err, size_t errlen);
     /* Wait until key exists (at most timeout_ms), then return its value in a
      * malloc'd *val (caller frees). Returns 0, 1 on timeout, -1 on error. */
-    int (*get)(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-               char *err, size_t errlen);
+    int (*get)(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err, size_t errlen);
 } CommStore;
 
 typedef struct Comm Comm;
 
 typedef struct {
-    const char *backend;    /* "gloo" or "nccl" */
+    const char *backend; /* "gloo" or "nccl" */
     int rank, world;
-    const char *host;       /* gloo: address this rank listens on, e.g. "127.0.0.1";
+    const char *host;   /* gloo: address this rank listens on, e.g. "127.0.0.1";
                                nccl finds its own interfaces (NCCL_SOCKET_IFNAME) */
-    const char *prefix;     /* store key prefix, unique per job (and restart) */
-    int64_t timeout_ms;     /* collectives and rendezvous fail after this */
+    const char *prefix; /* store key prefix, unique per job (and restart) */
+    int64_t timeout_ms; /* collectives and rendezvous fail after this */
     const CommStore *store;
-    const char *device;     /* NULL or "cpu": host buffers; "cuda": device buffers
+    const char *device; /* NULL or "cpu": host buffers; "cuda": device buffers
                                (nccl requires it); see the file comment */
-    void *stream;           /* "cuda": the caller's compute stream, a cudaStream_t
+    void *stream;       /* "cuda": the caller's compute stream, a cudaStream_t
                                (NULL: the legacy default stream) */
 } CommConfig;
 
@@ -93,8 +91,8 @@ int comm_allreduce_sum_f32(Comm *c, float *buf, size_t n, uint32_t tag, char *er
  * work queued on the compute stream after comm_join. Gloo runs it now and
  * returns when it is done, waiting for `ready` first when device is "cuda".
  * *ticket (may be NULL) gets an id for comm_timing. */
-int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready,
-                                 int64_t *ticket, char *err, size_t errlen);
+int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket, char *err,
+                                 size_t errlen);
 
 /* Make work queued on the compute stream from now on wait for every
  * collective started so far (GPU side: the host does not wait). A no-op

@@ -58,7 +58,8 @@ extern "C" {
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
-namespace {
+namespace
+{
 
 using Ms = std::chrono::milliseconds;
 
@@ -108,7 +109,8 @@ constexpr size_t kRingCacheMaxEntries = 64;
     ((void)err_set((err), (errlen), "comm_gloo.cc:%d: " fmt, (line), ##__VA_ARGS__))
 
 /* Gloo's messages span lines (EnforceNotMet adds a stack); err is one line. */
-std::string one_line(std::string s) {
+std::string one_line(std::string s)
+{
     for (char &ch : s)
         if (ch == '\n' || ch == '\r') ch = ' ';
     while (!s.empty() && s.back() == ' ') s.pop_back();
@@ -118,11 +120,13 @@ std::string one_line(std::string s) {
 /* gloo::rendezvous::Store over the caller's CommStore callbacks. Failures
  * throw gloo::IoException naming the key, so they surface through
  * connectFullMesh like any other rendezvous error. */
-class CallbackStore : public gloo::rendezvous::Store {
+class CallbackStore : public gloo::rendezvous::Store
+{
   public:
     CallbackStore(const CommStore &s, Ms timeout) : s_(s), timeout_(timeout) {}
 
-    void set(const std::string &key, const std::vector<char> &data) override {
+    void set(const std::string &key, const std::vector<char> &data) override
+    {
         char err[256] = "";
         if (s_.set(s_.ctx, key.c_str(), data.data(), data.size(), err, sizeof err) != 0)
             throw gloo::IoException("store set '" + key + "': " + err);
@@ -134,7 +138,8 @@ class CallbackStore : public gloo::rendezvous::Store {
 
     void wait(const std::vector<std::string> &keys) override { wait(keys, timeout_); }
 
-    void wait(const std::vector<std::string> &keys, const Ms &timeout) override {
+    void wait(const std::vector<std::string> &keys, const Ms &timeout) override
+    {
         Ms t = timeout.count() > 0 ? timeout : timeout_;
         auto deadline = std::chrono::steady_clock::now() + t;
         for (const auto &key : keys) {
@@ -144,7 +149,8 @@ class CallbackStore : public gloo::rendezvous::Store {
     }
 
   private:
-    std::vector<char> fetch(const std::string &key, Ms timeout) {
+    std::vector<char> fetch(const std::string &key, Ms timeout)
+    {
         void *val = nullptr;
         size_t len = 0;
         char err[256] = "";
@@ -171,12 +177,16 @@ class CallbackStore : public gloo::rendezvous::Store {
 /* The old-style ring, reusable on any buffer of its length. Its pair
  * buffers point at its own inbox/outbox, never at the caller's memory, so
  * one object per (tag, n) can serve whatever pointer a call brings. */
-class Ring : public gloo::AllreduceRing<float> {
+class Ring : public gloo::AllreduceRing<float>
+{
   public:
     Ring(const std::shared_ptr<gloo::Context> &ctx, float *p, int n)
-        : gloo::AllreduceRing<float>(ctx, std::vector<float *>{p}, n) {}
+        : gloo::AllreduceRing<float>(ctx, std::vector<float *>{ p }, n)
+    {
+    }
 
-    void run_on(float *p) {
+    void run_on(float *p)
+    {
         ptrs_[0] = p;
         run();
         /* run() never waits for its "ready" notifications to the left
@@ -195,21 +205,26 @@ struct RingEntry {
 };
 
 /* Not gloo::sum<float>: that one counts elements in an int. */
-void sum_f32(void *c, const void *a, const void *b, size_t n) {
+void sum_f32(void *c, const void *a, const void *b, size_t n)
+{
     float *out = (float *)c;
     const float *x = (const float *)a, *y = (const float *)b;
     for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
-int parse_algo(Algo *out, char *err, size_t errlen) {
+int parse_algo(Algo *out, char *err, size_t errlen)
+{
     const char *s = getenv("DDPTOP_GLOO_ALLREDUCE");
-    if (!s || !*s || !strcmp(s, "auto")) *out = Algo::AUTO;
-    else if (!strcmp(s, "ring")) *out = Algo::RING;
-    else if (!strcmp(s, "opts")) *out = Algo::OPTS;
-    else if (!strcmp(s, "bcube")) *out = Algo::BCUBE;
+    if (!s || !*s || !strcmp(s, "auto"))
+        *out = Algo::AUTO;
+    else if (!strcmp(s, "ring"))
+        *out = Algo::RING;
+    else if (!strcmp(s, "opts"))
+        *out = Algo::OPTS;
+    else if (!strcmp(s, "bcube"))
+        *out = Algo::BCUBE;
     else {
-        put_err(err, errlen, __LINE__,
-                "DDPTOP_GLOO_ALLREDUCE=%s: expected auto, ring, opts or bcube", s);
+        put_err(err, errlen, __LINE__, "DDPTOP_GLOO_ALLREDUCE=%s: expected auto, ring, opts or bcube", s);
         return -1;
     }
     return 0;
@@ -219,7 +234,7 @@ int parse_algo(Algo *out, char *err, size_t errlen) {
 
 struct GlooComm {
     int rank = 0, world = 1;
-    Ms timeout{0};
+    Ms timeout{ 0 };
     Algo algo = Algo::AUTO;
     std::shared_ptr<gloo::transport::Device> dev;
     /* Two meshes over one device. Old-style sends (AllreduceRing's bound
@@ -247,7 +262,8 @@ struct GlooComm {
      * (shm_reduce.h); NULL: over the meshes. */
     ShmReduce *shm = nullptr;
 
-    ~GlooComm() {
+    ~GlooComm()
+    {
         shm_reduce_close(&shm);
         /* Order matters: rings hold the context, pairs hold the device, and
          * the device's loop thread is joined when its last owner goes. */
@@ -258,12 +274,13 @@ struct GlooComm {
     }
 };
 
-namespace {
+namespace
+{
 
-void ring_evict(GlooComm *c, size_t need) {
+void ring_evict(GlooComm *c, size_t need)
+{
     while (!c->rings.empty() &&
-           (c->rings.size() + 1 > kRingCacheMaxEntries ||
-            c->ring_bytes + need > kRingCacheMaxBytes)) {
+           (c->rings.size() + 1 > kRingCacheMaxEntries || c->ring_bytes + need > kRingCacheMaxBytes)) {
         auto lru = c->rings.begin();
         for (auto it = c->rings.begin(); it != c->rings.end(); ++it)
             if (it->second.last_use < lru->second.last_use) lru = it;
@@ -272,21 +289,23 @@ void ring_evict(GlooComm *c, size_t need) {
     }
 }
 
-void allreduce_ring(GlooComm *c, float *buf, size_t n, uint32_t tag) {
+void allreduce_ring(GlooComm *c, float *buf, size_t n, uint32_t tag)
+{
     auto key = std::make_pair(tag, n);
     auto it = c->rings.find(key);
     if (it == c->rings.end()) {
         size_t need = 2 * n * sizeof(float);
         ring_evict(c, need);
         auto ring = std::make_unique<Ring>(c->ring_ctx, buf, (int)n);
-        it = c->rings.emplace(key, RingEntry{std::move(ring), 0}).first;
+        it = c->rings.emplace(key, RingEntry{ std::move(ring), 0 }).first;
         c->ring_bytes += need;
     }
     it->second.last_use = ++c->calls;
     it->second.ring->run_on(buf);
 }
 
-void allreduce_opts(GlooComm *c, float *buf, size_t n, uint32_t tag, Algo algo) {
+void allreduce_opts(GlooComm *c, float *buf, size_t n, uint32_t tag, Algo algo)
+{
     gloo::AllreduceOptions opts(c->ctx);
     opts.setOutput(buf, n);
     opts.setReduceFunction(sum_f32);
@@ -303,10 +322,10 @@ void allreduce_opts(GlooComm *c, float *buf, size_t n, uint32_t tag, Algo algo) 
  * so they reach the same verdict; then they agree (an all-reduce over the
  * mesh) that every one of them mapped the segment before it is used, and
  * rank 0 removes its name. */
-void setup_shm(GlooComm *cm, gloo::rendezvous::Store &st, int64_t timeout_ms) {
+void setup_shm(GlooComm *cm, gloo::rendezvous::Store &st, int64_t timeout_ms)
+{
     const char *e = getenv("DDPTOP_SHM");
-    if ((e && !strcmp(e, "0")) || cm->algo != Algo::AUTO || cm->world < 2 || cm->world > SHM_REDUCE_MAX_WORLD)
-        return;
+    if ((e && !strcmp(e, "0")) || cm->algo != Algo::AUTO || cm->world < 2 || cm->world > SHM_REDUCE_MAX_WORLD) return;
     char key[512];
     std::string mine = shm_host_key(key, sizeof key) == 0 ? std::string(key) : "none " + std::to_string(cm->rank);
     st.set("host/" + std::to_string(cm->rank), std::vector<char>(mine.begin(), mine.end()));
@@ -357,8 +376,8 @@ bool ring_fits(size_t n) { return n <= (size_t)INT32_MAX / sizeof(float); }
 
 /* Runs fn, turning any exception into -1 and a message. `line` is the
  * caller's line, so the message points at the operation that failed. */
-template <typename F>
-int guarded(GlooComm *c, const std::string &op, int line, char *err, size_t errlen, F fn) {
+template <typename F> int guarded(GlooComm *c, const std::string &op, int line, char *err, size_t errlen, F fn)
+{
     std::string what;
     try {
         fn();
@@ -382,7 +401,8 @@ int guarded(GlooComm *c, const std::string &op, int line, char *err, size_t errl
     return -1;
 }
 
-int check_usable(GlooComm *c, const char *op, int line, char *err, size_t errlen) {
+int check_usable(GlooComm *c, const char *op, int line, char *err, size_t errlen)
+{
     if (!c) {
         put_err(err, errlen, line, "%s: no communicator", op);
         return -1;
@@ -398,10 +418,10 @@ int check_usable(GlooComm *c, const char *op, int line, char *err, size_t errlen
  * Gloo writes with writev(), without MSG_NOSIGNAL. Leave a handler the
  * program installed alone; replace only the default, which never suits a
  * program with sockets. */
-void ignore_sigpipe_if_default(void) {
+void ignore_sigpipe_if_default(void)
+{
     struct sigaction old;
-    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
-        !(old.sa_flags & SA_SIGINFO)) {
+    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = SIG_IGN;
@@ -412,7 +432,8 @@ void ignore_sigpipe_if_default(void) {
 
 /* The operations, reached only through comm_gloo_ops (comm.c). */
 
-int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen) {
+int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
+{
     if (!out) {
         put_err(err, errlen, __LINE__, "comm_new: out is NULL");
         return -1;
@@ -428,8 +449,7 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen) {
         return -1;
     }
     if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world) {
-        put_err(err, errlen, __LINE__, "comm_new: rank %d out of range for world size %d",
-                cfg->rank, cfg->world);
+        put_err(err, errlen, __LINE__, "comm_new: rank %d out of range for world size %d", cfg->rank, cfg->world);
         return -1;
     }
     if (!cfg->host || !*cfg->host || !cfg->prefix || !*cfg->prefix) {
@@ -437,8 +457,7 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen) {
         return -1;
     }
     if (cfg->timeout_ms <= 0) {
-        put_err(err, errlen, __LINE__, "comm_new: timeout_ms must be > 0 (got %lld)",
-                (long long)cfg->timeout_ms);
+        put_err(err, errlen, __LINE__, "comm_new: timeout_ms must be > 0 (got %lld)", (long long)cfg->timeout_ms);
         return -1;
     }
     Algo algo;
@@ -446,8 +465,7 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen) {
     ignore_sigpipe_if_default();
 
     GlooComm *c = nullptr;
-    std::string op = "rendezvous (rank " + std::to_string(cfg->rank) + "/" +
-                     std::to_string(cfg->world) + ")";
+    std::string op = "rendezvous (rank " + std::to_string(cfg->rank) + "/" + std::to_string(cfg->world) + ")";
     int rc = guarded(nullptr, op, __LINE__, err, errlen, [&] {
         std::unique_ptr<GlooComm> cm(new GlooComm);
         cm->rank = cfg->rank;
@@ -484,8 +502,9 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
-int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async,
-                   int64_t ticket, char *err, size_t errlen) {
+int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
+                   size_t errlen)
+{
     /* Host buffers, run now: comm.c waited for `ready` and keeps the times. */
     (void)ready;
     (void)async;
@@ -501,14 +520,12 @@ int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, 
      * the buffer through its outbox, so world 1 takes the new API. */
     Algo a = c->algo;
     if (a == Algo::AUTO)
-        a = c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes
-                ? Algo::RING
-                : Algo::OPTS;
+        a = c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING
+                                                                                               : Algo::OPTS;
     if (a == Algo::RING && !ring_fits(n)) a = Algo::OPTS;
     /* Gloo names a peer only by address; say which rank and which call. */
-    std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" +
-                     std::to_string(c->world) + ", " + std::to_string(n) + " floats, tag " +
-                     std::to_string(tag) + ")";
+    std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +
+                     std::to_string(n) + " floats, tag " + std::to_string(tag) + ")";
     if (c->shm) {
         char why[300];
         if (shm_reduce_allreduce(c->shm, buf, n, why, sizeof why) == 0) return 0;
@@ -517,19 +534,20 @@ int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, 
         return -1;
     }
     return guarded(c, op, __LINE__, err, errlen, [&] {
-        if (a == Algo::RING) allreduce_ring(c, buf, n, tag);
-        else allreduce_opts(c, buf, n, tag, a);
+        if (a == Algo::RING)
+            allreduce_ring(c, buf, n, tag);
+        else
+            allreduce_opts(c, buf, n, tag, a);
     });
 }
 
-int gloo_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err,
-                   size_t errlen) {
+int gloo_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err, size_t errlen)
+{
     (void)ticket;
     GlooComm *c = (GlooComm *)impl;
     if (check_usable(c, "broadcast", __LINE__, err, errlen) != 0) return -1;
     if (root < 0 || root >= c->world) {
-        put_err(err, errlen, __LINE__, "broadcast: root %d out of range for world size %d", root,
-                c->world);
+        put_err(err, errlen, __LINE__, "broadcast: root %d out of range for world size %d", root, c->world);
         return -1;
     }
     if (n == 0) return 0;
@@ -537,9 +555,8 @@ int gloo_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, c
         put_err(err, errlen, __LINE__, "broadcast: buffer is NULL");
         return -1;
     }
-    std::string op = "broadcast (rank " + std::to_string(c->rank) + "/" +
-                     std::to_string(c->world) + ", " + std::to_string(n) + " floats, root " +
-                     std::to_string(root) + ")";
+    std::string op = "broadcast (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +
+                     std::to_string(n) + " floats, root " + std::to_string(root) + ")";
     return guarded(c, op, __LINE__, err, errlen, [&] {
         /* In place on every rank; tag 0 is enough because calls on one Comm
          * never overlap (comm.h) and broadcast slots are apart from
@@ -553,11 +570,11 @@ int gloo_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, c
     });
 }
 
-int gloo_barrier(void *impl, char *err, size_t errlen) {
+int gloo_barrier(void *impl, char *err, size_t errlen)
+{
     GlooComm *c = (GlooComm *)impl;
     if (check_usable(c, "barrier", __LINE__, err, errlen) != 0) return -1;
-    std::string op =
-        "barrier (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ")";
+    std::string op = "barrier (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ")";
     return guarded(c, op, __LINE__, err, errlen, [&] {
         gloo::BarrierOptions opts(c->ctx);
         opts.setTag(0);
@@ -566,7 +583,8 @@ int gloo_barrier(void *impl, char *err, size_t errlen) {
     });
 }
 
-int gloo_destroy(void *impl, char *err, size_t errlen) {
+int gloo_destroy(void *impl, char *err, size_t errlen)
+{
     (void)err;
     (void)errlen;
     /* Closes both meshes and joins the device thread (see ~GlooComm).
@@ -577,18 +595,19 @@ int gloo_destroy(void *impl, char *err, size_t errlen) {
 }
 
 #define COMM_STR_(x) #x
-#define COMM_STR(x) COMM_STR_(x)
+#define COMM_STR(x)  COMM_STR_(x)
 
-const char *gloo_describe(void *impl) {
+const char *gloo_describe(void *impl)
+{
     GlooComm *c = (GlooComm *)impl;
     if (c && c->shm) return "gloo; all-reduce through shared memory (every rank on this host)";
     if (c && c->world > 1) return "gloo over TCP";
     return "gloo";
 }
 
-const char *gloo_version(void) {
-    return "gloo " COMM_STR(GLOO_VERSION_MAJOR) "." COMM_STR(GLOO_VERSION_MINOR) "." COMM_STR(
-        GLOO_VERSION_PATCH);
+const char *gloo_version(void)
+{
+    return "gloo " COMM_STR(GLOO_VERSION_MAJOR) "." COMM_STR(GLOO_VERSION_MINOR) "." COMM_STR(GLOO_VERSION_PATCH);
 }
 
 } // namespace

@@ -45,13 +45,13 @@
 #include "cuda/cuda_check.cuh"
 #include "base/clock.h"
 
-namespace {
+namespace
+{
 
 void sleep_us(long us)
 {
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* Back off while polling: yield for the first 2 ms (a step's collectives
@@ -59,9 +59,12 @@ void sleep_us(long us)
 void backoff(int64_t since_ms)
 {
     int64_t waited = mono_ms() - since_ms;
-    if (waited < 2) sched_yield();
-    else if (waited < 100) sleep_us(20);
-    else sleep_us(1000);
+    if (waited < 2)
+        sched_yield();
+    else if (waited < 100)
+        sleep_us(20);
+    else
+        sleep_us(1000);
 }
 
 /* What a rank tells the others about its GPU. */
@@ -80,23 +83,22 @@ struct Slot {
 struct NcclComm {
     int rank = 0, world = 1, device = 0;
     int64_t timeout_ms = 0;
-    ncclComm_t comm = nullptr;          /* NULL once aborted or destroyed */
-    cudaStream_t compute = nullptr;     /* the caller's */
-    cudaStream_t stream = nullptr;      /* ours */
-    cudaEvent_t mark = nullptr;         /* "the compute stream so far" */
-    cudaEvent_t joined = nullptr;       /* everything started on our stream */
+    ncclComm_t comm = nullptr;      /* NULL once aborted or destroyed */
+    cudaStream_t compute = nullptr; /* the caller's */
+    cudaStream_t stream = nullptr;  /* ours */
+    cudaEvent_t mark = nullptr;     /* "the compute stream so far" */
+    cudaEvent_t joined = nullptr;   /* everything started on our stream */
     cudaEvent_t barrier_done = nullptr;
-    cudaEvent_t anchor = nullptr;       /* recorded when the stream was idle ... */
-    int64_t anchor_ns = 0;              /* ... at this wall-clock time */
+    cudaEvent_t anchor = nullptr; /* recorded when the stream was idle ... */
+    int64_t anchor_ns = 0;        /* ... at this wall-clock time */
     Slot slots[COMM_TIMING_KEEP] = {};
-    float *scratch = nullptr;           /* one float for the barrier */
+    float *scratch = nullptr; /* one float for the barrier */
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    std::atomic<int> aborted{0};
+    std::atomic<int> aborted{ 0 };
     char failed[384] = "";
 };
 
-#define NCCL_ERR(what, r)                                                                       \
-    CC_ERR("%s: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(nullptr))
+#define NCCL_ERR(what, r) CC_ERR("%s: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(nullptr))
 
 /* Abort with mu held: kernels stop, resources go, the handle is gone. */
 void abort_locked(NcclComm *c)
@@ -134,14 +136,12 @@ int check_usable(NcclComm *c, const char *op, char *err, size_t errlen)
 /* A non-blocking communicator may answer ncclInProgress; then its state
  * must read ncclSuccess before anything else is queued on its stream.
  * Called with mu held, right after the call that returned r. */
-int settle(NcclComm *c, ncclComm_t comm, ncclResult_t r, const char *what, char *err,
-           size_t errlen)
+int settle(NcclComm *c, ncclComm_t comm, ncclResult_t r, const char *what, char *err, size_t errlen)
 {
     int64_t t0 = mono_ms();
     while (r == ncclInProgress) {
         if (mono_ms() - t0 > c->timeout_ms) {
-            CC_ERR("%s: still in progress after %lld ms (a peer is missing or stuck)", what,
-                   (long long)c->timeout_ms);
+            CC_ERR("%s: still in progress after %lld ms (a peer is missing or stuck)", what, (long long)c->timeout_ms);
             return -1;
         }
         backoff(t0);
@@ -179,8 +179,8 @@ int wait_done(NcclComm *c, cudaEvent_t ev, const char *op, char *err, size_t err
             return poison(c, err);
         }
         if (mono_ms() - t0 > c->timeout_ms) {
-            CC_ERR("%s: timed out after %lld ms (rank %d/%d; a peer is gone or stuck)", op,
-                   (long long)c->timeout_ms, c->rank, c->world);
+            CC_ERR("%s: timed out after %lld ms (rank %d/%d; a peer is gone or stuck)", op, (long long)c->timeout_ms,
+                   c->rank, c->world);
             return poison(c, err);
         }
         backoff(t0);
@@ -193,8 +193,8 @@ int wait_done(NcclComm *c, cudaEvent_t ev, const char *op, char *err, size_t err
     return 0;
 }
 
-int store_get_exact(const CommStore *s, const char *key, void *out, size_t len,
-                    int64_t timeout_ms, char *err, size_t errlen)
+int store_get_exact(const CommStore *s, const char *key, void *out, size_t len, int64_t timeout_ms, char *err,
+                    size_t errlen)
 {
     void *val = nullptr;
     size_t n = 0;
@@ -203,7 +203,8 @@ int store_get_exact(const CommStore *s, const char *key, void *out, size_t len,
     if (rc == 1) {
         free(val);
         CC_ERR("comm_new: store: timed out after %lld ms waiting for key '%s' (a rank did "
-               "not start?)", (long long)timeout_ms, key);
+               "not start?)",
+               (long long)timeout_ms, key);
         return -1;
     }
     if (rc != 0) {
@@ -214,7 +215,8 @@ int store_get_exact(const CommStore *s, const char *key, void *out, size_t len,
     if (n != len) {
         free(val);
         CC_ERR("comm_new: store key '%s' holds %zu bytes, expected %zu (another ddptop "
-               "version?)", key, n, len);
+               "version?)",
+               key, n, len);
         return -1;
     }
     memcpy(out, val, len);
@@ -222,8 +224,7 @@ int store_get_exact(const CommStore *s, const char *key, void *out, size_t len,
     return 0;
 }
 
-int store_set(const CommStore *s, const char *key, const void *val, size_t len, char *err,
-              size_t errlen)
+int store_set(const CommStore *s, const char *key, const void *val, size_t len, char *err, size_t errlen)
 {
     char serr[256] = "";
     if (s->set(s->ctx, key, val, len, serr, sizeof serr) != 0) {
@@ -234,8 +235,7 @@ int store_set(const CommStore *s, const char *key, const void *val, size_t len, 
 }
 
 /* Every rank's GPU, and a refusal when two ranks share one. */
-int check_one_gpu_per_rank(const CommConfig *cfg, const DevRecord *mine, char *err,
-                           size_t errlen)
+int check_one_gpu_per_rank(const CommConfig *cfg, const DevRecord *mine, char *err, size_t errlen)
 {
     DevRecord *all = (DevRecord *)calloc((size_t)cfg->world, sizeof *all);
     if (!all) {
@@ -250,8 +250,7 @@ int check_one_gpu_per_rank(const CommConfig *cfg, const DevRecord *mine, char *e
         }
         char key[512];
         snprintf(key, sizeof key, "%s/dev/%d", cfg->prefix, r);
-        rc = store_get_exact(cfg->store, key, &all[r], sizeof all[r], cfg->timeout_ms, err,
-                             errlen);
+        rc = store_get_exact(cfg->store, key, &all[r], sizeof all[r], cfg->timeout_ms, err, errlen);
     }
     for (int i = 0; i < cfg->world && rc == 0; i++)
         for (int j = i + 1; j < cfg->world && rc == 0; j++) {
@@ -262,8 +261,7 @@ int check_one_gpu_per_rank(const CommConfig *cfg, const DevRecord *mine, char *e
                    "%04x:%02x:%02x.0); NCCL needs a GPU of its own for every rank: use "
                    "--backend gloo to run more ranks than GPUs (it stages gradients through "
                    "host memory), or fewer ranks",
-                   i, j, all[i].device, all[i].host, all[i].name, all[i].pci_domain,
-                   all[i].pci_bus, all[i].pci_dev);
+                   i, j, all[i].device, all[i].host, all[i].name, all[i].pci_domain, all[i].pci_bus, all[i].pci_dev);
             rc = -1;
         }
     free(all);
@@ -383,8 +381,7 @@ int nccl_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
         if (store_set(cfg->store, key, &id, sizeof id, err, errlen) != 0) return -1;
     }
     if (check_one_gpu_per_rank(cfg, &me, err, errlen) != 0) return -1;
-    if (cfg->rank != 0 &&
-        store_get_exact(cfg->store, key, &id, sizeof id, cfg->timeout_ms, err, errlen) != 0)
+    if (cfg->rank != 0 && store_get_exact(cfg->store, key, &id, sizeof id, cfg->timeout_ms, err, errlen) != 0)
         return -1;
 
     NcclComm *c = new (std::nothrow) NcclComm();
@@ -405,8 +402,7 @@ int nccl_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     config.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&c->comm, cfg->world, id, cfg->rank, &config);
     char what[96];
-    snprintf(what, sizeof what, "comm_new: ncclCommInitRankConfig (rank %d/%d)", cfg->rank,
-             cfg->world);
+    snprintf(what, sizeof what, "comm_new: ncclCommInitRankConfig (rank %d/%d)", cfg->rank, cfg->world);
     if (settle(c, c->comm, r, what, err, errlen) != 0 || reanchor(c, err, errlen) != 0) {
         abort_locked(c);
         release(c);
@@ -416,10 +412,10 @@ int nccl_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int nccl_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async,
-                   int64_t ticket, char *err, size_t errlen)
+int nccl_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
+                   size_t errlen)
 {
-    (void)tag;   /* NCCL orders collectives by stream; tags are Gloo's */
+    (void)tag; /* NCCL orders collectives by stream; tags are Gloo's */
     NcclComm *c = (NcclComm *)impl;
     char op[128];
     snprintf(op, sizeof op, "allreduce (rank %d/%d, %zu floats)", c->rank, c->world, n);
@@ -457,13 +453,11 @@ fail:
     return async ? 0 : wait_done(c, s->done, op, err, errlen);
 }
 
-int nccl_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err,
-                   size_t errlen)
+int nccl_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err, size_t errlen)
 {
     NcclComm *c = (NcclComm *)impl;
     char op[128];
-    snprintf(op, sizeof op, "broadcast (rank %d/%d, %zu floats, root %d)", c->rank, c->world, n,
-             root);
+    snprintf(op, sizeof op, "broadcast (rank %d/%d, %zu floats, root %d)", c->rank, c->world, n, root);
     if (check_usable(c, op, err, errlen) != 0) return -1;
     if (root < 0 || root >= c->world) {
         CC_ERR("broadcast: root %d out of range for world size %d", root, c->world);
@@ -511,8 +505,7 @@ int nccl_barrier(void *impl, char *err, size_t errlen)
             CC_ERR("%s: communicator was aborted (comm_abort)", op);
             break;
         }
-        ncclResult_t r = ncclAllReduce(c->scratch, c->scratch, 1, ncclFloat32, ncclSum, c->comm,
-                                       c->stream);
+        ncclResult_t r = ncclAllReduce(c->scratch, c->scratch, 1, ncclFloat32, ncclSum, c->comm, c->stream);
         if (settle(c, c->comm, r, op, err, errlen) != 0) break;
         CUDA_GOTO(cudaEventRecord(c->barrier_done, c->stream));
         rc = 0;
@@ -538,9 +531,7 @@ int nccl_timing(void *impl, int64_t ticket, CommTiming *out, char *err, size_t e
     NcclComm *c = (NcclComm *)impl;
     Slot *s = &c->slots[ticket % COMM_TIMING_KEEP];
     if (s->ticket != ticket) return 1;
-    if (cudaEventQuery(s->done) != cudaSuccess &&
-        wait_done(c, s->done, "timing", err, errlen) != 0)
-        return -1;
+    if (cudaEventQuery(s->done) != cudaSuccess && wait_done(c, s->done, "timing", err, errlen) != 0) return -1;
     /* Re-anchor now and then while the stream is idle: the GPU's and the
      * host's clocks drift apart slowly, and float ms lose precision far
      * from the anchor. */
@@ -574,7 +565,7 @@ int nccl_destroy(void *impl, char *err, size_t errlen)
                 rc = -1;
             }
         } else {
-            rc = -1;   /* err says why; abort below */
+            rc = -1; /* err says why; abort below */
         }
     } else if (c->failed[0]) {
         CC_ERR("destroy: communicator aborted after a failure (%s)", c->failed);
@@ -613,17 +604,17 @@ const char *nccl_version(void)
 } // namespace
 
 extern "C" const CommOps comm_nccl_ops = {
-    "nccl",          /* name */
-    1,               /* compiled */
-    1,               /* device_buffers */
-    nccl_create,     /* create */
-    nccl_allreduce,  /* allreduce */
-    nccl_broadcast,  /* broadcast */
-    nccl_barrier,    /* barrier */
-    nccl_join,       /* join */
-    nccl_timing,     /* timing */
-    nccl_destroy,    /* destroy */
-    nccl_abort,      /* abort */
-    nccl_version,    /* version */
-    nullptr,         /* describe: "nccl" */
+    "nccl",         /* name */
+    1,              /* compiled */
+    1,              /* device_buffers */
+    nccl_create,    /* create */
+    nccl_allreduce, /* allreduce */
+    nccl_broadcast, /* broadcast */
+    nccl_barrier,   /* barrier */
+    nccl_join,      /* join */
+    nccl_timing,    /* timing */
+    nccl_destroy,   /* destroy */
+    nccl_abort,     /* abort */
+    nccl_version,   /* version */
+    nullptr,        /* describe: "nccl" */
 };

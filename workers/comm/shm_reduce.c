@@ -34,10 +34,10 @@
 
 /* Floats per rank per set: 512 Ki (2 MiB); a 1 MB bucket is one chunk. */
 #define SLOT_FLOATS (512u * 1024u)
-#define MAGIC 0x64647073686d3031ull   /* "ddpshm01" */
+#define MAGIC       0x64647073686d3031ull /* "ddpshm01" */
 
 typedef struct {
-    _Atomic uint64_t arrived;   /* chunks this rank has put in its slot */
+    _Atomic uint64_t arrived; /* chunks this rank has put in its slot */
     _Atomic int32_t pid;
     char pad[64 - sizeof(uint64_t) - sizeof(int32_t)];
 } RankLine;
@@ -46,28 +46,25 @@ typedef struct {
     uint64_t magic;
     int32_t world;
     char pad0[52];
-    _Atomic uint32_t bell;      /* futex word: bumped at every arrival */
-    _Atomic int32_t waiters;    /* ranks asleep on the bell */
+    _Atomic uint32_t bell;   /* futex word: bumped at every arrival */
+    _Atomic int32_t waiters; /* ranks asleep on the bell */
     char pad1[56];
     RankLine rank[SHM_REDUCE_MAX_WORLD];
 } Header;
 
 struct ShmReduce {
     Header *h;
-    float *slots;               /* [2][world][SLOT_FLOATS] */
+    float *slots; /* [2][world][SLOT_FLOATS] */
     size_t map_len;
     int rank, world;
     int64_t timeout_ms;
-    uint64_t chunks;            /* chunks done by this rank */
-    unsigned spin, yields;      /* wait: pause-spins, then yields, then sleep */
+    uint64_t chunks;       /* chunks done by this rank */
+    unsigned spin, yields; /* wait: pause-spins, then yields, then sleep */
     atomic_int aborted;
     bool broken;
 };
 
-static size_t map_size(int world)
-{
-    return sizeof(Header) + 2u * (size_t)world * SLOT_FLOATS * sizeof(float);
-}
+static size_t map_size(int world) { return sizeof(Header) + 2u * (size_t)world * SLOT_FLOATS * sizeof(float); }
 
 static int read_small(const char *path, char *out, size_t len)
 {
@@ -84,9 +81,8 @@ static int read_small(const char *path, char *out, size_t len)
 int shm_host_key(char *out, size_t outlen)
 {
     char boot[64], host[256], ns[4][64];
-    static const char *const names[4] = {"pid", "net", "ipc", "mnt"};
-    if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot) || gethostname(host, sizeof host))
-        return -1;
+    static const char *const names[4] = { "pid", "net", "ipc", "mnt" };
+    if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot) || gethostname(host, sizeof host)) return -1;
     host[sizeof host - 1] = 0;
     for (int i = 0; i < 4; i++) {
         char p[64];
@@ -117,13 +113,13 @@ int shm_reduce_open(ShmReduce **out, const char *name, int rank, int world, int6
 {
     *out = NULL;
     if (world < 2 || world > SHM_REDUCE_MAX_WORLD || rank < 0 || rank >= world) {
-        snprintf(err, errlen, "shm_reduce.c:%d: rank %d of %d: shared memory takes 2..%d ranks", __LINE__, rank,
-                 world, SHM_REDUCE_MAX_WORLD);
+        snprintf(err, errlen, "shm_reduce.c:%d: rank %d of %d: shared memory takes 2..%d ranks", __LINE__, rank, world,
+                 SHM_REDUCE_MAX_WORLD);
         return -1;
     }
     size_t len = map_size(world);
-    int fd = rank == 0 ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
-                       : shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    int fd =
+        rank == 0 ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "shm_reduce.c:%d: shm_open %s: %s", __LINE__, name, strerror(errno));
         return -1;
@@ -141,8 +137,8 @@ int shm_reduce_open(ShmReduce **out, const char *name, int rank, int world, int6
     }
     struct stat st;
     if (fstat(fd, &st) || (size_t)st.st_size != len) {
-        snprintf(err, errlen, "shm_reduce.c:%d: %s has %lld bytes, want %zu", __LINE__, name,
-                 (long long)st.st_size, len);
+        snprintf(err, errlen, "shm_reduce.c:%d: %s has %lld bytes, want %zu", __LINE__, name, (long long)st.st_size,
+                 len);
         close(fd);
         return -1;
     }
@@ -186,7 +182,7 @@ void shm_reduce_unlink(const char *name) { shm_unlink(name); }
 /* A process that is gone, or a zombie its parent has not reaped yet. */
 static bool pid_gone(int32_t pid)
 {
-    if (pid <= 0) return false;   /* not mapped yet: judged by the timeout */
+    if (pid <= 0) return false; /* not mapped yet: judged by the timeout */
     if (kill(pid, 0) && errno == ESRCH) return true;
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -216,8 +212,14 @@ static int wait_all(ShmReduce *s, uint64_t k, char *err, size_t errlen)
             }
         }
         if (missing < 0) return 0;
-        if (iter < s->spin) { cpu_relax(); continue; }
-        if (iter < s->spin + s->yields) { sched_yield(); continue; }
+        if (iter < s->spin) {
+            cpu_relax();
+            continue;
+        }
+        if (iter < s->spin + s->yields) {
+            sched_yield();
+            continue;
+        }
         int64_t t = mono_ms();
         if (!start) start = last_check = t;
         if (atomic_load(&s->aborted)) {
@@ -244,7 +246,7 @@ static int wait_all(ShmReduce *s, uint64_t k, char *err, size_t errlen)
         uint32_t seen = atomic_load_explicit(&h->bell, memory_order_acquire);
         atomic_fetch_add(&h->waiters, 1);
         if (atomic_load_explicit(&h->rank[missing].arrived, memory_order_acquire) < k) {
-            struct timespec ts = {0, 5 * 1000000L};
+            struct timespec ts = { 0, 5 * 1000000L };
             syscall(SYS_futex, &h->bell, FUTEX_WAIT, seen, &ts, NULL, 0);
         }
         atomic_fetch_sub(&h->waiters, 1);

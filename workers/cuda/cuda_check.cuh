@@ -22,10 +22,9 @@ static inline const char *cc_base(const char *path)
     return s ? s + 1 : path;
 }
 
-static inline void cc_put_err(char *err, size_t errlen, const char *file, int line,
-                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static inline void cc_put_err(char *err, size_t errlen, const char *file, int line,
-                              const char *fmt, ...)
+static inline void cc_put_err(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static inline void cc_put_err(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
 {
     if (!err || errlen == 0) return;
     int k = snprintf(err, errlen, "%s:%d: ", cc_base(file), line);
@@ -55,8 +54,7 @@ static inline const char *cc_no_gpu_reason(cudaError_t e, char *buf, size_t n)
     int drv = 0;
     if (e == cudaSuccess)
         snprintf(buf, n, "no CUDA device");
-    else if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&drv) == cudaSuccess &&
-             drv == 0)
+    else if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&drv) == cudaSuccess && drv == 0)
         snprintf(buf, n, "no NVIDIA driver loaded, %s", cudaGetErrorName(e));
     else
         snprintf(buf, n, "%s, %s", cudaGetErrorString(e), cudaGetErrorName(e));
@@ -65,22 +63,21 @@ static inline const char *cc_no_gpu_reason(cudaError_t e, char *buf, size_t n)
 
 #define CC_ERR(...) cc_put_err(err, errlen, __FILE__, __LINE__, __VA_ARGS__)
 
-#define CC_CUDA_MSG(call, e_)                                                                   \
-    do {                                                                                        \
-        char nb_[64];                                                                           \
-        cc_put_err(err, errlen, __FILE__, __LINE__, "%s: %s (%s)",                              \
-                   cc_call_name(#call, nb_, sizeof nb_), cudaGetErrorString(e_),               \
-                   cudaGetErrorName(e_));                                                       \
+#define CC_CUDA_MSG(call, e_)                                                                            \
+    do {                                                                                                 \
+        char nb_[64];                                                                                    \
+        cc_put_err(err, errlen, __FILE__, __LINE__, "%s: %s (%s)", cc_call_name(#call, nb_, sizeof nb_), \
+                   cudaGetErrorString(e_), cudaGetErrorName(e_));                                        \
     } while (0)
 
 /* A CUDA runtime call; on failure: the message, then `on_fail`. */
-#define CUDA_OR(call, on_fail)                                                                  \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                \
-            CC_CUDA_MSG(call, e_);                                                              \
-            on_fail;                                                                            \
-        }                                                                                       \
+#define CUDA_OR(call, on_fail)     \
+    do {                           \
+        cudaError_t e_ = (call);   \
+        if (e_ != cudaSuccess) {   \
+            CC_CUDA_MSG(call, e_); \
+            on_fail;               \
+        }                          \
     } while (0)
 
 /* On failure: message, return -1. */

@@ -38,15 +38,15 @@
 #include "cuda/cuda_check.cuh"
 #include "base/clock.h"
 
-#define CUBLAS_TRY(call)                                                                        \
-    do {                                                                                        \
-        cublasStatus_t s_ = (call);                                                             \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                      \
-            char nb_[64];                                                                       \
-            CC_ERR("%s: %s (%s)", cc_call_name(#call, nb_, sizeof nb_),                         \
-                   cublasGetStatusString(s_), cublasGetStatusName(s_));                         \
-            return -1;                                                                          \
-        }                                                                                       \
+#define CUBLAS_TRY(call)                                                                           \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            char nb_[64];                                                                          \
+            CC_ERR("%s: %s (%s)", cc_call_name(#call, nb_, sizeof nb_), cublasGetStatusString(s_), \
+                   cublasGetStatusName(s_));                                                       \
+            return -1;                                                                             \
+        }                                                                                          \
     } while (0)
 
 enum { THREADS = 256, CE_THREADS = 128 };
@@ -68,24 +68,24 @@ struct CudaMlp {
     ModelTensor tensors[2 * MODEL_MAX_LINEAR];
     size_t n_params;
     OptimConfig oc;
-    int64_t t;                  /* optimizer steps taken */
-    bool has_buf;               /* SGD momentum buffer initialised */
-    int64_t bytes;              /* device memory held */
+    int64_t t;     /* optimizer steps taken */
+    bool has_buf;  /* SGD momentum buffer initialised */
+    int64_t bytes; /* device memory held */
 
     cudaStream_t stream;
     cublasHandle_t blas;
 
     float *params, *grads_alloc, *grads, *buf1, *buf2;
-    float *act[MODEL_MAX_LINEAR + 1];   /* act[0] = input batch */
+    float *act[MODEL_MAX_LINEAR + 1]; /* act[0] = input batch */
     float *dact, *dact2;
     int32_t *labels;
     int64_t *idx;
     double *row_loss;
     int *row_hit;
-    double *loss;               /* the last forward's mean loss */
+    double *loss; /* the last forward's mean loss */
     EvalOut *eval;
 
-    float *ds_x;                /* uploaded dataset, or NULL */
+    float *ds_x; /* uploaded dataset, or NULL */
     int32_t *ds_y;
     int64_t ds_n;
 
@@ -118,8 +118,7 @@ static unsigned grid_for(size_t n)
 /* y[r, j] += b[j], then ReLU (y > 0 ? y : 0, as model.c) unless last. */
 static __global__ void k_bias_act(float *y, const float *b, int cols, size_t n, int relu)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float v = __fadd_rn(y[i], b[i % (size_t)cols]);
         y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
     }
@@ -129,8 +128,7 @@ static __global__ void k_bias_act(float *y, const float *b, int cols, size_t n, 
  * its input was. */
 static __global__ void k_relu_back(float *dx, const float *a, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         if (!(a[i] > 0.0f)) dx[i] = 0.0f;
 }
 
@@ -170,8 +168,8 @@ static __device__ double block_sum(double v, double *sh)
  * around the max, in double as model.c's row_ce. With dz: softmax -
  * onehot, times scale (1/batch), in dz. With hit: 1 where the first
  * maximum is the label (torch.argmax), for evaluation. */
-static __global__ void k_softmax_ce(const float *z, const int32_t *y, int k, float scale, float *dz,
-                             double *row_loss, int *hit)
+static __global__ void k_softmax_ce(const float *z, const int32_t *y, int k, float scale, float *dz, double *row_loss,
+                                    int *hit)
 {
     __shared__ float shf[CE_THREADS / 32];
     __shared__ double shd[CE_THREADS / 32];
@@ -211,8 +209,7 @@ static __global__ void k_softmax_ce(const float *z, const int32_t *y, int k, flo
 /* Sum of the rows' losses (and hits), one block, in a fixed order so a
  * step's loss does not depend on scheduling. mean: loss = sum / n;
  * otherwise add the sum (and the hits) to the eval totals. */
-static __global__ void k_sum_rows(const double *row_loss, const int *hit, int n, double *mean_out,
-                           EvalOut *eval)
+static __global__ void k_sum_rows(const double *row_loss, const int *hit, int n, double *mean_out, EvalOut *eval)
 {
     __shared__ double shd[THREADS / 32];
     __shared__ int shi[THREADS / 32];
@@ -239,8 +236,7 @@ static __global__ void k_sum_rows(const double *row_loss, const int *hit, int n,
 /* db[j] = scale * sum_r dY[r, j] (or += with accumulate). A block takes 32
  * columns; its 8 rows of threads stride down the batch, reading whole
  * 128-byte row segments. */
-static __global__ void k_bias_grad(float *db, const float *dy, int rows, int cols, float scale,
-                            int accumulate)
+static __global__ void k_bias_grad(float *db, const float *dy, int rows, int cols, float scale, int accumulate)
 {
     __shared__ float sh[8][33];
     const int col = blockIdx.x * 32 + threadIdx.x;
@@ -266,12 +262,11 @@ static __global__ void k_set(float *dst, PadVals vals, int n)
     if ((int)threadIdx.x < n) dst[threadIdx.x] = vals.v[threadIdx.x];
 }
 
-static __global__ void k_gather(float *x, int32_t *y, const float *ds_x, const int32_t *ds_y,
-                         const int64_t *idx, int batch, int dim)
+static __global__ void k_gather(float *x, int32_t *y, const float *ds_x, const int32_t *ds_y, const int64_t *idx,
+                                int batch, int dim)
 {
     size_t n = (size_t)batch * dim;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
-         e += (size_t)gridDim.x * blockDim.x) {
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
         size_t r = e / dim, j = e % dim;
         int64_t k = idx[r];
         x[e] = ds_x[(size_t)k * dim + j];
@@ -287,13 +282,12 @@ struct SgdArgs {
 
 static __global__ void k_sgd(float *p, const float *g, float *buf, size_t n, SgdArgs a)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float pi = p[i], gi = g[i];
-        float d = a.decay ? fmaf(pi, a.wd, gi) : gi;          /* g.add(p, alpha=wd) */
+        float d = a.decay ? fmaf(pi, a.wd, gi) : gi; /* g.add(p, alpha=wd) */
         if (!a.momentum) {
-            p[i] = fmaf(d, a.neg_lr, pi);                     /* p.add_(d, alpha=-lr) */
-        } else if (a.first) {                                 /* buf = clone(d) */
+            p[i] = fmaf(d, a.neg_lr, pi); /* p.add_(d, alpha=-lr) */
+        } else if (a.first) {             /* buf = clone(d) */
             buf[i] = d;
             float u = a.nesterov ? fmaf(d, a.mom, d) : d;
             p[i] = fmaf(u, a.neg_lr, pi);
@@ -312,10 +306,9 @@ struct AdamArgs {
 
 static __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, AdamArgs a)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = g[i];
-        float pi = __fmul_rn(p[i], a.decay);                           /* mul_(1 - lr*wd) */
+        float pi = __fmul_rn(p[i], a.decay); /* mul_(1 - lr*wd) */
         float mi = fmaf(gi, a.w1, __fmul_rn(m[i], a.b1));
         float vi = fmaf(__fmul_rn(a.w2, gi), gi, __fmul_rn(v[i], a.b2));
         m[i] = mi;
@@ -332,8 +325,8 @@ static int dev_alloc(CudaMlp *m, void **p, size_t bytes, char *err, size_t errle
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         *p = NULL;
-        CC_ERR("cudaMalloc of %.1f MiB: %s (%s)", (double)bytes / 1048576.0,
-               cudaGetErrorString(e), cudaGetErrorName(e));
+        CC_ERR("cudaMalloc of %.1f MiB: %s (%s)", (double)bytes / 1048576.0, cudaGetErrorString(e),
+               cudaGetErrorName(e));
         return -1;
     }
     m->bytes += (int64_t)bytes;
@@ -345,8 +338,8 @@ static int host_alloc(void **p, size_t bytes, char *err, size_t errlen)
     cudaError_t e = cudaMallocHost(p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         *p = NULL;
-        CC_ERR("cudaMallocHost of %.1f MiB (pinned): %s (%s)", (double)bytes / 1048576.0,
-               cudaGetErrorString(e), cudaGetErrorName(e));
+        CC_ERR("cudaMallocHost of %.1f MiB (pinned): %s (%s)", (double)bytes / 1048576.0, cudaGetErrorString(e),
+               cudaGetErrorName(e));
         return -1;
     }
     return 0;
@@ -357,9 +350,8 @@ static void release(CudaMlp *m)
     cudaSetDevice(m->device);
     if (m->stream) cudaStreamSynchronize(m->stream);
     if (m->blas) cublasDestroy(m->blas);
-    void *dev[] = {m->params, m->grads_alloc, m->buf1,     m->buf2,    m->dact,
-                   m->dact2,  m->labels,      m->idx,      m->row_loss, m->row_hit,
-                   m->loss,   m->eval,        m->ds_x,     m->ds_y};
+    void *dev[] = { m->params, m->grads_alloc, m->buf1,    m->buf2, m->dact, m->dact2, m->labels,
+                    m->idx,    m->row_loss,    m->row_hit, m->loss, m->eval, m->ds_x,  m->ds_y };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i]) cudaFree(dev[i]);
     for (int i = 0; i <= MODEL_MAX_LINEAR; i++)
@@ -372,7 +364,7 @@ static void release(CudaMlp *m)
     }
     if (m->h_out) cudaFreeHost(m->h_out);
     if (m->h_eval) cudaFreeHost(m->h_eval);
-    cudaEvent_t evs[] = {m->ev_start, m->ev_fwd, m->ev_bwd, m->ev_join, m->ev_opt, m->ev_done};
+    cudaEvent_t evs[] = { m->ev_start, m->ev_fwd, m->ev_bwd, m->ev_join, m->ev_opt, m->ev_done };
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i]) cudaEventDestroy(evs[i]);
     for (int i = 0; i < 2 * MODEL_MAX_LINEAR; i++)
@@ -410,8 +402,7 @@ static int make(CudaMlp *m, char *err, size_t errlen)
         CUDA_TRY(cudaMemset(m->buf2, 0, n * f));
     }
     for (int i = 0; i <= L; i++)
-        if (dev_alloc(m, (void **)&m->act[i], B * (size_t)m->dims[i] * f, err, errlen))
-            return -1;
+        if (dev_alloc(m, (void **)&m->act[i], B * (size_t)m->dims[i] * f, err, errlen)) return -1;
     if (dev_alloc(m, (void **)&m->dact, B * (size_t)m->widest * f, err, errlen) ||
         dev_alloc(m, (void **)&m->dact2, B * (size_t)m->widest * f, err, errlen) ||
         dev_alloc(m, (void **)&m->labels, B * sizeof(int32_t), err, errlen) ||
@@ -432,16 +423,15 @@ static int make(CudaMlp *m, char *err, size_t errlen)
     if (host_alloc((void **)&m->h_out, sizeof(StepOut), err, errlen) ||
         host_alloc((void **)&m->h_eval, sizeof(EvalOut), err, errlen))
         return -1;
-    cudaEvent_t *timed[] = {&m->ev_start, &m->ev_fwd, &m->ev_bwd,
-                            &m->ev_join,  &m->ev_opt, &m->ev_done};
+    cudaEvent_t *timed[] = { &m->ev_start, &m->ev_fwd, &m->ev_bwd, &m->ev_join, &m->ev_opt, &m->ev_done };
     for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) CUDA_TRY(cudaEventCreate(timed[i]));
     for (int i = 0; i < m->n_tensors; i++)
         CUDA_TRY(cudaEventCreateWithFlags(&m->grad_ready[i], cudaEventDisableTiming));
     return 0;
 }
 
-extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc,
-                            int max_batch, char *err, size_t errlen)
+extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err,
+                            size_t errlen)
 {
     *out = NULL;
     if (!layout || layout->n_linear < 1 || layout->n_linear > MODEL_MAX_LINEAR ||
@@ -478,8 +468,7 @@ extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig 
     m->n_params = layout->n_params;
     m->max_batch = max_batch;
     m->oc = *oc;
-    for (int i = 0; i <= m->n_linear; i++)
-        m->widest = m->dims[i] > m->widest ? m->dims[i] : m->widest;
+    for (int i = 0; i <= m->n_linear; i++) m->widest = m->dims[i] > m->widest ? m->dims[i] : m->widest;
     if (make(m, err, errlen) != 0) {
         release(m);
         return -1;
@@ -501,8 +490,8 @@ extern "C" float *cuda_mlp_grads(const CudaMlp *m) { return m->grads; }
 extern "C" int64_t cuda_mlp_bytes(const CudaMlp *m) { return m->bytes; }
 
 /* Host <-> device copies ordered after the queued work. */
-static int copy_sync(CudaMlp *m, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
-                     char *err, size_t errlen)
+static int copy_sync(CudaMlp *m, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, char *err,
+                     size_t errlen)
 {
     CUDA_TRY(cudaSetDevice(m->device));
     if (bytes == 0) return 0;
@@ -513,34 +502,30 @@ static int copy_sync(CudaMlp *m, void *dst, const void *src, size_t bytes, cudaM
 
 extern "C" int cuda_mlp_set_params(CudaMlp *m, const float *host, char *err, size_t errlen)
 {
-    return copy_sync(m, m->params, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice,
-                     err, errlen);
+    return copy_sync(m, m->params, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice, err, errlen);
 }
 
 extern "C" int cuda_mlp_get_params(CudaMlp *m, float *host, char *err, size_t errlen)
 {
-    return copy_sync(m, host, m->params, m->n_params * sizeof(float), cudaMemcpyDeviceToHost,
-                     err, errlen);
+    return copy_sync(m, host, m->params, m->n_params * sizeof(float), cudaMemcpyDeviceToHost, err, errlen);
 }
 
 extern "C" int cuda_mlp_set_grads(CudaMlp *m, const float *host, char *err, size_t errlen)
 {
-    return copy_sync(m, m->grads, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice,
-                     err, errlen);
+    return copy_sync(m, m->grads, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice, err, errlen);
 }
 
 extern "C" int cuda_mlp_get_grads(CudaMlp *m, float *host, char *err, size_t errlen)
 {
-    return copy_sync(m, host, m->grads, m->n_params * sizeof(float), cudaMemcpyDeviceToHost,
-                     err, errlen);
+    return copy_sync(m, host, m->grads, m->n_params * sizeof(float), cudaMemcpyDeviceToHost, err, errlen);
 }
 
 static int optim_matches(const CudaMlp *m, const Optim *o, char *err, size_t errlen)
 {
     if (o->cfg.kind != m->oc.kind || o->n != m->n_params) {
         CC_ERR("optimizer state: %s over %zu parameters, the model has %s over %zu",
-               o->cfg.kind == OPTIM_ADAMW ? "adamw" : "sgd", o->n,
-               m->oc.kind == OPTIM_ADAMW ? "adamw" : "sgd", m->n_params);
+               o->cfg.kind == OPTIM_ADAMW ? "adamw" : "sgd", o->n, m->oc.kind == OPTIM_ADAMW ? "adamw" : "sgd",
+               m->n_params);
         return -1;
     }
     if ((o->buf1 != NULL) != (m->buf1 != NULL) || (o->buf2 != NULL) != (m->buf2 != NULL)) {
@@ -554,10 +539,8 @@ extern "C" int cuda_mlp_set_optim(CudaMlp *m, const Optim *o, char *err, size_t 
 {
     if (optim_matches(m, o, err, errlen) != 0) return -1;
     size_t bytes = m->n_params * sizeof(float);
-    if (m->buf1 && copy_sync(m, m->buf1, o->buf1, bytes, cudaMemcpyHostToDevice, err, errlen))
-        return -1;
-    if (m->buf2 && copy_sync(m, m->buf2, o->buf2, bytes, cudaMemcpyHostToDevice, err, errlen))
-        return -1;
+    if (m->buf1 && copy_sync(m, m->buf1, o->buf1, bytes, cudaMemcpyHostToDevice, err, errlen)) return -1;
+    if (m->buf2 && copy_sync(m, m->buf2, o->buf2, bytes, cudaMemcpyHostToDevice, err, errlen)) return -1;
     m->t = o->t;
     m->has_buf = o->has_buf;
     return 0;
@@ -567,10 +550,8 @@ extern "C" int cuda_mlp_get_optim(CudaMlp *m, Optim *o, char *err, size_t errlen
 {
     if (optim_matches(m, o, err, errlen) != 0) return -1;
     size_t bytes = m->n_params * sizeof(float);
-    if (m->buf1 && copy_sync(m, o->buf1, m->buf1, bytes, cudaMemcpyDeviceToHost, err, errlen))
-        return -1;
-    if (m->buf2 && copy_sync(m, o->buf2, m->buf2, bytes, cudaMemcpyDeviceToHost, err, errlen))
-        return -1;
+    if (m->buf1 && copy_sync(m, o->buf1, m->buf1, bytes, cudaMemcpyDeviceToHost, err, errlen)) return -1;
+    if (m->buf2 && copy_sync(m, o->buf2, m->buf2, bytes, cudaMemcpyDeviceToHost, err, errlen)) return -1;
     o->t = m->t;
     o->has_buf = m->has_buf;
     return 0;
@@ -608,18 +589,16 @@ extern "C" int cuda_mlp_host_batch(CudaMlp *m, float **x, int32_t **y, char *err
 /* Queue the upload of `batch` rows from pinned slot s into act[0]/labels. */
 static int upload_slot(CudaMlp *m, int s, int batch, char *err, size_t errlen)
 {
-    CUDA_TRY(cudaMemcpyAsync(m->act[0], m->h_x[s], (size_t)batch * m->dims[0] * sizeof(float),
-                             cudaMemcpyHostToDevice, m->stream));
-    CUDA_TRY(cudaMemcpyAsync(m->labels, m->h_y[s], (size_t)batch * sizeof(int32_t),
-                             cudaMemcpyHostToDevice, m->stream));
+    CUDA_TRY(cudaMemcpyAsync(m->act[0], m->h_x[s], (size_t)batch * m->dims[0] * sizeof(float), cudaMemcpyHostToDevice,
+                             m->stream));
+    CUDA_TRY(cudaMemcpyAsync(m->labels, m->h_y[s], (size_t)batch * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
     CUDA_TRY(cudaEventRecord(m->slot_free[s], m->stream));
     m->slot ^= 1;
     m->batch = batch;
     return 0;
 }
 
-extern "C" int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch,
-                                   char *err, size_t errlen)
+extern "C" int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err, size_t errlen)
 {
     if (check_rows(m, batch, err, errlen) || check_labels(m, y, batch, err, errlen)) return -1;
     CUDA_TRY(cudaSetDevice(m->device));
@@ -632,8 +611,8 @@ extern "C" int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y,
     return upload_slot(m, s, batch, err, errlen);
 }
 
-extern "C" int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n,
-                                       char *err, size_t errlen)
+extern "C" int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err,
+                                       size_t errlen)
 {
     if (n < 1) {
         CC_ERR("upload_dataset: %lld rows", (long long)n);
@@ -664,8 +643,7 @@ extern "C" int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t
     return 0;
 }
 
-extern "C" int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, char *err,
-                                     size_t errlen)
+extern "C" int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, char *err, size_t errlen)
 {
     if (check_rows(m, batch, err, errlen) != 0) return -1;
     if (!m->ds_x) {
@@ -674,19 +652,17 @@ extern "C" int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, 
     }
     for (int i = 0; i < batch; i++)
         if (idx[i] < 0 || idx[i] >= m->ds_n) {
-            CC_ERR("gather_batch: index %lld outside the dataset's 0..%lld", (long long)idx[i],
-                   (long long)m->ds_n - 1);
+            CC_ERR("gather_batch: index %lld outside the dataset's 0..%lld", (long long)idx[i], (long long)m->ds_n - 1);
             return -1;
         }
     CUDA_TRY(cudaSetDevice(m->device));
     int s = m->slot;
     CUDA_TRY(cudaEventSynchronize(m->slot_free[s]));
     memcpy(m->h_idx[s], idx, (size_t)batch * sizeof(int64_t));
-    CUDA_TRY(cudaMemcpyAsync(m->idx, m->h_idx[s], (size_t)batch * sizeof(int64_t),
-                             cudaMemcpyHostToDevice, m->stream));
+    CUDA_TRY(cudaMemcpyAsync(m->idx, m->h_idx[s], (size_t)batch * sizeof(int64_t), cudaMemcpyHostToDevice, m->stream));
     CUDA_TRY(cudaEventRecord(m->slot_free[s], m->stream));
-    k_gather<<<grid_for((size_t)batch * m->dims[0]), THREADS, 0, m->stream>>>(
-        m->act[0], m->labels, m->ds_x, m->ds_y, m->idx, batch, m->dims[0]);
+    k_gather<<<grid_for((size_t)batch * m->dims[0]), THREADS, 0, m->stream>>>(m->act[0], m->labels, m->ds_x, m->ds_y,
+                                                                              m->idx, batch, m->dims[0]);
     CUDA_LAUNCHED();
     m->slot ^= 1;
     m->batch = batch;
@@ -718,19 +694,17 @@ static int forward(CudaMlp *m, int B, char *err, size_t errlen)
         int in = m->dims[l], out = m->dims[l + 1];
         const float *w = m->params + m->tensors[2 * l].offset;
         const float *b = m->params + m->tensors[2 * l + 1].offset;
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, &one, w, in,
-                               m->act[l], in, &zero, m->act[l + 1], out));
+        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, &one, w, in, m->act[l], in, &zero,
+                               m->act[l + 1], out));
         size_t n = (size_t)B * out;
-        k_bias_act<<<grid_for(n), THREADS, 0, m->stream>>>(m->act[l + 1], b, out, n,
-                                                          l < m->n_linear - 1);
+        k_bias_act<<<grid_for(n), THREADS, 0, m->stream>>>(m->act[l + 1], b, out, n, l < m->n_linear - 1);
         CUDA_LAUNCHED();
     }
     return 0;
 }
 
-extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate,
-                                         CudaMlpGradHook hook, void *hook_ctx, char *err,
-                                         size_t errlen)
+extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook,
+                                         void *hook_ctx, char *err, size_t errlen)
 {
     const int B = m->batch, L = m->n_linear, classes = m->dims[L];
     if (B < 1) {
@@ -742,8 +716,7 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
     if (forward(m, B, err, errlen) != 0) return -1;
     float *dy = m->dact, *dx = m->dact2;
     const float inv_b = 1.0f / (float)B;
-    k_softmax_ce<<<B, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, inv_b, dy,
-                                                  m->row_loss, NULL);
+    k_softmax_ce<<<B, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, inv_b, dy, m->row_loss, NULL);
     CUDA_LAUNCHED();
     k_sum_rows<<<1, THREADS, 0, m->stream>>>(m->row_loss, NULL, B, m->loss, NULL);
     CUDA_LAUNCHED();
@@ -754,21 +727,19 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
         int in = m->dims[l], out = m->dims[l + 1];
         const ModelTensor *tw = &m->tensors[2 * l], *tb = &m->tensors[2 * l + 1];
         float *gw = m->grads + tw->offset, *gb = m->grads + tb->offset;
-        k_bias_grad<<<(out + 31) / 32, dim3(32, 8), 0, m->stream>>>(gb, dy, B, out, grad_scale,
-                                                                     accumulate != 0);
+        k_bias_grad<<<(out + 31) / 32, dim3(32, 8), 0, m->stream>>>(gb, dy, B, out, grad_scale, accumulate != 0);
         CUDA_LAUNCHED();
         CUDA_TRY(cudaEventRecord(m->grad_ready[2 * l + 1], m->stream));
         if (hook) hook(hook_ctx, 2 * l + 1, m->grad_ready[2 * l + 1]);
         /* dW = scale * dY^T X (+ dW) */
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, &grad_scale,
-                               m->act[l], in, dy, out, &beta_w, gw, in));
+        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, &grad_scale, m->act[l], in, dy, out,
+                               &beta_w, gw, in));
         CUDA_TRY(cudaEventRecord(m->grad_ready[2 * l], m->stream));
         if (hook) hook(hook_ctx, 2 * l, m->grad_ready[2 * l]);
         if (l == 0) break;
         /* dX = dY W, then through the ReLU that produced act[l]. */
         const float *w = m->params + tw->offset;
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, &one, w, in, dy,
-                               out, &zero, dx, in));
+        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, &one, w, in, dy, out, &zero, dx, in));
         size_t n = (size_t)B * in;
         k_relu_back<<<grid_for(n), THREADS, 0, m->stream>>>(dx, m->act[l], n);
         CUDA_LAUNCHED();
@@ -803,15 +774,14 @@ extern "C" int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errl
         a.neg_step_size = (float)-(lr / bc1);
         a.bc2_sqrt = (float)sqrt(bc2);
         a.eps = (float)c->eps;
-        k_adamw<<<grid_for(n), THREADS, 0, m->stream>>>(m->params, m->grads, m->buf1, m->buf2, n,
-                                                        a);
+        k_adamw<<<grid_for(n), THREADS, 0, m->stream>>>(m->params, m->grads, m->buf1, m->buf2, n, a);
     } else {
         SgdArgs a;
         a.wd = (float)c->weight_decay;
         a.mom = (float)c->momentum;
         a.keep = (float)(1.0 - c->dampening);
         a.neg_lr = (float)-lr;
-        a.decay = c->weight_decay != 0.0;   /* torch skips the add at 0 (0 * inf) */
+        a.decay = c->weight_decay != 0.0; /* torch skips the add at 0 (0 * inf) */
         a.momentum = c->momentum != 0.0;
         a.first = a.momentum && !m->has_buf;
         a.nesterov = c->nesterov;
@@ -828,8 +798,7 @@ extern "C" int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errl
  * Returns 0 when it has completed, 1 on the timeout, -1 on a CUDA error.
  * Yields for the first 2 ms (a step usually ends by then and latency
  * matters), then sleeps a little. */
-static int wait_event(cudaEvent_t ev, int64_t timeout_ms, const char *what, char *err,
-                      size_t errlen)
+static int wait_event(cudaEvent_t ev, int64_t timeout_ms, const char *what, char *err, size_t errlen)
 {
     if (timeout_ms <= 0) {
         cudaError_t e = cudaEventSynchronize(ev);
@@ -852,7 +821,7 @@ static int wait_event(cudaEvent_t ev, int64_t timeout_ms, const char *what, char
         if (waited < 2) {
             sched_yield();
         } else {
-            struct timespec ts = {0, waited < 100 ? 20000L : 500000L};
+            struct timespec ts = { 0, waited < 100 ? 20000L : 500000L };
             nanosleep(&ts, NULL);
         }
     }
@@ -864,8 +833,8 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
     return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? (double)ms : 0.0;
 }
 
-extern "C" int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad,
-                                    int n_pad, CudaMlpTimes *times, char *err, size_t errlen)
+extern "C" int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad,
+                                    CudaMlpTimes *times, char *err, size_t errlen)
 {
     if (n_pad < 0 || n_pad > MODEL_GRAD_PAD) {
         CC_ERR("finish_step: %d pad floats, the pad holds %d", n_pad, MODEL_GRAD_PAD);
@@ -873,18 +842,16 @@ extern "C" int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss
     }
     CUDA_TRY(cudaSetDevice(m->device));
     if (!m->done_queued) {
-        CUDA_TRY(cudaMemcpyAsync(&m->h_out->loss, m->loss, sizeof(double),
-                                 cudaMemcpyDeviceToHost, m->stream));
+        CUDA_TRY(cudaMemcpyAsync(&m->h_out->loss, m->loss, sizeof(double), cudaMemcpyDeviceToHost, m->stream));
         if (n_pad > 0)
-            CUDA_TRY(cudaMemcpyAsync(m->h_out->pad, m->grads - n_pad,
-                                     (size_t)n_pad * sizeof(float), cudaMemcpyDeviceToHost,
-                                     m->stream));
+            CUDA_TRY(cudaMemcpyAsync(m->h_out->pad, m->grads - n_pad, (size_t)n_pad * sizeof(float),
+                                     cudaMemcpyDeviceToHost, m->stream));
         CUDA_TRY(cudaEventRecord(m->ev_done, m->stream));
         m->done_queued = true;
         m->done_pad = n_pad;
     }
     int rc = wait_event(m->ev_done, timeout_ms, "finish_step", err, errlen);
-    if (rc != 0) return rc;   /* 1: not yet; called again, it waits on */
+    if (rc != 0) return rc; /* 1: not yet; called again, it waits on */
     m->done_queued = false;
     if (n_pad > m->done_pad) n_pad = m->done_pad;
     if (loss) *loss = m->h_out->loss;
@@ -906,8 +873,8 @@ extern "C" int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss
     return 0;
 }
 
-extern "C" int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n,
-                                 int64_t *correct, double *loss_sum, char *err, size_t errlen)
+extern "C" int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct,
+                                 double *loss_sum, char *err, size_t errlen)
 {
     if (n < 0 || check_labels(m, y, n, err, errlen) != 0) return -1;
     CUDA_TRY(cudaSetDevice(m->device));
@@ -920,16 +887,15 @@ extern "C" int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, i
         memcpy(m->h_x[s], x + (size_t)start * dim, (size_t)b * dim * sizeof(float));
         memcpy(m->h_y[s], y + start, (size_t)b * sizeof(int32_t));
         if (upload_slot(m, s, b, err, errlen) != 0 || forward(m, b, err, errlen) != 0) return -1;
-        k_softmax_ce<<<b, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, 0.0f, NULL,
-                                                      m->row_loss, m->row_hit);
+        k_softmax_ce<<<b, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, 0.0f, NULL, m->row_loss,
+                                                      m->row_hit);
         CUDA_LAUNCHED();
         k_sum_rows<<<1, THREADS, 0, m->stream>>>(m->row_loss, m->row_hit, b, NULL, m->eval);
         CUDA_LAUNCHED();
     }
     /* The activations now hold evaluation rows: training needs a new batch. */
     m->batch = 0;
-    CUDA_TRY(cudaMemcpyAsync(m->h_eval, m->eval, sizeof(EvalOut), cudaMemcpyDeviceToHost,
-                             m->stream));
+    CUDA_TRY(cudaMemcpyAsync(m->h_eval, m->eval, sizeof(EvalOut), cudaMemcpyDeviceToHost, m->stream));
     CUDA_TRY(cudaStreamSynchronize(m->stream));
     *correct = (int64_t)m->h_eval->hits;
     if (loss_sum) *loss_sum += m->h_eval->loss_sum;

@@ -51,11 +51,11 @@ typedef void (*CudaMlpGradHook)(void *ctx, int tensor, void *ready);
 
 /* Where a step's GPU time went, from CUDA events on the compute stream. */
 typedef struct {
-    double fwd_ms;      /* forward and loss */
-    double bwd_ms;      /* backward (the gradient hooks' collectives overlap it) */
-    double comm_wait_ms;/* end of backward until the collectives were joined: exposed comm */
-    double opt_ms;      /* optimizer */
-    double gpu_ms;      /* start of forward to end of optimizer */
+    double fwd_ms;       /* forward and loss */
+    double bwd_ms;       /* backward (the gradient hooks' collectives overlap it) */
+    double comm_wait_ms; /* end of backward until the collectives were joined: exposed comm */
+    double opt_ms;       /* optimizer */
+    double gpu_ms;       /* start of forward to end of optimizer */
 } CudaMlpTimes;
 
 /* A model shaped and laid out like `layout` (made by mlp_init; only its
@@ -63,8 +63,7 @@ typedef struct {
  * device, for batches of at most max_batch rows, with optimizer `oc` (as
  * accepted by optim_init). Parameters start at zero: set them with
  * cuda_mlp_set_params. Returns 0 or -1 with err (no GPU: at once). */
-int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
-                 char *err, size_t errlen);
+int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen);
 /* Waits for queued work, frees everything, sets *m to NULL. Safe on NULL. */
 void cuda_mlp_free(CudaMlp **m);
 
@@ -101,13 +100,11 @@ int cuda_mlp_host_batch(CudaMlp *m, float **x, int32_t **y, char *err, size_t er
  * in 0..classes-1). From the pointers cuda_mlp_host_batch gave, the copy
  * is asynchronous from pinned memory; other host memory is first copied
  * into the pinned buffer. Returns 0 or -1 with err (bad label or size). */
-int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err,
-                        size_t errlen);
+int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err, size_t errlen);
 /* Put the whole dataset (n rows) on the device, once, if it fits in what
  * is free with a margin left for the rest. Returns 0, 1 when it does not
  * fit (nothing changed: use cuda_mlp_load_batch), or -1 with err. */
-int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err,
-                            size_t errlen);
+int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err, size_t errlen);
 /* Gather rows idx[0..batch) of the uploaded dataset into the next batch,
  * on the device. Returns 0 or -1 with err (no dataset, index out of range). */
 int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, char *err, size_t errlen);
@@ -120,8 +117,8 @@ int cuda_mlp_write_pad(CudaMlp *m, const float *vals, int n, char *err, size_t e
  * Gradients are grad_scale * d(loss)/d(params) (DDP's 1/world), written
  * over the old ones, or added to them when accumulate is non-zero
  * (gradient accumulation). hook (may be NULL) as above. */
-int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate,
-                              CudaMlpGradHook hook, void *hook_ctx, char *err, size_t errlen);
+int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook, void *hook_ctx,
+                              char *err, size_t errlen);
 
 /* One optimizer update with learning rate lr, queued (optim.c's rules and
  * arithmetic, fused multiply-adds where optim.c fuses them). */
@@ -135,15 +132,15 @@ int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errlen);
  * to wait on (send a heartbeat in between; past the collective timeout,
  * comm_abort — a collective is stuck). Returns 0 when done, or -1 with
  * err. */
-int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad,
-                         CudaMlpTimes *times, char *err, size_t errlen);
+int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad, CudaMlpTimes *times,
+                         char *err, size_t errlen);
 
 /* Forward only over n rows of host data, in batches of max_batch:
  * *correct gets the argmax hits (first maximum wins, as torch.argmax) and
  * the summed cross-entropy is added to *loss_sum (may be NULL). Waits.
  * Returns 0 or -1 with err. */
-int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct,
-                      double *loss_sum, char *err, size_t errlen);
+int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct, double *loss_sum,
+                      char *err, size_t errlen);
 
 /* "cublas 13.0.2" or NULL in a build without CUDA. Static storage. */
 const char *cuda_mlp_version(void);

@@ -6,8 +6,7 @@
 
 #include <stdio.h>
 
-#define NO_CUDA \
-    "ddptop-worker was built without CUDA (nvcc not found at build time): use --device cpu"
+#define NO_CUDA "ddptop-worker was built without CUDA (nvcc not found at build time): use --device cpu"
 
 static int refuse(int line, char *err, size_t errlen)
 {
@@ -15,8 +14,7 @@ static int refuse(int line, char *err, size_t errlen)
     return -1;
 }
 
-int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
-                 char *err, size_t errlen)
+int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen)
 {
     (void)layout, (void)oc, (void)max_batch;
     *out = NULL;
@@ -28,10 +26,26 @@ void cuda_mlp_free(CudaMlp **m)
     if (m) *m = NULL;
 }
 
-void *cuda_mlp_stream(const CudaMlp *m) { (void)m; return NULL; }
-float *cuda_mlp_params(const CudaMlp *m) { (void)m; return NULL; }
-float *cuda_mlp_grads(const CudaMlp *m) { (void)m; return NULL; }
-int64_t cuda_mlp_bytes(const CudaMlp *m) { (void)m; return 0; }
+void *cuda_mlp_stream(const CudaMlp *m)
+{
+    (void)m;
+    return NULL;
+}
+float *cuda_mlp_params(const CudaMlp *m)
+{
+    (void)m;
+    return NULL;
+}
+float *cuda_mlp_grads(const CudaMlp *m)
+{
+    (void)m;
+    return NULL;
+}
+int64_t cuda_mlp_bytes(const CudaMlp *m)
+{
+    (void)m;
+    return 0;
+}
 
 int cuda_mlp_set_params(CudaMlp *m, const float *host, char *err, size_t errlen)
 {
@@ -77,15 +91,13 @@ int cuda_mlp_host_batch(CudaMlp *m, float **x, int32_t **y, char *err, size_t er
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err,
-                        size_t errlen)
+int cuda_mlp_load_batch(CudaMlp *m, const float *x, const int32_t *y, int batch, char *err, size_t errlen)
 {
     (void)m, (void)x, (void)y, (void)batch;
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err,
-                            size_t errlen)
+int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_t n, char *err, size_t errlen)
 {
     (void)m, (void)x, (void)y, (void)n;
     return refuse(__LINE__, err, errlen);
@@ -103,8 +115,8 @@ int cuda_mlp_write_pad(CudaMlp *m, const float *vals, int n, char *err, size_t e
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate,
-                              CudaMlpGradHook hook, void *hook_ctx, char *err, size_t errlen)
+int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook, void *hook_ctx,
+                              char *err, size_t errlen)
 {
     (void)m, (void)grad_scale, (void)accumulate, (void)hook, (void)hook_ctx;
     return refuse(__LINE__, err, errlen);
@@ -116,15 +128,15 @@ int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errlen)
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad,
-                         CudaMlpTimes *times, char *err, size_t errlen)
+int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pad, int n_pad, CudaMlpTimes *times,
+                         char *err, size_t errlen)
 {
     (void)m, (void)timeout_ms, (void)loss, (void)pad, (void)n_pad, (void)times;
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct,
-                      double *loss_sum, char *err, size_t errlen)
+int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct, double *loss_sum,
+                      char *err, size_t errlen)
 {
     (void)m, (void)x, (void)y, (void)n, (void)loss_sum;
     *correct = 0;

@@ -17,7 +17,7 @@
 /* nvcc's list of the virtual architectures this file was built for, e.g.
  * "750,900" (sm_90 code, compute_75 PTX; mk/cuda.mk). */
 #define GPU_STR_(...) #__VA_ARGS__
-#define GPU_STR(...) GPU_STR_(__VA_ARGS__)
+#define GPU_STR(...)  GPU_STR_(__VA_ARGS__)
 #ifdef __CUDA_ARCH_LIST__
 #define GPU_ARCH_LIST GPU_STR(__CUDA_ARCH_LIST__)
 #else
@@ -34,8 +34,7 @@ extern "C" int gpu_count(int *count, char *err, size_t errlen)
     if (e != cudaSuccess || n < 1) {
         /* No driver, no device, or a driver older than the runtime: name it. */
         char why[160];
-        CC_ERR("no usable CUDA GPU (cudaGetDeviceCount: %s): use --device cpu",
-               cc_no_gpu_reason(e, why, sizeof why));
+        CC_ERR("no usable CUDA GPU (cudaGetDeviceCount: %s): use --device cpu", cc_no_gpu_reason(e, why, sizeof why));
         return -1;
     }
     *count = n;
@@ -53,8 +52,8 @@ extern "C" int gpu_describe(int device, char *buf, size_t n, char *err, size_t e
     cudaDeviceProp p;
     CUDA_TRY(cudaGetDeviceProperties(&p, device));
     snprintf(buf, n, "%s, %.1f GiB, sm_%d%d, pci %04x:%02x:%02x.0", p.name,
-             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), p.major, p.minor,
-             p.pciDomainID, p.pciBusID, p.pciDeviceID);
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), p.major, p.minor, p.pciDomainID, p.pciBusID,
+             p.pciDeviceID);
     return 0;
 }
 
@@ -73,22 +72,23 @@ extern "C" const char *gpu_version(void)
     if (line[0]) return line;
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);   /* 0, not an error, when no driver is loaded */
+    cudaDriverGetVersion(&drv); /* 0, not an error, when no driver is loaded */
     char d[32];
-    if (drv > 0) snprintf(d, sizeof d, "%d.%d", drv / 1000, drv % 1000 / 10);
-    else snprintf(d, sizeof d, "none");
-    snprintf(line, sizeof line, "cuda runtime %d.%d (built with %d.%d for arch %s), driver %s",
-             rt / 1000, rt % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
-             GPU_ARCH_LIST, d);
+    if (drv > 0)
+        snprintf(d, sizeof d, "%d.%d", drv / 1000, drv % 1000 / 10);
+    else
+        snprintf(d, sizeof d, "none");
+    snprintf(line, sizeof line, "cuda runtime %d.%d (built with %d.%d for arch %s), driver %s", rt / 1000,
+             rt % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, GPU_ARCH_LIST, d);
     return line;
 }
 
 struct GpuStage {
     int device;
-    cudaStream_t compute;   /* the caller's; not ours to destroy */
-    cudaStream_t copy;      /* ours: copies do not queue behind compute kernels */
-    cudaEvent_t mark;       /* "the compute stream so far", when no ready event is given */
-    void *host;             /* pinned */
+    cudaStream_t compute; /* the caller's; not ours to destroy */
+    cudaStream_t copy;    /* ours: copies do not queue behind compute kernels */
+    cudaEvent_t mark;     /* "the compute stream so far", when no ready event is given */
+    void *host;           /* pinned */
     size_t cap;
 };
 
@@ -140,8 +140,8 @@ static int stage_reserve(GpuStage *s, size_t bytes, char *err, size_t errlen)
     return 0;
 }
 
-extern "C" int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready,
-                                 void **host, char *err, size_t errlen)
+extern "C" int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host, char *err,
+                                 size_t errlen)
 {
     CUDA_TRY(cudaSetDevice(s->device));
     if (stage_reserve(s, bytes, err, errlen) != 0) return -1;
@@ -157,8 +157,7 @@ extern "C" int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, voi
     return 0;
 }
 
-extern "C" int gpu_stage_to_device(GpuStage *s, void *dst, size_t bytes, char *err,
-                                   size_t errlen)
+extern "C" int gpu_stage_to_device(GpuStage *s, void *dst, size_t bytes, char *err, size_t errlen)
 {
     if (bytes > s->cap) {
         CC_ERR("gpu_stage_to_device: %zu bytes, the stage holds %zu", bytes, s->cap);

@@ -64,8 +64,7 @@ void gpu_stage_free(GpuStage **s);
  * stream so far), copy `bytes` from device memory `src` into the stage's
  * pinned buffer and wait for the copy; *host points at it until the next
  * call. Returns 0 or -1 with err. */
-int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host,
-                      char *err, size_t errlen);
+int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host, char *err, size_t errlen);
 
 /* Copy the first `bytes` of the pinned buffer back to device memory `dst`
  * and wait, so anything queued afterwards on any stream sees them. */

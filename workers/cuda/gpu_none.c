@@ -6,10 +6,12 @@
 
 #ifdef DDPTOP_CPU_ONLY
 #define NO_CUDA "this is the CPU-only worker (cpu/ddptop-worker): the ddptop-worker beside ddptop runs on GPUs"
-const char *gpu_missing(void) { return "not in the CPU-only worker (cpu/ddptop-worker); the ddptop-worker beside ddptop has it"; }
+const char *gpu_missing(void)
+{
+    return "not in the CPU-only worker (cpu/ddptop-worker); the ddptop-worker beside ddptop has it";
+}
 #else
-#define NO_CUDA \
-    "ddptop-worker was built without CUDA (nvcc not found at build time): use --device cpu"
+#define NO_CUDA "ddptop-worker was built without CUDA (nvcc not found at build time): use --device cpu"
 const char *gpu_missing(void) { return "not built in (no nvcc at build time)"; }
 #endif
 
@@ -60,8 +62,7 @@ void gpu_stage_free(GpuStage **s)
     if (s) *s = NULL;
 }
 
-int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host,
-                      char *err, size_t errlen)
+int gpu_stage_to_host(GpuStage *s, const void *src, size_t bytes, void *ready, void **host, char *err, size_t errlen)
 {
     (void)s, (void)src, (void)bytes, (void)ready;
     *host = NULL;

@@ -15,11 +15,11 @@
 #include "nn/model.h"
 
 #define BUCKET_FIRST_CAP_BYTES (1u << 20)
-#define BUCKET_MAX (2 * MODEL_MAX_LINEAR)
+#define BUCKET_MAX             (2 * MODEL_MAX_LINEAR)
 
 typedef struct {
-    int first_tensor, last_tensor;  /* tensor indices; last_tensor <= first_tensor (reverse) */
-    size_t offset, numel;           /* range in grads, in floats */
+    int first_tensor, last_tensor; /* tensor indices; last_tensor <= first_tensor (reverse) */
+    size_t offset, numel;          /* range in grads, in floats */
 } Bucket;
 
 /* Fill out[] (at least BUCKET_MAX) and return the number of buckets. */

@@ -63,18 +63,10 @@ static void exec_op(Reducer *r, RedOp *op, bool skip, char *err, size_t errlen)
     }
     op->start_ns = proto_now_ns();
     switch (op->kind) {
-    case RED_ALLREDUCE:
-        op->rc = comm_allreduce_sum_f32(r->comm, op->buf, op->n, op->tag, err, errlen);
-        break;
-    case RED_BROADCAST:
-        op->rc = comm_broadcast_f32(r->comm, op->buf, op->n, op->root, err, errlen);
-        break;
-    case RED_BARRIER:
-        op->rc = comm_barrier(r->comm, err, errlen);
-        break;
-    default:
-        snprintf(err, errlen, "reducer: unknown op kind %d", (int)op->kind);
-        op->rc = -1;
+    case RED_ALLREDUCE: op->rc = comm_allreduce_sum_f32(r->comm, op->buf, op->n, op->tag, err, errlen); break;
+    case RED_BROADCAST: op->rc = comm_broadcast_f32(r->comm, op->buf, op->n, op->root, err, errlen); break;
+    case RED_BARRIER: op->rc = comm_barrier(r->comm, err, errlen); break;
+    default: snprintf(err, errlen, "reducer: unknown op kind %d", (int)op->kind); op->rc = -1;
     }
     op->done_ns = proto_now_ns();
 }
@@ -99,8 +91,7 @@ static void run_next_locked(Reducer *r, bool on_main)
     pthread_cond_signal(&r->fin);
     /* More queued: if the main thread ran this one, the communication
      * thread may be asleep while work waits. */
-    if (on_main && r->taken < r->submitted)
-        pthread_cond_signal(&r->work);
+    if (on_main && r->taken < r->submitted) pthread_cond_signal(&r->work);
 }
 
 static void *comm_thread(void *arg)
@@ -108,8 +99,7 @@ static void *comm_thread(void *arg)
     Reducer *r = arg;
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (!r->stop && (r->taken > r->done || r->taken == r->submitted))
-            pthread_cond_wait(&r->work, &r->mu);
+        while (!r->stop && (r->taken > r->done || r->taken == r->submitted)) pthread_cond_wait(&r->work, &r->mu);
         if (r->taken > r->done || r->taken == r->submitted) {
             if (r->stop) break;
             continue;
@@ -190,8 +180,7 @@ int64_t reducer_submit(Reducer *r, const RedOp *op, bool wake, char *err, size_t
     return id;
 }
 
-int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int beat_ms,
-                 char *err, size_t errlen)
+int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int beat_ms, char *err, size_t errlen)
 {
     if (beat_ms <= 0) beat_ms = 1000;
     int64_t next_beat = mono_ms() + beat_ms;
@@ -208,8 +197,7 @@ int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int
             run_next_locked(r, true);
             continue;
         }
-        if (r->taken == r->done && r->taken < r->submitted)
-            pthread_cond_signal(&r->work);
+        if (r->taken == r->done && r->taken < r->submitted) pthread_cond_signal(&r->work);
         struct timespec ts;
         int64_t dl = next_beat;
         ts.tv_sec = (time_t)(dl / 1000);
@@ -235,7 +223,7 @@ int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int
 
 const RedOp *reducer_op(const Reducer *r, int64_t id)
 {
-    Reducer *m = (Reducer *)r;   /* the lock only orders the read of `done` */
+    Reducer *m = (Reducer *)r; /* the lock only orders the read of `done` */
     pthread_mutex_lock(&m->mu);
     bool ok = id > 0 && id <= m->done && id > m->submitted - REDUCER_KEEP;
     pthread_mutex_unlock(&m->mu);
@@ -256,8 +244,7 @@ bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns)
     return busy;
 }
 
-int reducer_run(Reducer *r, RedOp *op, void (*beat)(void *ctx), void *ctx, int beat_ms,
-                char *err, size_t errlen)
+int reducer_run(Reducer *r, RedOp *op, void (*beat)(void *ctx), void *ctx, int beat_ms, char *err, size_t errlen)
 {
     int64_t id = reducer_submit(r, op, false, err, errlen);
     if (id < 0) return -1;

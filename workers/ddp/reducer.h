@@ -27,21 +27,21 @@ typedef enum { RED_ALLREDUCE = 0, RED_BROADCAST, RED_BARRIER } RedKind;
 
 typedef struct {
     RedKind kind;
-    float *buf;             /* in place; must stay valid until the op is done */
-    size_t n;               /* floats */
-    uint32_t tag;           /* all-reduce: same on every rank for this call */
-    int root;               /* broadcast */
+    float *buf;   /* in place; must stay valid until the op is done */
+    size_t n;     /* floats */
+    uint32_t tag; /* all-reduce: same on every rank for this call */
+    int root;     /* broadcast */
     /* All-reduce only: buf[scale_from..n) is multiplied by `scale` just
      * before the all-reduce, on the thread that runs it (DDP divides a
      * gradient by the world size as it enters its bucket). 1 = no scaling. */
     float scale;
     size_t scale_from;
-    int bucket;             /* for the caller's reports: -1 when not a bucket */
+    int bucket; /* for the caller's reports: -1 when not a bucket */
     /* Filled by the reducer: */
-    int64_t id;             /* 1, 2, ... in submission order (same on every rank) */
-    int64_t enq_ns, start_ns, done_ns;   /* wall clock */
-    int rc;                 /* 0 ok, -1 failed */
-    bool inline_run;        /* ran on the main thread (hand-over) */
+    int64_t id;                        /* 1, 2, ... in submission order (same on every rank) */
+    int64_t enq_ns, start_ns, done_ns; /* wall clock */
+    int rc;                            /* 0 ok, -1 failed */
+    bool inline_run;                   /* ran on the main thread (hand-over) */
 } RedOp;
 
 typedef struct Reducer Reducer;
@@ -63,8 +63,7 @@ int64_t reducer_submit(Reducer *r, const RedOp *op, bool wake, char *err, size_t
  * thread when the communication thread is idle. Calls beat(ctx) about every
  * beat_ms while it waits (beat may be NULL). Returns 0, or -1 with err (the
  * first failure; every later op fails too, the Comm being unusable). */
-int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int beat_ms,
-                 char *err, size_t errlen);
+int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int beat_ms, char *err, size_t errlen);
 
 /* A finished op's record (timings), or NULL when id is unknown, not done
  * yet, or too old (the last REDUCER_KEEP ops are kept). */
@@ -76,8 +75,7 @@ bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns);
 
 /* Submit and wait, for one-off collectives (broadcast, barrier, the eval
  * counts, the flags while paused). Returns 0 or -1 with err. */
-int reducer_run(Reducer *r, RedOp *op, void (*beat)(void *ctx), void *ctx, int beat_ms,
-                char *err, size_t errlen);
+int reducer_run(Reducer *r, RedOp *op, void (*beat)(void *ctx), void *ctx, int beat_ms, char *err, size_t errlen);
 
 const char *reducer_kind_name(RedKind k);
 

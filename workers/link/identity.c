@@ -25,16 +25,16 @@
 #include "net/curve.h"
 
 #define DEFAULT_MASTER_PORT 29500
-#define INT_MAX_ENV (1 << 20)
+#define INT_MAX_ENV         (1 << 20)
 
 static const char *env_get(IdentityGetenv get, void *ctx, const char *name)
 {
     const char *s = get ? get(ctx, name) : getenv(name);
-    return s && *s ? s : NULL;   /* set but empty counts as unset, as before */
+    return s && *s ? s : NULL; /* set but empty counts as unset, as before */
 }
 
-int identity_env_int(IdentityGetenv get, void *ctx, const char *name, int lo, int hi, int *out,
-                   char *err, size_t errlen)
+int identity_env_int(IdentityGetenv get, void *ctx, const char *name, int lo, int hi, int *out, char *err,
+                     size_t errlen)
 {
     const char *s = env_get(get, ctx, name);
     if (!s) return 0;
@@ -86,19 +86,25 @@ int identity_hostlist_first(const char *list, char *out, size_t outlen, char *er
 {
     size_t o = 0;
     bool first = true, in_br = false, empty_host = true;
-    const char *br = NULL;        /* start of the current bracket's contents */
-    const char *low = NULL;       /* first range's low bound in the bracket */
+    const char *br = NULL;  /* start of the current bracket's contents */
+    const char *low = NULL; /* first range's low bound in the bracket */
     size_t lowlen = 0;
-    if (!list || !*list) { snprintf(err, errlen, "empty hostlist"); return -1; }
+    if (!list || !*list) {
+        snprintf(err, errlen, "empty hostlist");
+        return -1;
+    }
     for (const char *p = list;; p++) {
         char c = *p;
         if (in_br) {
-            if (c == '[' || c == '\0') break;                   /* nested or unclosed */
+            if (c == '[' || c == '\0') break; /* nested or unclosed */
             if (c != ',' && c != ']') continue;
             const char *l;
             size_t ln;
             if (check_range(br, (size_t)(p - br), &l, &ln)) break;
-            if (!low) { low = l; lowlen = ln; }
+            if (!low) {
+                low = l;
+                lowlen = ln;
+            }
             br = p + 1;
             if (c == ']') {
                 in_br = false;
@@ -222,8 +228,9 @@ static int slurm_ids(IdentityGetenv get, void *ctx, WorkerIdentity *id, char *er
         }
         id->local_world = n;
     }
-    if (identity_env_int(get, ctx, "SLURM_LOCALID", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0) return -1;
-    if (id->local_rank >= id->local_world) {   /* defaulted to the rank */
+    if (identity_env_int(get, ctx, "SLURM_LOCALID", 0, id->local_world - 1, &id->local_rank, err, errlen) < 0)
+        return -1;
+    if (id->local_rank >= id->local_world) { /* defaulted to the rank */
         snprintf(err, errlen, "SLURM_LOCALID is not set and SLURM_PROCID=%d is not below %d tasks per node", id->rank,
                  id->local_world);
         return -1;
@@ -284,7 +291,7 @@ int identity_endpoints(IdentityGetenv get, void *ctx, char *ctl, size_t ctllen, 
 {
     const char *c = env_get(get, ctx, "DDPTOP_CTL"), *t = env_get(get, ctx, "DDPTOP_TEL");
     const char *conn = env_get(get, ctx, "DDPTOP_CONNECT"), *keys = env_get(get, ctx, KEYS_ENV);
-    const char *named;   /* the variable a refusal names */
+    const char *named; /* the variable a refusal names */
     if (c || t) {
         if (!c || !t) {
             snprintf(err, errlen, "%s is set but %s is not (ddptop run sets both)", c ? "DDPTOP_CTL" : "DDPTOP_TEL",
@@ -306,8 +313,9 @@ int identity_endpoints(IdentityGetenv get, void *ctx, char *ctl, size_t ctllen, 
         c = conn;
         t = tel;
     } else {
-        snprintf(err, errlen, "DDPTOP_CONNECT is not set (start workers with ddptop run, or point them at "
-                              "ddptop: DDPTOP_CONNECT=tcp://HOST:PORT DDPTOP_KEYS=FILE)");
+        snprintf(err, errlen,
+                 "DDPTOP_CONNECT is not set (start workers with ddptop run, or point them at "
+                 "ddptop: DDPTOP_CONNECT=tcp://HOST:PORT DDPTOP_KEYS=FILE)");
         return -1;
     }
     bool tcp = !strncmp(c, "tcp://", 6) || !strncmp(t, "tcp://", 6);
@@ -327,12 +335,10 @@ int identity_endpoints(IdentityGetenv get, void *ctx, char *ctl, size_t ctllen, 
 
 static bool sa_is_loopback(const struct sockaddr *sa)
 {
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
     if (sa->sa_family == AF_INET6) {
         const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a) ||
-               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
     }
     return false;
 }
@@ -371,7 +377,7 @@ static int route_source(const char *host, struct sockaddr_storage *src, char *wh
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_DGRAM;
-    int g = getaddrinfo(host, "9", &hints, &res);   /* any port: nothing is sent */
+    int g = getaddrinfo(host, "9", &hints, &res); /* any port: nothing is sent */
     if (g) {
         snprintf(why, whylen, "%s", gai_strerror(g));
         return -1;
@@ -392,8 +398,8 @@ static int route_source(const char *host, struct sockaddr_storage *src, char *wh
     return rc;
 }
 
-int identity_gloo_host(IdentityGetenv get, void *ctx, const char *master_addr, char *out, size_t outlen,
-                       char *err, size_t errlen)
+int identity_gloo_host(IdentityGetenv get, void *ctx, const char *master_addr, char *out, size_t outlen, char *err,
+                       size_t errlen)
 {
     const char *h = env_get(get, ctx, "DDPTOP_GLOO_HOST");
     if (h) {
@@ -428,8 +434,9 @@ int identity_gloo_host(IdentityGetenv get, void *ctx, const char *master_addr, c
     char why[160], addr[64];
     struct sockaddr_storage src;
     if (route_source(master_addr, &src, why, sizeof why) || sa_text((struct sockaddr *)&src, addr, sizeof addr)) {
-        snprintf(err, errlen, "MASTER_ADDR=%s: cannot find the local address towards it (%s): set DDPTOP_GLOO_HOST "
-                              "or GLOO_SOCKET_IFNAME",
+        snprintf(err, errlen,
+                 "MASTER_ADDR=%s: cannot find the local address towards it (%s): set DDPTOP_GLOO_HOST "
+                 "or GLOO_SOCKET_IFNAME",
                  master_addr, why);
         return -1;
     }

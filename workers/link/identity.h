@@ -22,13 +22,13 @@
 
 typedef struct {
     int rank, world, local_rank, local_world;
-    int master_port;        /* MASTER_PORT, 29500 when unset (torchrun's default) */
-    char master_addr[128];  /* MASTER_ADDR, else Slurm's first node, else 127.0.0.1 */
-    char gloo_host[128];    /* address this rank's Gloo device listens on (identity_gloo_host) */
-    char host[128];         /* the hello's host: DDPTOP_HOST, else gethostname() */
-    char job_id[96];        /* store key prefix: unique per job (DDPTOP_JOB, else "ddptop") */
-    char device[8];         /* "cpu" or "cuda" (resolved: never "auto") */
-    char backend[8];        /* "gloo" or "nccl" */
+    int master_port;       /* MASTER_PORT, 29500 when unset (torchrun's default) */
+    char master_addr[128]; /* MASTER_ADDR, else Slurm's first node, else 127.0.0.1 */
+    char gloo_host[128];   /* address this rank's Gloo device listens on (identity_gloo_host) */
+    char host[128];        /* the hello's host: DDPTOP_HOST, else gethostname() */
+    char job_id[96];       /* store key prefix: unique per job (DDPTOP_JOB, else "ddptop") */
+    char device[8];        /* "cpu" or "cuda" (resolved: never "auto") */
+    char backend[8];       /* "gloo" or "nccl" */
 } WorkerIdentity;
 
 /* Returns the value of `name` or NULL when unset. */
@@ -69,8 +69,8 @@ int identity_endpoints(IdentityGetenv get, void *ctx, char *ctl, size_t ctllen, 
  * as /etc/hosts often does) the first non-loopback IPv4 address of an
  * interface that is up, so the other hosts can still reach this rank.
  * Returns 0 or -1 with err naming the variable that led there. */
-int identity_gloo_host(IdentityGetenv get, void *ctx, const char *master_addr, char *out, size_t outlen,
-                       char *err, size_t errlen);
+int identity_gloo_host(IdentityGetenv get, void *ctx, const char *master_addr, char *out, size_t outlen, char *err,
+                       size_t errlen);
 
 /* The first host of a Slurm hostlist ("node[01-04,07],gpu5" -> "node01",
  * zero padding kept), checking the whole list's syntax. Returns 0 or -1

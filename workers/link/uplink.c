@@ -27,25 +27,25 @@
 #include "net/zsock.h"
 #include "base/clock.h"
 
-#define CMD_QUEUE 64
-#define TEL_HWM 10000
+#define CMD_QUEUE        64
+#define TEL_HWM          10000
 /* Telemetry burst: at most this old, this many frames, this many bytes;
  * a larger frame (a shard's indices) goes out alone. */
-#define TEL_FLUSH_MS 50
+#define TEL_FLUSH_MS     50
 #define TEL_BURST_FRAMES 512
-#define TEL_BURST_BYTES (256u << 10)
+#define TEL_BURST_BYTES  (256u << 10)
 /* How long ddptop may be late beyond a store op's own timeout. */
-#define STORE_MARGIN_MS 5000
+#define STORE_MARGIN_MS  5000
 
 struct Uplink {
     void *zctx, *ctl, *tel;
     int rank;
     uint64_t drops;
     CodecBuf buf;
-    CodecBuf burst;          /* frames waiting: [u32 length][bytes]... */
+    CodecBuf burst; /* frames waiting: [u32 length][bytes]... */
     int burst_frames;
-    int64_t burst_since_ms;  /* when the oldest waiting frame was queued */
-    int64_t cost_ns;         /* time spent in uplink_send / uplink_flush */
+    int64_t burst_since_ms; /* when the oldest waiting frame was queued */
+    int64_t cost_ns;        /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
     int q_head, q_len;
     int64_t last_heard_ms;   /* last ctl message from ddptop */
@@ -53,11 +53,14 @@ struct Uplink {
     bool pinged;             /* a ping came: ddptop keeps a heartbeat */
 };
 
-int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
-                char *err, size_t errlen)
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys, char *err,
+                size_t errlen)
 {
     Uplink *u = calloc(1, sizeof *u);
-    if (!u) { snprintf(err, errlen, "uplink: out of memory"); return -1; }
+    if (!u) {
+        snprintf(err, errlen, "uplink: out of memory");
+        return -1;
+    }
     u->rank = rank;
     u->last_heard_ms = mono_ms();
     codec_buf_init(&u->buf);
@@ -71,8 +74,7 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, 
     int n = snprintf(ident, sizeof ident, "rank-%d", rank);
     int hwm = TEL_HWM, zero = 0;
     if (zmq_setsockopt(u->ctl, ZMQ_ROUTING_ID, ident, (size_t)n) ||
-        zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
+        zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) || zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
         goto zfail;
     /* CURVE options must be set before connect. */
     if (keys && (keys_client_socket(u->ctl, keys, err, errlen) || keys_client_socket(u->tel, keys, err, errlen)))
@@ -173,14 +175,23 @@ static int queue_frame(Uplink *u, Msg *m)
 {
     char err[160];
     stamp(u, m);
-    if (codec_encode(m, &u->buf, err, sizeof err) < 0) { u->drops++; return 1; }
+    if (codec_encode(m, &u->buf, err, sizeof err) < 0) {
+        u->drops++;
+        return 1;
+    }
     int64_t now = mono_ms();
     if (u->buf.len > TEL_BURST_BYTES) {
         flush_burst(u);
-        if (send_now(u, u->buf.data, u->buf.len)) { u->drops++; return 1; }
+        if (send_now(u, u->buf.data, u->buf.len)) {
+            u->drops++;
+            return 1;
+        }
         return 0;
     }
-    if (grow(&u->burst, 4 + u->buf.len)) { u->drops++; return 1; }
+    if (grow(&u->burst, 4 + u->buf.len)) {
+        u->drops++;
+        return 1;
+    }
     if (u->burst_frames == 0) u->burst_since_ms = now;
     uint32_t n = (uint32_t)u->buf.len;
     memcpy(u->burst.data + u->burst.len, &n, 4);
@@ -198,13 +209,16 @@ int uplink_send_important(Uplink *u, Msg *m)
     char err[160];
     stamp(u, m);
     void *s = (m->kind == MSG_HELLO) ? u->ctl : u->tel;
-    uplink_flush(u);   /* what came before goes first (and is telemetry's cost) */
+    uplink_flush(u); /* what came before goes first (and is telemetry's cost) */
     int64_t deadline = mono_ms() + 2000;
     for (;;) {
         int rc = zs_send(s, m, &u->buf, ZMQ_DONTWAIT, err, sizeof err);
         if (rc == 0) return 0;
-        if (rc < 0 || mono_ms() >= deadline) { u->drops++; return 1; }
-        struct timespec ts = {0, 5 * 1000 * 1000};
+        if (rc < 0 || mono_ms() >= deadline) {
+            u->drops++;
+            return 1;
+        }
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
 }
@@ -214,10 +228,7 @@ uint64_t uplink_drops(const Uplink *u) { return u->drops; }
 int64_t uplink_cost_ns(const Uplink *u) { return u->cost_ns; }
 
 /* Everything from ddptop over ctl passes here: it is alive. */
-static void heard(Uplink *u)
-{
-    u->last_heard_ms = mono_ms();
-}
+static void heard(Uplink *u) { u->last_heard_ms = mono_ms(); }
 
 static void queue_cmd(Uplink *u, const MsgCmd *c)
 {
@@ -244,11 +255,11 @@ static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char 
     for (;;) {
         int64_t left = deadline - mono_ms();
         if (left <= 0) {
-            snprintf(err, errlen, "store: no reply from ddptop for \"%s\" within %lld ms",
-                     req->u.store.key, (long long)(timeout_ms + STORE_MARGIN_MS));
+            snprintf(err, errlen, "store: no reply from ddptop for \"%s\" within %lld ms", req->u.store.key,
+                     (long long)(timeout_ms + STORE_MARGIN_MS));
             return 1;
         }
-        zmq_pollitem_t it = {u->ctl, 0, ZMQ_POLLIN, 0};
+        zmq_pollitem_t it = { u->ctl, 0, ZMQ_POLLIN, 0 };
         int n = zmq_poll(&it, 1, (long)(left > 1000 ? 1000 : left));
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -259,7 +270,10 @@ static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char 
         Msg m;
         char rerr[160];
         int rc = zs_recv(u->ctl, &m, ZMQ_DONTWAIT, rerr, sizeof rerr);
-        if (rc < 0) { snprintf(err, errlen, "store: %s", rerr); return -1; }
+        if (rc < 0) {
+            snprintf(err, errlen, "store: %s", rerr);
+            return -1;
+        }
         if (rc != 0) continue;
         heard(u);
         if (m.kind == MSG_CMD) {
@@ -272,25 +286,26 @@ static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char 
     }
 }
 
-int uplink_store_set(void *ctx, const char *key, const void *val, size_t len,
-                     char *err, size_t errlen)
+int uplink_store_set(void *ctx, const char *key, const void *val, size_t len, char *err, size_t errlen)
 {
     Uplink *u = ctx;
     Msg req, rep;
     msg_init(&req, MSG_SET);
     snprintf(req.u.store.key, sizeof req.u.store.key, "%s", key);
-    req.u.store.val = (uint8_t *)val;     /* borrowed for the send only */
+    req.u.store.val = (uint8_t *)val; /* borrowed for the send only */
     req.u.store.val_len = (uint32_t)len;
     int rc = store_call(u, &req, 0, &rep, err, errlen);
     if (rc != 0) return -1;
     bool ok = rep.u.store.ok;
     msg_done(&rep);
-    if (!ok) { snprintf(err, errlen, "store: ddptop refused set \"%s\"", key); return -1; }
+    if (!ok) {
+        snprintf(err, errlen, "store: ddptop refused set \"%s\"", key);
+        return -1;
+    }
     return 0;
 }
 
-int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                     char *err, size_t errlen)
+int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err, size_t errlen)
 {
     Uplink *u = ctx;
     Msg req, rep;

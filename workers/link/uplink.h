@@ -23,8 +23,8 @@ typedef struct Uplink Uplink;
  * keys: the job's keys, making both sockets CURVE clients of ddptop (what
  * its tcp:// sockets demand); NULL for none (ipc://). Returns 0 or -1 with
  * err. */
-int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys,
-                char *err, size_t errlen);
+int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys, char *err,
+                size_t errlen);
 /* Flush what is queued (at most linger_ms) and close. Safe on NULL. */
 void uplink_close(Uplink **u, int linger_ms);
 
@@ -47,10 +47,8 @@ uint64_t uplink_drops(const Uplink *u);
 int64_t uplink_cost_ns(const Uplink *u);
 
 /* Store operations (CommStore callbacks; ctx is the Uplink). */
-int uplink_store_set(void *ctx, const char *key, const void *val, size_t len,
-                     char *err, size_t errlen);
-int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms,
-                     char *err, size_t errlen);
+int uplink_store_set(void *ctx, const char *key, const void *val, size_t len, char *err, size_t errlen);
+int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err, size_t errlen);
 
 /* The next command from ddptop, without blocking. Returns 1 and fills *out,
  * 0 when there is none, -1 when ddptop is gone (socket error). */

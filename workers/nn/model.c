@@ -29,12 +29,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "wire/sampler.h"   /* Mt19937, for torch's init stream */
+#include "wire/sampler.h" /* Mt19937, for torch's init stream */
 
 /* Any wider layer or bigger model is a typo, not a model this CPU trains. */
-#define MLP_MAX_DIM (1 << 20)
+#define MLP_MAX_DIM    (1 << 20)
 #define MLP_MAX_PARAMS ((size_t)1 << 30)
-#define MLP_MAX_BATCH (1 << 20)
+#define MLP_MAX_BATCH  (1 << 20)
 
 int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errlen)
 {
@@ -58,14 +58,12 @@ int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errl
         errno = 0;
         long v = strtol(p, &end, 10);
         if (errno || v < 1 || v > MLP_MAX_DIM) {
-            snprintf(err, errlen, "model '%s': width %.*s outside 1..%d", spec, (int)(end - p), p,
-                     MLP_MAX_DIM);
+            snprintf(err, errlen, "model '%s': width %.*s outside 1..%d", spec, (int)(end - p), p, MLP_MAX_DIM);
             return -1;
         }
         dims[n++] = (int)v;
         p = end;
-        if (*p == '\0')
-            break;
+        if (*p == '\0') break;
         if (*p != ',') {
             snprintf(err, errlen, "model '%s': unexpected '%c'", spec, *p);
             return -1;
@@ -83,10 +81,8 @@ int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errl
 void mlp_done(Mlp *m)
 {
     free(m->params);
-    if (m->grads)
-        free(m->grads - MODEL_GRAD_PAD);
-    for (int i = 0; i <= MODEL_MAX_LINEAR; i++)
-        free(m->act[i]);
+    if (m->grads) free(m->grads - MODEL_GRAD_PAD);
+    for (int i = 0; i <= MODEL_MAX_LINEAR; i++) free(m->act[i]);
     free(m->dact);
     free(m->dact2);
     memset(m, 0, sizeof *m);
@@ -186,10 +182,8 @@ void mlp_reset_params(Mlp *m, uint64_t seed)
         double bbound = 1.0 / sqrt(fan_in);
         const ModelTensor *w = &m->tensors[2 * l], *b = &m->tensors[2 * l + 1];
         float *pw = m->params + w->offset, *pb = m->params + b->offset;
-        for (size_t i = 0; i < w->numel; i++)
-            pw[i] = torch_uniform_f32(&g, (float)-wbound, (float)wbound);
-        for (size_t i = 0; i < b->numel; i++)
-            pb[i] = torch_uniform_f32(&g, (float)-bbound, (float)bbound);
+        for (size_t i = 0; i < w->numel; i++) pw[i] = torch_uniform_f32(&g, (float)-wbound, (float)wbound);
+        for (size_t i = 0; i < b->numel; i++) pb[i] = torch_uniform_f32(&g, (float)-bbound, (float)bbound);
     }
 }
 
@@ -201,14 +195,11 @@ static void forward_layers(Mlp *m, int batch)
         const float *w = m->params + m->tensors[2 * l].offset;
         const float *b = m->params + m->tensors[2 * l + 1].offset;
         float *y = m->act[l + 1];
-        for (int r = 0; r < batch; r++)
-            memcpy(y + (size_t)r * out, b, (size_t)out * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, m->act[l], in,
-                    w, in, 1.0f, y, out);
+        for (int r = 0; r < batch; r++) memcpy(y + (size_t)r * out, b, (size_t)out * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, m->act[l], in, w, in, 1.0f, y, out);
         if (l < m->n_linear - 1) {
             size_t n = (size_t)batch * (size_t)out;
-            for (size_t i = 0; i < n; i++)
-                y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+            for (size_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
         }
     }
 }
@@ -218,14 +209,11 @@ static void forward_layers(Mlp *m, int batch)
 static double row_ce(const float *z, int k, int label, float *dlogits, float scale)
 {
     float mx = z[0];
-    for (int j = 1; j < k; j++)
-        mx = z[j] > mx ? z[j] : mx;
+    for (int j = 1; j < k; j++) mx = z[j] > mx ? z[j] : mx;
     double sum = 0.0;
-    for (int j = 0; j < k; j++)
-        sum += exp((double)z[j] - (double)mx);
+    for (int j = 0; j < k; j++) sum += exp((double)z[j] - (double)mx);
     if (dlogits) {
-        for (int j = 0; j < k; j++)
-            dlogits[j] = (float)(exp((double)z[j] - (double)mx) / sum) * scale;
+        for (int j = 0; j < k; j++) dlogits[j] = (float)(exp((double)z[j] - (double)mx) / sum) * scale;
         dlogits[label] -= scale;
     }
     return log(sum) + (double)mx - (double)z[label];
@@ -234,19 +222,17 @@ static double row_ce(const float *z, int k, int label, float *dlogits, float sca
 static int labels_ok(const int32_t *y, int batch, int classes)
 {
     for (int r = 0; r < batch; r++)
-        if (y[r] < 0 || y[r] >= classes)
-            return 0;
+        if (y[r] < 0 || y[r] >= classes) return 0;
     return 1;
 }
 
-double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
-                            MlpGradHook hook, void *hook_ctx, double *fwd_ms, double *bwd_ms)
+double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch, MlpGradHook hook, void *hook_ctx,
+                            double *fwd_ms, double *bwd_ms)
 {
     /* A batch the buffers cannot hold or a label outside the classes is a
      * caller bug; NaN tells the trainer without touching memory or grads. */
     int L = m->n_linear, classes = m->dims[L];
-    if (batch < 1 || batch > m->max_batch || !labels_ok(y, batch, classes))
-        return NAN;
+    if (batch < 1 || batch > m->max_batch || !labels_ok(y, batch, classes)) return NAN;
 
     double t0 = mono_ms_f();
     memcpy(m->act[0], x, (size_t)batch * (size_t)m->dims[0] * sizeof(float));
@@ -255,8 +241,7 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
     const float inv_b = 1.0f / (float)batch;
     double loss = 0.0;
     for (int r = 0; r < batch; r++)
-        loss += row_ce(m->act[L] + (size_t)r * classes, classes, y[r],
-                       dy + (size_t)r * classes, inv_b);
+        loss += row_ce(m->act[L] + (size_t)r * classes, classes, y[r], dy + (size_t)r * classes, inv_b);
     loss /= batch;
     double t1 = mono_ms_f();
 
@@ -265,67 +250,55 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
         const ModelTensor *tw = &m->tensors[2 * l], *tb = &m->tensors[2 * l + 1];
         float *gw = m->grads + tw->offset, *gb = m->grads + tb->offset;
         /* db = column sums of dY */
-        for (int j = 0; j < out; j++)
-            gb[j] = 0.0f;
+        for (int j = 0; j < out; j++) gb[j] = 0.0f;
         for (int r = 0; r < batch; r++) {
             const float *row = dy + (size_t)r * out;
-            for (int j = 0; j < out; j++)
-                gb[j] += row[j];
+            for (int j = 0; j < out; j++) gb[j] += row[j];
         }
-        if (hook)
-            hook(hook_ctx, 2 * l + 1);
+        if (hook) hook(hook_ctx, 2 * l + 1);
         /* dW = dY^T X   [out, in] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dy, out,
-                    m->act[l], in, 0.0f, gw, in);
-        if (hook)
-            hook(hook_ctx, 2 * l);
-        if (l == 0)
-            break;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dy, out, m->act[l], in, 0.0f, gw,
+                    in);
+        if (hook) hook(hook_ctx, 2 * l);
+        if (l == 0) break;
         /* dX = dY W, then through the ReLU that produced act[l] (its output
          * is positive exactly where its input was). */
         const float *w = m->params + tw->offset;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dy, out, w,
-                    in, 0.0f, dx, in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
         size_t n = (size_t)batch * (size_t)in;
         const float *a = m->act[l];
         for (size_t i = 0; i < n; i++)
-            if (!(a[i] > 0.0f))
-                dx[i] = 0.0f;
+            if (!(a[i] > 0.0f)) dx[i] = 0.0f;
         float *t = dy;
         dy = dx;
         dx = t;
     }
     double t2 = mono_ms_f();
-    if (fwd_ms)
-        *fwd_ms = t1 - t0;
-    if (bwd_ms)
-        *bwd_ms = t2 - t1;
+    if (fwd_ms) *fwd_ms = t1 - t0;
+    if (bwd_ms) *bwd_ms = t2 - t1;
     return loss;
 }
 
 int64_t mlp_evaluate(Mlp *m, const float *x, const int32_t *y, int batch, double *loss_sum)
 {
     int L = m->n_linear, classes = m->dims[L];
-    if (batch < 0 || !labels_ok(y, batch, classes))
-        return -1;
+    if (batch < 0 || !labels_ok(y, batch, classes)) return -1;
     int64_t correct = 0;
     double sum = 0.0;
     for (int start = 0; start < batch; start += m->max_batch) {
         int b = batch - start < m->max_batch ? batch - start : m->max_batch;
-        memcpy(m->act[0], x + (size_t)start * (size_t)m->dims[0],
-               (size_t)b * (size_t)m->dims[0] * sizeof(float));
+        memcpy(m->act[0], x + (size_t)start * (size_t)m->dims[0], (size_t)b * (size_t)m->dims[0] * sizeof(float));
         forward_layers(m, b);
         for (int r = 0; r < b; r++) {
             const float *z = m->act[L] + (size_t)r * classes;
             int best = 0;
             for (int j = 1; j < classes; j++)
-                if (z[j] > z[best])   /* first maximum wins, as torch.argmax */
+                if (z[j] > z[best]) /* first maximum wins, as torch.argmax */
                     best = j;
             correct += best == y[start + r];
             sum += row_ce(z, classes, y[start + r], NULL, 0.0f);
         }
     }
-    if (loss_sum)
-        *loss_sum += sum;
+    if (loss_sum) *loss_sum += sum;
     return correct;
 }

@@ -16,26 +16,26 @@
 /* Floats reserved just before grads[0] for the caller: the trainer puts its
  * command flags there so they ride in the last bucket's all-reduce without a
  * copy (docs/TRAINING.md, "Commands"). */
-#define MODEL_GRAD_PAD 16
+#define MODEL_GRAD_PAD   16
 
 typedef struct {
-    char name[32];      /* "0.weight" */
-    int ndim;           /* 1 or 2 */
+    char name[32]; /* "0.weight" */
+    int ndim;      /* 1 or 2 */
     int64_t shape[2];
-    size_t offset;      /* in floats, into params / grads */
+    size_t offset; /* in floats, into params / grads */
     size_t numel;
 } ModelTensor;
 
 typedef struct {
     int n_linear;
-    int dims[MODEL_MAX_LINEAR + 1];  /* dims[0] = input, dims[n_linear] = classes */
-    int n_tensors;                   /* 2 * n_linear */
+    int dims[MODEL_MAX_LINEAR + 1]; /* dims[0] = input, dims[n_linear] = classes */
+    int n_tensors;                  /* 2 * n_linear */
     ModelTensor tensors[2 * MODEL_MAX_LINEAR];
     size_t n_params;
-    float *params, *grads;           /* grads - MODEL_GRAD_PAD is the allocation */
+    float *params, *grads; /* grads - MODEL_GRAD_PAD is the allocation */
     int max_batch;
-    float *act[MODEL_MAX_LINEAR + 1];  /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
-    float *dact;                        /* scratch for backward */
+    float *act[MODEL_MAX_LINEAR + 1]; /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
+    float *dact;                      /* scratch for backward */
     float *dact2;
 } Mlp;
 
@@ -53,8 +53,8 @@ typedef void (*MlpGradHook)(void *ctx, int tensor);
 
 /* Forward + backward for one batch: grads = d(mean CE)/dparams (overwritten).
  * Returns the mean loss; *fwd_ms / *bwd_ms (may be NULL) get timings. */
-double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
-                            MlpGradHook hook, void *hook_ctx, double *fwd_ms, double *bwd_ms);
+double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch, MlpGradHook hook, void *hook_ctx,
+                            double *fwd_ms, double *bwd_ms);
 /* Forward only; returns the number of correct argmax predictions and adds
  * the summed loss to *loss_sum (may be NULL). */
 int64_t mlp_evaluate(Mlp *m, const float *x, const int32_t *y, int batch, double *loss_sum);

@@ -34,7 +34,7 @@ void optim_config_defaults(OptimConfig *c, OptimKind kind)
         c->eps = 1e-8;
         c->weight_decay = 1e-2;
     } else {
-        c->lr = 1e-3;   /* torch 1.13 requires lr; 1e-3 is torch 2.x's default */
+        c->lr = 1e-3; /* torch 1.13 requires lr; 1e-3 is torch 2.x's default */
     }
 }
 
@@ -56,8 +56,10 @@ int optim_init(Optim *o, const OptimConfig *c, size_t n, char *err, size_t errle
             return -1;
         }
         if (c->nesterov && (c->momentum <= 0.0 || c->dampening != 0.0)) {
-            snprintf(err, errlen, "optimizer: Nesterov momentum requires a momentum and zero "
-                     "dampening (momentum %g, dampening %g)", c->momentum, c->dampening);
+            snprintf(err, errlen,
+                     "optimizer: Nesterov momentum requires a momentum and zero "
+                     "dampening (momentum %g, dampening %g)",
+                     c->momentum, c->dampening);
             return -1;
         }
     } else if (c->kind == OPTIM_ADAMW) {
@@ -66,8 +68,7 @@ int optim_init(Optim *o, const OptimConfig *c, size_t n, char *err, size_t errle
             return -1;
         }
         if (!(c->beta1 >= 0.0 && c->beta1 < 1.0) || !(c->beta2 >= 0.0 && c->beta2 < 1.0)) {
-            snprintf(err, errlen, "optimizer: invalid betas (%g, %g), each must be in [0, 1)",
-                     c->beta1, c->beta2);
+            snprintf(err, errlen, "optimizer: invalid betas (%g, %g), each must be in [0, 1)", c->beta1, c->beta2);
             return -1;
         }
     } else {
@@ -79,10 +80,8 @@ int optim_init(Optim *o, const OptimConfig *c, size_t n, char *err, size_t errle
     int need1 = c->kind == OPTIM_ADAMW || c->momentum != 0.0;
     int need2 = c->kind == OPTIM_ADAMW;
     /* +1: calloc(0) may return NULL, and n == 0 is a valid (empty) model. */
-    if (need1 && !(o->buf1 = calloc(n + 1, sizeof(float))))
-        goto oom;
-    if (need2 && !(o->buf2 = calloc(n + 1, sizeof(float))))
-        goto oom;
+    if (need1 && !(o->buf1 = calloc(n + 1, sizeof(float)))) goto oom;
+    if (need2 && !(o->buf2 = calloc(n + 1, sizeof(float)))) goto oom;
     return 0;
 oom:
     optim_done(o);
@@ -104,89 +103,88 @@ void optim_done(Optim *o)
  * elements: fused agrees in every element, unfused differs in ~7% of them.
  * Without FMA hardware torch's default kernels round twice, and so do we.
  * The kernels below are compiled twice (FUSED 1 and 0) and picked once. */
-#define OPTIM_KERNELS(SUFFIX, MADD)                                                            \
-    static void sgd_##SUFFIX(Optim *o, float *restrict p, const float *restrict g, double lr)   \
-    {                                                                                          \
-        const OptimConfig *c = &o->cfg;                                                        \
-        const size_t n = o->n;                                                                 \
-        const float wd = (float)c->weight_decay, mom = (float)c->momentum;                     \
-        const float keep = (float)(1.0 - c->dampening), neg_lr = (float)-lr;                   \
-        float *restrict buf = o->buf1;                                                         \
+#define OPTIM_KERNELS(SUFFIX, MADD)                                                                 \
+    static void sgd_##SUFFIX(Optim *o, float *restrict p, const float *restrict g, double lr)       \
+    {                                                                                               \
+        const OptimConfig *c = &o->cfg;                                                             \
+        const size_t n = o->n;                                                                      \
+        const float wd = (float)c->weight_decay, mom = (float)c->momentum;                          \
+        const float keep = (float)(1.0 - c->dampening), neg_lr = (float)-lr;                        \
+        float *restrict buf = o->buf1;                                                              \
         /* torch skips the weight-decay add when wd == 0 (0 * inf would be NaN). One loop     \
-         * per case, no test inside: these are streaming passes the compiler vectorizes. */   \
-        const bool decay = c->weight_decay != 0.0;                                             \
-        if (c->momentum == 0.0) {                                                              \
-            if (decay)                                                                         \
-                for (size_t i = 0; i < n; i++)  /* g.add(p, alpha=wd); p.add_(d, alpha=-lr) */ \
-                    p[i] = MADD(MADD(p[i], wd, g[i]), neg_lr, p[i]);                           \
-            else                                                                               \
-                for (size_t i = 0; i < n; i++)                                                 \
-                    p[i] = MADD(g[i], neg_lr, p[i]);                                           \
-            return;                                                                            \
-        }                                                                                      \
-        if (!o->has_buf) {                                                                     \
-            /* first step: momentum_buffer = clone(d_p); nesterov: d_p.add(buf, alpha=mom) */ \
-            for (size_t i = 0; i < n; i++) {                                                   \
-                float d = decay ? MADD(p[i], wd, g[i]) : g[i];                                 \
-                buf[i] = d;                                                                    \
-                p[i] = MADD(c->nesterov ? MADD(d, mom, d) : d, neg_lr, p[i]);                  \
-            }                                                                                  \
-            o->has_buf = true;                                                                 \
-            return;                                                                            \
-        }                                                                                      \
+         * per case, no test inside: these are streaming passes the compiler vectorizes. */     \
+        const bool decay = c->weight_decay != 0.0;                                                  \
+        if (c->momentum == 0.0) {                                                                   \
+            if (decay)                                                                              \
+                for (size_t i = 0; i < n; i++) /* g.add(p, alpha=wd); p.add_(d, alpha=-lr) */       \
+                    p[i] = MADD(MADD(p[i], wd, g[i]), neg_lr, p[i]);                                \
+            else                                                                                    \
+                for (size_t i = 0; i < n; i++) p[i] = MADD(g[i], neg_lr, p[i]);                     \
+            return;                                                                                 \
+        }                                                                                           \
+        if (!o->has_buf) {                                                                          \
+            /* first step: momentum_buffer = clone(d_p); nesterov: d_p.add(buf, alpha=mom) */       \
+            for (size_t i = 0; i < n; i++) {                                                        \
+                float d = decay ? MADD(p[i], wd, g[i]) : g[i];                                      \
+                buf[i] = d;                                                                         \
+                p[i] = MADD(c->nesterov ? MADD(d, mom, d) : d, neg_lr, p[i]);                       \
+            }                                                                                       \
+            o->has_buf = true;                                                                      \
+            return;                                                                                 \
+        }                                                                                           \
         /* buf.mul_(momentum).add_(d_p, alpha=1 - dampening);                                  \
-         * d_p = nesterov ? d_p.add(buf, alpha=momentum) : buf */                              \
-        if (decay && c->nesterov)                                                              \
-            for (size_t i = 0; i < n; i++) {                                                   \
-                float d = MADD(p[i], wd, g[i]);                                                \
-                float b = MADD(d, keep, buf[i] * mom);                                         \
-                buf[i] = b;                                                                    \
-                p[i] = MADD(MADD(b, mom, d), neg_lr, p[i]);                                    \
-            }                                                                                  \
-        else if (decay)                                                                        \
-            for (size_t i = 0; i < n; i++) {                                                   \
-                float b = MADD(MADD(p[i], wd, g[i]), keep, buf[i] * mom);                      \
-                buf[i] = b;                                                                    \
-                p[i] = MADD(b, neg_lr, p[i]);                                                  \
-            }                                                                                  \
-        else if (c->nesterov)                                                                  \
-            for (size_t i = 0; i < n; i++) {                                                   \
-                float b = MADD(g[i], keep, buf[i] * mom);                                      \
-                buf[i] = b;                                                                    \
-                p[i] = MADD(MADD(b, mom, g[i]), neg_lr, p[i]);                                 \
-            }                                                                                  \
-        else                                                                                   \
-            for (size_t i = 0; i < n; i++) {                                                   \
-                float b = MADD(g[i], keep, buf[i] * mom);                                      \
-                buf[i] = b;                                                                    \
-                p[i] = MADD(b, neg_lr, p[i]);                                                  \
-            }                                                                                  \
-    }                                                                                          \
-                                                                                               \
-    __attribute__((unused)) /* x86: adamw_avx2 stands in for the fused one */                  \
-    static void adamw_##SUFFIX(Optim *o, float *restrict p, const float *restrict g, double lr) \
-    {                                                                                          \
-        const OptimConfig *c = &o->cfg;                                                        \
-        int64_t step = o->t; /* already incremented */                                         \
-        const float decay = (float)(1.0 - lr * c->weight_decay);                               \
-        const float b1 = (float)c->beta1, w1 = (float)(1.0 - c->beta1);                        \
-        const float b2 = (float)c->beta2, w2 = (float)(1.0 - c->beta2);                        \
-        const double bc1 = 1.0 - pow(c->beta1, (double)step);                                  \
-        const double bc2 = 1.0 - pow(c->beta2, (double)step);                                  \
-        const float neg_step_size = (float)-(lr / bc1);                                        \
-        const float bc2_sqrt = (float)sqrt(bc2), eps = (float)c->eps;                          \
-        float *restrict m = o->buf1, *restrict v = o->buf2;                                    \
-        const size_t n = o->n;                                                                 \
-        for (size_t i = 0; i < n; i++) {                                                       \
-            float gi = g[i];                                                                   \
-            float pi = p[i] * decay;                 /* param.mul_(1 - lr*wd) */               \
-            float mi = MADD(gi, w1, m[i] * b1);      /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */ \
+         * d_p = nesterov ? d_p.add(buf, alpha=momentum) : buf */    \
+        if (decay && c->nesterov)                                                                   \
+            for (size_t i = 0; i < n; i++) {                                                        \
+                float d = MADD(p[i], wd, g[i]);                                                     \
+                float b = MADD(d, keep, buf[i] * mom);                                              \
+                buf[i] = b;                                                                         \
+                p[i] = MADD(MADD(b, mom, d), neg_lr, p[i]);                                         \
+            }                                                                                       \
+        else if (decay)                                                                             \
+            for (size_t i = 0; i < n; i++) {                                                        \
+                float b = MADD(MADD(p[i], wd, g[i]), keep, buf[i] * mom);                           \
+                buf[i] = b;                                                                         \
+                p[i] = MADD(b, neg_lr, p[i]);                                                       \
+            }                                                                                       \
+        else if (c->nesterov)                                                                       \
+            for (size_t i = 0; i < n; i++) {                                                        \
+                float b = MADD(g[i], keep, buf[i] * mom);                                           \
+                buf[i] = b;                                                                         \
+                p[i] = MADD(MADD(b, mom, g[i]), neg_lr, p[i]);                                      \
+            }                                                                                       \
+        else                                                                                        \
+            for (size_t i = 0; i < n; i++) {                                                        \
+                float b = MADD(g[i], keep, buf[i] * mom);                                           \
+                buf[i] = b;                                                                         \
+                p[i] = MADD(b, neg_lr, p[i]);                                                       \
+            }                                                                                       \
+    }                                                                                               \
+                                                                                                    \
+    __attribute__((unused)) /* x86: adamw_avx2 stands in for the fused one */                       \
+    static void adamw_##SUFFIX(Optim *o, float *restrict p, const float *restrict g, double lr)     \
+    {                                                                                               \
+        const OptimConfig *c = &o->cfg;                                                             \
+        int64_t step = o->t; /* already incremented */                                              \
+        const float decay = (float)(1.0 - lr * c->weight_decay);                                    \
+        const float b1 = (float)c->beta1, w1 = (float)(1.0 - c->beta1);                             \
+        const float b2 = (float)c->beta2, w2 = (float)(1.0 - c->beta2);                             \
+        const double bc1 = 1.0 - pow(c->beta1, (double)step);                                       \
+        const double bc2 = 1.0 - pow(c->beta2, (double)step);                                       \
+        const float neg_step_size = (float)-(lr / bc1);                                             \
+        const float bc2_sqrt = (float)sqrt(bc2), eps = (float)c->eps;                               \
+        float *restrict m = o->buf1, *restrict v = o->buf2;                                         \
+        const size_t n = o->n;                                                                      \
+        for (size_t i = 0; i < n; i++) {                                                            \
+            float gi = g[i];                                                                        \
+            float pi = p[i] * decay;                 /* param.mul_(1 - lr*wd) */                    \
+            float mi = MADD(gi, w1, m[i] * b1);      /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */     \
             float vi = MADD(w2 * gi, gi, v[i] * b2); /* exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) */ \
-            m[i] = mi;                                                                         \
-            v[i] = vi;                                                                         \
-            float denom = sqrtf(vi) / bc2_sqrt + eps; /* (sqrt(v) / bc2_sqrt).add_(eps) */     \
-            p[i] = pi + neg_step_size * mi / denom;  /* addcdiv_: p + (value * m) / denom */   \
-        }                                                                                      \
+            m[i] = mi;                                                                              \
+            v[i] = vi;                                                                              \
+            float denom = sqrtf(vi) / bc2_sqrt + eps; /* (sqrt(v) / bc2_sqrt).add_(eps) */          \
+            p[i] = pi + neg_step_size * mi / denom;   /* addcdiv_: p + (value * m) / denom */       \
+        }                                                                                           \
     }
 
 #define MADD_PLAIN(a, b, c) ((a) * (b) + (c))

@@ -17,16 +17,16 @@ typedef struct {
     double lr;
     double momentum, dampening, weight_decay;
     bool nesterov;
-    double beta1, beta2, eps;   /* AdamW */
+    double beta1, beta2, eps; /* AdamW */
 } OptimConfig;
 
 typedef struct {
     OptimConfig cfg;
     size_t n;
-    int64_t t;          /* steps taken */
-    float *buf1;        /* SGD momentum_buffer / AdamW exp_avg */
-    float *buf2;        /* AdamW exp_avg_sq */
-    bool has_buf;       /* SGD: momentum buffer initialised */
+    int64_t t;    /* steps taken */
+    float *buf1;  /* SGD momentum_buffer / AdamW exp_avg */
+    float *buf2;  /* AdamW exp_avg_sq */
+    bool has_buf; /* SGD: momentum buffer initialised */
 } Optim;
 
 /* Defaults as torch: SGD momentum 0, dampening 0, wd 0; AdamW betas

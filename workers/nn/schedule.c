@@ -20,15 +20,15 @@ double schedule_lr(const Schedule *s, int64_t step)
     return s->base_lr * f;
 }
 
-const char *schedule_kind_name(SchedKind k)
-{
-    return k == SCHED_COSINE ? "cosine" : "constant";
-}
+const char *schedule_kind_name(SchedKind k) { return k == SCHED_COSINE ? "cosine" : "constant"; }
 
 int schedule_kind_parse(const char *name, SchedKind *out)
 {
-    if (!strcmp(name, "constant")) *out = SCHED_CONSTANT;
-    else if (!strcmp(name, "cosine")) *out = SCHED_COSINE;
-    else return -1;
+    if (!strcmp(name, "constant"))
+        *out = SCHED_CONSTANT;
+    else if (!strcmp(name, "cosine"))
+        *out = SCHED_COSINE;
+    else
+        return -1;
     return 0;
 }

@@ -21,8 +21,8 @@ typedef enum { SCHED_CONSTANT = 0, SCHED_COSINE } SchedKind;
 typedef struct {
     SchedKind kind;
     double base_lr;
-    int64_t warmup_steps;   /* W */
-    int64_t total_steps;    /* T: the run's planned optimizer steps (cosine) */
+    int64_t warmup_steps; /* W */
+    int64_t total_steps;  /* T: the run's planned optimizer steps (cosine) */
 } Schedule;
 
 /* The learning rate of the optimizer step that follows `steps_done` steps. */

@@ -76,23 +76,20 @@ void trainer_args_defaults(TrainerArgs *a)
     a->timeout_s = 300.0;
 }
 
-static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out,
-                     char *err, size_t errlen)
+static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s: expected an integer in [%" PRId64 ", %" PRId64 "], got \"%s\"",
-                 opt, lo, hi, s);
+        snprintf(err, errlen, "%s: expected an integer in [%" PRId64 ", %" PRId64 "], got \"%s\"", opt, lo, hi, s);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int parse_f64(const char *opt, const char *s, double lo, double hi, double *out,
-                     char *err, size_t errlen)
+static int parse_f64(const char *opt, const char *s, double lo, double hi, double *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
@@ -126,12 +123,12 @@ typedef struct {
 } Pending;
 
 typedef enum {
-    OPT_SET,    /* no value: the bool becomes true */
-    OPT_CLEAR,  /* no value: the bool becomes false */
-    OPT_I64,    /* an integer in [lo, hi] */
-    OPT_F64,    /* a number in [flo, fhi] */
-    OPT_STR,    /* a non-empty string that fits */
-    OPT_FN,     /* parse() does it */
+    OPT_SET,   /* no value: the bool becomes true */
+    OPT_CLEAR, /* no value: the bool becomes false */
+    OPT_I64,   /* an integer in [lo, hi] */
+    OPT_F64,   /* a number in [flo, fhi] */
+    OPT_STR,   /* a non-empty string that fits */
+    OPT_FN,    /* parse() does it */
 } OptType;
 
 /* One option: where its value goes (a TrainerArgs field, or a Pending one
@@ -160,9 +157,14 @@ static int opt_dataset(Pending *p, const char *opt, const char *v, char *err, si
 static int opt_optimizer(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
 {
     (void)opt;
-    if (!strcmp(v, "sgd")) p->kind = OPTIM_SGD;
-    else if (!strcmp(v, "adamw")) p->kind = OPTIM_ADAMW;
-    else { snprintf(err, errlen, "--optimizer: unknown optimizer \"%s\" (sgd, adamw)", v); return -1; }
+    if (!strcmp(v, "sgd"))
+        p->kind = OPTIM_SGD;
+    else if (!strcmp(v, "adamw"))
+        p->kind = OPTIM_ADAMW;
+    else {
+        snprintf(err, errlen, "--optimizer: unknown optimizer \"%s\" (sgd, adamw)", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -205,12 +207,25 @@ static int opt_fault(Pending *p, const char *opt, const char *v, char *err, size
 
 #define A_(f) .off = offsetof(TrainerArgs, f), .size = sizeof(((TrainerArgs *)0)->f)
 #define P_(f) .pend = true, .off = offsetof(Pending, f)
-#define I64(n, f, l, h) {n, OPT_I64, A_(f), .lo = (l), .hi = (h)}
-#define F64(n, where, l, h) {n, OPT_F64, where, .flo = (l), .fhi = (h)}
-#define STR(n, f) {n, OPT_STR, A_(f)}
-#define FN(n, fn) {n, OPT_FN, .parse = fn}
+#define I64(n, f, l, h)                         \
+    {                                           \
+        n, OPT_I64, A_(f), .lo = (l), .hi = (h) \
+    }
+#define F64(n, where, l, h)                       \
+    {                                             \
+        n, OPT_F64, where, .flo = (l), .fhi = (h) \
+    }
+#define STR(n, f)         \
+    {                     \
+        n, OPT_STR, A_(f) \
+    }
+#define FN(n, fn)              \
+    {                          \
+        n, OPT_FN, .parse = fn \
+    }
 
 /* Every option but --help, in USAGE's order. */
+// clang-format off
 static const Opt OPTS[] = {
     FN("--dataset", opt_dataset),
     STR("--data-dir", data_dir),
@@ -247,6 +262,7 @@ static const Opt OPTS[] = {
     F64("--timeout", A_(timeout_s), 0.1, 86400.0),
     FN("--fault", opt_fault),
 };
+// clang-format on
 
 static const Opt *opt_find(const char *name)
 {
@@ -272,8 +288,15 @@ static int opt_apply(const Opt *o, Pending *p, const char *v, char *err, size_t 
 
 int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t errlen)
 {
-    Pending p = {.a = a, .kind = OPTIM_SGD, .momentum = NAN, .dampening = NAN, .wd = NAN, .lr = NAN,
-                 .eps = NAN, .b1 = NAN, .b2 = NAN};
+    Pending p = { .a = a,
+                  .kind = OPTIM_SGD,
+                  .momentum = NAN,
+                  .dampening = NAN,
+                  .wd = NAN,
+                  .lr = NAN,
+                  .eps = NAN,
+                  .b1 = NAN,
+                  .b2 = NAN };
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -302,7 +325,10 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
     if (!isnan(p.dampening)) a->optim.dampening = p.dampening;
     if (!isnan(p.wd)) a->optim.weight_decay = p.wd;
     if (!isnan(p.eps)) a->optim.eps = p.eps;
-    if (!isnan(p.b1)) { a->optim.beta1 = p.b1; a->optim.beta2 = p.b2; }
+    if (!isnan(p.b1)) {
+        a->optim.beta1 = p.b1;
+        a->optim.beta2 = p.b2;
+    }
     a->optim.nesterov = p.nesterov;
     if (p.kind == OPTIM_ADAMW && (!isnan(p.momentum) || p.nesterov || !isnan(p.dampening))) {
         snprintf(err, errlen, "--momentum/--dampening/--nesterov apply to sgd, not adamw");

@@ -15,34 +15,34 @@
 #include "nn/schedule.h"
 
 typedef struct {
-    char dataset[32];           /* "auto", "fashion-mnist", "synthetic" */
+    char dataset[32]; /* "auto", "fashion-mnist", "synthetic" */
     char data_dir[256];
-    int64_t limit;              /* first N samples, 0 = all */
+    int64_t limit; /* first N samples, 0 = all */
     int64_t synthetic_size;
     char model[128];
     int dims[MODEL_MAX_LINEAR + 1];
     int n_linear;
-    int64_t batch_size;         /* per rank */
+    int64_t batch_size; /* per rank */
     int64_t epochs;
-    int64_t steps;              /* 0: until the epochs end */
+    int64_t steps; /* 0: until the epochs end */
     OptimConfig optim;
     SchedKind lr_schedule;
     int64_t warmup_steps;
-    int64_t grad_accum;         /* micro-batches per optimizer step */
+    int64_t grad_accum; /* micro-batches per optimizer step */
     uint64_t seed;
     bool shuffle, drop_last;
     double bucket_cap_mb;
     char ckpt_dir[256];
-    int64_t ckpt_every;         /* 0: only when asked and at the end */
-    bool final_ckpt;            /* write a checkpoint when the run stops */
-    int64_t keep_last;          /* 0: keep every checkpoint */
+    int64_t ckpt_every; /* 0: only when asked and at the end */
+    bool final_ckpt;    /* write a checkpoint when the run stops */
+    int64_t keep_last;  /* 0: keep every checkpoint */
     char init_from[256];
-    char resume[256];           /* "": start from scratch */
-    int64_t eval_every;         /* epochs; 0: never */
-    int64_t eval_limit;         /* first N test samples, 0 = all */
-    bool telemetry;             /* false: no step/coll/shard/beat messages */
-    double timeout_s;           /* collectives and rendezvous */
-    FaultPlan faults;           /* --fault: teaching faults (fault.h) */
+    char resume[256];   /* "": start from scratch */
+    int64_t eval_every; /* epochs; 0: never */
+    int64_t eval_limit; /* first N test samples, 0 = all */
+    bool telemetry;     /* false: no step/coll/shard/beat messages */
+    double timeout_s;   /* collectives and rendezvous */
+    FaultPlan faults;   /* --fault: teaching faults (fault.h) */
 } TrainerArgs;
 
 void trainer_args_defaults(TrainerArgs *a);

@@ -39,10 +39,13 @@ void checkpoint_write(Trainer *t, const char *why, Phase after, const char *afte
     double t0 = mono_ms_f();
     /* The host copies are brought up to date first (the GPU's). */
     int rc = t->ops->sync_host(t, err, sizeof err);
-    if (rc == 0) rc = ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes,
-                        err, sizeof err);
-    if (rc == 0) t->last_ckpt_step = t->step;
-    else fprintf(stderr, "ddptop-worker rank 0: checkpoint failed: %s\n", err);
+    if (rc == 0)
+        rc =
+            ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes, err, sizeof err);
+    if (rc == 0)
+        t->last_ckpt_step = t->step;
+    else
+        fprintf(stderr, "ddptop-worker rank 0: checkpoint failed: %s\n", err);
     report_ckpt(t, rc, mono_ms_f() - t0, bytes, path, err);
     report_phase(t, after, after_detail);
 }
@@ -54,8 +57,7 @@ int checkpoint_resume(Trainer *t, int *status)
     CkptMeta meta;
     *status = 2;
     if (ckpt_resolve(a->resume, dir, sizeof dir, t->err, sizeof t->err)) return -1;
-    if (ckpt_load(dir, &t->m, &t->o, &meta, t->id->world, note, sizeof note, t->err, sizeof t->err))
-        return -1;
+    if (ckpt_load(dir, &t->m, &t->o, &meta, t->id->world, note, sizeof note, t->err, sizeof t->err)) return -1;
     t->resumed = true;
     t->step = meta.step;
     t->epoch = meta.epoch;
@@ -67,20 +69,23 @@ int checkpoint_resume(Trainer *t, int *status)
     if (meta.seed != a->seed) {
         t->seed = meta.seed;
         if (t->id->rank == 0)
-            report_log(t, "warn", "resume: using the checkpoint's seed %" PRIu64 " for the data (--seed %" PRIu64 " ignored)",
+            report_log(t, "warn",
+                       "resume: using the checkpoint's seed %" PRIu64 " for the data (--seed %" PRIu64 " ignored)",
                        meta.seed, a->seed);
     }
     if (t->id->rank == 0) {
         if (note[0]) report_log(t, "warn", "resume: %s", note);
         if (meta.batch_size != a->batch_size || meta.grad_accum != a->grad_accum)
-            report_log(t, "warn", "resume: saved with --batch-size %" PRId64 " --grad-accum %" PRId64
-                       ", this run uses %" PRId64 " and %" PRId64 ": it goes on from the same sample, not bit for bit",
+            report_log(t, "warn",
+                       "resume: saved with --batch-size %" PRId64 " --grad-accum %" PRId64 ", this run uses %" PRId64
+                       " and %" PRId64 ": it goes on from the same sample, not bit for bit",
                        meta.batch_size, meta.grad_accum, a->batch_size, a->grad_accum);
         if (meta.sched.base_lr != a->optim.lr || meta.sched.kind != a->lr_schedule ||
             meta.sched.warmup_steps != a->warmup_steps)
             report_log(t, "warn", "resume: the learning-rate settings differ from the checkpoint's (this run's apply)");
-        report_log(t, "info", "resuming from %s at step %" PRId64 " (epoch %" PRId64 ", sample %" PRId64 " of the epoch)",
-                   dir, meta.step, meta.epoch, meta.sampler_pos);
+        report_log(t, "info",
+                   "resuming from %s at step %" PRId64 " (epoch %" PRId64 ", sample %" PRId64 " of the epoch)", dir,
+                   meta.step, meta.epoch, meta.sampler_pos);
     }
     *status = 0;
     return 0;

@@ -111,15 +111,17 @@ static int cpu_forward_backward(Trainer *t, int k, int micro, int n, MsgStep *s,
     if (!last) {
         /* DDP's no_sync: keep the micro-batch's gradients locally. */
         const float *gr = t->m.grads;
-        if (k == 0) memcpy(t->acc, gr, t->m.n_params * sizeof(float));
-        else for (size_t i = 0; i < t->m.n_params; i++) t->acc[i] = t->acc[i] + gr[i];
+        if (k == 0)
+            memcpy(t->acc, gr, t->m.n_params * sizeof(float));
+        else
+            for (size_t i = 0; i < t->m.n_params; i++) t->acc[i] = t->acc[i] + gr[i];
     }
     return 0;
 }
 
 static int cpu_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, double *loss_sum, double *comm_ms)
 {
-    (void)loss_sum;   /* every micro-batch's loss is known after its forward */
+    (void)loss_sum; /* every micro-batch's loss is known after its forward */
     double w0 = mono_ms_f();
     if (t->n_submitted > 0 &&
         reducer_wait(t->red, t->bucket_op[t->n_submitted - 1], report_beat_cb, t, BEAT_MS, t->err, sizeof t->err))

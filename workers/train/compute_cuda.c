@@ -34,8 +34,7 @@ static int cuda_setup(Trainer *t)
     if (gpu_count(&n, err, el) || gpu_use(t->id->local_rank % n, err, el)) return -1;
     t->gpu = t->id->local_rank % n;
     if (cuda_mlp_new(&t->g, &t->m, &a->optim, (int)a->batch_size, err, el) ||
-        cuda_mlp_set_params(t->g, t->m.params, err, el) ||
-        (t->resumed && cuda_mlp_set_optim(t->g, &t->o, err, el)))
+        cuda_mlp_set_params(t->g, t->m.params, err, el) || (t->resumed && cuda_mlp_set_optim(t->g, &t->o, err, el)))
         return -1;
     int rc = cuda_mlp_upload_dataset(t->g, t->ds.x, t->ds.y, t->ds.n, err, el);
     if (rc < 0) return -1;
@@ -99,12 +98,12 @@ static void on_grad_ready(void *ctx, int tensor, void *ready)
         buf -= FL_COUNT;
         n += FL_COUNT;
     }
-    if (comm_allreduce_sum_f32_start(t->comm, buf, n, (uint32_t)b, ready, &t->tickets[t->n_submitted],
-                                     t->err, sizeof t->err)) {
+    if (comm_allreduce_sum_f32_start(t->comm, buf, n, (uint32_t)b, ready, &t->tickets[t->n_submitted], t->err,
+                                     sizeof t->err)) {
         t->hook_failed = true;
         return;
     }
-    t->bucket_op[t->n_submitted++] = b;   /* on the GPU: the bucket of each ticket */
+    t->bucket_op[t->n_submitted++] = b; /* on the GPU: the bucket of each ticket */
 }
 
 /* Queued; with --grad-accum > 1 each earlier micro-batch's loss costs one
@@ -137,8 +136,8 @@ static int cuda_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, dou
     char *err = t->err;
     const size_t el = sizeof t->err;
     if (t->n_submitted != t->nb) {
-        snprintf(err, el, "step %" PRId64 ": %d of %d gradient buckets were all-reduced", t->step + 1,
-                 t->n_submitted, t->nb);
+        snprintf(err, el, "step %" PRId64 ": %d of %d gradient buckets were all-reduced", t->step + 1, t->n_submitted,
+                 t->nb);
         return -1;
     }
     if (comm_join(t->comm, err, el) || cuda_mlp_optim_step(t->g, lr, err, el)) return -1;
@@ -150,8 +149,10 @@ static int cuda_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, dou
         report_beat(t);
         if (mono_ms_f() - w0 > a->timeout_s * 1e3) {
             comm_abort(t->comm);
-            snprintf(err, el, "step %" PRId64 ": the gradient all-reduce did not finish within --timeout %g s "
-                     "(a rank is gone or stuck): communicator aborted", t->step + 1, a->timeout_s);
+            snprintf(err, el,
+                     "step %" PRId64 ": the gradient all-reduce did not finish within --timeout %g s "
+                     "(a rank is gone or stuck): communicator aborted",
+                     t->step + 1, a->timeout_s);
             return -1;
         }
     }
@@ -227,8 +228,7 @@ static int cuda_evaluate(Trainer *t, int64_t *correct, int64_t *total, double *l
 
 static int cuda_sync_host(Trainer *t, char *err, size_t errlen)
 {
-    return cuda_mlp_get_params(t->g, t->m.params, err, errlen) || cuda_mlp_get_optim(t->g, &t->o, err, errlen)
-           ? -1 : 0;
+    return cuda_mlp_get_params(t->g, t->m.params, err, errlen) || cuda_mlp_get_optim(t->g, &t->o, err, errlen) ? -1 : 0;
 }
 
 /* GPU memory, for the log: the model's and the device's in use (the
@@ -239,7 +239,8 @@ static void cuda_log_memory(Trainer *t, const char *when)
     int64_t used = 0, total = 0;
     if (gpu_describe(t->gpu, desc, sizeof desc, e, sizeof e)) snprintf(desc, sizeof desc, "?");
     if (gpu_mem_info(&used, &total, e, sizeof e)) used = total = 0;
-    report_log(t, "info", "rank %d %s: cuda:%d (%s), %s; this rank's model %.1f MiB%s; device memory in use %.2f of %.2f GiB",
+    report_log(t, "info",
+               "rank %d %s: cuda:%d (%s), %s; this rank's model %.1f MiB%s; device memory in use %.2f of %.2f GiB",
                t->id->rank, when, t->gpu, desc, t->id->backend, cuda_mlp_bytes(t->g) / 1048576.0,
                t->data_on_gpu ? " with the dataset" : ", batches from pinned host memory", used / 1073741824.0,
                total / 1073741824.0);

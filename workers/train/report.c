@@ -15,7 +15,7 @@
 #include "base/clock.h"
 #include "train/state.h"
 
-#define VERSION_STR "0.1.0"
+#define VERSION_STR   "0.1.0"
 /* Indices sent in a shard message; the rest are summarised by count. */
 #define SHARD_IDX_MAX (1 << 20)
 
@@ -66,8 +66,10 @@ void report_check_ddptop(Trainer *t)
 {
     int64_t silent = uplink_ddptop_silent_ms(t->up);
     if (!silent) return;
-    fprintf(stderr, "ddptop-worker rank %d: nothing from ddptop for %.1f s (DDPTOP_PING_TIMEOUT): "
-            "it is gone or stuck; exiting\n", t->id->rank, silent / 1e3);
+    fprintf(stderr,
+            "ddptop-worker rank %d: nothing from ddptop for %.1f s (DDPTOP_PING_TIMEOUT): "
+            "it is gone or stuck; exiting\n",
+            t->id->rank, silent / 1e3);
     _exit(1);
 }
 
@@ -143,7 +145,7 @@ void report_shard(Trainer *t, const SamplerConfig *sc)
     s->total_size = sampler_total_size(sc);
     s->padding = sampler_padding(sc);
     s->n_idx = (uint32_t)(t->ns < SHARD_IDX_MAX ? t->ns : SHARD_IDX_MAX);
-    s->idx = t->idx;   /* borrowed: not freed by us through msg_done */
+    s->idx = t->idx; /* borrowed: not freed by us through msg_done */
     uplink_send(t->up, &m);
 }
 
@@ -253,8 +255,9 @@ void report_eval(Trainer *t, const float *sums)
 void report_buckets(Trainer *t)
 {
     char s[PROTO_STR_LONG];
-    size_t at = (size_t)snprintf(s, sizeof s, "gradient buckets (first %g MB, then %g MB):",
-                                 BUCKET_FIRST_CAP_BYTES / 1048576.0, t->a->bucket_cap_mb);
+    size_t at =
+        (size_t)snprintf(s, sizeof s, "gradient buckets (first %g MB, then %g MB):", BUCKET_FIRST_CAP_BYTES / 1048576.0,
+                         t->a->bucket_cap_mb);
     for (int b = 0; b < t->nb && at < sizeof s; b++) {
         const Bucket *bk = &t->buckets[b];
         for (int k = bk->first_tensor; k >= bk->last_tensor && at < sizeof s; k--)

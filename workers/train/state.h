@@ -37,13 +37,13 @@ struct Trainer {
     const TrainerArgs *a;
     const WorkerIdentity *id;
     Uplink *up;
-    const ComputeOps *ops;      /* CPU or CUDA, chosen at start (compute.h) */
+    const ComputeOps *ops; /* CPU or CUDA, chosen at start (compute.h) */
     Dataset ds, eval_ds;
     bool eval_loaded, eval_off;
     Mlp m;
     Optim o;
     Schedule sched;
-    uint64_t seed;              /* the run's seed (a checkpoint's when resuming) */
+    uint64_t seed; /* the run's seed (a checkpoint's when resuming) */
     Comm *comm;
     Reducer *red;
     Bucket buckets[BUCKET_MAX];
@@ -53,21 +53,21 @@ struct Trainer {
      * started on the Comm (CUDA: bucket indices, with their tickets) */
     int64_t bucket_op[BUCKET_MAX];
     int n_submitted;
-    float bucket_scale;         /* 1 / (micro-batches * world) */
-    bool add_acc;               /* hook adds the accumulated micro-batch grads */
-    float *acc;                 /* [n_params], --grad-accum > 1 */
+    float bucket_scale; /* 1 / (micro-batches * world) */
+    bool add_acc;       /* hook adds the accumulated micro-batch grads */
+    float *acc;         /* [n_params], --grad-accum > 1 */
     bool hook_failed;
     float flags_pause[FL_COUNT];
     float *xb;
     int32_t *yb;
     int64_t *idx;
-    int64_t ns;                 /* samples per rank per epoch */
+    int64_t ns; /* samples per rank per epoch */
     int64_t step, epoch, samples, pos_in_epoch;
     bool resumed;
     int64_t resume_dataset_size;
     double last_lr;
     /* command agreement */
-    int64_t ckpt_seen, ckpt_acted;   /* ckpt_acted is agreed by all ranks */
+    int64_t ckpt_seen, ckpt_acted; /* ckpt_acted is agreed by all ranks */
     bool stop_seen;
     int64_t pause_seen, resume_seen; /* paused is wanted while pause_seen > resume_seen */
     int64_t last_ckpt_step;
@@ -81,17 +81,17 @@ struct Trainer {
     /* Between two steps (after the first): new shards (sampler + shard
      * message) and evaluations; pend_* until the next step ends. */
     double sum_epoch_ms, sum_eval_ms, pend_epoch_ms, pend_eval_ms;
-    int64_t mem_used, mem_total;    /* GPU: last gpu_mem_info, for step messages */
+    int64_t mem_used, mem_total; /* GPU: last gpu_mem_info, for step messages */
     double mem_at_ms;
     int64_t tel_ns_at_first;
     double last_step_end_ms;
     /* --device cuda: the model on the GPU; NULL on the CPU */
     CudaMlp *g;
-    int gpu;                    /* the device index */
-    bool data_on_gpu;           /* dataset uploaded: batches gathered there */
-    int64_t tickets[BUCKET_MAX];/* the step's bucket all-reduces (comm_timing) */
-    CommTiming ct[BUCKET_MAX];  /* and when they ran, for the coll messages */
-    int64_t coll_seq;           /* seq of coll messages when buckets bypass the reducer */
+    int gpu;                     /* the device index */
+    bool data_on_gpu;            /* dataset uploaded: batches gathered there */
+    int64_t tickets[BUCKET_MAX]; /* the step's bucket all-reduces (comm_timing) */
+    CommTiming ct[BUCKET_MAX];   /* and when they ran, for the coll messages */
+    int64_t coll_seq;            /* seq of coll messages when buckets bypass the reducer */
     /* teaching faults: --fault, then live ones from ddptop */
     FaultPlan faults;
     bool fault_said[FAULT_MAX];

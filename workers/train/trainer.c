@@ -41,11 +41,11 @@
 #include "wire/sampler.h"
 
 /* How often a rank polls commands and agrees with the others while paused. */
-#define PAUSE_ROUND_MS 20
+#define PAUSE_ROUND_MS  20
 /* All-reduce tags of the collectives that are not gradient buckets (bucket
  * b uses tag b; BUCKET_MAX is far below these). */
 #define TAG_PAUSE_FLAGS 0x70000001u
-#define TAG_EVAL 0x70000002u
+#define TAG_EVAL        0x70000002u
 
 /* What the reduced flags of a step (or a paused round) ask for. */
 typedef struct {
@@ -57,12 +57,10 @@ static int load_data(Trainer *t)
     const TrainerArgs *a = t->a;
     int in = a->dims[0], classes = a->dims[a->n_linear];
     bool fm = !strcmp(a->dataset, "fashion-mnist");
-    if (!strcmp(a->dataset, "auto"))
-        fm = dataset_fashion_mnist_present(a->data_dir) && in == 784 && classes == 10;
+    if (!strcmp(a->dataset, "auto")) fm = dataset_fashion_mnist_present(a->data_dir) && in == 784 && classes == 10;
     if (fm) {
         if (in != 784 || classes != 10) {
-            snprintf(t->err, sizeof t->err,
-                     "--model %s does not fit fashion-mnist (784 inputs, 10 classes)", a->model);
+            snprintf(t->err, sizeof t->err, "--model %s does not fit fashion-mnist (784 inputs, 10 classes)", a->model);
             return -1;
         }
         return dataset_load_fashion_mnist(&t->ds, a->data_dir, true, a->limit, t->err, sizeof t->err);
@@ -82,14 +80,11 @@ static int load_eval(Trainer *t, char *err, size_t errlen)
     if (!strcmp(t->ds.name, "fashion-mnist"))
         return dataset_load_fashion_mnist(&t->eval_ds, a->data_dir, false, a->eval_limit, err, errlen);
     int64_t n = a->eval_limit ? a->eval_limit : (t->ds.n + 7) / 8;
-    if (n == t->ds.n && n > 1) n--;   /* never the training set itself */
+    if (n == t->ds.n && n > 1) n--; /* never the training set itself */
     return dataset_make_synthetic(&t->eval_ds, n, t->ds.dim, t->ds.classes, t->seed, err, errlen);
 }
 
-static int64_t batches_per_epoch(const Trainer *t)
-{
-    return (t->ns + t->a->batch_size - 1) / t->a->batch_size;
-}
+static int64_t batches_per_epoch(const Trainer *t) { return (t->ns + t->a->batch_size - 1) / t->a->batch_size; }
 
 static int64_t steps_per_epoch(const Trainer *t)
 {
@@ -175,7 +170,7 @@ static void put_flags(const Trainer *t, float *fl)
 /* The reduced flags are identical on every rank: decide together. */
 static Agreed agree(Trainer *t, const float *fl)
 {
-    Agreed g = {false, false, false};
+    Agreed g = { false, false, false };
     if (fl[FL_CKPT_PENDING] > 0.5f) {
         /* Ranks that saw the request proposed its id; agree on the ceiling of
          * their mean so every rank stores the same acted id (exact in float). */
@@ -215,10 +210,12 @@ static int small_allreduce(Trainer *t, float *v, int n, uint32_t tag, bool repor
 static int run_eval(Trainer *t)
 {
     char err[512] = "";
-    float red[4] = {0, 0, 0, 0};   /* correct, total, loss sum, ranks that failed */
+    float red[4] = { 0, 0, 0, 0 }; /* correct, total, loss sum, ranks that failed */
     if (!t->eval_loaded) {
-        if (load_eval(t, err, sizeof err)) red[3] = 1;
-        else t->eval_loaded = true;
+        if (load_eval(t, err, sizeof err))
+            red[3] = 1;
+        else
+            t->eval_loaded = true;
     }
     if (t->eval_loaded) {
         int64_t correct = 0, total = 0;
@@ -233,7 +230,8 @@ static int run_eval(Trainer *t)
         t->eval_off = true;
         if (err[0]) fprintf(stderr, "ddptop-worker rank %d: evaluation off: %s\n", t->id->rank, err);
         if (t->id->rank == 0)
-            report_log(t, "warn", "evaluation turned off: %s", err[0] ? err : "another rank could not load the test set");
+            report_log(t, "warn", "evaluation turned off: %s",
+                       err[0] ? err : "another rank could not load the test set");
         return 0;
     }
     if (t->id->rank == 0 && red[1] > 0) report_eval(t, red);
@@ -251,7 +249,7 @@ static int pause_loop(Trainer *t, bool *stop)
     snprintf(detail, sizeof detail, "paused after step %" PRId64, t->step);
     report_phase(t, PHASE_PAUSED, detail);
     for (;;) {
-        struct timespec ts = {0, PAUSE_ROUND_MS * 1000000L};
+        struct timespec ts = { 0, PAUSE_ROUND_MS * 1000000L };
         nanosleep(&ts, NULL);
         poll_commands(t);
         put_flags(t, t->flags_pause);
@@ -273,7 +271,7 @@ static int pause_loop(Trainer *t, bool *stop)
 
 static void sleep_ms(int64_t ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) && errno == EINTR) {}
 }
 
@@ -324,17 +322,25 @@ static bool unsafe_stop(Trainer *t)
 static int train(Trainer *t)
 {
     const TrainerArgs *a = t->a;
-    SamplerConfig sc = {.size = t->ds.n, .world = t->id->world, .rank = t->id->rank,
-                        .seed = t->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
+    SamplerConfig sc = { .size = t->ds.n,
+                         .world = t->id->world,
+                         .rank = t->id->rank,
+                         .seed = t->seed,
+                         .shuffle = a->shuffle,
+                         .drop_last = a->drop_last };
     int64_t e0 = 0, pos0 = 0;
     if (t->resumed) {
         e0 = t->epoch;
         pos0 = t->pos_in_epoch;
-        if (pos0 >= t->ns) { e0++; pos0 = 0; }   /* saved at the end of an epoch */
+        if (pos0 >= t->ns) {
+            e0++;
+            pos0 = 0;
+        } /* saved at the end of an epoch */
     }
     bool stop = false;
     if (a->steps && t->step >= a->steps) {
-        snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64 " (nothing left after the checkpoint)", a->steps);
+        snprintf(t->stop_reason, sizeof t->stop_reason,
+                 "reached --steps %" PRId64 " (nothing left after the checkpoint)", a->steps);
         return 0;
     }
     for (int64_t e = e0; e < a->epochs && !stop; e++) {
@@ -369,8 +375,10 @@ static int train(Trainer *t)
                 if (run_eval(t)) return -1;
                 t->pend_eval_ms += mono_ms_f() - v0;
             }
-            if (g.ckpt) checkpoint_write(t, "requested", PHASE_TRAIN, NULL);
-            else if (a->ckpt_every && t->step % a->ckpt_every == 0) checkpoint_write(t, "periodic", PHASE_TRAIN, NULL);
+            if (g.ckpt)
+                checkpoint_write(t, "requested", PHASE_TRAIN, NULL);
+            else if (a->ckpt_every && t->step % a->ckpt_every == 0)
+                checkpoint_write(t, "periodic", PHASE_TRAIN, NULL);
             if (g.stop) {
                 snprintf(t->stop_reason, sizeof t->stop_reason, "stop requested by ddptop");
                 stop = true;
@@ -398,7 +406,7 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->a = a;
     t->id = id;
     t->up = up;
-    t->ops = &compute_cpu;      /* the device's, once --device is acted on */
+    t->ops = &compute_cpu; /* the device's, once --device is acted on */
     t->seed = a->seed;
     t->last_ckpt_step = -1;
     t->last_beat_ms = mono_ms_f();
@@ -410,10 +418,16 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
         status = report_fail(t, 2);
         goto out;
     }
-    if (optim_init(&t->o, &a->optim, t->m.n_params, t->err, sizeof t->err)) { status = report_fail(t, 2); goto out; }
+    if (optim_init(&t->o, &a->optim, t->m.n_params, t->err, sizeof t->err)) {
+        status = report_fail(t, 2);
+        goto out;
+    }
     if (a->resume[0]) {
         int st;
-        if (checkpoint_resume(t, &st)) { status = report_fail(t, st); goto out; }
+        if (checkpoint_resume(t, &st)) {
+            status = report_fail(t, st);
+            goto out;
+        }
     } else {
         mlp_reset_params(&t->m, a->seed);
         if (a->init_from[0] && ckpt_load_model(a->init_from, &t->m, t->err, sizeof t->err)) {
@@ -421,14 +435,24 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
             goto out;
         }
     }
-    if (load_data(t)) { status = report_fail(t, 2); goto out; }
-    SamplerConfig sc = {.size = t->ds.n, .world = id->world, .rank = id->rank,
-                        .seed = t->seed, .shuffle = a->shuffle, .drop_last = a->drop_last};
-    if (sampler_check(&sc, t->err, sizeof t->err)) { status = report_fail(t, 2); goto out; }
+    if (load_data(t)) {
+        status = report_fail(t, 2);
+        goto out;
+    }
+    SamplerConfig sc = { .size = t->ds.n,
+                         .world = id->world,
+                         .rank = id->rank,
+                         .seed = t->seed,
+                         .shuffle = a->shuffle,
+                         .drop_last = a->drop_last };
+    if (sampler_check(&sc, t->err, sizeof t->err)) {
+        status = report_fail(t, 2);
+        goto out;
+    }
     t->ns = sampler_num_samples(&sc);
     if (t->ns == 0) {
-        snprintf(t->err, sizeof t->err, "rank %d has no samples: dataset of %" PRId64 " over world size %d%s",
-                 id->rank, t->ds.n, id->world, a->drop_last ? " with --drop-last" : "");
+        snprintf(t->err, sizeof t->err, "rank %d has no samples: dataset of %" PRId64 " over world size %d%s", id->rank,
+                 t->ds.n, id->world, a->drop_last ? " with --drop-last" : "");
         status = report_fail(t, 2);
         goto out;
     }
@@ -441,31 +465,48 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
         status = report_fail(t, 1);
         goto out;
     }
-    t->sched = (Schedule){.kind = a->lr_schedule, .base_lr = a->optim.lr,
-                          .warmup_steps = a->warmup_steps, .total_steps = planned_steps(t)};
+    t->sched = (Schedule){
+        .kind = a->lr_schedule, .base_lr = a->optim.lr, .warmup_steps = a->warmup_steps, .total_steps = planned_steps(t)
+    };
     if (t->resumed && t->id->rank == 0 && t->ds.n != t->resume_dataset_size)
-        report_log(t, "warn", "resume: the checkpoint was taken on %" PRId64 " samples, this dataset has %" PRId64
-                 ": the data order differs from the interrupted run's", t->resume_dataset_size, t->ds.n);
+        report_log(t, "warn",
+                   "resume: the checkpoint was taken on %" PRId64 " samples, this dataset has %" PRId64
+                   ": the data order differs from the interrupted run's",
+                   t->resume_dataset_size, t->ds.n);
     t->nb = bucket_assign(&t->m, a->bucket_cap_mb, BUCKET_FIRST_CAP_BYTES, t->buckets);
     for (int b = 0; b < t->nb; b++)
         for (int k = t->buckets[b].last_tensor; k <= t->buckets[b].first_tensor; k++) t->tensor_bucket[k] = b;
     if (!strcmp(id->device, "cuda")) t->ops = &compute_cuda;
-    if (t->ops->setup(t)) { status = report_fail(t, 1); goto out; }
+    if (t->ops->setup(t)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
     report_hello(t, steps_per_epoch(t), planned_steps(t));
     if (id->rank == 0) report_buckets(t);
     t->ops->log_memory(t, "ready");
 
     report_phase(t, PHASE_RENDEZVOUS, NULL);
-    CommStore store = {.ctx = up, .set = uplink_store_set, .get = uplink_store_get};
+    CommStore store = { .ctx = up, .set = uplink_store_set, .get = uplink_store_get };
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/%s", id->job_id, id->backend);
-    CommConfig cc = {.backend = id->backend, .rank = id->rank, .world = id->world,
-                     .host = id->gloo_host[0] ? id->gloo_host : "127.0.0.1",
-                     .prefix = prefix, .timeout_ms = (int64_t)(a->timeout_s * 1000), .store = &store,
-                     .device = t->ops->comm_device, .stream = t->ops->stream(t)};
-    if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) { status = report_fail(t, 1); goto out; }
+    CommConfig cc = { .backend = id->backend,
+                      .rank = id->rank,
+                      .world = id->world,
+                      .host = id->gloo_host[0] ? id->gloo_host : "127.0.0.1",
+                      .prefix = prefix,
+                      .timeout_ms = (int64_t)(a->timeout_s * 1000),
+                      .store = &store,
+                      .device = t->ops->comm_device,
+                      .stream = t->ops->stream(t) };
+    if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
     if (id->rank == 0 && id->world > 1) report_log(t, "info", "collectives: %s", comm_describe(t->comm));
-    if (reducer_new(&t->red, t->comm, t->err, sizeof t->err)) { status = report_fail(t, 1); goto out; }
+    if (reducer_new(&t->red, t->comm, t->err, sizeof t->err)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
 
     /* DDP: rank 0's parameters everywhere before the first step. */
     report_phase(t, PHASE_BROADCAST, NULL);
@@ -477,10 +518,16 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     op.root = 0;
     op.scale = 1.0f;
     op.bucket = -1;
-    if (collective(t, &op)) { status = report_fail(t, 1); goto out; }
+    if (collective(t, &op)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
 
     report_phase(t, PHASE_TRAIN, NULL);
-    if (train(t)) { status = report_fail(t, 1); goto out; }
+    if (train(t)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
 
     report_throughput(t);
     t->ops->log_memory(t, "at the end");
@@ -497,11 +544,17 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
         op.kind = RED_BARRIER;
         op.scale = 1.0f;
         op.bucket = -1;
-        if (collective(t, &op)) { status = report_fail(t, 1); goto out; }
+        if (collective(t, &op)) {
+            status = report_fail(t, 1);
+            goto out;
+        }
     }
     report_phase(t, PHASE_DESTROYING, NULL);
     reducer_free(&t->red);
-    if (comm_destroy(&t->comm, t->err, sizeof t->err)) { status = report_fail(t, 1); goto out; }
+    if (comm_destroy(&t->comm, t->err, sizeof t->err)) {
+        status = report_fail(t, 1);
+        goto out;
+    }
     t->ops->free(t);
     report_phase(t, PHASE_DESTROYED, NULL);
     report_bye(t);

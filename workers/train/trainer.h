@@ -10,7 +10,7 @@
 #define DDPTOP_TRAINER_H
 
 #include "train/args.h"
-#include "link/identity.h"   /* WorkerIdentity */
+#include "link/identity.h" /* WorkerIdentity */
 #include "link/uplink.h"
 
 /* Run the whole job on this rank. Returns the process exit status:
