@@ -1,5 +1,5 @@
-# `ddptop run` launches 2 ranks of an unchanged torch DDP script
-# (examples/ddp_basics.py) through DDPTOP_WORKER=workers/python/ddptop-worker-py.
+# `ddptop run -n 2 --python PY examples/ddp_basics.py ARGS` launches 2 ranks
+# of an unchanged torch DDP script under the adapter, as torchrun would.
 # From the recording: every message kind arrives; each step's loss is the
 # one the script printed; the DDP buckets reported are the ones the comm
 # hook logged and add up to the model; each epoch's shard is
@@ -9,8 +9,7 @@
 data=synthetic
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] && data=fashion-mnist
 out=$TMP/out.jsonl
-DDPTOP_WORKER=$PWD/workers/python/ddptop-worker-py DDPTOP_PYTHON=$PY \
-    "$DDPTOP" run -n 2 --headless --json --record "$TMP/rec" --log-dir "$TMP/logs" -- \
+"$DDPTOP" run -n 2 --python "$PY" --headless --json --record "$TMP/rec" --log-dir "$TMP/logs" \
     examples/ddp_basics.py --data $data --limit 2000 --epochs 2 --out "$TMP/model.pt" >"$out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { cat "$out" "$TMP"/logs/*; die "ddptop run exited $rc"; }
