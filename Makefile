@@ -214,7 +214,14 @@ $(foreach s,$(TOOL_SRC),$(eval $(call PROG_RULE,$(s:tests/tools/%.c=$(BUILD)/tes
 .SECONDARY:
 .DEFAULT_GOAL := all
 
-all: info $(BINS) $(TEST_BIN) $(TOOL_BIN)
+# The torch adapter beside ddptop: `ddptop run SCRIPT.py` puts $(BUILD)/python
+# first on the ranks' PYTHONPATH (a link, so an edit needs no rebuild).
+PY_ADAPTER := $(BUILD)/python
+$(PY_ADAPTER):
+	@mkdir -p $(BUILD)
+	$(Q)ln -sfn "$$(realpath -m --relative-to=$(BUILD) workers/python)" $@
+
+all: info $(BINS) $(PY_ADAPTER) $(TEST_BIN) $(TOOL_BIN)
 
 info:
 	@printf 'ddptop build: '; \

@@ -2,8 +2,7 @@
 """ddp_basics.py — a plain PyTorch DDP training script, nothing of ddptop in it.
 
     torchrun --nproc-per-node 2 examples/ddp_basics.py --steps 200
-    DDPTOP_WORKER=workers/python/ddptop-worker-py DDPTOP_PYTHON=python3 \
-        ddptop run -n 2 -- examples/ddp_basics.py --steps 200      # watched and steered
+    ddptop run -n 2 examples/ddp_basics.py --steps 200             # watched and steered
 
 The usual shape: init_process_group, pin to the local rank's GPU (or the
 CPU), wrap in DDP, shard with DistributedSampler and set_epoch, save on rank

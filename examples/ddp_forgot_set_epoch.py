@@ -2,7 +2,7 @@
 """ddp_forgot_set_epoch.py — the classic DistributedSampler bug: no
 sampler.set_epoch(epoch), so every epoch shuffles the same way.
 
-    DDPTOP_WORKER=workers/python/ddptop-worker-py ddptop run -n 2 -- examples/ddp_forgot_set_epoch.py
+    ddptop run -n 2 examples/ddp_forgot_set_epoch.py
 
 Under ddptop the second epoch's shard repeats the first's order and ddptop
 warns ("sampler.set_epoch(epoch) not called?"). A small synthetic set, CPU,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ddp_shutdown_hang.py — a shutdown hang: a barrier inside `if rank == 0`.
 
-    DDPTOP_WORKER=workers/python/ddptop-worker-py ddptop run -n 2 --hang-after 3 -- examples/ddp_shutdown_hang.py
+    ddptop run -n 2 --hang-after 3 examples/ddp_shutdown_hang.py
 
 Training goes fine; at the end rank 0 waits in a barrier the other ranks
 never enter (they destroy the process group and leave). Under ddptop rank

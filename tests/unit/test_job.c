@@ -373,6 +373,38 @@ static void test_signal_exit(void)
     TEST_END();
 }
 
+/* --no-inject: ranks that never say hello are judged by their exit code;
+ * one that did say hello still owes its bye. */
+static void test_bare_exits(void)
+{
+    TEST_BEGIN("bare_exit0_is_clean");
+    Job *j = job_new(3, T0);
+    j->bare = true;
+    int64_t t = j->start_ns;
+    for (int r = 0; r < 3; r++) job_rank_started(j, r, 1000 + r, t);
+    send_hello(j, 2, 1002, t += MS);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, t += MS, WALL);
+    CHECK(j->ranks[0].state == RANK_EXITED_OK && !strcmp(j->ranks[0].how_ended, "exit 0"), "bare exit 0: %s '%s'",
+          rank_state_name(j->ranks[0].state), j->ranks[0].how_ended);
+    job_rank_exited(j, 2, 1002, W_EXITCODE(0, 0), NULL, t += MS, WALL);
+    CHECK(j->ranks[2].state == RANK_FAILED && strstr(j->ranks[2].how_ended, "without bye"),
+          "a rank that said hello exits 0 without bye: %s '%s'", rank_state_name(j->ranks[2].state),
+          j->ranks[2].how_ended);
+    job_rank_exited(j, 1, 1001, W_EXITCODE(3, 0), NULL, t += MS, WALL);
+    CHECK(j->ranks[1].state == RANK_FAILED && !strcmp(j->ranks[1].how_ended, "exit 3"), "bare exit 3: '%s'",
+          j->ranks[1].how_ended);
+    CHECK(j->state == JOB_FAILED, "job %s", job_state_name(j->state));
+    job_free(&j);
+
+    j = job_new(1, T0);
+    j->bare = true;
+    job_rank_started(j, 0, 1000, j->start_ns);
+    job_rank_exited(j, 0, 1000, W_EXITCODE(0, 0), NULL, j->start_ns + MS, WALL);
+    CHECK(j->state == JOB_DONE && job_all_clean(j), "one bare rank, exit 0: job %s", job_state_name(j->state));
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_exit_without_bye(void)
 {
     TEST_BEGIN("exit0_without_bye_fails");
@@ -894,6 +926,7 @@ int main(void)
     test_log_and_error_phase();
     test_signal_exit();
     test_exit_without_bye();
+    test_bare_exits();
     test_bad_rank();
     test_event_ring();
     test_state_edges();

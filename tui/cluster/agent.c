@@ -4,7 +4,8 @@
  *
  * It joins node 0 (a DEALER with routing id "node-K" on node 0's control
  * endpoint, CURVE with the job's keys), waits until node 0 says launch,
- * starts this node's ranks (global rank = K*N + local rank) connected to
+ * starts this node's ranks (global rank = K*N + local rank; the trainer, a
+ * script or a command, with torchrun's environment, as node 0 does) connected to
  * its relay (relay.h: local ipc sockets, forwarded byte for byte to node 0
  * over CURVE, so the ranks need no keys), and from then on relays their
  * telemetry and node 0's commands, reports each rank's start and exit
@@ -120,7 +121,7 @@ static int launch(Agent *a, int restart)
     if (!a->args) return -1;
     /* a restart resumes from node 0's latest checkpoint (a shared path),
      * as node 0's own ranks do */
-    if (!strncmp(a->extra, "--resume ", 9)) {
+    if (!strncmp(a->extra, "--resume ", 9) && a->o->target == RUN_TRAINER) {
         snprintf(a->resume, sizeof a->resume, "%s", a->extra + 9);
         n = launcher_resume_args(a->o->trainer_args, n, a->resume, a->args);
     } else {
@@ -129,6 +130,7 @@ static int launch(Agent *a, int restart)
     char rdzv_host[256];
     int port = 0;
     keys_tcp_split(a->ctl_ep, rdzv_host, sizeof rdzv_host, &port);
+    port += 2; /* node 0's MASTER_PORT (spawn.c): PORT and PORT+1 are ddptop's */
     a->lc = (LaunchConfig){ .world = a->nproc,
                             .rank_offset = a->first_rank,
                             .global_world = a->o->nnodes * a->nproc,
@@ -144,7 +146,11 @@ static int launch(Agent *a, int restart)
                             .restart = restart,
                             .device = a->o->device,
                             .backend = a->o->backend,
-                            .keys_path = NULL };
+                            .keys_path = NULL,
+                            .node_rank = a->o->node_rank,
+                            .nnodes = a->o->nnodes,
+                            .max_restarts = a->o->max_restarts,
+                            .pythonpath = a->o->adapter_dir };
     if (launcher_start(&a->l, &a->lc, err, sizeof err)) {
         say(a, "cannot start ranks: %s", err);
         send_op(a, "error", -1, 0, 0, err);

@@ -7,6 +7,7 @@
  * its name (`ddptop replay F --speed 2`: argc 3, argv[0] "F").
  *
  * Files: main.c (the table, dispatch, --help), run.c (run, listen),
+ * run_target.c (what the ranks of run run: trainer, script, command),
  * sampler.c, attach.c, export.c, replay.c. Main thread.
  */
 #ifndef DDPTOP_CMD_H

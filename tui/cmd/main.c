@@ -20,7 +20,7 @@
 
 // clang-format off
 const CmdEntry cmd_table[] = {
-    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS]"},
+    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]"},
     {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]"},
     {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]"},
     {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]"},
@@ -35,6 +35,18 @@ static const char HELP_BODY[] =
     "Launch one ddptop-worker per rank, train data-parallel (DDP semantics: NCCL on GPUs,\n"
     "Gloo on CPUs) and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
     "Fashion-MNIST when installed, else a synthetic set.\n"
+    "Or your own PyTorch script, as torchrun runs it: the first argument that is no option is the\n"
+    "script and the rest is its own (`ddptop run -n 4 train.py --epochs 3`). Every rank gets\n"
+    "torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/PORT,\n"
+    "GROUP_RANK, ROLE_*, TORCHELASTIC_*) and runs under ddptop's torch adapter, unchanged.\n"
+    "\n"
+    "script options (before the script):\n"
+    "  -m MODULE               run a module, as python -m (its arguments follow)\n"
+    "  --no-python CMD         run any executable as every rank (its arguments follow)\n"
+    "  --python PATH           the interpreter (default: python3 on PATH); it needs torch,\n"
+    "                          pyzmq and msgpack\n"
+    "  --no-inject             run PYTHON SCRIPT bare, without the adapter: ddptop shows the\n"
+    "                          processes, exit codes and log tails only; a stop is SIGTERM\n"
     "\n"
     "run options:\n"
     "  -n, --nproc-per-node N  ranks to launch on this node (default: one per GPU when the job\n"
@@ -45,13 +57,15 @@ static const char HELP_BODY[] =
     "  --headless              no screen: a progress line a second and a summary\n"
     "  --json                  with --headless: one JSON object per event\n"
     "  --timeout S             collective/rendezvous timeout given to workers (default 300)\n"
-    "  --stop-grace S          after a stop, seconds before SIGTERM (default 30)\n"
+    "  --stop-grace S          after a stop, seconds before SIGTERM (default 30; 0 with\n"
+    "                          --no-inject and --no-python, whose ranks cannot hear a stop)\n"
     "  --hang-after S          report a collective waited on this long as a hang, naming who\n"
     "                          waits for whom (default 10)\n"
     "  --log-dir DIR           keep each rank's stdout/stderr in DIR/rank-N.log (after restart K:\n"
     "                          DIR/rank-N.restart-K.log)\n"
     "  --max-restarts K        when a rank fails, stop the others and start every rank again,\n"
-    "                          from the trainer's --ckpt-dir latest checkpoint if any, up to K\n"
+    "                          from the trainer's --ckpt-dir latest checkpoint if any (a script\n"
+    "                          runs again as it was; TORCHELASTIC_RESTART_COUNT counts), up to K\n"
     "                          times (torchrun's; default 0)\n"
     "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
     "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"

@@ -1,8 +1,11 @@
 /* run.c — `ddptop run` (also what `ddptop` with no subcommand does) and
  * `ddptop listen ENDPOINT`: the options into a RunOptions, the checks that
- * make a bad command line one line before anything starts, the choice of
- * worker binary, and the hand-over to the run loop (tui/run/) or, on node
- * K > 0, to the node agent (tui/cluster/).
+ * make a bad command line one line before anything starts, and the
+ * hand-over to the run loop (tui/run/) or, on node K > 0, to the node agent
+ * (tui/cluster/). torchrun's forms: the first argument that is no option
+ * is the script (or -m MODULE, or --no-python CMD) and everything after it
+ * is its own; "--" starts the built-in trainer's options. What the ranks
+ * run is found and checked in run_target.c.
  *
  * Does not own the job: run_job and agent_run do. Main thread.
  */
@@ -10,30 +13,28 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cluster/agent.h"
+#include "cmd/run_target.h"
 #include "net/publish.h"
 #include "record/record.h"
 #include "run/run.h"
 
 /* What the parse saw beyond RunOptions. */
 typedef struct {
-    bool node_rank_set, nproc_set;
+    bool node_rank_set, nproc_set, stop_grace_set;
     bool help;         /* -h: print the help, exit 0 */
-    int first_trainer; /* argv index of the first trainer option */
+    bool no_python;    /* --no-python: the first argument is a command */
+    bool dashdash;     /* "--" came: the built-in trainer's options follow */
+    int first_trainer; /* argv index of the first trainer (or script) argument */
 } RunParse;
-
-/* The embedded default job: long enough to watch and steer. */
-static char *default_trainer_args[] = { "--epochs", "30" };
 
 static RunOptions run_defaults(void)
 {
@@ -91,6 +92,8 @@ static const RunOpt run_opts[] = {
     {"--backend", NULL, OPT_CHOICE, AT(backend), 0, 0, "--backend: unknown backend \"%s\" (gloo, nccl, auto)",
      backends},
     {"--device", NULL, OPT_CHOICE, AT(device), 0, 0, "--device: unknown device \"%s\" (cpu, cuda, auto)", devices},
+    {"--python", NULL, OPT_STR, AT(python), 0, 0, "%s: missing value (the interpreter, e.g. python3)", NULL},
+    {"--no-inject", NULL, OPT_FLAG, AT(no_inject), 0, 0, NULL, NULL},
 };
 // clang-format on
 #undef AT
@@ -127,14 +130,17 @@ static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
     return 0;
 }
 
-/* The options up to "--" (an argument that is no option of ours is an
- * error). Returns 0 or 2 (said why). */
+/* The options up to "--" (the trainer's follow) or up to the first
+ * argument that is no option: the script (or -m MODULE, or with
+ * --no-python the command), whose own arguments follow (torchrun's rule).
+ * An unknown option is an error. Returns 0 or 2 (said why). */
 static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
 {
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) {
+            p->dashdash = true;
             i++;
             break;
         }
@@ -142,14 +148,44 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
             p->help = true;
             return 0;
         }
+        if (!strcmp(a, "--no-python")) {
+            p->no_python = true;
+            continue;
+        }
+        if (!strcmp(a, "-m")) {
+            if (!v || !*v) return cmd_usage_error("%s: missing MODULE (ddptop run -m MODULE [ARGS])", a);
+            o->target = RUN_MODULE;
+            o->program = v;
+            i += 2;
+            break;
+        }
+        if (a[0] != '-' || !a[1]) { /* the script; "-" is no option either */
+            o->target = RUN_SCRIPT;
+            o->program = a;
+            i++;
+            break;
+        }
         const RunOpt *d = find_opt(a);
         if (!d) return cmd_usage_error("unknown option \"%s\"", a);
         if (set_opt(d, a, v, o)) return 2;
         p->nproc_set |= d->off == offsetof(RunOptions, nproc);
         p->node_rank_set |= d->off == offsetof(RunOptions, node_rank);
+        p->stop_grace_set |= d->off == offsetof(RunOptions, stop_grace_s);
         if (d->kind != OPT_FLAG) i++;
     }
     p->first_trainer = i;
+    if (p->no_python) {
+        if (o->target == RUN_MODULE)
+            return cmd_usage_error("%s: -m runs a module with python; drop one", "--no-python");
+        if (o->target != RUN_SCRIPT)
+            return cmd_usage_error("%s: missing CMD (ddptop run --no-python CMD [ARGS])", "--no-python");
+        o->target = RUN_COMMAND;
+    }
+    if (o->target == RUN_TRAINER && (o->no_inject || o->python))
+        return cmd_usage_error("%s is for scripts: ddptop run [options] SCRIPT.py [ARGS]",
+                               o->no_inject ? "--no-inject" : "--python");
+    if (o->target == RUN_COMMAND && (o->no_inject || o->python))
+        return cmd_usage_error("%s: --no-python runs CMD as it is", o->no_inject ? "--no-inject" : "--python");
     return 0;
 }
 
@@ -173,6 +209,8 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
                 o->nnodes);
         return 2;
     }
+    if (o->listen_ep && o->target != RUN_TRAINER)
+        return cmd_usage_error("listen %s: workers started elsewhere connect to it; it starts no script", o->program);
     if (o->listen_ep && o->nnodes > 1)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
     if (o->rdzv && strrchr(o->rdzv, ':') == NULL) return cmd_usage_error("--rdzv %s: expected HOST:PORT", o->rdzv);
@@ -218,160 +256,19 @@ static const char *describe(int argc, char **argv)
     return desc;
 }
 
-/* The workers' arguments: --timeout (ddptop's to set for every rank), then
- * the trainer's (the default job when none). NULL when out of memory; the
- * caller frees the array, not the strings (tbuf holds the timeout). */
-static char **trainer_args(int argc, char **argv, double timeout_s, char *tbuf, size_t tlen, int *n_out)
+/* "ddptop run -- train.py": after "--" come the built-in trainer's
+ * options; a script there is a habit from torchrun's "--" (or from the
+ * old shim). Returns 2 (said how) or 0. */
+static int check_dashdash(int argc, char **argv, const RunParse *p)
 {
-    char *const *targs = argv;
-    int ntargs = argc;
-    if (ntargs == 0) {
-        targs = default_trainer_args;
-        ntargs = 2;
-    }
-    char **args = calloc((size_t)ntargs + 3, sizeof *args);
-    if (!args) return NULL;
-    snprintf(tbuf, tlen, "%g", timeout_s);
-    int n = 0;
-    args[n++] = "--timeout";
-    args[n++] = tbuf;
-    for (int k = 0; k < ntargs; k++) args[n++] = targs[k];
-    *n_out = n;
-    return args;
-}
-
-/* ddptop-worker lives next to ddptop. DDPTOP_WORKER names another program
- * speaking the protocol (tests run a scripted feeder in its place; see
- * docs/TUI.md, "For developers"). */
-static void worker_path(char *out, size_t n)
-{
-    const char *env = getenv("DDPTOP_WORKER");
-    if (env && *env) {
-        snprintf(out, n, "%s", env);
-        return;
-    }
-    char self[PATH_MAX - 32];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k <= 0) {
-        snprintf(out, n, "ddptop-worker");
-        return;
-    }
-    self[k] = 0;
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = 0;
-    snprintf(out, n, "%s/ddptop-worker", self);
-}
-
-/* cpu/ddptop-worker beside ddptop-worker (a CUDA build): the same worker
- * without the CUDA libraries, which cost every start 0.1 s of dynamic
- * loading. Fills cpath; true when it is there to use (not when
- * DDPTOP_WORKER names the worker). */
-static bool cpu_worker_path(const char *wpath, char *cpath, size_t n)
-{
-    snprintf(cpath, n, "%s", wpath);
-    char *slash = strrchr(cpath, '/');
-    snprintf(slash ? slash + 1 : cpath, n - (size_t)(slash ? slash + 1 - cpath : 0), "cpu/ddptop-worker");
-    return !getenv("DDPTOP_WORKER") && access(cpath, X_OK) == 0;
-}
-
-/* The worker's answer to a check: on success "gpus N" and "device D". */
-static void read_check_answer(const char *msg, int *gpus, char *resolved, size_t rlen)
-{
-    const char *g = strstr(msg, "gpus "), *dv = strstr(msg, "device ");
-    if (gpus && g) *gpus = atoi(g + 5);
-    if (resolved && rlen && dv) snprintf(resolved, rlen, "%.*s", (int)strcspn(dv + 7, " \n"), dv + 7);
-}
-
-/* The child of check_trainer_args: the worker in its check mode, its
- * stdout and stderr into the pipe. Never returns. */
-static void exec_check(const char *wpath, char *const *args, int n, int world, const char *device, const char *backend,
-                       int pfd[2])
-{
-    dup2(pfd[1], 2);
-    dup2(pfd[1], 1); /* on success the worker says "gpus N" */
-    close(pfd[0]);
-    close(pfd[1]);
-    char **argv = calloc((size_t)n + 2, sizeof *argv);
-    if (!argv) _exit(1);
-    argv[0] = (char *)wpath;
-    for (int i = 0; i < n; i++) argv[i + 1] = args[i];
-    setenv("DDPTOP_CHECK_ARGS", "1", 1);
-    setenv("DDPTOP_DEVICE", device, 1);
-    setenv("DDPTOP_BACKEND", backend, 1);
-    /* so --resume can compare the checkpoint's world size with -n */
-    char w[16];
-    snprintf(w, sizeof w, "%d", world);
-    setenv("WORLD_SIZE", w, 1);
-    execv(wpath, argv);
-    fprintf(stderr, "cannot run %s: %s\n", wpath, strerror(errno));
-    _exit(127);
-}
-
-/* Ask the worker to validate the trainer options and the device (no usable
- * GPU for --device cuda, no NCCL), so a typo is one line before anything
- * is launched. Returns 0 when valid (also when the check cannot run: the
- * launch will say), else 2 (printed). */
-static int check_trainer_args(const char *wpath, char *const *args, int n, int world, const char *device,
-                              const char *backend, int *gpus, char *resolved, size_t rlen)
-{
-    if (gpus) *gpus = 0;
-    if (resolved && rlen) snprintf(resolved, rlen, "%s", device);
-    int pfd[2];
-    if (pipe(pfd)) return 0;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return 0;
-    }
-    if (pid == 0) exec_check(wpath, args, n, world, device, backend, pfd);
-    close(pfd[1]);
-    char msg[1024] = "";
-    size_t got = 0;
-    ssize_t k;
-    while (got < sizeof msg - 1 && (k = read(pfd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)k;
-    msg[got] = 0;
-    close(pfd[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        read_check_answer(msg, gpus, resolved, rlen);
-        return 0;
-    }
-    msg[strcspn(msg, "\n")] = 0;
-    const char *p = strncmp(msg, "ddptop-worker: ", 15) ? msg : msg + 15;
-    fprintf(stderr, "ddptop: %s\n", *p ? p : "the trainer options were refused");
-    return 2;
-}
-
-/* Which worker binary runs the job, checked with its trainer arguments:
- * o->worker_path set, and o->nproc when -n was not given and the job runs
- * on GPUs (torchrun's --nproc-per-node gpu: one rank per GPU). wpath and
- * cpath hold the paths o->worker_path points at. Returns 0 or 2. */
-static int choose_worker(RunOptions *o, const RunParse *p, char **args, int n, char *wpath, size_t wlen, char *cpath,
-                         size_t clen)
-{
-    worker_path(wpath, wlen);
-    bool have_cpu = cpu_worker_path(wpath, cpath, clen);
-    /* no NVIDIA device nodes, no driver: auto means cpu, no need to ask CUDA */
-    bool maybe_gpu = access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
-    const char *check_bin =
-        have_cpu && (!strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu)) ? cpath : wpath;
-    o->worker_path = check_bin;
-    /* listen starts nothing: the workers bring their own options */
-    if (o->listen_ep) return 0;
-    int gpus = 0;
-    char resolved[32] = "";
-    int rc = check_trainer_args(check_bin, args, n, o->nproc * o->nnodes, o->device, o->backend, &gpus, resolved,
-                                sizeof resolved);
-    if (rc) return rc;
-    if (have_cpu && !strcmp(resolved, "cpu")) o->worker_path = cpath;
-    /* checked again with the new world: --resume compares the world size */
-    if (!p->nproc_set && gpus > 0 && strcmp(o->device, "cpu") && gpus != o->nproc) {
-        o->nproc = gpus;
-        rc = check_trainer_args(check_bin, args, n, o->nproc * o->nnodes, o->device, o->backend, NULL, NULL, 0);
-    }
-    return rc;
+    if (!p->dashdash || getenv("DDPTOP_WORKER") || p->first_trainer >= argc) return 0;
+    const char *a = argv[p->first_trainer];
+    size_t n = strlen(a);
+    if (n > 3 && !strcmp(a + n - 3, ".py"))
+        return cmd_usage_error("-- %s: what follows \"--\" are the built-in trainer's options; run a script as "
+                               "ddptop run [options] SCRIPT.py [ARGS]",
+                               a);
+    return 0;
 }
 
 /* run and listen: listen_ep NULL for run. */
@@ -386,24 +283,17 @@ static int run_main(int argc, char **argv, const char *listen_ep)
         cmd_print_help(stdout);
         return 0;
     }
-    if ((rc = check_run_options(&o, &p))) return rc;
+    if ((rc = check_run_options(&o, &p)) || (rc = check_dashdash(argc, argv, &p))) return rc;
     o.description = describe(argc, argv);
+    /* a bare program cannot hear ddptop's stop command: the ladder starts
+     * at SIGTERM, as torchrun's does (--stop-grace S keeps the clean stop
+     * for a command that speaks the protocol) */
+    if ((o.no_inject || o.target == RUN_COMMAND) && !p.stop_grace_set) o.stop_grace_s = 0;
 
-    char tbuf[32];
-    int n = 0;
-    char **args = trainer_args(argc - p.first_trainer, argv + p.first_trainer, o.timeout_s, tbuf, sizeof tbuf, &n);
-    if (!args) {
-        fprintf(stderr, "ddptop: out of memory\n");
-        return 1;
-    }
-    char wpath[PATH_MAX], cpath[PATH_MAX + 8];
-    rc = choose_worker(&o, &p, args, n, wpath, sizeof wpath, cpath, sizeof cpath);
-    if (!rc) {
-        o.trainer_args = args;
-        o.n_trainer_args = n;
-        rc = o.node_rank > 0 ? agent_run(&o) : run_job(&o);
-    }
-    free(args);
+    RunTargetBuf tb = { .args = NULL };
+    rc = run_target_prepare(&o, p.nproc_set, argc - p.first_trainer, argv + p.first_trainer, &tb);
+    if (!rc) rc = o.node_rank > 0 ? agent_run(&o) : run_job(&o);
+    run_target_done(&tb);
     return rc;
 }
 

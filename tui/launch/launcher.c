@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,12 +65,33 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
         close(fd);
     }
 
+    /* torchrun's environment, so init_process_group("env://") works as under torchrun */
+    char run_id[96];
+    launcher_run_id(c->job_id, run_id, sizeof run_id);
     setenv_int("RANK", c->rank_offset + local);
     setenv_int("LOCAL_RANK", local);
     setenv_int("WORLD_SIZE", c->global_world);
     setenv_int("LOCAL_WORLD_SIZE", c->world);
+    setenv_int("GROUP_RANK", c->node_rank);
+    setenv_int("GROUP_WORLD_SIZE", c->nnodes > 0 ? c->nnodes : 1);
+    setenv("ROLE_NAME", "default", 1);
+    setenv_int("ROLE_RANK", c->rank_offset + local);
+    setenv_int("ROLE_WORLD_SIZE", c->global_world);
     setenv("MASTER_ADDR", c->master_addr, 1);
     setenv_int("MASTER_PORT", c->master_port);
+    setenv_int("TORCHELASTIC_RESTART_COUNT", c->restart);
+    setenv_int("TORCHELASTIC_MAX_RESTARTS", c->max_restarts);
+    setenv("TORCHELASTIC_RUN_ID", run_id, 1);
+    /* the port above is free (or node 0's): the adapter need not pick another */
+    setenv("DDPTOP_PY_KEEP_PORT", "1", 1);
+    if (c->pythonpath) {
+        const char *old = getenv("PYTHONPATH");
+        char *pp = malloc(strlen(c->pythonpath) + (old ? strlen(old) : 0) + 2);
+        if (!pp) _exit(127);
+        sprintf(pp, "%s%s%s", c->pythonpath, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("PYTHONPATH", pp, 1);
+        free(pp);
+    }
     setenv("DDPTOP_CTL", c->ctl_ep, 1);
     setenv("DDPTOP_TEL", c->tel_ep, 1);
     setenv("DDPTOP_JOB", c->job_id, 1);
@@ -87,6 +111,29 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
     execv(c->worker_path, argv);
     fprintf(stderr, "ddptop: cannot exec %s: %s\n", c->worker_path, strerror(errno));
     _exit(127);
+}
+
+int launcher_free_port(const char *addr, int *port, char *err, size_t errlen)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &len)) {
+        err_set(err, errlen, "no free port for MASTER_PORT on %s: %s", addr, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    *port = ntohs(sa.sin_port);
+    return 0;
+}
+
+void launcher_run_id(const char *job_id, char *out, size_t n)
+{
+    snprintf(out, n, "%s", job_id ? job_id : "none");
+    char *dash = strrchr(out, '-');
+    if (dash && dash != out && strchr(out, '-') != dash) *dash = '\0';
 }
 
 int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errlen)

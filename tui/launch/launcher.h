@@ -1,7 +1,9 @@
 /* launcher.h — starting, signalling and reaping the worker processes.
  *
- * Owns: the children (one ddptop-worker per rank), their environment (the
- * torchrun names plus ddptop's endpoints), their log files, and making sure
+ * Owns: the children (one ddptop-worker, script or command per rank), their
+ * environment (torchrun's names: RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_*, MASTER_*, TORCHELASTIC_*; plus
+ * ddptop's endpoints and PYTHONPATH), their log files, and making sure
  * none outlives ddptop (PR_SET_PDEATHSIG, own process group so a terminal's
  * Ctrl-C reaches ddptop alone, SIGKILL on free). Main thread.
  */
@@ -23,12 +25,15 @@ typedef struct {
     const char *job_id;
     const char *master_addr;
     int master_port;
-    const char *log_dir;   /* rank-N.log files go here (rank-N.restart-K.log
+    const char *log_dir;    /* rank-N.log files go here (rank-N.restart-K.log
                                  * after restart K) */
-    int restart;           /* 0: the first run; K: the K-th restart (--max-restarts) */
-    const char *device;    /* DDPTOP_DEVICE (NULL: auto) */
-    const char *backend;   /* DDPTOP_BACKEND (NULL: auto) */
-    const char *keys_path; /* DDPTOP_KEYS: the job's key file (tcp endpoints), NULL: none */
+    int restart;            /* 0: the first run; K: the K-th restart (--max-restarts) */
+    const char *device;     /* DDPTOP_DEVICE (NULL: auto) */
+    const char *backend;    /* DDPTOP_BACKEND (NULL: auto) */
+    const char *keys_path;  /* DDPTOP_KEYS: the job's key file (tcp endpoints), NULL: none */
+    int node_rank, nnodes;  /* GROUP_RANK, GROUP_WORLD_SIZE (0 and 1 on one node) */
+    int max_restarts;       /* TORCHELASTIC_MAX_RESTARTS (restart is TORCHELASTIC_RESTART_COUNT) */
+    const char *pythonpath; /* put first on PYTHONPATH (the torch adapter's directory); NULL: left alone */
 } LaunchConfig;
 
 typedef struct Launcher Launcher;
@@ -36,6 +41,13 @@ typedef struct Launcher Launcher;
 /* The shutdown ladder's last rung: SIGKILL this long after SIGTERM (node 0
  * and the node agents alike). */
 #define LAUNCH_KILL_GRACE_MS 5000
+
+/* A TCP port nobody listens on at addr now (the kernel's pick), for
+ * MASTER_PORT: torch's TCPStore binds it on rank 0. Returns 0 or -1 with err. */
+int launcher_free_port(const char *addr, int *port, char *err, size_t errlen);
+/* TORCHELASTIC_RUN_ID of a job id: the same on every node and restart
+ * ("ddptop-PID-NS" -> "ddptop-PID", node 0's ddptop). */
+void launcher_run_id(const char *job_id, char *out, size_t n);
 
 /* Fork and exec every rank. On failure nothing is left running.
  * Returns 0 or -1 with err. */

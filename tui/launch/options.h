@@ -7,6 +7,14 @@
 
 #include <stdbool.h>
 
+/* What every rank runs (torchrun's forms). */
+typedef enum {
+    RUN_TRAINER, /* ddptop-worker, the built-in trainer: `ddptop run [-- TRAINER OPTIONS]` */
+    RUN_SCRIPT,  /* `ddptop run SCRIPT.py ARGS`: PYTHON -m ddptop SCRIPT.py ARGS */
+    RUN_MODULE,  /* `ddptop run -m MODULE ARGS`: PYTHON -m ddptop -m MODULE ARGS */
+    RUN_COMMAND, /* `ddptop run --no-python CMD ARGS`: CMD ARGS, as it is */
+} RunTarget;
+
 typedef struct {
     int nproc;
     bool headless, json;
@@ -15,9 +23,17 @@ typedef struct {
     double hang_after_s; /* a collective waited on this long is reported as a hang */
     const char *log_dir; /* NULL: a private directory, removed at exit */
     int max_restarts;    /* --max-restarts K: start every rank again after a failure */
+    /* Each rank's argv after argv[0]: the trainer options (RUN_TRAINER,
+     * --resume added on a restart), else what runs the script (for
+     * RUN_SCRIPT "-m ddptop --timeout S SCRIPT.py ARGS"). */
     char *const *trainer_args;
     int n_trainer_args;
-    const char *worker_path;
+    const char *worker_path; /* argv[0]: ddptop-worker, the interpreter or CMD (absolute) */
+    RunTarget target;
+    const char *program;     /* SCRIPT.py, MODULE or CMD; NULL for RUN_TRAINER */
+    const char *python;      /* --python PATH as given (default "python3", found on PATH) */
+    bool no_inject;          /* --no-inject: PYTHON SCRIPT ARGS bare, no adapter */
+    const char *adapter_dir; /* the torch adapter's directory, first on the ranks' PYTHONPATH */
     const char *device;      /* --device cpu|cuda|auto, to workers as DDPTOP_DEVICE */
     const char *backend;     /* --backend gloo|nccl|auto, to workers as DDPTOP_BACKEND */
     const char *record_path; /* --record FILE, NULL for none */

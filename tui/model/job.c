@@ -528,16 +528,17 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     if (pid > 0) r->pid = pid;
     r->wait_status = wait_status;
     bool exit0 = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
-    bool clean = exit0 && r->bye && r->bye_status == 0;
+    bool silent = j->bare && !r->hello; /* a bare program: its exit code is all it says */
+    bool clean = exit0 && ((r->bye && r->bye_status == 0) || silent);
     if (how && *how) {
         copy_str(r->how_ended, sizeof r->how_ended, how);
     } else if (WIFEXITED(wait_status)) {
         int code = WEXITSTATUS(wait_status);
         /* exit 0 is only clean after a bye: without one the worker skipped
          * its shutdown (or something else called exit) */
-        if (exit0 && !r->bye)
+        if (exit0 && !r->bye && !silent)
             snprintf(r->how_ended, sizeof r->how_ended, "exit 0 without bye");
-        else if (exit0 && r->bye_status != 0)
+        else if (exit0 && !silent && r->bye_status != 0)
             snprintf(r->how_ended, sizeof r->how_ended, "exit 0, bye status %d", (int)r->bye_status);
         else
             snprintf(r->how_ended, sizeof r->how_ended, "exit %d", code);

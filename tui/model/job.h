@@ -226,6 +226,8 @@ typedef struct {
     bool paused;       /* every live rank reports phase paused */
     int64_t paused_step;
     int restarts, max_restarts; /* --max-restarts: restarts done / allowed */
+    bool bare;                  /* the ranks may speak no protocol (--no-inject, --no-python): an exit 0 of a
+                  rank that never said hello is clean without a bye */
     JobBucket buckets[JOB_MAX_BUCKETS];
     int n_buckets; /* highest bucket index seen + 1 (capped) */
     JobShardMap shard;

@@ -164,6 +164,7 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     if (!r->store || !r->job || !r->rk || !r->viewers || (o->nnodes > 1 && !r->nodes))
         return err_set(err, errlen, "out of memory");
     r->job->max_restarts = o->max_restarts;
+    r->job->bare = o->no_inject || o->target == RUN_COMMAND;
     return ERR_OK;
 }
 

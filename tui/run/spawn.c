@@ -1,6 +1,9 @@
 /* spawn.c — starting the ranks: the first launch and each --max-restarts
- * restart (a new job id, a fresh store and hang watch, resuming from
- * CKPT_DIR/latest when there is one). See internal.h. The launcher
+ * restart (a new job id, a fresh store and hang watch; the built-in
+ * trainer resumes from CKPT_DIR/latest when there is one, a script is run
+ * again as it was, TORCHELASTIC_RESTART_COUNT telling it which run this
+ * is). MASTER_PORT: a port free on this host at each launch (one node), or
+ * node 0's --rdzv PORT+2 (several). See internal.h. The launcher
  * (launch/launcher.h) owns the processes; this file owns what they are
  * told. Main thread.
  */
@@ -66,12 +69,15 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
     const RunOptions *o = r->o;
     snprintf(r->job_id, sizeof r->job_id, "ddptop-%d-%" PRId64, (int)getpid(), proto_now_ns());
     static char master[256];
-    int master_port = 29500;
+    int master_port = 0;
     snprintf(master, sizeof master, "127.0.0.1");
     if (o->nnodes > 1) {
         char ep[300];
         snprintf(ep, sizeof ep, "tcp://%s", o->rdzv);
         keys_tcp_split(ep, master, sizeof master, &master_port);
+        master_port += 2; /* PORT and PORT+1 are ddptop's control and telemetry */
+    } else if (launcher_free_port(master, &master_port, err, errlen)) {
+        return ERR_FAIL;
     }
     r->lc = (LaunchConfig){ .world = o->nproc,
                             .rank_offset = 0,
@@ -88,9 +94,18 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
                             .device = o->device,
                             .backend = o->backend,
                             .restart = restart,
-                            .keys_path = r->tcp ? r->keys_file : NULL };
+                            .keys_path = r->tcp ? r->keys_file : NULL,
+                            .node_rank = 0,
+                            .nnodes = o->nnodes,
+                            .max_restarts = o->max_restarts,
+                            .pythonpath = o->adapter_dir };
     char extra[PROTO_STR_LONG] = "";
-    if (restart > 0 && resume_latest(r, restart, extra, sizeof extra, err, errlen)) return ERR_FAIL;
+    if (restart > 0 && o->target == RUN_TRAINER && resume_latest(r, restart, extra, sizeof extra, err, errlen))
+        return ERR_FAIL;
+    if (restart > 0 && o->target != RUN_TRAINER)
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN,
+                  "restart %d/%d: running %s again (TORCHELASTIC_RESTART_COUNT=%d)", restart, o->max_restarts,
+                  o->program, restart);
     if (launcher_start(&r->l, &r->lc, err, errlen)) return ERR_FAIL;
     if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra);
     r->launched = true;

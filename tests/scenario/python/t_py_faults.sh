@@ -3,10 +3,9 @@
 # a script that raises ends the job failed, its traceback in the events.
 . tests/lib.sh
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
-export DDPTOP_WORKER=$PWD/workers/python/ddptop-worker-py DDPTOP_PYTHON=$PY
 
 out=$TMP/epoch.jsonl
-"$DDPTOP" run -n 2 --headless --json -- examples/ddp_forgot_set_epoch.py >"$out" 2>&1
+"$DDPTOP" run -n 2 --python "$PY" --headless --json examples/ddp_forgot_set_epoch.py >"$out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { cat "$out"; die "forgot_set_epoch: ddptop exited $rc"; }
 grep -q 'DistributedSampler iterated again at epoch 0 without set_epoch(1)' "$out" || { cat "$out"; die "no adapter warning"; }
@@ -14,7 +13,7 @@ grep -q '"level":"warn".*epoch 1 has the same sample order as epoch 0: sampler.s
     || { cat "$out"; die "ddptop did not see the repeated order"; }
 
 out=$TMP/crash.jsonl
-"$DDPTOP" run -n 2 --headless --json -- examples/ddp_basics.py --data synthetic --limit 512 \
+"$DDPTOP" run -n 2 --python "$PY" --headless --json examples/ddp_basics.py --data synthetic --limit 512 \
     --crash-at-step 3 --out "$TMP/model.pt" >"$out" 2>&1
 rc=$?
 cat "$out"

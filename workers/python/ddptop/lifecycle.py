@@ -7,12 +7,11 @@ known (a script that fails before that still says hello, from runner.py).
 Its model fields stay empty: the model is only known once DDP wraps it,
 and ddp_hook.py says it then as a log.
 
-MASTER_PORT under `ddptop run`: ddptop's own workers rendezvous through
-its store and never bind MASTER_PORT, so ddptop passes 29500 whatever else
-runs here; torch's TCPStore does bind it. When ddptop launched this rank
-(DDPTOP_CTL set) and every rank is on this node, rank 0 takes a free port
-and hands it to the others through ddptop's store, before the script runs.
-DDPTOP_PY_KEEP_PORT=1 keeps the environment's port.
+MASTER_PORT: `ddptop run` passes a free port (node 0's --rdzv PORT+2 on
+several nodes) and DDPTOP_PY_KEEP_PORT=1, which keeps it. A frontend that
+passes a fixed port without it (DDPTOP_CTL set, every rank on this node:
+tests/tools/fake_front.py) gets one from rank 0, which takes a free port and
+hands it to the others through ddptop's store before the script runs.
 """
 import datetime
 import functools

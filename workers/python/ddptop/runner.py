@@ -52,11 +52,25 @@ def parse(argv):
 
 
 def check(module, script, env):
-    """DDPTOP_CHECK_ARGS: the script is there; the device line for ddptop."""
+    """DDPTOP_CHECK_ARGS: the script is there, and (unless the script runs
+    bare, DDPTOP_NO_INJECT) what the adapter needs; the device line for
+    ddptop. find_spec finds a package without importing it (torch takes a
+    second or more to import)."""
     if script is not None and not os.path.isfile(script):
         raise envmod.EnvError(f"{script}: no such script")
-    if module is not None and importlib.util.find_spec(module) is None:
-        raise envmod.EnvError(f"-m {module}: no such module")
+    if module is not None:
+        sys.path.insert(0, os.getcwd())      # where run_script looks for it
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):    # a parent package that is not there
+            found = False
+        if not found:
+            raise envmod.EnvError(f"-m {module}: no such module")
+    if not env.get("DDPTOP_NO_INJECT"):
+        missing = [m for m in ("torch", "zmq", "msgpack") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise envmod.EnvError(f"{sys.executable} has no {', '.join(missing)}: pick the interpreter that "
+                                  f"runs your script with --python PATH (or run it bare with --no-inject)")
     device = env.get("DDPTOP_DEVICE") or "auto"
     gpus = 0
     if device != "cpu":

@@ -1,0 +1,327 @@
+/* run_target.c — what every rank runs, found and checked before anything
+ * starts. See run_target.h. Main thread.
+ */
+#include "cmd/run_target.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+
+/* The embedded default job: long enough to watch and steer. */
+static char *default_trainer_args[] = { "--epochs", "30" };
+
+/* The directory ddptop runs from (empty when /proc cannot say). */
+static void self_dir(char *out, size_t n)
+{
+    ssize_t k = readlink("/proc/self/exe", out, n - 1);
+    out[k > 0 ? k : 0] = 0;
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+}
+
+/* ddptop-worker lives next to ddptop. DDPTOP_WORKER names another program
+ * speaking the protocol (tests run a scripted feeder in its place; see
+ * docs/TUI.md, "For developers"). */
+static void worker_path(char *out, size_t n)
+{
+    const char *env = getenv("DDPTOP_WORKER");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return;
+    }
+    char dir[PATH_MAX - 32];
+    self_dir(dir, sizeof dir);
+    if (!dir[0])
+        snprintf(out, n, "ddptop-worker");
+    else
+        snprintf(out, n, "%s/ddptop-worker", dir);
+}
+
+/* cpu/ddptop-worker beside ddptop-worker (a CUDA build): the same worker
+ * without the CUDA libraries, which cost every start 0.1 s of dynamic
+ * loading. Fills cpath; true when it is there to use (not when
+ * DDPTOP_WORKER names the worker). */
+static bool cpu_worker_path(const char *wpath, char *cpath, size_t n)
+{
+    snprintf(cpath, n, "%s", wpath);
+    char *slash = strrchr(cpath, '/');
+    snprintf(slash ? slash + 1 : cpath, n - (size_t)(slash ? slash + 1 - cpath : 0), "cpu/ddptop-worker");
+    return !getenv("DDPTOP_WORKER") && access(cpath, X_OK) == 0;
+}
+
+/* name as execvp would find it (a name with a slash is taken as it is),
+ * into out. True when it is an executable file. */
+static bool find_program(const char *name, char *out, size_t n)
+{
+    struct stat st;
+    if (strchr(name, '/')) {
+        snprintf(out, n, "%s", name);
+        return stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        snprintf(out, n, "%.*s/%s", (int)(len ? len : 1), len ? path : ".", name);
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+/* The torch adapter (the ddptop/ package): DIR/python beside ddptop (the
+ * build links it there), else the source tree above a build directory.
+ * Absolute, into out; false when neither has it. */
+static bool adapter_path(char *out, size_t n)
+{
+    char dir[PATH_MAX - 64], cand[PATH_MAX];
+    self_dir(dir, sizeof dir);
+    const char *rel[] = { "python", "../workers/python" };
+    for (size_t k = 0; dir[0] && k < sizeof rel / sizeof rel[0]; k++) {
+        snprintf(cand, sizeof cand, "%s/%s/ddptop/__main__.py", dir, rel[k]);
+        if (access(cand, R_OK)) continue;
+        cand[strlen(cand) - strlen("/ddptop/__main__.py")] = 0;
+        char abs[PATH_MAX];
+        snprintf(out, n, "%s", realpath(cand, abs) ? abs : cand);
+        return true;
+    }
+    return false;
+}
+
+/* The workers' arguments: --timeout (ddptop's to set for every rank), then
+ * the trainer's (the default job when none). */
+static int trainer_args(int argc, char **argv, RunOptions *o, RunTargetBuf *b)
+{
+    char *const *targs = argv;
+    int ntargs = argc;
+    if (ntargs == 0) {
+        targs = default_trainer_args;
+        ntargs = 2;
+    }
+    if (!(b->args = calloc((size_t)ntargs + 3, sizeof *b->args))) return -1;
+    int n = 0;
+    b->args[n++] = "--timeout";
+    b->args[n++] = b->timeout;
+    for (int k = 0; k < ntargs; k++) b->args[n++] = targs[k];
+    o->trainer_args = b->args;
+    o->n_trainer_args = n;
+    return 0;
+}
+
+/* A script's or a command's ranks: "-m ddptop --timeout S" before the
+ * script under the adapter, "-m" before a module, the user's arguments
+ * after. */
+static int program_args(int argc, char **argv, RunOptions *o, RunTargetBuf *b)
+{
+    if (!(b->args = calloc((size_t)argc + 8, sizeof *b->args))) return -1;
+    int n = 0;
+    bool inject = o->target != RUN_COMMAND && !o->no_inject;
+    if (inject) {
+        b->args[n++] = "-m";
+        b->args[n++] = "ddptop";
+        b->args[n++] = "--timeout";
+        b->args[n++] = b->timeout;
+    }
+    if (o->target == RUN_MODULE) b->args[n++] = "-m";
+    if (o->target != RUN_COMMAND) b->args[n++] = (char *)o->program;
+    for (int k = 0; k < argc; k++) b->args[n++] = argv[k];
+    o->trainer_args = b->args;
+    o->n_trainer_args = n;
+    return 0;
+}
+
+/* The worker's answer to a check: on success "gpus N" and "device D". */
+static void read_check_answer(const char *msg, int *gpus, char *resolved, size_t rlen)
+{
+    const char *g = strstr(msg, "gpus "), *dv = strstr(msg, "device ");
+    if (gpus && g) *gpus = atoi(g + 5);
+    if (resolved && rlen && dv) snprintf(resolved, rlen, "%.*s", (int)strcspn(dv + 7, " \n"), dv + 7);
+}
+
+/* One check: bin with args, in check mode, for a world of `world` ranks. */
+typedef struct {
+    const char *bin;
+    char *const *args;
+    int n;
+    int world;
+    const char *device, *backend;
+    const char *pythonpath; /* NULL: PYTHONPATH left alone */
+    bool bare;              /* --no-inject: only the script, not the adapter's needs */
+} Check;
+
+/* The child of run_check: the program in its check mode, its stdout and
+ * stderr into the pipe. Never returns. */
+static void exec_check(const Check *c, int pfd[2])
+{
+    dup2(pfd[1], 2);
+    dup2(pfd[1], 1); /* on success the worker says "gpus N" */
+    close(pfd[0]);
+    close(pfd[1]);
+    char **argv = calloc((size_t)c->n + 2, sizeof *argv);
+    if (!argv) _exit(1);
+    argv[0] = (char *)c->bin;
+    for (int i = 0; i < c->n; i++) argv[i + 1] = c->args[i];
+    setenv("DDPTOP_CHECK_ARGS", "1", 1);
+    setenv("DDPTOP_DEVICE", c->device, 1);
+    setenv("DDPTOP_BACKEND", c->backend, 1);
+    if (c->bare) setenv("DDPTOP_NO_INJECT", "1", 1);
+    if (c->pythonpath) {
+        const char *old = getenv("PYTHONPATH");
+        char pp[PATH_MAX * 2];
+        snprintf(pp, sizeof pp, "%s%s%s", c->pythonpath, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("PYTHONPATH", pp, 1);
+    }
+    /* so --resume can compare the checkpoint's world size with -n */
+    char w[16];
+    snprintf(w, sizeof w, "%d", c->world);
+    setenv("WORLD_SIZE", w, 1);
+    execv(c->bin, argv);
+    fprintf(stderr, "cannot run %s: %s\n", c->bin, strerror(errno));
+    _exit(127);
+}
+
+/* Ask the program to validate its options and the device (no usable GPU
+ * for --device cuda, no NCCL; a missing script), so a typo is one line
+ * before anything is launched. Returns 0 when valid (also when the check
+ * cannot run: the launch will say), else 2 (printed). */
+static int run_check(const Check *c, int *gpus, char *resolved, size_t rlen)
+{
+    if (gpus) *gpus = 0;
+    if (resolved && rlen) snprintf(resolved, rlen, "%s", c->device);
+    int pfd[2];
+    if (pipe(pfd)) return 0;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return 0;
+    }
+    if (pid == 0) exec_check(c, pfd);
+    close(pfd[1]);
+    char msg[1024] = "";
+    size_t got = 0;
+    ssize_t k;
+    while (got < sizeof msg - 1 && (k = read(pfd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)k;
+    msg[got] = 0;
+    close(pfd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        read_check_answer(msg, gpus, resolved, rlen);
+        return 0;
+    }
+    /* the last line says why (a Python traceback ends with it) */
+    while (got > 0 && msg[got - 1] == '\n') msg[--got] = 0;
+    const char *p = strrchr(msg, '\n') ? strrchr(msg, '\n') + 1 : msg;
+    if (!strncmp(p, "ddptop-worker: ", 15)) p += 15;
+    if (!strncmp(p, "ddptop-py: ", 11)) p += 11;
+    fprintf(stderr, "ddptop: %s\n", *p ? p : "the trainer options were refused");
+    return 2;
+}
+
+/* Which worker binary runs the built-in trainer, checked with its
+ * arguments: o->worker_path set, and o->nproc when -n was not given and
+ * the job runs on GPUs (torchrun's --nproc-per-node gpu: one rank per
+ * GPU). Returns 0 or 2. */
+static int choose_worker(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool maybe_gpu)
+{
+    worker_path(b->bin, sizeof b->bin);
+    bool have_cpu = cpu_worker_path(b->bin, b->cpu_bin, sizeof b->cpu_bin);
+    Check c = { .bin = have_cpu && (!strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu))
+                           ? b->cpu_bin
+                           : b->bin,
+                .args = o->trainer_args,
+                .n = o->n_trainer_args,
+                .world = o->nproc * o->nnodes,
+                .device = o->device,
+                .backend = o->backend };
+    o->worker_path = c.bin;
+    /* listen starts nothing: the workers bring their own options */
+    if (o->listen_ep) return 0;
+    int gpus = 0;
+    char resolved[32] = "";
+    int rc = run_check(&c, &gpus, resolved, sizeof resolved);
+    if (rc) return rc;
+    if (have_cpu && !strcmp(resolved, "cpu")) o->worker_path = b->cpu_bin;
+    /* checked again with the new world: --resume compares the world size */
+    if (!nproc_set && gpus > 0 && strcmp(o->device, "cpu") && gpus != o->nproc) {
+        o->nproc = gpus;
+        c.world = o->nproc * o->nnodes;
+        rc = run_check(&c, NULL, NULL, 0);
+    }
+    return rc;
+}
+
+/* A script or module: the interpreter, the adapter, and the adapter's
+ * check (also for --no-inject: the script must be there). Returns 0 or 2. */
+static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool maybe_gpu)
+{
+    const char *py = o->python ? o->python : "python3";
+    if (!find_program(py, b->bin, sizeof b->bin)) {
+        fprintf(stderr, "ddptop: --python %s: %s\n", py,
+                strchr(py, '/') ? "not an executable file" : "not found on PATH (name one with --python PATH)");
+        return 2;
+    }
+    o->worker_path = b->bin;
+    bool have_adapter = adapter_path(b->adapter, sizeof b->adapter);
+    o->adapter_dir = have_adapter ? b->adapter : NULL;
+    if (!have_adapter && !o->no_inject) {
+        fprintf(stderr, "ddptop: the torch adapter (workers/python/ddptop) is not beside this ddptop: rebuild with "
+                        "make, or run the script bare with --no-inject\n");
+        return 2;
+    }
+    if (!have_adapter) return 0; /* nothing can check a bare script's module: the launch will say */
+    char *check_args[] = { "-m", "ddptop", "--timeout", b->timeout, "-m", (char *)o->program };
+    Check c = { .bin = b->bin,
+                .args = check_args,
+                .n = 6,
+                .world = o->nproc * o->nnodes,
+                /* auto without a GPU driver is cpu: the check need not import torch to learn it */
+                .device = !strcmp(o->device, "auto") && !maybe_gpu ? "cpu" : o->device,
+                .backend = o->backend,
+                .pythonpath = b->adapter,
+                .bare = o->no_inject };
+    if (o->target == RUN_SCRIPT) {
+        check_args[4] = (char *)o->program;
+        c.n = 5;
+    }
+    int gpus = 0;
+    char resolved[32] = "";
+    int rc = run_check(&c, &gpus, resolved, sizeof resolved);
+    if (!rc && !nproc_set && gpus > 0 && strcmp(o->device, "cpu")) o->nproc = gpus;
+    return rc;
+}
+
+int run_target_prepare(RunOptions *o, bool nproc_set, int argc, char **argv, RunTargetBuf *b)
+{
+    snprintf(b->timeout, sizeof b->timeout, "%g", o->timeout_s);
+    if ((o->target == RUN_TRAINER ? trainer_args(argc, argv, o, b) : program_args(argc, argv, o, b))) {
+        fprintf(stderr, "ddptop: out of memory\n");
+        return 1;
+    }
+    /* no NVIDIA device nodes, no driver: auto means cpu, no need to ask CUDA */
+    bool maybe_gpu = access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
+    if (o->target == RUN_TRAINER) return choose_worker(o, nproc_set, b, maybe_gpu);
+    if (o->target != RUN_COMMAND) return o->listen_ep ? 0 : choose_python(o, nproc_set, b, maybe_gpu);
+    if (!find_program(o->program, b->bin, sizeof b->bin)) {
+        fprintf(stderr, "ddptop: --no-python %s: %s\n", o->program,
+                strchr(o->program, '/') ? "not an executable file" : "not found on PATH");
+        return 2;
+    }
+    o->worker_path = b->bin;
+    /* a command may run `python -m ddptop` itself: the adapter is on its path */
+    o->adapter_dir = adapter_path(b->adapter, sizeof b->adapter) ? b->adapter : NULL;
+    return 0;
+}
+
+void run_target_done(RunTargetBuf *b)
+{
+    free(b->args);
+    b->args = NULL;
+}

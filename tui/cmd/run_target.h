@@ -1,0 +1,35 @@
+/* run_target.h — what every rank of `ddptop run` runs (RunTarget,
+ * launch/options.h): the built-in trainer, a Python script or module under
+ * the torch adapter (or bare, --no-inject), or any command (--no-python).
+ * Finds the program (ddptop-worker beside ddptop, --python on PATH, CMD on
+ * PATH) and the adapter's directory, builds each rank's arguments, and
+ * checks them before anything starts (DDPTOP_CHECK_ARGS: a bad trainer
+ * option, a missing script or module, an interpreter without torch is one
+ * line, exit 2). Main thread.
+ */
+#ifndef DDPTOP_RUN_TARGET_H
+#define DDPTOP_RUN_TARGET_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "launch/options.h"
+
+/* The strings RunOptions points at once run_target_prepare filled it. */
+typedef struct {
+    char bin[PATH_MAX], cpu_bin[PATH_MAX + 8], adapter[PATH_MAX];
+    char timeout[32];
+    char **args; /* each rank's argv after argv[0] */
+} RunTargetBuf;
+
+/* o->worker_path, o->trainer_args/n_trainer_args and o->adapter_dir for
+ * o->target and o->program; argc/argv: the user's arguments for it (after
+ * "--" for the trainer, after SCRIPT, MODULE or CMD otherwise). The
+ * program is checked (o->listen_ep: not: nothing is started), and, when
+ * !nproc_set and the job runs on GPUs, o->nproc becomes the GPU count.
+ * Returns 0, or 2 (1 when out of memory) after one line on stderr. */
+int run_target_prepare(RunOptions *o, bool nproc_set, int argc, char **argv, RunTargetBuf *b);
+/* Frees b->args; safe twice. */
+void run_target_done(RunTargetBuf *b);
+
+#endif
