@@ -23,18 +23,27 @@ import sys
 import traceback
 
 from . import env as envmod
+from . import faults
 
 STOP_BARRIER_S = 10.0
-USAGE = "usage: python -m ddptop [--timeout S] (SCRIPT.py | -m MODULE) [ARGS...]"
+USAGE = "usage: python -m ddptop [--timeout S] [--fault SPEC]... (SCRIPT.py | -m MODULE) [ARGS...]"
 
 
 def parse(argv):
-    """(timeout_s, module or None, script or None, script argv)."""
+    """(timeout_s, module or None, script or None, script argv, faults)."""
     timeout_s = 0.0
+    found = []
     i = 0
-    while i < len(argv) and argv[i] == "--timeout":
+    while i < len(argv) and argv[i] in ("--timeout", "--fault"):
         if i + 1 >= len(argv):
-            raise envmod.EnvError("--timeout: missing value")
+            raise envmod.EnvError(f"{argv[i]}: missing value")
+        if argv[i] == "--fault":
+            try:
+                found.append(faults.parse(argv[i + 1]))
+            except faults.FaultError as e:
+                raise envmod.EnvError(str(e)) from None
+            i += 2
+            continue
         try:
             timeout_s = float(argv[i + 1])
         except ValueError:
@@ -47,8 +56,8 @@ def parse(argv):
     if argv[i] == "-m":
         if i + 1 >= len(argv):
             raise envmod.EnvError("-m: missing module name")
-        return timeout_s, argv[i + 1], None, argv[i + 1:]
-    return timeout_s, None, argv[i], argv[i:]
+        return timeout_s, argv[i + 1], None, argv[i + 1:], found
+    return timeout_s, None, argv[i], argv[i:], found
 
 
 def check(module, script, env):
@@ -80,17 +89,24 @@ def script_traceback(e, most=8):
     return [head] + lines + ["".join(traceback.format_exception_only(type(e), e)).strip()]
 
 
-def orderly_stop(r):
-    """After an agreed stop: meet the others (bounded), then destroy."""
+def orderly_stop(r, unsafe=False):
+    """After an agreed stop: meet the others (bounded), then destroy. After
+    the unsafe-stop fault's lone stop, the barrier waits as a script's own
+    would, for the group's timeout: the shutdown hang the fault shows."""
     import torch.distributed as dist
     from . import collectives, lifecycle
     if not dist.is_initialized():
         return
-    try:
-        work = collectives.orig("barrier")(async_op=True)
-        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
-    except Exception as e:     # a rank that never comes must not hold the others
-        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
+    skip = faults.PLAN.no_barrier()
+    if unsafe and not skip:
+        dist.barrier()     # wrapped: the heartbeat names it in flight
+    elif not skip:
+        try:
+            work = collectives.orig("barrier")(async_op=True)
+            work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
+        except Exception as e:     # a rank that never comes must not hold the others
+            r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); "
+                          f"destroying anyway")
     r.set_phase("destroying")
     lifecycle.destroy()
     r.set_phase("destroyed")
@@ -109,14 +125,18 @@ def run_script(module, script, argv):
 def main(argv):
     env = os.environ
     try:
-        timeout_s, module, script, sargv = parse(argv)
+        timeout_s, module, script, sargv, plan = parse(argv)
+        plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
             check(module, script, env)
+            if env.get("WORLD_SIZE", "").isdigit():
+                faults.check_ranks(plan, int(env["WORLD_SIZE"]))
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
         rank, world, local_rank, local_world = envmod.identity(env)
-    except envmod.EnvError as e:
+        faults.check_ranks(plan, world)
+    except (envmod.EnvError, faults.FaultError) as e:
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
@@ -129,13 +149,15 @@ def main(argv):
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
         m.install()
+    for f in plan:
+        faults.PLAN.add(f, rank)
     status = 0
     beater = beat.start(env)
     try:
         lifecycle.agree_master_port(r, env)
         run_script(module, script, sargv)
-    except StopTraining:
-        orderly_stop(r)
+    except StopTraining as e:
+        orderly_stop(r, e.unsafe)
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why

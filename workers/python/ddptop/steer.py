@@ -23,7 +23,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import collectives
+from . import collectives, faults
 from .state import run
 
 FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT = 0, 1, 2, 3, 4
@@ -31,11 +31,12 @@ PAUSE_ROUND_S = 0.02
 
 
 class StopTraining(SystemExit):
-    """Raised from the optimizer step when the ranks agreed to stop."""
+    """Raised from the optimizer step when the ranks agreed to stop (or,
+    unsafe, when one rank stops alone: the unsafe-stop fault)."""
 
-    def __init__(self, reason):
+    def __init__(self, reason, unsafe=False):
         super().__init__(0)
-        self.reason = reason
+        self.reason, self.unsafe = reason, unsafe
 
 
 class Steer:
@@ -58,6 +59,10 @@ class Steer:
                 self.pause_seen = max(self.pause_seen, cid)
             elif op == "resume":
                 self.resume_seen = max(self.resume_seen, cid)
+            elif op == "fault":
+                f = faults.unpack(c.get("arg", 0) or 0)
+                if f is not None:
+                    faults.PLAN.add(f, run().rank)
 
     def flags(self, dtype=torch.float32, device="cpu"):
         """This rank's view, to be summed over ranks."""

@@ -19,7 +19,8 @@ import torch
 from torch.utils.data import dataloader
 
 from .state import run
-from .steer import STEER
+from .faults import PLAN
+from .steer import STEER, StopTraining
 
 _depth = threading.local()
 
@@ -51,6 +52,19 @@ def _report(r, opt, opt_s):
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
+def _faults_after_step(r, had_batch):
+    """unsafe-stop after the step; kill/stall/slow before the next one when
+    no DataLoader batch marks where it begins."""
+    if PLAN.unsafe_stop(r):
+        reason = f"unsafe stop (fault): rank {r.rank} stops alone, no agreement"
+        r.log("info", f"stopping after step {r.step}: {reason}")
+        r.set_phase("stopping", reason)
+        if not had_batch:
+            raise StopTraining(reason, unsafe=True)
+    elif not had_batch:
+        PLAN.before_step(r)
+
+
 def _wrap_step(fn):
     @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
     def step(self, *args, **kwargs):
@@ -66,8 +80,11 @@ def _wrap_step(fn):
             _depth.n = 0
         if not any(o() is self for o in r.optimizers):
             r.optimizers.append(weakref.ref(self))
+        had_batch = bool(r.batch_t)
         _report(r, self, time.monotonic() - t0)
         STEER.after_step()
+        if PLAN.faults:
+            _faults_after_step(r, had_batch)
         return out
     step.__ddptop_wrapped__ = True
     return step
@@ -103,8 +120,13 @@ def install():
 
     @functools.wraps(orig_next)
     def next_batch(self):
-        b = orig_next(self)
         r = run()
+        if r is not None and PLAN.faults:
+            if PLAN.dry:        # unsafe-stop: this rank's loops end here
+                raise StopIteration
+            if not r.batch_t:
+                PLAN.before_step(r)
+        b = orig_next(self)
         if r is not None:
             r.batch_samples += _batch_size(b)
             if not r.batch_t:      # the step's first batch: its forward starts now
