@@ -15,7 +15,6 @@ the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
 worker's options before launching anything) it only checks that the
 script exists and prints the device line ddptop reads.
 """
-import datetime
 import importlib.util
 import os
 import runpy
@@ -25,7 +24,6 @@ import traceback
 from . import env as envmod
 from . import faults
 
-STOP_BARRIER_S = 10.0
 USAGE = "usage: python -m ddptop [--timeout S] [--fault SPEC]... (SCRIPT.py | -m MODULE) [ARGS...]"
 
 
@@ -90,23 +88,13 @@ def script_traceback(e, most=8):
 
 
 def orderly_stop(r, unsafe=False):
-    """After an agreed stop: meet the others (bounded), then destroy. After
-    the unsafe-stop fault's lone stop, the barrier waits as a script's own
-    would, for the group's timeout: the shutdown hang the fault shows."""
+    """After a stop raised from the optimizer step: the script's finally
+    blocks have run; meet the others and destroy, unless the script did."""
     import torch.distributed as dist
-    from . import collectives, lifecycle
+    from . import lifecycle
     if not dist.is_initialized():
         return
-    skip = faults.PLAN.no_barrier()
-    if unsafe and not skip:
-        dist.barrier()     # wrapped: the heartbeat names it in flight
-    elif not skip:
-        try:
-            work = collectives.orig("barrier")(async_op=True)
-            work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
-        except Exception as e:     # a rank that never comes must not hold the others
-            r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); "
-                          f"destroying anyway")
+    lifecycle.stop_barrier(r, unsafe)
     r.set_phase("destroying")
     lifecycle.destroy()
     r.set_phase("destroyed")

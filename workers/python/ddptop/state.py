@@ -55,6 +55,7 @@ class Run:
         self.ckpt_dir = "checkpoints"
         self.stop_asked = False         # agreed: the explicit API's should_stop()
         self.polls_stop = False         # the script asks should_stop(): it stops by itself
+        self.stop_barrier_done = False  # lifecycle.stop_barrier ran
 
     # ---- messages ----
     def send(self, kind, **fields):
