@@ -116,9 +116,9 @@ def main(argv):
         timeout_s, module, script, sargv, plan = parse(argv)
         plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
-            check(module, script, env)
             if env.get("WORLD_SIZE", "").isdigit():
                 faults.check_ranks(plan, int(env["WORLD_SIZE"]))
+            check(module, script, env)
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
