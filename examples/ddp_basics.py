@@ -30,8 +30,13 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 
-def build_model():
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+def build_model(hidden="128"):
+    """784 -> hidden layers (comma-separated widths, ReLU between) -> 10."""
+    dims = [784] + [int(w) for w in str(hidden).split(",")] + [10]
+    layers = [nn.Flatten()]
+    for i in range(len(dims) - 1):
+        layers += [nn.Linear(dims[i], dims[i + 1])] + ([nn.ReLU()] if i < len(dims) - 2 else [])
+    return nn.Sequential(*layers)
 
 
 def read_idx(path):
@@ -71,6 +76,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="model.pt", help="rank 0 saves the model's state_dict here")
+    ap.add_argument("--hidden", default="128", help="widths of the hidden layers, e.g. 512,512")
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's gradient bucket cap (its default 25)")
     ap.add_argument("--crash-at-step", type=int, default=0)
     args = ap.parse_args()
@@ -83,7 +89,7 @@ def main():
     if cuda:
         torch.cuda.set_device(device)
     torch.manual_seed(args.seed)
-    model = DDP(build_model().to(device), device_ids=[local_rank] if cuda else None, bucket_cap_mb=args.bucket_cap_mb)
+    model = DDP(build_model(args.hidden).to(device), device_ids=[local_rank] if cuda else None, bucket_cap_mb=args.bucket_cap_mb)
     print(f"rank {rank} params {sum(p.numel() for p in model.parameters())}", flush=True)
     name, ds = load_data(args.data, args.limit, args.seed)
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
