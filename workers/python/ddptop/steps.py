@@ -38,16 +38,38 @@ def _batch_size(b):
     return 0
 
 
+def _dev_mem(r, now):
+    """(used, total) bytes of the rank's GPU as nvidia-smi counts them, at most once a second."""
+    if now - r.dev_mem_t >= 1.0:
+        r.dev_mem_t = now
+        try:
+            free, total = torch.cuda.mem_get_info()
+            r.dev_mem = (total - free, total)
+        except (RuntimeError, AttributeError):
+            pass
+    return r.dev_mem
+
+
 def _report(r, opt, opt_s):
     now = time.monotonic()
     r.step += 1
-    loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
+    cuda = bool(r.losses) and isinstance(r.losses[0], torch.Tensor)
+    if cuda:
+        loss = torch.stack(r.losses).float().mean()
+    else:
+        loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
-    r.send("step", epoch=r.epoch, step=r.step, loss=loss, lr=lr, samples=r.samples,
-           step_ms=(now - r.step_t0) * 1e3, fwd_ms=fwd_s * 1e3, bwd_ms=r.bwd_s * 1e3, opt_ms=opt_s * 1e3,
-           comm_ms=r.comm_s * 1e3, exposed_ms=r.exposed_s * 1e3, drops=r.up.drops, dev_mem=0, dev_mem_total=0)
+    used, total = _dev_mem(r, now) if cuda else (0, 0)
+    fields = dict(epoch=r.epoch, step=r.step, loss=float("nan") if cuda else loss, lr=lr, samples=r.samples,
+                  step_ms=(now - r.step_t0) * 1e3, fwd_ms=fwd_s * 1e3, bwd_ms=r.bwd_s * 1e3, opt_ms=opt_s * 1e3,
+                  comm_ms=r.comm_s * 1e3, exposed_ms=r.exposed_s * 1e3, drops=r.up.drops, dev_mem=used,
+                  dev_mem_total=total)
+    if cuda:
+        r.send_step_later(fields, loss)
+    else:
+        r.send("step", **fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
@@ -110,7 +132,8 @@ def install():
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
-        r.losses.append(float(self.detach()))
+        # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
+        r.losses.append(self.detach() if self.is_cuda else float(self.detach()))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
