@@ -96,7 +96,7 @@ def main():
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    step, t_first = 0, 0.0
+    step, t_first, cpu_first = 0, 0.0, 0.0
     try:
         for epoch in range(args.epochs):
             sampler.set_epoch(epoch)
@@ -108,7 +108,7 @@ def main():
                 opt.step()
                 step += 1
                 if step == 1:
-                    t_first = time.time()
+                    t_first, cpu_first = time.time(), time.process_time()
                 print(f"rank {rank} epoch {epoch} step {step} loss {loss.item()!r}", flush=True)
                 if step == args.crash_at_step:
                     raise RuntimeError(f"crash asked for at step {step}")
@@ -116,9 +116,10 @@ def main():
                     break
             if step == args.steps:
                 break
-        secs = time.time() - t_first
+        secs, cpu = time.time() - t_first, time.process_time() - cpu_first
         print(f"rank {rank} trained {step} steps; first step done at unix {t_first:.6f}; "
-              f"{(step - 1) / secs if step > 1 and secs > 0 else 0.0:.3f} steps/s after the first", flush=True)
+              f"{(step - 1) / secs if step > 1 and secs > 0 else 0.0:.3f} steps/s after the first; "
+              f"cpu {1e3 * cpu / max(step - 1, 1):.3f} ms per step", flush=True)
         # DDP's own record of its gradient buckets (rebuilt after the first step)
         ddp_log = model._get_ddp_logging_data()
         print(f"rank {rank} ddp buckets {ddp_log.get('rebuilt_bucket_sizes') or ddp_log.get('bucket_sizes')}",

@@ -58,6 +58,16 @@ def parse(argv):
     return timeout_s, None, argv[i], argv[i:], found
 
 
+def _nvidia_gpus():
+    """Whether the NVIDIA driver shows a GPU (CUDA_VISIBLE_DEVICES may hide them all)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    try:
+        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return os.path.exists("/dev/nvidia0")
+
+
 def check(module, script, env):
     """DDPTOP_CHECK_ARGS: the script is there; the device line for ddptop."""
     if script is not None and not os.path.isfile(script):
@@ -66,7 +76,8 @@ def check(module, script, env):
         raise envmod.EnvError(f"-m {module}: no such module")
     device = env.get("DDPTOP_DEVICE") or "auto"
     gpus = 0
-    if device != "cpu":
+    # torch takes a second to import: not asked at all where no NVIDIA GPU is
+    if device == "cuda" or (device == "auto" and _nvidia_gpus()):
         import torch
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if device == "cuda" and not gpus:

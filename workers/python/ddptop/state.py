@@ -9,8 +9,6 @@ reads and writes are atomic under the GIL.
 import threading
 import time
 
-import torch
-
 from . import wire
 
 _RUN = None
@@ -73,6 +71,7 @@ class Run:
         """CUDA: the step's message once its loss (a device tensor) is on the
         host, copied without waiting; sent at the next step, or before
         anything important, so the order of messages holds."""
+        import torch
         self.flush_step()
         host = torch.empty((), dtype=torch.float32, pin_memory=True)
         host.copy_(loss, non_blocking=True)
