@@ -23,10 +23,8 @@ at most 2% slower, at most 0.3 s more to the first step. --breakdown
 also times the adapter's hooks per step in-process (one rank, no ddptop).
 """
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -37,25 +35,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from common import FMNIST, free_port, median  # noqa: E402
+from common import FMNIST, free_port, machine, median  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "examples", "ddp_basics.py")
 SHIM = os.path.join(ROOT, "workers", "python", "ddptop-worker-py")
 LINE = re.compile(r"^rank (\d+) trained (\d+) steps; first step done at unix ([0-9.]+); ([0-9.]+) steps/s after the "
                   r"first; cpu ([0-9.]+) ms per step", re.M)
-
-
-def machine():
-    model = "?"
-    try:
-        for line in subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
-            "load": os.getloadavg()[0],
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def results(texts, world, t0, what):

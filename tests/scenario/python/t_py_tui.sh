@@ -6,21 +6,11 @@
 # finally block still saves, every rank exits 0 and nothing is left running.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
-command -v tmux >/dev/null || skip "tmux not installed"
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
-S=ddptop-pytui-$$-$RANDOM
-tmux() { command tmux -L "$S" "$@"; }
-CLEANUPS+=("command tmux -L $S kill-server")
-run=$(py_run_line -n 2 --record "$TMP/rec" --log-dir "$TMP/logs" -- examples/ddp_basics.py --data synthetic \
-    --epochs 100000 --batch-size 16 --out "$TMP/final.pt")
-tmux new-session -d -s "$S" -x 120 -y 40 \
-  "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_CKPT_DIR='$TMP/ck' LANG=C.UTF-8 $run >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
-CLEANUPS+=("for p in \$(our_ranks); do kill -9 \$p; done")
-screen() { tmux capture-pane -p -t "$S"; }
-has() { screen | grep -q -- "$1"; }
-hasE() { screen | grep -Eq -- "$1"; }
-dies() { screen; cat "$TMP"/logs/rank-*.log 2>/dev/null | tail -20; die "$*"; }
+py_tui_start "DDPTOP_CKPT_DIR='$TMP/ck'" -n 2 -- examples/ddp_basics.py --data synthetic --epochs 100000 \
+    --batch-size 16 --out "$TMP/final.pt"
 step_of() { screen | grep -Eo ' step [0-9]+' | head -1 | grep -Eo '[0-9]+'; }
+stepped_past() { [ "$(step_of)" -gt "$1" ] 2>/dev/null; }
 wait_for 90 hasE " RUNNING .*step [1-9][0-9]" || dies "the script never trained 10 steps on screen"
 # p: both ranks pause after one step, nothing steps while paused, p resumes
 tmux send-keys -t "$S" p
@@ -31,22 +21,15 @@ sleep 1.5
 [ "$(step_of)" = "$s1" ] || dies "the job stepped while paused ($s1 -> $(step_of))"
 tmux send-keys -t "$S" p
 wait_for 20 hasE " RUNNING " || dies "p did not resume"
-wait_for 20 bash -c "[ \$(tmux -L '$S' capture-pane -p -t '$S' | grep -Eo ' step [0-9]+' | head -1 | grep -Eo '[0-9]+') -gt $((s1 + 3)) ]" \
-    || dies "no steps after the resume"
+wait_for 20 stepped_past $((s1 + 3)) || dies "no steps after the resume"
 # c: a checkpoint of one agreed step
 tmux send-keys -t "$S" c
 wait_for 30 test -e "$TMP/ck/latest/model.safetensors" || dies "no checkpoint after c"
 wait_for 10 has "checkpoint step" || dies "no checkpoint event on screen"
 # d: both stop after one step and exit 0; nothing left running
-tmux send-keys -t "$S" d
-wait_for 60 no_ranks || dies "ranks still running after d: $(our_ranks)"
-wait_for 10 has "job done" || dies "the screen does not say the job is done"
-tmux send-keys -t "$S" q
-wait_for 15 test -s "$TMP/exit" || dies "ddptop did not leave after q"
-[ "$(cat "$TMP/exit")" = 0 ] || { cat "$TMP/after.txt"; die "ddptop exited $(cat "$TMP/exit")"; }
+py_tui_destroy
 grep -q "rank 0: exit 0" "$TMP/after.txt" && grep -q "rank 1: exit 0" "$TMP/after.txt" \
     || { cat "$TMP/after.txt"; die "a rank did not exit 0"; }
-"$DDPTOP" export "$TMP/rec" --jsonl "$TMP/rec.jsonl" || die "export failed"
 "$PY" - "$TMP" <<'PYEOF' || die "the steering was not at one step on every rank"
 import json, os, sys
 sys.path.insert(0, "examples")

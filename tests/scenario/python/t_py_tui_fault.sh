@@ -7,19 +7,8 @@
 # rank's) and nothing is left running.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
-command -v tmux >/dev/null || skip "tmux not installed"
-S=ddptop-pyfault-$$-$RANDOM
-tmux() { command tmux -L "$S" "$@"; }
-CLEANUPS+=("command tmux -L $S kill-server")
-run=$(py_run_line -n 2 --record "$TMP/rec" --log-dir "$TMP/logs" -- examples/ddp_basics.py --data synthetic \
-    --limit 512 --epochs 100000 --batch-size 16 --out "$TMP/final.pt")
-tmux new-session -d -s "$S" -x 120 -y 40 \
-  "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 $run >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
-CLEANUPS+=("for p in \$(our_ranks); do kill -9 \$p; done")
-screen() { tmux capture-pane -p -t "$S"; }
-has() { screen | grep -q -- "$1"; }
-hasE() { screen | grep -Eq -- "$1"; }
-dies() { screen; tail -5 "$TMP"/logs/rank-*.log 2>/dev/null; die "$*"; }
+py_tui_start "" -n 2 -- examples/ddp_basics.py --data synthetic --limit 512 --epochs 100000 --batch-size 16 \
+    --out "$TMP/final.pt"
 wait_for 90 hasE " RUNNING .*step [1-9][0-9]" || dies "the script never trained 10 steps on screen"
 tmux send-keys -t "$S" Down
 tmux send-keys -t "$S" f
@@ -35,13 +24,7 @@ done
 wait_for 10 has "iterated again at epoch" || dies "no warning after skip set_epoch"
 tmux send-keys -t "$S" f b
 wait_for 10 has "fault requested (f, 2 ranks): no barrier" || dies "no-barrier not requested"
-tmux send-keys -t "$S" d
-wait_for 60 no_ranks || dies "ranks still running after d: $(our_ranks)"
-wait_for 10 has "job done" || dies "the screen does not say the job is done"
-tmux send-keys -t "$S" q
-wait_for 15 test -s "$TMP/exit" || dies "ddptop did not leave after q"
-[ "$(cat "$TMP/exit")" = 0 ] || { cat "$TMP/after.txt"; die "ddptop exited $(cat "$TMP/exit")"; }
-"$DDPTOP" export "$TMP/rec" --jsonl "$TMP/rec.jsonl" || die "export failed"
+py_tui_destroy
 "$PY" - "$TMP" <<'PYEOF' || die "the faults did not act as the C trainer's do"
 import json, statistics, sys
 msgs = [json.loads(l) for l in open(f"{sys.argv[1]}/rec.jsonl")]

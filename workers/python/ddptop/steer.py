@@ -106,7 +106,6 @@ class Steer:
 
     def after_step(self):
         """Act on what the ranks agreed for the step just finished."""
-        r = run()
         if self.pending is not None:
             work, t = self.pending
             work.wait()
