@@ -18,29 +18,15 @@ repetitions with the ratios; ddptop's per-step breakdown (compute, exposed
 communication, the rest) from its workers' own accounting.
 """
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import shutil
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import FMNIST, ddptop_job, median, need_torch, torch_job  # noqa: E402
-
-
-def machine():
-    model = "?"
-    try:
-        for line in subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+from common import FMNIST, ddptop_job, machine, median, need_torch, torch_job  # noqa: E402
 
 
 def main():

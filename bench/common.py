@@ -1,7 +1,9 @@
 """Shared by bench/bench_train.py and bench/check_torch.py: launching the
 PyTorch DDP reference ranks and ddptop jobs, and reading what they report."""
+import datetime
 import json
 import os
+import platform
 import re
 import socket
 import subprocess
@@ -101,6 +103,19 @@ def ddptop_job(ddptop, nproc, args, env=None, timeout=600, retries=1):
         if m:
             summ[int(m.group(1))] = (int(m.group(3)), float(m.group(4)))
     return t0, thr, summ, p.stdout, p.frontend_cpu_s, p.wall_s
+
+
+def machine():
+    """The machine, for the figures: cores, CPU model, kernel, load, date."""
+    model = "?"
+    try:
+        for line in subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(), "load": os.getloadavg()[0],
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def median(v):

@@ -5,18 +5,20 @@
     ddptop run -n 2 examples/ddp_basics.py --steps 200             # watched and steered
 
 The usual shape: init_process_group, pin to the local rank's GPU (or the
-CPU), wrap in DDP, shard with DistributedSampler and set_epoch, save on rank
-0, destroy in a finally block. Fashion-MNIST from
+CPU), wrap in DDP, shard with DistributedSampler and set_epoch, meet at a
+barrier when done, save on rank 0 and destroy in a finally block. Fashion-MNIST from
 /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist, gz IDX)
 when present, else a synthetic set of the same shape. Each rank prints its
-parameter count and every step's loss (tests compare them with what ddptop
-received). --crash-at-step N raises on every rank at step N (a failing
-script, for the tests).
+parameter count, every step's loss, its steps/s and DDP's own bucket sizes
+(tests and `make bench-torch` compare them with what ddptop received).
+--crash-at-step N raises on every rank at step N (a failing script, for
+the tests).
 """
 import argparse
 import gzip
 import os
 import struct
+import time
 
 import torch
 import torch.distributed as dist
@@ -27,8 +29,13 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 
-def build_model():
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+def build_model(hidden="128"):
+    """784 -> hidden layers (comma-separated widths, ReLU between) -> 10."""
+    dims = [784] + [int(w) for w in str(hidden).split(",")] + [10]
+    layers = [nn.Flatten()]
+    for i in range(len(dims) - 1):
+        layers += [nn.Linear(dims[i], dims[i + 1])] + ([nn.ReLU()] if i < len(dims) - 2 else [])
+    return nn.Sequential(*layers)
 
 
 def read_idx(path):
@@ -68,6 +75,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="model.pt", help="rank 0 saves the model's state_dict here")
+    ap.add_argument("--hidden", default="128", help="widths of the hidden layers, e.g. 512,512")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's gradient bucket cap (its default 25)")
     ap.add_argument("--crash-at-step", type=int, default=0)
     args = ap.parse_args()
 
@@ -79,14 +88,14 @@ def main():
     if cuda:
         torch.cuda.set_device(device)
     torch.manual_seed(args.seed)
-    model = DDP(build_model().to(device), device_ids=[local_rank] if cuda else None)
+    model = DDP(build_model(args.hidden).to(device), device_ids=[local_rank] if cuda else None, bucket_cap_mb=args.bucket_cap_mb)
     print(f"rank {rank} params {sum(p.numel() for p in model.parameters())}", flush=True)
     name, ds = load_data(args.data, args.limit, args.seed)
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    step = 0
+    step, t_first, cpu_first = 0, 0.0, 0.0
     try:
         for epoch in range(args.epochs):
             sampler.set_epoch(epoch)
@@ -97,6 +106,8 @@ def main():
                 loss.backward()
                 opt.step()
                 step += 1
+                if step == 1:
+                    t_first, cpu_first = time.time(), time.process_time()
                 print(f"rank {rank} epoch {epoch} step {step} loss {loss.item()!r}", flush=True)
                 if step == args.crash_at_step:
                     raise RuntimeError(f"crash asked for at step {step}")
@@ -104,6 +115,15 @@ def main():
                     break
             if step == args.steps:
                 break
+        secs, cpu = time.time() - t_first, time.process_time() - cpu_first
+        print(f"rank {rank} trained {step} steps; first step done at unix {t_first:.6f}; "
+              f"{(step - 1) / secs if step > 1 and secs > 0 else 0.0:.3f} steps/s after the first; "
+              f"cpu {1e3 * cpu / max(step - 1, 1):.3f} ms per step", flush=True)
+        # DDP's own record of its gradient buckets (rebuilt after the first step)
+        ddp_log = model._get_ddp_logging_data()
+        print(f"rank {rank} ddp buckets {ddp_log.get('rebuilt_bucket_sizes') or ddp_log.get('bucket_sizes')}",
+              flush=True)
+        dist.barrier()      # nobody tears the group down while a peer still trains
     finally:
         # runs after a stop from ddptop too: the model as it stood
         if rank == 0:

@@ -17,7 +17,8 @@
 # eager); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
 # and 4 ranks on the one GPU, NCCL with 2 ranks on one GPU refused with
 # the gloo hint, one rank per GPU without -n, GPU memory in step
-# messages, nothing left running). Logs go to $OUT/device_checks.log when OUT is set.
+# messages, nothing left running; a torch DDP script through the adapter,
+# NCCL). Logs go to $OUT/device_checks.log when OUT is set.
 # Exit 0 when nothing failed (skipped steps are not failures).
 set -u
 B=${1:-build}
@@ -232,6 +233,51 @@ if [ ${#SPS_ON[@]} -eq 3 ] && [ ${#SPS_OFF[@]} -eq 3 ]; then
         awk '{printf "%.2f%% fewer with telemetry", 100 * (1 - $1 / $2)}')"
 fi
 workers_left && { row "processes" "FAIL: ddptop-worker left"; kill_ours; }
+
+# a torch DDP script, unchanged, under ddptop with the torch adapter: the
+# lesson script on the GPU with NCCL (one rank per GPU), end to end: it exits
+# 0, says hello as nccl on cuda, its steps carry a finite loss and the GPU's
+# memory, its DDP buckets are reported, no python rank is left
+py_left() {
+    local p
+    for p in $(pgrep '^python'); do
+        { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
+    done
+}
+if ! python3 -c 'import torch, zmq, msgpack, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    row "e2e torch script, nccl" "skipped: python3 has no torch with CUDA (or no pyzmq/msgpack)"
+else
+    ngpu=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+    rm -rf /tmp/dc-py.rec /tmp/dc-py.jsonl /tmp/dc-py-ck
+    DDPTOP_WORKER=$PWD/workers/python/ddptop-worker-py DDPTOP_PYTHON=python3 DDPTOP_CKPT_DIR=/tmp/dc-py-ck \
+        timeout 300 "$B/ddptop" run --headless -n "$ngpu" --device cuda --record /tmp/dc-py.rec -- \
+        examples/ddp_basics.py --device cuda --data synthetic --steps 300 --out /tmp/dc-py-model.pt >/tmp/dc-py.txt 2>&1
+    rc=$?
+    tail -3 /tmp/dc-py.txt
+    "$B/ddptop" export /tmp/dc-py.rec --jsonl /tmp/dc-py.jsonl >/dev/null 2>&1
+    python3 - /tmp/dc-py.jsonl "$ngpu" >/tmp/dc-pyrow.txt 2>&1 <<'PYEOF'
+import json, math, sys
+ms = [json.loads(l) for l in open(sys.argv[1])]
+n = int(sys.argv[2])
+of = lambda k: [m for m in ms if m.get("k") == k]
+h = of("hello")
+assert len(h) == n and all(x["backend"] == "nccl" and x["device"].startswith("cuda") for x in h), h
+steps = [m for m in of("step") if m["r"] == 0]
+assert len(steps) == 300 and all(math.isfinite(s["loss"]) for s in steps), len(steps)
+assert steps[-1]["dev_mem"] > 0 and steps[-1]["dev_mem_total"] > 0, steps[-1]
+coll = [c for c in of("coll") if c["bucket"] >= 0 and c["r"] == 0]
+assert coll and all(c["enq"] <= c["done"] for c in coll), len(coll)
+assert [b["status"] for b in of("bye")] == [0] * n
+print(f"{n} rank(s), 300 steps, loss {steps[-1]['loss']:.3f}, {len(coll)} bucket all-reduces, "
+      f"GPU memory {steps[-1]['dev_mem'] / 2**20:.0f} MiB")
+PYEOF
+    rt=$?
+    if [ $rc -ne 0 ]; then row "e2e torch script, nccl" "FAIL: exit $rc: $(tail -1 /tmp/dc-py.txt | cut -c1-90)"
+    elif [ $rt -ne 0 ]; then row "e2e torch script, nccl" "FAIL: $(tail -1 /tmp/dc-pyrow.txt | cut -c1-100)"
+    elif sleep 1; [ -n "$(py_left)" ]; then
+        row "e2e torch script, nccl" "FAIL: python ranks left"; for p in $(py_left); do kill -9 "$p"; done
+    else row "e2e torch script, nccl" "$(cat /tmp/dc-pyrow.txt)"; fi
+fi
 
 # ---- the table ---------------------------------------------------------------
 say "summary ($(date -u +%Y-%m-%dT%H:%MZ), $(( $(date +%s) - t_start )) s)"

@@ -3,9 +3,10 @@
 Every DDP built while the adapter runs gets a comm hook that does what
 DDP's default does — all-reduce the bucket, sum, then divide by the world
 size — and reports each bucket as a `coll` message (index, bytes, time,
-bandwidths). The last bucket of a backward also carries the command flags
+bandwidths). The first bucket of a backward also carries the command flags
 (steer.py): all-reduce cat(bucket, flags), split in the callback, so the
-agreement costs one copy of that bucket and no collective of its own. Ours is
+agreement costs one copy of that bucket (DDP caps the first at 1 MB by
+default, whatever the others' cap) and no collective of its own. Ours is
 registered at the first forward, so a script that registers its own comm
 hook keeps it (DDP takes one): then the flags go through steer's own small
 all-reduce instead, and buckets are not reported.
@@ -53,21 +54,24 @@ def comm_hook(st, bucket):
         st.layout = []
     st.layout.append((index, nbytes, len(bucket.gradients())))
     seq = collectives.begin("allreduce")
-    if last:
+    if index == 0:      # the flags ride the first bucket: DDP caps it (1 MB by default), so the copy stays small
         t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)])
-        _log_layout(st, step)
-        st.last_launch = time.monotonic()
     else:
         t = buf
-    fut = collectives.orig("all_reduce")(t, group=st.pg, async_op=True).get_future()
+    if last:
+        _log_layout(st, step)
+        st.last_launch = time.monotonic()
+    # the process group's own call: c10d.all_reduce's checks cost more than the call
+    fut = st.pg.allreduce([t]).get_future()
 
     def done(f):
         out = f.value()[0]
         secs = collectives.end(seq, "allreduce", nbytes, bucket=index, step=step)
         r.comm_s += secs
-        if last:
-            STEER.agreed = out[n:n + FL_COUNT].tolist()
+        if index == 0:
+            STEER.carried(out[n:n + FL_COUNT])
             out = out[:n]
+        if last:
             r.exposed_s += time.monotonic() - st.last_launch
         return out.div_(st.world)
 

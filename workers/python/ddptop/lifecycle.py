@@ -1,6 +1,7 @@
 """lifecycle.py — the process group's life as phases: init_process_group
 (hello, init, rendezvous, then train) and destroy_process_group
-(destroying, destroyed).
+(destroying, destroyed; after a stop from ddptop, a bounded barrier first:
+stop_barrier).
 
 The hello goes out at init_process_group, when the backend and device are
 known (a script that fails before that still says hello, from runner.py).
@@ -25,6 +26,7 @@ import torch.distributed as dist
 from .state import run
 
 VERSION = "0.1.0"
+STOP_BARRIER_S = 10.0
 _ORIG = {}
 
 
@@ -84,6 +86,8 @@ def install():
         r = run()
         if r is None or (args or kwargs.get("group")) or not dist.is_initialized():
             return _ORIG["destroy"](*args, **kwargs)
+        if r.stop_asked:        # a finally block after an agreed stop: meet the others first
+            stop_barrier(r)
         r.set_phase("destroying")
         out = _ORIG["destroy"](*args, **kwargs)
         r.set_phase("destroyed")
@@ -92,6 +96,29 @@ def install():
     for mod in (dist, dist.distributed_c10d):
         mod.init_process_group = init_process_group
         mod.destroy_process_group = destroy_process_group
+
+
+def stop_barrier(r, unsafe=False):
+    """Once, after a stop: a barrier before the group goes, so no rank tears
+    its connections down while a peer still uses them. After an agreed stop
+    it waits STOP_BARRIER_S at most (a rank that never comes must not hold
+    the others); after the unsafe-stop fault's lone stop as long as a
+    script's own barrier would, the group's timeout: the shutdown hang the
+    fault shows. None with the no-barrier fault."""
+    if r.stop_barrier_done:
+        return
+    r.stop_barrier_done = True
+    from . import collectives, faults
+    if faults.PLAN.no_barrier():
+        return
+    if unsafe:
+        dist.barrier()      # wrapped: the heartbeat names it in flight
+        return
+    try:
+        work = collectives.orig("barrier")(async_op=True)
+        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
+    except Exception as e:
+        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
 
 
 def destroy():

@@ -15,7 +15,6 @@ the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
 worker's options before launching anything) it only checks that the
 script exists and prints the device line ddptop reads.
 """
-import datetime
 import importlib.util
 import os
 import runpy
@@ -23,18 +22,26 @@ import sys
 import traceback
 
 from . import env as envmod
+from . import faults
 
-STOP_BARRIER_S = 10.0
-USAGE = "usage: python -m ddptop [--timeout S] (SCRIPT.py | -m MODULE) [ARGS...]"
+USAGE = "usage: python -m ddptop [--timeout S] [--fault SPEC]... (SCRIPT.py | -m MODULE) [ARGS...]"
 
 
 def parse(argv):
-    """(timeout_s, module or None, script or None, script argv)."""
+    """(timeout_s, module or None, script or None, script argv, faults)."""
     timeout_s = 0.0
+    found = []
     i = 0
-    while i < len(argv) and argv[i] == "--timeout":
+    while i < len(argv) and argv[i] in ("--timeout", "--fault"):
         if i + 1 >= len(argv):
-            raise envmod.EnvError("--timeout: missing value")
+            raise envmod.EnvError(f"{argv[i]}: missing value")
+        if argv[i] == "--fault":
+            try:
+                found.append(faults.parse(argv[i + 1]))
+            except faults.FaultError as e:
+                raise envmod.EnvError(str(e)) from None
+            i += 2
+            continue
         try:
             timeout_s = float(argv[i + 1])
         except ValueError:
@@ -47,8 +54,18 @@ def parse(argv):
     if argv[i] == "-m":
         if i + 1 >= len(argv):
             raise envmod.EnvError("-m: missing module name")
-        return timeout_s, argv[i + 1], None, argv[i + 1:]
-    return timeout_s, None, argv[i], argv[i:]
+        return timeout_s, argv[i + 1], None, argv[i + 1:], found
+    return timeout_s, None, argv[i], argv[i:], found
+
+
+def _nvidia_gpus():
+    """Whether the NVIDIA driver shows a GPU (CUDA_VISIBLE_DEVICES may hide them all)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    try:
+        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return os.path.exists("/dev/nvidia0")
 
 
 def check(module, script, env):
@@ -73,7 +90,8 @@ def check(module, script, env):
                                   f"runs your script with --python PATH (or run it bare with --no-inject)")
     device = env.get("DDPTOP_DEVICE") or "auto"
     gpus = 0
-    if device != "cpu":
+    # torch takes a second to import: not asked at all where no NVIDIA GPU is
+    if device == "cuda" or (device == "auto" and _nvidia_gpus()):
         import torch
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if device == "cuda" and not gpus:
@@ -94,17 +112,14 @@ def script_traceback(e, most=8):
     return [head] + lines + ["".join(traceback.format_exception_only(type(e), e)).strip()]
 
 
-def orderly_stop(r):
-    """After an agreed stop: meet the others (bounded), then destroy."""
+def orderly_stop(r, unsafe=False):
+    """After a stop raised from the optimizer step: the script's finally
+    blocks have run; meet the others and destroy, unless the script did."""
     import torch.distributed as dist
-    from . import collectives, lifecycle
+    from . import lifecycle
     if not dist.is_initialized():
         return
-    try:
-        work = collectives.orig("barrier")(async_op=True)
-        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
-    except Exception as e:     # a rank that never comes must not hold the others
-        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
+    lifecycle.stop_barrier(r, unsafe)
     r.set_phase("destroying")
     lifecycle.destroy()
     r.set_phase("destroyed")
@@ -123,14 +138,18 @@ def run_script(module, script, argv):
 def main(argv):
     env = os.environ
     try:
-        timeout_s, module, script, sargv = parse(argv)
+        timeout_s, module, script, sargv, plan = parse(argv)
+        plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
+            if env.get("WORLD_SIZE", "").isdigit():
+                faults.check_ranks(plan, int(env["WORLD_SIZE"]))
             check(module, script, env)
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
         rank, world, local_rank, local_world = envmod.identity(env)
-    except envmod.EnvError as e:
+        faults.check_ranks(plan, world)
+    except (envmod.EnvError, faults.FaultError) as e:
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
@@ -143,13 +162,15 @@ def main(argv):
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
         m.install()
+    for f in plan:
+        faults.PLAN.add(f, rank)
     status = 0
     beater = beat.start(env)
     try:
         lifecycle.agree_master_port(r, env)
         run_script(module, script, sargv)
-    except StopTraining:
-        orderly_stop(r)
+    except StopTraining as e:
+        orderly_stop(r, e.unsafe)
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why

@@ -12,6 +12,7 @@ import functools
 
 from torch.utils.data.distributed import DistributedSampler
 
+from .faults import PLAN
 from .state import run
 
 SHARD_IDX_MAX = 1 << 20
@@ -22,6 +23,8 @@ def install():
 
     @functools.wraps(orig_set_epoch)
     def set_epoch(self, epoch):
+        if PLAN.faults and run() is not None and PLAN.skip_set_epoch(epoch):
+            return None     # the skip-set-epoch fault: the script's call is forgotten
         self.__ddptop_set__ = True
         return orig_set_epoch(self, epoch)
 

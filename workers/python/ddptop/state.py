@@ -55,13 +55,37 @@ class Run:
         self.ckpt_dir = "checkpoints"
         self.stop_asked = False         # agreed: the explicit API's should_stop()
         self.polls_stop = False         # the script asks should_stop(): it stops by itself
+        self.stop_barrier_done = False  # lifecycle.stop_barrier ran
+        self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
+        self.dev_mem, self.dev_mem_t = (0, 0), -1.0
 
     # ---- messages ----
     def send(self, kind, **fields):
         self.up.send(kind, fields)
 
     def important(self, kind, **fields):
+        self.flush_step()
         self.up.send_important(kind, fields)
+
+    def send_step_later(self, fields, loss):
+        """CUDA: the step's message once its loss (a device tensor) is on the
+        host, copied without waiting; sent at the next step, or before
+        anything important, so the order of messages holds."""
+        import torch
+        self.flush_step()
+        host = torch.empty((), dtype=torch.float32, pin_memory=True)
+        host.copy_(loss, non_blocking=True)
+        ev = torch.cuda.Event()
+        ev.record()
+        self.deferred = (fields, wire.wall_ns(), host, ev)
+
+    def flush_step(self):
+        d, self.deferred = self.deferred, None
+        if d is not None:
+            fields, t_ns, host, ev = d
+            ev.synchronize()      # a step old: done, or nearly
+            fields["loss"] = float(host)
+            self.up.send("step", fields, t_ns)
 
     def set_phase(self, phase, detail=""):
         self.phase = phase

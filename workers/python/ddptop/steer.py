@@ -3,7 +3,7 @@
 A rank never acts on a command alone (workers/train/trainer.c, "command
 agreement"): each rank puts its view of the commands in four numbers, the
 process group sums them, and the sums decide. The numbers ride at the end
-of the last gradient bucket's all-reduce (ddp_hook.py), so with DDP the
+of the first gradient bucket's all-reduce (ddp_hook.py), so with DDP the
 agreement costs no extra collective; without DDP a four-float all-reduce
 is started before the optimizer step and waited for after it. Either way
 every rank acts right after the same optimizer step (steps.py calls
@@ -23,7 +23,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import collectives
+from . import collectives, faults
 from .state import run
 
 FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT = 0, 1, 2, 3, 4
@@ -31,11 +31,12 @@ PAUSE_ROUND_S = 0.02
 
 
 class StopTraining(SystemExit):
-    """Raised from the optimizer step when the ranks agreed to stop."""
+    """Raised from the optimizer step when the ranks agreed to stop (or,
+    unsafe, when one rank stops alone: the unsafe-stop fault)."""
 
-    def __init__(self, reason):
+    def __init__(self, reason, unsafe=False):
         super().__init__(0)
-        self.reason = reason
+        self.reason, self.unsafe = reason, unsafe
 
 
 class Steer:
@@ -43,8 +44,9 @@ class Steer:
         self.ckpt_seen = self.ckpt_acted = 0
         self.stop_seen = False
         self.pause_seen = self.resume_seen = 0
-        self.agreed = None       # the step's reduced flags (a list), once known
+        self.agreed = None       # the step's reduced flags (a list, or on CUDA (host tensor, event)), once known
         self.pending = None      # (work, tensor) of the flags-only all-reduce in flight
+        self.late = None         # CUDA: the last step's flags, decided on after the next step
 
     def poll(self):
         """ddptop's commands into this rank's view."""
@@ -58,6 +60,10 @@ class Steer:
                 self.pause_seen = max(self.pause_seen, cid)
             elif op == "resume":
                 self.resume_seen = max(self.resume_seen, cid)
+            elif op == "fault":
+                f = faults.unpack(c.get("arg", 0) or 0)
+                if f is not None:
+                    faults.PLAN.add(f, run().rank)
 
     def flags(self, dtype=torch.float32, device="cpu"):
         """This rank's view, to be summed over ranks."""
@@ -75,6 +81,18 @@ class Steer:
             self.ckpt_acted = max(self.ckpt_acted, int(math.ceil(fl[FL_CKPT_ID] / fl[FL_CKPT_PENDING] - 1e-6)))
         return ckpt, fl[FL_STOP] > 0.5, fl[FL_PAUSE] > 0.5
 
+    def carried(self, t):
+        """The reduced flags a DDP bucket carried (comm hook callback). On
+        CUDA they are copied to the host without waiting for the device."""
+        if t.is_cuda:
+            host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+            host.copy_(t, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record()
+            self.agreed = (host, ev)
+        else:
+            self.agreed = t.tolist()
+
     def _reduce_now(self):
         t = self.flags()
         collectives.orig("all_reduce")(t)
@@ -88,13 +106,20 @@ class Steer:
 
     def after_step(self):
         """Act on what the ranks agreed for the step just finished."""
-        r = run()
         if self.pending is not None:
             work, t = self.pending
             work.wait()
             self.agreed, self.pending = t.tolist(), None
         fl, self.agreed = self.agreed, None
-        if fl is None:      # one process, no process group: this rank's view is the job's
+        if isinstance(fl, tuple):
+            # CUDA: reading them now would wait for the whole step; every rank
+            # decides on them after the next step instead, the same step everywhere
+            fl, self.late = self.late, fl
+            if fl is None:
+                return
+            fl[1].synchronize()
+            fl = fl[0].tolist()
+        elif fl is None:      # one process, no process group: this rank's view is the job's
             fl = self.flags().tolist()
         ckpt, stop, pause = self._decide(fl)
         if ckpt:

@@ -19,7 +19,8 @@ import torch
 from torch.utils.data import dataloader
 
 from .state import run
-from .steer import STEER
+from .faults import PLAN
+from .steer import STEER, StopTraining
 
 _depth = threading.local()
 
@@ -37,18 +38,53 @@ def _batch_size(b):
     return 0
 
 
+def _dev_mem(r, now):
+    """(used, total) bytes of the rank's GPU as nvidia-smi counts them, at most once a second."""
+    if now - r.dev_mem_t >= 1.0:
+        r.dev_mem_t = now
+        try:
+            free, total = torch.cuda.mem_get_info()
+            r.dev_mem = (total - free, total)
+        except (RuntimeError, AttributeError):
+            pass
+    return r.dev_mem
+
+
 def _report(r, opt, opt_s):
     now = time.monotonic()
     r.step += 1
-    loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
+    cuda = bool(r.losses) and isinstance(r.losses[0], torch.Tensor)
+    if cuda:
+        loss = torch.stack(r.losses).float().mean()
+    else:
+        loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
-    r.send("step", epoch=r.epoch, step=r.step, loss=loss, lr=lr, samples=r.samples,
-           step_ms=(now - r.step_t0) * 1e3, fwd_ms=fwd_s * 1e3, bwd_ms=r.bwd_s * 1e3, opt_ms=opt_s * 1e3,
-           comm_ms=r.comm_s * 1e3, exposed_ms=r.exposed_s * 1e3, drops=r.up.drops, dev_mem=0, dev_mem_total=0)
+    used, total = _dev_mem(r, now) if cuda else (0, 0)
+    fields = dict(epoch=r.epoch, step=r.step, loss=float("nan") if cuda else loss, lr=lr, samples=r.samples,
+                  step_ms=(now - r.step_t0) * 1e3, fwd_ms=fwd_s * 1e3, bwd_ms=r.bwd_s * 1e3, opt_ms=opt_s * 1e3,
+                  comm_ms=r.comm_s * 1e3, exposed_ms=r.exposed_s * 1e3, drops=r.up.drops, dev_mem=used,
+                  dev_mem_total=total)
+    if cuda:
+        r.send_step_later(fields, loss)
+    else:
+        r.send("step", **fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+def _faults_after_step(r, had_batch):
+    """unsafe-stop after the step; kill/stall/slow before the next one when
+    no DataLoader batch marks where it begins."""
+    if PLAN.unsafe_stop(r):
+        reason = f"unsafe stop (fault): rank {r.rank} stops alone, no agreement"
+        r.log("info", f"stopping after step {r.step}: {reason}")
+        r.set_phase("stopping", reason)
+        if not had_batch:
+            raise StopTraining(reason, unsafe=True)
+    elif not had_batch:
+        PLAN.before_step(r)
 
 
 def _wrap_step(fn):
@@ -66,8 +102,11 @@ def _wrap_step(fn):
             _depth.n = 0
         if not any(o() is self for o in r.optimizers):
             r.optimizers.append(weakref.ref(self))
+        had_batch = bool(r.batch_t)
         _report(r, self, time.monotonic() - t0)
         STEER.after_step()
+        if PLAN.faults:
+            _faults_after_step(r, had_batch)
         return out
     step.__ddptop_wrapped__ = True
     return step
@@ -93,7 +132,8 @@ def install():
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
-        r.losses.append(float(self.detach()))
+        # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
+        r.losses.append(self.detach() if self.is_cuda else float(self.detach()))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
@@ -103,8 +143,13 @@ def install():
 
     @functools.wraps(orig_next)
     def next_batch(self):
-        b = orig_next(self)
         r = run()
+        if r is not None and PLAN.faults:
+            if PLAN.dry:        # unsafe-stop: this rank's loops end here
+                raise StopIteration
+            if not r.batch_t:
+                PLAN.before_step(r)
+        b = orig_next(self)
         if r is not None:
             r.batch_samples += _batch_size(b)
             if not r.batch_t:      # the step's first batch: its forward starts now

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""make bench-torch: the lesson script (examples/ddp_basics.py) under ddptop
+with the torch adapter against the same script launched the way torchrun
+launches it, side by side in one run, alternating, so that the ratios share
+the machine's mood.
+
+  torchrun  each rank started with torchrun's environment (RANK, LOCAL_RANK,
+            WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, MASTER_ADDR,
+            MASTER_PORT, TORCHELASTIC_*, OMP_NUM_THREADS=1), no adapter, no
+            ddptop (Debian's torchrun itself is broken under Python 3.11,
+            docs/BENCHMARKS.md)
+  ddptop    `ddptop run -n 2 --headless -- SCRIPT ARGS` with the adapter as
+            every rank (DDPTOP_WORKER=workers/python/ddptop-worker-py),
+            telemetry on: the frontend consumes every step, coll and beat
+
+Each rank of the script prints "first step done at unix T" and its steps/s
+after the first step; reported are the medians over the repetitions of
+rank 0's steps/s, of the time from launch (just before the first
+process is started) to the slowest rank's first step and of the ranks'
+CPU time per step (what the hooks cost, whatever the machine's load),
+and the targets:
+at most 2% slower, at most 0.3 s more to the first step. --breakdown
+also times the adapter's hooks per step in-process (one rank, no ddptop).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from common import FMNIST, free_port, machine, median  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "examples", "ddp_basics.py")
+SHIM = os.path.join(ROOT, "workers", "python", "ddptop-worker-py")
+LINE = re.compile(r"^rank (\d+) trained (\d+) steps; first step done at unix ([0-9.]+); ([0-9.]+) steps/s after the "
+                  r"first; cpu ([0-9.]+) ms per step", re.M)
+
+
+def results(texts, world, t0, what):
+    got = {}
+    for text in texts:
+        for m in LINE.finditer(text):
+            got[int(m[1])] = dict(steps=int(m[2]), first_unix=float(m[3]), steps_per_s=float(m[4]),
+                                  cpu_ms=float(m[5]))
+    if sorted(got) != list(range(world)):
+        raise RuntimeError(f"{what}: no throughput line from every rank:\n" + "\n".join(t[-1500:] for t in texts))
+    return dict(first_s=max(g["first_unix"] for g in got.values()) - t0, steps_per_s=got[0]["steps_per_s"],
+                cpu_ms=sum(g["cpu_ms"] for g in got.values()) / world)
+
+
+def run_torchrun(py, world, args, tmp, timeout):
+    port = free_port()
+    logs = [os.path.join(tmp, f"torchrun-{r}.log") for r in range(world)]
+    procs = []
+    t0 = time.time()
+    for r in range(world):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+                   GROUP_RANK="0", ROLE_RANK=str(r), ROLE_NAME="default", ROLE_WORLD_SIZE=str(world),
+                   GROUP_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
+                   TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0",
+                   TORCHELASTIC_RUN_ID="bench", TORCHELASTIC_USE_AGENT_STORE="False")
+        with open(logs[r], "wb") as f:
+            procs.append(subprocess.Popen([py, SCRIPT] + args, env=env, stdout=f, stderr=subprocess.STDOUT))
+    for r, p in enumerate(procs):
+        if p.wait(timeout) != 0:
+            raise RuntimeError(f"torchrun-style rank {r} exited {p.returncode}:\n{open(logs[r]).read()[-2000:]}")
+    return results([open(l).read() for l in logs], world, t0, "torchrun")
+
+
+def run_ddptop(ddptop, py, world, args, tmp, timeout, n):
+    logs = os.path.join(tmp, f"ddptop-logs-{n}")
+    env = dict(os.environ, DDPTOP_WORKER=SHIM, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"))
+    t0 = time.time()
+    p = subprocess.run([ddptop, "run", "-n", str(world), "--headless", "--log-dir", logs, "--"] + [SCRIPT] + args,
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"ddptop exited {p.returncode}:\n{p.stdout[-3000:]}")
+    texts = [open(os.path.join(logs, f)).read() for f in sorted(os.listdir(logs)) if f.startswith("rank-")]
+    return results(texts, world, t0, "ddptop")
+
+
+def breakdown(py, steps, args):
+    """The adapter's hooks timed in one process: the same steps with the
+    hooks installed and without, world 1 (no all-reduce to hide them)."""
+    code = r'''
+import os, sys, time, runpy
+sys.path.insert(0, os.path.join(sys.argv[1], "workers", "python"))
+os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                  MASTER_PORT=sys.argv[2], OMP_NUM_THREADS="1")
+hooked = sys.argv[3] == "1"
+if hooked:
+    from ddptop import state, collectives, ddp_hook, sampler, steps, ckpt, lifecycle
+    class Quiet:
+        drops = 0
+        def send(self, *a, **k): pass
+        def send_important(self, *a, **k): pass
+        def commands(self): return []
+        def flush(self): pass
+    state.set_run(state.Run(Quiet(), 0, 1, 0, 1, 0))
+    for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
+        m.install()
+sys.argv = [sys.argv[4]] + sys.argv[5:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+    out = {}
+    for hooked in ("0", "1", "0", "1", "0", "1"):
+        p = subprocess.run([py, "-c", code, ROOT, str(free_port()), hooked, SCRIPT] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        m = LINE.search(p.stdout)
+        if not m:
+            raise RuntimeError(f"breakdown: {p.stdout[-2000:]}")
+        out.setdefault(hooked, []).append(float(m[5]))
+    a, b = median(out["0"]), median(out["1"])
+    return dict(bare_cpu_ms=a, hooked_cpu_ms=b, hook_us_per_step=1e3 * (b - a))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ddptop", default=os.path.join(ROOT, "build", "ddptop"))
+    ap.add_argument("--py", default="/usr/bin/python3", help="python with torch, pyzmq and msgpack")
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=8192)
+    ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--json", default="", help="also write the raw figures here")
+    a = ap.parse_args()
+    if a.reps < 3:
+        sys.exit("bench-torch: --reps must be at least 3 (medians of alternating runs)")
+    r = subprocess.run([a.py, "-c", "import torch, zmq, msgpack; print(torch.__version__)"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"bench-torch: {a.py} cannot import torch, zmq and msgpack: {r.stderr.strip().splitlines()[-1:]}")
+    tv = r.stdout.strip()
+    data = "fashion-mnist" if os.path.exists(f"{FMNIST}/train-images-idx3-ubyte.gz") else "synthetic"
+    args = ["--data", data, "--limit", str(a.limit), "--epochs", "1000", "--steps", str(a.steps),
+            "--batch-size", "64"]
+    tmp = tempfile.mkdtemp(prefix="ddptop-bench-torch-")
+    mach = machine()
+    runs = {"torchrun": [], "ddptop": []}
+    try:
+        for rep in range(a.reps):
+            order = ["torchrun", "ddptop"] if rep % 2 == 0 else ["ddptop", "torchrun"]
+            for mode in order:
+                out = os.path.join(tmp, "out.pt")
+                if mode == "torchrun":
+                    res = run_torchrun(a.py, a.world, args + ["--out", out], tmp, 600)
+                else:
+                    res = run_ddptop(a.ddptop, a.py, a.world, args + ["--out", out], tmp, 600, rep)
+                runs[mode].append(res)
+                print(f"  rep {rep + 1} {mode:9s} first step {res['first_s']:6.3f} s  {res['steps_per_s']:7.1f} steps/s"
+                      f"  cpu {res['cpu_ms']:.3f} ms/step", flush=True)
+        bd = breakdown(a.py, a.steps, args + ["--out", os.path.join(tmp, "bd.pt")]) if a.breakdown else None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {m: {k: median([r[k] for r in v]) for k in v[0]} for m, v in runs.items()}
+    t, d = med["torchrun"], med["ddptop"]
+    slower = 1 - d["steps_per_s"] / t["steps_per_s"]
+    later = d["first_s"] - t["first_s"]
+    print()
+    print(f"machine: {mach['nproc']} cores, {mach['cpu']}, load {mach['load']:.1f} at the start, {mach['date']}; "
+          f"torch {tv}")
+    print(f"job: examples/ddp_basics.py --data {data} --limit {a.limit} --steps {a.steps} --batch-size 64, "
+          f"{a.world} ranks, Gloo, CPU; medians of {a.reps}, alternating")
+    print()
+    print("| | torchrun-style | ddptop + adapter | difference |")
+    print("|---|---:|---:|---:|")
+    print(f"| launch to first step (s) | {t['first_s']:.3f} | {d['first_s']:.3f} | {later:+.3f} s |")
+    print(f"| steps/s after the first (rank 0) | {t['steps_per_s']:.1f} | {d['steps_per_s']:.1f} | "
+          f"{-100 * slower:+.1f}% |")
+    print(f"| CPU per step, per rank (ms) | {t['cpu_ms']:.3f} | {d['cpu_ms']:.3f} | "
+          f"{1e3 * (d['cpu_ms'] - t['cpu_ms']):+.0f} us |")
+    for mode in runs:
+        v = [r["steps_per_s"] for r in runs[mode]]
+        f = [r["first_s"] for r in runs[mode]]
+        print(f"{mode}: steps/s {min(v):.1f}..{max(v):.1f}, first step {min(f):.3f}..{max(f):.3f} s")
+    if bd:
+        print(f"hooks in one process (world 1, medians of 3): CPU {bd['bare_cpu_ms']:.3f} ms per step bare, "
+              f"{bd['hooked_cpu_ms']:.3f} hooked: {bd['hook_us_per_step']:+.0f} us per step")
+    ok_speed, ok_first = slower <= 0.02, later <= 0.3
+    print(f"targets: at most 2% slower: {'met' if ok_speed else 'MISSED'} ({100 * slower:.1f}%); "
+          f"at most 0.3 s more to the first step: {'met' if ok_first else 'MISSED'} ({later:+.3f} s)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"machine": mach, "torch": tv, "args": args, "runs": runs, "median": med, "breakdown": bd}, f,
+                      indent=1)
+
+
+if __name__ == "__main__":
+    main()
