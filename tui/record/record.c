@@ -26,6 +26,7 @@
 #include "wire/protocol.h"
 #include "base/err.h"
 #include "base/clock.h"
+#include "base/file.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -451,15 +452,15 @@ RecReader *recreader_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     snprintf(rd->path, sizeof rd->path, "%s", path);
-    rd->f = fopen(path, "rb");
+    /* Regular files only (a FIFO would block the open, and the reader seeks). */
+    rd->f = file_fopen_regular(path, err, errlen);
     if (!rd->f) {
-        err_set(err, errlen, "%s: %s", path, strerror(errno));
         free(rd);
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(rd->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        err_set(err, errlen, "%s: is a directory", path);
+    if (fstat(fileno(rd->f), &st)) {
+        err_set(err, errlen, "%s: %s", path, strerror(errno));
         recreader_close(&rd);
         return NULL;
     }
