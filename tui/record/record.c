@@ -28,6 +28,12 @@
 #include "base/clock.h"
 #include "base/file.h"
 
+/* Times a reader accepts: readers add them to clocks and to each other,
+ * so hostile values beyond these would overflow (about 36 years into a
+ * recording; wall clocks up to the year 2116). */
+#define REC_MAX_T_NS    (INT64_C(1) << 60)
+#define REC_MAX_WALL_NS (INT64_C(1) << 62)
+
 /* ---- small helpers ---------------------------------------------------- */
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -428,6 +434,8 @@ static int read_header(RecReader *rd, char *err, size_t errlen)
                            "damaged header (header length %" PRIu32 ", description %" PRIu32 " bytes, world %" PRId32
                            ")",
                            H->header_bytes, dlen, H->world);
+    if (H->created_wall_ns < 0 || H->created_wall_ns > REC_MAX_WALL_NS)
+        return header_fail(rd, err, errlen, "damaged header (creation time %" PRId64 ")", H->created_wall_ns);
     if ((uint64_t)H->header_bytes > rd->file_bytes)
         return header_fail(rd, err, errlen, "truncated header (%" PRIu64 " of %" PRIu32 " bytes)", rd->file_bytes,
                            H->header_bytes);
@@ -495,7 +503,9 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
     if (len > PROTO_MAX_FRAME_BYTES)
         return stop_early(rd, err, errlen, "damaged: record length %" PRIu32 " over the %u-byte frame limit", len,
                           PROTO_MAX_FRAME_BYTES);
-    if (src == 0 || h[5] != 0 || get_u16(h + 6) != 0 || t_ns < 0)
+    int64_t wall = (int64_t)get_u64(h + 20);
+    if (src == 0 || h[5] != 0 || get_u16(h + 6) != 0 || t_ns < 0 || t_ns > REC_MAX_T_NS || wall < 0 ||
+        wall > REC_MAX_WALL_NS)
         return stop_early(rd, err, errlen, "damaged record head");
     uint64_t left = rd->file_bytes > rd->pos + REC_HEAD_BYTES ? rd->file_bytes - rd->pos - REC_HEAD_BYTES : 0;
     if (len > left)
@@ -525,7 +535,7 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
     }
     out->src = src;
     out->t_ns = t_ns;
-    out->wall_ns = (int64_t)get_u64(h + 20);
+    out->wall_ns = wall;
     out->offset = rd->pos;
     out->index = rd->count;
     out->data = rd->buf;
