@@ -79,13 +79,23 @@ void report_check_ddptop(Trainer *t)
                 t->id->rank, why);
     } else if (f == UPLINK_FRONT_OK && t->front_stopped) {
         t->front_stopped = false;
-        uint64_t lost = uplink_drops(t->up) - t->drops_at_stop;
+        t->back_unsaid = true;
+        t->back_tries = 0;
         fprintf(stderr, "ddptop-worker rank %d: ddptop is back after about %.1f s stopped\n", t->id->rank,
                 (double)uplink_stopped_ms(t->up) / 1e3);
-        report_log(t, "info",
-                   "rank %d trained on while ddptop was stopped (about %.1f s in all): %" PRIu64
-                   " telemetry messages dropped meanwhile",
-                   t->id->rank, (double)uplink_stopped_ms(t->up) / 1e3, lost);
+    }
+    /* The catch-up line goes behind a backlog ddptop is still draining: a
+     * try a beat until it finds room (a few at most). */
+    if (f == UPLINK_FRONT_OK && t->back_unsaid && mono_ms_f() - t->back_tried_ms >= BEAT_MS) {
+        t->back_tried_ms = mono_ms_f();
+        Msg m;
+        msg_init(&m, MSG_LOG);
+        snprintf(m.u.log.level, sizeof m.u.log.level, "info");
+        snprintf(m.u.log.text, sizeof m.u.log.text,
+                 "rank %d trained on while ddptop was stopped (about %.1f s in all): %" PRIu64
+                 " telemetry messages dropped meanwhile",
+                 t->id->rank, (double)uplink_stopped_ms(t->up) / 1e3, uplink_drops(t->up) - t->drops_at_stop);
+        if (uplink_send_important(t->up, &m) == 0 || ++t->back_tries >= 30) t->back_unsaid = false;
     }
     if (f != UPLINK_FRONT_GONE) return;
     double now = mono_ms_f();

@@ -90,6 +90,9 @@ struct Trainer {
     bool front_gone, front_stopped;
     double front_gone_ms;
     uint64_t drops_at_stop;
+    bool back_unsaid; /* the catch-up line after a stop is still to be sent */
+    int back_tries;
+    double back_tried_ms;
     Phase phase;
     double last_beat_ms;
     /* throughput and the breakdown of a step, after the first */

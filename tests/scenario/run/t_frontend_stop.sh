@@ -12,6 +12,9 @@ dp=$!
 CLEANUPS+=("kill -CONT $dp; kill -9 $dp")
 wait_for 30 grep -q "step [1-9]" "$out" || { cat "$out"; die "job never trained"; }
 last_step() { grep -o 'step [0-9]*' "$out" | tail -1 | cut -d' ' -f2; }
+# Workers judge ddptop only once its pings (one a second) have started:
+# let a few go out first, or the stop would not be noticed at all.
+sleep 5
 before=$(last_step)
 kill -STOP $dp
 # 30 s stopped, longer than the workers' ping timeout (15 s); they must live.
@@ -21,7 +24,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     sleep 1
 done
 kill -CONT $dp
-wait_for 40 grep -q "trained on while ddptop was stopped" "$out" || { cat "$out"; die "no catch-up line after SIGCONT"; }
+wait_for 60 grep -q "trained on while ddptop was stopped" "$out" || { cat "$out"; die "no catch-up line after SIGCONT"; }
 wait_for 20 sh -c "[ \$(grep -o 'step [0-9]*' '$out' | tail -1 | cut -d' ' -f2) -gt $((before + 1000)) ]" ||
     { cat "$out"; die "steps did not move on past $before"; }
 grep -q "nothing from ddptop" "$out" && die "a worker took the stopped ddptop for gone"
