@@ -5,14 +5,18 @@
  * DDPTOP_TEL (ddptop run) or DDPTOP_CONNECT with DDPTOP_KEYS (another
  * host), all read by identity.c; docs/CLUSTER.md lists them.
  * DDPTOP_PING_TIMEOUT (seconds, default 15, 0 off): once ddptop's first
- * ping has come, a rank that hears nothing from it for that long exits
- * (the second guard after PR_SET_PDEATHSIG, for a ddptop that hangs).
+ * ping has come, a rank that hears nothing from it for that long, while
+ * it is not stopped, takes it for gone (as when its parent ddptop dies):
+ * the ranks agree on a stop, rank 0 writes the final checkpoint, exit 1.
  * Exit status: 0 clean, 1 runtime failure, 2 usage or input error.
  */
 #include <cblas.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "train/args.h"
@@ -175,6 +179,11 @@ int main(int argc, char **argv)
     WorkerIdentity id;
     memset(&id, 0, sizeof id);
     if (getenv("DDPTOP_CHECK_ARGS")) {
+        /* The check reads files and exits: it dies with the ddptop that
+         * asked for it rather than outlive it. */
+        pid_t asker = getppid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != asker) return 1;
         if (check_inputs(&a, err, sizeof err) ||
             pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {
             fprintf(stderr, "ddptop-worker: %s\n", err);
@@ -220,6 +229,9 @@ int main(int argc, char **argv)
         return 1;
     }
     uplink_set_ping_timeout(up, (int64_t)ping_s * 1000);
+    /* Launched by ddptop (its parent-death signal set): tell its stop
+     * (Ctrl-Z) from its death, and outlive it long enough to save. */
+    uplink_watch_parent(up);
     int status = trainer_run(&a, &id, up);
     uplink_close(&up, 2000);
     return status;

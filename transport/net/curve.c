@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "base/file.h"
+
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN   "ddptop"
 #define FILE_MAGIC   "ddptop-keys v1"
@@ -64,9 +66,10 @@ static int z85_ok(const char *s)
 
 int keys_read(const char *path, JobKeys *k, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char ferr[256];
+    int fd = file_open_regular(path, ferr, sizeof ferr);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open key file %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open key file %s", ferr);
         return -1;
     }
     struct stat st;

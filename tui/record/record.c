@@ -26,6 +26,13 @@
 #include "wire/protocol.h"
 #include "base/err.h"
 #include "base/clock.h"
+#include "base/file.h"
+
+/* Times a reader accepts: readers add them to clocks and to each other,
+ * so hostile values beyond these would overflow (about 36 years into a
+ * recording; wall clocks up to the year 2116). */
+#define REC_MAX_T_NS    (INT64_C(1) << 60)
+#define REC_MAX_WALL_NS (INT64_C(1) << 62)
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -427,6 +434,8 @@ static int read_header(RecReader *rd, char *err, size_t errlen)
                            "damaged header (header length %" PRIu32 ", description %" PRIu32 " bytes, world %" PRId32
                            ")",
                            H->header_bytes, dlen, H->world);
+    if (H->created_wall_ns < 0 || H->created_wall_ns > REC_MAX_WALL_NS)
+        return header_fail(rd, err, errlen, "damaged header (creation time %" PRId64 ")", H->created_wall_ns);
     if ((uint64_t)H->header_bytes > rd->file_bytes)
         return header_fail(rd, err, errlen, "truncated header (%" PRIu64 " of %" PRIu32 " bytes)", rd->file_bytes,
                            H->header_bytes);
@@ -451,15 +460,15 @@ RecReader *recreader_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     snprintf(rd->path, sizeof rd->path, "%s", path);
-    rd->f = fopen(path, "rb");
+    /* Regular files only (a FIFO would block the open, and the reader seeks). */
+    rd->f = file_fopen_regular(path, err, errlen);
     if (!rd->f) {
-        err_set(err, errlen, "%s: %s", path, strerror(errno));
         free(rd);
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(rd->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        err_set(err, errlen, "%s: is a directory", path);
+    if (fstat(fileno(rd->f), &st)) {
+        err_set(err, errlen, "%s: %s", path, strerror(errno));
         recreader_close(&rd);
         return NULL;
     }
@@ -494,7 +503,9 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
     if (len > PROTO_MAX_FRAME_BYTES)
         return stop_early(rd, err, errlen, "damaged: record length %" PRIu32 " over the %u-byte frame limit", len,
                           PROTO_MAX_FRAME_BYTES);
-    if (src == 0 || h[5] != 0 || get_u16(h + 6) != 0 || t_ns < 0)
+    int64_t wall = (int64_t)get_u64(h + 20);
+    if (src == 0 || h[5] != 0 || get_u16(h + 6) != 0 || t_ns < 0 || t_ns > REC_MAX_T_NS || wall < 0 ||
+        wall > REC_MAX_WALL_NS)
         return stop_early(rd, err, errlen, "damaged record head");
     uint64_t left = rd->file_bytes > rd->pos + REC_HEAD_BYTES ? rd->file_bytes - rd->pos - REC_HEAD_BYTES : 0;
     if (len > left)
@@ -524,7 +535,7 @@ int recreader_next(RecReader *rd, RecEntry *out, char *err, size_t errlen)
     }
     out->src = src;
     out->t_ns = t_ns;
-    out->wall_ns = (int64_t)get_u64(h + 20);
+    out->wall_ns = wall;
     out->offset = rd->pos;
     out->index = rd->count;
     out->data = rd->buf;

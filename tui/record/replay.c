@@ -498,13 +498,16 @@ int replay_main(int argc, char **argv)
         fprintf(stderr, "ddptop replay: out of memory\n");
         return 1;
     }
+    /* Ranks beyond what a job can hold are hostile or damaged: never the
+     * world (and max_rank + 1 cannot overflow). */
     int max_rank = -1;
     for (size_t i = 0; i < R.rec->n; i++) {
         const RecEntry *e = &R.rec->recs[i];
         Msg m;
         RecProc p;
         R.step_of[i] = -1;
-        if ((e->src == REC_SRC_START || e->src == REC_SRC_EXIT) && rec_proc_decode(e, &p) == 0 && p.rank > max_rank)
+        if ((e->src == REC_SRC_START || e->src == REC_SRC_EXIT) && rec_proc_decode(e, &p) == 0 && p.rank > max_rank &&
+            p.rank < JOB_MAX_RANKS)
             max_rank = p.rank;
         if (e->src != REC_SRC_TEL && e->src != REC_SRC_CTL) continue;
         int rc = codec_decode(e->data, e->len, &m, err, sizeof err);
@@ -513,7 +516,7 @@ int replay_main(int argc, char **argv)
             continue;
         }
         if (m.kind == MSG_STEP) R.step_of[i] = m.u.step.step;
-        if (m.rank > max_rank && m.kind == MSG_HELLO) max_rank = m.rank;
+        if (m.rank > max_rank && m.rank < JOB_MAX_RANKS && m.kind == MSG_HELLO) max_rank = m.rank;
         msg_done(&m);
     }
     if (world <= 0) world = max_rank + 1;

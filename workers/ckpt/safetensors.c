@@ -16,6 +16,7 @@
  */
 #include "ckpt/safetensors.h"
 
+#include "base/file.h"
 #include "base/json.h"
 
 #include <errno.h>
@@ -751,9 +752,9 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
     *out = NULL;
     StFile *f = calloc(1, sizeof *f);
     Span *spans = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* A FIFO named as a checkpoint must not hang the reader in open(). */
+    int fd = file_open_regular(path, err, errlen);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
         free(f);
         return -1;
     }

@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/file.h"
+
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
 /* Far above Fashion-MNIST (60000 x 28 x 28); refuses headers that would ask
@@ -102,10 +104,13 @@ static uint32_t be32(const unsigned char *b)
 /* Open path and read its magic and `ndims` big-endian dimensions. */
 static gzFile idx_open(const char *path, uint32_t magic, int ndims, uint32_t *dims, char *err, size_t errlen)
 {
-    errno = 0;
-    gzFile gz = gzopen(path, "rb");
+    /* Regular files only: gzopen of a FIFO would wait for a writer. */
+    int fd = file_open_regular(path, err, errlen);
+    if (fd < 0) return NULL;
+    gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
-        snprintf(err, errlen, "%s: cannot open (%s)", path, errno ? strerror(errno) : "out of memory");
+        close(fd);
+        snprintf(err, errlen, "%s: cannot open (out of memory)", path);
         return NULL;
     }
     gzbuffer(gz, 1 << 17);

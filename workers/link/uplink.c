@@ -12,15 +12,22 @@
  * Store operations are synchronous request/reply over ctl, bounded by their
  * timeout plus a margin so a dead ddptop cannot hang a rank forever.
  * Every ctl message received stamps last_heard_ms; pings stop here.
+ * A ddptop that launched us is our parent: its death is a SIGHUP (the
+ * parent-death signal, set here in place of the launcher's SIGKILL) and a
+ * new getppid(); its stop is state T in /proc/PID/stat, read only once it
+ * has been silent past the ping timeout. Once gone, sends no longer wait.
  */
 #include "link/uplink.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "wire/codec.h"
@@ -48,10 +55,21 @@ struct Uplink {
     int64_t cost_ns;        /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
     int q_head, q_len;
-    int64_t last_heard_ms;   /* last ctl message from ddptop */
-    int64_t ping_timeout_ms; /* 0: never judge */
-    bool pinged;             /* a ping came: ddptop keeps a heartbeat */
+    int64_t last_heard_ms;    /* last ctl message from ddptop */
+    int64_t ping_timeout_ms;  /* 0: never judge */
+    bool pinged;              /* a ping came: ddptop keeps a heartbeat */
+    bool stop_heard;          /* a "stop" came: store waits end */
+    pid_t parent;             /* ddptop as our parent, 0: not watched */
+    bool gone;                /* final: sends stop waiting */
+    bool stopped;             /* ddptop was stopped at the last look */
+    int64_t stopped_seen_ms;  /* when it was last seen stopped */
+    int64_t stopped_since_ms; /* start of the stop in progress */
+    int64_t stopped_total_ms; /* every stop that ended, in all */
 };
+
+/* The parent's death, from the SIGHUP handler (one process, one uplink). */
+static volatile sig_atomic_t parent_died;
+static pid_t watched_parent;
 
 int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys, char *err,
                 size_t errlen)
@@ -101,6 +119,7 @@ void uplink_close(Uplink **up, int linger_ms)
     Uplink *u = up ? *up : NULL;
     if (!u) return;
     if (u->tel) uplink_flush(u);
+    if (u->gone) linger_ms = 0; /* nobody to flush to */
     if (u->tel) {
         zmq_setsockopt(u->tel, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
         zmq_close(u->tel);
@@ -204,6 +223,15 @@ static int queue_frame(Uplink *u, Msg *m)
     return 0;
 }
 
+static bool front_stopped_now(Uplink *u);
+
+/* The watched parent died (final). */
+static bool parent_gone(Uplink *u)
+{
+    if (u->parent && (parent_died || getppid() != u->parent)) u->gone = true;
+    return u->gone;
+}
+
 int uplink_send_important(Uplink *u, Msg *m)
 {
     char err[160];
@@ -214,7 +242,8 @@ int uplink_send_important(Uplink *u, Msg *m)
     for (;;) {
         int rc = zs_send(s, m, &u->buf, ZMQ_DONTWAIT, err, sizeof err);
         if (rc == 0) return 0;
-        if (rc < 0 || mono_ms() >= deadline) {
+        /* A ddptop that is gone or stopped will not make room: no wait. */
+        if (rc < 0 || mono_ms() >= deadline || u->gone || u->stopped || front_stopped_now(u)) {
             u->drops++;
             return 1;
         }
@@ -236,6 +265,7 @@ static void queue_cmd(Uplink *u, const MsgCmd *c)
         u->pinged = true;
         return;
     }
+    if (!strcmp(c->op, "stop")) u->stop_heard = true;
     if (u->q_len == CMD_QUEUE) return; /* ddptop sends a handful; a flood is dropped */
     u->q[(u->q_head + u->q_len) % CMD_QUEUE] = *c;
     u->q_len++;
@@ -253,6 +283,18 @@ static int store_call(Uplink *u, Msg *req, int64_t timeout_ms, Msg *reply, char 
     }
     int64_t deadline = mono_ms() + timeout_ms + STORE_MARGIN_MS;
     for (;;) {
+        /* A rank in the rendezvous acts on a stop (ddptop sends one when a
+         * peer died there) and on ddptop's loss at once, not at the timeout. */
+        if (u->stop_heard) {
+            snprintf(err, errlen, "store: stop requested by ddptop while waiting for \"%s\"", req->u.store.key);
+            return -1;
+        }
+        /* (Not uplink_front: it would read, and drop, the reply.) */
+        if (parent_gone(u)) {
+            snprintf(err, errlen, "store: ddptop (pid %d) is gone while waiting for \"%s\"", (int)u->parent,
+                     req->u.store.key);
+            return -1;
+        }
         int64_t left = deadline - mono_ms();
         if (left <= 0) {
             snprintf(err, errlen, "store: no reply from ddptop for \"%s\" within %lld ms", req->u.store.key,
@@ -360,10 +402,103 @@ int uplink_next_cmd(Uplink *u, MsgCmd *out)
 
 void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms) { u->ping_timeout_ms = timeout_ms; }
 
-int64_t uplink_ddptop_silent_ms(Uplink *u)
+bool uplink_stop_heard(const Uplink *u) { return u->stop_heard; }
+
+/* SIGHUP: the parent-death signal (or a stray hang-up: then the parent is
+ * still ours and nothing happens). Async-signal-safe calls only. */
+static void on_hup(int sig)
 {
+    (void)sig;
+    if (watched_parent && getppid() != watched_parent) {
+        parent_died = 1;
+        alarm(UPLINK_GONE_BACKSTOP_S);
+    }
+}
+
+bool uplink_watch_parent(Uplink *u)
+{
+    int sig = 0;
+    if (prctl(PR_GET_PDEATHSIG, &sig) || sig == 0) return false;
+    pid_t p = getppid();
+    if (p <= 1) return false;
+    watched_parent = p;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_hup;
+    sa.sa_flags = SA_RESTART; /* Gloo's and ZeroMQ's calls go on undisturbed */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGHUP, &sa, NULL) || prctl(PR_SET_PDEATHSIG, SIGHUP)) return false;
+    u->parent = p;
+    /* Died before the new signal was armed: no signal will come. */
+    if (getppid() != p) on_hup(SIGHUP);
+    return true;
+}
+
+/* The parent's state letter from /proc/PID/stat ("pid (comm) S ..."; comm
+ * may hold spaces and parentheses, hence the last ')'), 0 when gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* Looks at /proc: is the watched parent stopped? Marks when it was seen so. */
+static bool front_stopped_now(Uplink *u)
+{
+    if (!u->parent) return false;
+    char s = proc_state(u->parent);
+    if (s != 'T' && s != 't') return false;
+    u->stopped_seen_ms = mono_ms();
+    return true;
+}
+
+int64_t uplink_stopped_ms(const Uplink *u) { return u->stopped_total_ms; }
+
+/* While ddptop is known stopped, /proc is read at most this often. */
+#define STOPPED_LOOK_MS 200
+
+UplinkFront uplink_front(Uplink *u, char *why, size_t whylen)
+{
+    char tmp[8];
+    if (!why) why = tmp, whylen = sizeof tmp;
+    if (u->gone) {
+        snprintf(why, whylen, "ddptop is gone");
+        return UPLINK_FRONT_GONE;
+    }
     while (read_ctl(u) == 0) {}
-    if (!u->pinged || u->ping_timeout_ms <= 0) return 0;
-    int64_t silent = mono_ms() - u->last_heard_ms;
-    return silent > u->ping_timeout_ms ? silent : 0;
+    if (parent_gone(u)) {
+        snprintf(why, whylen, "ddptop (pid %d) is gone", (int)u->parent);
+        return UPLINK_FRONT_GONE;
+    }
+    if (!u->pinged || u->ping_timeout_ms <= 0) return UPLINK_FRONT_OK;
+    int64_t now = mono_ms();
+    if (u->stopped) {
+        if (now - u->stopped_seen_ms < STOPPED_LOOK_MS || front_stopped_now(u)) {
+            snprintf(why, whylen, "ddptop (pid %d) is stopped", (int)u->parent);
+            return UPLINK_FRONT_STOPPED;
+        }
+        /* Running again: a whole ping timeout to catch up and ping. */
+        u->stopped = false;
+        u->stopped_total_ms += now - u->stopped_since_ms;
+        u->last_heard_ms = now;
+        return UPLINK_FRONT_OK;
+    }
+    int64_t silent = now - u->last_heard_ms;
+    if (silent <= u->ping_timeout_ms) return UPLINK_FRONT_OK;
+    if (front_stopped_now(u)) {
+        u->stopped = true;
+        u->stopped_since_ms = u->last_heard_ms; /* silent since then */
+        snprintf(why, whylen, "ddptop (pid %d) is stopped", (int)u->parent);
+        return UPLINK_FRONT_STOPPED;
+    }
+    u->gone = true;
+    snprintf(why, whylen, "nothing from ddptop for %.1f s (DDPTOP_PING_TIMEOUT)", silent / 1e3);
+    return UPLINK_FRONT_GONE;
 }

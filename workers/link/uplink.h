@@ -5,14 +5,18 @@
  * job's keys), the count of dropped telemetry, the queue of commands that
  * arrived while a store reply was awaited, and when ddptop was last heard
  * from (any ctl message is a sign of life; its "ping" commands are absorbed
- * here, never handed to the trainer).
- * Used by the worker's main thread only.
+ * here, never handed to the trainer), and whether ddptop is there at all:
+ * a ddptop that launched this worker is its parent, and a parent that is
+ * stopped (Ctrl-Z, SIGSTOP: state T) is told from one that is gone.
+ * Used by the worker's main thread only (the SIGHUP handler only counts).
  */
 #ifndef DDPTOP_UPLINK_H
 #define DDPTOP_UPLINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "net/curve.h"
 #include "wire/protocol.h"
@@ -53,15 +57,41 @@ int uplink_store_get(void *ctx, const char *key, void **val, size_t *len, int64_
 /* The next command from ddptop, without blocking. Returns 1 and fills *out,
  * 0 when there is none, -1 when ddptop is gone (socket error). */
 int uplink_next_cmd(Uplink *u, MsgCmd *out);
+/* A "stop" came from ddptop (it stays queued for uplink_next_cmd too).
+ * Store waits end at once once it has: a rank in the rendezvous can leave
+ * when a peer died there instead of waiting out the store timeout. */
+bool uplink_stop_heard(const Uplink *u);
 
 /* ddptop's heartbeat: it sends a "ping" command every second. After the
  * first ping, silence longer than timeout_ms means ddptop is gone (0: never
  * judge). Before the first ping nothing is judged, so a ddptop that does not
  * ping is never taken for dead. */
 void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms);
+
+/* ddptop as this worker's parent: when the process was started with a
+ * parent-death signal (ddptop's launcher sets SIGKILL, launcher.c), the
+ * parent is ddptop. It is replaced by SIGHUP, whose handler notes the
+ * death and arms a SIGALRM backstop (UPLINK_GONE_BACKSTOP_S): the worker
+ * gets the time to stop and checkpoint, never the time to linger. Returns
+ * true when the parent is watched (else only silence judges ddptop). */
+bool uplink_watch_parent(Uplink *u);
+#define UPLINK_GONE_BACKSTOP_S 60
+
+typedef enum {
+    UPLINK_FRONT_OK = 0,
+    UPLINK_FRONT_STOPPED, /* silent, but stopped (state T/t): it will come back */
+    UPLINK_FRONT_GONE,    /* the parent died, or silent while running */
+} UplinkFront;
 /* Reads what waits on ctl (commands are queued for uplink_next_cmd), then
- * returns the milliseconds ddptop has been silent when that exceeds the
- * ping timeout, else 0. Cheap; call it from heartbeats and waits. */
-int64_t uplink_ddptop_silent_ms(Uplink *u);
+ * judges ddptop. Silence counts only after the first ping and past the
+ * ping timeout, from the last message or the last time ddptop was seen
+ * stopped (a resumed ddptop gets a whole timeout to ping again). GONE is
+ * final; why (may be NULL) gets the sentence ("ddptop (pid N) is gone",
+ * "nothing from ddptop for 15.2 s"). Cheap (no /proc read unless silent);
+ * call it from heartbeats, waits and every step. */
+UplinkFront uplink_front(Uplink *u, char *why, size_t whylen);
+/* Milliseconds ddptop has been known stopped in all (for the log line
+ * when it comes back). */
+int64_t uplink_stopped_ms(const Uplink *u);
 
 #endif

@@ -243,6 +243,7 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
     for (int r = 0; r < batch; r++)
         loss += row_ce(m->act[L] + (size_t)r * classes, classes, y[r], dy + (size_t)r * classes, inv_b);
     loss /= batch;
+    m->loss = loss;
     double t1 = mono_ms_f();
 
     for (int l = L - 1; l >= 0; l--) {

@@ -37,6 +37,7 @@ typedef struct {
     float *act[MODEL_MAX_LINEAR + 1]; /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
     float *dact;                      /* scratch for backward */
     float *dact2;
+    double loss; /* the last forward's mean loss, set before backward (hooks may read it) */
 } Mlp;
 
 /* Parse "mlp:784,256,256,10" into dims/n_linear. Returns 0 or -1 with err. */

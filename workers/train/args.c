@@ -48,6 +48,8 @@ static const char USAGE[] =
     "  --eval-every E        evaluate on the test set every E epochs (default 1; 0: never)\n"
     "  --eval-limit N        evaluate on the first N test samples (default: all)\n"
     "  --no-telemetry        send no step/coll/shard/beat messages (to measure their cost)\n"
+    "  --allow-nan           train on when a loss becomes NaN or inf (default: every rank\n"
+    "                        stops at that step, exit 1, and no non-finite checkpoint is written)\n"
     "  --timeout S           collective/rendezvous timeout in seconds (default 300)\n"
     "  --fault SPEC          a teaching fault (repeatable; docs/TRAINING.md): kill:R@S,\n"
     "                        stall:R@S, slow:R:MSms, skip-set-epoch, unsafe-stop[@S], no-barrier\n";
@@ -259,6 +261,7 @@ static const Opt OPTS[] = {
     I64("--eval-every", eval_every, 0, INT64_C(1) << 30),
     I64("--eval-limit", eval_limit, 1, INT64_C(1) << 31),
     {"--no-telemetry", OPT_CLEAR, A_(telemetry)},
+    {"--allow-nan", OPT_SET, A_(allow_nan)},
     F64("--timeout", A_(timeout_s), 0.1, 86400.0),
     FN("--fault", opt_fault),
 };

@@ -41,6 +41,7 @@ typedef struct {
     int64_t eval_every; /* epochs; 0: never */
     int64_t eval_limit; /* first N test samples, 0 = all */
     bool telemetry;     /* false: no step/coll/shard/beat messages */
+    bool allow_nan;     /* --allow-nan: a non-finite loss does not stop the run */
     double timeout_s;   /* collectives and rendezvous */
     FaultPlan faults;   /* --fault: teaching faults (fault.h) */
 } TrainerArgs;

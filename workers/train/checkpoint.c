@@ -4,6 +4,8 @@
 #include "train/checkpoint.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +13,15 @@
 #include "ckpt/ckpt.h"
 #include "train/report.h"
 #include "train/state.h"
+
+/* Non-finite weights never become a checkpoint (and `latest`) unless
+ * --allow-nan says so. */
+static bool params_finite(const Mlp *m)
+{
+    for (size_t i = 0; i < m->n_params; i++)
+        if (!isfinite(m->params[i])) return false;
+    return true;
+}
 
 void checkpoint_write(Trainer *t, const char *why, Phase after, const char *after_detail)
 {
@@ -39,6 +50,10 @@ void checkpoint_write(Trainer *t, const char *why, Phase after, const char *afte
     double t0 = mono_ms_f();
     /* The host copies are brought up to date first (the GPU's). */
     int rc = t->ops->sync_host(t, err, sizeof err);
+    if (rc == 0 && !a->allow_nan && !params_finite(&t->m)) {
+        snprintf(err, sizeof err, "the weights are not finite (NaN or inf): not written, latest unchanged");
+        rc = -1;
+    }
     if (rc == 0)
         rc =
             ckpt_write(a->ckpt_dir, &meta, &t->m, &t->o, (int)a->keep_last, path, sizeof path, &bytes, err, sizeof err);

@@ -30,6 +30,10 @@ typedef struct {
     /* Buckets bypass the reducer (started from backward's hooks on the
      * Comm): report.c numbers every coll message itself. */
     bool own_coll_seq;
+    /* The step's loss is known on the host before its last bucket's
+     * all-reduce starts, so a non-finite loss rides in that step's flags
+     * (CPU); otherwise in the next step's (CUDA: read after the step). */
+    bool loss_in_step_flags;
     /* The device ready with the host model's weights (and the optimizer
      * state when resuming), before the hello names it. */
     int (*setup)(Trainer *t);

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "train/report.h"
 #include "train/state.h"
+#include "train/step.h"
 
 static int cpu_setup(Trainer *t)
 {
@@ -84,7 +85,10 @@ static void on_grad_ready(void *ctx, int tensor)
     op.scale = t->bucket_scale;
     op.bucket = b;
     if (bk->offset == 0) {
-        /* The last bucket carries the command flags, never scaled. */
+        /* The last bucket carries the command flags, never scaled. The
+         * step's loss is known by now (forward came first): a NaN or inf
+         * one is this rank's flag in the same all-reduce. */
+        step_flag_loss(t, t->m.grads - FL_COUNT, (t->loss_before_last + t->m.loss) / t->micro);
         op.buf -= FL_COUNT;
         op.n += FL_COUNT;
         op.scale_from = FL_COUNT;
@@ -103,6 +107,8 @@ static int cpu_forward_backward(Trainer *t, int k, int micro, int n, MsgStep *s,
 {
     bool last = k == micro - 1;
     t->add_acc = last && micro > 1;
+    t->loss_before_last = *loss_sum;
+    t->micro = micro;
     double f = 0, b = 0;
     double loss = mlp_forward_backward(&t->m, t->xb, t->yb, n, last ? on_grad_ready : NULL, t, &f, &b);
     s->fwd_ms += f;
@@ -188,6 +194,7 @@ static void cpu_log_memory(Trainer *t, const char *when) { (void)t, (void)when; 
 const ComputeOps compute_cpu = {
     .comm_device = NULL,
     .own_coll_seq = false,
+    .loss_in_step_flags = true,
     .setup = cpu_setup,
     .free = cpu_free,
     .device_name = cpu_device_name,

@@ -249,6 +249,7 @@ static void cuda_log_memory(Trainer *t, const char *when)
 const ComputeOps compute_cuda = {
     .comm_device = "cuda",
     .own_coll_seq = true,
+    .loss_in_step_flags = false,
     .setup = cuda_setup,
     .free = cuda_free,
     .device_name = cuda_device_name,

@@ -60,16 +60,59 @@ int report_fail(Trainer *t, int status)
 
 void report_bye(Trainer *t) { send_bye(t, 0); }
 
-/* The main thread may be inside a collective, and an orderly teardown
- * could wait on peers for the whole --timeout: hence _exit. */
+/* ddptop stopped: training goes on (telemetry that finds no room is
+ * dropped and counted); said once per stop, and again when it is back so
+ * the screen shows what it missed. ddptop gone: every rank raises the stop
+ * flag (command agreement), so they stop at one step and rank 0 writes
+ * the final checkpoint, as a clean stop does. A rank that has not left
+ * FRONT_GONE_GRACE_MS later is stuck in a collective that will not end
+ * (or is before the rendezvous, with nothing to save): _exit, since an
+ * orderly teardown could wait on peers for the whole --timeout. */
 void report_check_ddptop(Trainer *t)
 {
-    int64_t silent = uplink_ddptop_silent_ms(t->up);
-    if (!silent) return;
-    fprintf(stderr,
-            "ddptop-worker rank %d: nothing from ddptop for %.1f s (DDPTOP_PING_TIMEOUT): "
-            "it is gone or stuck; exiting\n",
-            t->id->rank, silent / 1e3);
+    char why[128];
+    UplinkFront f = uplink_front(t->up, why, sizeof why);
+    if (f == UPLINK_FRONT_STOPPED && !t->front_stopped) {
+        t->front_stopped = true;
+        t->drops_at_stop = uplink_drops(t->up);
+        fprintf(stderr, "ddptop-worker rank %d: %s: training on, telemetry that finds no room is dropped\n",
+                t->id->rank, why);
+    } else if (f == UPLINK_FRONT_OK && t->front_stopped) {
+        t->front_stopped = false;
+        t->back_unsaid = true;
+        t->back_tries = 0;
+        fprintf(stderr, "ddptop-worker rank %d: ddptop is back after about %.1f s stopped\n", t->id->rank,
+                (double)uplink_stopped_ms(t->up) / 1e3);
+    }
+    /* The catch-up line goes behind a backlog ddptop is still draining: a
+     * try a beat until it finds room (a few at most). */
+    if (f == UPLINK_FRONT_OK && t->back_unsaid && mono_ms_f() - t->back_tried_ms >= BEAT_MS) {
+        t->back_tried_ms = mono_ms_f();
+        Msg m;
+        msg_init(&m, MSG_LOG);
+        snprintf(m.u.log.level, sizeof m.u.log.level, "info");
+        snprintf(m.u.log.text, sizeof m.u.log.text,
+                 "rank %d trained on while ddptop was stopped (about %.1f s in all): %" PRIu64
+                 " telemetry messages dropped meanwhile",
+                 t->id->rank, (double)uplink_stopped_ms(t->up) / 1e3, uplink_drops(t->up) - t->drops_at_stop);
+        if (uplink_send_important(t->up, &m) == 0 || ++t->back_tries >= 30) t->back_unsaid = false;
+    }
+    if (f != UPLINK_FRONT_GONE) return;
+    double now = mono_ms_f();
+    if (!t->front_gone) {
+        t->front_gone = true;
+        t->front_gone_ms = now;
+        t->stop_seen = true;
+        if (t->red) {
+            fprintf(stderr, "ddptop-worker rank %d: %s: stopping at the next step the ranks agree on%s\n", t->id->rank,
+                    why, t->a->final_ckpt && t->id->rank == 0 ? ", with a final checkpoint" : "");
+            return;
+        }
+    } else if (now - t->front_gone_ms < FRONT_GONE_GRACE_MS) {
+        return;
+    }
+    fprintf(stderr, "ddptop-worker rank %d: %s%s; exiting\n", t->id->rank, why,
+            t->red ? ", and the collectives did not finish" : "");
     _exit(1);
 }
 

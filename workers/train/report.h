@@ -28,8 +28,11 @@ int report_fail(Trainer *t, int status);
 /* The clean end: a bye with status 0. */
 void report_bye(Trainer *t);
 
-/* ddptop's heartbeat (uplink.h): silent past DDPTOP_PING_TIMEOUT after its
- * first ping, it is gone or stuck, and this rank exits at once (_exit 1). */
+/* ddptop's liveness (uplink.h, uplink_front): stopped, this rank trains on
+ * (said when it stops and when it is back); gone (its process, or silent
+ * past DDPTOP_PING_TIMEOUT while running), this rank raises the stop flag
+ * and t->front_gone; still here FRONT_GONE_GRACE_MS later (a collective
+ * that does not end), or gone before the rendezvous, it exits (_exit 1). */
 void report_check_ddptop(Trainer *t);
 /* This rank's heartbeat now (and report_check_ddptop first);
  * report_maybe_beat only when BEAT_MS have passed; report_beat_cb is

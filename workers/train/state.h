@@ -26,12 +26,17 @@
 #include "wire/fault.h"
 
 /* How often a heartbeat goes out, and how long one wait lasts between two. */
-#define BEAT_MS 1000
+#define BEAT_MS             1000
+/* After ddptop's loss, how long the ranks have to agree on a stop, write
+ * the final checkpoint and leave before a rank stops waiting (report.c). */
+#define FRONT_GONE_GRACE_MS 30000
 
 /* Command flags in the floats just before grads[0] (MODEL_GRAD_PAD): each
  * rank adds its own view; the sums decide. The same layout travels alone in
- * the flags-only all-reduce of a paused round. */
-enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT };
+ * the flags-only all-reduce of a paused round. FL_NAN and FL_INF count the
+ * ranks whose loss became NaN or infinite, FL_BAD_RANK sums their ranks
+ * (exact in float below 2^24), so every rank can name the one. */
+enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_NAN, FL_INF, FL_BAD_RANK, FL_COUNT };
 
 struct Trainer {
     const TrainerArgs *a;
@@ -72,6 +77,22 @@ struct Trainer {
     int64_t pause_seen, resume_seen; /* paused is wanted while pause_seen > resume_seen */
     int64_t last_ckpt_step;
     char stop_reason[96];
+    /* a loss that was not finite: raised in the flags of the step it
+     * happened in (CPU) or of the next (where the loss is known only after
+     * the step: compute_cuda); bad_step is the step it happened at */
+    int bad_loss;            /* 0, FL_NAN or FL_INF */
+    double loss_before_last; /* the step's earlier micro-batches' losses, summed */
+    int micro;               /* micro-batches in the step in progress */
+    int64_t bad_step;
+    bool bad_said;
+    /* ddptop is gone (uplink.h): stop and checkpoint as a clean stop would;
+     * ddptop is stopped: train on */
+    bool front_gone, front_stopped;
+    double front_gone_ms;
+    uint64_t drops_at_stop;
+    bool back_unsaid; /* the catch-up line after a stop is still to be sent */
+    int back_tries;
+    double back_tried_ms;
     Phase phase;
     double last_beat_ms;
     /* throughput and the breakdown of a step, after the first */

@@ -3,6 +3,8 @@
  */
 #include "train/step.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -40,7 +42,16 @@ int step_run(Trainer *t, int64_t off, float *flags, int64_t *used)
     if (c->finish_step(t, lr, flags, &s, &loss_sum, &comm_ms)) return -1;
     t->last_lr = lr;
 
-    report_step(t, &s, u, loss_sum / micro, lr, comm_ms, t0, data_ms);
+    /* Where the loss comes after the flags (CUDA), trainer.c's put_flags
+     * raises it in the next step's. */
+    double loss = loss_sum / micro;
+    step_flag_loss(t, NULL, loss);
+    report_step(t, &s, u, loss, lr, comm_ms, t0, data_ms);
+    if (!isfinite(loss) && a->allow_nan && !t->bad_said) {
+        t->bad_said = true;
+        report_log(t, "warn", "loss became %s at step %" PRId64 " on rank %d: training on (--allow-nan)",
+                   isnan(loss) ? "nan" : "inf", t->step, t->id->rank);
+    }
     *used = u;
     if (a->telemetry)
         for (int i = 0; i < t->n_submitted; i++) {
@@ -48,4 +59,17 @@ int step_run(Trainer *t, int64_t off, float *flags, int64_t *used)
             report_coll(t, c->bucket_coll(t, i, &scratch), t->step);
         }
     return 0;
+}
+
+void step_flag_loss(Trainer *t, float *fl, double loss)
+{
+    if (isfinite(loss) || t->a->allow_nan) return;
+    if (!t->bad_loss) {
+        t->bad_loss = isnan(loss) ? FL_NAN : FL_INF;
+        t->bad_step = t->step + 1; /* the step in progress */
+    }
+    if (fl) {
+        fl[t->bad_loss] = 1.0f;
+        fl[FL_BAD_RANK] = (float)t->id->rank;
+    }
 }

@@ -20,4 +20,11 @@ typedef struct Trainer Trainer;
  * the samples consumed. Returns 0 or -1 (t->err). */
 int step_run(Trainer *t, int64_t off, float *flags, int64_t *used);
 
+/* The step in progress had mean loss `loss`: when it is NaN or infinite
+ * (and --allow-nan is off), remember it (t->bad_loss, t->bad_step) and
+ * raise this rank's FL_NAN or FL_INF and FL_BAD_RANK in fl, once. The
+ * compute face calls it where the loss is known before the flags travel
+ * (compute.h, loss_in_step_flags); step_run calls it after every step. */
+void step_flag_loss(Trainer *t, float *fl, double loss);
+
 #endif

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "ckpt/ckpt.h"
@@ -50,6 +51,7 @@
 /* What the reduced flags of a step (or a paused round) ask for. */
 typedef struct {
     bool ckpt, stop, pause;
+    bool bad_loss; /* some rank's loss became NaN or inf: t->err has the verdict */
 } Agreed;
 
 static int load_data(Trainer *t)
@@ -137,9 +139,18 @@ static void add_fault(Trainer *t, const Fault *f)
     fault_add(&t->faults, f);
 }
 
+/* ddptop is gone: this rank saw it, or (when another rank raised the
+ * stop first) sees it now. */
+static bool front_gone(Trainer *t)
+{
+    if (!t->front_gone && uplink_front(t->up, NULL, 0) == UPLINK_FRONT_GONE) t->front_gone = true;
+    return t->front_gone;
+}
+
 /* Drain commands from ddptop into this rank's local view. */
 static void poll_commands(Trainer *t)
 {
+    report_check_ddptop(t);
     MsgCmd c;
     while (uplink_next_cmd(t->up, &c) == 1) {
         if (!strcmp(c.op, "ckpt")) {
@@ -165,12 +176,39 @@ static void put_flags(const Trainer *t, float *fl)
     fl[FL_CKPT_PENDING] = pending ? 1.0f : 0.0f;
     fl[FL_STOP] = t->stop_seen ? 1.0f : 0.0f;
     fl[FL_PAUSE] = t->pause_seen > t->resume_seen ? 1.0f : 0.0f;
+    fl[FL_NAN] = fl[FL_INF] = fl[FL_BAD_RANK] = 0.0f;
+    /* A loss known only after its step (compute.h) is said in this one;
+     * otherwise the step's own backward raises it (step_flag_loss). */
+    if (t->bad_loss && !t->ops->loss_in_step_flags) {
+        fl[t->bad_loss] = 1.0f;
+        fl[FL_BAD_RANK] = (float)t->id->rank;
+    }
 }
 
-/* The reduced flags are identical on every rank: decide together. */
-static Agreed agree(Trainer *t, const float *fl)
+/* The verdict of a non-finite loss from the reduced flags, into t->err:
+ * "loss became nan at step S on rank R" (S: the step whose loss it was). */
+static void bad_loss_verdict(Trainer *t, const float *fl, int64_t step)
 {
-    Agreed g = { false, false, false };
+    int nan = (int)(fl[FL_NAN] + 0.5f), inf = (int)(fl[FL_INF] + 0.5f);
+    const char *what = nan > 0 ? "nan" : "inf";
+    if (t->bad_loss) step = t->bad_step;
+    if (nan + inf == 1)
+        snprintf(t->err, sizeof t->err, "loss became %s at step %" PRId64 " on rank %d (--allow-nan to go on)", what,
+                 step, (int)(fl[FL_BAD_RANK] + 0.5f));
+    else
+        snprintf(t->err, sizeof t->err, "loss became %s at step %" PRId64 " on %d ranks (--allow-nan to go on)", what,
+                 step, nan + inf);
+}
+
+/* The reduced flags are identical on every rank: decide together. `step`
+ * is the step a non-finite loss the flags carry belongs to. */
+static Agreed agree(Trainer *t, const float *fl, int64_t step)
+{
+    Agreed g = { false, false, false, false };
+    if (fl[FL_NAN] + fl[FL_INF] > 0.5f) {
+        g.bad_loss = true;
+        bad_loss_verdict(t, fl, step);
+    }
     if (fl[FL_CKPT_PENDING] > 0.5f) {
         /* Ranks that saw the request proposed its id; agree on the ceiling of
          * their mean so every rank stores the same acted id (exact in float). */
@@ -254,7 +292,8 @@ static int pause_loop(Trainer *t, bool *stop)
         poll_commands(t);
         put_flags(t, t->flags_pause);
         if (small_allreduce(t, t->flags_pause, FL_COUNT, TAG_PAUSE_FLAGS, false)) return -1;
-        Agreed g = agree(t, t->flags_pause);
+        Agreed g = agree(t, t->flags_pause, t->step);
+        if (g.bad_loss) return -1;
         /* back to paused after it: what comes next (train, stopping) says so itself */
         if (g.ckpt) checkpoint_write(t, "requested while paused", PHASE_PAUSED, detail);
         if (g.stop) {
@@ -298,6 +337,7 @@ static void faults_before_step(Trainer *t)
         for (;;) {
             sleep_ms(200);
             report_check_ddptop(t);
+            if (t->front_gone) _exit(1); /* a stalled rank has nothing to save */
         }
     }
     f = fault_find(&t->faults, FAULT_SLOW, r);
@@ -365,7 +405,10 @@ static int train(Trainer *t)
             float fl[FL_COUNT];
             put_flags(t, fl);
             if (step_run(t, off, fl, &used)) return -1;
-            Agreed g = agree(t, fl);
+            Agreed g = agree(t, fl, t->ops->loss_in_step_flags ? t->step : t->step - 1);
+            /* Every rank stops here, together: nothing after this step may
+             * save or evaluate the non-finite weights. */
+            if (g.bad_loss) return -1;
             off += used;
             t->pos_in_epoch = off;
             /* End of an epoch: evaluate before any checkpoint, so that a run
@@ -380,7 +423,8 @@ static int train(Trainer *t)
             else if (a->ckpt_every && t->step % a->ckpt_every == 0)
                 checkpoint_write(t, "periodic", PHASE_TRAIN, NULL);
             if (g.stop) {
-                snprintf(t->stop_reason, sizeof t->stop_reason, "stop requested by ddptop");
+                snprintf(t->stop_reason, sizeof t->stop_reason, "%s",
+                         front_gone(t) ? "ddptop is gone" : "stop requested by ddptop");
                 stop = true;
             } else if (a->steps && t->step >= a->steps) {
                 snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64, a->steps);
@@ -499,6 +543,13 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                       .device = t->ops->comm_device,
                       .stream = t->ops->stream(t) };
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) {
+        if (uplink_stop_heard(up) && !t->front_gone) {
+            /* ddptop stops the job (a peer died in the rendezvous): leave now. */
+            fprintf(stderr, "ddptop-worker rank %d: stop requested during the rendezvous: %s\n", id->rank, t->err);
+            report_phase(t, PHASE_STOPPING, "stop requested by ddptop during the rendezvous");
+            report_bye(t);
+            goto out;
+        }
         status = report_fail(t, 1);
         goto out;
     }
@@ -558,6 +609,12 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->ops->free(t);
     report_phase(t, PHASE_DESTROYED, NULL);
     report_bye(t);
+    if (front_gone(t)) {
+        /* Saved and torn down cleanly, but nobody watched the end. */
+        fprintf(stderr, "ddptop-worker rank %d: ddptop is gone: stopped after step %" PRId64 "%s; exit 1\n", id->rank,
+                t->step, id->rank == 0 && t->last_ckpt_step == t->step ? " with a final checkpoint" : "");
+        status = 1;
+    }
 out:
     reducer_free(&t->red);
     comm_free(&t->comm);

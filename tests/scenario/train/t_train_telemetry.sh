@@ -23,7 +23,7 @@ def fail(why):
     print("FAIL:", why); print(f.logs()); raise SystemExit(1)
 if codes != [0, 0]:
     fail(f"exit codes {codes}")
-sizes = {0: (4 * (512 * 512 + 512 + 10 * 512 + 10)), 1: 4 * (512 * 512 + 512), 2: 4 * (64 * 512 + 512) + 16}
+sizes = {0: (4 * (512 * 512 + 512 + 10 * 512 + 10)), 1: 4 * (512 * 512 + 512), 2: 4 * (64 * 512 + 512) + 4 * 7}  # the last bucket carries the 7 command flags (state.h)
 steps = {r: f.of("step", r) for r in (0, 1)}
 n = len(steps[0])
 # 768 samples per rank / 32 = 24 micro-batches = 12 steps per epoch
