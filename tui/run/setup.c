@@ -192,7 +192,7 @@ void run_teardown(Run *r)
     }
     if (r->pub) {
         if (publisher_drops(r->pub))
-            fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
+            fprintf(stderr, "ddptop: --publish: %llu frames could not be published at all\n",
                     (unsigned long long)publisher_drops(r->pub));
         publisher_close(&r->pub); /* before zmq_ctx_term, which would wait on it */
     }
