@@ -137,6 +137,16 @@ static int refuse(void *router, const void *ident, size_t ident_len, const char 
     return -1;
 }
 
+/* Take the waiter *link out of its chain and back to the free list. */
+static void release(Store *s, uint32_t *link)
+{
+    uint32_t i = *link;
+    *link = s->w[i].next;
+    s->w[i].next = s->free_w;
+    s->free_w = i;
+    s->used_w--;
+}
+
 static int handle_set(Store *s, void *router, const void *ident, size_t ident_len, const MsgStore *q, CodecBuf *buf)
 {
     if (q->val_len > PROTO_MAX_VAL_BYTES)
@@ -180,11 +190,7 @@ static int handle_set(Store *s, void *router, const void *ident, size_t ident_le
         Waiter *w = &s->w[*link];
         if (w->hash == h && !strcmp(w->key, e->key)) {
             send_val(router, w->ident, w->ident_len, w->key, e, true, NULL, buf);
-            uint32_t i = *link;
-            *link = w->next;
-            w->next = s->free_w;
-            s->free_w = i;
-            s->used_w--;
+            release(s, link);
         } else {
             link = &w->next;
         }
