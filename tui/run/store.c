@@ -261,11 +261,7 @@ void store_tick(Store *s, void *router, int64_t now_ms, CodecBuf *buf)
             Waiter *w = &s->w[*link];
             if (now_ms >= w->deadline_ms) {
                 send_val(router, w->ident, w->ident_len, w->key, NULL, false, NULL, buf);
-                uint32_t i = *link;
-                *link = w->next;
-                w->next = s->free_w;
-                s->free_w = i;
-                s->used_w--;
+                release(s, link);
             } else {
                 if (w->deadline_ms < next) next = w->deadline_ms;
                 link = &w->next;
