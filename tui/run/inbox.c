@@ -25,6 +25,7 @@
 #include <zmq.h>
 
 #include "base/clock.h"
+#include "launch/procstat.h"
 
 /* A step cannot have dropped more telemetry than this many messages per
  * step it reports (a step sends one step, a coll per bucket, a beat a
@@ -95,6 +96,15 @@ static int64_t started_pid(const Run *r, int k)
     return launcher_pid(r->l, k);
 }
 
+/* A rank's process that has exited (a zombie, or reaped). Its bye may
+ * still come from elsewhere (a helper it left behind): the verdict needs
+ * the real exit 0 anyway, so such a bye cannot make a failure look clean. */
+static bool process_ended(int64_t pid)
+{
+    ProcStat st;
+    return procstat_read((pid_t)pid, &st) < 0 || st.state == 'Z' || st.state == 0;
+}
+
 static FromVerdict check_hello(Tap *t, const Msg *m, const char *ident, size_t ident_len, int64_t pid)
 {
     Run *r = t->r;
@@ -143,7 +153,7 @@ static FromVerdict check_sender(Tap *t, const Msg *m)
         }
     } else if (pid) {
         int64_t own = rk->pid ? rk->pid : started_pid(r, m->rank);
-        if (own && pid != own) {
+        if (own && pid != own && !(m->kind == MSG_BYE && process_ended(own))) {
             if (pid == rk->prev_pid) return FROM_STALE;
             snprintf(t->why, sizeof t->why, "process %" PRId64 " (rank %d is process %" PRId64 ")", pid, m->rank, own);
             return FROM_FOREIGN;
