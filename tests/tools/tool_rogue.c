@@ -10,7 +10,8 @@
  * jobkeys: the job's own client keys — the positive control, which must
  * get through.
  * For SECONDS (default 3) it sends every 250 ms, on ctl as a viewer
- * ("view-rogue"): attach with control, stop, abort, a store set of "rogue"
+ * ("view-rogue", answering ddptop's pings as a viewer does): attach with
+ * control, stop, abort, a store set of "rogue"
  * and sets of rendezvous keys under JOB (default "ddptop"); on tel: steps
  * of rank 0 with loss 12345.0 and an error phase of rank 0. Frames are
  * encoded with codec.c, so only the keys stand between them and ddptop.
@@ -166,8 +167,21 @@ int main(int argc, char **argv)
         while ((wait = (round * 250 < total_ms ? round * 250 : total_ms) - elapsed_ms(&t0)) > 0) {
             zmq_pollitem_t it = { ctl, 0, ZMQ_POLLIN, 0 };
             if (zmq_poll(&it, 1, wait) > 0) {
-                char buf[64];
-                while (zmq_recv(ctl, buf, sizeof buf, ZMQ_DONTWAIT) >= 0) replies++;
+                char buf[256];
+                int n;
+                while ((n = zmq_recv(ctl, buf, sizeof buf, ZMQ_DONTWAIT)) >= 0) {
+                    replies++;
+                    /* answer ddptop's pings as a viewer must, or it is never let in */
+                    Msg r;
+                    char err[128];
+                    if (n <= (int)sizeof buf && codec_decode(buf, (size_t)n, &r, err, sizeof err) == 0) {
+                        if (r.kind == MSG_CMD && !strcmp(r.u.cmd.op, "ping")) {
+                            cmd(ctl, &b, "attach", 1, r.u.cmd.id);
+                            cmd(ctl, &b, "stop", 0, 1000000 + round); /* once let in */
+                        }
+                        msg_done(&r);
+                    }
+                }
             }
         }
         if (elapsed_ms(&t0) >= total_ms) break;

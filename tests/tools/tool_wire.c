@@ -115,7 +115,10 @@ static void sample(Msg *m, MsgKind k)
             s->val = val;
             s->val_len = sizeof val;
         }
-        if (k == MSG_VAL) m->rank = -1;
+        if (k == MSG_VAL) {
+            m->rank = -1;
+            snprintf(s->error, sizeof s->error, "store full");
+        }
         break;
     }
     default: break;
@@ -305,6 +308,7 @@ static void print_msg(const Msg *m)
             for (uint32_t i = 0; i < s->val_len; i++) printf("%02x", s->val[i]);
             putchar('\n');
         }
+        if (m->kind == MSG_VAL) put_str("error", s->error);
         break;
     }
     default: break;

@@ -37,6 +37,7 @@ typedef struct {
     int64_t step[MAXF];
     char text[8][PROTO_STR_LONG]; /* texts of the first logs */
     int n_logs;
+    int64_t ping_id; /* ddptop's last ping (not counted in n) */
     char level[8][PROTO_STR_SHORT];
 } Got;
 
@@ -163,6 +164,31 @@ static ViewerAction route_one(Viewers *v, void *router, int64_t now_ms, char *wh
     return a;
 }
 
+/* A newcomer's way in: "attach", ddptop's ping back, and the "attach"
+ * that answers it, which the caller then routes (route_one at its time). */
+static void knock(Viewers *v, void *router, void *s, int64_t arg, int64_t now_ms)
+{
+    char who[96];
+    send_cmd(s, "attach", 0, arg);
+    route_one(v, router, now_ms, who, sizeof who);
+    int64_t id = 0;
+    zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+    if (zmq_poll(&it, 1, 1000) > 0) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        Msg m;
+        char err[128];
+        if (zmq_msg_recv(&msg, s, 0) >= 0 &&
+            codec_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &m, err, sizeof err) == 0) {
+            if (m.kind == MSG_CMD && !strcmp(m.u.cmd.op, "ping")) id = m.u.cmd.id;
+            msg_done(&m);
+        }
+        zmq_msg_close(&msg);
+    }
+    CHECK(id > 0, "no admission ping for a newcomer");
+    send_cmd(s, "attach", id, arg);
+}
+
 /* Everything a viewer receives until `quiet_ms` pass with nothing, pumping
  * the viewers' queues as the run loop does. */
 static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
@@ -189,12 +215,19 @@ static void collect(Viewers *v, void *s, int quiet_ms, int64_t now_ms)
             memcpy(f.data, zmq_msg_data(&msg), len);
             Msg m;
             char err[128];
+            int dec = codec_decode(f.data, f.len, &m, err, sizeof err);
+            if (dec == 0 && m.kind == MSG_CMD && !strcmp(m.u.cmd.op, "ping")) {
+                got.ping_id = m.u.cmd.id; /* liveness, not content */
+                free(f.data);
+                zmq_msg_close(&msg);
+                continue;
+            }
             int i = got.n++;
             got.f[i] = f;
             got.kind[i] = MSG_UNKNOWN;
             got.rank[i] = -9;
             got.step[i] = -1;
-            if (codec_decode(f.data, f.len, &m, err, sizeof err) == 0) {
+            if (dec == 0) {
                 got.kind[i] = m.kind;
                 got.rank[i] = m.rank;
                 if (m.kind == MSG_STEP) got.step[i] = m.u.step.step;
@@ -254,7 +287,7 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     viewers_on_frame(v, router, "", 0);
 
     void *a = dealer(ctx, "view-100-aaaa");
-    send_cmd(a, "attach", 0, 0);
+    knock(v, router, a, 0, 1000);
     char who[96];
     CHECK(route_one(v, router, 1000, who, sizeof who) == VIEWER_NONE, "attach returns no action");
     CHECK(!strcmp(who, "viewer 1 (pid 100)"), "who \"%s\"", who);
@@ -299,7 +332,7 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
 
     /* a second viewer gets the snapshot as it is now: rank 1 at step 2 */
     void *b = dealer(ctx, "view-200-bbbb");
-    send_cmd(b, "attach", 0, 0);
+    knock(v, router, b, 0, 2000);
     route_one(v, router, 2000, who, sizeof who);
     CHECK(!strcmp(who, "viewer 2 (pid 200)"), "who \"%s\"", who);
     collect(v, b, 150, 2000);
@@ -325,7 +358,7 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     route_one(v, router, 2000, who, sizeof who);
     CHECK(viewers_count(v) == 1, "detach: count %d", viewers_count(v));
     void *c = dealer(ctx, "view-300-cccc");
-    send_cmd(c, "attach", 0, 0);
+    knock(v, router, c, 0, 2000);
     route_one(v, router, 2000, who, sizeof who);
     collect(v, c, 150, 2000);
     CHECK(count_kind(MSG_BYE) == 1 && got.n >= 2 && got.kind[got.n - 2] == MSG_BYE, "bye last in the snapshot");
@@ -334,7 +367,7 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     send_cmd(c, "detach", 0, 0);
     route_one(v, router, 2000, who, sizeof who);
     void *d = dealer(ctx, "view-400-dddd");
-    send_cmd(d, "attach", 0, 0);
+    knock(v, router, d, 0, 2000);
     route_one(v, router, 2000, who, sizeof who);
     collect(v, d, 150, 2000);
     CHECK(count_kind(MSG_BYE) == 0, "a restarted rank's old bye is gone");
@@ -370,9 +403,9 @@ static void test_commands(void *ctx, void *router)
     CHECK(got.n_logs == 1 && !strcmp(got.level[0], "warn") && strstr(got.text[0], "attach"), "unattached: \"%s\"",
           got.text[0]);
 
-    send_cmd(ro, "attach", 0, 0);
+    knock(v, router, ro, 0, 0);
     route_one(v, router, 0, who, sizeof who);
-    send_cmd(ctl, "attach", 0, 1);
+    knock(v, router, ctl, 1, 0);
     route_one(v, router, 0, who, sizeof who);
     collect(v, ro, 100, 0);
     collect(v, ctl, 100, 0);
@@ -433,7 +466,10 @@ static void test_cap_and_timeout(void *ctx, void *router)
         char id[32];
         snprintf(id, sizeof id, "view-%d-x", 500 + i);
         s[i] = dealer(ctx, id);
-        send_cmd(s[i], "attach", 0, 0);
+        if (i < 16)
+            knock(v, router, s[i], 0, i < 8 ? 0 : 3000);
+        else
+            send_cmd(s[i], "attach", 0, 0);
         route_one(v, router, i < 8 ? 0 : 3000, who, sizeof who);
         if (i < 16) collect(v, s[i], 30, i < 8 ? 0 : 3000); /* its snapshot */
     }
@@ -454,13 +490,74 @@ static void test_cap_and_timeout(void *ctx, void *router)
     collect(v, s[8], 100, 6001);
     CHECK(got.n == 1 && got.kind[0] == MSG_STEP, "remaining viewer got %d frames", got.n);
     /* now there is room: the 17th gets in */
-    send_cmd(s[16], "attach", 0, 0);
+    knock(v, router, s[16], 0, 6001);
     route_one(v, router, 6001, who, sizeof who);
     CHECK(viewers_count(v) == 9, "count %d", viewers_count(v));
     CHECK(viewers_tick(v, 9002) == 1, "all but the newest forgotten: %d", viewers_count(v));
     for (int i = 0; i < 17; i++) zmq_close(s[i]);
     free(h.data);
     free(st.data);
+    viewers_free(&v);
+    got_reset(&got);
+    TEST_END();
+}
+
+/* 16 viewers that re-send "attach" every second but never read once held
+ * every slot for good and locked out the real `ddptop attach`. Now a peer
+ * that never answers a ping never gets a slot, one that stops answering
+ * loses its slot 6 s after its last answer (re-sending "attach" or forging
+ * an answer does not help), and one that answers stays. */
+static void test_blind_viewers_expire(void *ctx, void *router)
+{
+    TEST_BEGIN("viewers_that_do_not_answer_pings_get_no_slot_and_lose_theirs");
+    Viewers *v = viewers_new(1);
+    Frame h = hello(0, 1);
+    viewers_on_frame(v, router, h.data, h.len);
+    void *blind[16];
+    char who[96];
+    for (int i = 0; i < 16; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "view-%d-blind", 700 + i);
+        blind[i] = dealer(ctx, id);
+    }
+    void *real = dealer(ctx, "view-999-real"), *lapsed = dealer(ctx, "view-998-lapsed");
+    for (int64_t t = 0; t <= 12000; t += 1000) {
+        for (int i = 0; i < 16; i++) {
+            send_cmd(blind[i], "attach", 0, 0);
+            route_one(v, router, t, who, sizeof who);
+            send_cmd(blind[i], "attach", 12345 + t, 0); /* a guessed answer */
+            route_one(v, router, t, who, sizeof who);
+        }
+        viewers_tick(v, t);
+    }
+    CHECK(viewers_count(v) == 0, "%d blind viewers got a slot", viewers_count(v));
+    /* the real one gets in at once, with its snapshot */
+    knock(v, router, real, 0, 12000);
+    route_one(v, router, 12000, who, sizeof who);
+    collect(v, real, 50, 12000);
+    CHECK(viewers_count(v) == 1 && count_kind(MSG_HELLO) == 1, "the real viewer: %d attached, %d hellos",
+          viewers_count(v), count_kind(MSG_HELLO));
+    knock(v, router, lapsed, 0, 12000);
+    route_one(v, router, 12000, who, sizeof who);
+    CHECK(viewers_count(v) == 2, "count %d", viewers_count(v));
+    for (int64_t t = 13000; t <= 24000; t += 1000) {
+        got.ping_id = 0;
+        collect(v, real, 20, t); /* the tick at t pings it */
+        CHECK(got.ping_id > 0, "no ping for the real viewer at %lld ms", (long long)t);
+        send_cmd(real, "attach", got.ping_id, 0);
+        route_one(v, router, t, who, sizeof who);
+        /* the lapsed one keeps saying attach, with no (or a forged) answer */
+        send_cmd(lapsed, "attach", t == 13000 ? 0 : 777, 0);
+        route_one(v, router, t, who, sizeof who);
+        int n = viewers_tick(v, t);
+        if (t == 18000) CHECK(n == 2, "forgotten before 6 s without an answer: %d", n);
+        if (t == 19000) CHECK(n == 1, "the lapsed viewer kept its slot: %d attached", n);
+    }
+    CHECK(viewers_count(v) == 1, "the answering viewer was forgotten: %d", viewers_count(v));
+    for (int i = 0; i < 16; i++) zmq_close(blind[i]);
+    zmq_close(real);
+    zmq_close(lapsed);
+    free(h.data);
     viewers_free(&v);
     got_reset(&got);
     TEST_END();
@@ -515,7 +612,7 @@ static void test_big(void *ctx)
     int keep = 2048 / world; /* steps kept per rank (viewers.c) */
     void *a = ipc_dealer(ctx, "view-1-big", ep);
     char who[96];
-    send_cmd(a, "attach", 0, 0);
+    knock(v, router, a, 0, 0);
     route_one(v, router, 0, who, sizeof who);
     collect(v, a, 200, 0);
     CHECK(got.n == frames + world * keep + 1, "got %d frames, want %d", got.n, frames + world * keep + 1);
@@ -534,7 +631,7 @@ static void test_big(void *ctx)
     collect(v, a, 200, 0);
     CHECK(got.n == 1 && same(&got.f[0], &big), "big shard forwarded (%d frames)", got.n);
     void *b = ipc_dealer(ctx, "view-2-big", ep);
-    send_cmd(b, "attach", 0, 0);
+    knock(v, router, b, 0, 0);
     route_one(v, router, 0, who, sizeof who);
     collect(v, b, 200, 0);
     int shards = 0;
@@ -570,6 +667,7 @@ int main(void)
     test_snapshot_and_forwarding(ctx, router);
     test_commands(ctx, router);
     test_cap_and_timeout(ctx, router);
+    test_blind_viewers_expire(ctx, router);
     test_big(ctx);
     zmq_close(router);
     zmq_ctx_term(ctx);

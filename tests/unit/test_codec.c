@@ -121,6 +121,7 @@ static void fill_sample(Msg *m, MsgKind k)
                "\x00\x01\xff"
                "abc",
                6);
+        if (m->kind == MSG_VAL) snprintf(s->error, sizeof s->error, "store full");
         break;
     }
     default: break;
@@ -275,6 +276,7 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
             return 0;
         }
         if (a->kind == MSG_VAL) EQI(u.store.ok);
+        if (a->kind == MSG_VAL) EQS(u.store.error);
         break;
     case MSG_GET:
     case MSG_WAIT:

@@ -1,9 +1,12 @@
 /* publish.c — the pub socket: re-publish received frames. See publish.h.
  *
- * Non-blocking by construction: ZMQ_XPUB_NODROP makes a full subscriber
- * queue an EAGAIN we can count (a plain PUB drops silently), and every send
- * uses ZMQ_DONTWAIT, so a slow or stuck subscriber costs ddptop a counter
- * increment, never a wait. Main thread only (the socket's owner).
+ * A plain PUB: each subscriber has its own queue (SNDHWM frames) and when
+ * one is full ZeroMQ drops that subscriber's copy only. Not
+ * ZMQ_XPUB_NODROP: with it one stalled subscriber turned every send into
+ * EAGAIN and starved the others. The price is that ZeroMQ does not say
+ * which copies it dropped, so publisher_drops counts only frames that no
+ * subscriber got. Every send uses ZMQ_DONTWAIT: never a wait. Main thread
+ * only (the socket's owner).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -84,10 +87,9 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
         snprintf(err, errlen, "--publish: out of memory");
         return NULL;
     }
-    int hwm = sndhwm > 0 ? sndhwm : PUBLISH_DEFAULT_HWM, one = 1, linger = PUBLISH_LINGER_MS;
+    int hwm = sndhwm > 0 ? sndhwm : PUBLISH_DEFAULT_HWM, linger = PUBLISH_LINGER_MS;
     p->sock = zmq_socket(ctx, ZMQ_PUB);
     if (!p->sock || zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(p->sock, ZMQ_XPUB_NODROP, &one, sizeof one) ||
         zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof linger)) {
         snprintf(err, errlen, "--publish: zeromq: %s", zmq_strerror(errno));
         goto fail;
@@ -115,8 +117,8 @@ int publisher_send(Publisher *p, const void *frame, size_t len)
         p->sent++;
         return 0;
     }
-    /* EAGAIN: a subscriber is full. EINTR or anything else: the frame is
-     * lost all the same, and the screen must not wait for it. */
+    /* PUB does not refuse for a full subscriber; EINTR or anything else:
+     * the frame is lost for all, and the screen must not wait for it. */
     p->drops++;
     return 1;
 }

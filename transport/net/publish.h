@@ -2,8 +2,8 @@
  *
  * Owns: one ZeroMQ PUB socket that re-publishes frames exactly as ddptop
  * received them (no topic: subscribers subscribe to ""), the policy on
- * which endpoints may be bound, and the count of frames a slow subscriber
- * made us drop. Does not own the frames' meaning: each is a protocol v1
+ * which endpoints may be bound. A slow subscriber loses its own frames
+ * (ZeroMQ drops them past its queue of SNDHWM), never another's. Does not own the frames' meaning: each is a protocol v1
  * frame (docs/PROTOCOL.md), readable by any msgpack client.
  * The socket belongs to the thread that opened it (ddptop's main loop).
  *
@@ -48,9 +48,10 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
 /* The endpoint actually bound (a "tcp://127.0.0.1:*" gets its port here). */
 const char *publisher_endpoint(const Publisher *p);
 
-/* Publish one frame, never blocking: when a subscriber's queue is full the
- * frame is dropped (for every subscriber: ZeroMQ's PUB sends to all or
- * none) and counted. Returns 0 sent (or nobody subscribed), 1 dropped. */
+/* Publish one frame, never blocking: a subscriber whose queue is full
+ * misses it, the others get it (ZeroMQ does not tell which, so that is not
+ * counted). Returns 0 handed to ZeroMQ (or nobody subscribed), 1 lost for
+ * every subscriber (counted in publisher_drops). */
 int publisher_send(Publisher *p, const void *frame, size_t len);
 
 uint64_t publisher_sent(const Publisher *p);

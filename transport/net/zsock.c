@@ -86,10 +86,23 @@ static int recv_part(void *sock, zmq_msg_t *part, int flags, char *err, size_t e
     return err_set(err, errlen, "zmq_msg_recv: %s", zmq_strerror(errno));
 }
 
+/* "localhost:UID:GID:PID" on ipc (libzmq with SO_PEERCRED) -> PID; 0
+ * for anything else (tcp gives an address, inproc nothing). */
+static int64_t peer_pid(zmq_msg_t *part)
+{
+    const char *a = zmq_msg_gets(part, "Peer-Address");
+    if (!a || strncmp(a, "localhost:", 10)) return 0;
+    long long uid, gid, pid;
+    char tail;
+    if (sscanf(a + 10, "%lld:%lld:%lld%c", &uid, &gid, &pid, &tail) != 3 || pid <= 0) return 0;
+    return pid;
+}
+
 /* Decode a message part that must be the last one. 0, or 2 with err. */
 static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t errlen, const char *where, ZsTap tap,
-                       void *tap_ctx)
+                       void *tap_ctx, int64_t *pid)
 {
+    if (pid) *pid = peer_pid(part);
     if (zmq_msg_more(part)) {
         int extra = drain(sock);
         msg_init(out, MSG_UNKNOWN);
@@ -111,10 +124,16 @@ int zs_recv(void *sock, Msg *out, int flags, char *err, size_t errlen)
 
 int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char *err, size_t errlen)
 {
+    return zs_recv_peer(sock, out, flags, tap, tap_ctx, NULL, err, errlen);
+}
+
+int zs_recv_peer(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, int64_t *pid, char *err, size_t errlen)
+{
     zmq_msg_t part;
     zmq_msg_init(&part);
+    if (pid) *pid = 0;
     int rc = recv_part(sock, &part, flags, err, errlen);
-    if (rc == 0) rc = decode_last(sock, &part, out, err, errlen, "", tap, tap_ctx);
+    if (rc == 0) rc = decode_last(sock, &part, out, err, errlen, "", tap, tap_ctx, pid);
     zmq_msg_close(&part);
     return rc;
 }
@@ -127,9 +146,16 @@ int zs_recv_from(void *router, void *ident, size_t *ident_len, Msg *out, int fla
 int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
                      char *err, size_t errlen)
 {
+    return zs_recv_from_peer(router, ident, ident_len, out, flags, tap, tap_ctx, NULL, err, errlen);
+}
+
+int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
+                      int64_t *pid, char *err, size_t errlen)
+{
     zmq_msg_t id, body;
     zmq_msg_init(&id);
     *ident_len = 0;
+    if (pid) *pid = 0;
     int rc = recv_part(router, &id, flags, err, errlen);
     if (rc != 0) {
         zmq_msg_close(&id);
@@ -161,7 +187,7 @@ int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int
         if (rc != 1 || errno != EINTR) break;
     }
     if (rc == 0)
-        rc = decode_last(router, &body, out, err, errlen, "peer sent a ", tap, tap_ctx);
+        rc = decode_last(router, &body, out, err, errlen, "peer sent a ", tap, tap_ctx, pid);
     else if (rc == 1)
         rc = err_set(err, errlen, "zmq_msg_recv: body of a message missing");
     zmq_msg_close(&body);

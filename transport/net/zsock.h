@@ -48,6 +48,16 @@ int zs_recv_tap(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, char 
 int zs_recv_from_tap(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
                      char *err, size_t errlen);
 
+/* zs_recv_tap and zs_recv_from_tap that also tell who sent the frame:
+ * *peer_pid gets the sending process's pid on ipc:// (the kernel's
+ * SO_PEERCRED, which ZeroMQ reports as the frame's "Peer-Address"), or 0
+ * where the transport cannot say (tcp://, inproc://). It is set before the
+ * tap runs, so a tap may read it. */
+int zs_recv_peer(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, int64_t *peer_pid, char *err,
+                 size_t errlen);
+int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
+                      int64_t *peer_pid, char *err, size_t errlen);
+
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
  * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).
  * out gets its path. Returns 0 or -1 with err. */

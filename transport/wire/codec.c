@@ -184,10 +184,12 @@ static const Field get_fields[] = {
     FLD("timeout_ms", F_I64, store.timeout_ms),
 };
 
+/* "error" came after the first release: a refusal's reason. */
 static const Field val_fields[] = {
     FLD("key", F_STR, store.key),
     FLD("ok", F_BOOL, store.ok),
     FLD("val", F_BIN, store),
+    FLD("error", F_STR, store.error),
 };
 
 // clang-format off
@@ -878,5 +880,45 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
         msg_done(out);
         msg_init(out, MSG_UNKNOWN);
     }
+    return rc;
+}
+
+/* Only the envelope and "key": a refused set still names the key it was
+ * for, so the store can answer it (PROTOCOL.md: every request gets a reply). */
+int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen)
+{
+    char err[8];
+    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || prescan(frame, len, err, sizeof err) < 0)
+        return -1;
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    int rc = -1;
+    MsgKind k = MSG_UNKNOWN;
+    bool have_key = false, have_v = false;
+    if (msgpack_unpack_next(&up, frame, len, &off) == MSGPACK_UNPACK_SUCCESS && up.data.type == MSGPACK_OBJECT_MAP) {
+        const msgpack_object_map *map = &up.data.via.map;
+        for (uint32_t i = 0; i < map->size; i++) {
+            const msgpack_object *ko = &map->ptr[i].key, *vo = &map->ptr[i].val;
+            if (ko->type != MSGPACK_OBJECT_STR) continue;
+            if (ko->via.str.size == 1 && ko->via.str.ptr[0] == 'v')
+                have_v = vo->type == MSGPACK_OBJECT_POSITIVE_INTEGER && vo->via.u64 == PROTO_VERSION;
+            if (ko->via.str.size == 1 && ko->via.str.ptr[0] == 'k' && vo->type == MSGPACK_OBJECT_STR) {
+                char name[PROTO_STR_SHORT];
+                if (vo->via.str.size < sizeof name && !memchr(vo->via.str.ptr, 0, vo->via.str.size)) {
+                    memcpy(name, vo->via.str.ptr, vo->via.str.size);
+                    name[vo->via.str.size] = 0;
+                    k = msg_kind_from_name(name);
+                }
+            }
+            if (ko->via.str.size == 3 && !memcmp(ko->via.str.ptr, "key", 3) && vo->type == MSGPACK_OBJECT_STR) {
+                utf8_copy(key, keylen < PROTO_STR_MED ? keylen : PROTO_STR_MED, vo->via.str.ptr, vo->via.str.size);
+                have_key = true;
+            }
+        }
+        if (have_v && have_key && (k == MSG_SET || k == MSG_GET || k == MSG_WAIT)) rc = 0;
+    }
+    msgpack_unpacked_destroy(&up);
+    if (rc == 0 && kind) *kind = k;
     return rc;
 }

@@ -34,4 +34,11 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen);
  * freeing. */
 int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen);
 
+/* For a frame codec_decode refused: when it is a store request (set, get or
+ * wait, protocol v1) whose "key" can still be read, *kind (may be NULL) and
+ * key (keylen bytes, cut like any str) get them and 0 is returned, so ddptop
+ * can answer it with ok=false instead of leaving the peer to its timeout;
+ * -1 otherwise. Bounded like codec_decode. */
+int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen);
+
 #endif

@@ -188,7 +188,8 @@ typedef struct {
     int64_t timeout_ms; /* wait/get: how long ddptop may hold the reply */
     uint32_t val_len;
     uint8_t *val; /* heap-owned after decode; msg_done frees */
-    bool ok;      /* val: false when the key timed out */
+    bool ok;      /* val: false when the key timed out or the request was refused */
+    char error[PROTO_STR_MED]; /* val: why ok is false ("" for a timeout) */
 } MsgStore;
 
 typedef struct {

@@ -83,6 +83,7 @@ typedef struct {
     bool ended;
     bool ended_silent; /* ended by silence, not by byes */
     int64_t cmd_id[OP__COUNT];
+    int64_t ping_id; /* ddptop's last ping: echoed in "attach" (proof that this viewer reads) */
     ViewTui *tui;
     ViewHeadless hl;
     Note note;
@@ -105,8 +106,16 @@ static void send_cmd(Attach *A, const char *op, int64_t id, int64_t arg)
 
 static void send_attach(Attach *A)
 {
-    send_cmd(A, "attach", 0, A->control ? 1 : 0);
+    send_cmd(A, "attach", A->ping_id, A->control ? 1 : 0);
     A->last_attach_ms = mono_ms();
+}
+
+/* ddptop's ping: answered at once, so the slot stays ours. */
+static void on_ping(Attach *A, const Msg *m)
+{
+    if (m->kind != MSG_CMD || strcmp(m->u.cmd.op, "ping")) return;
+    A->ping_id = m->u.cmd.id;
+    send_attach(A);
 }
 
 /* c d p a: with --control, sent; read-only, sent as well (ddptop answers
@@ -167,6 +176,7 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     }
     if (m.kind == MSG_CMD || m.kind == MSG_SET || m.kind == MSG_GET || m.kind == MSG_WAIT || m.kind == MSG_VAL ||
         m.kind == MSG_NODE) {
+        on_ping(A, &m);
         msg_done(&m);
         return;
     }
@@ -230,6 +240,7 @@ static int on_frame(Attach *A, const unsigned char *data, size_t len)
     char err[256];
     int rc = codec_decode(data, len, &m, err, sizeof err);
     bool hello = rc == 0 && m.kind == MSG_HELLO && m.rank >= 0;
+    if (rc == 0) on_ping(A, &m);
     if (rc == 0 && m.kind == MSG_LOG && m.rank < 0) {
         A->answered = true;
         if (!strncmp(m.u.log.text, REFUSED_PREFIX, strlen(REFUSED_PREFIX)))

@@ -31,14 +31,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
 #include "net/zsock.h"
 
 #define VIEWERS_MAX             16
-/* Forgotten when silent this long (a viewer says "attach" every second). */
+/* Forgotten when it has not answered a ping this long: a viewer echoes
+ * the id of ddptop's last ping in its "attach" (every second), so a peer
+ * that re-sends "attach" without reading what it is sent loses its slot.
+ * A newcomer answers a ping before it gets one (the ping's id a keyed hash
+ * of its routing id: nothing to remember for peers that never answer), so
+ * such peers cannot take the slots back either. */
 #define VIEWERS_TIMEOUT_MS      6000
+#define VIEWERS_PING_MS         1000
 /* Snapshot bounds: shards larger than this are not kept (a viewer sees
  * the next epoch's), nor anything once the total would pass the cap. */
 #define VIEWERS_SHARD_MAX_BYTES (1u << 20)
@@ -53,7 +60,10 @@
 /* Outbound queue bounds per viewer; past them frames are dropped (counted). */
 #define VIEWERS_QUEUE_MAX       65536
 #define VIEWERS_QUEUE_MAX_BYTES (32u << 20)
-#define VIEWERS_BURST           500
+/* Under half the ROUTER's 1000-frame pipe: a reader's credit comes back
+ * 500 frames at a time, so bursts of 500 fit only while nothing else (a
+ * ping, a log) shares the pipe; 400 leaves room for those. */
+#define VIEWERS_BURST           400
 #define VIEWERS_BURST_GAP_NS    2000000LL
 
 typedef struct {
@@ -81,6 +91,9 @@ typedef struct {
     long pid; /* from "view-<pid>-...", 0 unknown */
     bool control;
     int64_t last_ms;    /* last heard, caller's clock */
+    int64_t alive_ms;   /* attached, or sent the ping it last answered */
+    int64_t ping_id[2]; /* the last two pings sent ([0] newest) */
+    int64_t ping_ms[2]; /* when */
     int64_t last_id[4]; /* highest command id seen per op */
     Blob **q;           /* ring of q_cap */
     size_t q_head, q_len, q_cap, q_bytes;
@@ -103,7 +116,9 @@ struct Viewers {
     int n; /* attached */
     int next_seq;
     uint64_t drops;
-    void *router; /* the ctl ROUTER last passed in: viewers_tick pumps through it */
+    void *router;    /* the ctl ROUTER last passed in: viewers_tick pumps through it */
+    uint64_t rng;    /* ping ids: not guessable from the clock */
+    uint64_t secret; /* keys a newcomer's ping id */
     CodecBuf buf;
 };
 
@@ -157,6 +172,9 @@ Viewers *viewers_new(int world)
     for (int r = 0; r < world; r++)
         if (!(v->ranks[r].steps = calloc((size_t)v->step_keep, sizeof *v->ranks[r].steps))) goto fail;
     codec_buf_init(&v->buf);
+    v->rng = (uint64_t)mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)v;
+    v->secret = v->rng * 0x9e3779b97f4a7c15ull ^ (uint64_t)wall_ns();
+    if (!v->rng) v->rng = 1;
     return v;
 fail:
     if (v->ranks)
@@ -518,6 +536,26 @@ static void label(const Viewer *w, long pid, char *who, size_t wholen)
         snprintf(who, wholen, "viewer");
 }
 
+/* The id of the ping a newcomer must answer before it is let in. */
+static int64_t admission_id(const Viewers *v, const void *ident, size_t ident_len)
+{
+    uint64_t h = 14695981039346656037ull ^ v->secret;
+    for (int round = 0; round < 2; round++) /* twice over: the secret mixes into every byte */
+        for (size_t i = 0; i < ident_len; i++) h = (h ^ ((const unsigned char *)ident)[i]) * 1099511628211ull;
+    return (int64_t)(h >> 2) + 1;
+}
+
+static void send_ping(Viewers *v, void *router, const void *ident, size_t ident_len, int64_t id)
+{
+    Msg m;
+    char err[128];
+    msg_init(&m, MSG_CMD);
+    m.t_ns = proto_now_ns();
+    m.u.cmd.id = id;
+    snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "ping");
+    zs_send_to(router, ident, ident_len, &m, &v->buf, ZMQ_DONTWAIT, err, sizeof err);
+}
+
 static int op_index(const char *op)
 {
     static const char *const ops[4] = { "ckpt", "stop", "pause", "abort" };
@@ -542,6 +580,9 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
 
     if (!strcmp(c->op, "attach")) {
         bool control = c->arg != 0;
+        /* an answer to one of the last two pings proves it reads */
+        for (int i = 0; w && c->id > 0 && i < 2; i++)
+            if (c->id == w->ping_id[i] && w->ping_ms[i] > w->alive_ms) w->alive_ms = w->ping_ms[i];
         if (w && w->control == control) return VIEWER_NONE; /* the once-a-second refresh */
         if (!w) {
             if (v->n >= VIEWERS_MAX) {
@@ -549,6 +590,11 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
                 snprintf(text, sizeof text, "attach refused: %d viewers are attached already (the most ddptop serves)",
                          VIEWERS_MAX);
                 say(v, ctl_router, ident, ident_len, "warn", text);
+                return VIEWER_NONE;
+            }
+            int64_t want = admission_id(v, ident, ident_len);
+            if (c->id != want) { /* first prove you read: answer this */
+                send_ping(v, ctl_router, ident, ident_len, want);
                 return VIEWER_NONE;
             }
             int slot = 0;
@@ -561,6 +607,8 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
             w->seq = ++v->next_seq;
             w->pid = pid;
             w->last_ms = now_ms;
+            w->alive_ms = now_ms;
+            w->ping_ms[0] = w->ping_ms[1] = now_ms; /* the first ping a second from now */
             v->n++;
             label(w, pid, who, wholen);
         }
@@ -599,7 +647,7 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
     if (op < 0) return VIEWER_NONE; /* an op for someone else (or a newer viewer): skipped */
     if (!w) {
         say(v, ctl_router, ident, ident_len, "warn",
-            "not attached (or forgotten after 6 s of silence): send {\"op\":\"attach\"} first");
+            "not attached (or forgotten: no answer to ddptop's pings for 6 s): send {\"op\":\"attach\"} first");
         return VIEWER_NONE;
     }
     if (c->id > 0) {
@@ -618,16 +666,31 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
     return act[op];
 }
 
+/* {"k":"cmd","op":"ping","id":N} to one viewer, N fresh and random; it
+ * answers by sending "attach" with id N. */
+static void ping(Viewers *v, Viewer *w, int64_t now_ms)
+{
+    v->rng ^= v->rng << 13;
+    v->rng ^= v->rng >> 7;
+    v->rng ^= v->rng << 17;
+    w->ping_id[1] = w->ping_id[0];
+    w->ping_ms[1] = w->ping_ms[0];
+    w->ping_id[0] = (int64_t)(v->rng >> 2) + 1;
+    w->ping_ms[0] = now_ms;
+    if (v->router) send_ping(v, v->router, w->ident, w->ident_len, w->ping_id[0]);
+}
+
 int viewers_tick(Viewers *v, int64_t now_ms)
 {
     if (!v) return 0;
     for (int i = 0; i < VIEWERS_MAX; i++) {
         Viewer *w = &v->v[i];
         if (!w->used) continue;
-        if (now_ms - w->last_ms > VIEWERS_TIMEOUT_MS) {
+        if (now_ms - w->alive_ms > VIEWERS_TIMEOUT_MS) {
             forget(v, w);
             continue;
         }
+        if (now_ms - w->ping_ms[0] >= VIEWERS_PING_MS) ping(v, w, now_ms);
         pump(v, v->router, w, false);
     }
     return v->n;

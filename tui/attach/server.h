@@ -10,13 +10,17 @@
  *
  * The wire (docs/PROTOCOL.md, "Attached viewers"): a viewer is a DEALER on
  * the job's control endpoint with a routing id "view-..." that sends
- *   {"k":"cmd","op":"attach","arg":0|1}    (1: --control), at least every 2 s
+ *   {"k":"cmd","op":"attach","arg":0|1,"id":P}    (1: --control), at least every 2 s
  *   {"k":"cmd","op":"ckpt"|"stop"|"pause"|"abort", "id":N}
  *   {"k":"cmd","op":"detach"}
  * ddptop answers "attach" with the snapshot, then forwards frames as they
  * come; a command from a read-only viewer is answered with a "log" message
  * (level "warn") that says so, and applied only for --control viewers.
- * A viewer silent for 6 s is forgotten.
+ * Every second ddptop sends each viewer {"k":"cmd","op":"ping","id":P}
+ * (P random); the viewer's next "attach" carries the last P it got. A
+ * viewer that has answered no ping for 6 s is forgotten (its slot freed),
+ * however often it re-sends "attach". A newcomer's first "attach" is
+ * answered with a ping only; it is let in when it answers that. 
  */
 #ifndef DDPTOP_VIEWERS_H
 #define DDPTOP_VIEWERS_H
@@ -62,7 +66,8 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
 ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const Msg *m,
                             int64_t now_ms, char *who, size_t wholen);
 
-/* Forget viewers silent for too long. Returns how many are attached. */
+/* Ping the viewers (once a second each), pump their queues and forget
+ * those that answered no ping for 6 s. Returns how many are attached. */
 int viewers_tick(Viewers *v, int64_t now_ms);
 int viewers_count(const Viewers *v);
 uint64_t viewers_drops(const Viewers *v);

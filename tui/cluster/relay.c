@@ -64,14 +64,15 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     snprintf(r->up_ctl, sizeof r->up_ctl, "%s", up_ctl);
     r->ctl = zmq_socket(zctx, ZMQ_ROUTER);
     r->tel = zmq_socket(zctx, ZMQ_PULL);
-    int zero = 0, one = 1, hwm = 100000;
+    int zero = 0, hwm = 100000;
     if (!r->ctl || !r->tel) {
         err_set(err, errlen, "zeromq: %s", zmq_strerror(errno));
         goto fail;
     }
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one); /* a restarted rank */
+    /* no ZMQ_ROUTER_HANDOVER: a second "rank-N" must not take a live rank's
+     * traffic; a restarted rank connects after the old one is gone */
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
     int64_t maxmsg = 8 << 20; /* PROTO_MAX_FRAME_BYTES: larger frames are refused upstream anyway */
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);

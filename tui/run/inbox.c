@@ -1,35 +1,216 @@
 /* inbox.c — what arrives on the tel PULL and ctl ROUTER sockets: every
- * frame is tapped as received (recording, --publish, viewers), then each
- * message goes where its sender says: agents to nodes.h, viewers to
- * peers.c, store requests to the store, the ranks' own to the job model.
- * See internal.h. Main thread.
+ * frame is checked against who sent it, tapped as received (recording,
+ * --publish, viewers), then each message goes where its sender says:
+ * agents to nodes.h, viewers to peers.c, store requests to the store, the
+ * ranks' own to the job model. See internal.h. Main thread.
+ *
+ * Who a rank is (docs/CLUSTER.md, "Trust"): the process whose hello came
+ * on ctl from routing id rank-R, with the pid ddptop started for R (this
+ * node's ranks) and, on ipc, the pid the kernel says sent the frame. ctl
+ * has no ZMQ_ROUTER_HANDOVER, so while that process is connected nobody
+ * else can hold rank-R; a restarted rank (new pid) is admitted once the
+ * old one's connection is gone. A hello that fails these checks is refused
+ * (named in the events); any other frame whose "r" is not its sender's rank
+ * (ctl: routing id; ipc tel: pid) is dropped and counted with the bad
+ * frames: one warning, then the count. Frames dropped here reach neither
+ * the job model nor the recording, the viewers or --publish.
  */
 #include "run/internal.h"
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
 #include "base/clock.h"
+#include "launch/procstat.h"
+
+/* A step cannot have dropped more telemetry than this many messages per
+ * step it reports (a step sends one step, a coll per bucket, a beat a
+ * second): a larger "drops" is forged or corrupt. */
+#define DROPS_PER_STEP_MAX 65536
+
+typedef enum { FROM_OK = 0, FROM_STALE, FROM_FOREIGN, FROM_IMPLAUSIBLE, FROM_BAD_HELLO } FromVerdict;
 
 /* Every frame as received goes to the recording and the PUB socket,
- * before it is decoded (so malformed frames are kept for a post-mortem). */
+ * before it is decoded (so malformed frames are kept for a post-mortem),
+ * unless its sender had no right to send it. */
 typedef struct {
     Run *r;
     RecSource src;
     const char *ident; /* ctl: the sender's routing id, set before the tap runs */
     const size_t *ident_len;
+    const int64_t *pid; /* the sender's pid where the transport says (ipc), else 0 */
+    FromVerdict verdict;
+    char why[512];  /* for a refused hello or a foreign frame */
+    bool store_key; /* a refused frame was a store request for key: answer it */
+    char key[PROTO_STR_MED];
 } Tap;
+
+static bool is_rank_kind(MsgKind k)
+{
+    return k != MSG_SET && k != MSG_GET && k != MSG_WAIT && k != MSG_VAL && k != MSG_CMD && k != MSG_NODE &&
+           k != MSG_UNKNOWN;
+}
+
+/* "rank-N" -> N; -1 for any other routing id. */
+static int ident_rank(const char *ident, size_t len)
+{
+    if (!ident || len < 6 || len > 16 || memcmp(ident, "rank-", 5)) return -1;
+    int n = 0;
+    for (size_t i = 5; i < len; i++) {
+        if (ident[i] < '0' || ident[i] > '9' || (i == 5 && ident[i] == '0' && len > 6)) return -1;
+        n = n * 10 + (ident[i] - '0');
+        if (n > 1000000000) return -1;
+    }
+    return n;
+}
+
+/* Values no worker sends: a "drops" past DROPS_PER_STEP_MAX a step, an eval
+ * that is not rank 0's or whose counts do not add up. */
+static bool implausible(const Msg *m)
+{
+    if (m->kind == MSG_STEP) {
+        const MsgStep *s = &m->u.step;
+        if (s->step < 0 || s->samples < 0) return true;
+        uint64_t cap = (uint64_t)s->step < UINT64_MAX / DROPS_PER_STEP_MAX - 1
+                           ? ((uint64_t)s->step + 1) * DROPS_PER_STEP_MAX
+                           : UINT64_MAX;
+        return s->drops > cap;
+    }
+    if (m->kind == MSG_EVAL) {
+        const MsgEval *e = &m->u.eval;
+        return m->rank != 0 || e->total <= 0 || e->correct < 0 || e->correct > e->total || !(e->accuracy >= 0) ||
+               e->accuracy > 1;
+    }
+    return false;
+}
+
+/* The pid ddptop itself started for rank k (this node's ranks), 0 when it
+ * did not start it (listen, other nodes' ranks, before the launch). */
+static int64_t started_pid(const Run *r, int k)
+{
+    if (r->external || !r->l || k >= r->o->nproc) return 0;
+    return launcher_pid(r->l, k);
+}
+
+/* A rank's process that has exited (a zombie, or reaped). Its bye may
+ * still come from elsewhere (a helper it left behind): the verdict needs
+ * the real exit 0 anyway, so such a bye cannot make a failure look clean. */
+static bool process_ended(int64_t pid)
+{
+    ProcStat st;
+    return procstat_read((pid_t)pid, &st) < 0 || st.state == 'Z' || st.state == 0;
+}
+
+static FromVerdict check_hello(Tap *t, const Msg *m, const char *ident, size_t ident_len, int64_t pid)
+{
+    Run *r = t->r;
+    int k = m->rank;
+    int64_t claimed = m->u.hello.pid, expect = started_pid(r, k);
+    char who[ZS_IDENT_MAX + 4];
+    snprintf(who, sizeof who, "\"%.*s\"", (int)ident_len, ident);
+    for (char *c = who; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+    char from[48] = "";
+    if (pid) snprintf(from, sizeof from, ", process %" PRId64, pid);
+    if (ident_rank(ident, ident_len) != k)
+        snprintf(t->why, sizeof t->why,
+                 "refused a hello for rank %d from routing id %s (pid %" PRId64 "%s): rank %d's routing id is rank-%d",
+                 k, who, claimed, from, k, k);
+    else if (pid && claimed != pid)
+        snprintf(t->why, sizeof t->why,
+                 "refused a hello for rank %d from %s: it claims pid %" PRId64 " but comes from process %" PRId64, k,
+                 who, claimed, pid);
+    else if (expect && claimed != expect)
+        snprintf(t->why, sizeof t->why,
+                 "refused a hello for rank %d from %s (pid %" PRId64 "%s): ddptop started rank %d as pid %" PRId64, k,
+                 who, claimed, from, k, expect);
+    else
+        return FROM_OK;
+    return FROM_BAD_HELLO;
+}
+
+/* May this sender send m? Sets t->verdict (and t->why); no side effects,
+ * so the tap and handle_msg agree. */
+static FromVerdict check_sender(Tap *t, const Msg *m)
+{
+    Run *r = t->r;
+    const char *ident = t->ident;
+    size_t ident_len = t->ident_len ? *t->ident_len : 0;
+    int64_t pid = t->pid ? *t->pid : 0;
+    if (!is_rank_kind(m->kind) || m->rank < 0 || !r->rk || m->rank >= r->job->world) return FROM_OK;
+    const RunRank *rk = &r->rk[m->rank];
+    if (ident && m->kind == MSG_HELLO) return check_hello(t, m, ident, ident_len, pid);
+    if (ident) {
+        bool mine = rk->ident_len ? (rk->ident_len == ident_len && !memcmp(rk->ident, ident, ident_len))
+                                  : ident_rank(ident, ident_len) == m->rank;
+        if (!mine) {
+            snprintf(t->why, sizeof t->why, "routing id \"%.*s\"", (int)(ident_len < 64 ? ident_len : 64), ident);
+            return FROM_FOREIGN;
+        }
+    } else if (pid) {
+        int64_t own = rk->pid ? rk->pid : started_pid(r, m->rank);
+        if (own && pid != own && !(m->kind == MSG_BYE && process_ended(own))) {
+            if (pid == rk->prev_pid) return FROM_STALE;
+            snprintf(t->why, sizeof t->why, "process %" PRId64 " (rank %d is process %" PRId64 ")", pid, m->rank, own);
+            return FROM_FOREIGN;
+        }
+    }
+    if (implausible(m)) {
+        snprintf(t->why, sizeof t->why, "rank %d's %s with values no worker sends", m->rank, msg_kind_name(m->kind));
+        return FROM_IMPLAUSIBLE;
+    }
+    return FROM_OK;
+}
 
 static void tap_frame(void *ctx, const void *frame, size_t len, const Msg *m, int rc)
 {
     Tap *t = ctx;
     char err[512];
-    /* only the ranks' own frames: not agents' or viewers' */
-    if (t->ident && (*t->ident_len < 5 || memcmp(t->ident, "rank-", 5))) return;
-    if (t->r->viewers) viewers_on_decoded(t->r->viewers, t->r->ctl, frame, len, m, rc);
-    if (t->r->rec && recorder_write(t->r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
-        job_event(t->r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
-    if (t->r->pub) publisher_send(t->r->pub, frame, len);
+    t->verdict = FROM_OK;
+    t->store_key = false;
+    /* only the ranks' own frames are passed on: not agents' or viewers',
+     * and not a stranger's (whose rank frames are refused) */
+    if (t->ident && (*t->ident_len < 5 || memcmp(t->ident, "rank-", 5))) {
+        bool routed =
+            viewers_is_viewer_ident(t->ident, *t->ident_len) || (*t->ident_len >= 5 && !memcmp(t->ident, "node-", 5));
+        if (rc == 0 && !routed) t->verdict = check_sender(t, m);
+        return;
+    }
+    if (rc < 0 && t->ident) {
+        MsgKind k;
+        t->store_key = codec_store_key(frame, len, &k, t->key, sizeof t->key) == 0;
+    }
+    if (rc == 0 && (t->verdict = check_sender(t, m)) != FROM_OK) return;
+    Run *r = t->r;
+    if (r->viewers) viewers_on_decoded(r->viewers, r->ctl, frame, len, m, rc);
+    if (r->rec && recorder_write(r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
+    if (r->pub) publisher_send(r->pub, frame, len);
+}
+
+/* A frame the tap refused: counted with the bad frames; a hello named in
+ * the events (at most one such line a second), a foreign frame once. */
+static void refused(Run *r, const Tap *t, const Msg *m)
+{
+    r->refused_frames++;
+    r->job->bad_frames++;
+    r->job->version++;
+    int64_t now = mono_ms();
+    if (t->verdict == FROM_BAD_HELLO) {
+        if (now - r->refused_note_ms < 1000 && r->refused_note_ms) return;
+        r->refused_note_ms = now;
+        job_event(r->job, mono_ns(), wall_ns(), m->rank, EV_WARN, "%s", t->why);
+        return;
+    }
+    if (r->refused_warned) return;
+    r->refused_warned = true;
+    job_event(r->job, mono_ns(), wall_ns(), m->rank, EV_WARN,
+              "dropped a %s claiming rank %d from %s; such frames are dropped and counted in bad frames",
+              msg_kind_name(m->kind), (int)m->rank, t->why);
 }
 
 /* listen: a rank's word is its only sign of life, and its bye its exit. */
@@ -57,7 +238,11 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
         return;
     }
     if (m->kind == MSG_SET || m->kind == MSG_GET || m->kind == MSG_WAIT) {
-        if (ident) store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
+        if (ident && ident_rank(ident, ident_len) < 0)
+            store_refuse(r->ctl, ident, ident_len, m->u.store.key,
+                         "the store serves the ranks only (routing id rank-N)", &r->buf);
+        else if (ident)
+            store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
         return;
     }
     if (m->kind == MSG_NODE || m->kind == MSG_CMD) return; /* not a rank's */
@@ -66,7 +251,11 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
     job_apply(r->job, m, now, wall_ns());
     bench_on_msg(r->bench, m, now);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
-        r->rk[m->rank].routable = true;
+        RunRank *rk = &r->rk[m->rank];
+        rk->routable = true;
+        memcpy(rk->ident, ident, ident_len);
+        rk->ident_len = ident_len;
+        rk->pid = m->u.hello.pid;
         run_flush_cmds(r);
     }
 }
@@ -77,23 +266,28 @@ int run_drain(Run *r)
     char err[256];
     char ident[ZS_IDENT_MAX];
     size_t ident_len = 0;
-    Tap tel_tap = { r, REC_SRC_TEL, NULL, NULL }, ctl_tap = { r, REC_SRC_CTL, ident, &ident_len };
-    ZsTap tap = (r->rec || r->pub || r->viewers) ? tap_frame : NULL;
+    int64_t pid = 0;
+    Tap tel_tap = { .r = r, .src = REC_SRC_TEL, .pid = &pid };
+    Tap ctl_tap = { .r = r, .src = REC_SRC_CTL, .ident = ident, .ident_len = &ident_len, .pid = &pid };
     for (int i = 0; i < 4096; i++) {
         Msg m;
-        int rc = zs_recv_tap(r->tel, &m, ZMQ_DONTWAIT, tap, &tel_tap, err, sizeof err);
+        int rc = zs_recv_peer(r->tel, &m, ZMQ_DONTWAIT, tap_frame, &tel_tap, &pid, err, sizeof err);
         if (rc == 1 || rc < 0) break;
         if (rc == 2) {
             r->job->bad_frames++;
             r->job->version++;
             continue;
         }
-        handle_msg(r, NULL, 0, &m);
+        if (tel_tap.verdict == FROM_OK)
+            handle_msg(r, NULL, 0, &m);
+        else if (tel_tap.verdict != FROM_STALE)
+            refused(r, &tel_tap, &m);
         msg_done(&m);
     }
     for (int i = 0; i < 1024; i++) {
         Msg m;
-        int rc = zs_recv_from_tap(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap, &ctl_tap, err, sizeof err);
+        int rc =
+            zs_recv_from_peer(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap_frame, &ctl_tap, &pid, err, sizeof err);
         if (rc == 1 || rc < 0) break;
         int node;
         if (rc == 2 && r->nodes && ident_len && nodes_ident(ident, ident_len, &node)) {
@@ -102,11 +296,17 @@ int run_drain(Run *r)
             continue;
         }
         if (rc == 2) {
+            /* a store request the decoder refused (a value over 1 MiB) is
+             * still answered, so its sender need not wait out a timeout */
+            if (ctl_tap.store_key) store_refuse(r->ctl, ident, ident_len, ctl_tap.key, err, &r->buf);
             r->job->bad_frames++;
             r->job->version++;
             continue;
         }
-        handle_msg(r, ident, ident_len, &m);
+        if (ctl_tap.verdict == FROM_OK)
+            handle_msg(r, ident, ident_len, &m);
+        else if (ctl_tap.verdict != FROM_STALE)
+            refused(r, &ctl_tap, &m);
         msg_done(&m);
         n_ctl++;
     }
@@ -115,9 +315,13 @@ int run_drain(Run *r)
 
 void run_take_hello(Run *r, RunHello *h)
 {
-    Tap t = { r, REC_SRC_CTL, h->ident, &h->ident_len };
+    int64_t pid = 0;
+    Tap t = { .r = r, .src = REC_SRC_CTL, .ident = h->ident, .ident_len = &h->ident_len, .pid = &pid };
     tap_frame(&t, h->frame.data, h->frame.len, &h->msg, 0);
-    handle_msg(r, h->ident, h->ident_len, &h->msg);
+    if (t.verdict == FROM_OK)
+        handle_msg(r, h->ident, h->ident_len, &h->msg);
+    else
+        refused(r, &t, &h->msg);
     msg_done(&h->msg);
     h->have = false;
 }

@@ -48,6 +48,11 @@ typedef struct {
     int exit_pid, exit_status; /* that exit, waiting for its bye */
     int64_t heard_ms;          /* listen: last message from it */
     bool ext_ended;            /* listen: bye or silence ended it */
+    /* inbox.c: who the rank is (its hello's routing id and pid), and the
+     * pid before a restart (its late frames are dropped without a word) */
+    char ident[ZS_IDENT_MAX];
+    size_t ident_len;
+    int64_t pid, prev_pid;
 } RunRank;
 
 typedef struct {
@@ -94,6 +99,9 @@ typedef struct {
     bool quit_after;
     int handled_signals;
     char status[256];
+    uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
+    int64_t refused_note_ms; /* last event about a refused hello */
+    bool refused_warned;     /* the one event about frames with someone else's r */
 } Run;
 
 /* listen: the first hello, read before the world size (and so the job

@@ -92,8 +92,9 @@ static void forget_silent_viewers(Run *r)
 {
     int before = viewers_count(r->viewers), after = viewers_tick(r->viewers, mono_ms());
     if (after < before)
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%d viewer%s went silent and %s forgotten (%d attached)",
-                  before - after, before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO,
+                  "%d viewer%s stopped answering and %s forgotten (%d attached)", before - after,
+                  before - after == 1 ? "" : "s", before - after == 1 ? "was" : "were", after);
 }
 
 /* The rendezvous ended without a job: the agents are told why, and the

@@ -116,13 +116,14 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
      * would need 500k messages/s to fill it), and no frame above what the
      * decoder accepts: ZeroMQ drops a peer that sends one, before a byte
      * of it is buffered. Together they bound what a flood can hold. */
-    int hwm = 10000, zero = 0, one = 1;
+    int hwm = 10000, zero = 0;
     int64_t maxmsg = (int64_t)PROTO_MAX_FRAME_BYTES;
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    /* a restarted rank takes over its routing id ("rank-N") at once */
-    zmq_setsockopt(r->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    /* No ZMQ_ROUTER_HANDOVER: while a rank's process is connected nobody
+     * else can take its routing id (inbox.c); a restarted rank gets it
+     * once the old connection is gone, which it is by the restart. */
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     if (r->tcp &&
@@ -192,7 +193,7 @@ void run_teardown(Run *r)
     }
     if (r->pub) {
         if (publisher_drops(r->pub))
-            fprintf(stderr, "ddptop: --publish: %llu frames dropped for slow subscribers\n",
+            fprintf(stderr, "ddptop: --publish: %llu frames could not be published at all\n",
                     (unsigned long long)publisher_drops(r->pub));
         publisher_close(&r->pub); /* before zmq_ctx_term, which would wait on it */
     }

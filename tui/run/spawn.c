@@ -132,6 +132,7 @@ int run_restart(Run *r, char *err, size_t errlen)
                               .sent_pause = r->pause_id,
                               .sent_resume = r->resume_id,
                               .heard_ms = r->rk[k].heard_ms,
+                              .prev_pid = r->rk[k].pid, /* its late frames are not a stranger's */
                               .ext_ended = r->rk[k].ext_ended };
     r->stop_requested = false;
     r->rung = 0;

@@ -339,11 +339,11 @@ int uplink_store_set(void *ctx, const char *key, const void *val, size_t len, ch
     int rc = store_call(u, &req, 0, &rep, err, errlen);
     if (rc != 0) return -1;
     bool ok = rep.u.store.ok;
+    if (!ok)
+        snprintf(err, errlen, "store: ddptop refused set \"%s\"%s%s", key, rep.u.store.error[0] ? ": " : "",
+                 rep.u.store.error);
     msg_done(&rep);
-    if (!ok) {
-        snprintf(err, errlen, "store: ddptop refused set \"%s\"", key);
-        return -1;
-    }
+    if (!ok) return -1;
     return 0;
 }
 

@@ -61,7 +61,7 @@ EXPECT = {
     "set": dict(r=3, key="rdzv/nccl_id", val=VAL),
     "get": dict(r=3, key="rdzv/nccl_id", timeout_ms=30000),
     "wait": dict(r=3, key="rdzv/nccl_id", timeout_ms=30000),
-    "val": dict(key="rdzv/nccl_id", ok=True, val=VAL),
+    "val": dict(key="rdzv/nccl_id", ok=True, val=VAL, error="store full"),
 }
 
 failures = []

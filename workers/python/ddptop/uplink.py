@@ -150,8 +150,10 @@ class Uplink:
         raise StoreError(f'store: no reply from ddptop for "{key}" within {timeout_s + STORE_MARGIN_S:g} s')
 
     def store_set(self, key, val):
-        if not self._store("set", key, {"val": val}, 0).get("ok"):
-            raise StoreError(f'store: ddptop refused set "{key}"')
+        m = self._store("set", key, {"val": val}, 0)
+        if not m.get("ok"):
+            why = m.get("error") or ""
+            raise StoreError(f'store: ddptop refused set "{key}"' + (f": {why}" if why else ""))
 
     def store_get(self, key, timeout_s):
         m = self._store("get", key, {"timeout_ms": int(timeout_s * 1000)}, timeout_s)
