@@ -15,14 +15,14 @@ rc=$?
 grep -q "DDPTOP_CONNECT=tcp://127.0.0.1:$port needs the job's key file: set DDPTOP_KEYS=FILE" "$TMP/nokeys" \
     || { cat "$TMP/nokeys"; die "no key file: not said"; }
 
-"$DDPTOP" listen tcp://127.0.0.1:$port --headless --json --keys "$keys" >"$out" 2>&1 &
+timeout 150 "$DDPTOP" listen tcp://127.0.0.1:$port --headless --json --keys "$keys" >"$out" 2>&1 &
 pl=$!
 CLEANUPS+=("kill -9 $pl")
 wait_for 10 test -s "$keys" || { cat "$out"; die "listen wrote no key file"; }
 pids=()
 for r in 0 1; do
     env -u DDPTOP_CTL -u DDPTOP_TEL -u DDPTOP_JOB $(rank_env $r) DDPTOP_CONNECT=tcp://127.0.0.1:$port \
-        DDPTOP_KEYS="$keys" "$PY" -m ddptop examples/ddp_basics.py --data synthetic --limit 512 --epochs 1 \
+        DDPTOP_KEYS="$keys" timeout 120 "$PY" -m ddptop examples/ddp_basics.py --data synthetic --limit 512 --epochs 1 \
         --out "$TMP/model.pt" >"$TMP/w$r" 2>&1 &
     pids+=($!)
     CLEANUPS+=("kill -9 $!")
