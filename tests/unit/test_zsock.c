@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,42 @@ static void test_private_dir(void)
     char tiny[8];
     CHECK(zs_private_dir(tiny, sizeof tiny, err, sizeof err) == -1, "8-byte buffer accepted");
     zs_private_dir_remove(NULL);
+    TEST_END();
+}
+
+/* A ddptop killed with -9 leaves its private directory; the next one removes
+ * it, but never one whose ddptop still runs, nor one without an owner file. */
+static void test_private_dir_sweep(void)
+{
+    TEST_BEGIN("private_dir_sweep_removes_only_the_dead_ones");
+    char dead[256], alive[256], unowned[256], err[256];
+    CHECK(zs_private_dir(dead, sizeof dead, err, sizeof err) == 0, "zs_private_dir: %s", err);
+    CHECK(zs_private_dir(alive, sizeof alive, err, sizeof err) == 0, "zs_private_dir: %s", err);
+    CHECK(zs_private_dir(unowned, sizeof unowned, err, sizeof err) == 0, "zs_private_dir: %s", err);
+    /* a pid that is gone: a child that has exited and been reaped */
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, NULL, 0);
+    char f[300];
+    snprintf(f, sizeof f, "%s/owner.pid", dead);
+    FILE *fp = fopen(f, "w");
+    if (fp) {
+        fprintf(fp, "%ld\n", (long)child);
+        fclose(fp);
+    }
+    snprintf(f, sizeof f, "%s/rank-0.log", dead);
+    fp = fopen(f, "w");
+    if (fp) fclose(fp);
+    snprintf(f, sizeof f, "%s/owner.pid", unowned);
+    unlink(f);
+    int n = zs_private_dir_sweep();
+    struct stat st;
+    CHECK(n >= 1, "swept %d", n);
+    CHECK(stat(dead, &st) == -1 && errno == ENOENT, "%s (owner gone) still exists", dead);
+    CHECK(stat(alive, &st) == 0, "%s (owner alive) was removed", alive);
+    CHECK(stat(unowned, &st) == 0, "%s (no owner file) was removed", unowned);
+    zs_private_dir_remove(alive);
+    zs_private_dir_remove(unowned);
     TEST_END();
 }
 
@@ -276,6 +313,7 @@ static void test_drop(void *ctx, const char *dir)
 int main(void)
 {
     test_private_dir();
+    test_private_dir_sweep();
 
     char dir[256], err[256];
     if (zs_private_dir(dir, sizeof dir, err, sizeof err) < 0) {

@@ -15,6 +15,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,12 +196,22 @@ int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, in
     return rc;
 }
 
-int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
+/* Where private directories go: $TMPDIR, unless too long for sun_path (every
+ * bind would fail later with a puzzling error); /tmp always fits. */
+static const char *private_base(void)
 {
     const char *base = getenv("TMPDIR");
-    /* A TMPDIR too long for sun_path would make every bind fail later with
-     * a puzzling error; /tmp always fits. */
     if (!base || !*base || strlen(base) + sizeof "/ddptop-XXXXXX" > ZS_DIR_MAX) base = "/tmp";
+    return base;
+}
+
+/* The owner file: the pid of the ddptop that made the directory, so the
+ * next ddptop can tell a directory left by a killed one (zs_private_dir_sweep). */
+#define ZS_OWNER_FILE "owner.pid"
+
+int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
+{
+    const char *base = private_base();
     char path[ZS_DIR_MAX + 16];
     int n = snprintf(path, sizeof path, "%s/ddptop-XXXXXX", base);
     if (n < 0 || (size_t)n >= sizeof path) return err_set(err, errlen, "private dir: path under %s too long", base);
@@ -214,8 +226,44 @@ int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
         rmdir(path);
         return err_set(err, errlen, "private dir: output buffer of %zu bytes too small", outlen);
     }
+    char owner[ZS_DIR_MAX + 32];
+    snprintf(owner, sizeof owner, "%s/" ZS_OWNER_FILE, path);
+    FILE *f = fopen(owner, "w");
+    if (f) {
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+    }
     memcpy(out, path, (size_t)n + 1);
     return 0;
+}
+
+int zs_private_dir_sweep(void)
+{
+    const char *base = private_base();
+    DIR *d = opendir(base);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "ddptop-", 7) != 0 || strlen(e->d_name) != 13) continue;
+        char dir[ZS_DIR_MAX + 16], owner[ZS_DIR_MAX + 32];
+        if (snprintf(dir, sizeof dir, "%s/%s", base, e->d_name) >= (int)sizeof dir) continue;
+        struct stat st;
+        /* only our own private directories, never through a link */
+        if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) continue;
+        snprintf(owner, sizeof owner, "%s/" ZS_OWNER_FILE, dir);
+        FILE *f = fopen(owner, "r");
+        if (!f) continue; /* no owner file: not ours to judge */
+        long pid = 0;
+        int got = fscanf(f, "%ld", &pid);
+        fclose(f);
+        if (got != 1 || pid <= 0 || pid > INT32_MAX) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to ask) */
+        zs_private_dir_remove(dir);
+        removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 void zs_private_dir_remove(const char *dir)

@@ -4,6 +4,7 @@
  */
 #include "run/internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,6 +50,13 @@ int run_job_keys(Run *r, char *err, size_t errlen)
 /* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
  * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
  * or what `listen` was given. A bad endpoint is ERR_USAGE. */
+/* HOST is an IPv4 literal (not a name to resolve; IPv6 keeps binding "*"). */
+static bool numeric_host(const char *host)
+{
+    struct in_addr a;
+    return inet_pton(AF_INET, host, &a) == 1;
+}
+
 static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err, size_t errlen)
 {
     const RunOptions *o = r->o;
@@ -83,8 +91,11 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
             return err_setv(ERR_USAGE, err, errlen,
                             "--rdzv %s: expected HOST:PORT (PORT 1..65534; PORT+1 carries telemetry)", o->rdzv);
         r->tcp = true;
-        snprintf(bind_ctl, n, "tcp://*:%d", port);
-        snprintf(bind_tel, n, "tcp://*:%d", port + 1);
+        /* An address given as a number is the one to bind (127.0.0.1 stays on
+         * loopback); a host name binds every interface, as before. */
+        const char *bind_host = numeric_host(host) ? host : "*";
+        snprintf(bind_ctl, n, "tcp://%s:%d", bind_host, port);
+        snprintf(bind_tel, n, "tcp://%s:%d", bind_host, port + 1);
         snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
         snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
         return ERR_OK;
@@ -99,6 +110,8 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
 
 int run_setup_sockets(Run *r, char *err, size_t errlen)
 {
+    /* Directories a ddptop killed with -9 left behind (sockets, logs): ours to remove. */
+    zs_private_dir_sweep();
     char bind_ctl[300], bind_tel[300];
     err[0] = 0;
     int st = endpoints(r, bind_ctl, bind_tel, sizeof bind_ctl, err, errlen);
