@@ -108,7 +108,8 @@ int main(void)
     r[1].exited = r[1].finished = true;
     snprintf(r[1].how_ended, sizeof r[1].how_ended, "exit 0");
     CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && h.alone, "alone expected: %s", h.verdict);
-    CHECK(strstr(h.verdict, "rank 0 waits in barrier #41 (12.0 s) for rank 1, which exited (exit 0) after step 20") &&
+    CHECK(strstr(h.verdict, "rank 0 waits in barrier #41 (12.0 s) at ddp_shutdown_hang.py:32 in main for rank 1, "
+                            "which exited (exit 0) after step 20") &&
               strstr(h.verdict, "every other rank has finished") && strstr(h.verdict, "`if rank == 0:`"),
           "verdict: %s", h.verdict);
     /* a rank that crashed has not finished: no such hint */

@@ -181,9 +181,20 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
     char who[256];
     int nw = out->n_waiting < HANG_LIST_MAX ? out->n_waiting : HANG_LIST_MAX;
     hang_format_ranks(out->waiting, nw, who, sizeof who);
-    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)",
+    /* the line they wait at, when they all tell the same one */
+    const char *at = NULL;
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        if (a->exited || a->inflight_seq != out->seq || strcmp(a->inflight_op, out->op)) continue;
+        if (!a->where[0] || (at && strcmp(at, a->where))) {
+            at = "";
+            break;
+        }
+        at = a->where;
+    }
+    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)%s%s",
                                 out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op),
-                                out->seq, out->waited_ms / 1000.0);
+                                out->seq, out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
     if (out->n_missing == 0) {
         snprintf(out->verdict + o, sizeof out->verdict - o,
                  ": every rank is inside it, so the collective itself is stuck (network or backend)");
