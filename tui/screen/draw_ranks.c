@@ -57,7 +57,8 @@ typedef struct {
 static void choose_cols(int w, bool python, Cols *c)
 {
     memset(c, 0, sizeof *c);
-    int avail = w - MARK_W - (w >= NOTE_ROOM_FROM ? (python ? NOTE_MIN_PYTHON : NOTE_MIN) : NOTE_MIN_NARROW);
+    int note = python && w >= 80 ? NOTE_MIN_PYTHON : w >= NOTE_ROOM_FROM ? NOTE_MIN : NOTE_MIN_NARROW;
+    int avail = w - MARK_W - note;
     int used = 0;
     /* in priority order, until one does not fit: a lesser column never
      * takes the place of a more important one */
