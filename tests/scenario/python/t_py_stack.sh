@@ -5,18 +5,11 @@
 # ends the job cleanly, q leaves, and no rank is left.
 . tests/lib.sh
 . tests/lib_py.sh
-command -v tmux >/dev/null || skip "tmux not installed"
-TS=ddptop-pystack-$$-$RANDOM
-tmux() { command tmux -L "$TS" "$@"; }
-CLEANUPS+=("command tmux -L $TS kill-server")
-screen() { tmux capture-pane -p -t "$TS"; }
-has() { screen | grep -q -- "$1"; }
-dies() { screen; die "$*"; }
+. tests/lib_tui.sh # the tmux helpers (its feeder is not used here)
 tmux new-session -d -s "$TS" -x 120 -y 45 \
     "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 $(py_run_cmd -n 2 --log-dir "'$TMP/logs'" -- \
     examples/ddp_basics.py --data synthetic --limit 512 --batch-size 8 --epochs 100000 --out "'$TMP/m.pt'") \
     >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
-hasE() { screen | grep -Eq -- "$1"; }
 wait_for 60 hasE " train +[0-9]+ .*at ddp_basics\.py:[0-9]+ in main" || dies "no training rank's row names its line"
 tmux send-keys -t "$TS" Down
 tmux send-keys -t "$TS" w
