@@ -490,10 +490,12 @@ static void test_python_rank(void)
     CHECK(strstr(line_with(s, "node1"), "at train.py:57 in save_checkpoint"), "rank 1's row: %s",
           line_with(s, "node1"));
     CHECK(!strstr(line_with(s, "node2"), " at "), "a C rank's row has a line: %s", line_with(s, "node2"));
-    /* a lint on a rank's row */
+    /* a lint on a rank's row; a slow rank (3) says so first */
+    j->ranks[2].lints |= JOB_LINT_SET_EPOCH;
     j->ranks[3].lints |= JOB_LINT_SET_EPOCH;
     s = render(&cv, &u, j, 120, 40, true, true, t);
-    CHECK(strstr(line_with(s, "node3"), "set_epoch not called?"), "rank 3's row: %s", line_with(s, "node3"));
+    CHECK(strstr(line_with(s, "node2"), "set_epoch not called?"), "rank 2's row: %s", line_with(s, "node2"));
+    CHECK(strstr(line_with(s, "node3"), "slow 4.0x median"), "rank 3's row: %s", line_with(s, "node3"));
     /* the detail says where, and how to see the stacks */
     u.sel = 1;
     CHECK(ui_key(&u, UI_KEY_ENTER, j, true) == VIEW_ACT_REDRAW && u.overlay == UI_DETAIL, "no detail");

@@ -235,16 +235,16 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         mark = d->g->mark_warn;
         nst = ST_ERR;
         snprintf(note, sizeof note, "loss is %s", isnan(r->last.loss) ? "nan" : "inf");
+    } else if (out) {
+        /* slow, behind, dropping: now, so before a lint that stays */
+        mark = d->g->mark_warn;
+        nst = ST_WARN;
+        snprintf(note, sizeof note, "%s%s%s", out->brief, at[0] ? "  " : "", at);
     } else if (lint[0]) {
         /* a mistake in the script (the events say more) */
         mark = d->g->mark_warn;
         nst = ST_WARN;
         snprintf(note, sizeof note, "%s%s%s", lint, at[0] ? "  " : "", at);
-    } else if (out) {
-        /* slow, behind, dropping */
-        mark = d->g->mark_warn;
-        nst = ST_WARN;
-        snprintf(note, sizeof note, "%s%s%s", out->brief, at[0] ? "  " : "", at);
     } else if (at[0]) {
         snprintf(note, sizeof note, "%s", at);
     } else {
