@@ -694,6 +694,7 @@ static void run_dir(const Dir *d)
         m.u.beat.phase = get(d, "phase") ? phase_from_name(get(d, "phase")) : F.phase;
         m.u.beat.coll_seq = geti(d, "seq", -1);
         gets_(d, "op", "", m.u.beat.coll_op, sizeof m.u.beat.coll_op);
+        gets_(d, "where", "", m.u.beat.where, sizeof m.u.beat.where);
         double since = getf(d, "since_ms", -1);
         m.u.beat.coll_since_ns = since >= 0 ? proto_now_ns() - (int64_t)(since * 1e6) : 0;
         send_tel(&m);

@@ -90,6 +90,7 @@ static void sample(Msg *m, MsgKind k)
         b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001;
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
+        snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         break;
     }
     case MSG_BYE: m->u.bye.status = 0, m->u.bye.step = 9375; break;
@@ -276,6 +277,7 @@ static void print_msg(const Msg *m)
         put_i("seq", b->coll_seq);
         put_str("op", b->coll_op);
         put_i("since", b->coll_since_ns);
+        put_str("where", b->where);
         break;
     }
     case MSG_BYE:

@@ -96,6 +96,7 @@ static void fill_sample(Msg *m, MsgKind k)
         b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001;
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
+        snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         break;
     }
     case MSG_BYE: m->u.bye.status = -2, m->u.bye.step = 9375; break;
@@ -247,6 +248,7 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.beat.coll_seq);
         EQS(u.beat.coll_op);
         EQI(u.beat.coll_since_ns);
+        EQS(u.beat.where);
         break;
     case MSG_BYE:
         EQI(u.bye.status);
@@ -947,6 +949,38 @@ static void test_unknown_keys(void)
     TEST_END();
 }
 
+/* A beat from before "where" (ddptop's own C trainer, any older worker):
+ * it decodes, with no line. */
+static void test_beat_without_where(void)
+{
+    TEST_BEGIN("beat_without_where_has_no_line");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_head(&t, "beat", 2);
+    tb_str(&t, "step");
+    tb_int(&t, 41);
+    tb_str(&t, "seq");
+    tb_int(&t, 7);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.kind == MSG_BEAT, "rc %d: %s", rc, err);
+    CHECK(m.u.beat.step == 41 && m.u.beat.coll_seq == 7 && m.u.beat.where[0] == '\0', "step %lld seq %lld where '%s'",
+          (long long)m.u.beat.step, (long long)m.u.beat.coll_seq, m.u.beat.where);
+    tb_done(&t);
+    /* and a new one round trips its line */
+    Msg b;
+    msg_init(&b, MSG_BEAT);
+    b.rank = 1;
+    snprintf(b.u.beat.where, sizeof b.u.beat.where, "ddp_basics.py:88 main");
+    CodecBuf out;
+    codec_buf_init(&out);
+    CHECK(codec_encode(&b, &out, err, sizeof err) == 0, "encode: %s", err);
+    rc = codec_decode(out.data, out.len, &m, err, sizeof err);
+    CHECK(rc == 0 && !strcmp(m.u.beat.where, "ddp_basics.py:88 main"), "rc %d where '%s'", rc, m.u.beat.where);
+    codec_buf_done(&out);
+    TEST_END();
+}
+
 static void test_oversize(void)
 {
     TEST_BEGIN("oversize_frames_and_limits");
@@ -1189,6 +1223,7 @@ int main(void)
     test_version();
     test_unknown_kind();
     test_unknown_keys();
+    test_beat_without_where();
     test_roundtrip_key_orders();
     test_oversize();
     test_encode_errors();

@@ -80,6 +80,49 @@ int main(void)
           "verdict: %s", h.verdict);
     TEST_END();
 
+    TEST_BEGIN("a_python_rank_is_named_by_its_line");
+    for (int k = 0; k < 4; k++) rank(&r[k], k, 8411, 8412, "allreduce", now - 18 * S);
+    r[1].inflight_seq = -1;
+    snprintf(r[1].where, sizeof r[1].where, "train.py:61 in save_checkpoint");
+    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1, "hang expected");
+    CHECK(strstr(h.verdict, "ranks 0,2,3 wait in all-reduce #8412 (18.0 s) for rank 1, which is at "
+                            "train.py:61 in save_checkpoint (after step 8411, sleeping, phase train)"),
+          "verdict: %s", h.verdict);
+    r[1].proc_state = 'T'; /* SIGSTOP: where it was when it stopped */
+    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1 &&
+              strstr(h.verdict, "rank 1, which is stopped (SIGSTOP) at train.py:61 in save_checkpoint after step 8411"),
+          "verdict: %s", h.verdict);
+    r[1].proc_state = 'S';
+    r[1].inflight_seq = 9000; /* elsewhere: the line says where that call is */
+    snprintf(r[1].inflight_op, sizeof r[1].inflight_op, "barrier");
+    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1 && h.mismatch &&
+              strstr(h.verdict, "which waits in barrier #9000 instead, at train.py:61 in save_checkpoint"),
+          "verdict: %s", h.verdict);
+    TEST_END();
+
+    TEST_BEGIN("alone_in_a_collective_the_others_finished");
+    /* rank 0 in a barrier under `if rank == 0:`; rank 1 destroyed and left */
+    rank(&r[0], 0, 20, 41, "barrier", now - 12 * S);
+    snprintf(r[0].where, sizeof r[0].where, "ddp_shutdown_hang.py:32 in main");
+    rank(&r[1], 1, 20, -1, "", 0);
+    r[1].exited = r[1].finished = true;
+    snprintf(r[1].how_ended, sizeof r[1].how_ended, "exit 0");
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && h.alone, "alone expected: %s", h.verdict);
+    CHECK(strstr(h.verdict, "rank 0 waits in barrier #41 (12.0 s) at ddp_shutdown_hang.py:32 in main for rank 1, "
+                            "which exited (exit 0) after step 20") &&
+              strstr(h.verdict, "every other rank has finished") && strstr(h.verdict, "`if rank == 0:`"),
+          "verdict: %s", h.verdict);
+    /* a rank that crashed has not finished: no such hint */
+    r[1].finished = false;
+    snprintf(r[1].how_ended, sizeof r[1].how_ended, "signal 9 (Killed)");
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && !h.alone && !strstr(h.verdict, "if rank == 0"), "verdict: %s",
+          h.verdict);
+    /* nor one that is still training */
+    r[1].exited = false;
+    r[1].proc_state = 'R';
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && !h.alone, "verdict: %s", h.verdict);
+    TEST_END();
+
     TEST_BEGIN("everyone_inside_means_the_collective_is_stuck");
     for (int k = 0; k < 2; k++) rank(&r[k], k, 5, 6, "allreduce", now - 20 * S);
     CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1, "hang expected");
@@ -129,6 +172,21 @@ int main(void)
                   "rank %d: in flight and snapshot disagree", k);
         CHECK(hang_analyze(snap, 4, wall + 20 * S, 10 * S, &h) == 1 && h.n_waiting == 1 && h.waiting[0] == 0,
               "verdict: %s", h.verdict);
+        CHECK(!snap[0].where[0] && !snap[0].finished, "a C rank has no line: '%s'", snap[0].where);
+        /* a Python rank's newest beat names its line; a clean exit is finished */
+        msg_init(&m, MSG_BEAT);
+        m.rank = 1;
+        m.u.beat.step = 8;
+        snprintf(m.u.beat.where, sizeof m.u.beat.where, "train.py:61 save_checkpoint");
+        job_apply(j, &m, t += S / 10, wall);
+        msg_init(&m, MSG_BYE);
+        m.rank = 0;
+        job_apply(j, &m, t += S / 10, wall);
+        job_rank_exited(j, 0, 100, W_EXITCODE(0, 0), NULL, t += S / 10, wall);
+        hang_snapshot(j, t, snap, 4);
+        CHECK(!strcmp(snap[1].where, "train.py:61 in save_checkpoint"), "rank 1 where '%s'", snap[1].where);
+        CHECK(snap[0].finished && !snap[1].finished && !snap[2].finished, "finished %d %d %d", snap[0].finished,
+              snap[1].finished, snap[2].finished);
         job_free(&j);
     }
     TEST_END();

@@ -466,6 +466,77 @@ static void test_canvas(void)
     TEST_END();
 }
 
+/* A Python rank's line on its row and detail, a lint on the rows, and the
+ * w page: asked by the key, filled by the run loop, scrolled, closed. */
+static void test_python_rank(void)
+{
+    TEST_BEGIN("python_line_lints_and_stacks_page");
+    Job *j = job_new(4, T0);
+    int64_t t = scripted(j, 30);
+    Msg m;
+    msg_init(&m, MSG_BEAT);
+    m.u.beat.step = 30;
+    m.u.beat.phase = PHASE_TRAIN;
+    snprintf(m.u.beat.where, sizeof m.u.beat.where, "train.py:57 save_checkpoint");
+    apply(j, &m, 1, t += MS);
+    msg_init(&m, MSG_BEAT); /* rank 2: ddptop's C trainer, no line */
+    m.u.beat.step = 30;
+    apply(j, &m, 2, t);
+    Ui u;
+    ui_init(&u, 4);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(line_with(s, "node1"), "at train.py:57 in save_checkpoint"), "rank 1's row: %s",
+          line_with(s, "node1"));
+    CHECK(!strstr(line_with(s, "node2"), " at "), "a C rank's row has a line: %s", line_with(s, "node2"));
+    /* a lint on a rank's row; a slow rank (3) says so first */
+    j->ranks[2].lints |= JOB_LINT_SET_EPOCH;
+    j->ranks[3].lints |= JOB_LINT_SET_EPOCH;
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(line_with(s, "node2"), "set_epoch not called?"), "rank 2's row: %s", line_with(s, "node2"));
+    CHECK(strstr(line_with(s, "node3"), "slow 4.0x median"), "rank 3's row: %s", line_with(s, "node3"));
+    /* the detail says where, and how to see the stacks */
+    u.sel = 1;
+    CHECK(ui_key(&u, UI_KEY_ENTER, j, true) == VIEW_ACT_REDRAW && u.overlay == UI_DETAIL, "no detail");
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "python: rank 1 at train.py:57 in save_checkpoint") && strstr(s, "w: every thread's stack"),
+          "detail lacks the line");
+    /* w (from the detail too) asks for the rank's stacks */
+    CHECK(ui_key(&u, 'w', j, true) == VIEW_ACT_STACK && u.stack_rank == 1, "w: stack rank %d", u.stack_rank);
+    ui_stack_show(&u, 1, "asking rank 1 (pid 4001) ...", "");
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.overlay == UI_STACK && strstr(s, "rank 1 Python stacks") && strstr(s, "asking rank 1"), "no waiting page");
+    char dump[8192];
+    size_t o = (size_t)snprintf(dump, sizeof dump, "Current thread 0x00007f (most recent call first):\n");
+    for (int i = 0; i < 60; i++)
+        o += (size_t)snprintf(dump + o, sizeof dump - o, "  File \"train.py\", line %d in f%d\n", 100 + i, i);
+    ui_stack_show(&u, 1, "rank 1 (pid 4001) at 12:00:01: 1 thread", dump);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "Current thread 0x00007f") && strstr(s, "line 100 in f0") && strstr(s, "lines 1-"),
+          "no stack shown:\n%s", s);
+    CHECK(u.stack_lines == 61 && u.stack_rows > 10 && u.stack_rows < 61, "lines %d rows %d", u.stack_lines,
+          u.stack_rows);
+    ui_key(&u, UI_KEY_END, j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "line 159 in f59") && !strstr(s, "line 100 in f0"), "End did not scroll to the last frame");
+    ui_key(&u, UI_KEY_HOME, j, true);
+    CHECK(u.stack_top == 0, "Home: top %d", u.stack_top);
+    CHECK(ui_key(&u, 'w', j, true) == VIEW_ACT_STACK && u.stack_rank == 1, "w on the page: rank %d", u.stack_rank);
+    CHECK(ui_key(&u, UI_KEY_ESC, j, true) == VIEW_ACT_REDRAW && u.overlay == UI_NO_OVERLAY, "Esc kept the page");
+    /* the key is on the live key line, not on a replay's, where it says why */
+    u.overlay = UI_NO_OVERLAY;
+    s = render(&cv, &u, j, 140, 40, true, true, t);
+    CHECK(strstr(s, "w stack"), "key line lacks w");
+    u.keys_mode = KEYS_REPLAY;
+    CHECK(ui_key(&u, 'w', j, true) == VIEW_ACT_REDRAW && strstr(u.note, "only on the job's own screen"),
+          "replay w: '%s'", u.note);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
@@ -476,5 +547,6 @@ int main(void)
     test_many_ranks();
     test_keys();
     test_states();
+    test_python_rank();
     CHECK_EXIT();
 }

@@ -159,6 +159,7 @@ static const Field beat_fields[] = {
     FLD("seq", F_I64, beat.coll_seq),
     FLD("op", F_STR, beat.coll_op),
     FLD("since", F_I64, beat.coll_since_ns),
+    FLD("where", F_STR, beat.where),
 };
 // clang-format on
 

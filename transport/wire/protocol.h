@@ -146,6 +146,10 @@ typedef struct {
     int64_t coll_seq; /* collective in flight, -1 if none */
     char coll_op[PROTO_STR_SHORT];
     int64_t coll_since_ns;
+    /* where the rank's main thread is, "train.py:57 save_checkpoint" (file,
+     * line, function of the script's innermost frame); "" when the worker
+     * has no such thing (ddptop's own C trainer) */
+    char where[PROTO_STR_MED];
 } MsgBeat;
 
 typedef struct {

@@ -31,6 +31,9 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
             s->inflight_since_ns = r->beat.coll_since_ns;
         }
         s->silent_ns = r->last_msg_ns ? now_ns - r->last_msg_ns : -1;
+        job_rank_where(r, s->where, sizeof s->where);
+        s->finished = r->state == RANK_EXITED_OK || (r->bye && r->bye_status == 0) ||
+                      (!s->exited && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED));
     }
 }
 
@@ -77,9 +80,32 @@ void hang_format_ranks(const int *ranks, int n, char *buf, size_t len)
 }
 
 /* What a rank that is not in the collective is doing, as a clause:
- * "which exited (signal 9 (Killed)) after step 811". */
+ * "which exited (signal 9 (Killed)) after step 811". A live rank's Python
+ * line, when it sent one, says where: "which is at train.py:61 in save
+ * (after step 811, sleeping)". */
 static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
 {
+    const char *w = r->where;
+    if (w[0] && !r->exited && r->proc_state != 'Z') {
+        if (r->proc_state == 'T' || r->proc_state == 't')
+            snprintf(buf, len, "which is %s at %s after step %" PRId64, hang_state_name(r->proc_state), w,
+                     r->last_step);
+        else if (r->inflight_seq >= 0 && r->inflight_seq != seq)
+            snprintf(buf, len, "which waits in %s #%" PRId64 " instead, at %s (after step %" PRId64 ")",
+                     op_name(r->inflight_op), r->inflight_seq, w, r->last_step);
+        else if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED)
+            snprintf(buf, len, "which stopped after step %" PRId64 " and is %s, at %s", r->last_step,
+                     phase_name(r->phase), w);
+        else if (r->phase == PHASE_PAUSED)
+            snprintf(buf, len, "which is paused after step %" PRId64 " at %s", r->last_step, w);
+        else if (r->silent_ns > 5000000000LL)
+            snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 ", last at %s (%s)",
+                     (int64_t)(r->silent_ns / 1000000000), r->last_step, w, hang_state_name(r->proc_state));
+        else
+            snprintf(buf, len, "which is at %s (after step %" PRId64 ", %s%s%s, phase %s)", w, r->last_step,
+                     hang_state_name(r->proc_state), r->wchan[0] ? " in " : "", r->wchan, phase_name(r->phase));
+        return;
+    }
     if (!r->started && !r->exited) {
         snprintf(buf, len, "which never said hello");
     } else if (r->exited) {
@@ -145,13 +171,30 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
             out->n_missing++;
         }
     }
+    out->alone = out->n_missing > 0;
+    for (int i = 0; i < n && out->alone; i++) {
+        const HangRank *a = &r[i];
+        bool in = !a->exited && a->inflight_seq == out->seq && !strcmp(a->inflight_op, out->op);
+        if (!in && !a->finished) out->alone = false;
+    }
 
     char who[256];
     int nw = out->n_waiting < HANG_LIST_MAX ? out->n_waiting : HANG_LIST_MAX;
     hang_format_ranks(out->waiting, nw, who, sizeof who);
-    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)",
+    /* the line they wait at, when they all tell the same one */
+    const char *at = NULL;
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        if (a->exited || a->inflight_seq != out->seq || strcmp(a->inflight_op, out->op)) continue;
+        if (!a->where[0] || (at && strcmp(at, a->where))) {
+            at = "";
+            break;
+        }
+        at = a->where;
+    }
+    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)%s%s",
                                 out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op),
-                                out->seq, out->waited_ms / 1000.0);
+                                out->seq, out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
     if (out->n_missing == 0) {
         snprintf(out->verdict + o, sizeof out->verdict - o,
                  ": every rank is inside it, so the collective itself is stuck (network or backend)");
@@ -168,7 +211,7 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
                      out->n_missing - shown == 1 ? "" : "s");
             break;
         }
-        char why[200];
+        char why[400];
         why_missing(m, out->seq, why, sizeof why);
         int w =
             snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown ? ";" : " for", m->rank, why);
@@ -176,5 +219,10 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
         o += (size_t)w;
         shown++;
     }
+    if (out->alone && o < sizeof out->verdict)
+        snprintf(out->verdict + o, sizeof out->verdict - o,
+                 ". Nobody else will come: every other rank has finished, so this %s is reached by %s only "
+                 "(code under `if rank == 0:`?), the classic shutdown hang; call it on every rank",
+                 op_name(out->op), out->n_waiting == 1 ? "one rank" : "some ranks");
     return 1;
 }

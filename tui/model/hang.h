@@ -29,13 +29,17 @@ typedef struct {
     int64_t last_step;    /* last completed optimizer step */
     int64_t inflight_seq; /* collective in flight per its newest beat; -1 none */
     char inflight_op[PROTO_STR_SHORT];
-    int64_t inflight_since_ns; /* wall clock when it entered that collective */
-    int64_t silent_ns;         /* since its last message; -1 never heard */
+    int64_t inflight_since_ns;     /* wall clock when it entered that collective */
+    int64_t silent_ns;             /* since its last message; -1 never heard */
+    char where[PROTO_STR_MED + 8]; /* its Python line, "train.py:61 in save"; "" none */
+    bool finished;                 /* done for good: exited cleanly, bye 0, destroying or destroyed */
 } HangRank;
 
 typedef struct {
     bool hung;     /* some collective waited longer than hang_after */
     bool mismatch; /* ranks wait in different collectives */
+    bool alone;    /* every missing rank has finished: nobody will ever join
+                    * (a collective under `if rank == 0:`) */
     int64_t seq;   /* the collective most ranks wait in */
     char op[PROTO_STR_SHORT];
     int64_t waited_ms; /* longest wait in it */
@@ -47,7 +51,8 @@ typedef struct {
 
 /* The first n ranks of j as snapshots into out[n], at now_ns (monotonic):
  * identity, exit, phase, last step, the collective in flight by the
- * model's one rule (job_rank_beat_in_coll; none once exited) and silence.
+ * model's one rule (job_rank_beat_in_coll; none once exited), silence, the
+ * Python line of its newest beat and whether it has finished.
  * proc_state and wchan are left unknown (0, "") for the caller to fill. */
 void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
 

@@ -104,6 +104,7 @@ Job *job_new(int world, int64_t now_ns)
     j->shard.epoch = -1;
     j->shard.same_order_rank = -1;
     j->shard.same_order_epoch = -1;
+    j->book->ep_rank = -1;
     if (job_comm_init(j)) {
         job_free(&j);
         return NULL;
@@ -349,12 +350,15 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
                    has_detail ? " (" : "", has_detail ? p->detail : "", has_detail ? ")" : "");
     pause_update(j, at);
     update_state_from_phases(j);
+    if (p->phase == PHASE_DESTROYING || p->phase == PHASE_DESTROYED) job_lint_alone(j, at);
 }
 
-static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
+static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
 {
+    int64_t now_ns = at.mono_ns;
     bool had = r->have_step;
-    int64_t old_step = had ? r->last.step : 0;
+    int64_t old_step = had ? r->last.step : 0, old_epoch = had ? r->last.epoch : 0;
+    job_lint_epoch(j, r, s, had, old_step, old_epoch, at);
     j->book->samples_total += s->samples - (had ? r->last.samples : 0);
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
@@ -379,7 +383,7 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, int64_t now_ns)
     if (!had) update_state_from_phases(j);
 }
 
-static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
+static void apply_coll(Job *j, JobRank *r, const MsgColl *c, JobTime at)
 {
     r->coll = *c;
     r->have_coll = true;
@@ -391,7 +395,7 @@ static void apply_coll(Job *j, JobRank *r, const MsgColl *c)
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
     r->book->colls_head = (r->book->colls_head + 1) % JOB_RANK_COLLS;
     if (r->colls_len < JOB_RANK_COLLS) r->colls_len++;
-    job_comm_on_coll(j, r->rank, c);
+    job_comm_on_coll(j, r->rank, c, at);
 }
 
 /* The line keeps the rank's own wall time when it sent one; the event is
@@ -478,17 +482,20 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
     switch (m->kind) {
     case MSG_HELLO: apply_hello(j, r, &m->u.hello, at); break;
     case MSG_PHASE: apply_phase(j, r, &m->u.phase, at); break;
-    case MSG_STEP: apply_step(j, r, &m->u.step, now_ns); break;
-    case MSG_COLL: apply_coll(j, r, &m->u.coll); break;
+    case MSG_STEP: apply_step(j, r, &m->u.step, at); break;
+    case MSG_COLL: apply_coll(j, r, &m->u.coll, at); break;
     case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, at); break;
     case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, at); break;
     case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
     case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
     case MSG_BEAT:
         r->beat = m->u.beat;
+        r->beat.where[sizeof r->beat.where - 1] = '\0';
         r->have_beat = true;
         r->beat_ns = now_ns;
-        job_comm_on_beat(j, r->rank, &m->u.beat);
+        if (r->beat.where[0]) r->python = true;
+        job_comm_on_beat(j, r->rank, &m->u.beat, at);
+        job_lint_alone(j, at);
         break;
     case MSG_BYE:
         r->bye = true;
@@ -496,6 +503,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
         if (m->u.bye.status != 0)
             job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld", r->rank,
                        (int)m->u.bye.status, (long long)m->u.bye.step);
+        job_lint_alone(j, at);
         break;
     default: break; /* unknown kind: it still proves the rank is there */
     }
@@ -566,6 +574,7 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
     }
+    if (clean) job_lint_alone(j, at);
 }
 
 void job_set_pause_wanted(Job *j, bool pause)
@@ -592,7 +601,9 @@ void job_restart(Job *j, int64_t now_ns)
         r->phase = PHASE_NONE;
         r->phase_since_ns = now_ns;
         r->last_msg_ns = now_ns;
+        r->book->epoch_start_known = false; /* the restart resumes mid-epoch */
     }
+    job_comm_restart(j);
     j->restarts++;
     j->state = JOB_STARTING;
     j->first_failed = -1;
@@ -746,6 +757,20 @@ void job_verdict(const Job *j, char *buf, size_t len)
     for (int i = 0; i < j->world; i++) running += !rank_exited(&j->ranks[i]);
     snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld", running, j->world,
              (long long)j->step);
+}
+
+bool job_rank_where(const JobRank *r, char *buf, size_t len)
+{
+    if (!buf || len == 0) return false;
+    buf[0] = '\0';
+    if (!r || !r->have_beat || !r->beat.where[0]) return false;
+    /* "file.py:57 fn" -> "file.py:57 in fn"; anything else as it came */
+    const char *w = r->beat.where, *sp = strchr(w, ' ');
+    if (sp && sp[1])
+        snprintf(buf, len, "%.*s in %s", (int)(sp - w), w, sp + 1);
+    else
+        snprintf(buf, len, "%s", w);
+    return true;
 }
 
 const char *job_state_name(JobState s)

@@ -110,8 +110,11 @@ typedef struct {
     MsgColl coll;   /* latest collective */
     double coll_ms; /* its duration */
     bool have_beat;
-    MsgBeat beat;    /* latest heartbeat (collective in flight) */
+    MsgBeat beat;    /* latest heartbeat (collective in flight, beat.where) */
     int64_t beat_ns; /* its arrival, monotonic */
+    bool python;     /* a beat named a Python line: the torch adapter runs
+                      * there (and dumps its stacks on SIGUSR1) */
+    unsigned lints;  /* JobLint bits found on this rank */
     /* shard of the current epoch */
     bool have_shard;
     int64_t shard_epoch, num_samples, total_size, padding;
@@ -132,6 +135,15 @@ typedef struct {
 } JobRank;
 
 typedef enum { EV_INFO = 0, EV_WARN, EV_ERROR } JobEventLevel;
+
+/* Mistakes in a training script the model spots from the messages, each
+ * told once as a warn event and kept on the ranks it concerns. */
+typedef enum {
+    JOB_LINT_SET_EPOCH = 1u << 0, /* a shuffled shard repeats the previous epoch's order */
+    JOB_LINT_UNEVEN = 1u << 1,    /* another number of steps in an epoch than another rank */
+    JOB_LINT_DESYNC = 1u << 2,    /* a collective number carried another op than on another rank */
+    JOB_LINT_ALONE = 1u << 3,     /* inside a collective the other ranks will never reach: they finished */
+} JobLint;
 
 typedef struct {
     int64_t t_ns;    /* wall clock */
@@ -168,6 +180,7 @@ typedef struct {
     int64_t first_ns, last_ns; /* earliest and latest arrival (wall) */
     int64_t prev_last_ns;      /* the arrival before the latest */
     int first_rank, last_rank;
+    int op_rank;           /* the rank whose report set op */
     double ms_sum, ms_max; /* durations of completed ones */
     int ms_max_rank;
     double algbw_sum, busbw_sum;
@@ -314,6 +327,13 @@ bool job_rank_beat_in_coll(const JobRank *r);
 bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs);
 /* The i-th most recent eval (0 = newest), NULL past the end. */
 const JobEval *job_eval_at(const Job *j, int i);
+/* The rank's Python line from its newest beat, as people read it:
+ * "train.py:57 in save_checkpoint" into buf (out). False (buf "") when the
+ * rank has sent none (ddptop's C trainer, no beat yet). */
+bool job_rank_where(const JobRank *r, char *buf, size_t len);
+/* A few words for the row of a rank with these JobLint bits ("set_epoch
+ * not called?"), the most serious first; "" for none. */
+const char *job_lint_brief(unsigned lints);
 
 /* ---- collectives (job_comm.c) ---- */
 /* Up to max collectives, newest (highest seq) first, into out. Returns n. */

@@ -53,7 +53,7 @@ static JobColl *slot_for(Job *j, int64_t seq)
     memset(c, 0, sizeof *c);
     c->seq = seq;
     c->bucket = -1;
-    c->first_rank = c->last_rank = c->ms_max_rank = -1;
+    c->first_rank = c->last_rank = c->ms_max_rank = c->op_rank = -1;
     if (seq > j->book->coll_max_seq) j->book->coll_max_seq = seq;
     return c;
 }
@@ -114,16 +114,37 @@ static void bucket_add(Job *j, const MsgColl *c, double ms)
     if (i + 1 > j->n_buckets) j->n_buckets = i + 1;
 }
 
-void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
+/* A rank's report of e's op: the first one sets it; another rank's
+ * different op is the desync lint. */
+static void check_op(Job *j, JobColl *e, int rank, const char *op, JobTime at)
+{
+    if (e->op[0] && e->op_rank >= 0 && e->op_rank != rank && op[0] && strncmp(e->op, op, sizeof e->op) != 0)
+        job_lint_desync(j, at, e->seq, e->op_rank, e->op, rank, op);
+}
+
+void job_comm_restart(Job *j)
+{
+    if (!j->book->seen) return;
+    memset(j->book->seen, 0, seen_words(j) * JOB_COLL_RING * sizeof *j->book->seen);
+    for (int i = 0; i < JOB_COLL_RING; i++) {
+        memset(&j->book->colls[i], 0, sizeof j->book->colls[i]);
+        j->book->colls[i].seq = -1;
+    }
+    j->book->coll_max_seq = -1;
+}
+
+void job_comm_on_coll(Job *j, int rank, const MsgColl *c, JobTime at)
 {
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
     double ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
     if (c->bucket >= 0 && strcmp(c->op, "allreduce") == 0) bucket_add(j, c, ms);
     JobColl *e = slot_for(j, c->seq);
     if (!e) return;
+    check_op(j, e, rank, c->op, at);
     if (!e->op[0] || e->done == 0) {
         memcpy(e->op, c->op, sizeof e->op);
         e->op[sizeof e->op - 1] = '\0';
+        e->op_rank = rank;
         e->bucket = c->bucket;
         e->step = c->step;
         e->bytes = c->bytes;
@@ -139,14 +160,16 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c)
     e->busbw_sum += c->busbw_gbs;
 }
 
-void job_comm_on_beat(Job *j, int rank, const MsgBeat *b)
+void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at)
 {
     if (b->coll_seq < 0 || b->coll_since_ns <= 0) return;
     JobColl *e = slot_for(j, b->coll_seq);
     if (!e) return;
+    check_op(j, e, rank, b->coll_op, at);
     if (!e->op[0]) {
         memcpy(e->op, b->coll_op, sizeof e->op);
         e->op[sizeof e->op - 1] = '\0';
+        e->op_rank = rank;
         e->step = b->step + 1; /* in flight: part of the step after the last one done */
     }
     arrive(j, e, rank, b->coll_since_ns);

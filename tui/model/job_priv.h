@@ -29,6 +29,10 @@ struct JobRankBook {
     int64_t prev_shard_epoch;
     uint64_t prev_shard_hash;
     int64_t shard_mapped_epoch; /* epoch whose indices are in Job.shard (-1) */
+    /* steps per epoch (the uneven-epochs lint): the last step of the epoch
+     * before the current one, when known */
+    bool epoch_start_known;
+    int64_t epoch_start_step;
 };
 
 /* A bucket's step being accumulated (job_comm.c). */
@@ -54,7 +58,11 @@ struct JobBook {
     int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
     int rate_len, rate_head; /* snapshots of samples_total; head = next write */
-    JobRankBook ranks[];     /* [world]: JobRank.book points here */
+    /* lints (job_lint.c) */
+    unsigned lints_told;        /* JobLint bits already told as events */
+    int64_t ep_epoch, ep_steps; /* the newest finished epoch's steps, as the first rank to */
+    int ep_rank;                /* finish it counted them (-1: none yet) */
+    JobRankBook ranks[];        /* [world]: JobRank.book points here */
 };
 
 /* When an entry point's caller saw what it reports, on both clocks (the
@@ -71,8 +79,23 @@ void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *f
  * collective or a heartbeat (collective in flight) into them. */
 int job_comm_init(Job *j);
 void job_comm_done(Job *j);
-void job_comm_on_coll(Job *j, int rank, const MsgColl *c);
-void job_comm_on_beat(Job *j, int rank, const MsgBeat *b);
+void job_comm_on_coll(Job *j, int rank, const MsgColl *c, JobTime at);
+void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at);
+/* A restart: the ranks number their collectives from 0 again, so the
+ * matched collectives of the run before go (bucket histories stay). */
+void job_comm_restart(Job *j);
+
+/* job_lint.c: the lints (JobLint) as messages and exits arrive. A rank
+ * moved on to a new epoch (its previous step was prev_step in prev_epoch);
+ * two ranks' reports of one collective number disagree on its op; the
+ * ranks' states changed (a beat, a phase, an exit): is someone alone in a
+ * collective the others will never reach? Mark a rank's lint and tell it
+ * once (the text is the event's). */
+void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev_step, int64_t prev_epoch, JobTime at);
+void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b);
+void job_lint_alone(Job *j, JobTime at);
+void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */

@@ -110,8 +110,9 @@ void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at)
     /* Without shuffle every epoch is the same on purpose; with it, the same
      * order twice means the seed did not move: set_epoch was not called.
      * Told once per epoch (the first rank that shows it), not per rank. */
-    if (s->shuffle && r->book->have_prev_shard && s->n_idx >= 2 && h == r->book->prev_shard_hash &&
-        j->shard.same_order_epoch != s->epoch) {
+    bool repeated = s->shuffle && r->book->have_prev_shard && s->n_idx >= 2 && h == r->book->prev_shard_hash;
+    if (repeated) job_lint_mark(j, r, JOB_LINT_SET_EPOCH, at, NULL); /* every rank's row shows it */
+    if (repeated && j->shard.same_order_epoch != s->epoch) {
         j->shard.same_order_rank = r->rank;
         j->shard.same_order_epoch = s->epoch;
         job_ev_add(j, at, r->rank, EV_WARN,

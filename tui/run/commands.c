@@ -6,16 +6,26 @@
  * sequence. ddptop's heartbeat is a "ping" to every rank once a second, so
  * a worker notices a frontend that vanished (kill -9) even where
  * PR_SET_PDEATHSIG did not fire. The f menu sends "fault" commands whose
- * arg is fault_pack()'s (transport/wire/fault.h). Signals and the ladder
- * are exits.c's. Main thread.
+ * arg is fault_pack()'s (transport/wire/fault.h). The w key's stack
+ * signal goes to one rank's process (Python's faulthandler answers in the
+ * rank's log, read back here). Signals and the ladder are exits.c's. Main
+ * thread.
  */
 #include "run/internal.h"
 
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "base/clock.h"
+#include "launch/procstat.h"
+#include "model/pystack.h"
 #include "view/ui.h"
 #include "wire/fault.h"
 
@@ -188,4 +198,137 @@ void run_request_fault(Run *r, int pick, int rank)
     explain_live(&f, why, sizeof why);
     job_event(r->job, mono_ns(), wall_ns(), f.rank, EV_WARN, "fault requested (f, %d rank%s): %s", sent,
               sent == 1 ? "" : "s", why);
+}
+
+/* ---- w: a rank's Python stacks ---- */
+
+/* The dump is read once the log has been quiet this long, or given up on. */
+#define STACK_QUIET_MS 200
+#define STACK_WAIT_MS  3000
+#define STACK_MAX      (1L << 20)
+
+/* The adapter's signal (workers/python/ddptop/beat.py reads the same
+ * variable, which the ranks inherit from ddptop). */
+static int stack_signal(const char **name)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = { { "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 }, { "SIGQUIT", SIGQUIT }, { "SIGHUP", SIGHUP } };
+    const char *want = getenv("DDPTOP_STACK_SIGNAL");
+    for (size_t i = 0; want && i < sizeof sigs / sizeof sigs[0]; i++)
+        if (!strcmp(want, sigs[i].name)) {
+            *name = sigs[i].name;
+            return sigs[i].sig;
+        }
+    *name = "SIGUSR1";
+    return SIGUSR1;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return path && path[0] && stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void stack_note(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void stack_note(Run *r, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    view_tui_note(r->tui, line);
+}
+
+void run_request_stack(Run *r, int rank)
+{
+    if (!r->tui || rank < 0 || rank >= r->job->world) return;
+    const JobRank *jr = &r->job->ranks[rank];
+    pid_t pid = r->external ? -1 : launcher_pid(r->l, rank);
+    const char *signame;
+    int sig = stack_signal(&signame);
+    if (jr->state == RANK_EXITED_OK || jr->state == RANK_FAILED) {
+        stack_note(r, "rank %d has ended (%s): no stack to show", rank, jr->how_ended);
+    } else if (pid <= 0) {
+        stack_note(r, "rank %d runs on %s, not started by this ddptop here: its stacks can only be read there", rank,
+                   jr->host[0] ? jr->host : "another node");
+    } else if (!jr->python) {
+        stack_note(r, "rank %d is not a Python rank (its heartbeats name no Python line): no Python stack to show",
+                   rank);
+    } else if (jr->phase <= PHASE_RENDEZVOUS) {
+        /* faulthandler's handler interrupts blocking calls (no SA_RESTART), and
+         * torch's TCPStore gives up on EINTR: a dump now would kill the rank */
+        stack_note(r,
+                   "rank %d is in %s: a signal now would break torch's store connection (EINTR); w works once it "
+                   "trains",
+                   rank, jr->phase == PHASE_NONE ? "init" : phase_name(jr->phase));
+    } else if (r->stack.on) {
+        stack_note(r, "still waiting for rank %d's stacks", r->stack.rank);
+    } else {
+        /* the process that said hello: the interpreter, even under a wrapper that forked */
+        if (jr->pid > 0) pid = (pid_t)jr->pid;
+        const char *log = launcher_log_path(r->l, rank);
+        long off = file_size(log);
+        if (off < 0 || kill(pid, sig) != 0) {
+            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank, off < 0 ? "no log file" : "kill failed");
+            return;
+        }
+        r->stack.on = true;
+        r->stack.rank = rank;
+        r->stack.pid = (int)pid;
+        r->stack.off = r->stack.size = off;
+        r->stack.asked_ms = r->stack.grew_ms = mono_ms();
+        char head[256];
+        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (%s) ...", rank, (int)pid,
+                 signame);
+        view_tui_show_stack(r->tui, rank, head, "");
+    }
+}
+
+void run_stack_tick(Run *r)
+{
+    if (!r->stack.on) return;
+    const char *log = launcher_log_path(r->l, r->stack.rank);
+    int64_t now = mono_ms();
+    long size = file_size(log);
+    if (size > r->stack.size) {
+        r->stack.size = size;
+        r->stack.grew_ms = now;
+    }
+    bool quiet = r->stack.size > r->stack.off && now - r->stack.grew_ms >= STACK_QUIET_MS;
+    bool late = now - r->stack.asked_ms >= STACK_WAIT_MS;
+    if (!quiet && !late) return;
+    long n = r->stack.size - r->stack.off;
+    if (n > STACK_MAX) n = STACK_MAX;
+    char *text = n > 0 ? malloc((size_t)n) : NULL, *dump = malloc(STACK_MAX);
+    FILE *f = text ? fopen(log, "rb") : NULL;
+    size_t got = 0;
+    if (f && fseek(f, r->stack.off, SEEK_SET) == 0) got = fread(text, 1, (size_t)n, f);
+    if (f) fclose(f);
+    int threads = dump ? pystack_extract(text, got, dump, STACK_MAX) : 0;
+    if (threads == 0 && !late) { /* the rank's own output, not the dump yet */
+        free(text);
+        free(dump);
+        return;
+    }
+    r->stack.on = false;
+    char head[256], when[16] = "";
+    time_t secs = time(NULL);
+    struct tm tm;
+    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
+    if (threads > 0) {
+        snprintf(head, sizeof head, "rank %d (pid %d) at %s: %d thread%s, most recent call first (from %.120s)",
+                 r->stack.rank, r->stack.pid, when, threads, threads == 1 ? "" : "s", log);
+    } else {
+        ProcStat ps;
+        bool stopped = procstat_read(r->stack.pid, &ps) == 0 && (ps.state == 'T' || ps.state == 't');
+        snprintf(head, sizeof head, "rank %d (pid %d) wrote no stack within %d s%s", r->stack.rank, r->stack.pid,
+                 STACK_WAIT_MS / 1000,
+                 stopped ? ": it is stopped (SIGSTOP); it dumps when continued (SIGCONT), then w again" : "");
+    }
+    view_tui_show_stack(r->tui, r->stack.rank, head, dump && threads > 0 ? dump : "");
+    free(text);
+    free(dump);
 }

@@ -102,6 +102,13 @@ typedef struct {
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     int64_t refused_note_ms; /* last event about a refused hello */
     bool refused_warned;     /* the one event about frames with someone else's r */
+    struct {           /* w: a rank asked for its Python stacks */
+        bool on;       /* waiting for its dump in its log */
+        int rank, pid; /* whom, which process */
+        long off;      /* its log's size when signalled */
+        long size;     /* the size last seen */
+        int64_t asked_ms, grew_ms;
+    } stack;
 } Run;
 
 /* listen: the first hello, read before the world size (and so the job
@@ -156,6 +163,13 @@ void run_request_pause(Run *r);
 void run_request_fault(Run *r, int pick, int rank);
 /* ddptop's heartbeat: a ping to every reachable rank once a second. */
 void run_ping_ranks(Run *r);
+/* w: signal rank (a Python rank this ddptop started on this node) to dump
+ * every thread's stack into its log (SIGUSR1, or DDPTOP_STACK_SIGNAL); any
+ * other rank gets one line on the status line saying why not. */
+void run_request_stack(Run *r, int rank);
+/* Once a turn while a dump is awaited: read what the rank's log grew by
+ * and show the stacks once it stops growing (or say none came in 3 s). */
+void run_stack_tick(Run *r);
 
 /* ---- exits.c ---- */
 /* Ranks still running: this node's children, the agents' ranks, or

@@ -179,6 +179,8 @@ static void take_keys(Run *r, Turns *t)
             run_request_pause(r);
         else if (a == VIEW_ACT_ABORT)
             run_request_abort(r);
+        else if (a == VIEW_ACT_STACK)
+            run_request_stack(r, view_tui_stack_rank(r->tui));
         else if (a == VIEW_ACT_FAULT) {
             int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
             run_request_fault(r, pick, rank);
@@ -265,6 +267,7 @@ static void run_loop(Run *r)
         int held = collect(r, &t);
         run_take_signals(r);
         take_keys(r, &t);
+        run_stack_tick(r);
         run_ping_ranks(r);
         run_peers_tick(r);
         bool starting = r->nodes && !r->launched && !r->rdzv_failed; /* the rendezvous goes on */

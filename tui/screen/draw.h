@@ -11,7 +11,8 @@
  * Files: draw_screen.c (layout, title, header, status, overlays, shared
  * helpers), draw_ranks.c (ranks table, summaries, rank detail),
  * draw_loss.c (loss chart), draw_comm.c (all-reduce), draw_sampler.c
- * (sampler strip), draw_events.c (events log).
+ * (sampler strip), draw_events.c (events log), draw_stack.c (a rank's
+ * Python stacks).
  */
 #ifndef DDPTOP_DRAW_H
 #define DDPTOP_DRAW_H
@@ -59,6 +60,8 @@ typedef struct {
 /* The panel bodies; (x, y, w, h) is the area under the panel's title line. */
 void draw_ranks(DrawCtx *d, int x, int y, int w, int h);
 void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h);
+/* The w page: the Ui's stacks of rank Ui.stack_rank (draw_stack.c). */
+void draw_stack(DrawCtx *d, int x, int y, int w, int h);
 void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y);
 void draw_comm(DrawCtx *d, int x, int y, int w, int h);
 void draw_sampler(DrawCtx *d, int x, int y, int w, int h);

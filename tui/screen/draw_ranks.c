@@ -44,6 +44,8 @@ static const Col cols[C__N] = {
 #define NOTE_ROOM_FROM  100
 #define NOTE_MIN        24
 #define NOTE_MIN_NARROW 14
+/* A Python rank's line ("at train.py:57 in save_checkpoint") needs more */
+#define NOTE_MIN_PYTHON 40
 #define SPARK_MAX       40
 
 typedef struct {
@@ -52,10 +54,11 @@ typedef struct {
     int end;     /* first column after the last field */
 } Cols;
 
-static void choose_cols(int w, Cols *c)
+static void choose_cols(int w, bool python, Cols *c)
 {
     memset(c, 0, sizeof *c);
-    int avail = w - MARK_W - (w >= NOTE_ROOM_FROM ? NOTE_MIN : NOTE_MIN_NARROW);
+    int note = python && w >= 80 ? NOTE_MIN_PYTHON : w >= NOTE_ROOM_FROM ? NOTE_MIN : NOTE_MIN_NARROW;
+    int avail = w - MARK_W - note;
     int used = 0;
     /* in priority order, until one does not fit: a lesser column never
      * takes the place of a more important one */
@@ -189,10 +192,14 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     int64_t seq;
     double secs;
     bool inflight = job_rank_in_flight(r, d->wall_ns, &seq, &secs);
-    char inf[96] = "";
+    char inf[192] = "";
     if (inflight)
-        snprintf(inf, sizeof inf, "in %.20s #%lld for %.0fs", r->beat.coll_op[0] ? r->beat.coll_op : "collective",
-                 (long long)seq, secs);
+        snprintf(inf, sizeof inf, "in %.20s #%lld for %.0fs%s", r->beat.coll_op[0] ? r->beat.coll_op : "collective",
+                 (long long)seq, secs, r->lints & JOB_LINT_ALONE ? ", alone: the others finished" : "");
+    /* a Python rank's line follows what the note says it is doing */
+    char at[PROTO_STR_MED + 16] = "", line[PROTO_STR_MED + 8];
+    if (job_rank_where(r, line, sizeof line)) snprintf(at, sizeof at, "at %s", line);
+    const char *lint = job_lint_brief(r->lints & ~(unsigned)JOB_LINT_ALONE);
     if (r->state == RANK_FAILED) {
         mark = d->g->mark_fail;
         st = nst = ST_ROW_ERR;
@@ -205,7 +212,8 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     } else if (job_rank_stale(r, d->now_ns)) {
         mark = d->g->mark_warn;
         st = nst = ST_ROW_WARN;
-        snprintf(note, sizeof note, "STALE %.0fs%s%s", job_rank_beat_age_s(r, d->now_ns), inf[0] ? " " : "", inf);
+        snprintf(note, sizeof note, "STALE %.0fs%s%s%s%s", job_rank_beat_age_s(r, d->now_ns), inf[0] ? " " : "", inf,
+                 at[0] ? " " : "", at);
     } else if (r->phase == PHASE_ERROR) {
         mark = d->g->mark_fail;
         st = nst = ST_ROW_ERR;
@@ -213,7 +221,7 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     } else if (inflight) {
         mark = d->g->mark_warn;
         st = nst = ST_ROW_WARN;
-        snprintf(note, sizeof note, "%s", inf);
+        snprintf(note, sizeof note, "%s%s%s", inf, at[0] ? " " : "", at);
     } else if (r->state == RANK_WAITING) {
         nst = ST_DIM;
         /* no pid yet: another node's agent (or, with listen, the
@@ -221,16 +229,24 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(note, sizeof note, "%s", r->pid > 0 ? "waiting for hello" : "not started yet");
     } else if (r->phase == PHASE_PAUSED) {
         nst = ST_WARN;
-        snprintf(note, sizeof note, "paused after step %lld", (long long)(r->have_step ? r->last.step : 0));
+        snprintf(note, sizeof note, "paused after step %lld%s%s", (long long)(r->have_step ? r->last.step : 0),
+                 at[0] ? " " : "", at);
     } else if (r->have_step && !isfinite(r->last.loss)) {
         mark = d->g->mark_warn;
         nst = ST_ERR;
         snprintf(note, sizeof note, "loss is %s", isnan(r->last.loss) ? "nan" : "inf");
     } else if (out) {
-        /* slow, behind, dropping */
+        /* slow, behind, dropping: now, so before a lint that stays */
         mark = d->g->mark_warn;
         nst = ST_WARN;
-        snprintf(note, sizeof note, "%s", out->brief);
+        snprintf(note, sizeof note, "%s%s%s", out->brief, at[0] ? "  " : "", at);
+    } else if (lint[0]) {
+        /* a mistake in the script (the events say more) */
+        mark = d->g->mark_warn;
+        nst = ST_WARN;
+        snprintf(note, sizeof note, "%s%s%s", lint, at[0] ? "  " : "", at);
+    } else if (at[0]) {
+        snprintf(note, sizeof note, "%s", at);
     } else {
         int sw = w - c->end;
         loss_spark(d, r, sw < SPARK_MAX ? sw : SPARK_MAX, note, sizeof note);
@@ -337,7 +353,9 @@ void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
     const Job *j = d->j;
     if (h <= 0) return;
     Cols c;
-    choose_cols(w, &c);
+    bool python = false;
+    for (int i = 0; i < j->world && !python; i++) python = j->ranks[i].python;
+    choose_cols(w, python, &c);
     draw_head(d, &c, x, y, w);
     int row = y + 1, rows = h - 1;
     /* when the ranks do not fit, the spread and the odd ones come first */
@@ -429,6 +447,12 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                       (double)r->last.dev_mem_total / (1 << 30));
     if (row < end && (r->phase == PHASE_ERROR || r->had_error) && r->detail[0])
         canvas_printf(cv, row++, x, w, ST_ERR, "error: %s", r->detail);
+    char where[PROTO_STR_MED + 8];
+    if (row < end && job_rank_where(r, where, sizeof where))
+        canvas_printf(cv, row++, x, w, ST_BOLD, "python: rank %d at %s (%.1fs ago)  w: every thread's stack", rank,
+                      where, (double)(d->now_ns - r->beat_ns) / 1e9);
+    if (row < end && r->lints)
+        canvas_printf(cv, row++, x, w, ST_WARN, "lint: %s (the events say more)", job_lint_brief(r->lints));
     /* phases, oldest first, with how long each lasted */
     if (row < end && r->phases_len > 0) {
         int cx = x + canvas_put(cv, row, x, w, ST_LABEL, "phases: ");

@@ -732,6 +732,8 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
     int body_y = 1, body_h = h - 3;
     if (u->overlay == UI_DETAIL && u->detail_rank >= 0 && u->detail_rank < j->world) {
         draw_rank_detail(&d, u->detail_rank, 0, body_y, w, body_h);
+    } else if (u->overlay == UI_STACK) {
+        draw_stack(&d, 0, body_y, w, body_h);
     } else if (u->zoom >= 0) {
         draw_panel(&d, (PanelId)u->zoom, 0, body_y, w, body_h, true);
     } else {

@@ -24,6 +24,7 @@
 #include "view/view.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <langinfo.h>
 #include <ncurses.h>
 #include <stdlib.h>
@@ -311,6 +312,20 @@ int view_tui_fault_pick(const ViewTui *v, int *rank)
 {
     if (rank) *rank = v ? v->ui.fault_rank : 0;
     return v ? v->ui.fault_pick : 0;
+}
+
+int view_tui_stack_rank(const ViewTui *v) { return v ? v->ui.stack_rank : 0; }
+
+void view_tui_show_stack(ViewTui *v, int rank, const char *head, const char *text)
+{
+    if (v) ui_stack_show(&v->ui, rank, head, text);
+}
+
+void view_tui_note(ViewTui *v, const char *text)
+{
+    if (!v) return;
+    snprintf(v->ui.note, sizeof v->ui.note, "%s", text);
+    v->ui.note_ns = 0;
 }
 
 /* Write cells [x0, x1) of row y: one call per run of one style. The

@@ -38,6 +38,8 @@ static const KeyRow key_rows[] = {
      "a abort now (SIGTERM, then SIGKILL)", 21, {{'a', KEY_ACT_ABORT}, {'A', KEY_ACT_ABORT}}},
     {LIVE, "f", "inject a fault (kill, stall, slow the selected rank; ...)", LIVE, LINE_LAST, NULL, "fault", NULL,
      "f inject a fault (menu)", 22, {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}}},
+    {LIVE, "w", "where is it: every thread's Python stack of the selected rank", LIVE, LINE_LAST + 2, NULL, "stack",
+     NULL, "w Python stacks of the selected rank", 23, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
     {LIVE, "q", "quit (asks while training; destroys cleanly first)", LIVE, 4, NULL, "quit", NULL,
      "q quit (asks while training)", 14, {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
     {CONTROL, "a", "abort the job (SIGTERM, then SIGKILL)", CONTROL, 4, NULL, "abort", NULL, NULL, 0,
@@ -49,6 +51,8 @@ static const KeyRow key_rows[] = {
     /* the viewer's key hook answers f */
     {ATTACH | CONTROL, "f", "faults: only from the job's own screen", 0, 0, NULL, NULL, NULL, NULL, 0,
      {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}}},
+    /* not listed: ui.c says why (only the screen that launched the ranks can signal them) */
+    {ATTACH | CONTROL | REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
     {ATTACH | CONTROL, "q", "detach (the job goes on)", ATTACH | CONTROL, 5, NULL, "detach", NULL, NULL, 0,
      {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
 

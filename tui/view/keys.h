@@ -33,6 +33,7 @@ typedef enum {
     KEY_ACT_PAUSE,
     KEY_ACT_ABORT,
     KEY_ACT_FAULT,
+    KEY_ACT_STACK, /* the selected rank's Python stacks (its process is signalled) */
     KEY_ACT_QUIT,
     /* on the screen */
     KEY_ACT_HELP,

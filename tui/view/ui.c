@@ -5,6 +5,9 @@
  * is for what happens to the job, and a sort or a zoom is not that.
  * Main thread.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strdup under -std=c11 */
+#endif
 #include "view/ui.h"
 
 #include <stdio.h>
@@ -71,6 +74,43 @@ void ui_done(Ui *u)
 {
     free(u->order);
     u->order = NULL;
+    free(u->stack);
+    u->stack = NULL;
+}
+
+void ui_stack_show(Ui *u, int rank, const char *head, const char *text)
+{
+    if (rank != u->stack_rank || u->overlay != UI_STACK) u->stack_top = 0;
+    u->overlay = UI_STACK;
+    u->stack_rank = rank;
+    snprintf(u->stack_head, sizeof u->stack_head, "%s", head ? head : "");
+    if (!text) return;
+    free(u->stack);
+    u->stack = strdup(text);
+    u->stack_lines = 0;
+    if (!u->stack) return;
+    for (const char *s = u->stack; *s; s++) u->stack_lines += *s == '\n';
+    if (u->stack[0] && u->stack[strlen(u->stack) - 1] != '\n') u->stack_lines++;
+    if (u->stack_top > u->stack_lines - 1) u->stack_top = u->stack_lines > 0 ? u->stack_lines - 1 : 0;
+}
+
+/* Up/Down/Page/Home/End over the stacks page. */
+static void stack_scroll(Ui *u, int key)
+{
+    int page = u->stack_rows > 1 ? u->stack_rows - 1 : 1;
+    int max = u->stack_lines - (u->stack_rows > 0 ? u->stack_rows : 1);
+    if (max < 0) max = 0;
+    switch (key) {
+    case UI_KEY_UP: u->stack_top--; break;
+    case UI_KEY_DOWN: u->stack_top++; break;
+    case UI_KEY_PGUP: u->stack_top -= page; break;
+    case UI_KEY_PGDN: u->stack_top += page; break;
+    case UI_KEY_HOME: u->stack_top = 0; break;
+    case UI_KEY_END: u->stack_top = max; break;
+    default: break;
+    }
+    if (u->stack_top > max) u->stack_top = max;
+    if (u->stack_top < 0) u->stack_top = 0;
 }
 
 bool ui_panel_visible(const Ui *u, PanelId p)
@@ -244,6 +284,19 @@ static bool overlay_key(Ui *u, int key, ViewAction *out)
         *out = VIEW_ACT_REDRAW;
         return true;
     case UI_FAULT_MENU: *out = fault_menu_key(u, key); return true;
+    case UI_STACK:
+        if (key == UI_KEY_ESC || key == UI_KEY_ENTER || key == UI_KEY_BACKSPACE || key == UI_KEY_LEFT) {
+            u->overlay = UI_NO_OVERLAY;
+            *out = VIEW_ACT_REDRAW;
+            return true;
+        }
+        if (key == UI_KEY_UP || key == UI_KEY_DOWN || key == UI_KEY_PGUP || key == UI_KEY_PGDN || key == UI_KEY_HOME ||
+            key == UI_KEY_END) {
+            stack_scroll(u, key);
+            *out = VIEW_ACT_REDRAW;
+            return true;
+        }
+        return false; /* w asks again; q, ? and the rest as anywhere */
     case UI_DETAIL:
         if (key == UI_KEY_ESC || key == UI_KEY_ENTER || key == UI_KEY_BACKSPACE || key == UI_KEY_LEFT) {
             u->overlay = UI_NO_OVERLAY;
@@ -280,6 +333,16 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
         u->overlay = UI_FAULT_MENU;
         u->fault_rank = u->sel;
         return VIEW_ACT_REDRAW;
+    case KEY_ACT_STACK:
+        if (u->keys_mode != KEYS_LIVE) {
+            snprintf(u->note, sizeof u->note,
+                     "Python stacks: only on the job's own screen (ddptop run signals the ranks it started)");
+            return VIEW_ACT_REDRAW;
+        }
+        if (u->world <= 0) return VIEW_ACT_NONE;
+        /* on its page, w asks the same rank again */
+        if (u->overlay != UI_STACK) u->stack_rank = u->overlay == UI_DETAIL ? u->detail_rank : u->sel;
+        return VIEW_ACT_STACK;
     case KEY_ACT_QUIT:
         if (!running) return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;
@@ -352,7 +415,7 @@ ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j)
         }
         return VIEW_ACT_NONE;
     }
-    if (u->overlay == UI_DETAIL)
+    if (u->overlay == UI_DETAIL || u->overlay == UI_STACK)
         return kind == UI_MOUSE_WHEEL_UP || kind == UI_MOUSE_WHEEL_DOWN
                    ? ui_key(u, kind == UI_MOUSE_WHEEL_UP ? UI_KEY_UP : UI_KEY_DOWN, j, false)
                    : VIEW_ACT_NONE;

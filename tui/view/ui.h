@@ -26,6 +26,7 @@ typedef enum {
     VIEW_ACT_PAUSE,   /* p: pause, or resume when paused */
     VIEW_ACT_ABORT,   /* a: abort now: SIGTERM, then SIGKILL (no clean stop) */
     VIEW_ACT_FAULT,   /* f menu: inject Ui.fault_pick on Ui.fault_rank */
+    VIEW_ACT_STACK,   /* w: ask rank Ui.stack_rank for its Python stacks (ui_stack_show answers) */
 } ViewAction;
 
 /* The f menu's faults, in menu order (tui/run/commands.c turns them into transport/wire/fault.h
@@ -53,7 +54,7 @@ typedef enum {
     PANEL__COUNT
 } PanelId;
 
-typedef enum { UI_NO_OVERLAY = 0, UI_HELP, UI_DETAIL, UI_CONFIRM_QUIT, UI_FAULT_MENU } UiOverlay;
+typedef enum { UI_NO_OVERLAY = 0, UI_HELP, UI_DETAIL, UI_CONFIRM_QUIT, UI_FAULT_MENU, UI_STACK } UiOverlay;
 
 /* Keys that are not characters (above Unicode, so they never clash). */
 enum {
@@ -96,14 +97,21 @@ typedef struct {
     int64_t strip_first; /* first dataset index in the sampler strip */
     UiOverlay overlay;
     int detail_rank;
-    int fault_item;     /* f menu: the highlighted line (UiFault) */
-    int fault_rank;     /* f menu: the rank it acts on (the selection when opened) */
-    int fault_pick;     /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
-    bool mouse;         /* report mouse events (off: the terminal selects text) */
-    char note[160];     /* the outcome of the last view key, for the status line */
-    KeysMode keys_mode; /* whose keys: live (0), replay, attach (keys.h) */
-    bool keys_alt;      /* replay: paused, so the key line offers "play" */
-    int64_t note_ns;    /* when the draw first showed it (0: not yet) */
+    int fault_item; /* f menu: the highlighted line (UiFault) */
+    int fault_rank; /* f menu: the rank it acts on (the selection when opened) */
+    int fault_pick; /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
+    /* w: a rank's Python stacks, a page like the detail (ui_stack_show) */
+    int stack_rank;       /* the rank asked (VIEW_ACT_STACK) or shown */
+    char stack_head[256]; /* what the page says first: whose, when, or why none yet */
+    char *stack;          /* the dump's lines (heap, '\n' between), NULL: none yet */
+    int stack_lines;      /* lines in it */
+    int stack_top;        /* first line shown */
+    int stack_rows;       /* lines the last draw showed (for paging) */
+    bool mouse;           /* report mouse events (off: the terminal selects text) */
+    char note[160];       /* the outcome of the last view key, for the status line */
+    KeysMode keys_mode;   /* whose keys: live (0), replay, attach (keys.h) */
+    bool keys_alt;        /* replay: paused, so the key line offers "play" */
+    int64_t note_ns;      /* when the draw first showed it (0: not yet) */
     /* written by each draw: what is where, for paging keys and mouse hits */
     UiRect rect[PANEL__COUNT];
     int *order;            /* [world] ranks in display order */
@@ -120,6 +128,10 @@ void ui_done(Ui *u);
 ViewAction ui_key(Ui *u, int key, const Job *j, bool running);
 /* A mouse event at screen cell (x, y). */
 ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j);
+/* Open (or refresh) the stacks page of rank `rank`: head is its first line
+ * ("rank 1 (pid 4711): 3 threads, 12:00:01"), text the dump (copied; NULL
+ * keeps what is shown, e.g. while waiting for it). */
+void ui_stack_show(Ui *u, int rank, const char *head, const char *text);
 /* The f menu's key for a fault ('k', ...) and its line, for rank `rank`. */
 int ui_fault_key(UiFault f);
 void ui_fault_label(UiFault f, int rank, char *buf, size_t len);

@@ -36,6 +36,13 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running);
 /* After VIEW_ACT_FAULT: the fault picked in the f menu (UiFault) and the
  * rank it was opened on. */
 int view_tui_fault_pick(const ViewTui *v, int *rank);
+/* After VIEW_ACT_STACK: the rank whose Python stacks are asked for. */
+int view_tui_stack_rank(const ViewTui *v);
+/* Show (or refresh) rank's stacks page: head its first line, text the
+ * dump (NULL: keep what it shows). */
+void view_tui_show_stack(ViewTui *v, int rank, const char *head, const char *text);
+/* One line on the status line, for a few seconds (the answer to a key). */
+void view_tui_note(ViewTui *v, const char *text);
 
 /* Another screen's keys (`ddptop replay`, `ddptop attach`): mode picks
  * the key table's rows (keys.h) for keys, the ? box and the key line, and

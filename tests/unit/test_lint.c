@@ -1,0 +1,264 @@
+/* test_lint.c — the job model's Python line and its lints (job_lint.c),
+ * driven by hand-built messages: a beat's line as the screen reads it,
+ * uneven epochs, a desync, a rank alone in a collective the others
+ * finished without, the forgotten set_epoch on every rank's row; each told
+ * once, and nothing told for a healthy job. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "model/job.h"
+
+#define MS   1000000LL
+#define SEC  1000000000LL
+#define T0   (1000 * SEC)
+#define WALL (1700000000LL * SEC)
+
+static void apply(Job *j, Msg *m, int rank, int64_t t)
+{
+    m->rank = rank;
+    job_apply(j, m, t, WALL);
+}
+
+static void beat(Job *j, int rank, int64_t step, int64_t seq, const char *op, int64_t since, const char *where,
+                 int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_BEAT);
+    m.u.beat.step = step;
+    m.u.beat.phase = PHASE_TRAIN;
+    m.u.beat.coll_seq = seq;
+    snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "%s", op);
+    m.u.beat.coll_since_ns = since;
+    snprintf(m.u.beat.where, sizeof m.u.beat.where, "%s", where);
+    apply(j, &m, rank, t);
+}
+
+static void step(Job *j, int rank, int64_t epoch, int64_t s, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_STEP);
+    m.u.step.epoch = epoch;
+    m.u.step.step = s;
+    m.u.step.loss = 1.0;
+    m.u.step.samples = 64 * s;
+    apply(j, &m, rank, t);
+}
+
+static void coll(Job *j, int rank, int64_t seq, const char *op, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.u.coll.seq = seq;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "%s", op);
+    m.u.coll.enq_ns = m.u.coll.start_ns = WALL - 2 * MS;
+    m.u.coll.done_ns = WALL;
+    apply(j, &m, rank, t);
+}
+
+static void phase(Job *j, int rank, Phase p, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_PHASE);
+    m.u.phase.phase = p;
+    apply(j, &m, rank, t);
+}
+
+static Job *started(int world, int64_t *t)
+{
+    Job *j = job_new(world, T0);
+    *t = T0;
+    Msg m;
+    for (int r = 0; r < world; r++) {
+        job_rank_started(j, r, 500 + r, *t);
+        msg_init(&m, MSG_HELLO);
+        m.u.hello.pid = 500 + r;
+        m.u.hello.world = world;
+        apply(j, &m, r, *t += MS);
+        phase(j, r, PHASE_TRAIN, *t += MS);
+    }
+    return j;
+}
+
+static int events_with(const Job *j, const char *s)
+{
+    int n = 0;
+    for (int i = 0; job_event_at(j, i); i++) n += strstr(job_event_at(j, i)->text, s) != NULL;
+    return n;
+}
+
+static const JobEvent *event_with(const Job *j, const char *s)
+{
+    for (int i = 0; job_event_at(j, i); i++)
+        if (strstr(job_event_at(j, i)->text, s)) return job_event_at(j, i);
+    return NULL;
+}
+
+static void test_where(void)
+{
+    TEST_BEGIN("python_line_from_the_newest_beat");
+    int64_t t;
+    Job *j = started(2, &t);
+    char w[200];
+    CHECK(!job_rank_where(&j->ranks[0], w, sizeof w) && !w[0], "a line before any beat: '%s'", w);
+    beat(j, 0, 3, -1, "", 0, "train.py:88 main", t += MS);
+    beat(j, 0, 4, -1, "", 0, "train.py:57 save_checkpoint", t += MS);
+    CHECK(job_rank_where(&j->ranks[0], w, sizeof w) && !strcmp(w, "train.py:57 in save_checkpoint"), "got '%s'", w);
+    CHECK(j->ranks[0].python, "rank 0 not seen as a Python rank");
+    /* ddptop's C trainer sends beats without a line: nothing new */
+    beat(j, 1, 4, -1, "", 0, "", t += MS);
+    CHECK(!job_rank_where(&j->ranks[1], w, sizeof w) && !j->ranks[1].python, "C rank has a line '%s'", w);
+    /* a line without a function is shown as it came */
+    beat(j, 1, 4, -1, "<stdin>:3", 0, "<stdin>:3", t += MS);
+    CHECK(job_rank_where(&j->ranks[1], w, sizeof w) && !strcmp(w, "<stdin>:3"), "got '%s'", w);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_uneven(void)
+{
+    TEST_BEGIN("uneven_epochs_told_once");
+    int64_t t;
+    Job *j = started(2, &t);
+    /* rank 0 has 5 batches an epoch, rank 1 only 4: by step number they stay
+     * in step, their epochs drift apart */
+    for (int64_t s = 1; s <= 12; s++) {
+        step(j, 0, (s - 1) / 5, s, t += MS);
+        step(j, 1, (s - 1) / 4, s, t += MS);
+    }
+    const JobEvent *e = event_with(j, "uneven epochs: epoch 0 took rank");
+    CHECK(e && e->level == EV_WARN, "no uneven-epochs warning");
+    CHECK(e && (strstr(e->text, "rank 1 4, rank 0 5") || strstr(e->text, "rank 0 5, rank 1 4") ||
+                strstr(e->text, "rank 1 4 steps, rank 0 5") || strstr(e->text, "rank 0 5 steps, rank 1 4")),
+          "counts not named: %s", e ? e->text : "");
+    CHECK(e && strstr(e->text, "torch.distributed.algorithms.join.Join") && strstr(e->text, "drop_last"),
+          "no way out named: %s", e ? e->text : "");
+    CHECK(events_with(j, "uneven epochs") == 1, "told %d times", events_with(j, "uneven epochs"));
+    CHECK((j->ranks[0].lints & JOB_LINT_UNEVEN) && (j->ranks[1].lints & JOB_LINT_UNEVEN), "rows not marked");
+    CHECK(!strcmp(job_lint_brief(j->ranks[0].lints), "uneven epochs (Join?)"), "brief '%s'",
+          job_lint_brief(j->ranks[0].lints));
+    job_free(&j);
+
+    /* even epochs, and a run resumed mid-epoch (its first epoch is partial): nothing */
+    j = started(2, &t);
+    for (int64_t s = 1; s <= 12; s++)
+        for (int r = 0; r < 2; r++) step(j, r, (s - 1) / 4, s, t += MS);
+    CHECK(events_with(j, "uneven") == 0 && j->ranks[0].lints == 0, "even epochs warned");
+    job_free(&j);
+    j = started(2, &t);
+    /* resumed at step 7 of epoch 1 (4 steps an epoch); rank 1's first report
+     * is step 8: epoch 1 looks shorter on rank 1, but it is only partial */
+    for (int64_t s = 7; s <= 13; s++)
+        for (int r = 0; r < 2; r++)
+            if (r == 0 || s > 7) step(j, r, (s - 1) / 4, s, t += MS);
+    CHECK(events_with(j, "uneven") == 0, "a resumed run warned");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_desync(void)
+{
+    TEST_BEGIN("desync_names_both_ops");
+    int64_t t;
+    Job *j = started(2, &t);
+    coll(j, 0, 4, "allreduce", t += MS);
+    coll(j, 1, 4, "allreduce", t += MS);
+    CHECK(events_with(j, "desync") == 0, "same ops warned");
+    coll(j, 0, 5, "allreduce", t += MS);
+    coll(j, 1, 5, "broadcast", t += MS);
+    const JobEvent *e = event_with(j, "desync: collective #5 is allreduce on rank 0 but broadcast on rank 1");
+    CHECK(e && e->level == EV_WARN, "no desync warning");
+    CHECK((j->ranks[0].lints & JOB_LINT_DESYNC) && (j->ranks[1].lints & JOB_LINT_DESYNC), "rows not marked");
+    /* from a heartbeat (in flight) as well; still told once */
+    beat(j, 1, 2, 6, "barrier", WALL - SEC, "t.py:3 f", t += MS);
+    coll(j, 0, 6, "allreduce", t += MS);
+    CHECK(events_with(j, "desync") == 1, "told %d times", events_with(j, "desync"));
+    job_free(&j);
+
+    /* a restart numbers collectives from 0 again: no desync with the run before */
+    j = started(2, &t);
+    coll(j, 0, 3, "allreduce", t += MS);
+    job_restart(j, t += MS);
+    coll(j, 1, 3, "barrier", t += MS);
+    CHECK(events_with(j, "desync") == 0, "a restart's collectives compared with the old run's");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_alone(void)
+{
+    TEST_BEGIN("alone_in_a_barrier_after_the_others_finished");
+    int64_t t;
+    Job *j = started(2, &t);
+    /* rank 0 in a barrier under `if rank == 0:`; rank 1 destroys and leaves */
+    beat(j, 0, 20, 41, "barrier", WALL - 3 * SEC, "ddp_shutdown_hang.py:32 main", t += MS);
+    CHECK(events_with(j, "alone") == 0, "alone while rank 1 still trains");
+    phase(j, 1, PHASE_DESTROYING, t += MS);
+    const JobEvent *e = event_with(j, "rank 0 is alone in barrier #41: every other rank has finished");
+    CHECK(e && e->level == EV_WARN && strstr(e->text, "if rank == 0:"), "no alone warning: %s", e ? e->text : "");
+    CHECK((j->ranks[0].lints & JOB_LINT_ALONE) && !(j->ranks[1].lints & JOB_LINT_ALONE), "rows: %u %u",
+          j->ranks[0].lints, j->ranks[1].lints);
+    Msg m;
+    msg_init(&m, MSG_BYE);
+    apply(j, &m, 1, t += MS);
+    job_rank_exited(j, 1, 501, W_EXITCODE(0, 0), NULL, t += MS, WALL);
+    beat(j, 0, 20, 41, "barrier", WALL - 3 * SEC, "ddp_shutdown_hang.py:32 main", t += SEC);
+    CHECK(events_with(j, "alone") == 1, "told %d times", events_with(j, "alone"));
+    job_free(&j);
+
+    /* the other rank crashed: that is a failure, not this lint */
+    j = started(2, &t);
+    beat(j, 0, 20, 41, "barrier", WALL - 3 * SEC, "x.py:1 main", t += MS);
+    job_rank_exited(j, 1, 501, W_EXITCODE(1, 0), NULL, t += MS, WALL);
+    CHECK(events_with(j, "alone") == 0 && j->ranks[0].lints == 0, "a crash told as alone");
+    job_free(&j);
+
+    /* inside for under a second: a barrier everyone is about to leave */
+    j = started(2, &t);
+    beat(j, 0, 20, 41, "barrier", WALL - 100 * MS, "x.py:1 main", t += MS);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    CHECK(events_with(j, "alone") == 0, "a fresh collective told as alone");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_set_epoch_rows(void)
+{
+    TEST_BEGIN("set_epoch_forgotten_marks_every_rank");
+    int64_t t;
+    Job *j = started(2, &t);
+    int64_t a[] = { 3, 0, 2 }, b[] = { 1, 4, 3 };
+    for (int64_t ep = 0; ep < 2; ep++)
+        for (int r = 0; r < 2; r++) {
+            Msg m;
+            msg_init(&m, MSG_SHARD);
+            m.u.shard.epoch = ep;
+            m.u.shard.shuffle = true;
+            m.u.shard.dataset_size = 5;
+            m.u.shard.num_samples = 3;
+            m.u.shard.n_idx = 3;
+            m.u.shard.idx = r ? b : a;
+            apply(j, &m, r, t += MS);
+        }
+    CHECK(events_with(j, "set_epoch(epoch) not called?") == 1, "told %d times",
+          events_with(j, "set_epoch(epoch) not called?"));
+    for (int r = 0; r < 2; r++)
+        CHECK(!strcmp(job_lint_brief(j->ranks[r].lints), "set_epoch not called?"), "rank %d brief '%s'", r,
+              job_lint_brief(j->ranks[r].lints));
+    CHECK(!strcmp(job_lint_brief(0), ""), "a brief for no lint");
+    job_free(&j);
+    TEST_END();
+}
+
+int main(void)
+{
+    test_where();
+    test_uneven();
+    test_desync();
+    test_alone();
+    test_set_epoch_rows();
+    CHECK_EXIT();
+}

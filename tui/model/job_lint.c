@@ -1,0 +1,136 @@
+/* job_lint.c — mistakes in a training script, spotted live from what the
+ * ranks report: an epoch with another number of steps on one rank than on
+ * another (DDP pairs the ranks' all-reduces in order, so the one with more
+ * batches is left waiting at the end), one collective number carrying
+ * different ops on different ranks (desync), and a rank alone in a
+ * collective while every other rank has finished (a collective under
+ * `if rank == 0:`, the classic shutdown hang). The forgotten set_epoch is
+ * job_shard.c's; it marks its ranks here too.
+ *
+ * Owns: JobRank.lints, the told-once bits and the epoch counts in the
+ * books. Each lint is one warn event per job and a mark on the ranks it
+ * concerns (the ranks table shows it). Main thread.
+ */
+#include "model/job_priv.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/hang.h"
+
+void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
+{
+    if (r && !(r->lints & lint)) {
+        r->lints |= lint;
+        j->version++;
+    }
+    if (!fmt || (j->book->lints_told & lint)) return;
+    j->book->lints_told |= lint;
+    char text[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    job_ev_add(j, at, r ? r->rank : -1, EV_WARN, "%s", text);
+}
+
+const char *job_lint_brief(unsigned lints)
+{
+    if (lints & JOB_LINT_ALONE) return "alone: the others finished";
+    if (lints & JOB_LINT_DESYNC) return "desync: other ops, same #";
+    if (lints & JOB_LINT_UNEVEN) return "uneven epochs (Join?)";
+    if (lints & JOB_LINT_SET_EPOCH) return "set_epoch not called?";
+    return "";
+}
+
+/* Steps of the epoch a rank just left: from the last step of the epoch
+ * before (when known) to its last step in this one. The first rank to
+ * finish an epoch sets the count; a rank that finishes it with another is
+ * the lint. Step numbers count optimizer steps, so a dropped step message
+ * in the middle of an epoch changes nothing. */
+void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev_step, int64_t prev_epoch, JobTime at)
+{
+    JobRankBook *b = r->book;
+    if (!had) {
+        b->epoch_start_known = s->step == 1; /* from the start (a resumed run's first epoch is partial) */
+        b->epoch_start_step = 0;
+        return;
+    }
+    if (s->epoch <= prev_epoch) return;
+    bool known = b->epoch_start_known;
+    int64_t steps = prev_step - b->epoch_start_step;
+    b->epoch_start_known = s->epoch == prev_epoch + 1;
+    b->epoch_start_step = prev_step;
+    if (!known || steps <= 0) return;
+    JobBook *k = j->book;
+    if (k->ep_rank < 0 || prev_epoch > k->ep_epoch) {
+        k->ep_epoch = prev_epoch;
+        k->ep_steps = steps;
+        k->ep_rank = r->rank;
+        return;
+    }
+    if (prev_epoch != k->ep_epoch || steps == k->ep_steps) return;
+    job_lint_mark(j, &j->ranks[k->ep_rank], JOB_LINT_UNEVEN, at, NULL);
+    job_lint_mark(j, r, JOB_LINT_UNEVEN, at,
+                  "uneven epochs: epoch %lld took rank %d %lld steps, rank %d %lld: at the end the rank with more "
+                  "batches hangs in all-reduce; wrap the loop in torch.distributed.algorithms.join.Join or use "
+                  "drop_last=True",
+                  (long long)prev_epoch, k->ep_rank, (long long)k->ep_steps, r->rank, (long long)steps);
+}
+
+void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b)
+{
+    if (rank_a < 0 || rank_a >= j->world || rank_b < 0 || rank_b >= j->world || rank_a == rank_b) return;
+    job_lint_mark(j, &j->ranks[rank_a], JOB_LINT_DESYNC, at, NULL);
+    job_lint_mark(j, &j->ranks[rank_b], JOB_LINT_DESYNC, at,
+                  "desync: collective #%lld is %.20s on rank %d but %.20s on rank %d: the ranks call collectives in "
+                  "different orders (one under an if, or different models); they pair up wrongly or hang",
+                  (long long)seq, op_a, rank_a, op_b, rank_b);
+}
+
+/* Done with training for good: exited cleanly, said bye 0, or destroying
+ * or destroyed its process group. */
+static bool finished(const JobRank *r)
+{
+    if (r->state == RANK_EXITED_OK || (r->bye && r->bye_status == 0)) return true;
+    return r->state == RANK_ALIVE && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED);
+}
+
+/* In flight for a second or more (the model's one rule), by wall clock. */
+static bool waiting_in(const JobRank *r, int64_t wall_ns)
+{
+    return r->state == RANK_ALIVE && job_rank_beat_in_coll(r) && wall_ns - r->beat.coll_since_ns >= JOB_INFLIGHT_NS;
+}
+
+void job_lint_alone(Job *j, JobTime at)
+{
+    if (j->world < 2) return;
+    for (int i = 0; i < j->world; i++) {
+        JobRank *r = &j->ranks[i];
+        if (!waiting_in(r, at.wall_ns) || (r->lints & JOB_LINT_ALONE)) continue;
+        int64_t seq = r->beat.coll_seq;
+        /* the others: finished, or inside the same collective */
+        int in[HANG_LIST_MAX], n_in = 0, n_done = 0;
+        bool alone = true;
+        for (int k = 0; k < j->world && alone; k++) {
+            const JobRank *o = &j->ranks[k];
+            if (waiting_in(o, at.wall_ns) && o->beat.coll_seq == seq) {
+                if (n_in < HANG_LIST_MAX) in[n_in++] = k;
+            } else if (finished(o)) {
+                n_done++;
+            } else {
+                alone = false;
+            }
+        }
+        if (!alone || n_done == 0) continue;
+        char who[256];
+        hang_format_ranks(in, n_in, who, sizeof who);
+        for (int k = 1; k < n_in; k++) job_lint_mark(j, &j->ranks[in[k]], JOB_LINT_ALONE, at, NULL);
+        job_lint_mark(j, &j->ranks[in[0]], JOB_LINT_ALONE, at,
+                      "rank%s %s %s alone in %.20s #%lld: every other rank has finished. A collective only some "
+                      "ranks reach (e.g. under `if rank == 0:`) is the classic shutdown hang: call it on every rank",
+                      n_in == 1 ? "" : "s", who, n_in == 1 ? "is" : "are",
+                      r->beat.coll_op[0] ? r->beat.coll_op : "a collective", (long long)seq);
+    }
+}
