@@ -1,27 +1,31 @@
-# tests/lib_py.sh — a torch script run by ddptop, for the tests of the
-# Python screen and hang verdicts (sourced after tests/lib.sh). One
-# function launches, so the tests can switch to `ddptop run SCRIPT.py` in
-# one place.
+# tests/lib_py.sh — torch scripts run by ddptop, for the python tests
+# (sourced after tests/lib.sh; tests/scenario/python/lib_py.sh adds the tmux
+# helpers). One place launches, so the launch can change in one place.
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
-PY_WORKER=$PWD/workers/python/ddptop-worker-py
 case $PY in */*) case $PY in /*) ;; *) PY=$PWD/$PY;; esac;; esac # ranks may run elsewhere
-# py_run DDPTOP-RUN-OPTIONS... -- SCRIPT.py ARGS...: execs ddptop, so run it
-# in the background (its $! is ddptop's pid) or in a subshell.
-py_run() { DDPTOP_WORKER=$PY_WORKER DDPTOP_PYTHON=$PY exec "$DDPTOP" run "$@"; }
-# the command line of py_run, for a tmux pane
-py_run_cmd() { echo "DDPTOP_WORKER='$PY_WORKER' DDPTOP_PYTHON='$PY' '$DDPTOP' run $*"; }
-# The Python ranks of this test run (python -m ddptop, with our tag).
-our_py_ranks() {
+export DDPTOP_PYTHON=$PY
+# The adapter as a DDPTOP_WORKER program: the script follows `--` (ddptop's
+# own options before it), and trainer-style options such as --fault SPEC may
+# stand before the script, e.g.
+#   py_run -n 2 --headless -- examples/ddp_basics.py --epochs 1
+PY_WORKER=$PWD/workers/python/ddptop-worker-py
+py_run() { DDPTOP_WORKER=$PY_WORKER "$DDPTOP" run "$@"; }
+# The same, exec'd: run it in the background and $! is ddptop's pid.
+py_exec() { DDPTOP_WORKER=$PY_WORKER exec "$DDPTOP" run "$@"; }
+# The same as a shell line, for tmux panes.
+py_run_line() { echo "DDPTOP_WORKER='$PY_WORKER' DDPTOP_PYTHON='$PY' '$DDPTOP' run $*"; }
+# This run's torch ranks (python -m ddptop processes carrying DDPTOP_TEST_TAG).
+our_ranks() {
     local p
     for p in $(pgrep -f -- '-m ddptop'); do
         { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
     done
 }
-no_py_ranks() { [ -z "$(our_py_ranks)" ]; }
+no_ranks() { [ -z "$(our_ranks)" ]; }
 # py_rank_pid R: the process of rank R.
 py_rank_pid() {
     local p
-    for p in $(our_py_ranks); do
+    for p in $(our_ranks); do
         tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$1" && { echo "$p"; return 0; }
     done
     return 1

@@ -7,7 +7,7 @@
 . tests/lib.sh
 . tests/lib_py.sh
 out=$TMP/out.jsonl
-py_run -n 2 --headless --json --hang-after 3 --stop-grace 2 --log-dir "$TMP/logs" -- \
+py_exec -n 2 --headless --json --hang-after 3 --stop-grace 2 --log-dir "$TMP/logs" -- \
     examples/ddp_basics.py --data synthetic --limit 512 --batch-size 8 --epochs 100000 --out "$TMP/m.pt" \
     >"$out" 2>"$TMP/err" &
 dp=$!
@@ -34,5 +34,5 @@ wait_for 30 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after S
 wait "$dp"; rc=$?
 [ $rc -ne 0 ] || die "ddptop exited 0 although a rank had to be killed"
 kill -CONT "$victim" 2>/dev/null
-wait_for 10 no_py_ranks || die "ranks left running: $(our_py_ranks)"
+wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 echo "PASS: a stopped rank of a torch script is named with its Python line"

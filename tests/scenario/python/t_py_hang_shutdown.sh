@@ -7,7 +7,7 @@
 . tests/lib.sh
 . tests/lib_py.sh
 out=$TMP/out.jsonl
-(cd "$TMP" && py_run -n 2 --headless --json --hang-after 3 --stop-grace 2 --log-dir "$TMP/logs" -- \
+(cd "$TMP" && py_exec -n 2 --headless --json --hang-after 3 --stop-grace 2 --log-dir "$TMP/logs" -- \
     "$OLDPWD/examples/ddp_shutdown_hang.py") >"$out" 2>"$TMP/err" &
 dp=$!
 CLEANUPS+=("kill -9 $dp")
@@ -31,5 +31,5 @@ wait_for 30 sh -c "! kill -0 $dp 2>/dev/null" || die "the ladder did not end the
 wait "$dp"; rc=$?
 [ $rc -ne 0 ] || die "ddptop exited 0 for a hung job"
 grep -Eq 'sent SIGTERM to [12] rank' "$out" || { tail -5 "$out"; die "the ladder did not signal rank 0"; }
-wait_for 10 no_py_ranks || die "ranks left running: $(our_py_ranks)"
+wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 echo "PASS: the shutdown hang is named and ended"

@@ -7,7 +7,7 @@
 . tests/lib_py.sh
 . tests/lib_tui.sh # the tmux helpers (its feeder is not used here)
 tmux new-session -d -s "$TS" -x 120 -y 45 \
-    "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 $(py_run_cmd -n 2 --log-dir "'$TMP/logs'" -- \
+    "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 $(py_run_line -n 2 --log-dir "'$TMP/logs'" -- \
     examples/ddp_basics.py --data synthetic --limit 512 --batch-size 8 --epochs 100000 --out "'$TMP/m.pt'") \
     >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 60 hasE " train +[0-9]+ .*at ddp_basics\.py:[0-9]+ in main" || dies "no training rank's row names its line"
@@ -27,7 +27,7 @@ has "job done: every rank ended cleanly" || { tmux send-keys -t "$TS" 6; sleep 1
 tmux send-keys -t "$TS" q
 wait_for 15 test -s "$TMP/exit" || dies "ddptop did not leave on q"
 [ "$(cat "$TMP/exit")" = 0 ] || { cat "$TMP/after.txt"; die "ddptop exited $(cat "$TMP/exit") after d"; }
-wait_for 10 no_py_ranks || die "ranks left running: $(our_py_ranks)"
+wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 
 # ddptop's own C trainer has no Python stack: w says so in one line
 tmux kill-session -t "$TS"
