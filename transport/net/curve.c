@@ -5,6 +5,7 @@
  * that set ZMQ_ZAP_DOMAIN. It must be bound before any server socket binds.
  */
 #include "net/curve.h"
+#include "net/zsock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -175,16 +176,7 @@ static void *zap_main(void *arg)
             more = zmq_msg_more(&part[n]);
             n++;
         }
-        while (more) { /* drain an over-long request */
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, z->rep, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            zmq_msg_close(&x);
-        }
+        if (more) zs_drain(z->rep); /* an over-long request */
         if (n >= 4 && zmq_msg_size(&part[1]) == 0) {
             /* part[2] version, [3] request id, [4] domain, [5] address,
              * [6] routing id, [7] mechanism, [8] client key */

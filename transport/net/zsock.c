@@ -29,10 +29,7 @@
 /* sun_path is 108 bytes; keep room for "/" and a socket name like "ctl". */
 #define ZS_DIR_MAX 90
 
-/* Read and drop the rest of a multi-part message, so the next receive
- * starts on a message boundary. Parts of one message arrive together, so
- * this does not block. */
-static int drain(void *sock)
+int zs_drain(void *sock)
 {
     int parts = 0;
     int more = 1;
@@ -106,7 +103,7 @@ static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t 
 {
     if (pid) *pid = peer_pid(part);
     if (zmq_msg_more(part)) {
-        int extra = drain(sock);
+        int extra = zs_drain(sock);
         msg_init(out, MSG_UNKNOWN);
         err_set(err, errlen, "%smulti-part message (%d more parts) where one frame was expected", where, extra);
         return 2;
@@ -172,7 +169,7 @@ int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, in
     }
     if (n == 0 || n > ZS_IDENT_MAX) {
         zmq_msg_close(&id);
-        drain(router);
+        zs_drain(router);
         msg_init(out, MSG_UNKNOWN);
         err_set(err, errlen, "peer routing id of %zu bytes (at most %d supported)", n, ZS_IDENT_MAX);
         return 2;

@@ -26,6 +26,12 @@ int zs_send(void *sock, const Msg *m, CodecBuf *scratch, int flags, char *err, s
 int zs_send_to(void *router, const void *ident, size_t ident_len, const Msg *m, CodecBuf *scratch, int flags, char *err,
                size_t errlen);
 
+/* Read and drop the rest of a multi-part message (the part just received
+ * said "more"), so the next receive starts on a message boundary. Parts of
+ * one message arrive together, so this does not block. Returns the parts
+ * dropped. */
+int zs_drain(void *sock);
+
 /* Receive one frame and decode it into *out (caller calls msg_done on 0).
  * Returns 0 message, 1 nothing to read (with ZMQ_DONTWAIT) or EINTR,
  * 2 a frame was read but skipped (unknown kind, or malformed: err says why),

@@ -117,17 +117,7 @@ static int move(void *src, void *dst, int flags, uint64_t *ok, uint64_t *dropped
         return 0;
     }
     if (zmq_msg_more(&m)) {
-        int more = 1;
-        while (more) {
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, src, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            zmq_msg_close(&x);
-        }
+        zs_drain(src);
         (*dropped)++;
     } else if (zmq_msg_send(&m, dst, flags) >= 0) {
         (*ok)++;
@@ -163,16 +153,8 @@ int relay_pump(Relay *r, void *extra, int *extra_ready, long timeout_ms)
         }
         zmq_msg_init(&body);
         int got = zmq_msg_more(&id) && zmq_msg_recv(&body, r->ctl, 0) >= 0;
-        int more = got && zmq_msg_more(&body);
-        while (more) { /* not ours: drain */
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, r->ctl, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            zmq_msg_close(&x);
+        if (got && zmq_msg_more(&body)) { /* not ours: drain */
+            zs_drain(r->ctl);
             got = 0;
         }
         Up *u = got ? find_up(r, zmq_msg_data(&id), zmq_msg_size(&id)) : NULL;

@@ -48,7 +48,7 @@ int run_job_keys(Run *r, char *err, size_t errlen)
 }
 
 /* Where ddptop binds, by mode: a private ipc directory (one node), tcp on PORT
- * and PORT+1 with CURVE (node 0 of several; local ranks use 127.0.0.1),
+ * and PORT+1 with CURVE (node 0 of several: a numeric --rdzv address is bound as given, a name binds every interface),
  * or what `listen` was given. A bad endpoint is ERR_USAGE. */
 /* HOST is an IPv4 literal (not a name to resolve; IPv6 keeps binding "*"). */
 static bool numeric_host(const char *host)
@@ -96,8 +96,10 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
         const char *bind_host = numeric_host(host) ? host : "*";
         snprintf(bind_ctl, n, "tcp://%s:%d", bind_host, port);
         snprintf(bind_tel, n, "tcp://%s:%d", bind_host, port + 1);
-        snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://127.0.0.1:%d", port);
-        snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://127.0.0.1:%d", port + 1);
+        /* this node's own ranks reach the sockets where they are bound */
+        const char *local = numeric_host(host) ? host : "127.0.0.1";
+        snprintf(r->ctl_ep, sizeof r->ctl_ep, "tcp://%s:%d", local, port);
+        snprintf(r->tel_ep, sizeof r->tel_ep, "tcp://%s:%d", local, port + 1);
         return ERR_OK;
     }
     if (zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return ERR_FAIL;

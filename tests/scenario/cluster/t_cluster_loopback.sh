@@ -22,6 +22,12 @@ TRAIN="--dataset synthetic --model mlp:20,16,3 --steps 400 --batch-size 8 --no-f
 pa=$!
 CLEANUPS+=("kill -9 $pa")
 wait_for 10 test -s "$KEYS" || die "node 0 wrote no key file"
+# --rdzv 127.0.0.1:PORT binds loopback only, never every interface
+if command -v ss >/dev/null; then
+    bound=$(ss -Hltn "sport = :$port or sport = :$((port + 1))" | awk '{print $4}' | sort -u | tr '\n' ' ')
+    case "$bound" in *0.0.0.0:*|*'*:'*|*'[::]:'*) die "--rdzv 127.0.0.1:$port bound $bound";; esac
+    case "$bound" in *127.0.0.1:$port*) ;; *) die "--rdzv 127.0.0.1:$port: nothing bound there ($bound)";; esac
+fi
 "$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:$port --keys "$KEYS" -- $TRAIN --fault kill:1@20 \
     >"$TMP/b.out" 2>&1 &
 pb=$!
