@@ -504,18 +504,37 @@ static void test_extremes(void)
 
     msg_init(&in, MSG_STEP);
     in.rank = INT32_MAX;
-    in.t_ns = INT64_MIN;
-    in.u.step.epoch = INT64_MAX;
-    in.u.step.step = INT64_MIN;
+    in.t_ns = -PROTO_INT_MAX;
+    in.u.step.epoch = PROTO_INT_MAX;
+    in.u.step.step = -PROTO_INT_MAX;
     in.u.step.loss = NAN;
     in.u.step.lr = -INFINITY;
     in.u.step.step_ms = DBL_MIN;
     in.u.step.fwd_ms = -0.0;
-    in.u.step.drops = UINT64_MAX;
+    in.u.step.drops = (uint64_t)PROTO_INT_MAX;
     CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
     CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0, "decode: %s", err);
     CHECK(msg_equal(&in, &out, why, sizeof why), "%s", why);
     CHECK(isnan(out.u.step.loss), "NaN loss survives (a diverged run must show as NaN)");
+
+    /* one past +-2^61 is refused, so a reader's sums and differences of two
+     * wire integers cannot overflow (every integer field, the envelope too) */
+    const int64_t past[] = { PROTO_INT_MAX + 1, -PROTO_INT_MAX - 1, INT64_MAX, INT64_MIN };
+    for (size_t k = 0; k < sizeof past / sizeof past[0]; k++) {
+        msg_init(&in, MSG_STEP);
+        in.u.step.step = past[k];
+        CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+        CHECK(dec(b.data, b.len, &out, err, sizeof err) != 0 && strstr(err, "out of range"),
+              "step %lld accepted (%s)", (long long)past[k], err);
+        msg_init(&in, MSG_STEP);
+        in.t_ns = past[k];
+        CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+        CHECK(dec(b.data, b.len, &out, err, sizeof err) != 0, "t %lld accepted", (long long)past[k]);
+    }
+    msg_init(&in, MSG_STEP);
+    in.u.step.drops = UINT64_MAX;
+    CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) != 0, "drops 2^64-1 accepted");
 
     /* empty shard, empty value with ok=false (a timed-out get) */
     msg_init(&in, MSG_SHARD);

@@ -652,6 +652,7 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
     case F_I64: {
         int64_t v = 0;
         if ((rc = obj_i64(o, &v))) return int_error(rc, kind, f->key, err, errlen);
+        if (v > PROTO_INT_MAX || v < -PROTO_INT_MAX) return int_error(-2, kind, f->key, err, errlen);
         memcpy(base, &v, sizeof v);
         return 0;
     }
@@ -660,6 +661,7 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
             return err_set(err, errlen, "%s: key \"%s\" is negative", kind, f->key);
         if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) return int_error(-1, kind, f->key, err, errlen);
         uint64_t v = o->via.u64;
+        if (v > (uint64_t)PROTO_INT_MAX) return int_error(-2, kind, f->key, err, errlen);
         memcpy(base, &v, sizeof v);
         return 0;
     }
@@ -826,6 +828,7 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
     if (ot) {
         int rc = obj_i64(ot, &m->t_ns);
         if (rc) return int_error(rc, kn, "t", err, errlen);
+        if (m->t_ns > PROTO_INT_MAX || m->t_ns < -PROTO_INT_MAX) return int_error(-2, kn, "t", err, errlen);
     }
 
     if (kind == MSG_UNKNOWN) {

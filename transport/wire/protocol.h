@@ -24,6 +24,10 @@
 /* Most indices one shard message carries, and the largest store value.
  * Encoder and decoder both refuse more; send a compact form instead. */
 #define PROTO_MAX_IDX         (1u << 20)
+/* Integers on the wire lie within +-PROTO_INT_MAX (2^61: wall-clock ns until
+ * 2043, any step, sample or byte count), so a reader may subtract or add two
+ * of them without overflow; a frame with a larger one is malformed. */
+#define PROTO_INT_MAX         ((int64_t)1 << 61)
 #define PROTO_MAX_VAL_BYTES   (1u << 20)
 
 /* Fixed string sizes: decoders truncate longer strings (NUL-terminated). */

@@ -359,7 +359,10 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     bool had = r->have_step;
     int64_t old_step = had ? r->last.step : 0, old_epoch = had ? r->last.epoch : 0;
     job_lint_epoch(j, r, s, had, old_step, old_epoch, at);
-    j->book->samples_total += s->samples - (had ? r->last.samples : 0);
+    /* wire integers are within +-2^61 (PROTO_INT_MAX), so the difference fits;
+     * the running total saturates rather than wrap on a hostile peer's counts */
+    int64_t d = s->samples - (had ? r->last.samples : 0), sum;
+    j->book->samples_total = __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops) j->drops += s->drops - old_drops;

@@ -166,9 +166,13 @@ check(rc == 0 and fields.get("step") == "471" and float(fields.get("loss", "nan"
 
 # numbers in other msgpack forms: float32, int for a float, big negative ints
 rc, fields, err = decode(msgpack.packb({"v": 1, "k": "step", "loss": 0.5, "lr": 1,
-                                        "epoch": -(2**63)}, use_single_float=True))
+                                        "epoch": -(2**61)}, use_single_float=True))
 check(rc == 0 and fields.get("loss") == "0.5" and fields.get("lr") == "1"
-      and fields.get("epoch") == str(-(2**63)), f"numeric forms: exit {rc} {err} {fields}")
+      and fields.get("epoch") == str(-(2**61)), f"numeric forms: exit {rc} {err} {fields}")
+# ...but integers beyond +-2^61 are malformed (PROTOCOL.md: sums of two must not overflow)
+for big in (-(2**63), 2**61 + 1, 2**64 - 1):
+    rc, fields, err = decode(msgpack.packb({"v": 1, "k": "step", "step": big}))
+    check(rc != 0 and "out of range" in err, f"step {big}: exit {rc} {err}")
 
 # unknown kind: well formed, skipped (exit 0, k=unknown, reason on stderr)
 rc, fields, err = decode({"v": 1, "k": "gossip", "r": 2, "t": 5, "payload": [1, 2, 3]})
