@@ -39,7 +39,8 @@
 
 typedef enum {
     F_I32,   /* msgpack int, int32_t */
-    F_I64,   /* msgpack int, int64_t */
+    F_I64,   /* msgpack int, int64_t, within +-PROTO_INT_MAX */
+    F_ARG,   /* msgpack int, int64_t, any: an opaque packed argument (cmd.arg) */
     F_U64,   /* msgpack int >= 0, uint64_t */
     F_F64,   /* msgpack float (or int), double */
     F_BOOL,  /* msgpack bool, bool */
@@ -171,7 +172,7 @@ static const Field bye_fields[] = {
 static const Field cmd_fields[] = {
     FLD("id", F_I64, cmd.id),
     FLD("op", F_STR, cmd.op),
-    FLD("arg", F_I64, cmd.arg),
+    FLD("arg", F_ARG, cmd.arg),
 };
 
 /* Store kinds carry only what their operation uses. */
@@ -343,7 +344,8 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
         memcpy(&v, base, sizeof v);
         return msgpack_pack_int64(pk, v);
     }
-    case F_I64: {
+    case F_I64:
+    case F_ARG: {
         int64_t v;
         memcpy(&v, base, sizeof v);
         return msgpack_pack_int64(pk, v);
@@ -653,6 +655,12 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         int64_t v = 0;
         if ((rc = obj_i64(o, &v))) return int_error(rc, kind, f->key, err, errlen);
         if (v > PROTO_INT_MAX || v < -PROTO_INT_MAX) return int_error(-2, kind, f->key, err, errlen);
+        memcpy(base, &v, sizeof v);
+        return 0;
+    }
+    case F_ARG: {
+        int64_t v = 0;
+        if ((rc = obj_i64(o, &v))) return int_error(rc, kind, f->key, err, errlen);
         memcpy(base, &v, sizeof v);
         return 0;
     }

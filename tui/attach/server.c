@@ -542,7 +542,7 @@ static int64_t admission_id(const Viewers *v, const void *ident, size_t ident_le
     uint64_t h = 14695981039346656037ull ^ v->secret;
     for (int round = 0; round < 2; round++) /* twice over: the secret mixes into every byte */
         for (size_t i = 0; i < ident_len; i++) h = (h ^ ((const unsigned char *)ident)[i]) * 1099511628211ull;
-    return (int64_t)(h >> 2) + 1;
+    return (int64_t)(h >> 3) + 1; /* within the wire's +-2^61 */
 }
 
 static void send_ping(Viewers *v, void *router, const void *ident, size_t ident_len, int64_t id)
@@ -675,7 +675,7 @@ static void ping(Viewers *v, Viewer *w, int64_t now_ms)
     v->rng ^= v->rng << 17;
     w->ping_id[1] = w->ping_id[0];
     w->ping_ms[1] = w->ping_ms[0];
-    w->ping_id[0] = (int64_t)(v->rng >> 2) + 1;
+    w->ping_id[0] = (int64_t)(v->rng >> 3) + 1; /* within the wire's +-2^61 */
     w->ping_ms[0] = now_ms;
     if (v->router) send_ping(v, v->router, w->ident, w->ident_len, w->ping_id[0]);
 }

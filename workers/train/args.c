@@ -4,6 +4,7 @@
  * one line naming it, and ddptop-worker exits 2 (usage error).
  */
 #include "train/args.h"
+#include "wire/protocol.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -186,7 +187,8 @@ static int opt_betas(Pending *p, const char *opt, const char *v, char *err, size
 static int opt_seed(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
 {
     int64_t iv;
-    if (parse_i64(opt, v, 0, INT64_MAX, &iv, err, errlen)) return -1;
+    /* the seed travels in every shard message: within the wire's integers */
+    if (parse_i64(opt, v, 0, PROTO_INT_MAX, &iv, err, errlen)) return -1;
     p->a->seed = (uint64_t)iv;
     return 0;
 }
