@@ -40,7 +40,7 @@
 typedef enum {
     F_I32,   /* msgpack int, int32_t */
     F_I64,   /* msgpack int, int64_t, within +-PROTO_INT_MAX */
-    F_ARG,   /* msgpack int, int64_t, any: an opaque packed argument (cmd.arg) */
+    F_ARG,   /* msgpack int, int64_t, any: cmd.arg (packed), a store timeout (clamped) */
     F_U64,   /* msgpack int >= 0, uint64_t */
     F_F64,   /* msgpack float (or int), double */
     F_BOOL,  /* msgpack bool, bool */
@@ -183,7 +183,7 @@ static const Field set_fields[] = {
 
 static const Field get_fields[] = {
     FLD("key", F_STR, store.key),
-    FLD("timeout_ms", F_I64, store.timeout_ms),
+    FLD("timeout_ms", F_ARG, store.timeout_ms),
 };
 
 /* "error" came after the first release: a refusal's reason. */
