@@ -416,6 +416,58 @@ int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out,
 /* Does rank r stand out (any outlier kind)? */
 bool job_rank_is_outlier(const Job *j, const JobRank *r, int64_t now_ns, int64_t wall_ns);
 
+/* ---- many ranks at once (job_stats.c) ---- */
+/* What a rank looks like in a big job's rank map: one state each, worst
+ * first (the order the ranks that stand out are listed in). */
+typedef enum {
+    JOB_CELL_FAILED = 0,
+    JOB_CELL_ERROR,   /* in the error phase */
+    JOB_CELL_STALLED, /* the others wait for it: alive, not in the collective they are in (or alone in one the
+                         others finished) */
+    JOB_CELL_SILENT,  /* nothing from it for JOB_STALE_NS */
+    JOB_CELL_NAN,     /* its loss is not finite */
+    JOB_CELL_BEHIND,  /* 2+ steps behind the front, quiet for JOB_BEHIND_QUIET_NS */
+    JOB_CELL_SLOW,    /* step time 1.5x the median and 2 ms more */
+    JOB_CELL_DROPS,   /* dropped telemetry */
+    JOB_CELL_WAITING, /* inside a collective for JOB_INFLIGHT_NS (for someone else) */
+    JOB_CELL_OK,
+    JOB_CELL_DONE,    /* ended cleanly */
+    JOB_CELL_PENDING, /* no hello yet */
+    JOB_CELL__COUNT
+} JobCell;
+
+typedef struct {
+    int count[JOB_CELL__COUNT]; /* ranks in each cell */
+    int odd;                    /* ranks that stand out: cells before JOB_CELL_WAITING */
+    int first_stalled;          /* lowest stalled rank, -1 */
+    /* the oldest collective ranks have waited in for JOB_INFLIGHT_NS while a
+     * live rank has not come (the one a hang is about); wait_seq -1: none */
+    int64_t wait_seq;
+    char wait_op[PROTO_STR_SHORT];
+    int wait_in;   /* ranks inside it */
+    double wait_s; /* since the first one came */
+    /* what the cells were judged against */
+    int64_t max_step;
+    double med_step_ms;
+    bool have_med;
+} JobSummary;
+
+/* Every rank's JobCell into cell[world] (out) and the counts into s (out).
+ * Once per frame: O(world), plus the median's sort. */
+void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, uint8_t *cell);
+/* order[world] (in/out, a display order) with the ranks that stand out
+ * moved to the front, worst cell first, within a cell the worst first (the
+ * longest silent, the most behind, the slowest), the others in their
+ * order behind them. Returns how many were moved. */
+int job_summary_order(const Job *j, const JobSummary *s, const uint8_t *cell, int64_t now_ns, int *order);
+/* One line naming rank `rank` and what is wrong with it into buf (out):
+ * "r517 stalled: 1023 ranks wait for it in allreduce #812 for 7s",
+ * "r17 step 40.0 ms (4.0x median)", "r3 healthy". */
+void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, int rank, int64_t now_ns,
+                      int64_t wall_ns, char *buf, size_t n);
+/* "stalled", "healthy", ... */
+const char *job_cell_name(JobCell c);
+
 const char *job_state_name(JobState s);
 const char *rank_state_name(RankState s);
 

@@ -276,3 +276,171 @@ void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_
     qsort_r(order, (size_t)j->world, sizeof *order, cmp_rank, &s);
     free(s.health);
 }
+
+/* ---- many ranks at once: cells, the odd ones first ---- */
+
+const char *job_cell_name(JobCell c)
+{
+    static const char *const name[JOB_CELL__COUNT] = {
+        [JOB_CELL_FAILED] = "failed", [JOB_CELL_ERROR] = "error",    [JOB_CELL_STALLED] = "stalled",
+        [JOB_CELL_SILENT] = "silent", [JOB_CELL_NAN] = "nan",        [JOB_CELL_BEHIND] = "behind",
+        [JOB_CELL_SLOW] = "slow",     [JOB_CELL_DROPS] = "dropping", [JOB_CELL_WAITING] = "waiting",
+        [JOB_CELL_OK] = "healthy",    [JOB_CELL_DONE] = "ended",     [JOB_CELL_PENDING] = "not started",
+    };
+    return c >= 0 && c < JOB_CELL__COUNT ? name[c] : "?";
+}
+
+/* Has rank r not reached collective c, though it is alive and has not
+ * gone past it (a dropped report must not make a rank look stuck)? */
+static bool missing_from(const Job *j, const JobColl *c, const JobRank *r)
+{
+    if (r->state != RANK_ALIVE || job_coll_arrived(j, c, r->rank)) return false;
+    if (r->have_coll && r->coll.seq >= c->seq) return false;
+    if (job_rank_beat_in_coll(r) && r->beat.coll_seq >= c->seq) return false;
+    return true;
+}
+
+/* The oldest collective some ranks have waited in for JOB_INFLIGHT_NS
+ * while a live rank has not come: the one a hang is about. */
+static const JobColl *held_up(const Job *j, int64_t wall_ns)
+{
+    const JobColl *recent[JOB_COLL_RING];
+    int n = job_colls_recent(j, recent, JOB_COLL_RING);
+    for (int i = n - 1; i >= 0; i--) {
+        const JobColl *c = recent[i];
+        if (c->arrived >= j->world || wall_ns - c->first_ns < JOB_INFLIGHT_NS) continue;
+        for (int r = 0; r < j->world; r++)
+            if (missing_from(j, c, &j->ranks[r])) return c;
+    }
+    return NULL;
+}
+
+void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, uint8_t *cell)
+{
+    memset(s, 0, sizeof *s);
+    s->wait_seq = -1;
+    s->first_stalled = -1;
+    Ctx c = ctx_of(j, now_ns);
+    s->max_step = c.max_step;
+    s->med_step_ms = c.med_step_ms;
+    s->have_med = c.have_med;
+    const JobColl *held = held_up(j, wall_ns);
+    if (held) {
+        s->wait_seq = held->seq;
+        snprintf(s->wait_op, sizeof s->wait_op, "%s", held->op[0] ? held->op : "collective");
+        s->wait_in = held->arrived;
+        s->wait_s = (double)(wall_ns - held->first_ns) / 1e9;
+    }
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        int k = outlier_of(r, &c, now_ns, wall_ns, NULL, 0, NULL, 0);
+        JobCell e;
+        if (k == JOB_OUT_FAILED)
+            e = JOB_CELL_FAILED;
+        else if (k == JOB_OUT_ERROR)
+            e = JOB_CELL_ERROR;
+        else if (held && missing_from(j, held, r))
+            e = JOB_CELL_STALLED;
+        else if (k == JOB_OUT_HUNG && (r->lints & JOB_LINT_ALONE))
+            e = JOB_CELL_STALLED; /* inside one nobody else will reach */
+        else if (k >= 0)
+            e = k == JOB_OUT_STALE    ? JOB_CELL_SILENT
+                : k == JOB_OUT_HUNG   ? JOB_CELL_WAITING
+                : k == JOB_OUT_NAN    ? JOB_CELL_NAN
+                : k == JOB_OUT_BEHIND ? JOB_CELL_BEHIND
+                : k == JOB_OUT_SLOW   ? JOB_CELL_SLOW
+                                      : JOB_CELL_DROPS;
+        else
+            e = r->state == RANK_EXITED_OK ? JOB_CELL_DONE : r->state == RANK_ALIVE ? JOB_CELL_OK : JOB_CELL_PENDING;
+        cell[i] = (uint8_t)e;
+        s->count[e]++;
+        if (e < JOB_CELL_WAITING) s->odd++;
+        if (e == JOB_CELL_STALLED && s->first_stalled < 0) s->first_stalled = i;
+    }
+}
+
+/* How bad a rank is within its cell: bigger is worse. */
+static double severity(const JobRank *r, JobCell e, int64_t now_ns, int64_t max_step)
+{
+    switch (e) {
+    case JOB_CELL_SILENT: return job_rank_beat_age_s(r, now_ns);
+    case JOB_CELL_BEHIND: return (double)(max_step - r->last.step);
+    case JOB_CELL_SLOW: return r->last.step_ms;
+    case JOB_CELL_DROPS: return (double)r->last.drops;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    const Job *j;
+    const uint8_t *cell;
+    const double *sev;
+} OddCtx;
+
+static int cmp_odd(const void *a, const void *b, void *arg)
+{
+    const OddCtx *o = arg;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (o->cell[x] != o->cell[y]) return o->cell[x] - o->cell[y];
+    if (o->sev[x] != o->sev[y]) return o->sev[x] > o->sev[y] ? -1 : 1;
+    return x - y;
+}
+
+int job_summary_order(const Job *j, const JobSummary *s, const uint8_t *cell, int64_t now_ns, int *order)
+{
+    int n = j->world, odd = 0;
+    int *tmp = malloc((size_t)n * sizeof *tmp);
+    double *sev = malloc((size_t)n * sizeof *sev);
+    if (!tmp || !sev) {
+        free(tmp);
+        free(sev);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (cell[order[i]] < JOB_CELL_WAITING) {
+            tmp[odd++] = order[i];
+            sev[order[i]] = severity(&j->ranks[order[i]], (JobCell)cell[order[i]], now_ns, s->max_step);
+        }
+    OddCtx o = { j, cell, sev };
+    qsort_r(tmp, (size_t)odd, sizeof *tmp, cmp_odd, &o);
+    /* the rest keep their order behind them */
+    int k = odd;
+    for (int i = 0; i < n; i++)
+        if (cell[order[i]] >= JOB_CELL_WAITING) tmp[k++] = order[i];
+    memcpy(order, tmp, (size_t)n * sizeof *order);
+    free(tmp);
+    free(sev);
+    return odd;
+}
+
+void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, int rank, int64_t now_ns, int64_t wall_ns,
+                      char *buf, size_t n)
+{
+    if (rank < 0 || rank >= j->world) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    const JobRank *r = &j->ranks[rank];
+    JobCell e = (JobCell)cell[rank];
+    if (e == JOB_CELL_STALLED && s->wait_seq >= 0 && !(r->lints & JOB_LINT_ALONE)) {
+        char why[32] = "stalled";
+        if (job_rank_stale(r, now_ns)) snprintf(why, sizeof why, "silent %.0fs", job_rank_beat_age_s(r, now_ns));
+        snprintf(buf, n, "r%d %s: %d rank%s wait for it in %s #%lld for %.0fs", rank, why, s->wait_in,
+                 s->wait_in == 1 ? "" : "s", s->wait_op, (long long)s->wait_seq, s->wait_s);
+        return;
+    }
+    if (e == JOB_CELL_STALLED) {
+        int64_t seq = 0;
+        double secs = 0;
+        job_rank_in_flight(r, wall_ns, &seq, &secs);
+        snprintf(buf, n, "r%d alone in %s #%lld for %.0fs: the others finished", rank,
+                 r->beat.coll_op[0] ? r->beat.coll_op : "collective", (long long)seq, secs);
+        return;
+    }
+    if (e >= JOB_CELL_OK) {
+        snprintf(buf, n, "r%d %s", rank, job_cell_name(e));
+        return;
+    }
+    Ctx c = { s->max_step, s->med_step_ms, s->have_med };
+    outlier_of(r, &c, now_ns, wall_ns, buf, n, NULL, 0);
+}

@@ -10,9 +10,9 @@
  *
  * Files: draw_screen.c (layout, title, header, status, overlays, shared
  * helpers), draw_ranks.c (ranks table, summaries, rank detail),
- * draw_loss.c (loss chart), draw_comm.c (all-reduce), draw_sampler.c
- * (sampler strip), draw_events.c (events log), draw_stack.c (a rank's
- * Python stacks).
+ * draw_map.c (a big job's rank map), draw_loss.c (loss chart),
+ * draw_comm.c (all-reduce), draw_sampler.c (sampler strip), draw_events.c
+ * (events log), draw_stack.c (a rank's Python stacks).
  */
 #ifndef DDPTOP_DRAW_H
 #define DDPTOP_DRAW_H
@@ -31,6 +31,10 @@
 /* Up to this many ranks the loss chart draws a line per rank; above, the
  * mean with a min..max band. */
 #define DRAW_LOSS_LINES_MAX 8
+/* Above this many ranks (more than a table shows at 80x24) the ranks panel
+ * summarises: a rank map above the table, and the ranks that stand out
+ * listed first whatever the order. Up to it the screen is a plain table. */
+#define DRAW_MAP_MIN_RANKS  16
 
 /* Draw the screen into cv (already sized to the terminal by the caller).
  * color: the terminal shows colours (else lines are told apart by glyphs).
@@ -55,6 +59,10 @@ typedef struct {
     int64_t now_ns, wall_ns;
     bool color;
     const Glyphs *g;
+    /* a big job's (world > DRAW_MAP_MIN_RANKS) ranks judged once a frame:
+     * the summary and every rank's JobCell; NULL for a small job */
+    const JobSummary *sum;
+    const uint8_t *cell;
 } DrawCtx;
 
 /* The panel bodies; (x, y, w, h) is the area under the panel's title line. */
@@ -66,6 +74,12 @@ void draw_loss(DrawCtx *d, int x, int y, int w, int h, int rule_y);
 void draw_comm(DrawCtx *d, int x, int y, int w, int h);
 void draw_sampler(DrawCtx *d, int x, int y, int w, int h);
 void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter);
+/* A big job's rank map (draw_map.c): a legend line, then `rows` rows of
+ * cells, per_cell ranks each. */
+void draw_map(DrawCtx *d, int x, int y, int w, int rows, int per_cell);
+/* Rows the map of `world` ranks takes in w columns and at most avail rows;
+ * *per_cell (out): ranks per cell (1 when every rank gets one). 0: none fit. */
+int draw_map_fit(int world, int w, int avail, int *per_cell);
 
 /* Rows each panel would like (content, without its title line). */
 int draw_ranks_want(const DrawCtx *d);

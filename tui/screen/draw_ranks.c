@@ -1,6 +1,8 @@
 /* draw_ranks.c — the ranks table (one row per rank, sortable, scrolling;
- * min/median/max rows and the outliers when the ranks do not all fit) and
- * a rank's detail page (its collectives, phases, shard and log lines).
+ * min/median/max rows and the outliers when the ranks do not all fit; for
+ * a big job the rank map above it, the odd ranks first and a "+N more"
+ * line) and a rank's detail page (its collectives, phases, shard and log
+ * lines).
  *
  * Owns: column choice by width and the rank row's wording. Reads the Job;
  * writes the Ui's list position. No curses. Main thread.
@@ -347,37 +349,73 @@ int draw_ranks_want(const DrawCtx *d)
     return 1 + world + (world > 8 ? 4 : 0);
 }
 
-void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
+/* A big job's outliers line: the odd ranks as the summary judged them,
+ * worst first (they lead u->order), so the rank the others wait for is
+ * named before the ranks waiting for it. */
+static void draw_outliers_sum(DrawCtx *d, int x0, int y, int w)
+{
+    const JobSummary *s = d->sum;
+    int x = x0 + canvas_put(d->cv, y, x0, w, ST_LABEL, "outliers: ");
+    if (s->odd == 0) {
+        if (s->count[JOB_CELL_WAITING])
+            canvas_printf(d->cv, y, x, x0 + w - x, ST_DIM, "none; %d in a collective for 1s or more",
+                          s->count[JOB_CELL_WAITING]);
+        else
+            canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, "none");
+        return;
+    }
+    for (int i = 0; i < s->odd && i < d->j->world; i++) {
+        int rank = d->ui->order[i];
+        char text[160], more[32];
+        job_summary_text(d->j, s, d->cell, rank, d->now_ns, d->wall_ns, text, sizeof text);
+        snprintf(more, sizeof more, " +%d more", s->odd - i);
+        int need = canvas_text_width(d->cv, text) + (i ? 3 : 0);
+        if (x + need > x0 + w - (i + 1 < s->odd ? (int)strlen(more) : 0)) {
+            canvas_put(d->cv, y, x, x0 + w - x, ST_WARN, more);
+            return;
+        }
+        if (i) x += canvas_put(d->cv, y, x, x0 + w - x, ST_DIM, " | ");
+        x += canvas_put(d->cv, y, x, x0 + w - x, d->cell[rank] <= JOB_CELL_STALLED ? ST_ERR : ST_WARN, text);
+    }
+}
+
+/* "+1000 more healthy ranks" (or what the ranks below the list are). */
+static void draw_more(DrawCtx *d, int from, int x, int y, int w)
+{
+    const Job *j = d->j;
+    int count[JOB_CELL__COUNT] = { 0 };
+    for (int i = from; i < j->world; i++) count[d->cell[d->ui->order[i]]]++;
+    int n = j->world - from, kinds = 0;
+    for (int e = 0; e < JOB_CELL__COUNT; e++) kinds += count[e] > 0;
+    char t[256];
+    int len;
+    if (kinds == 1 && count[JOB_CELL_OK])
+        len = snprintf(t, sizeof t, "+%d more healthy rank%s", n, n == 1 ? "" : "s");
+    else {
+        len = snprintf(t, sizeof t, "+%d more rank%s:", n, n == 1 ? "" : "s");
+        for (int e = 0, k = 0; e < JOB_CELL__COUNT && len < (int)sizeof t - 40; e++)
+            if (count[e])
+                len += snprintf(t + len, sizeof t - (size_t)len, "%s %d %s", k++ ? "," : "", count[e],
+                                job_cell_name((JobCell)e));
+    }
+    (void)len;
+    canvas_fill(d->cv, y, x, w, ST_NORMAL);
+    canvas_put(d->cv, y, x + MARK_W, w - MARK_W, ST_DIM, t);
+}
+
+/* The rows of the list from `row` on: u->order from u->ranks_top, and for
+ * a big job a last line saying what is below when not everything fits. */
+static void draw_list(DrawCtx *d, const Cols *c, int x, int title_y, int row, int rows, int w)
 {
     Ui *u = d->ui;
     const Job *j = d->j;
-    if (h <= 0) return;
-    Cols c;
-    bool python = false;
-    for (int i = 0; i < j->world && !python; i++) python = j->ranks[i].python;
-    choose_cols(w, python, &c);
-    draw_head(d, &c, x, y, w);
-    int row = y + 1, rows = h - 1;
-    /* when the ranks do not fit, the spread and the odd ones come first */
-    if (j->world > rows && rows >= 7) {
-        JobStat st[JOB_METRIC__COUNT];
-        job_rank_stats(j, d->now_ns, st);
-        draw_summary(d, &c, st, x, row, w);
-        draw_outliers(d, x, row + 3, w);
-        row += 4;
-        rows -= 4;
-    } else if (j->world > rows + 2 && rows >= 3) {
-        /* a few rows for many ranks: the odd ones first; a rank or two
-         * more than fit just scroll */
-        draw_outliers(d, x, row, w);
-        row++;
-        rows--;
-    }
     if (rows < 0) rows = 0;
     u->list_y = row;
     u->list_rows = rows < j->world ? rows : j->world;
     if (u->ranks_top > j->world - u->list_rows) u->ranks_top = j->world - u->list_rows;
     if (u->ranks_top < 0) u->ranks_top = 0;
+    bool more = d->sum && u->list_rows >= 2 && u->ranks_top + u->list_rows < j->world;
+    if (more) u->list_rows--;
     bool focus = u->focus == PANEL_RANKS && u->overlay == UI_NO_OVERLAY;
     /* who stands out, once per frame: rows say why */
     JobOutlier *outs = malloc((size_t)j->world * sizeof *outs);
@@ -390,17 +428,80 @@ void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
     for (int i = 0; i < u->list_rows; i++) {
         int rank = u->order[u->ranks_top + i];
         const JobOutlier *o = out_of && out_of[rank] >= 0 ? &outs[out_of[rank]] : NULL;
-        draw_rank_row(d, &c, &j->ranks[rank], o, x, row + i, w, focus && rank == u->sel);
+        draw_rank_row(d, c, &j->ranks[rank], o, x, row + i, w, focus && rank == u->sel);
     }
     free(outs);
     free(out_of);
+    if (more) draw_more(d, u->ranks_top + u->list_rows, x, row + u->list_rows, w);
     /* where the list is, on the title line: the rows above and below */
     if (j->world > u->list_rows && u->rect[PANEL_RANKS].w > 0) {
         char pos[64];
         snprintf(pos, sizeof pos, " %d-%d of %d ", u->ranks_top + 1, u->ranks_top + u->list_rows, j->world);
         int pw = canvas_text_width(d->cv, pos);
-        canvas_put(d->cv, y - 1, x + w - pw - 2, pw, ST_RULE, pos);
+        canvas_put(d->cv, title_y, x + w - pw - 2, pw, ST_RULE, pos);
     }
+}
+
+/* A big job: the rank map and its legend, the outliers, then the table
+ * (min/median/max rows when there is room). False: too few rows for a
+ * map, the plain layout instead. */
+static bool draw_ranks_big(DrawCtx *d, const Cols *c, int x, int y, int w, int h)
+{
+    const Job *j = d->j;
+    /* legend, outliers and the table's head; two rows of ranks at least */
+    int per, mrows = draw_map_fit(j->world, w, h - 3 - 2, &per);
+    if (mrows <= 0) return false;
+    int row = y;
+    draw_map(d, x, row, w, mrows, per);
+    row += 1 + mrows;
+    draw_outliers_sum(d, x, row++, w);
+    draw_head(d, c, x, row++, w);
+    int rows = y + h - row;
+    /* the spread when it leaves a few ranks' rows */
+    if (j->world > rows && rows >= 3 + 3) {
+        JobStat st[JOB_METRIC__COUNT];
+        job_rank_stats(j, d->now_ns, st);
+        draw_summary(d, c, st, x, row, w);
+        row += 3;
+        rows -= 3;
+    }
+    draw_list(d, c, x, y - 1, row, rows, w);
+    return true;
+}
+
+void draw_ranks(DrawCtx *d, int x, int y, int w, int h)
+{
+    const Job *j = d->j;
+    if (h <= 0) return;
+    Cols c;
+    bool python = false;
+    for (int i = 0; i < j->world && !python; i++) python = j->ranks[i].python;
+    choose_cols(w, python, &c);
+    if (d->sum && draw_ranks_big(d, &c, x, y, w, h)) return;
+    draw_head(d, &c, x, y, w);
+    int row = y + 1, rows = h - 1;
+    /* when the ranks do not fit, the spread and the odd ones come first */
+    if (j->world > rows && rows >= 7) {
+        JobStat st[JOB_METRIC__COUNT];
+        job_rank_stats(j, d->now_ns, st);
+        draw_summary(d, &c, st, x, row, w);
+        if (d->sum)
+            draw_outliers_sum(d, x, row + 3, w);
+        else
+            draw_outliers(d, x, row + 3, w);
+        row += 4;
+        rows -= 4;
+    } else if (j->world > rows + 2 && rows >= 3) {
+        /* a few rows for many ranks: the odd ones first; a rank or two
+         * more than fit just scroll */
+        if (d->sum)
+            draw_outliers_sum(d, x, row, w);
+        else
+            draw_outliers(d, x, row, w);
+        row++;
+        rows--;
+    }
+    draw_list(d, &c, x, y - 1, row, rows, w);
 }
 
 /* ---- detail ---- */

@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -642,6 +643,9 @@ static void layout_column(DrawCtx *d, const PanelId *ids, int n, int x, int y, i
             t->min = 1 + (d->j->world < 2 ? d->j->world : 2);
             /* a big job must not push the charts off the screen */
             int cap = h * 45 / 100;
+            /* a big job's map and table: a legend, a row of cells, the
+             * outliers, the head and two ranks at least (draw_ranks) */
+            if (d->sum) t->min = 6;
             if (t->want > cap) t->want = cap > t->min ? cap : t->min;
             break;
         }
@@ -706,7 +710,7 @@ static void layout_body(DrawCtx *d, int y, int w, int h)
 
 void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status, bool color)
 {
-    DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii };
+    DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii, NULL, NULL };
     int w = cv->w, h = cv->h;
     for (int p = 0; p < PANEL__COUNT; p++) u->rect[p] = (UiRect){ 0, 0, 0, 0 };
     if (w < DRAW_MIN_W || h < DRAW_MIN_H) {
@@ -720,8 +724,17 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
         else if (now_ns - u->note_ns > 4000000000LL)
             u->note[0] = '\0';
     }
-    /* the order the ranks are listed in: keys move through it */
+    /* the order the ranks are listed in: keys move through it; a big job
+     * lists the ranks that stand out first */
     job_rank_order(j, u->sort, u->sort_desc, now_ns, wall_ns, u->order);
+    JobSummary sum;
+    uint8_t *cell = j->world > DRAW_MAP_MIN_RANKS ? malloc((size_t)j->world) : NULL;
+    if (cell) {
+        job_summary(j, now_ns, wall_ns, &sum, cell);
+        job_summary_order(j, &sum, cell, now_ns, u->order);
+        d.sum = &sum;
+        d.cell = cell;
+    }
     if (u->to_top) {
         u->to_top = false;
         u->ranks_top = 0;
@@ -753,4 +766,5 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
         draw_confirm_quit(&d, w, h);
     else if (u->overlay == UI_FAULT_MENU)
         draw_fault_menu(&d, w, h);
+    free(cell);
 }
