@@ -224,6 +224,14 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         mark = d->g->mark_warn;
         st = nst = ST_ROW_WARN;
         snprintf(note, sizeof note, "%s%s%s", inf, at[0] ? " " : "", at);
+    } else if (d->cell && d->cell[r->rank] == JOB_CELL_STALLED) {
+        /* a big job's culprit: the others wait for it (job_summary) */
+        mark = d->g->mark_warn;
+        st = nst = ST_ROW_ERR;
+        if (d->sum->wait_seq >= 0 && !(r->lints & JOB_LINT_ALONE))
+            snprintf(note, sizeof note, "stalled, %d wait for it%s%s", d->sum->wait_in, at[0] ? " " : "", at);
+        else
+            snprintf(note, sizeof note, "stalled, alone: the others finished%s%s", at[0] ? " " : "", at);
     } else if (r->state == RANK_WAITING) {
         nst = ST_DIM;
         /* no pid yet: another node's agent (or, with listen, the

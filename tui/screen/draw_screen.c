@@ -610,8 +610,8 @@ static void draw_panel(DrawCtx *d, PanelId p, int x, int y, int w, int h, bool z
     char extra[160] = "";
     if (p == PANEL_RANKS) {
         const Ui *u = d->ui;
-        snprintf(extra, sizeof extra, "sorted by %s %s", job_sort_name(u->sort),
-                 u->sort_desc ? d->g->sort_up : d->g->sort_down);
+        snprintf(extra, sizeof extra, "sorted by %s %s%s", job_sort_name(u->sort),
+                 u->sort_desc ? d->g->sort_up : d->g->sort_down, d->sum && d->sum->odd ? ", odd ones first" : "");
     } else if (p == PANEL_EVENTS && d->ui->events_back > 0) {
         snprintf(extra, sizeof extra, "%d newer below (End)", d->ui->events_back);
     }
