@@ -537,6 +537,71 @@ static void test_python_rank(void)
     TEST_END();
 }
 
+/* Above 16 ranks the ranks panel opens with the rank map; up to 16 it is
+ * the plain table (those screens are unchanged by the map). */
+static void test_rank_map(void)
+{
+    TEST_BEGIN("rank_map_above_16_ranks_cells_legend_more_line");
+    Canvas cv;
+    canvas_init(&cv, true);
+    Ui u;
+    /* 16 ranks: no map, no "+N more" line */
+    Job *j = job_new(16, T0);
+    int64_t t = scripted(j, 12);
+    ui_init(&u, 16);
+    const char *s = render(&cv, &u, j, 80, 24, true, true, t);
+    CHECK(!strstr(s, "16 ranks: ") && !strstr(s, " more healthy rank") && !strstr(s, "odd ones first") &&
+              !strstr(s, "last in most often"),
+          "16 ranks drew a big job's screen:\n%s", s);
+    ui_done(&u);
+    job_free(&j);
+    /* 1024 ranks, rank 700 silent: one `?` cell among `·` cells */
+    j = job_new(1024, T0);
+    t = scripted(j, 12);
+    Msg m;
+    for (int k = 1; k <= 7; k++)
+        for (int r = 0; r < 1024; r++) {
+            if (r == 700) continue;
+            msg_init(&m, MSG_BEAT);
+            m.u.beat.step = 12;
+            m.u.beat.phase = PHASE_TRAIN;
+            m.u.beat.coll_seq = -1;
+            apply(j, &m, r, t + k * SEC);
+        }
+    t += 7 * SEC + MS;
+    ui_init(&u, 1024);
+    s = render(&cv, &u, j, 200, 60, true, true, t);
+    CHECK(strstr(s, "1024 ranks: ? silent 1: r700  s slow 1: r3  · healthy 1022"), "legend:\n%s", s);
+    /* a cell a rank at 200x60 (120 columns on the left): rank 700 is row 5, column 100 */
+    const char *legend = strstr(s, "1024 ranks: ");
+    const char *row = legend ? strchr(legend, '\n') : NULL;
+    for (int k = 0; k < 5 && row; k++) row = strchr(row + 1, '\n');
+    CHECK(row && strncmp(row + 1 + 100 * strlen("·"), "?", 1) == 0, "rank 700's cell is not a '?':\n%s", s);
+    CHECK(strstr(line_with(s, "outliers: "), "outliers: r700 silent 7s | r3 step 40.0 ms (4.0x median)"),
+          "outliers: '%s'", line_with(s, "outliers: "));
+    int below = -1;
+    sscanf(line_with(s, " more healthy ranks"), "  +%d more", &below);
+    CHECK(strstr(s, "sorted by rank ▼, odd ones first") && below > 0 && u.ranks_top + u.list_rows + below == 1024,
+          "no odd-first title or '+N more' line (%d below, %d listed):\n%s", below, u.list_rows, s);
+    CHECK(u.order[0] == 700 && u.order[1] == 3 && u.order[2] == 0, "order %d %d %d", u.order[0], u.order[1],
+          u.order[2]);
+    CHECK(strstr(s, "last in most often r1: 12 of the last 12 collectives, 2.00 ms after the others"),
+          "no persistent straggler line:\n%s", s);
+    /* 80x24: several ranks a cell, still named; ASCII glyphs without UTF-8 */
+    s = render(&cv, &u, j, 80, 24, false, true, t);
+    CHECK(strstr(s, "1024 ranks, a cell = ") && strstr(s, "(the worst shown): ? silent 1: r700  s slow 1: r3"),
+          "80x24 legend:\n%s", s);
+    CHECK(strstr(s, "..") && !strstr(s, "·"), "ASCII cells:\n%s", s);
+    /* End reaches the last rank and the "+N more" line goes */
+    ui_key(&u, UI_KEY_END, j, true);
+    s = render(&cv, &u, j, 200, 60, true, true, t);
+    CHECK(u.sel == 1023 && strstr(s, "▶  1023 node3") && !strstr(s, " more healthy rank"), "End:\n%s", s);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
@@ -548,5 +613,6 @@ int main(void)
     test_keys();
     test_states();
     test_python_rank();
+    test_rank_map();
     CHECK_EXIT();
 }

@@ -240,11 +240,34 @@ static void test_not_started(void)
     TEST_END();
 }
 
+static void test_last_in(void)
+{
+    TEST_BEGIN("the_rank_last_in_most_often");
+    int64_t t;
+    Job *j = trained(&t);
+    int rank, times, of;
+    double late;
+    /* arrivals 1 us apart: a spread, but no rank clearly last */
+    job_colls_last_in(j, &rank, &times, &of, &late);
+    CHECK(rank == -1 && times == 0 && of == 10, "no straggler yet: r%d %d of %d", rank, times, of);
+    /* then rank 77 comes 2 ms after everybody else, 6 times */
+    for (int s = 11; s <= 16; s++) {
+        t += 100 * MS;
+        for (int r = 0; r < N; r++) step(j, r, s, 10.0, r == 77 ? t + 2 * MS : t);
+    }
+    job_colls_last_in(j, &rank, &times, &of, &late);
+    CHECK(rank == 77 && times == 6 && of == 16 && late > 1.99 && late < 2.01, "straggler r%d %d of %d, %.3f ms", rank,
+          times, of, late);
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     test_stalled_named();
     test_dropped_report_not_stalled();
     test_cells_and_order();
     test_not_started();
+    test_last_in();
     CHECK_EXIT();
 }

@@ -467,6 +467,12 @@ void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, in
                       int64_t wall_ns, char *buf, size_t n);
 /* "stalled", "healthy", ... */
 const char *job_cell_name(JobCell c);
+/* The persistent straggler: among the collectives kept that every rank
+ * finished, not all in together (first to last 5 us or more), *of (out)
+ * of them, the rank that came last most often, 5 us or more after the
+ * next-to-last (*rank, -1 when none; ties to the lower rank), *times (out)
+ * it did, *late_ms (out) its mean lead over the next-to-last. O(JOB_COLL_RING^2), no allocation. */
+void job_colls_last_in(const Job *j, int *rank, int *times, int *of, double *late_ms);
 
 const char *job_state_name(JobState s);
 const char *rank_state_name(RankState s);

@@ -444,3 +444,37 @@ void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, in
     Ctx c = { s->max_step, s->med_step_ms, s->have_med };
     outlier_of(r, &c, now_ns, wall_ns, buf, n, NULL, 0);
 }
+
+void job_colls_last_in(const Job *j, int *rank, int *times, int *of, double *late_ms)
+{
+    *rank = -1;
+    *times = *of = 0;
+    *late_ms = 0;
+    const JobColl *c[JOB_COLL_RING];
+    int n = job_colls_recent(j, c, JOB_COLL_RING);
+    /* at most JOB_COLL_RING distinct last ranks: count them in place */
+    int who[JOB_COLL_RING], cnt[JOB_COLL_RING], k = 0;
+    double late[JOB_COLL_RING];
+    for (int i = 0; i < n; i++) {
+        /* finished by everybody, and not all in together */
+        if (c[i]->arrived < j->world || c[i]->done < j->world || c[i]->last_ns - c[i]->first_ns < 5000) continue;
+        (*of)++;
+        /* a tie for last is nobody's fault */
+        if (c[i]->last_ns - c[i]->prev_last_ns < 5000) continue;
+        int s = 0;
+        while (s < k && who[s] != c[i]->last_rank) s++;
+        if (s == k) {
+            who[k] = c[i]->last_rank;
+            cnt[k] = 0;
+            late[k++] = 0;
+        }
+        cnt[s]++;
+        late[s] += (double)(c[i]->last_ns - c[i]->prev_last_ns) / 1e6;
+    }
+    for (int s = 0; s < k; s++)
+        if (cnt[s] > *times || (cnt[s] == *times && who[s] < *rank)) {
+            *rank = who[s];
+            *times = cnt[s];
+            *late_ms = late[s] / cnt[s];
+        }
+}

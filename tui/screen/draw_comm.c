@@ -2,7 +2,8 @@
  * and how much of it backward hid, each gradient bucket's latency over the
  * run with its bandwidths, and the recent collectives with the rank that
  * arrived last (the straggler) and by how much — or, for one still open,
- * which ranks everybody is waiting for.
+ * which ranks everybody is waiting for; for a big job, the rank that came
+ * last most often.
  *
  * Owns: the panel's wording. Reads the Job. No curses. Main thread.
  */
@@ -15,6 +16,21 @@ int draw_comm_want(const DrawCtx *d)
 {
     int b = d->j->n_buckets > 0 ? d->j->n_buckets : 1;
     return 1 + b + 4;
+}
+
+/* A big job: the rank that came last most often, when one does (a quarter
+ * of the finished collectives, four at least); false when none stands out. */
+static bool draw_last_in(DrawCtx *d, int x, int y, int w)
+{
+    int rank, times, of;
+    double late;
+    job_colls_last_in(d->j, &rank, &times, &of, &late);
+    if (rank < 0 || times < 4 || times * 4 < of) return false;
+    int cx = x + canvas_put(d->cv, y, x, w, ST_LABEL, "last in most often ");
+    cx += canvas_printf(d->cv, y, cx, x + w - cx, ST_WARN, "r%d", rank);
+    canvas_printf(d->cv, y, cx, x + w - cx, ST_NORMAL, ": %d of the last %d collectives, %.2f ms after the others",
+                  times, of, late);
+    return true;
 }
 
 /* "r1 r5 r9 +3" — the ranks that have not reached collective c. */
@@ -87,6 +103,8 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         canvas_put(cv, row, x, w, ST_DIM, "no steps yet");
     }
     row++;
+    /* the persistent straggler of a big job, when rows allow */
+    if (d->sum && h >= 4 && draw_last_in(d, x, row, w)) row++;
     /* buckets: figures then the latency over the run, newest right; one
      * row stays for the newest collective (its straggler) when any */
     const JobColl *all[JOB_COLL_RING], *list[JOB_COLL_RING];
