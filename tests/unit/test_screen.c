@@ -537,22 +537,22 @@ static void test_python_rank(void)
     TEST_END();
 }
 
-/* Above 16 ranks the ranks panel opens with the rank map; up to 16 it is
+/* Above 32 ranks the ranks panel opens with the rank map; up to 32 it is
  * the plain table (those screens are unchanged by the map). */
 static void test_rank_map(void)
 {
-    TEST_BEGIN("rank_map_above_16_ranks_cells_legend_more_line");
+    TEST_BEGIN("rank_map_above_32_ranks_cells_legend_more_line");
     Canvas cv;
     canvas_init(&cv, true);
     Ui u;
-    /* 16 ranks: no map, no "+N more" line */
-    Job *j = job_new(16, T0);
+    /* 32 ranks: no map, no "+N more" line */
+    Job *j = job_new(32, T0);
     int64_t t = scripted(j, 12);
-    ui_init(&u, 16);
+    ui_init(&u, 32);
     const char *s = render(&cv, &u, j, 80, 24, true, true, t);
-    CHECK(!strstr(s, "16 ranks: ") && !strstr(s, " more healthy rank") && !strstr(s, "odd ones first") &&
+    CHECK(!strstr(s, "32 ranks: ") && !strstr(s, " more healthy rank") && !strstr(s, "odd ones first") &&
               !strstr(s, "last in most often"),
-          "16 ranks drew a big job's screen:\n%s", s);
+          "32 ranks drew a big job's screen:\n%s", s);
     ui_done(&u);
     job_free(&j);
     /* 1024 ranks, rank 700 silent: one `?` cell among `·` cells */

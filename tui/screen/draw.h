@@ -31,10 +31,10 @@
 /* Up to this many ranks the loss chart draws a line per rank; above, the
  * mean with a min..max band. */
 #define DRAW_LOSS_LINES_MAX 8
-/* Above this many ranks (more than a table shows at 80x24) the ranks panel
- * summarises: a rank map above the table, and the ranks that stand out
- * listed first whatever the order. Up to it the screen is a plain table. */
-#define DRAW_MAP_MIN_RANKS  16
+/* Above this many ranks the ranks panel summarises: a rank map above the
+ * table, and the ranks that stand out listed first whatever the order. Up
+ * to it (a few screens of rows, scrolled) the screen is a plain table. */
+#define DRAW_MAP_MIN_RANKS  32
 
 /* Draw the screen into cv (already sized to the terminal by the caller).
  * color: the terminal shows colours (else lines are told apart by glyphs).
