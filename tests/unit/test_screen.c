@@ -587,6 +587,17 @@ static void test_rank_map(void)
           u.order[2]);
     CHECK(strstr(s, "last in most often r1: 12 of the last 12 collectives, 2.00 ms after the others"),
           "no persistent straggler line:\n%s", s);
+    /* a click on rank 500's cell (row 4, column 20 of the map) selects it and the list follows;
+     * a double click opens its detail */
+    ui_mouse(&u, UI_MOUSE_CLICK, u.map_x + 20, u.map_y + 4, j);
+    s = render(&cv, &u, j, 200, 60, true, true, t);
+    CHECK(u.sel == 500 && strstr(s, "▶   500 node0"), "a click on the map did not select rank 500 (sel %d):\n%s", u.sel,
+          s);
+    ui_mouse(&u, UI_MOUSE_DOUBLE, u.map_x + 21, u.map_y + 4, j);
+    s = render(&cv, &u, j, 200, 60, true, true, t);
+    CHECK(u.overlay == UI_DETAIL && u.detail_rank == 501 && strstr(s, "─ rank 501 "), "double click: detail %d",
+          u.detail_rank);
+    ui_key(&u, UI_KEY_ESC, j, true);
     /* 80x24: several ranks a cell, still named; ASCII glyphs without UTF-8 */
     s = render(&cv, &u, j, 80, 24, false, true, t);
     CHECK(strstr(s, "1024 ranks, a cell = ") && strstr(s, "(the worst shown): ? silent 1: r700  s slow 1: r3"),

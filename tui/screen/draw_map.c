@@ -5,7 +5,8 @@
  * each state and the few odd ranks named.
  *
  * Owns: the cells' glyphs and styles. Reads the frame's JobSummary and
- * cells (DrawCtx). No curses. Main thread.
+ * cells (DrawCtx); writes where the cells are into the Ui (a click selects
+ * a cell's rank). No curses. Main thread.
  */
 #include "screen/draw.h"
 
@@ -72,6 +73,12 @@ void draw_map(DrawCtx *d, int x, int y, int w, int rows, int per_cell)
         cx += legend_entry(d, e, cx, y, end);
         cx += canvas_put(d->cv, y, cx, end - cx, ST_NORMAL, "  ");
     }
+    /* where the cells are, for a click (ui_mouse) */
+    d->ui->map_x = x;
+    d->ui->map_y = y + 1;
+    d->ui->map_w = w;
+    d->ui->map_rows = rows;
+    d->ui->map_per_cell = per_cell;
     int cells = (j->world + per_cell - 1) / per_cell;
     int sel_cell = d->ui->sel >= 0 && d->ui->sel < j->world ? d->ui->sel / per_cell : -1;
     for (int i = 0; i < cells; i++) {

@@ -713,6 +713,7 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
     DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii, NULL, NULL };
     int w = cv->w, h = cv->h;
     for (int p = 0; p < PANEL__COUNT; p++) u->rect[p] = (UiRect){ 0, 0, 0, 0 };
+    u->map_rows = 0;
     if (w < DRAW_MIN_W || h < DRAW_MIN_H) {
         draw_too_small(&d, w, h);
         return;

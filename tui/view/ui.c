@@ -434,6 +434,20 @@ ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j)
         scroll(u, kind == UI_MOUSE_WHEEL_UP ? UI_KEY_UP : UI_KEY_DOWN, j);
         return VIEW_ACT_REDRAW;
     }
+    /* a cell of the rank map selects its (first) rank; the list follows */
+    if (p == PANEL_RANKS && u->map_rows > 0 && y >= u->map_y && y < u->map_y + u->map_rows && x >= u->map_x &&
+        x < u->map_x + u->map_w) {
+        int rank = ((y - u->map_y) * u->map_w + (x - u->map_x)) * (u->map_per_cell > 0 ? u->map_per_cell : 1);
+        if (rank < u->world) {
+            u->sel = rank;
+            ui_clamp(u);
+            if (kind == UI_MOUSE_DOUBLE) {
+                u->overlay = UI_DETAIL;
+                u->detail_rank = rank;
+            }
+        }
+        return VIEW_ACT_REDRAW;
+    }
     if (p == PANEL_RANKS && y >= u->list_y && y < u->list_y + u->list_rows) {
         int pos = u->ranks_top + (y - u->list_y);
         if (pos >= 0 && pos < u->world) {

@@ -116,6 +116,9 @@ typedef struct {
     UiRect rect[PANEL__COUNT];
     int *order;            /* [world] ranks in display order */
     int list_y, list_rows; /* screen row of the first listed rank; rows listed */
+    /* a big job's rank map: its cells' top left, width, rows, ranks a cell
+     * (map_rows 0: no map on screen) */
+    int map_x, map_y, map_w, map_rows, map_per_cell;
     int strip_cells;       /* indices one view of the strip holds */
     int events_rows, comm_rows;
 } Ui;
