@@ -446,7 +446,8 @@ typedef struct {
     char wait_op[PROTO_STR_SHORT];
     int wait_in;   /* ranks inside it */
     double wait_s; /* since the first one came */
-    /* what the cells were judged against */
+    /* what the cells were judged against: job_rank_stats of the frame */
+    JobStat stats[JOB_METRIC__COUNT];
     int64_t max_step;
     double med_step_ms;
     bool have_med;

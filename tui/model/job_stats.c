@@ -94,15 +94,20 @@ typedef struct {
     bool have_med;
 } Ctx;
 
-static Ctx ctx_of(const Job *j, int64_t now_ns)
+static Ctx ctx_from(const JobStat st[JOB_METRIC__COUNT])
 {
     Ctx c = { 0 };
-    JobStat st[JOB_METRIC__COUNT];
-    job_rank_stats(j, now_ns, st);
     c.max_step = st[JOB_METRIC_STEP].n ? (int64_t)st[JOB_METRIC_STEP].max : 0;
     c.have_med = st[JOB_METRIC_STEP_MS].n >= 2;
     c.med_step_ms = st[JOB_METRIC_STEP_MS].median;
     return c;
+}
+
+static Ctx ctx_of(const Job *j, int64_t now_ns)
+{
+    JobStat st[JOB_METRIC__COUNT];
+    job_rank_stats(j, now_ns, st);
+    return ctx_from(st);
 }
 
 /* The worst thing about a rank: its kind (-1: nothing), a text naming the
@@ -320,7 +325,8 @@ void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, u
     memset(s, 0, sizeof *s);
     s->wait_seq = -1;
     s->first_stalled = -1;
-    Ctx c = ctx_of(j, now_ns);
+    job_rank_stats(j, now_ns, s->stats);
+    Ctx c = ctx_from(s->stats);
     s->max_step = c.max_step;
     s->med_step_ms = c.med_step_ms;
     s->have_med = c.have_med;

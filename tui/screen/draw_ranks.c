@@ -467,9 +467,7 @@ static bool draw_ranks_big(DrawCtx *d, const Cols *c, int x, int y, int w, int h
     int rows = y + h - row;
     /* the spread when it leaves a few ranks' rows */
     if (j->world > rows && rows >= 3 + 3) {
-        JobStat st[JOB_METRIC__COUNT];
-        job_rank_stats(j, d->now_ns, st);
-        draw_summary(d, c, st, x, row, w);
+        draw_summary(d, c, d->sum->stats, x, row, w);
         row += 3;
         rows -= 3;
     }
