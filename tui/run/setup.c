@@ -219,7 +219,12 @@ void run_teardown(Run *r)
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
-    if (r->dir[0] && !r->o->log_dir)
+    static const char *const sockets[] = { "ctl", "tel", NULL };
+    if (r->dir[0] && !r->o->log_dir && r->keep_dir && r->launched_any) {
+        /* the events name these logs: a failed run keeps them */
+        zs_private_dir_keep(r->dir, sockets);
+        fprintf(stderr, "ddptop: the ranks' logs are kept in %s\n", r->dir);
+    } else if (r->dir[0] && !r->o->log_dir)
         zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
         char p[320];
