@@ -135,15 +135,19 @@ static int pick_device(char *dev, size_t dn, char *be, size_t bn, char *err, siz
     int n = 0;
     bool gpu = strcmp(d, "cpu") && gpu_count(&n, gerr, sizeof gerr) == 0 && n > 0;
     if (!strcmp(d, "cuda") && !gpu) {
-        snprintf(err, errlen, "--device cuda: %s", gerr[0] ? plain_reason(gerr) : "no usable CUDA GPU: use --device cpu");
+        snprintf(err, errlen, "--device cuda: %s",
+                 gerr[0] ? plain_reason(gerr) : "no usable CUDA GPU: use --device cpu");
         return -1;
     }
     if (!strcmp(d, "auto")) d = gpu ? "cuda" : "cpu";
     if (!strcmp(b, "auto")) b = !strcmp(d, "cuda") && comm_available("nccl") ? "nccl" : "gloo";
     if (!strcmp(b, "nccl") && !strcmp(d, "cpu")) {
-        snprintf(err, errlen, "--backend nccl needs a CUDA GPU and none is usable here (%s): use --backend gloo, or "
-                 "leave --backend auto (gloo on CPUs)",
-                 gerr[0] ? plain_reason(gerr) : "none found");
+        /* the reason without its own advice (": use --device cpu") */
+        const char *why = gerr[0] ? plain_reason(gerr) : "no usable CUDA GPU";
+        const char *advice = strstr(why, ": use ");
+        snprintf(err, errlen,
+                 "--backend nccl needs a CUDA GPU: %.*s: use --backend gloo, or leave --backend auto (gloo on CPUs)",
+                 advice ? (int)(advice - why) : (int)strlen(why), why);
         return -1;
     }
     if (!strcmp(b, "nccl") && !comm_available("nccl")) {

@@ -226,7 +226,8 @@ static int choose_worker(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
     worker_path(b->bin, sizeof b->bin);
     bool have_cpu = cpu_worker_path(b->bin, b->cpu_bin, sizeof b->cpu_bin);
     /* --backend nccl asks the worker that has NCCL, which says what is missing */
-    bool cpu_job = !strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu && strcmp(o->backend, "nccl"));
+    bool cpu_job =
+        !strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu && strcmp(o->backend, "nccl"));
     Check c = { .bin = have_cpu && cpu_job ? b->cpu_bin : b->bin,
                 .args = o->trainer_args,
                 .n = o->n_trainer_args,

@@ -57,7 +57,7 @@ bool job_outcome_verdict(const Job *j, char *buf, size_t len)
     if (o == JOB_END_CKPT_LOST) {
         char more[48] = "";
         if (j->ckpts_lost > 1) snprintf(more, sizeof more, " (%d checkpoints lost)", j->ckpts_lost);
-        snprintf(buf, len, "job failed: checkpoint lost: step %lld was not written (%.200s)%s; the ranks ended cleanly",
+        snprintf(buf, len, "job failed: checkpoint lost: step %lld was not written (%.200s)%s",
                  (long long)j->lost_ckpt_step, j->lost_ckpt_error, more);
         return true;
     }

@@ -73,6 +73,7 @@ static void say_attach(Run *r)
         snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv);
         shown = rdzv_ep;
     }
+    if (r->pub) job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "publishing on %s", publisher_endpoint(r->pub));
     if (r->tcp)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
     else
@@ -303,7 +304,7 @@ static int end_job(Run *r)
     run_held_exits(r, true);
     if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended");
     int code = exit_status(r);
-    r->keep_dir = code != 0;
+    r->keep_dir = code == 1 || code == RUN_EXIT_CKPT_LOST || !job_all_clean(r->job) || r->job->ckpts_lost;
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);
     if (!r->o->headless) view_headless_init(&r->hl, stdout, false);

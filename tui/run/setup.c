@@ -166,6 +166,8 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
             return ERR_FAIL;
         if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen)))
             return ERR_FAIL;
+        /* tcp://127.0.0.1:* has its port only now: subscribers need it */
+        fprintf(stderr, "ddptop: publishing on %s\n", publisher_endpoint(r->pub));
     }
     if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen))) return ERR_FAIL;
     if (!r->store) r->store = store_new();

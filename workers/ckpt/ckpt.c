@@ -115,7 +115,6 @@ static void remove_stale(const char *dir)
     closedir(d);
 }
 
-
 /* One step directory, as pruning orders them. */
 typedef struct {
     int64_t step;
@@ -223,8 +222,8 @@ int ckpt_check_dir(const char *dir, char *err, size_t errlen)
     }
     struct statfs sf;
     if (statfs(at, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC)) {
-        snprintf(err, errlen, "--ckpt-dir %s: %s is a kernel file system (/proc, /sys): choose a real directory",
-                 dir, at);
+        snprintf(err, errlen, "--ckpt-dir %s: %s is a kernel file system (/proc, /sys): choose a real directory", dir,
+                 at);
         return -1;
     }
     /* what a checkpoint does first: make a directory there */

@@ -540,9 +540,8 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     int others = id->rank == 0 && !t->resumed ? ckpt_count(a->ckpt_dir, &newest) : 0;
     if (others > 0)
         report_log(t, "warn",
-                   "--ckpt-dir %s already holds %d checkpoint%s of another run (up to step %" PRId64
-                   "): this run's replace the same steps, latest will point to this run's, and --keep-last "
-                   "removes the oldest written first",
+                   "--ckpt-dir %s holds %d checkpoint%s of another run (up to step %" PRId64
+                   "): latest will be this run's; --keep-last removes the oldest written first",
                    a->ckpt_dir, others, others == 1 ? "" : "s", newest);
     t->ops->log_memory(t, "ready");
 
