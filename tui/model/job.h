@@ -306,9 +306,10 @@ bool job_rank_stale(const JobRank *r, int64_t now_ns);
 double job_rank_allreduce_ms(const JobRank *r);
 /* The rank's i-th most recent step (0 = newest), NULL past the end. */
 const JobStepRec *job_rank_step_at(const JobRank *r, int i);
-/* How the job ended, in the order that decides it: interrupted by a stop
- * signal (job_set_interrupted), still running, a rank failed, a checkpoint
- * lost while every rank ended cleanly, or ok. */
+/* How the job ended, in the order that decides it: still running, a rank
+ * failed (also one the shutdown ladder ended after a stop signal), every
+ * rank stopped cleanly after a stop signal (job_set_interrupted), a
+ * checkpoint lost while every rank ended cleanly, or ok. */
 typedef enum {
     JOB_END_OK,
     JOB_END_RUNNING,

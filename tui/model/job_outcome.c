@@ -43,9 +43,10 @@ void job_set_interrupted(Job *j, const char *by)
 
 JobOutcome job_outcome(const Job *j)
 {
-    if (j->interrupted_by[0]) return JOB_END_INTERRUPTED;
     if (!job_all_exited(j)) return JOB_END_RUNNING;
+    /* a rank the ladder had to end (a hang) is a failure, signal or not */
     if (!job_all_clean(j)) return JOB_END_FAILED;
+    if (j->interrupted_by[0]) return JOB_END_INTERRUPTED;
     return j->ckpts_lost ? JOB_END_CKPT_LOST : JOB_END_OK;
 }
 
@@ -73,8 +74,6 @@ bool job_outcome_verdict(const Job *j, char *buf, size_t len)
                  (long long)j->last_ckpt_step);
     else
         snprintf(ck, sizeof ck, "no checkpoint written");
-    const char *tail = "";
-    if (job_all_exited(j) && !job_all_clean(j)) tail = "; the ranks did not all end cleanly";
-    snprintf(buf, len, "stopped by %s at step %lld, %s%s", j->interrupted_by, (long long)j->step, ck, tail);
+    snprintf(buf, len, "stopped by %s at step %lld, %s", j->interrupted_by, (long long)j->step, ck);
     return true;
 }

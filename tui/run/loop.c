@@ -219,8 +219,8 @@ static bool job_over(Run *r, int running, int held, bool starting)
     if (running > 0 || held > 0 || r->restart_pending || starting) return false;
     if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
     if (!r->status[0] || r->stop_requested) {
-        char verdict[200];
-        job_verdict(r->job, verdict, sizeof verdict);
+        char verdict[200] = "job done: every rank ended cleanly";
+        if (!job_ok(r->job)) job_verdict(r->job, verdict, sizeof verdict);
         snprintf(r->status, sizeof r->status, "%s — press q to leave", verdict);
     }
     return r->o->headless || r->quit_after;
