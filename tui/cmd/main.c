@@ -82,7 +82,12 @@ static const char HELP_BODY[] =
     "\n";
 
 static const char HELP_TAIL[] = "\n"
-                                "trainer options: see `ddptop-worker --help`.\n";
+                                "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
+                                "  2 usage; 3 a checkpoint lost (full disk, ...); 130/143/129 stopped by Ctrl-C/SIGTERM/\n"
+                                "  SIGHUP with the clean stop (the last line says at which step, and the checkpoint)\n"
+                                "\n"
+                                "trainer options: see `ddptop-worker --help` (--steps and --epochs are the built-in\n"
+                                "trainer's; a script's own arguments are the script's).\n";
 
 void cmd_print_help(FILE *f)
 {

@@ -18,6 +18,7 @@ check2() { # description cmd...
     echo "ok: $what -> $(cat "$TMP/err")"
 }
 touch "$TMP/plain"
+"$DDPTOP" --help | grep -q "^exit status: 0 every rank ended cleanly" || die "--help has no exit status"
 check2 "--ckpt-dir a plain file" "$DDPTOP" run -n 2 --headless -- $JOB --steps 3 --ckpt-dir "$TMP/plain"
 check2 "--ckpt-dir under a plain file" "$DDPTOP" run -n 2 --headless -- $JOB --steps 3 --ckpt-dir "$TMP/plain/ck"
 check2 "--ckpt-dir in /proc" "$DDPTOP" run -n 2 --headless -- $JOB --steps 3 --ckpt-dir /proc/ck
