@@ -100,7 +100,11 @@ static int parse_f64(const char *opt, const char *s, double lo, double hi, doubl
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        snprintf(err, errlen, "%s: expected a number in [%g, %g], got \"%s\"", opt, lo, hi, s);
+        /* bounds as people write them: 1000000, not 1e+06 */
+        char l[32], h[32];
+        snprintf(l, sizeof l, lo == floor(lo) ? "%.0f" : "%g", lo);
+        snprintf(h, sizeof h, hi == floor(hi) ? "%.0f" : "%g", hi);
+        snprintf(err, errlen, "%s: expected a number in [%s, %s], got \"%s\"", opt, l, h, s);
         return -1;
     }
     *out = v;

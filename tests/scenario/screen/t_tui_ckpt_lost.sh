@@ -3,13 +3,7 @@
 # the final checkpoint cannot be written, so the status line says
 # "job failed: checkpoint lost", never "ended cleanly", and ddptop exits 3.
 . tests/lib.sh
-command -v tmux >/dev/null || skip "tmux not installed"
-TS=ddptop-ck-$$-$RANDOM
-tmux() { command tmux -L "$TS" "$@"; }
-CLEANUPS+=("command tmux -L $TS kill-server")
-screen() { tmux capture-pane -p -t "$TS"; }
-has() { screen | grep -q -- "$1"; }
-dies() { screen; die "$*"; }
+. tests/lib_tui.sh # the private tmux server and its helpers; the real workers, not the feeder
 JOB="--dataset synthetic --model mlp:16,8,3 --batch-size 8 --eval-every 0 --epochs 1000000 --ckpt-dir '$TMP/ck'"
 tmux new-session -d -s "$TS" -x 160 -y 45 \
     "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 '$DDPTOP' run -n 2 -- $JOB >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
