@@ -46,8 +46,9 @@ static int ping_timeout_s(int *out, char *err, size_t errlen)
 static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
 {
     int in = a->dims[0], classes = a->dims[a->n_linear];
-    /* a checkpoint that cannot be written is found now, not at the end */
-    if (ckpt_check_dir(a->ckpt_dir, err, errlen)) return -1;
+    /* a checkpoint the run will write but cannot is found now, not at the
+     * end (with neither, only a `c` writes one; its failure is told then) */
+    if ((a->final_ckpt || a->ckpt_every) && ckpt_check_dir(a->ckpt_dir, err, errlen)) return -1;
     if (!strcmp(a->dataset, "fashion-mnist")) {
         if (in != 784 || classes != 10) {
             snprintf(err, errlen, "--model %s does not fit fashion-mnist (784 inputs, 10 classes)", a->model);
