@@ -46,6 +46,9 @@ static int ping_timeout_s(int *out, char *err, size_t errlen)
 static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
 {
     int in = a->dims[0], classes = a->dims[a->n_linear];
+    /* a checkpoint the run will write but cannot is found now, not at the
+     * end (with neither, only a `c` writes one; its failure is told then) */
+    if ((a->final_ckpt || a->ckpt_every) && ckpt_check_dir(a->ckpt_dir, err, errlen)) return -1;
     if (!strcmp(a->dataset, "fashion-mnist")) {
         if (in != 784 || classes != 10) {
             snprintf(err, errlen, "--model %s does not fit fashion-mnist (784 inputs, 10 classes)", a->model);
@@ -94,6 +97,17 @@ static int check_inputs(const TrainerArgs *a, char *err, size_t errlen)
     return 0;
 }
 
+/* A GPU error as a user reads it: without the "file.c:NN: " it carries
+ * for developers. */
+static const char *plain_reason(const char *e)
+{
+    const char *colon = strstr(e, ": ");
+    if (colon && colon > e && colon - e < 24 && (strstr(e, ".c:") || strstr(e, ".cu:")) &&
+        (strstr(e, ".c:") < colon || strstr(e, ".cu:") < colon))
+        return colon + 2;
+    return e;
+}
+
 /* The device and backend ddptop asked for (DDPTOP_DEVICE: cpu, cuda or
  * auto; DDPTOP_BACKEND: gloo, nccl or auto; unset is auto), resolved: auto
  * is cuda when a GPU is usable, then nccl when it is built in, else cpu and
@@ -122,14 +136,19 @@ static int pick_device(char *dev, size_t dn, char *be, size_t bn, char *err, siz
     int n = 0;
     bool gpu = strcmp(d, "cpu") && gpu_count(&n, gerr, sizeof gerr) == 0 && n > 0;
     if (!strcmp(d, "cuda") && !gpu) {
-        snprintf(err, errlen, "%s", gerr[0] ? gerr : "no usable CUDA GPU: use --device cpu");
+        snprintf(err, errlen, "--device cuda: %s",
+                 gerr[0] ? plain_reason(gerr) : "no usable CUDA GPU: use --device cpu");
         return -1;
     }
     if (!strcmp(d, "auto")) d = gpu ? "cuda" : "cpu";
     if (!strcmp(b, "auto")) b = !strcmp(d, "cuda") && comm_available("nccl") ? "nccl" : "gloo";
     if (!strcmp(b, "nccl") && !strcmp(d, "cpu")) {
-        snprintf(err, errlen, "--backend nccl: %s",
-                 gerr[0] ? gerr : "no usable CUDA GPU: use --backend gloo --device cpu");
+        /* the reason without its own advice (": use --device cpu") */
+        const char *why = gerr[0] ? plain_reason(gerr) : "no usable CUDA GPU";
+        const char *advice = strstr(why, ": use ");
+        snprintf(err, errlen,
+                 "--backend nccl needs a CUDA GPU: %.*s: use --backend gloo, or leave --backend auto (gloo on CPUs)",
+                 advice ? (int)(advice - why) : (int)strlen(why), why);
         return -1;
     }
     if (!strcmp(b, "nccl") && !comm_available("nccl")) {

@@ -3,11 +3,11 @@
 
 #include <string.h>
 
-static volatile sig_atomic_t g_stops;
+static volatile sig_atomic_t g_stops, g_first;
 
 static void on_stop(int sig)
 {
-    (void)sig;
+    if (!g_first) g_first = sig;
     g_stops++;
 }
 
@@ -24,5 +24,17 @@ void signals_catch_stop(int ignore_pipe)
 }
 
 int signals_stop_count(void) { return (int)g_stops; }
+
+int signals_first(void) { return (int)g_first; }
+
+const char *signals_name(int sig)
+{
+    switch (sig) {
+    case SIGINT: return "Ctrl-C";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    }
+    return "a signal";
+}
 
 volatile sig_atomic_t *signals_stop_counter(void) { return &g_stops; }

@@ -14,6 +14,11 @@
 void signals_catch_stop(int ignore_pipe);
 /* Stop signals received since signals_catch_stop. */
 int signals_stop_count(void);
+/* The first stop signal received (SIGINT, SIGTERM, SIGHUP), 0 for none:
+ * a run it interrupted exits 128 + that number, as shells report it. */
+int signals_first(void);
+/* How a user names it: "Ctrl-C" for SIGINT, "SIGTERM", "SIGHUP". */
+const char *signals_name(int sig);
 /* The counter itself, for loops that take a pointer to it. */
 volatile sig_atomic_t *signals_stop_counter(void);
 

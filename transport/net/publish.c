@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <zmq.h>
 
@@ -29,6 +30,30 @@ struct Publisher {
     char endpoint[256];
     uint64_t sent, drops;
 };
+
+/* ipc://PATH: PATH's directory must exist (zmq_bind would fail later, and
+ * the run with it). */
+static int check_ipc_dir(const char *ep, char *err, size_t errlen)
+{
+    char dir[4096];
+    const char *path = ep + 6, *slash = strrchr(path, '/');
+    if (!*path) {
+        snprintf(err, errlen, "--publish %s: missing path (ipc:///tmp/ddptop.pub)", ep);
+        return -1;
+    }
+    if (!slash) return 0; /* relative to the working directory */
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    struct stat st;
+    if (stat(dir, &st)) {
+        snprintf(err, errlen, "--publish %s: directory %s: %s", ep, dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "--publish %s: %s is not a directory", ep, dir);
+        return -1;
+    }
+    return 0;
+}
 
 int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
 {
@@ -43,7 +68,8 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
         snprintf(err, errlen, "--publish: missing endpoint (e.g. ipc:///tmp/ddptop.pub or tcp://127.0.0.1:5555)");
         return -1;
     }
-    if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9)) return 0;
+    if (!strncmp(ep, "inproc://", 9)) return 0;
+    if (!strncmp(ep, "ipc://", 6)) return check_ipc_dir(ep, err, errlen);
     if (strncmp(ep, "tcp://", 6)) {
         snprintf(err, errlen, "--publish %s: unsupported transport (use ipc://PATH or tcp://127.0.0.1:PORT)", ep);
         return -1;

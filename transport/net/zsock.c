@@ -263,6 +263,18 @@ int zs_private_dir_sweep(void)
     return removed;
 }
 
+void zs_private_dir_keep(const char *dir, const char *const *sockets)
+{
+    if (!dir || !*dir) return;
+    char p[ZS_DIR_MAX + 64];
+    for (int i = 0; sockets && sockets[i]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, sockets[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/" ZS_OWNER_FILE, dir);
+    unlink(p);
+}
+
 void zs_private_dir_remove(const char *dir)
 {
     if (!dir || !*dir) return;

@@ -70,6 +70,10 @@ int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, in
 int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen);
 /* Remove the directory and the socket files in it (best effort). */
 void zs_private_dir_remove(const char *dir);
+/* Keep the directory for its other files (a failed run's logs): the
+ * socket files given (names in it, NULL-terminated) and its owner file go,
+ * so no later sweep takes it for a killed ddptop's. */
+void zs_private_dir_keep(const char *dir, const char *const *sockets);
 /* Remove the private directories (same base as zs_private_dir) whose ddptop
  * no longer exists: this user's, mode 0700, with an owner file naming a pid
  * that is gone (a ddptop killed with -9 never removed its own). Returns how

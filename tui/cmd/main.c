@@ -82,7 +82,12 @@ static const char HELP_BODY[] =
     "\n";
 
 static const char HELP_TAIL[] = "\n"
-                                "trainer options: see `ddptop-worker --help`.\n";
+                                "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
+                                "  2 usage; 3 a checkpoint lost (full disk, ...); 130/143/129 stopped by Ctrl-C/SIGTERM/\n"
+                                "  SIGHUP with the clean stop (the last line says at which step, and the checkpoint)\n"
+                                "\n"
+                                "trainer options: see `ddptop-worker --help` (--steps and --epochs are the built-in\n"
+                                "trainer's; a script's own arguments are the script's).\n";
 
 void cmd_print_help(FILE *f)
 {
@@ -96,24 +101,42 @@ void cmd_print_help(FILE *f)
 
 int cmd_usage_error(const char *fmt, const char *arg) { return usage_fail("ddptop", "ddptop --help", fmt, arg); }
 
-int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+/* A bound as people write it: 1073741824, not 1.07374e+09; 0.1 stays 0.1. */
+static void put_bound(char *buf, size_t n, double x)
+{
+    if (x == floor(x) && fabs(x) < 1e20)
+        snprintf(buf, n, "%.0f", x);
+    else
+        snprintf(buf, n, "%g", x);
+}
+
+/* v as a number in [lo, hi]; `what` says which kind the error names. */
+static int parse_bounded(const char *opt, const char *what, const char *v, double lo, double hi, double *out)
 {
     if (!v) return cmd_usage_error("%s: missing value", opt);
     char *end;
     errno = 0;
     double d = strtod(v, &end);
     if (errno || end == v || *end || !isfinite(d) || d < lo || d > hi) {
-        fprintf(stderr, "ddptop: %s: expected a number in [%g, %g], got \"%s\"\n", opt, lo, hi, v);
+        char l[32], h[32];
+        put_bound(l, sizeof l, lo);
+        put_bound(h, sizeof h, hi);
+        fprintf(stderr, "ddptop: %s: expected %s in [%s, %s], got \"%s\"\n", opt, what, l, h, v);
         return 2;
     }
     *out = d;
     return 0;
 }
 
+int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    return parse_bounded(opt, "a number", v, lo, hi, out);
+}
+
 int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out)
 {
     double d;
-    if (cmd_parse_num(opt, v, lo, hi, &d)) return 2;
+    if (parse_bounded(opt, "an integer", v, lo, hi, &d)) return 2;
     if (d != floor(d)) {
         fprintf(stderr, "ddptop: %s: expected a whole number, got \"%s\" (see ddptop --help)\n", name, v);
         return 2;

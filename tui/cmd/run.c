@@ -82,7 +82,7 @@ static const RunOpt run_opts[] = {
     {"--stop-grace", NULL, OPT_NUM, AT(stop_grace_s), 0, 86400, NULL, NULL},
     {"--max-restarts", NULL, OPT_INT, AT(max_restarts), 0, 1000, "--max-restarts", NULL},
     {"--log-dir", NULL, OPT_PATH, AT(log_dir), 0, 0, "%s: missing value", NULL},
-    {"--record", NULL, OPT_STR, AT(record_path), 0, 0, "%s: missing value", NULL},
+    {"--record", NULL, OPT_STR, AT(record_path), 0, 0, "%s: missing file name", NULL},
     {"--publish", NULL, OPT_STR, AT(publish_ep), 0, 0, "%s: missing value", NULL},
     {"--nnodes", NULL, OPT_INT, AT(nnodes), 1, 4096, "--nnodes", NULL},
     {"--node-rank", NULL, OPT_INT, AT(node_rank), 0, 4095, "--node-rank", NULL},
@@ -115,7 +115,8 @@ static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
     case OPT_INT: return cmd_parse_int(a, d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
     case OPT_STR:
     case OPT_PATH:
-        if (!v || (d->kind == OPT_STR && !*v)) return cmd_usage_error(d->msg, a);
+        /* "--record --": the "--" that starts the trainer's options is no value */
+        if (!v || !strcmp(v, "--") || (d->kind == OPT_STR && !*v)) return cmd_usage_error(d->msg, a);
         *(const char **)field = v;
         return 0;
     case OPT_CHOICE:
@@ -299,10 +300,13 @@ static int run_main(int argc, char **argv, const char *listen_ep)
 
 int cmd_run(int argc, char **argv) { return run_main(argc, argv, NULL); }
 
-/* listen ENDPOINT [run options]: the endpoint first. (`listen --help` is
- * an endpoint missing today, exit 2.) */
+/* listen ENDPOINT [run options]: the endpoint first (or --help). */
 int cmd_listen(int argc, char **argv)
 {
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        cmd_print_help(stdout);
+        return 0;
+    }
     if (argc < 1 || argv[0][0] == '-')
         return cmd_usage_error("%s: missing ENDPOINT (tcp://HOST:PORT or ipc://PATH)", "listen");
     return run_main(argc - 1, argv + 1, argv[0]);

@@ -13,9 +13,6 @@
 
 #include "cmd/cmd.h"
 
-/* The embedded default job: long enough to watch and steer. */
-static char *default_trainer_args[] = { "--epochs", "30" };
-
 /* The directory ddptop runs from (empty when /proc cannot say). */
 static void self_dir(char *out, size_t n)
 {
@@ -95,20 +92,15 @@ static bool adapter_path(char *out, size_t n)
 }
 
 /* The workers' arguments: --timeout (ddptop's to set for every rank), then
- * the trainer's (the default job when none). */
+ * the trainer's. The default job's length is the trainer's own default
+ * (--epochs 30), so an unrelated option (`-- --lr 0.05`) keeps it. */
 static int trainer_args(int argc, char **argv, RunOptions *o, RunTargetBuf *b)
 {
-    char *const *targs = argv;
-    int ntargs = argc;
-    if (ntargs == 0) {
-        targs = default_trainer_args;
-        ntargs = 2;
-    }
-    if (!(b->args = calloc((size_t)ntargs + 3, sizeof *b->args))) return -1;
+    if (!(b->args = calloc((size_t)argc + 3, sizeof *b->args))) return -1;
     int n = 0;
     b->args[n++] = "--timeout";
     b->args[n++] = b->timeout;
-    for (int k = 0; k < ntargs; k++) b->args[n++] = targs[k];
+    for (int k = 0; k < argc; k++) b->args[n++] = argv[k];
     o->trainer_args = b->args;
     o->n_trainer_args = n;
     return 0;
@@ -233,9 +225,10 @@ static int choose_worker(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
 {
     worker_path(b->bin, sizeof b->bin);
     bool have_cpu = cpu_worker_path(b->bin, b->cpu_bin, sizeof b->cpu_bin);
-    Check c = { .bin = have_cpu && (!strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu))
-                           ? b->cpu_bin
-                           : b->bin,
+    /* --backend nccl asks the worker that has NCCL, which says what is missing */
+    bool cpu_job =
+        !strcmp(o->device, "cpu") || (!strcmp(o->device, "auto") && !maybe_gpu && strcmp(o->backend, "nccl"));
+    Check c = { .bin = have_cpu && cpu_job ? b->cpu_bin : b->bin,
                 .args = o->trainer_args,
                 .n = o->n_trainer_args,
                 .world = o->nproc * o->nnodes,

@@ -437,23 +437,6 @@ static void apply_eval(Job *j, const MsgEval *e, int64_t now_ns)
     j->n_evals++;
 }
 
-static void apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
-{
-    if (!c->ok) {
-        job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld failed on rank %d: %s", (long long)c->step, r->rank,
-                   c->error[0] ? c->error : "no reason given");
-        return;
-    }
-    j->last_ckpt_step = c->step;
-    copy_str(j->last_ckpt_path, sizeof j->last_ckpt_path, c->path);
-    j->ckpts++;
-    /* test-sized models write a few kB: "0.0 MB" would read as nothing */
-    bool small = c->bytes < 100000;
-    job_ev_add(j, at, r->rank, EV_INFO, "checkpoint step %lld written by rank %d in %.0f ms (%.1f %s) -> %.160s",
-               (long long)c->step, r->rank, c->ms, (double)c->bytes / (small ? 1e3 : 1e6), small ? "kB" : "MB",
-               c->path);
-}
-
 static JobEventLevel level_from_name(const char *s)
 {
     if (strncmp(s, "warn", 4) == 0) /* warn, warning */
@@ -488,7 +471,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
     case MSG_STEP: apply_step(j, r, &m->u.step, at); break;
     case MSG_COLL: apply_coll(j, r, &m->u.coll, at); break;
     case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, at); break;
-    case MSG_CKPT: apply_ckpt(j, r, &m->u.ckpt, at); break;
+    case MSG_CKPT: job_apply_ckpt(j, r, &m->u.ckpt, at); break;
     case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
     case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
     case MSG_BEAT:
@@ -575,7 +558,7 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
         if (j->first_failed < 0) j->first_failed = rank;
         j->state = JOB_FAILED;
     } else if (job_all_exited(j)) {
-        j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
+        j->state = job_all_clean(j) && !j->ckpts_lost ? JOB_DONE : JOB_FAILED;
     }
     if (clean) job_lint_alone(j, at);
 }
@@ -733,7 +716,7 @@ const JobStepRec *job_rank_step_at(const JobRank *r, int i)
 
 void job_verdict(const Job *j, char *buf, size_t len)
 {
-    if (!buf || len == 0) return;
+    if (!buf || len == 0 || job_outcome_verdict(j, buf, len)) return;
     if (job_all_clean(j)) {
         if (j->world == 1)
             snprintf(buf, len, "job done: rank 0 ended cleanly");

@@ -229,6 +229,10 @@ typedef struct {
     int64_t last_ckpt_step;
     char last_ckpt_path[PROTO_STR_LONG];
     int ckpts;
+    int ckpts_lost;         /* checkpoints a rank reported it could not write */
+    int64_t lost_ckpt_step; /* the last of those, and why */
+    char lost_ckpt_error[PROTO_STR_LONG];
+    char interrupted_by[16]; /* "Ctrl-C", "SIGTERM", "SIGHUP": the stop signal that ended the run; "" none */
     uint64_t ev_total; /* events ever added (job_event_at, job_event_nth) */
     uint64_t version;  /* bumped on every change: views redraw when it moves */
     int first_failed;  /* rank that failed first, -1 if none */
@@ -302,6 +306,28 @@ bool job_rank_stale(const JobRank *r, int64_t now_ns);
 double job_rank_allreduce_ms(const JobRank *r);
 /* The rank's i-th most recent step (0 = newest), NULL past the end. */
 const JobStepRec *job_rank_step_at(const JobRank *r, int i);
+/* How the job ended, in the order that decides it: still running, a rank
+ * failed (also one the shutdown ladder ended after a stop signal), every
+ * rank stopped cleanly after a stop signal (job_set_interrupted), a
+ * checkpoint lost while every rank ended cleanly, or ok. */
+typedef enum {
+    JOB_END_OK,
+    JOB_END_RUNNING,
+    JOB_END_FAILED,
+    JOB_END_CKPT_LOST,
+    JOB_END_INTERRUPTED,
+} JobOutcome;
+JobOutcome job_outcome(const Job *j);
+/* Every rank ended cleanly, no checkpoint was lost, nothing interrupted
+ * the run: what exit 0 and "ok":true mean. */
+bool job_ok(const Job *j);
+/* A stop signal (by: "Ctrl-C", "SIGTERM", ...) is ending the run. Ignored
+ * once a rank has failed or every rank has exited (that verdict stands). */
+void job_set_interrupted(Job *j, const char *by);
+/* job_verdict's line for an interrupted run ("stopped by Ctrl-C at step
+ * 57, checkpoint written") or a lost checkpoint ("job failed: checkpoint
+ * lost: ..."); false (buf untouched) for any other outcome. */
+bool job_outcome_verdict(const Job *j, char *buf, size_t len);
 /* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"
  * or "job failed: rank 1 signal 9 (Killed) at step 57". Writes buf (out). */
 void job_verdict(const Job *j, char *buf, size_t len);

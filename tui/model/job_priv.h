@@ -75,6 +75,9 @@ typedef struct {
 void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* job_outcome.c: a ckpt message (written or lost) into the job. */
+void job_apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at);
+
 /* job_comm.c: allocate/free the collective tables; fold a completed
  * collective or a heartbeat (collective in flight) into them. */
 int job_comm_init(Job *j);

@@ -129,6 +129,7 @@ void run_take_signals(Run *r)
         r->handled_signals++;
         r->restart_pending = false;
         r->quit_after = true;
+        if (r->handled_signals == 1) job_set_interrupted(r->job, signals_name(signals_first()));
         if (!r->stop_requested)
             run_request_stop(r, "signal received");
         else

@@ -79,7 +79,9 @@ typedef struct {
     bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
     bool external; /* listen: ranks are not ours to start or signal */
-    char dir[256];
+    char dir[256];    /* the private directory: sockets, and logs unless --log-dir */
+    bool keep_dir;    /* the run failed: keep the logs in dir (run_teardown) */
+    bool launched_any; /* this node started ranks (their logs are in dir) */
     char ctl_ep[300], tel_ep[300];
     RunRank *rk;                 /* [world] */
     int64_t pause_id, resume_id; /* pause n is always followed by resume n */

@@ -73,6 +73,7 @@ static void say_attach(Run *r)
         snprintf(rdzv_ep, sizeof rdzv_ep, "tcp://%s", o->rdzv);
         shown = rdzv_ep;
     }
+    if (r->pub) job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "publishing on %s", publisher_endpoint(r->pub));
     if (r->tcp)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "attach: ddptop attach %s --keys %s", shown, r->keys_file);
     else
@@ -217,9 +218,11 @@ static bool job_over(Run *r, int running, int held, bool starting)
     }
     if (running > 0 || held > 0 || r->restart_pending || starting) return false;
     if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
-    if (!r->status[0] || r->stop_requested)
-        snprintf(r->status, sizeof r->status, "%s — press q to leave",
-                 job_all_clean(r->job) ? "job done: every rank ended cleanly" : "job failed: see the events");
+    if (!r->status[0] || r->stop_requested) {
+        char verdict[200] = "job done: every rank ended cleanly";
+        if (!job_ok(r->job)) job_verdict(r->job, verdict, sizeof verdict);
+        snprintf(r->status, sizeof r->status, "%s — press q to leave", verdict);
+    }
     return r->o->headless || r->quit_after;
 }
 
@@ -282,12 +285,26 @@ static void run_loop(Run *r)
 
 /* ---- end ---- */
 
-/* The summary; ERR_OK only when every rank ended cleanly. */
+/* ddptop's exit status for the job (the table in README.md, "Exit
+ * status"): 0 ok; 1 failed (a rank, an abort, the rendezvous); 3 a
+ * checkpoint lost though every rank ended cleanly; 128 + N stopped by
+ * signal N (130 Ctrl-C, 143 SIGTERM), as shells report it. */
+static int exit_status(const Run *r)
+{
+    JobOutcome o = job_outcome(r->job);
+    if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
+    if (r->aborted || r->rdzv_failed) return 1;
+    if (o == JOB_END_OK) return 0;
+    return o == JOB_END_CKPT_LOST ? RUN_EXIT_CKPT_LOST : 1;
+}
+
+/* The summary; the exit status. */
 static int end_job(Run *r)
 {
     run_held_exits(r, true);
     if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended");
-    int st = job_all_clean(r->job) && !r->aborted && !r->rdzv_failed ? ERR_OK : ERR_FAIL;
+    int code = exit_status(r);
+    r->keep_dir = code == 1 || code == RUN_EXIT_CKPT_LOST || !job_all_clean(r->job) || r->job->ckpts_lost;
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);
     if (!r->o->headless) view_headless_init(&r->hl, stdout, false);
@@ -295,7 +312,7 @@ static int end_job(Run *r)
         printf("job not started: %s\n", r->status);
     else
         view_headless_summary(&r->hl, r->job, mono_ns());
-    return st;
+    return code;
 }
 
 int run_job(const RunOptions *o)
@@ -304,14 +321,14 @@ int run_job(const RunOptions *o)
     char err[512] = "";
     codec_buf_init(&run.buf);
     signals_catch_stop(1);
-    int st = start_job(&run, err, sizeof err);
+    int st = start_job(&run, err, sizeof err), code = err_exit_code(st);
     if (st != ERR_OK) {
         view_tui_close(&run.tui); /* the terminal back before the error line */
         if (err[0]) fprintf(stderr, "ddptop: %s\n", err);
     } else if (run.job) {
         run_loop(&run);
-        st = end_job(&run);
+        code = end_job(&run);
     }
     run_teardown(&run);
-    return err_exit_code(st);
+    return code;
 }

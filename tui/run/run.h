@@ -10,8 +10,14 @@
 
 #include "launch/options.h"
 
-/* Run the job; returns ddptop's exit status (0 only when every rank ended
- * cleanly; 1 when the job failed; 2 for bad input found before launch). */
+/* The exit status of a run whose ranks all ended cleanly but one of whose
+ * checkpoints could not be written. */
+#define RUN_EXIT_CKPT_LOST 3
+
+/* Run the job; returns ddptop's exit status: 0 only when every rank ended
+ * cleanly and every checkpoint asked for was written; 1 when the job
+ * failed; 2 for bad input found before launch; RUN_EXIT_CKPT_LOST; 128 + N
+ * when stop signal N (Ctrl-C: 130, SIGTERM: 143) interrupted it. */
 int run_job(const RunOptions *o);
 
 #endif

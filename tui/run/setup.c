@@ -166,6 +166,8 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
             return ERR_FAIL;
         if (!(r->pub = publisher_open_keys(r->zctx, o->publish_ep, 0, curve ? &r->keys : NULL, err, errlen)))
             return ERR_FAIL;
+        /* tcp://127.0.0.1:* has its port only now: subscribers need it */
+        fprintf(stderr, "ddptop: publishing on %s\n", publisher_endpoint(r->pub));
     }
     if (o->record_path && !(r->rec = recorder_open(o->record_path, w, o->description, err, errlen))) return ERR_FAIL;
     if (!r->store) r->store = store_new();
@@ -219,7 +221,12 @@ void run_teardown(Run *r)
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
-    if (r->dir[0] && !r->o->log_dir)
+    static const char *const sockets[] = { "ctl", "tel", NULL };
+    if (r->dir[0] && !r->o->log_dir && r->keep_dir && r->launched_any) {
+        /* the events name these logs: a failed run keeps them */
+        zs_private_dir_keep(r->dir, sockets);
+        fprintf(stderr, "ddptop: the ranks' logs are kept in %s\n", r->dir);
+    } else if (r->dir[0] && !r->o->log_dir)
         zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
         char p[320];

@@ -107,6 +107,7 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
                   "restart %d/%d: running %s again (TORCHELASTIC_RESTART_COUNT=%d)", restart, o->max_restarts,
                   o->program, restart);
     if (launcher_start(&r->l, &r->lc, err, errlen)) return ERR_FAIL;
+    r->launched_any = r->launched_any || o->nproc > 0;
     if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra);
     r->launched = true;
     for (int k = 0; k < o->nproc; k++) {

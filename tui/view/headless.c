@@ -319,7 +319,7 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         Json w;
         line_begin(&w, o, "summary", t);
         json_kv_str(&w, "state", job_state_name(j->state));
-        json_kv_bool(&w, "ok", job_all_clean(j));
+        json_kv_bool(&w, "ok", job_ok(j));
         json_kv_int(&w, "step", j->step);
         json_kv_int(&w, "epoch", j->epoch);
         json_kv_int(&w, "ckpts", j->ckpts);

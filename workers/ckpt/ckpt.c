@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -113,48 +115,126 @@ static void remove_stale(const char *dir)
     closedir(d);
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* One step directory, as pruning orders them. */
+typedef struct {
+    int64_t step;
+    struct timespec mtime;
+} StepDir;
+
+/* Oldest first: by when it was written, then by step. */
+static int cmp_age(const void *a, const void *b)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    const StepDir *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+    if (x->mtime.tv_nsec != y->mtime.tv_nsec) return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+    return (x->step > y->step) - (x->step < y->step);
 }
 
-/* Keep the newest keep_last step directories (and always `current`). */
-static void prune(const char *dir, int keep_last, int64_t current)
+/* The step directories under dir into *out (malloc'd), at most
+ * MAX_STEP_DIRS; returns how many (0 when dir cannot be read). */
+static size_t list_steps(const char *dir, StepDir **out)
 {
-    if (keep_last <= 0) return;
+    *out = NULL;
     DIR *d = opendir(dir);
-    if (!d) return;
-    int64_t *steps = NULL;
+    if (!d) return 0;
+    StepDir *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < MAX_STEP_DIRS) {
         int64_t s = step_of(e->d_name);
-        if (s < 0) continue;
+        struct stat st;
+        if (s < 0 || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode)) continue;
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 64;
-            int64_t *ns = realloc(steps, nc * sizeof *ns);
-            if (!ns) break;
-            steps = ns;
+            StepDir *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) break;
+            v = nv;
             cap = nc;
         }
-        steps[n++] = s;
+        v[n++] = (StepDir){ s, st.st_mtim };
     }
     closedir(d);
+    *out = v;
+    return n;
+}
+
+/* Keep the keep_last most recently written step directories (and always
+ * `current`). By age, not by step number: a new run in a directory that
+ * holds an older run's higher steps keeps its own. */
+static void prune(const char *dir, int keep_last, int64_t current)
+{
+    if (keep_last <= 0) return;
+    StepDir *v;
+    size_t n = list_steps(dir, &v);
     if (n > (size_t)keep_last) {
-        qsort(steps, n, sizeof *steps, cmp_i64);
+        qsort(v, n, sizeof *v, cmp_age);
         char from[700], to[700];
         for (size_t i = 0; i + (size_t)keep_last < n; i++) {
-            if (steps[i] == current) continue;
-            snprintf(from, sizeof from, "%s/step-%08" PRId64, dir, steps[i]);
-            snprintf(to, sizeof to, "%s/.prune-step-%08" PRId64 "-%d", dir, steps[i], (int)getpid());
+            if (v[i].step == current) continue;
+            snprintf(from, sizeof from, "%s/step-%08" PRId64, dir, v[i].step);
+            snprintf(to, sizeof to, "%s/.prune-step-%08" PRId64 "-%d", dir, v[i].step, (int)getpid());
             /* Out of the namespace first: a crash mid-delete leaves a hidden
              * directory, never a step directory with one file missing. */
             if (rename(from, to) == 0) rm_tree_flat(to);
         }
         fsync_path(dir);
     }
-    free(steps);
+    free(v);
+}
+
+int ckpt_count(const char *dir, int64_t *newest_step)
+{
+    StepDir *v;
+    size_t n = list_steps(dir, &v);
+    int64_t top = -1;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].step > top) top = v[i].step;
+    free(v);
+    if (newest_step) *newest_step = top;
+    return (int)n;
+}
+
+int ckpt_check_dir(const char *dir, char *err, size_t errlen)
+{
+    char at[512];
+    if (!dir[0] || snprintf(at, sizeof at, "%s", dir) >= (int)sizeof at) {
+        snprintf(err, errlen, "--ckpt-dir: empty or too long");
+        return -1;
+    }
+    /* the directory, or the nearest parent that exists (ckpt_write makes the rest) */
+    struct stat st;
+    while (stat(at, &st)) {
+        if (errno != ENOENT) {
+            snprintf(err, errlen, "--ckpt-dir %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        char *slash = strrchr(at, '/');
+        if (!slash)
+            snprintf(at, sizeof at, ".");
+        else if (slash == at)
+            at[1] = 0;
+        else
+            *slash = 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "--ckpt-dir %s: %s is not a directory", dir, at);
+        return -1;
+    }
+    struct statfs sf;
+    if (statfs(at, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC)) {
+        snprintf(err, errlen, "--ckpt-dir %s: %s is a kernel file system (/proc, /sys): choose a real directory", dir,
+                 at);
+        return -1;
+    }
+    /* what a checkpoint does first: make a directory there */
+    char probe[600];
+    snprintf(probe, sizeof probe, "%s/.ddptop-probe-XXXXXX", at);
+    if (!mkdtemp(probe)) {
+        snprintf(err, errlen, "--ckpt-dir %s: cannot write in %s (%s)", dir, at, strerror(errno));
+        return -1;
+    }
+    rmdir(probe);
+    return 0;
 }
 
 /* CRC-32 over the data of tensors t[0..n), in that order. */
@@ -333,9 +413,18 @@ int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim 
     }
     struct stat st;
     if (stat(final, &st) == 0) {
-        /* The same step twice (a request on the final step, or a resumed run
-         * writing a step an earlier run wrote): keep the first. */
-        rm_tree_flat(tmpdir);
+        /* The same step twice: another run's (a new run in an old run's
+         * directory) or a resumed run writing a step an earlier run wrote.
+         * This run's replaces it, in one swap, so latest never points at
+         * another run's weights; where the file system cannot swap, the
+         * first stays. */
+        if (renameat2(AT_FDCWD, tmpdir, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
+            char old[640];
+            snprintf(old, sizeof old, "%s/.prune-step-%08" PRId64 "-%d", dir, meta->step, (int)getpid());
+            if (rename(tmpdir, old) == 0) rm_tree_flat(old);
+        } else {
+            rm_tree_flat(tmpdir);
+        }
     } else if (rename(tmpdir, final)) {
         snprintf(err, errlen, "rename %s -> %s: %s", tmpdir, final, strerror(errno));
         goto fail;

@@ -44,12 +44,23 @@ typedef struct {
 } CkptMeta;
 
 /* Write a checkpoint of m (and o's state) for meta->step under dir, then
- * keep only the newest keep_last step directories (0 keeps all; the one just
- * written is never removed). path_out gets the final directory; *bytes the
+ * keep only the keep_last most recently written step directories (0 keeps
+ * all; the one just written is never removed; by age, so an older run's
+ * higher steps go first). The same step already there is replaced. path_out gets the final directory; *bytes the
  * bytes written. Returns 0 or -1 with err (nothing earlier is touched on
  * failure). */
 int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim *o, int keep_last, char *path_out,
                size_t path_len, int64_t *bytes, char *err, size_t errlen);
+
+/* Whether checkpoints can be written under dir, before a run starts: it
+ * (or the nearest parent that exists, where ckpt_write would create it) is
+ * a directory, not in /proc or /sys, and a directory can be made in it.
+ * Returns 0 or -1 with one line in err naming --ckpt-dir. */
+int ckpt_check_dir(const char *dir, char *err, size_t errlen);
+
+/* How many step directories dir holds (0 when none or unreadable);
+ * *newest_step (may be NULL) the highest step, -1 when none. */
+int ckpt_count(const char *dir, int64_t *newest_step);
 
 /* Load the weights of a model.safetensors into m, checking every name and
  * shape. Returns 0 or -1 with err naming the problem. */

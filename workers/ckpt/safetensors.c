@@ -780,6 +780,12 @@ int st_open(const char *path, StFile **out, char *err, size_t errlen)
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
     if (hlen > ST_MAX_HEADER_BYTES || hlen > size - 8) {
+        /* torch.save writes a zip (PK..) or, in the legacy format, a pickle
+         * (0x80 then protocol 2-5): the usual mix-up with model.safetensors */
+        if (!memcmp(len8, "PK\x03\x04", 4) || (len8[0] == 0x80 && len8[1] >= 2 && len8[1] <= 5)) {
+            snprintf(err, errlen, "%s: not a safetensors file (is it a torch.save pickle?)", path);
+            goto fail;
+        }
         snprintf(err, errlen, "%s: header length %llu impossible (file has %llu bytes, limit %u)", path,
                  (unsigned long long)hlen, (unsigned long long)size, ST_MAX_HEADER_BYTES);
         goto fail;

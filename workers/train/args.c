@@ -25,8 +25,10 @@ static const char USAGE[] =
     "  --synthetic-size N    samples in the synthetic set (default 8192)\n"
     "  --model mlp:A,B,...   layer sizes; ReLU between Linears (default mlp:784,256,256,10)\n"
     "  --batch-size B        per rank (default 64)\n"
-    "  --epochs E            (default 1)\n"
-    "  --steps S             stop after S optimizer steps (default: when the epochs end)\n"
+    "  --epochs E            (default 30; with --steps alone: as many as the steps take)\n"
+    "  --steps S             stop after S optimizer steps, across epochs; with --epochs too,\n"
+    "                        whichever bound comes first (the stop names it). The built-in\n"
+    "                        trainer's: a script's own --steps is the script's\n"
     "  --optimizer sgd|adamw (default sgd)\n"
     "  --lr X                (default 0.01 for sgd, 0.001 for adamw)\n"
     "  --momentum X --dampening X --nesterov --weight-decay X\n"
@@ -65,7 +67,7 @@ void trainer_args_defaults(TrainerArgs *a)
     a->synthetic_size = 8192;
     snprintf(a->model, sizeof a->model, "mlp:784,256,256,10");
     a->batch_size = 64;
-    a->epochs = 1;
+    a->epochs = TRAINER_DEFAULT_EPOCHS;
     optim_config_defaults(&a->optim, OPTIM_SGD);
     a->optim.lr = 0.01;
     a->shuffle = true;
@@ -98,7 +100,11 @@ static int parse_f64(const char *opt, const char *s, double lo, double hi, doubl
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        snprintf(err, errlen, "%s: expected a number in [%g, %g], got \"%s\"", opt, lo, hi, s);
+        /* bounds as people write them: 1000000, not 1e+06 */
+        char l[32], h[32];
+        snprintf(l, sizeof l, lo == floor(lo) ? "%.0f" : "%g", lo);
+        snprintf(h, sizeof h, hi == floor(hi) ? "%.0f" : "%g", hi);
+        snprintf(err, errlen, "%s: expected a number in [%s, %s], got \"%s\"", opt, l, h, s);
         return -1;
     }
     *out = v;
@@ -322,6 +328,7 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
             v = argv[++i];
         }
         if (opt_apply(opt, &p, v, err, errlen)) return -1;
+        if (!strcmp(o, "--epochs")) a->epochs_set = true;
     }
 
     optim_config_defaults(&a->optim, p.kind);

@@ -14,6 +14,10 @@
 #include "nn/optim.h"
 #include "nn/schedule.h"
 
+/* The job's length when neither --epochs nor --steps is given: long
+ * enough to watch and steer (`ddptop` alone runs this). */
+#define TRAINER_DEFAULT_EPOCHS 30
+
 typedef struct {
     char dataset[32]; /* "auto", "fashion-mnist", "synthetic" */
     char data_dir[256];
@@ -23,8 +27,9 @@ typedef struct {
     int dims[MODEL_MAX_LINEAR + 1];
     int n_linear;
     int64_t batch_size; /* per rank */
-    int64_t epochs;
-    int64_t steps; /* 0: until the epochs end */
+    int64_t epochs;  /* the bound when epochs_set or no --steps */
+    bool epochs_set; /* --epochs given: with --steps, whichever comes first */
+    int64_t steps;   /* 0: until the epochs end; else across as many epochs as it takes */
     OptimConfig optim;
     SchedKind lr_schedule;
     int64_t warmup_steps;

@@ -93,10 +93,16 @@ static int64_t steps_per_epoch(const Trainer *t)
     return (batches_per_epoch(t) + t->a->grad_accum - 1) / t->a->grad_accum;
 }
 
+/* --steps alone runs as many epochs as it takes (HF Trainer's max_steps);
+ * with --epochs too, whichever bound comes first. */
+static bool epochs_bound(const TrainerArgs *a) { return !a->steps || a->epochs_set; }
+
 /* Optimizer steps the run will take in all (the cosine schedule's T). */
 static int64_t planned_steps(const Trainer *t)
 {
-    int64_t s = steps_per_epoch(t) * t->a->epochs;
+    if (!epochs_bound(t->a)) return t->a->steps;
+    int64_t spe = steps_per_epoch(t), s = spe * t->a->epochs;
+    if (t->a->epochs > INT64_MAX / (spe > 0 ? spe : 1)) s = INT64_MAX;
     if (t->a->steps && t->a->steps < s) s = t->a->steps;
     return s;
 }
@@ -383,7 +389,7 @@ static int train(Trainer *t)
                  "reached --steps %" PRId64 " (nothing left after the checkpoint)", a->steps);
         return 0;
     }
-    for (int64_t e = e0; e < a->epochs && !stop; e++) {
+    for (int64_t e = e0; (!epochs_bound(a) || e < a->epochs) && !stop; e++) {
         t->epoch = e;
         /* set_epoch: a new permutation every epoch (the fault forgets it). */
         int64_t order = e;
@@ -427,7 +433,8 @@ static int train(Trainer *t)
                          front_gone(t) ? "ddptop is gone" : "stop requested by ddptop");
                 stop = true;
             } else if (a->steps && t->step >= a->steps) {
-                snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64, a->steps);
+                snprintf(t->stop_reason, sizeof t->stop_reason, "reached --steps %" PRId64 "%s", a->steps,
+                         a->epochs_set ? " (before --epochs)" : "");
                 stop = true;
             } else if (t->faults.n && unsafe_stop(t)) {
                 stop = true;
@@ -438,7 +445,9 @@ static int train(Trainer *t)
             report_maybe_beat(t);
         }
     }
-    if (!stop) snprintf(t->stop_reason, sizeof t->stop_reason, "finished %" PRId64 " epochs", a->epochs);
+    if (!stop)
+        snprintf(t->stop_reason, sizeof t->stop_reason, "finished %" PRId64 " epochs%s", a->epochs,
+                 a->steps ? " (before --steps)" : "");
     return 0;
 }
 
@@ -527,6 +536,13 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     }
     report_hello(t, steps_per_epoch(t), planned_steps(t));
     if (id->rank == 0) report_buckets(t);
+    int64_t newest = -1;
+    int others = id->rank == 0 && !t->resumed ? ckpt_count(a->ckpt_dir, &newest) : 0;
+    if (others > 0)
+        report_log(t, "warn",
+                   "--ckpt-dir %s holds %d checkpoint%s of another run (up to step %" PRId64
+                   "): latest will be this run's; --keep-last removes the oldest written first",
+                   a->ckpt_dir, others, others == 1 ? "" : "s", newest);
     t->ops->log_memory(t, "ready");
 
     report_phase(t, PHASE_RENDEZVOUS, NULL);

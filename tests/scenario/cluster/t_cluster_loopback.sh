@@ -111,7 +111,7 @@ wait $pv; rv=$?
 tail -n 5 "$TMP/h.out"; cat "$TMP/i.out"; tail -n 5 "$TMP/v.out"
 grep -q "is lost" "$TMP/h.out" && die "node 0 lost its agent although it beats"
 grep -q "silent" "$TMP/i.out" && die "the agent took node 0 for silent"
-[ $rh -eq 0 ] && [ $ri -eq 0 ] || die "the stopped job did not end cleanly: node 0 $rh, node 1 $ri"
+[ $rh -eq 130 ] && [ $ri -eq 0 ] || die "the stopped job did not end cleanly: node 0 $rh (want 130: Ctrl-C), node 1 $ri"
 grep -q "signal received: asking every rank to stop" "$TMP/h.out" || die "node 0 did not take the clean path"
 [ $rv -eq 0 ] || die "the tcp viewer exited $rv"
 grep -q "rank 1: exit 0" "$TMP/v.out" || die "the tcp viewer did not see rank 1 end cleanly"

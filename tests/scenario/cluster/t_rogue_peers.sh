@@ -98,7 +98,7 @@ kill -0 $pj 2>/dev/null || { cat "$out"; die "ddptop ended while peers lied"; }
 kill -INT $pj
 wait $pj; rc=$?
 tail -n 12 "$out"
-[ $rc = 0 ] || die "the job did not end cleanly (exit $rc)"
+[ $rc = 130 ] || die "the job did not stop cleanly after Ctrl-C (exit $rc, want 130)"
 grep -q 'refused a hello for rank 1 from routing id "evil-cmd"' "$out" || die "the evil-cmd hello was not named"
 grep -q "dropped a step claiming rank 0 from process" "$out" || die "the forged step was not named"
 grep -q "evil-host" "$out" && die "a forged hello set a rank's host"

@@ -20,7 +20,8 @@ for p in $(our_workers); do
 done
 [ $n = 2 ] || die "$n workers of this job found, want 2"
 kill -INT $pd
-wait $pd || die "the CPU job did not stop cleanly"
+wait $pd; rc=$?
+[ $rc = 130 ] || die "the CPU job did not stop cleanly after Ctrl-C (exit $rc, want 130)"
 if ! "$B/ddptop-worker" --version | grep -q "^cuda: cuda runtime"; then skip "SKIP (CPU part passed): the full worker has no CUDA"; fi
 "$DDPTOP" run -n 1 --headless --device cuda -- --dataset synthetic --steps 1 >"$TMP/cuda" 2>&1
 rc=$?

@@ -1,0 +1,149 @@
+/* test_job_outcome.c — how a job ended beyond its ranks' exits
+ * (job_outcome.c): a lost checkpoint is a failure with its own verdict and
+ * "ok" false though every rank exits 0; a stop signal's run says "stopped
+ * by Ctrl-C at step S" and whether the checkpoint was written; a rank the
+ * ladder had to end stays a failure; a signal after the end changes
+ * nothing. No sockets, no terminal.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <signal.h>
+#include <string.h>
+
+#include "check.h"
+#include "model/job.h"
+
+#define MS   1000000LL
+#define T0   (1000LL * 1000000000LL)
+#define WALL (1700000000LL * 1000000000LL)
+
+static void apply(Job *j, Msg *m, int64_t *t) { job_apply(j, m, *t += MS, WALL); }
+
+/* Two ranks: hello, training, steps 1..last. */
+static Job *trained(int64_t last, int64_t *t)
+{
+    Job *j = job_new(2, T0);
+    *t = T0;
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        job_rank_started(j, r, 100 + r, *t);
+        msg_init(&m, MSG_HELLO);
+        m.rank = r;
+        m.u.hello.world = 2;
+        m.u.hello.pid = 100 + r;
+        apply(j, &m, t);
+        msg_init(&m, MSG_PHASE);
+        m.rank = r;
+        m.u.phase.phase = PHASE_TRAIN;
+        apply(j, &m, t);
+    }
+    for (int64_t s = 1; s <= last; s++)
+        for (int r = 0; r < 2; r++) {
+            msg_init(&m, MSG_STEP);
+            m.rank = r;
+            m.u.step.step = s;
+            m.u.step.loss = 1.0;
+            apply(j, &m, t);
+        }
+    return j;
+}
+
+static void ckpt(Job *j, int64_t step, bool ok, int64_t *t)
+{
+    Msg m;
+    msg_init(&m, MSG_CKPT);
+    m.rank = 0;
+    m.u.ckpt.ok = ok;
+    m.u.ckpt.step = step;
+    snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "ck/step-%08lld", (long long)step);
+    if (!ok) snprintf(m.u.ckpt.error, sizeof m.u.ckpt.error, "No space left on device");
+    apply(j, &m, t);
+}
+
+/* Every rank says bye 0 and exits 0 (or is killed, for `killed`). */
+static void end(Job *j, int64_t *t, int killed)
+{
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        if (r == killed) {
+            job_rank_exited(j, r, 100 + r, SIGKILL, "SIGKILL by ddptop", *t += MS, WALL);
+            continue;
+        }
+        msg_init(&m, MSG_BYE);
+        m.rank = r;
+        apply(j, &m, t);
+        job_rank_exited(j, r, 100 + r, 0, NULL, *t += MS, WALL);
+    }
+}
+
+static void test_lost_ckpt(void)
+{
+    TEST_BEGIN("lost_checkpoint_fails_the_run");
+    int64_t t;
+    Job *j = trained(20, &t);
+    ckpt(j, 20, false, &t);
+    end(j, &t, -1);
+    char v[512];
+    job_verdict(j, v, sizeof v);
+    CHECK(job_all_clean(j) && !job_ok(j) && job_outcome(j) == JOB_END_CKPT_LOST, "outcome %d", job_outcome(j));
+    CHECK(!strncmp(v, "job failed: checkpoint lost: step 20 was not written (No space left on device)", 78),
+          "verdict '%s'", v);
+    CHECK(!strstr(v, "ended cleanly") && j->state == JOB_FAILED, "verdict '%s' state %s", v, job_state_name(j->state));
+    job_free(&j);
+    /* the same run with its checkpoint written: ok */
+    j = trained(20, &t);
+    ckpt(j, 20, true, &t);
+    end(j, &t, -1);
+    CHECK(job_ok(j) && j->state == JOB_DONE, "a written checkpoint is not ok");
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_interrupted(void)
+{
+    TEST_BEGIN("interrupted_says_so");
+    int64_t t;
+    Job *j = trained(57, &t);
+    job_set_interrupted(j, "Ctrl-C");
+    ckpt(j, 57, true, &t);
+    end(j, &t, -1);
+    char v[512];
+    job_verdict(j, v, sizeof v);
+    CHECK(!job_ok(j) && job_outcome(j) == JOB_END_INTERRUPTED, "outcome %d", job_outcome(j));
+    CHECK(!strcmp(v, "stopped by Ctrl-C at step 57, checkpoint written"), "verdict '%s'", v);
+    job_free(&j);
+
+    j = trained(12, &t);
+    job_set_interrupted(j, "SIGTERM");
+    ckpt(j, 12, false, &t);
+    end(j, &t, -1);
+    job_verdict(j, v, sizeof v);
+    CHECK(!strcmp(v, "stopped by SIGTERM at step 12, no checkpoint written (step 12 lost: No space left on device)"),
+          "verdict '%s'", v);
+    job_free(&j);
+
+    /* a rank the ladder had to kill: a failure, whatever the signal */
+    j = trained(5, &t);
+    job_set_interrupted(j, "SIGTERM");
+    end(j, &t, 1);
+    CHECK(job_outcome(j) == JOB_END_FAILED, "outcome %d", job_outcome(j));
+    job_verdict(j, v, sizeof v);
+    CHECK(!strncmp(v, "job failed: rank 1", 18), "verdict '%s'", v);
+    job_free(&j);
+
+    /* Ctrl-C once every rank has ended is only leaving */
+    j = trained(5, &t);
+    end(j, &t, -1);
+    job_set_interrupted(j, "Ctrl-C");
+    CHECK(job_ok(j), "a signal after the end made it not ok");
+    job_free(&j);
+    TEST_END();
+}
+
+int main(void)
+{
+    test_lost_ckpt();
+    test_interrupted();
+    CHECK_EXIT();
+}
