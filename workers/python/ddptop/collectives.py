@@ -32,15 +32,19 @@ WRAPPED = {
     "scatter": ("scatter", 0), "all_to_all": ("alltoall", 1), "all_to_all_single": ("alltoall", 1),
     "all_gather_object": ("allgather", 1), "broadcast_object_list": ("broadcast", 0),
 }
+# made of send/recv, which torch's collective count skips: no torch number (compat.py)
+UNNUMBERED = {"monitored_barrier"}
 _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 
 
-def begin(op, group=None):
+def begin(op, group=None, numbered=True):
     """A collective on `group` starts: its key for end(), and it is in
-    flight from now."""
+    flight from now. numbered=False: torch gives it no number of its own."""
     r = run()
     tseq = compat.next_seq(group)
+    if tseq is not None and not numbered:
+        tseq = -1
     with r.coll_lock:
         r.coll_seq += 1
         key = r.coll_seq
@@ -115,13 +119,14 @@ def _group_at(fn):
 
 def _wrap(name, fn, op, factor):
     at = _group_at(fn)
+    numbered = name not in UNNUMBERED
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if run() is None or getattr(_depth, "n", 0) or not dist.is_initialized():
             return fn(*args, **kwargs)
         group = kwargs.get("group", args[at] if at is not None and at < len(args) else None)
-        seq = begin(op, group)
+        seq = begin(op, group, numbered)
         nbytes = tensor_bytes(args, kwargs)
         _depth.n = 1
         try:
