@@ -2,6 +2,9 @@
 set -u
 BUILD=${BUILD:-build}
 PY=${PY:-$BUILD/pyenv/bin/python}
+# The torch tests (tests/scenario/python/) run under TORCH_PY when it is set:
+# make test T=python/ TORCH_PY=/path/to/venv/bin/python (another torch, e.g. 2.x).
+case $0 in */scenario/python/*) PY=${TORCH_PY:-$PY};; esac
 case $BUILD in /*) DDPTOP=$BUILD/ddptop;; *) DDPTOP=$PWD/$BUILD/ddptop;; esac
 export LANG=C.UTF-8 OPENBLAS_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/ddptop-test.XXXXXX)

@@ -266,10 +266,13 @@ steps = [m for m in of("step") if m["r"] == 0]
 assert len(steps) == 300 and all(math.isfinite(s["loss"]) for s in steps), len(steps)
 assert steps[-1]["dev_mem"] > 0 and steps[-1]["dev_mem_total"] > 0, steps[-1]
 coll = [c for c in of("coll") if c["bucket"] >= 0 and c["r"] == 0]
-assert coll and all(c["enq"] <= c["done"] for c in coll), len(coll)
+# timed by CUDA events (workers/python/ddptop/compat.py): start = enqueue, done = start + device time
+assert coll and all(c["enq"] == c["start"] < c["done"] for c in coll), len(coll)
+us = sorted((c["done"] - c["start"]) / 1e3 for c in coll)
 assert [b["status"] for b in of("bye")] == [0] * n
-print(f"{n} rank(s), 300 steps, loss {steps[-1]['loss']:.3f}, {len(coll)} bucket all-reduces, "
-      f"GPU memory {steps[-1]['dev_mem'] / 2**20:.0f} MiB")
+torch_v = h[0]["version"].split(" torch ")[-1].split()[0]
+print(f"torch {torch_v}, {n} rank(s), 300 steps, loss {steps[-1]['loss']:.3f}, {len(coll)} bucket all-reduces "
+      f"(median {us[len(us) // 2]:.0f} us, CUDA events), GPU memory {steps[-1]['dev_mem'] / 2**20:.0f} MiB")
 PYEOF
     rt=$?
     if [ $rc -ne 0 ]; then row "e2e torch script, nccl" "FAIL: exit $rc: $(tail -1 /tmp/dc-py.txt | cut -c1-90)"

@@ -23,7 +23,7 @@ import threading
 
 import torch
 
-from . import collectives
+from . import collectives, compat
 from .state import run
 
 BEAT_S = 1.0
@@ -34,11 +34,11 @@ _SKIP = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (to
     (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 
-def where(r):
+def where(r, top=None):
     """The script's innermost frame on the main thread: "train.py:88 main"
     (torch's and the adapter's own frames skipped; the innermost when the
-    script has none)."""
-    top = f = sys._current_frames().get(r.main_thread)
+    script has none). top: the main thread's innermost frame, if known."""
+    top = f = top or sys._current_frames().get(r.main_thread)
     while f is not None and f.f_code.co_filename.startswith(_SKIP):
         f = f.f_back
     f = f or top
@@ -47,9 +47,17 @@ def where(r):
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} {f.f_code.co_name}"
 
 
+_FR = None
+
+
 def beat_once(r):
+    global _FR
+    top = sys._current_frames().get(r.main_thread)
     seq, op, since = collectives.oldest_in_flight()
-    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r))
+    if seq < 0 and compat.torch_numbering():      # a collective the wrappers do not see? (2.x)
+        _FR = _FR or compat.FlightRecorder()
+        seq, op, since = _FR.in_flight(top) or (seq, op, since)
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top))
     r.up.flush()
 
 

@@ -8,16 +8,18 @@ ddp_hook.py, which calls begin/end directly. Sequence numbers count calls in
 the order this rank makes them, so the same call has the same seq on every
 rank and a rank whose seq stays put names itself in a hang. A call made
 inside another wrapped call (all_gather_object's all_gather) is not counted
-twice. Bandwidths follow nccl-tests.
+twice. Where torch numbers its collectives (2.x, compat.py), `seq` is
+torch's number instead. Bandwidths follow nccl-tests.
 """
 import functools
+import inspect
 import threading
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import wire
+from . import compat, wire
 from .state import run
 
 # function name -> (op on the wire, bus bandwidth factor of (n-1)/n terms)
@@ -30,33 +32,60 @@ WRAPPED = {
     "scatter": ("scatter", 0), "all_to_all": ("alltoall", 1), "all_to_all_single": ("alltoall", 1),
     "all_gather_object": ("allgather", 1), "broadcast_object_list": ("broadcast", 0),
 }
+# made of send/recv, which torch's collective count skips: no torch number (compat.py)
+UNNUMBERED = {"monitored_barrier"}
 _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 
 
-def begin(op):
-    """A collective starts: its seq, and it is in flight from now."""
+def begin(op, group=None, numbered=True):
+    """A collective on `group` starts: its key for end(), and it is in
+    flight from now. numbered=False: torch gives it no number of its own."""
     r = run()
+    tseq = compat.next_seq(group)
+    if tseq is not None and not numbered:
+        tseq = -1
     with r.coll_lock:
         r.coll_seq += 1
-        seq = r.coll_seq
-        r.in_flight[seq] = (op, wire.wall_ns())
-    return seq
+        key = r.coll_seq
+        r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq)
+    return key
 
 
-def end(seq, op, nbytes, bucket=-1, step=None, factor=2):
-    """It completed: out of flight, and a coll message. Returns seconds taken."""
+def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None):
+    """It completed: out of flight, and a coll message (with a CUDA timer,
+    sent once the device time is known: state.py). Returns host seconds taken."""
     r = run()
     done = wire.wall_ns()
     with r.coll_lock:
-        _, start = r.in_flight.pop(seq, (op, done))
+        _, start, seq = r.in_flight.pop(key, (op, done, key))
+    step = r.step if step is None else step
+    if timer is not None:
+        r.timed_colls.append((timer, (seq, op, nbytes, bucket, step, factor, start)))
+    else:
+        _send(r, seq, op, nbytes, bucket, step, factor, start, done)
+    return (done - start) / 1e9
+
+
+def _send(r, seq, op, nbytes, bucket, step, factor, start, done):
     n = max(r.world, 1)
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
     bus = alg * factor * (n - 1) / n if factor else alg
-    r.send("coll", seq=seq, op=op, bucket=bucket, step=r.step if step is None else step, bytes=nbytes,
-           enq=start, start=start, done=done, algbw=alg, busbw=bus)
-    return dt / 1e9
+    r.send("coll", seq=seq, op=op, bucket=bucket, step=step, bytes=nbytes, enq=start, start=start, done=done,
+           algbw=alg, busbw=bus)
+
+
+def send_timed(r, keep_step=None):
+    """The CUDA-timed colls, but those of keep_step (the step just done: a
+    step old they are done, or nearly); start is when the host enqueued
+    one, done start + the device's time."""
+    timed, r.timed_colls = r.timed_colls, []
+    for timer, (seq, op, nbytes, bucket, step, factor, start) in timed:
+        if step == keep_step:
+            r.timed_colls.append((timer, (seq, op, nbytes, bucket, step, factor, start)))
+        else:
+            _send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
 
 
 def oldest_in_flight():
@@ -65,8 +94,7 @@ def oldest_in_flight():
     with r.coll_lock:
         if not r.in_flight:
             return -1, "", 0
-        seq = min(r.in_flight)
-        op, since = r.in_flight[seq]
+        op, since, seq = r.in_flight[min(r.in_flight)]
     return seq, op, since
 
 
@@ -80,12 +108,25 @@ def tensor_bytes(args, kwargs):
     return 0
 
 
+def _group_at(fn):
+    """Where fn takes its `group` among the positional arguments, or None."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("group") if "group" in names else None
+
+
 def _wrap(name, fn, op, factor):
+    at = _group_at(fn)
+    numbered = name not in UNNUMBERED
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if run() is None or getattr(_depth, "n", 0) or not dist.is_initialized():
             return fn(*args, **kwargs)
-        seq = begin(op)
+        group = kwargs.get("group", args[at] if at is not None and at < len(args) else None)
+        seq = begin(op, group, numbered)
         nbytes = tensor_bytes(args, kwargs)
         _depth.n = 1
         try:

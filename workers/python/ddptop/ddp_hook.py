@@ -21,7 +21,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import collectives
+from . import collectives, compat
 from .state import run
 from .steer import STEER, FL_COUNT
 
@@ -53,7 +53,8 @@ def comm_hook(st, bucket):
     if index == 0:      # DDP launches buckets in index order
         st.layout = []
     st.layout.append((index, nbytes, len(bucket.gradients())))
-    seq = collectives.begin("allreduce")
+    seq = collectives.begin("allreduce", st.pg)
+    timer = compat.CudaTimer() if buf.is_cuda else None
     if index == 0:      # the flags ride the first bucket: DDP caps it (1 MB by default), so the copy stays small
         t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)])
     else:
@@ -61,12 +62,16 @@ def comm_hook(st, bucket):
     if last:
         _log_layout(st, step)
         st.last_launch = time.monotonic()
+    if timer is not None:
+        timer.start()
     # the process group's own call: c10d.all_reduce's checks cost more than the call
     fut = st.pg.allreduce([t]).get_future()
 
     def done(f):
         out = f.value()[0]
-        secs = collectives.end(seq, "allreduce", nbytes, bucket=index, step=step)
+        if timer is not None:
+            timer.stop()
+        secs = collectives.end(seq, "allreduce", nbytes, bucket=index, step=step, timer=timer)
         r.comm_s += secs
         if index == 0:
             STEER.carried(out[n:n + FL_COUNT])

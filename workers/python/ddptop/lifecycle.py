@@ -23,6 +23,7 @@ import socket
 import torch
 import torch.distributed as dist
 
+from . import compat
 from .state import run
 
 VERSION = "0.1.0"
@@ -78,6 +79,7 @@ def install():
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
         r.set_phase("rendezvous")
         out = _ORIG["init"](*args, **kwargs)
+        compat.after_init()
         r.set_phase("train")
         return out
 
@@ -90,6 +92,7 @@ def install():
             stop_barrier(r)
         r.set_phase("destroying")
         out = _ORIG["destroy"](*args, **kwargs)
+        compat.after_destroy()
         r.set_phase("destroyed")
         return out
 
@@ -123,4 +126,5 @@ def stop_barrier(r, unsafe=False):
 
 def destroy():
     """torch's own destroy, for runner.py's orderly stop."""
+    compat.after_destroy()
     return (_ORIG.get("destroy") or dist.destroy_process_group)()

@@ -57,6 +57,7 @@ class Run:
         self.polls_stop = False         # the script asks should_stop(): it stops by itself
         self.stop_barrier_done = False  # lifecycle.stop_barrier ran
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
+        self.timed_colls = []           # CUDA: (CudaTimer, coll fields) of the last step's buckets
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0
 
     # ---- messages ----
@@ -72,14 +73,19 @@ class Run:
         host, copied without waiting; sent at the next step, or before
         anything important, so the order of messages holds."""
         import torch
-        self.flush_step()
+        self.flush_step(keep_step=fields["step"])
         host = torch.empty((), dtype=torch.float32, pin_memory=True)
         host.copy_(loss, non_blocking=True)
         ev = torch.cuda.Event()
         ev.record()
         self.deferred = (fields, wire.wall_ns(), host, ev)
 
-    def flush_step(self):
+    def flush_step(self, keep_step=None):
+        """The deferred step and timed colls out (those of keep_step stay:
+        waiting for them would wait for the device)."""
+        if self.timed_colls:
+            from . import collectives
+            collectives.send_timed(self, keep_step)
         d, self.deferred = self.deferred, None
         if d is not None:
             fields, t_ns, host, ev = d

@@ -1,0 +1,139 @@
+"""compat.py — what a torch offers beyond Debian's 1.13, found by feature
+checks (never by version number), so one adapter runs on 1.13 and on 2.x.
+
+  seq   torch 2.x numbers the collectives of a process group from 1 (its
+        Flight Recorder's collective_seq_id, the SeqNum of its watchdog's
+        messages); 1.13 starts the default group's count at a random
+        number. Where the default group counts from 0 right after
+        init_process_group, `coll` and `beat` carry torch's number for the
+        default group's collectives (so ddptop's desync lint and hang
+        verdict speak the numbers torch's own tools print); a collective on
+        another group (a count of its own) goes without one (-1). Elsewhere
+        the adapter counts the collectives it sees (collectives.py).
+  fr    Flight Recorder (2.x records Gloo's collectives itself, 2000 of them
+        unless TORCH_FR_BUFFER_SIZE says otherwise): when the main thread
+        has sat for FR_AFTER_S in torch.distributed's or DDP's own code
+        outside any collective the adapter wrapped (DDP's buffer broadcast,
+        a collective torch makes from C++), the beat names the newest
+        collective torch has not retired, if it is the group's latest. A
+        dump of a full recorder costs about 0.1 s (1 MB of JSON): it runs
+        only then, once per collective.
+  cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
+        (NCCL's futures complete at enqueue, so host times say nothing);
+        memory comes from torch.cuda.mem_get_info (steps.py).
+"""
+import json
+import os
+import time
+
+import torch
+import torch.distributed.distributed_c10d as c10d
+
+FR_AFTER_S = 2.0
+_TORCH_DIRS = tuple(os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), d) + os.sep
+                    for d in ("distributed", os.path.join("nn", "parallel")))
+
+_seq_pg = None      # the default group, when its count is torch's numbering
+
+
+def after_init():
+    """Right after init_process_group: use torch's numbering if the default
+    group counts from 0 (2.x)."""
+    global _seq_pg
+    _seq_pg = None
+    try:
+        pg = c10d._get_default_group()
+        if pg._get_sequence_number_for_group() == 0:
+            _seq_pg = pg
+    except (AttributeError, RuntimeError, ValueError):
+        pass
+
+
+def after_destroy():
+    global _seq_pg
+    _seq_pg = None
+
+
+def torch_numbering():
+    return _seq_pg is not None
+
+
+def next_seq(group=None):
+    """torch's number of the next collective on `group` (None: the default
+    group), -1 for another group's, or None: the adapter counts."""
+    pg = _seq_pg
+    if pg is None:
+        return None
+    if group is not None and group is not pg:
+        return -1
+    return pg._get_sequence_number_for_group() + 1
+
+
+def _op(profiling_name):
+    """"gloo:all_reduce" -> "allreduce", as the wrappers name ops."""
+    name = profiling_name.rpartition(":")[2].replace("_", "")
+    for suffix in ("base", "coalesced", "intotensor", "tensor"):
+        if name.endswith(suffix) and name != suffix:
+            name = name[:-len(suffix)]
+    return {"allgatherinto": "allgather"}.get(name, name)
+
+
+class FlightRecorder:
+    """The beat's view of Flight Recorder: (seq, op, since_ns) of the
+    collective the main thread waits in, when the wrappers do not see it."""
+
+    def __init__(self):
+        dump = getattr(torch._C._distributed_c10d, "_dump_fr_trace_json", None)
+        self.dump = dump
+        self.where_key, self.where_t = None, 0.0
+        self.asked_seq, self.found = None, None
+
+    def in_flight(self, frame, now=None):
+        pg = _seq_pg
+        if self.dump is None or pg is None:
+            return None
+        now = time.monotonic() if now is None else now
+        f = frame
+        if f is None or not f.f_code.co_filename.startswith(_TORCH_DIRS):
+            self.where_key = None
+            return None
+        key = (f.f_code.co_filename, f.f_lineno, id(f))
+        if key != self.where_key:
+            self.where_key, self.where_t = key, now
+        if now - self.where_t < FR_AFTER_S:
+            return None
+        seq = pg._get_sequence_number_for_group()
+        if seq != self.asked_seq:     # once per collective: a full dump is not cheap
+            self.asked_seq, self.found = seq, self._newest_active(seq)
+        return self.found
+
+    def _newest_active(self, seq):
+        try:
+            entries = json.loads(self.dump(includeCollectives=True, onlyActive=True)).get("entries", [])
+        except Exception:       # a recorder that is off, or another shape: no answer
+            return None
+        for e in reversed(entries):
+            if e.get("collective_seq_id") == seq and not e.get("retired", True) and \
+                    str(e.get("pg_id", 0)) == "0" and not e.get("is_p2p", False):
+                return seq, _op(str(e.get("profiling_name", ""))), int(e.get("time_created_ns", 0))
+        return None
+
+
+class CudaTimer:
+    """Device time of one collective on the current stream: start() before
+    it is issued, stop() where its result is used (a Future's callback,
+    which runs ordered after the collective); wait_ms() waits for it."""
+
+    def __init__(self):
+        self.a = torch.cuda.Event(enable_timing=True)
+        self.b = torch.cuda.Event(enable_timing=True)
+
+    def start(self):
+        self.a.record()
+
+    def stop(self):
+        self.b.record()
+
+    def wait_ms(self):
+        self.b.synchronize()
+        return self.a.elapsed_time(self.b)
