@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
 #endif
 #include "model/job_priv.h"
+#include "model/hang.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -78,6 +79,19 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n)
 {
     if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return NULL;
     return &j->book->events[n % JOB_EVENTS];
+}
+
+bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
+{
+    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return false;
+    JobEvent *e = &j->book->events[n % JOB_EVENTS];
+    e->level = level;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+    j->version++;
+    return true;
 }
 
 /* ---- lifetime ---- */
@@ -362,7 +376,8 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     /* wire integers are within +-2^61 (PROTO_INT_MAX), so the difference fits;
      * the running total saturates rather than wrap on a hostile peer's counts */
     int64_t d = s->samples - (had ? r->last.samples : 0), sum;
-    j->book->samples_total = __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
+    j->book->samples_total =
+        __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops) j->drops += s->drops - old_drops;
@@ -572,7 +587,12 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
                r->how_ended, where);
     if (job_all_exited(j)) j->samples_per_s = 0; /* nobody left to train: no stale rate */
     if (!clean) {
-        if (j->first_failed < 0) j->first_failed = rank;
+        if (j->first_failed < 0) {
+            j->first_failed = rank;
+            /* a rank ending while the others wait for a stalled one: the
+             * stall is the cause, unless the stalled one ended by itself */
+            j->hang.blamed = hang_is_current(j) && (!hang_is_missing(j, rank) || strstr(r->how_ended, "by ddptop"));
+        }
         j->state = JOB_FAILED;
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) ? JOB_DONE : JOB_FAILED;
@@ -607,6 +627,7 @@ void job_restart(Job *j, int64_t now_ns)
         r->book->epoch_start_known = false; /* the restart resumes mid-epoch */
     }
     job_comm_restart(j);
+    memset(&j->hang, 0, sizeof j->hang);
     j->restarts++;
     j->state = JOB_STARTING;
     j->first_failed = -1;
@@ -741,6 +762,7 @@ void job_verdict(const Job *j, char *buf, size_t len)
             snprintf(buf, len, "job done: all %d ranks ended cleanly", j->world);
         return;
     }
+    if (j->first_failed >= 0 && hang_verdict(j, buf, len)) return;
     if (j->first_failed >= 0) {
         const JobRank *r = &j->ranks[j->first_failed];
         int nfailed = 0;

@@ -211,6 +211,21 @@ typedef struct {
     int64_t same_order_epoch; /* the epoch that repeated, -1 */
 } JobShardMap;
 
+/* The hang ddptop reported (model/hang.c keeps it: hang_note), so that the
+ * job's verdict blames the rank the others waited for, not the first one
+ * the shutdown ladder happened to reap. */
+#define JOB_HANG_LIST 64
+typedef struct {
+    bool active; /* reported, and the rank waited for has not stepped since */
+    bool blamed; /* active when the first rank failed: the job's cause */
+    int64_t seq; /* the collective the others wait in */
+    char op[PROTO_STR_SHORT];
+    int n_missing; /* ranks that never entered it (first JOB_HANG_LIST kept) */
+    int missing[JOB_HANG_LIST];
+    int64_t step; /* the first missing rank's last step when reported */
+    uint64_t ev;  /* its event (job_event_nth), updated in place */
+} JobHang;
+
 typedef struct {
     int world;
     JobRank *ranks; /* [world] */
@@ -245,6 +260,7 @@ typedef struct {
     int n_buckets; /* highest bucket index seen + 1 (capped) */
     JobShardMap shard;
     int n_stepped; /* ranks that have reported a step */
+    JobHang hang;  /* the current (or the blamed) hang: hang.h */
     JobBook *book; /* private: the rings behind job_event_at,
                                       * job_eval_at, job_colls_recent and
                                       * job_shard_owner; the bookkeeping behind
@@ -277,6 +293,11 @@ void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel 
 const JobEvent *job_event_at(const Job *j, int i);
 /* Event number n (0 = first ever), NULL if never added or overwritten. */
 const JobEvent *job_event_nth(const Job *j, uint64_t n);
+/* Rewrite event n's level and text in place (a report that grows, such as
+ * a hang's wait); its times stay those of when it was first added. False
+ * when it is no longer kept. */
+bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Note that a stop was requested (state becomes STOPPING unless finished). */
 void job_set_stopping(Job *j);
 /* Note that ddptop asked the ranks to pause (true) or resume (false); the
