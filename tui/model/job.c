@@ -118,6 +118,8 @@ Job *job_new(int world, int64_t now_ns)
     j->shard.epoch = -1;
     j->shard.same_order_rank = -1;
     j->shard.same_order_epoch = -1;
+    j->book->fill.epoch = -1;
+    j->book->fill_done_epoch = -1;
     j->book->ep_rank = -1;
     if (job_comm_init(j)) {
         job_free(&j);

@@ -50,9 +50,17 @@ struct JobBook {
     uint64_t *seen;               /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
     int64_t coll_max_seq;
     JobBucketAcc bucket_acc[JOB_MAX_BUCKETS];
-    /* job_shard.c: Job.shard's index map */
+    /* job_shard.c: Job.shard's index map (the newest epoch every rank has
+     * reported), and the one being filled as a new epoch's shards arrive */
     int16_t *shard_owner; /* [shard.mapped] -1 none, else the (first) rank */
     uint8_t *shard_count; /* [shard.mapped] times handed out (saturates) */
+    int64_t shard_cap;    /* indices allocated in shard_owner/count */
+    JobShardMap fill;     /* the epoch being filled (fill.epoch -1: none) */
+    int16_t *fill_owner;
+    uint8_t *fill_count;
+    int64_t fill_cap;
+    bool fill_shown;         /* no epoch complete yet: the views read the one filling */
+    int64_t fill_done_epoch; /* the newest epoch complete (and shown); -1 */
     /* job.c */
     int step_min_count;    /* stepped ranks that sit at Job.step */
     int64_t samples_total; /* sum of ranks' last `samples` */
