@@ -437,6 +437,38 @@ int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out,
 /* Does rank r stand out (any outlier kind)? */
 bool job_rank_is_outlier(const Job *j, const JobRank *r, int64_t now_ns, int64_t wall_ns);
 
+/* ---- the step the ranks agree on (job_stats.c) ----
+ * Ranks send their steps in bursts up to 50 ms apart, so their newest
+ * reports differ by tens of steps while DDP keeps them within one: a rank
+ * whose report lags can only be a step short of the front (the newest step
+ * any live rank reported), since the front's all-reduce needed it. */
+typedef struct {
+    int64_t step, epoch; /* reached, as shown */
+    bool lifted;         /* its own report lags the front (a burst on its way): step is the front's - 1 */
+    double age_s;        /* age of its newest report, whose figures (loss, times) the row shows */
+} JobShownStep;
+
+/* Rank r's step as shown: its own, unless it is alive, still reporting
+ * (a step within JOB_BEHIND_QUIET_NS) and more than a step short of the
+ * front. Ranks without a step: step 0, age 0. */
+void job_rank_shown_step(const Job *j, const JobRank *r, int64_t now_ns, JobShownStep *out);
+/* The job's agreed step (every rank has done at least this many; min over
+ * the ranks' shown steps) and its epoch (out, may be NULL). */
+int64_t job_step_agreed(const Job *j, int64_t now_ns, int64_t *epoch);
+/* A step's time in parts that add up: step_ms = fwd + bwd + wait + opt +
+ * other, where wait is the all-reduce time backward did not hide (exposed)
+ * and other the rest (data loading, telemetry, the Python around it);
+ * overlapped is the comm that ran during backward (comm - wait), shown
+ * beside the sum, not in it. When the reported parts exceed the step (a
+ * worker that counts its wait inside bwd) the wait is taken as inside bwd. */
+typedef struct {
+    double step, fwd, bwd, wait, opt, other, comm, overlapped;
+} JobStepParts;
+void job_step_parts(const MsgStep *s, JobStepParts *out);
+
+/* Figures older than this are marked by their age on the ranks' rows. */
+#define JOB_FIGURES_OLD_NS 1000000000LL
+
 const char *job_state_name(JobState s);
 const char *rank_state_name(RankState s);
 
