@@ -347,9 +347,16 @@ static void test_keys(void)
     ui_key(&u, 'l', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, "3 loss  log "), "l: no log scale");
-    /* s / S: the order and its direction, on the table head */
+    /* s / S: the order and its direction, on the table head; the arrow
+     * means the same in every column: ▲ smallest first, ▼ largest first */
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_RANK && strstr(s, "RANK▲") && strstr(s, "sorted by rank ▲"), "by rank: ascending\n%s", s);
     ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_STEP && strstr(s, "STEP▲"), "by step (furthest behind first): ascending");
     ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_LOSS && strstr(s, "LOSS▼"), "by loss (highest first): descending");
     ui_key(&u, 's', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(u.sort == JOB_SORT_STEP_MS && u.order[0] == 3 && strstr(s, "STEP_MS▼") && strstr(s, "sorted by step ms"),

@@ -387,6 +387,10 @@ typedef enum {
 } JobSort;
 
 const char *job_sort_name(JobSort s);
+/* Does key, reversed or not, list the largest values first (loss, times,
+ * heartbeat age; health: the worst first)? The arrows say this, the same
+ * way in every column: ▼ descending, ▲ ascending. */
+bool job_sort_descending(JobSort key, bool reversed);
 /* The ranks in display order into order[world]. desc reverses the key's
  * natural order (ties stay by rank). */
 void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_t wall_ns, int *order);

@@ -26,6 +26,13 @@ const char *job_sort_name(JobSort s)
     }
 }
 
+bool job_sort_descending(JobSort key, bool reversed)
+{
+    bool natural_desc = key == JOB_SORT_LOSS || key == JOB_SORT_STEP_MS || key == JOB_SORT_COMM_MS ||
+                        key == JOB_SORT_BEAT || key == JOB_SORT_HEALTH;
+    return natural_desc != reversed;
+}
+
 static bool rank_live(const JobRank *r) { return r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0); }
 
 typedef struct {

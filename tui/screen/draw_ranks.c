@@ -135,7 +135,8 @@ static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)
         if (!c->on[k]) continue;
         char h[32];
         if (k == sc)
-            snprintf(h, sizeof h, "%s%s", cols[k].head, d->ui->sort_desc ? d->g->sort_up : d->g->sort_down);
+            snprintf(h, sizeof h, "%s%s", cols[k].head,
+                     job_sort_descending(d->ui->sort, d->ui->sort_desc) ? d->g->sort_down : d->g->sort_up);
         else
             snprintf(h, sizeof h, "%s", cols[k].head);
         /* an arrow that does not fit is dropped, the name stays */

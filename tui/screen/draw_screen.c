@@ -612,7 +612,7 @@ static void draw_panel(DrawCtx *d, PanelId p, int x, int y, int w, int h, bool z
     if (p == PANEL_RANKS) {
         const Ui *u = d->ui;
         snprintf(extra, sizeof extra, "sorted by %s %s", job_sort_name(u->sort),
-                 u->sort_desc ? d->g->sort_up : d->g->sort_down);
+                 job_sort_descending(u->sort, u->sort_desc) ? d->g->sort_down : d->g->sort_up);
     } else if (p == PANEL_EVENTS && d->ui->events_back > 0) {
         snprintf(extra, sizeof extra, "%d newer below (End)", d->ui->events_back);
     }
