@@ -186,6 +186,35 @@ static void test_panels_120x40(void)
     TEST_END();
 }
 
+/* The loss title's "now" is the newest loss, not the newest bin's mean:
+ * after 2000 steps a bin holds several. */
+static void test_loss_now(void)
+{
+    TEST_BEGIN("loss_now_is_the_latest_value");
+    Job *j = job_new(1, T0);
+    int64_t t = j->start_ns;
+    Msg m;
+    msg_init(&m, MSG_HELLO);
+    apply(j, &m, 0, t += MS);
+    for (int s = 1; s <= 2000; s++) {
+        msg_init(&m, MSG_STEP);
+        m.u.step.step = s;
+        m.u.step.loss = s / 1000.0;
+        apply(j, &m, 0, t += MS);
+    }
+    CHECK(j->loss_all.stride > 1, "bins of one step: the test proves nothing");
+    Ui u;
+    ui_init(&u, 1);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "now 2.0000"), "loss title:\n%s", line_with(s, "─ 3 loss"));
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_sizes(void)
 {
     TEST_BEGIN("80x24_200x60_and_too_small");
@@ -549,6 +578,7 @@ int main(void)
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
     test_canvas();
     test_panels_120x40();
+    test_loss_now();
     test_sizes();
     test_ascii();
     test_many_ranks();

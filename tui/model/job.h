@@ -470,6 +470,10 @@ typedef struct {
 } JobStepParts;
 void job_step_parts(const MsgStep *s, JobStepParts *out);
 
+/* The loss now: the mean over ranks of each one's newest finite loss (NaN
+ * when none), not the chart's newest bin, which averages many steps. */
+double job_loss_now(const Job *j);
+
 /* Figures older than this are marked by their age on the ranks' rows. */
 #define JOB_FIGURES_OLD_NS 1000000000LL
 

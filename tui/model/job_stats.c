@@ -389,3 +389,16 @@ void job_step_parts(const MsgStep *s, JobStepParts *out)
     p.overlapped = p.comm - p.wait;
     *out = p;
 }
+
+double job_loss_now(const Job *j)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->have_step || !isfinite(r->last.loss)) continue;
+        sum += r->last.loss;
+        n++;
+    }
+    return n ? sum / n : NAN;
+}
