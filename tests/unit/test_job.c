@@ -847,6 +847,43 @@ static void test_shown_steps(void)
     TEST_END();
 }
 
+/* samples/s counts training time: 0 while paused, and right at once after
+ * a resume (a window that spans the pause would halve it). */
+static void test_rate_pause(void)
+{
+    TEST_BEGIN("samples_per_s_excludes_paused_time");
+    Job *j = job_new(2, T0);
+    int64_t t = j->start_ns;
+    for (int r = 0; r < 2; r++) {
+        job_rank_started(j, r, 100 + r, t);
+        send_hello(j, r, 100 + r, t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    }
+    int64_t step = 0;
+    /* 100 steps/s, 64 samples a step a rank: 12800 samples/s */
+    for (int k = 0; k < 300; k++) {
+        step++;
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, step, 1.0, t += 5 * MS);
+    }
+    double before = j->samples_per_s;
+    CHECK(fabs(before - 12800) < 400, "rate before the pause %.0f", before);
+    for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_PAUSED, NULL, t += MS);
+    CHECK(j->paused && j->samples_per_s == 0, "paused: %.0f samples/s", j->samples_per_s);
+    for (int k = 0; k < 10; k++) /* ten seconds of heartbeats */
+        for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_PAUSED, NULL, t += 500 * MS);
+    CHECK(j->samples_per_s == 0, "still paused: %.0f samples/s", j->samples_per_s);
+    for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    for (int k = 0; k < 100; k++) { /* one second of training again */
+        step++;
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, step, 1.0, t += 5 * MS);
+    }
+    CHECK(fabs(j->samples_per_s - 12800) < 400, "a second after resuming: %.0f samples/s", j->samples_per_s);
+    double rr = job_rank_samples_per_s(&j->ranks[0], t);
+    CHECK(fabs(rr - 6400) < 400, "rank 0 a second after resuming: %.0f samples/s", rr);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_step_parts(void)
 {
     TEST_BEGIN("step_parts_add_up");
@@ -1019,6 +1056,7 @@ int main(void)
     test_shard_map();
     test_shown_steps();
     test_step_parts();
+    test_rate_pause();
     test_stats_outliers_order();
     test_series();
     test_rank_histories();

@@ -454,6 +454,7 @@ static void test_states(void)
     }
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, " PAUSED ") && strstr(s, "paused after step 20") && strstr(s, "p resume"), "paused:\n%s", s);
+    CHECK(strstr(s, " 0 samples/s  eta paused "), "paused title: %.120s", s);
     /* rank 1 dies, rank 2 goes silent, rank 0 sits in a collective */
     job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS, WALL);
     msg_init(&m, MSG_BEAT);

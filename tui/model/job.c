@@ -203,6 +203,14 @@ static void pause_update(Job *j, JobTime at)
         paused++;
     }
     bool all = live > 0 && paused == live;
+    if (all != j->paused) {
+        /* samples/s counts training time only: the window starts over at a
+         * pause and at a resume, the figure is 0 while paused and the one from
+         * before the pause until the new window is measurable */
+        if (all) j->book->rate_before_pause = j->samples_per_s;
+        j->samples_per_s = all || training == 0 ? 0 : j->book->rate_before_pause;
+        j->book->rate_len = 0;
+    }
     if (all && !j->paused) {
         j->paused = true;
         j->paused_step = lo;
@@ -286,6 +294,7 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
 static void rate_update(Job *j, int64_t now_ns)
 {
     JobBook *b = j->book;
+    if (j->paused) return; /* 0 until resumed (pause_update) */
     int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
     if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
         b->rate_t_ns[b->rate_head] = now_ns;
@@ -714,6 +723,9 @@ double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
     int steps = 0;
     for (int i = 1; i < r->ring_len; i++) {
         const JobStepRec *x = job_rank_step_at(r, i);
+        /* a second between two steps is a pause (or a stall), not a pace:
+         * the rate is of the steps after it */
+        if (job_rank_step_at(r, i - 1)->t_ns - x->t_ns > 1000000000LL) break;
         b = x;
         steps = i;
         if (a->t_ns - x->t_ns >= 1000000000LL) break;

@@ -65,7 +65,8 @@ struct JobBook {
     int step_min_count;    /* stepped ranks that sit at Job.step */
     int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
-    int rate_len, rate_head; /* snapshots of samples_total; head = next write */
+    int rate_len, rate_head;  /* snapshots of samples_total; head = next write */
+    double rate_before_pause; /* samples_per_s when the job paused: back on resume */
     /* lints (job_lint.c) */
     unsigned lints_told;        /* JobLint bits already told as events */
     int64_t ep_epoch, ep_steps; /* the newest finished epoch's steps, as the first rank to */

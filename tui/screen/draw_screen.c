@@ -231,7 +231,10 @@ static void draw_title(DrawCtx *d, int w)
     snprintf(buf, sizeof buf, "  %s samples/s", n);
     x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
     double eta = eta_s(j, step);
-    if (eta >= 0) {
+    if (j->paused && j->max_steps > step) { /* no estimate while nothing runs */
+        snprintf(buf, sizeof buf, "  eta paused");
+        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    } else if (eta >= 0) {
         char t[32];
         draw_fmt_hms(t, sizeof t, (int64_t)(eta * 1e9));
         snprintf(buf, sizeof buf, "  eta %s", t);
