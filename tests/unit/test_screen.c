@@ -215,6 +215,28 @@ static void test_loss_now(void)
     TEST_END();
 }
 
+/* -n 1: an all-reduce of one rank moves nothing; no bandwidth is shown. */
+static void test_one_rank_bandwidth(void)
+{
+    TEST_BEGIN("one_rank_shows_no_bandwidth");
+    Job *j = job_new(1, T0);
+    int64_t t = scripted(j, 20);
+    Ui u;
+    ui_init(&u, 1);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "bandwidth n/a (1 rank)") && !strstr(s, "algbw"), "all-reduce panel:\n%s", s);
+    u.overlay = UI_DETAIL;
+    u.detail_rank = 0;
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "    n/a      n/a") && !strstr(s, "0.50"), "rank detail:\n%s", s);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_sizes(void)
 {
     TEST_BEGIN("80x24_200x60_and_too_small");
@@ -580,6 +602,7 @@ int main(void)
     test_canvas();
     test_panels_120x40();
     test_loss_now();
+    test_one_rank_bandwidth();
     test_sizes();
     test_ascii();
     test_many_ranks();

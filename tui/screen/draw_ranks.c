@@ -517,9 +517,13 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                 snprintf(bk, sizeof bk, "%d", (int)c->c.bucket);
             else
                 snprintf(bk, sizeof bk, "-");
-            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8.2f %8.2f",
-                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, c->c.algbw_gbs,
-                          c->c.busbw_gbs);
+            char alg[16] = "n/a", bus[16] = "n/a"; /* one rank: nothing moves */
+            if (j->world > 1) {
+                snprintf(alg, sizeof alg, "%.2f", c->c.algbw_gbs);
+                snprintf(bus, sizeof bus, "%.2f", c->c.busbw_gbs);
+            }
+            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8s %8s",
+                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, alg, bus);
         }
     }
     /* its log lines, then its events */
