@@ -27,6 +27,24 @@ static void rank(HangRank *r, int k, int64_t step, int64_t seq, const char *op, 
     r->inflight_since_ns = since;
 }
 
+/* A job of world ranks that said hello and reported step `step`. */
+static Job *stepped_job(int world, int64_t step, int64_t *t, int64_t wall)
+{
+    Job *j = job_new(world, *t);
+    Msg m;
+    for (int k = 0; k < world; k++) {
+        msg_init(&m, MSG_HELLO);
+        m.rank = k;
+        m.u.hello.world = world;
+        job_apply(j, &m, *t += S / 10, wall);
+        msg_init(&m, MSG_STEP);
+        m.rank = k;
+        m.u.step.step = step;
+        job_apply(j, &m, *t += S / 10, wall);
+    }
+    return j;
+}
+
 int main(void)
 {
     HangReport h;
@@ -198,18 +216,7 @@ int main(void)
          * Each second's look at the same hang rewrites its one event; the
          * ladder then SIGTERMs rank 0 first: the verdict names rank 1. */
         int64_t t = 100 * S, wall = 1700000000LL * S;
-        Job *j = job_new(4, t);
-        Msg m;
-        for (int k = 0; k < 4; k++) {
-            msg_init(&m, MSG_HELLO);
-            m.rank = k;
-            m.u.hello.world = 4;
-            job_apply(j, &m, t += S / 10, wall);
-            msg_init(&m, MSG_STEP);
-            m.rank = k;
-            m.u.step.step = 10;
-            job_apply(j, &m, t += S / 10, wall);
-        }
+        Job *j = stepped_job(4, 10, &t, wall);
         HangRank snap[4];
         for (int k = 0; k < 4; k++) rank(&snap[k], k, 10, k == 1 ? -1 : 12, "allreduce", wall - 3 * S);
         HangReport rep;
@@ -235,17 +242,8 @@ int main(void)
     TEST_BEGIN("a_hang_that_resolved_is_not_blamed");
     {
         int64_t t = 100 * S, wall = 1700000000LL * S;
-        Job *j = job_new(2, t);
+        Job *j = stepped_job(2, 10, &t, wall);
         Msg m;
-        for (int k = 0; k < 2; k++) {
-            msg_init(&m, MSG_HELLO);
-            m.rank = k;
-            job_apply(j, &m, t += S / 10, wall);
-            msg_init(&m, MSG_STEP);
-            m.rank = k;
-            m.u.step.step = 10;
-            job_apply(j, &m, t += S / 10, wall);
-        }
         HangRank snap[2];
         rank(&snap[0], 0, 10, 12, "allreduce", wall - 3 * S);
         rank(&snap[1], 1, 10, -1, "allreduce", 0);
