@@ -843,6 +843,23 @@ static void test_shown_steps(void)
     CHECK(!sh.lifted && sh.step == reached[3] && sh.age_s > 0.5, "quiet rank 3: step %lld lifted %d age %.2f",
           (long long)sh.step, sh.lifted, sh.age_s);
     CHECK(job_step_agreed(j, t, NULL) == reached[3], "agreed step follows the quiet rank");
+    /* in DDP lockstep (gradient buckets all-reduced) a late report is only
+     * late: the rank is shown a step short of the front, dimmed by its age,
+     * and not called behind */
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = 0;
+    m.u.coll.seq = 1;
+    m.u.coll.bucket = 0;
+    m.u.coll.step = reached[0];
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    job_apply(j, &m, t, WALL);
+    job_rank_shown_step(j, &j->ranks[3], t, &sh);
+    CHECK(sh.lifted && sh.step == reached[0] - 1 && sh.age_s > 0.5, "lockstep rank 3: step %lld lifted %d age %.2f",
+          (long long)sh.step, sh.lifted, sh.age_s);
+    JobOutlier o[4];
+    int no = job_outliers(j, t, 0, o, 4);
+    CHECK(no == 0, "%d outliers: %s", no, no ? o[0].text : "");
     job_free(&j);
     TEST_END();
 }

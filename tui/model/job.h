@@ -452,9 +452,11 @@ typedef struct {
     double age_s;        /* age of its newest report, whose figures (loss, times) the row shows */
 } JobShownStep;
 
-/* Rank r's step as shown: its own, unless it is alive, still reporting
- * (a step within JOB_BEHIND_QUIET_NS) and more than a step short of the
- * front. Ranks without a step: step 0, age 0. */
+/* Rank r's step as shown: its own, unless it is alive, more than a step
+ * short of the front and either in DDP lockstep (the job's gradient buckets
+ * are all-reduced: however late its reports, it cannot be further back) or
+ * still reporting (a step within JOB_BEHIND_QUIET_NS). Ranks without a
+ * step: step 0, age 0. */
 void job_rank_shown_step(const Job *j, const JobRank *r, int64_t now_ns, JobShownStep *out);
 /* The job's agreed step (every rank has done at least this many; min over
  * the ranks' shown steps) and its epoch (out, may be NULL). */

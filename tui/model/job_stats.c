@@ -38,6 +38,7 @@ static bool rank_live(const JobRank *r) { return r->state == RANK_ALIVE || (r->s
 typedef struct {
     bool any;
     int64_t step, prev_epoch; /* the front, and the epoch its step - 1 was in */
+    bool lockstep;            /* gradient buckets are all-reduced every step (DDP) */
 } Front;
 static Front front_of(const Job *j);
 static void shown_step(const Front *f, const JobRank *r, int64_t now_ns, JobShownStep *out);
@@ -113,6 +114,7 @@ typedef struct {
     int64_t max_step;
     double med_step_ms;
     bool have_med;
+    Front front;
 } Ctx;
 
 static Ctx ctx_of(const Job *j, int64_t now_ns)
@@ -123,6 +125,7 @@ static Ctx ctx_of(const Job *j, int64_t now_ns)
     c.max_step = st[JOB_METRIC_STEP].n ? (int64_t)st[JOB_METRIC_STEP].max : 0;
     c.have_med = st[JOB_METRIC_STEP_MS].n >= 2;
     c.med_step_ms = st[JOB_METRIC_STEP_MS].median;
+    c.front = front_of(j);
     return c;
 }
 
@@ -171,9 +174,11 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         return JOB_OUT_NAN;
     }
     const JobStepRec *latest = job_rank_step_at(r, 0); /* its arrival time */
-    if (c->max_step - r->last.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
-        snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - r->last.step));
-        snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - r->last.step));
+    JobShownStep sh;                                   /* in DDP lockstep a late report is not a rank behind */
+    shown_step(&c->front, r, now_ns, &sh);
+    if (c->max_step - sh.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
+        snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - sh.step));
+        snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - sh.step));
         return JOB_OUT_BEHIND;
     }
     if (c->have_med && r->last.step_ms > 1.5 * c->med_step_ms && r->last.step_ms > c->med_step_ms + 2.0) {
@@ -312,6 +317,7 @@ static Front front_of(const Job *j)
     }
     if (!fr) return f;
     f.any = true;
+    f.lockstep = j->n_buckets > 0;
     f.step = fr->last.step;
     f.prev_epoch = fr->last.epoch;
     /* step - 1 may be the previous epoch's last: the front's ring says */
@@ -334,7 +340,11 @@ static void shown_step(const Front *f, const JobRank *r, int64_t now_ns, JobShow
     out->step = r->last.step;
     out->epoch = r->last.epoch;
     out->age_s = age > 0 ? (double)age / 1e9 : 0;
-    if (!f->any || r->state != RANK_ALIVE || r->last.step >= f->step - 1 || age >= JOB_BEHIND_QUIET_NS) return;
+    /* DDP (gradient buckets all-reduced every step) cannot let a live rank
+     * fall further back, however late its reports come; without that
+     * evidence (independent ranks) only a rank still reporting is lifted */
+    if (!f->any || r->state != RANK_ALIVE || r->last.step >= f->step - 1) return;
+    if (!f->lockstep && age >= JOB_BEHIND_QUIET_NS) return;
     out->step = f->step - 1;
     out->epoch = f->prev_epoch;
     out->lifted = true;
