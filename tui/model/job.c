@@ -203,14 +203,7 @@ static void pause_update(Job *j, JobTime at)
         paused++;
     }
     bool all = live > 0 && paused == live;
-    if (all != j->paused) {
-        /* samples/s counts training time only: the window starts over at a
-         * pause and at a resume, the figure is 0 while paused and the one from
-         * before the pause until the new window is measurable */
-        if (all) j->book->rate_before_pause = j->samples_per_s;
-        j->samples_per_s = all || training == 0 ? 0 : j->book->rate_before_pause;
-        j->book->rate_len = 0;
-    }
+    if (all != j->paused) job_rate_pause(j, all, training > 0);
     if (all && !j->paused) {
         j->paused = true;
         j->paused_step = lo;
@@ -286,33 +279,6 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
         return;
     }
     if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0) step_min_recompute(j);
-}
-
-/* Sliding-window samples/s: snapshots of the summed sample counters, and the
- * rate between now and the newest snapshot at least a window old. Called on
- * every message so the figure falls to zero when steps stop but beats go on. */
-static void rate_update(Job *j, int64_t now_ns)
-{
-    JobBook *b = j->book;
-    if (j->paused) return; /* 0 until resumed (pause_update) */
-    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
-    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
-        b->rate_t_ns[b->rate_head] = now_ns;
-        b->rate_samples[b->rate_head] = b->samples_total;
-        b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
-        if (b->rate_len < JOB_RATE_RING) b->rate_len++;
-    }
-    int base = -1;
-    for (int i = 0; i < b->rate_len; i++) { /* newest first */
-        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
-        base = k;
-        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS) break;
-    }
-    int64_t dt = now_ns - b->rate_t_ns[base];
-    /* under a quarter window the figure is mostly noise: keep the old one */
-    if (dt < JOB_RATE_WINDOW_NS / 4) return;
-    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
-    j->samples_per_s = rate > 0 ? rate : 0;
 }
 
 /* ---- messages ---- */
@@ -536,7 +502,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
         break;
     default: break; /* unknown kind: it still proves the rank is there */
     }
-    rate_update(j, now_ns);
+    job_rate_update(j, now_ns);
 }
 
 /* ---- processes ---- */
@@ -711,31 +677,6 @@ const JobEval *job_eval_at(const Job *j, int i)
 {
     if (!j || i < 0 || i >= j->n_evals || i >= JOB_EVALS) return NULL;
     return &j->book->evals[(j->n_evals - 1 - i) % JOB_EVALS];
-}
-
-/* Over the newest steps spanning about a second: fast enough to follow a
- * change of pace, long enough to smooth single slow steps. */
-double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
-{
-    const JobStepRec *a = job_rank_step_at(r, 0);
-    if (!a) return 0;
-    const JobStepRec *b = NULL;
-    int steps = 0;
-    for (int i = 1; i < r->ring_len; i++) {
-        const JobStepRec *x = job_rank_step_at(r, i);
-        /* a second between two steps is a pause (or a stall), not a pace:
-         * the rate is of the steps after it */
-        if (job_rank_step_at(r, i - 1)->t_ns - x->t_ns > 1000000000LL) break;
-        b = x;
-        steps = i;
-        if (a->t_ns - x->t_ns >= 1000000000LL) break;
-    }
-    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
-    /* no step for three step-times (and a second): the rank is not training */
-    double interval = (double)(a->t_ns - b->t_ns) / steps;
-    double quiet = (double)(now_ns - a->t_ns);
-    if (quiet > 1e9 && quiet > 3 * interval) return 0;
-    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
 }
 
 double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)

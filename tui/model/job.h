@@ -16,7 +16,8 @@
  * The implementation is split by subject: job.c (ranks, phases, steps,
  * exits, events), job_comm.c (collectives, buckets, comm share),
  * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
- * min/median/max, outliers), hang.c (the hang verdict).
+ * min/median/max, outliers, the steps as shown), job_rate.c (samples/s),
+ * hang.c (the hang verdict).
  */
 #ifndef DDPTOP_JOB_H
 #define DDPTOP_JOB_H

@@ -106,6 +106,12 @@ void job_lint_alone(Job *j, JobTime at);
 void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* job_rate.c: fold the time of a message into samples/s (on every message,
+ * so the figure falls to zero when steps stop but beats go on); the job has
+ * just paused (paused) or stopped being paused (training: ranks train again). */
+void job_rate_update(Job *j, int64_t now_ns);
+void job_rate_pause(Job *j, bool paused, bool training);
+
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */
 void job_shard_on_shard(Job *j, JobRank *r, const MsgShard *s, JobTime at);
