@@ -2,6 +2,7 @@
  * rank, a SIGSTOPped rank, an unsafe stop (ranks in different collectives),
  * a stuck network, and no hang at all; and the snapshot the job model
  * gives it. */
+#include <signal.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -24,6 +25,24 @@ static void rank(HangRank *r, int k, int64_t step, int64_t seq, const char *op, 
     r->inflight_seq = seq;
     snprintf(r->inflight_op, sizeof r->inflight_op, "%s", op);
     r->inflight_since_ns = since;
+}
+
+/* A job of world ranks that said hello and reported step `step`. */
+static Job *stepped_job(int world, int64_t step, int64_t *t, int64_t wall)
+{
+    Job *j = job_new(world, *t);
+    Msg m;
+    for (int k = 0; k < world; k++) {
+        msg_init(&m, MSG_HELLO);
+        m.rank = k;
+        m.u.hello.world = world;
+        job_apply(j, &m, *t += S / 10, wall);
+        msg_init(&m, MSG_STEP);
+        m.rank = k;
+        m.u.step.step = step;
+        job_apply(j, &m, *t += S / 10, wall);
+    }
+    return j;
 }
 
 int main(void)
@@ -187,6 +206,58 @@ int main(void)
         CHECK(!strcmp(snap[1].where, "train.py:61 in save_checkpoint"), "rank 1 where '%s'", snap[1].where);
         CHECK(snap[0].finished && !snap[1].finished && !snap[2].finished, "finished %d %d %d", snap[0].finished,
               snap[1].finished, snap[2].finished);
+        job_free(&j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("one_hang_one_event_and_the_stalled_rank_is_blamed");
+    {
+        /* rank 1 of 4 stops after step 10; ranks 0,2,3 wait in all-reduce #12.
+         * Each second's look at the same hang rewrites its one event; the
+         * ladder then SIGTERMs rank 0 first: the verdict names rank 1. */
+        int64_t t = 100 * S, wall = 1700000000LL * S;
+        Job *j = stepped_job(4, 10, &t, wall);
+        HangRank snap[4];
+        for (int k = 0; k < 4; k++) rank(&snap[k], k, 10, k == 1 ? -1 : 12, "allreduce", wall - 3 * S);
+        HangReport rep;
+        CHECK(hang_analyze(snap, 4, wall, 2 * S, &rep) == 1, "hang expected");
+        uint64_t before = j->ev_total;
+        CHECK(hang_note(j, &rep, t += S, wall), "a new hang is new");
+        CHECK(hang_analyze(snap, 4, wall + 5 * S, 2 * S, &rep) == 1, "still hung");
+        CHECK(!hang_note(j, &rep, t += S, wall + 5 * S), "the same hang, longer, is not new");
+        CHECK(j->ev_total == before + 1, "%llu events for one hang", (unsigned long long)(j->ev_total - before));
+        const JobEvent *e = job_event_at(j, 0);
+        CHECK(e && strstr(e->text, "hang: ranks 0,2,3 wait in all-reduce #12 (8.0 s)"), "event: %s", e ? e->text : "");
+        for (int k = 0; k < 4; k++)
+            job_rank_exited(j, k, 100 + k, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
+        char v[512];
+        job_verdict(j, v, sizeof v);
+        CHECK(!strcmp(v, "job failed: rank 1 stalled at step 10 (ranks 0,2,3 waited for it in all-reduce #12); "
+                         "ranks 0-3 were stopped by ddptop (SIGTERM)"),
+              "verdict: %s", v);
+        job_free(&j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_hang_that_resolved_is_not_blamed");
+    {
+        int64_t t = 100 * S, wall = 1700000000LL * S;
+        Job *j = stepped_job(2, 10, &t, wall);
+        Msg m;
+        HangRank snap[2];
+        rank(&snap[0], 0, 10, 12, "allreduce", wall - 3 * S);
+        rank(&snap[1], 1, 10, -1, "allreduce", 0);
+        HangReport rep;
+        hang_analyze(snap, 2, wall, 2 * S, &rep);
+        hang_note(j, &rep, t += S, wall);
+        msg_init(&m, MSG_STEP); /* rank 1 goes on (SIGCONT): the hang is over */
+        m.rank = 1;
+        m.u.step.step = 11;
+        job_apply(j, &m, t += S, wall);
+        job_rank_exited(j, 0, 100, W_EXITCODE(0, 9), NULL, t += S, wall);
+        char v[512];
+        job_verdict(j, v, sizeof v);
+        CHECK(strstr(v, "job failed: rank 0 signal 9") == v, "verdict: %s", v);
         job_free(&j);
     }
     TEST_END();

@@ -378,6 +378,36 @@ static void test_evals_printed(void)
     TEST_END();
 }
 
+/* A viewer that leaves mid-run prints a summary: rank 1's burst of steps
+ * 691..702 is still on its way, rank 0's has come; the summary shows both
+ * within a step of each other, not 702 and 690. */
+static void test_summary_mid_run(void)
+{
+    TEST_BEGIN("summary_mid_run_is_not_a_burst");
+    Job *j = job_new(2, T0);
+    FILE *f = tmpfile();
+    ViewHeadless h;
+    view_headless_init(&h, f, true);
+    int64_t t = scripted_job(j, &h, 690);
+    Msg m;
+    for (int s = 691; s <= 702; s++) {
+        msg_init(&m, MSG_STEP);
+        m.u.step.step = s;
+        m.u.step.samples = 64LL * s;
+        apply(j, &m, 0, t += MS);
+    }
+    view_headless_summary(&h, j, t + 20 * MS);
+    const char *out = slurp(f);
+    CHECK(strstr(out, "{\"r\":0,\"state\":\"alive\",\"how\":\"still running\",\"step\":702") &&
+              strstr(out, "{\"r\":1,\"state\":\"alive\",\"how\":\"still running\",\"step\":701"),
+          "summary:\n%s", line_with(out, "\"k\":\"summary\""));
+    CHECK(strstr(out, "\"step\":701,\"epoch\":0,\"ckpts\""), "the job's agreed step:\n%s",
+          line_with(out, "\"k\":\"summary\""));
+    fclose(f);
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     test_text_progress_and_events();
@@ -387,5 +417,6 @@ int main(void)
     test_json_failed_summary();
     test_events_lost();
     test_evals_printed();
+    test_summary_mid_run();
     CHECK_EXIT();
 }

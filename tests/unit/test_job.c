@@ -768,8 +768,14 @@ static void test_shard_map(void)
     /* epoch 1 in the same order: set_epoch forgotten, told once */
     uint64_t ev = j->ev_total;
     shard(j, 0, 1, true, a, 3, 5, t += MS);
-    CHECK(j->shard.epoch == 1 && j->shard.ranks == 1, "map not reset for epoch 1");
+    /* one rank's shard of a new epoch came first: the panel keeps the last
+     * complete epoch rather than show rank 1 missing */
+    CHECK(j->shard.epoch == 0 && j->shard.ranks == 2 && job_shard_owner(j, 4, NULL) == 1,
+          "a new epoch's first shard replaced the complete map: epoch %lld ranks %d", (long long)j->shard.epoch,
+          j->shard.ranks);
     shard(j, 1, 1, true, b, 3, 5, t += MS);
+    CHECK(j->shard.epoch == 1 && j->shard.ranks == 2 && job_shard_owner(j, 4, NULL) == 1, "epoch 1 not shown: %lld",
+          (long long)j->shard.epoch);
     const JobEvent *e = find_event(j, "epoch 1 has the same sample order as epoch 0");
     CHECK(e && e->level == EV_WARN && e->rank == 0, "no set_epoch warning");
     CHECK(j->ev_total == ev + 1, "warned %llu times", (unsigned long long)(j->ev_total - ev));
@@ -782,9 +788,135 @@ static void test_shard_map(void)
     CHECK(j->ev_total == ev, "warned on a new order or without shuffle");
     /* an older epoch does not disturb the map */
     shard(j, 1, 2, true, b, 3, 5, t += MS);
-    CHECK(j->shard.epoch == 3 && j->shard.ranks == 1, "older epoch entered the map");
+    CHECK(j->shard.epoch == 1 && j->shard.ranks == 2, "an incomplete or older epoch entered the map");
     CHECK(j->ranks[1].shard_epoch == 2 && j->ranks[1].first_idx[0] == 1, "rank summary still updated");
     job_free(&j);
+    TEST_END();
+}
+
+/* Telemetry bursts: 4 ranks in DDP lockstep report their steps 50 ms at a
+ * time, so at 200 steps/s rank 1's newest report is 12 steps older than rank
+ * 0's. Shown, every healthy rank is within one step of the front and in its
+ * epoch; a rank that stopped reporting shows its own step. */
+static void test_shown_steps(void)
+{
+    TEST_BEGIN("bursts_never_show_as_drift");
+    Job *j = job_new(4, T0);
+    int64_t t = j->start_ns;
+    for (int r = 0; r < 4; r++) {
+        job_rank_started(j, r, 100 + r, t);
+        send_hello(j, r, 100 + r, t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    }
+    /* 100 steps an epoch; the ranks' bursts of 10 steps arrive in turn */
+    int64_t reached[4] = { 0, 0, 0, 0 };
+    int worst = 0, epoch_split = 0;
+    for (int burst = 0; burst < 40; burst++) {
+        int r = burst % 4;
+        for (int k = 0; k < 10 + (r == 0 ? 3 : 0); k++) {
+            reached[r]++;
+            send_step(j, r, (reached[r] - 1) / 100, reached[r], 1.0, t += MS / 10);
+        }
+        t += 12 * MS;
+        JobShownStep sh[4];
+        for (int i = 0; i < 4; i++) job_rank_shown_step(j, &j->ranks[i], t, &sh[i]);
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) {
+                if (!j->ranks[a].have_step || !j->ranks[b].have_step) continue;
+                int64_t d = sh[a].step - sh[b].step;
+                if (d > worst) worst = (int)d;
+                if (sh[a].epoch != sh[b].epoch && sh[a].step != 100 && sh[b].step != 100) epoch_split++;
+            }
+    }
+    CHECK(worst <= 1, "healthy ranks shown %d steps apart", worst);
+    CHECK(epoch_split == 0, "healthy ranks shown in different epochs %d times", epoch_split);
+    int64_t ep = -1, agreed = job_step_agreed(j, t, &ep);
+    CHECK(agreed == reached[0] - 1 && ep == (reached[0] - 2) / 100, "agreed step %lld epoch %lld, front %lld",
+          (long long)agreed, (long long)ep, (long long)reached[0]);
+    JobShownStep sh;
+    job_rank_shown_step(j, &j->ranks[3], t, &sh);
+    CHECK(sh.lifted && sh.age_s > 0.01 && sh.age_s < 1, "rank 3 lifted %d age %.3f", sh.lifted, sh.age_s);
+    /* rank 3 stops reporting while the others go on: after half a second it
+     * is its own step, behind, and its figures' age grows */
+    for (int k = 0; k < 3; k++) send_step(j, 0, 1, ++reached[0], 1.0, t += 200 * MS);
+    job_rank_shown_step(j, &j->ranks[3], t, &sh);
+    CHECK(!sh.lifted && sh.step == reached[3] && sh.age_s > 0.5, "quiet rank 3: step %lld lifted %d age %.2f",
+          (long long)sh.step, sh.lifted, sh.age_s);
+    CHECK(job_step_agreed(j, t, NULL) == reached[3], "agreed step follows the quiet rank");
+    /* in DDP lockstep (gradient buckets all-reduced) a late report is only
+     * late: the rank is shown a step short of the front, dimmed by its age,
+     * and not called behind */
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = 0;
+    m.u.coll.seq = 1;
+    m.u.coll.bucket = 0;
+    m.u.coll.step = reached[0];
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    job_apply(j, &m, t, WALL);
+    job_rank_shown_step(j, &j->ranks[3], t, &sh);
+    CHECK(sh.lifted && sh.step == reached[0] - 1 && sh.age_s > 0.5, "lockstep rank 3: step %lld lifted %d age %.2f",
+          (long long)sh.step, sh.lifted, sh.age_s);
+    JobOutlier o[4];
+    int no = job_outliers(j, t, 0, o, 4);
+    CHECK(no == 0, "%d outliers: %s", no, no ? o[0].text : "");
+    job_free(&j);
+    TEST_END();
+}
+
+/* samples/s counts training time: 0 while paused, and right at once after
+ * a resume (a window that spans the pause would halve it). */
+static void test_rate_pause(void)
+{
+    TEST_BEGIN("samples_per_s_excludes_paused_time");
+    Job *j = job_new(2, T0);
+    int64_t t = j->start_ns;
+    for (int r = 0; r < 2; r++) {
+        job_rank_started(j, r, 100 + r, t);
+        send_hello(j, r, 100 + r, t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    }
+    int64_t step = 0;
+    /* 100 steps/s, 64 samples a step a rank: 12800 samples/s */
+    for (int k = 0; k < 300; k++) {
+        step++;
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, step, 1.0, t += 5 * MS);
+    }
+    double before = j->samples_per_s;
+    CHECK(fabs(before - 12800) < 400, "rate before the pause %.0f", before);
+    for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_PAUSED, NULL, t += MS);
+    CHECK(j->paused && j->samples_per_s == 0, "paused: %.0f samples/s", j->samples_per_s);
+    for (int k = 0; k < 10; k++) /* ten seconds of heartbeats */
+        for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_PAUSED, NULL, t += 500 * MS);
+    CHECK(j->samples_per_s == 0, "still paused: %.0f samples/s", j->samples_per_s);
+    for (int r = 0; r < 2; r++) send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+    for (int k = 0; k < 100; k++) { /* one second of training again */
+        step++;
+        for (int r = 0; r < 2; r++) send_step(j, r, 0, step, 1.0, t += 5 * MS);
+    }
+    CHECK(fabs(j->samples_per_s - 12800) < 400, "a second after resuming: %.0f samples/s", j->samples_per_s);
+    double rr = job_rank_samples_per_s(&j->ranks[0], t);
+    CHECK(fabs(rr - 6400) < 400, "rank 0 a second after resuming: %.0f samples/s", rr);
+    job_free(&j);
+    TEST_END();
+}
+
+static void test_step_parts(void)
+{
+    TEST_BEGIN("step_parts_add_up");
+    /* the figures: 7.20 = 0.78 + 0.77 + opt 0.15 with comm 3.51 */
+    MsgStep s = { .step_ms = 7.20, .fwd_ms = 0.78, .bwd_ms = 0.77, .opt_ms = 0.15, .comm_ms = 3.51, .exposed_ms = 2.9 };
+    JobStepParts p;
+    job_step_parts(&s, &p);
+    double sum = p.fwd + p.bwd + p.wait + p.opt + p.other;
+    CHECK(fabs(sum - 7.20) < 1e-9 && fabs(p.other - 2.60) < 1e-9, "sum %.3f other %.3f", sum, p.other);
+    CHECK(fabs(p.overlapped - 0.61) < 1e-9 && fabs(p.wait + p.overlapped - p.comm) < 1e-9, "overlapped %.3f",
+          p.overlapped);
+    /* a worker whose bwd already holds the wait: not counted twice */
+    MsgStep q = { .step_ms = 2.0, .fwd_ms = 0.5, .bwd_ms = 1.2, .opt_ms = 0.1, .comm_ms = 1.0, .exposed_ms = 0.8 };
+    job_step_parts(&q, &p);
+    sum = p.fwd + p.bwd + p.wait + p.opt + p.other;
+    CHECK(fabs(sum - 2.0) < 1e-9 && p.wait == 0 && p.other >= 0, "sum %.3f wait %.3f other %.3f", sum, p.wait, p.other);
     TEST_END();
 }
 
@@ -812,7 +944,10 @@ static void test_stats_outliers_order(void)
           "step_ms stats: median %.1f max %.1f r%d", st[JOB_METRIC_STEP_MS].median, st[JOB_METRIC_STEP_MS].max,
           st[JOB_METRIC_STEP_MS].max_rank);
     CHECK(st[JOB_METRIC_LOSS].n == 4 && st[JOB_METRIC_LOSS].max_rank == 4, "nan loss counted in stats");
-    CHECK(st[JOB_METRIC_STEP].min == 7 && st[JOB_METRIC_STEP].max == 10, "step stats");
+    /* rank 4's report of step 7 is 12 ms old: its burst is on its way, and
+     * DDP keeps it within a step of the front */
+    CHECK(st[JOB_METRIC_STEP].min == 9 && st[JOB_METRIC_STEP].max == 10, "step stats: min %.0f max %.0f",
+          st[JOB_METRIC_STEP].min, st[JOB_METRIC_STEP].max);
     JobOutlier o[8];
     /* rank 4's last step arrived 12 ms ago: telemetry comes in bursts, so
      * 3 steps back is not "behind" yet */
@@ -830,6 +965,8 @@ static void test_stats_outliers_order(void)
               strcmp(o[2].brief, "slow 3.0x median") == 0,
           "slow text '%s' / '%s'", o[2].text, o[2].brief);
     CHECK(n >= 3 && strcmp(o[1].text, "r4 3 steps behind") == 0, "behind text '%s'", o[1].text);
+    job_rank_stats(j, t, st);
+    CHECK(st[JOB_METRIC_STEP].min == 7, "a quiet rank's own step: min %.0f", st[JOB_METRIC_STEP].min);
     CHECK(!job_rank_is_outlier(j, &j->ranks[1], t, 0) && job_rank_is_outlier(j, &j->ranks[3], t, 0), "is_outlier");
     /* a silent rank comes before all of those */
     n = job_outliers(j, t + 6 * SEC, 0, o, 1);
@@ -934,6 +1071,9 @@ int main(void)
     test_evals();
     test_collectives();
     test_shard_map();
+    test_shown_steps();
+    test_step_parts();
+    test_rate_pause();
     test_stats_outliers_order();
     test_series();
     test_rank_histories();

@@ -450,8 +450,11 @@ static void test_write_error_once(void)
 
     /* A file size limit (in a child: it changes the process) makes writes
      * fail mid-job with EFBIG. */
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
     pid_t pid = fork();
     if (pid == 0) {
+        close(fds[0]);
         signal(SIGXFSZ, SIG_IGN);
         Recorder *w = recorder_open(tmp_path("efbig.rec"), 1, "x", err, sizeof err);
         if (!w) _exit(10);
@@ -470,16 +473,26 @@ static void test_write_error_once(void)
             if (recorder_tick(w, t + (int64_t)i * REC_FLUSH_NS + 1, err, sizeof err)) fails++;
         }
         if (fails != 1 || !recorder_failed(w)) _exit(13);
+        uint64_t said = recorder_records(w); /* what ddptop tells the user it recorded */
+        if (write(fds[1], &said, sizeof said) != (ssize_t)sizeof said) _exit(16);
         if (recorder_close(&w, err, sizeof err) != 0) _exit(14); /* already reported */
         _exit(calls == 400 ? 0 : 15);
     }
+    close(fds[1]);
     int st = 0;
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    /* What was written before the failure still reads, and says it ends early. */
+    uint64_t said = 0;
+    CHECK(read(fds[0], &said, sizeof said) == (ssize_t)sizeof said, "no count from the child");
+    close(fds[0]);
+    /* What was written before the failure still reads, and says it ends early;
+     * the count the recorder gives is exactly what reads (a torn last record
+     * is cut off, not counted). */
     uint64_t count;
     int rc = read_all(tmp_path("efbig.rec"), &count, err, sizeof err);
     CHECK(rc == -1 && count >= 1 && count <= 8, "after EFBIG: %d %" PRIu64 " %s", rc, count, err);
+    CHECK(said == count, "the recorder says %" PRIu64 " records, %" PRIu64 " read back", said, count);
+    CHECK(strstr(err, "truncated record") == NULL, "a torn record is left in the file: %s", err);
     TEST_END();
 }
 

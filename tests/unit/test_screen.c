@@ -186,6 +186,57 @@ static void test_panels_120x40(void)
     TEST_END();
 }
 
+/* The loss title's "now" is the newest loss, not the newest bin's mean:
+ * after 2000 steps a bin holds several. */
+static void test_loss_now(void)
+{
+    TEST_BEGIN("loss_now_is_the_latest_value");
+    Job *j = job_new(1, T0);
+    int64_t t = j->start_ns;
+    Msg m;
+    msg_init(&m, MSG_HELLO);
+    apply(j, &m, 0, t += MS);
+    for (int s = 1; s <= 2000; s++) {
+        msg_init(&m, MSG_STEP);
+        m.u.step.step = s;
+        m.u.step.loss = s / 1000.0;
+        apply(j, &m, 0, t += MS);
+    }
+    CHECK(j->loss_all.stride > 1, "bins of one step: the test proves nothing");
+    Ui u;
+    ui_init(&u, 1);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "now 2.0000"), "loss title:\n%s", line_with(s, "─ 3 loss"));
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+/* -n 1: an all-reduce of one rank moves nothing; no bandwidth is shown. */
+static void test_one_rank_bandwidth(void)
+{
+    TEST_BEGIN("one_rank_shows_no_bandwidth");
+    Job *j = job_new(1, T0);
+    int64_t t = scripted(j, 20);
+    Ui u;
+    ui_init(&u, 1);
+    Canvas cv;
+    canvas_init(&cv, true);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "bandwidth n/a (1 rank)") && !strstr(s, "algbw"), "all-reduce panel:\n%s", s);
+    u.overlay = UI_DETAIL;
+    u.detail_rank = 0;
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "    n/a      n/a") && !strstr(s, "0.50"), "rank detail:\n%s", s);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_sizes(void)
 {
     TEST_BEGIN("80x24_200x60_and_too_small");
@@ -347,9 +398,16 @@ static void test_keys(void)
     ui_key(&u, 'l', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, "3 loss  log "), "l: no log scale");
-    /* s / S: the order and its direction, on the table head */
+    /* s / S: the order and its direction, on the table head; the arrow
+     * means the same in every column: ▲ smallest first, ▼ largest first */
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_RANK && strstr(s, "RANK▲") && strstr(s, "sorted by rank ▲"), "by rank: ascending\n%s", s);
     ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_STEP && strstr(s, "STEP▲"), "by step (furthest behind first): ascending");
     ui_key(&u, 's', j, true);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(u.sort == JOB_SORT_LOSS && strstr(s, "LOSS▼"), "by loss (highest first): descending");
     ui_key(&u, 's', j, true);
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(u.sort == JOB_SORT_STEP_MS && u.order[0] == 3 && strstr(s, "STEP_MS▼") && strstr(s, "sorted by step ms"),
@@ -418,6 +476,7 @@ static void test_states(void)
     }
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, " PAUSED ") && strstr(s, "paused after step 20") && strstr(s, "p resume"), "paused:\n%s", s);
+    CHECK(strstr(s, " 0 samples/s  eta paused "), "paused title: %.120s", s);
     /* rank 1 dies, rank 2 goes silent, rank 0 sits in a collective */
     job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS, WALL);
     msg_init(&m, MSG_BEAT);
@@ -618,6 +677,8 @@ int main(void)
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
     test_canvas();
     test_panels_120x40();
+    test_loss_now();
+    test_one_rank_bandwidth();
     test_sizes();
     test_ascii();
     test_many_ranks();

@@ -79,7 +79,8 @@ typedef struct {
     bool answered; /* ddptop said something (a log) */
     char refused[PROTO_STR_LONG];
     int64_t start_ms, last_heard_ms, last_attach_ms;
-    bool flowed; /* frames from ranks have come */
+    bool flowed;        /* frames from ranks have come */
+    bool snapshot_done; /* ddptop's own log after the snapshot has come: frames are live */
     bool ended;
     bool ended_silent; /* ended by silence, not by byes */
     int64_t cmd_id[OP__COUNT];
@@ -147,10 +148,25 @@ static bool all_bye(const Job *j)
     return true;
 }
 
+/* When a frame's event happened, on both clocks: now for a live frame; for
+ * one of the snapshot, the sender's own "t" (the frames are kept byte for
+ * byte), so the events, phases and steps it makes keep their times rather
+ * than all read as the moment of attaching. A "t" in the future or ages ago
+ * (another host's clock) is not believed. */
+static void frame_times(const Attach *A, const Msg *m, int64_t *mono, int64_t *wall)
+{
+    *mono = mono_ns();
+    *wall = wall_ns();
+    int64_t age = *wall - m->t_ns;
+    if (A->snapshot_done || m->t_ns <= 0 || age <= 0 || age >= 7 * 86400 * 1000000000LL) return;
+    *mono -= age;
+    *wall = m->t_ns;
+}
+
 static void apply_frame(Attach *A, const void *data, size_t len)
 {
     Job *j = A->job;
-    int64_t now = mono_ns();
+    int64_t now, wall;
     Msg m;
     char err[256];
     int rc = codec_decode(data, len, &m, err, sizeof err);
@@ -163,7 +179,9 @@ static void apply_frame(Attach *A, const void *data, size_t len)
         }
         return;
     }
+    frame_times(A, &m, &now, &wall);
     if (m.kind == MSG_LOG && m.rank < 0) {
+        A->snapshot_done = true; /* "attached as viewer N" closes the snapshot */
         /* ddptop's own word to this viewer */
         JobEventLevel lv = !strncmp(m.u.log.level, "warn", 4)  ? EV_WARN
                            : !strncmp(m.u.log.level, "err", 3) ? EV_ERROR
@@ -188,14 +206,14 @@ static void apply_frame(Attach *A, const void *data, size_t len)
         job_restart(j, now);
         A->ended = false;
     }
-    job_apply(j, &m, now, wall_ns());
+    job_apply(j, &m, now, wall);
     /* whether ddptop asked for a pause is not on the wire: what the ranks
      * do is the wish, so no "PAUSING"/"RESUMING" that would never end */
     if (j->pause_wanted != j->paused) job_set_pause_wanted(j, j->paused);
     if (m.kind == MSG_BYE && in) {
         /* the process exit ddptop sees and this viewer does not */
         int st = m.u.bye.status;
-        job_rank_exited(j, r, 0, W_EXITCODE(st < 0 || st > 255 ? 1 : st, 0), NULL, now, wall_ns());
+        job_rank_exited(j, r, 0, W_EXITCODE(st < 0 || st > 255 ? 1 : st, 0), NULL, now, wall);
     }
     msg_done(&m);
 }

@@ -9,6 +9,7 @@
 #include "model/hang.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -225,4 +226,105 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
                  "(code under `if rank == 0:`?), the classic shutdown hang; call it on every rank",
                  op_name(out->op), out->n_waiting == 1 ? "one rank" : "some ranks");
     return 1;
+}
+
+/* ---- the job's hang: reported once, blamed at the end ---- */
+
+static bool same_hang(const JobHang *h, const HangReport *rep)
+{
+    return h->active && h->seq == rep->seq && !strcmp(h->op, rep->op);
+}
+
+bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
+{
+    if (!j || !rep || !rep->hung) return false;
+    JobHang *h = &j->hang;
+    bool fresh = !same_hang(h, rep) || !job_event_nth(j, h->ev);
+    h->active = true;
+    h->seq = rep->seq;
+    snprintf(h->op, sizeof h->op, "%s", rep->op);
+    h->n_missing = rep->n_missing;
+    for (int i = 0; i < rep->n_missing && i < JOB_HANG_LIST && i < HANG_LIST_MAX; i++) h->missing[i] = rep->missing[i];
+    if (fresh) {
+        int m = rep->n_missing > 0 ? rep->missing[0] : -1;
+        h->step = m >= 0 && m < j->world && j->ranks[m].have_step ? j->ranks[m].last.step : 0;
+        job_event(j, now_ns, wall_ns, -1, EV_ERROR, "hang: %s", rep->verdict);
+        h->ev = j->ev_total - 1;
+    } else {
+        job_event_update(j, h->ev, EV_ERROR, "hang: %s", rep->verdict);
+    }
+    return fresh;
+}
+
+bool hang_is_missing(const Job *j, int rank)
+{
+    const JobHang *h = &j->hang;
+    for (int i = 0; i < h->n_missing && i < JOB_HANG_LIST; i++)
+        if (h->missing[i] == rank) return true;
+    return false;
+}
+
+bool hang_is_current(const Job *j)
+{
+    const JobHang *h = &j->hang;
+    if (!h->active || h->n_missing < 1) return false;
+    const JobRank *m = &j->ranks[h->missing[0]];
+    return !m->have_step || m->last.step <= h->step;
+}
+
+/* "were stopped by ddptop (SIGTERM)" for "SIGTERM by ddptop", else
+ * "ended: exit 1". */
+static void how_clause(const char *how, bool plural, char *buf, size_t len)
+{
+    const char *by = strstr(how, " by ddptop");
+    if (by)
+        snprintf(buf, len, "%s stopped by ddptop (%.*s)", plural ? "were" : "was", (int)(by - how), how);
+    else
+        snprintf(buf, len, "ended: %s", how[0] ? how : "?");
+}
+
+bool hang_verdict(const Job *j, char *buf, size_t len)
+{
+    const JobHang *h = &j->hang;
+    if (!h->blamed || h->n_missing < 1 || !buf || len == 0) return false;
+    int nm = h->n_missing < JOB_HANG_LIST ? h->n_missing : JOB_HANG_LIST;
+    int *waiting = malloc(sizeof(int) * (size_t)j->world), *group = malloc(sizeof(int) * (size_t)j->world);
+    bool *told = calloc((size_t)j->world, sizeof *told);
+    if (!waiting || !group || !told) {
+        free(waiting);
+        free(group);
+        free(told);
+        return false;
+    }
+    int nw = 0;
+    for (int k = 0; k < j->world; k++)
+        if (!hang_is_missing(j, k)) waiting[nw++] = k;
+    char miss[128], wait[128];
+    hang_format_ranks(h->missing, nm, miss, sizeof miss);
+    hang_format_ranks(waiting, nw, wait, sizeof wait);
+    size_t o = (size_t)snprintf(
+        buf, len, "job failed: rank%s %s stalled at step %" PRId64 " (%s %s waited for %s in %s #%" PRId64 ")",
+        nm == 1 ? "" : "s", miss, h->step, nw == 1 ? "rank" : "ranks", wait, nm == 1 ? "it" : "them", op_name(h->op),
+        h->seq);
+    /* how every rank ended, ranks that ended alike together */
+    for (int k = 0; k < j->world && o < len; k++) {
+        const JobRank *r = &j->ranks[k];
+        if (told[k] || r->state != RANK_FAILED) continue;
+        int ng = 0;
+        for (int i = k; i < j->world; i++)
+            if (!told[i] && j->ranks[i].state == RANK_FAILED && !strcmp(j->ranks[i].how_ended, r->how_ended)) {
+                told[i] = true;
+                group[ng++] = i;
+            }
+        char who[128], how[96];
+        hang_format_ranks(group, ng, who, sizeof who);
+        how_clause(r->how_ended, ng > 1, how, sizeof how);
+        int w = snprintf(buf + o, len - o, "; rank%s %s %s", ng == 1 ? "" : "s", who, how);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    free(waiting);
+    free(group);
+    free(told);
+    return true;
 }

@@ -60,6 +60,22 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
  * (out->hung), 0 when none. */
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
 
+/* One hang, one report: tell the job model the hang the live watch sees
+ * (j->hang). A new one (another collective than the current) is added as
+ * an event; the same one rewrites that event in place as its wait grows or
+ * its verdict changes. Returns true for a new hang (the one time to print
+ * it as {"k":"hang"}). */
+bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns);
+/* A hang was reported and the rank waited for has not stepped since. */
+bool hang_is_current(const Job *j);
+/* Is rank one the current hang's ranks waited for? */
+bool hang_is_missing(const Job *j, int rank);
+/* The job's verdict when its hang caused the failure (j->hang.blamed):
+ * "job failed: rank 1 stalled at step 10 (ranks 0,2,3 waited for it in
+ * all-reduce #12); ranks 0-3 were stopped by ddptop (SIGTERM)" into buf
+ * (out). False (buf untouched) otherwise. */
+bool hang_verdict(const Job *j, char *buf, size_t len);
+
 /* "0-2,5,7" into buf. */
 void hang_format_ranks(const int *ranks, int n, char *buf, size_t len);
 

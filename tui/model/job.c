@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* strsignal, W* macros under -std=c11 */
 #endif
 #include "model/job_priv.h"
+#include "model/hang.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -80,6 +81,19 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n)
     return &j->book->events[n % JOB_EVENTS];
 }
 
+bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
+{
+    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return false;
+    JobEvent *e = &j->book->events[n % JOB_EVENTS];
+    e->level = level;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+    j->version++;
+    return true;
+}
+
 /* ---- lifetime ---- */
 
 Job *job_new(int world, int64_t now_ns)
@@ -104,6 +118,8 @@ Job *job_new(int world, int64_t now_ns)
     j->shard.epoch = -1;
     j->shard.same_order_rank = -1;
     j->shard.same_order_epoch = -1;
+    j->book->fill.epoch = -1;
+    j->book->fill_done_epoch = -1;
     j->book->ep_rank = -1;
     if (job_comm_init(j)) {
         job_free(&j);
@@ -187,6 +203,7 @@ static void pause_update(Job *j, JobTime at)
         paused++;
     }
     bool all = live > 0 && paused == live;
+    if (all != j->paused) job_rate_pause(j, all, training > 0);
     if (all && !j->paused) {
         j->paused = true;
         j->paused_step = lo;
@@ -264,32 +281,6 @@ static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step
     if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0) step_min_recompute(j);
 }
 
-/* Sliding-window samples/s: snapshots of the summed sample counters, and the
- * rate between now and the newest snapshot at least a window old. Called on
- * every message so the figure falls to zero when steps stop but beats go on. */
-static void rate_update(Job *j, int64_t now_ns)
-{
-    JobBook *b = j->book;
-    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
-    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
-        b->rate_t_ns[b->rate_head] = now_ns;
-        b->rate_samples[b->rate_head] = b->samples_total;
-        b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
-        if (b->rate_len < JOB_RATE_RING) b->rate_len++;
-    }
-    int base = -1;
-    for (int i = 0; i < b->rate_len; i++) { /* newest first */
-        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
-        base = k;
-        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS) break;
-    }
-    int64_t dt = now_ns - b->rate_t_ns[base];
-    /* under a quarter window the figure is mostly noise: keep the old one */
-    if (dt < JOB_RATE_WINDOW_NS / 4) return;
-    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
-    j->samples_per_s = rate > 0 ? rate : 0;
-}
-
 /* ---- messages ---- */
 
 static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
@@ -362,7 +353,8 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     /* wire integers are within +-2^61 (PROTO_INT_MAX), so the difference fits;
      * the running total saturates rather than wrap on a hostile peer's counts */
     int64_t d = s->samples - (had ? r->last.samples : 0), sum;
-    j->book->samples_total = __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
+    j->book->samples_total =
+        __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops) j->drops += s->drops - old_drops;
@@ -493,7 +485,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
         break;
     default: break; /* unknown kind: it still proves the rank is there */
     }
-    rate_update(j, now_ns);
+    job_rate_update(j, now_ns);
 }
 
 /* ---- processes ---- */
@@ -555,7 +547,12 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
                r->how_ended, where);
     if (job_all_exited(j)) j->samples_per_s = 0; /* nobody left to train: no stale rate */
     if (!clean) {
-        if (j->first_failed < 0) j->first_failed = rank;
+        if (j->first_failed < 0) {
+            j->first_failed = rank;
+            /* a rank ending while the others wait for a stalled one: the
+             * stall is the cause, unless the stalled one ended by itself */
+            j->hang.blamed = hang_is_current(j) && (!hang_is_missing(j, rank) || strstr(r->how_ended, "by ddptop"));
+        }
         j->state = JOB_FAILED;
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) && !j->ckpts_lost ? JOB_DONE : JOB_FAILED;
@@ -590,6 +587,7 @@ void job_restart(Job *j, int64_t now_ns)
         r->book->epoch_start_known = false; /* the restart resumes mid-epoch */
     }
     job_comm_restart(j);
+    memset(&j->hang, 0, sizeof j->hang);
     j->restarts++;
     j->state = JOB_STARTING;
     j->first_failed = -1;
@@ -664,28 +662,6 @@ const JobEval *job_eval_at(const Job *j, int i)
     return &j->book->evals[(j->n_evals - 1 - i) % JOB_EVALS];
 }
 
-/* Over the newest steps spanning about a second: fast enough to follow a
- * change of pace, long enough to smooth single slow steps. */
-double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
-{
-    const JobStepRec *a = job_rank_step_at(r, 0);
-    if (!a) return 0;
-    const JobStepRec *b = NULL;
-    int steps = 0;
-    for (int i = 1; i < r->ring_len; i++) {
-        const JobStepRec *x = job_rank_step_at(r, i);
-        b = x;
-        steps = i;
-        if (a->t_ns - x->t_ns >= 1000000000LL) break;
-    }
-    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
-    /* no step for three step-times (and a second): the rank is not training */
-    double interval = (double)(a->t_ns - b->t_ns) / steps;
-    double quiet = (double)(now_ns - a->t_ns);
-    if (quiet > 1e9 && quiet > 3 * interval) return 0;
-    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
-}
-
 double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
 {
     int64_t d = now_ns - r->last_msg_ns;
@@ -724,6 +700,7 @@ void job_verdict(const Job *j, char *buf, size_t len)
             snprintf(buf, len, "job done: all %d ranks ended cleanly", j->world);
         return;
     }
+    if (j->first_failed >= 0 && hang_verdict(j, buf, len)) return;
     if (j->first_failed >= 0) {
         const JobRank *r = &j->ranks[j->first_failed];
         int nfailed = 0;

@@ -16,7 +16,8 @@
  * The implementation is split by subject: job.c (ranks, phases, steps,
  * exits, events), job_comm.c (collectives, buckets, comm share),
  * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
- * min/median/max, outliers), hang.c (the hang verdict).
+ * min/median/max, outliers, the steps as shown), job_rate.c (samples/s),
+ * hang.c (the hang verdict).
  */
 #ifndef DDPTOP_JOB_H
 #define DDPTOP_JOB_H
@@ -211,6 +212,21 @@ typedef struct {
     int64_t same_order_epoch; /* the epoch that repeated, -1 */
 } JobShardMap;
 
+/* The hang ddptop reported (model/hang.c keeps it: hang_note), so that the
+ * job's verdict blames the rank the others waited for, not the first one
+ * the shutdown ladder happened to reap. */
+#define JOB_HANG_LIST 64
+typedef struct {
+    bool active; /* reported, and the rank waited for has not stepped since */
+    bool blamed; /* active when the first rank failed: the job's cause */
+    int64_t seq; /* the collective the others wait in */
+    char op[PROTO_STR_SHORT];
+    int n_missing; /* ranks that never entered it (first JOB_HANG_LIST kept) */
+    int missing[JOB_HANG_LIST];
+    int64_t step; /* the first missing rank's last step when reported */
+    uint64_t ev;  /* its event (job_event_nth), updated in place */
+} JobHang;
+
 typedef struct {
     int world;
     JobRank *ranks; /* [world] */
@@ -249,6 +265,7 @@ typedef struct {
     int n_buckets; /* highest bucket index seen + 1 (capped) */
     JobShardMap shard;
     int n_stepped; /* ranks that have reported a step */
+    JobHang hang;  /* the current (or the blamed) hang: hang.h */
     JobBook *book; /* private: the rings behind job_event_at,
                                       * job_eval_at, job_colls_recent and
                                       * job_shard_owner; the bookkeeping behind
@@ -281,6 +298,11 @@ void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel 
 const JobEvent *job_event_at(const Job *j, int i);
 /* Event number n (0 = first ever), NULL if never added or overwritten. */
 const JobEvent *job_event_nth(const Job *j, uint64_t n);
+/* Rewrite event n's level and text in place (a report that grows, such as
+ * a hang's wait); its times stay those of when it was first added. False
+ * when it is no longer kept. */
+bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Note that a stop was requested (state becomes STOPPING unless finished). */
 void job_set_stopping(Job *j);
 /* Note that ddptop asked the ranks to pause (true) or resume (false); the
@@ -392,6 +414,10 @@ typedef enum {
 } JobSort;
 
 const char *job_sort_name(JobSort s);
+/* Does key, reversed or not, list the largest values first (loss, times,
+ * heartbeat age; health: the worst first)? The arrows say this, the same
+ * way in every column: ▼ descending, ▲ ascending. */
+bool job_sort_descending(JobSort key, bool reversed);
 /* The ranks in display order into order[world]. desc reverses the key's
  * natural order (ties stay by rank). */
 void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_t wall_ns, int *order);
@@ -500,6 +526,43 @@ const char *job_cell_name(JobCell c);
  * next-to-last (*rank, -1 when none; ties to the lower rank), *times (out)
  * it did, *late_ms (out) its mean lead over the next-to-last. O(JOB_COLL_RING^2), no allocation. */
 void job_colls_last_in(const Job *j, int *rank, int *times, int *of, double *late_ms);
+/* ---- the step the ranks agree on (job_stats.c) ----
+ * Ranks send their steps in bursts up to 50 ms apart, so their newest
+ * reports differ by tens of steps while DDP keeps them within one: a rank
+ * whose report lags can only be a step short of the front (the newest step
+ * any live rank reported), since the front's all-reduce needed it. */
+typedef struct {
+    int64_t step, epoch; /* reached, as shown */
+    bool lifted;         /* its own report lags the front (a burst on its way): step is the front's - 1 */
+    double age_s;        /* age of its newest report, whose figures (loss, times) the row shows */
+} JobShownStep;
+
+/* Rank r's step as shown: its own, unless it is alive, more than a step
+ * short of the front and either in DDP lockstep (the job's gradient buckets
+ * are all-reduced: however late its reports, it cannot be further back) or
+ * still reporting (a step within JOB_BEHIND_QUIET_NS). Ranks without a
+ * step: step 0, age 0. */
+void job_rank_shown_step(const Job *j, const JobRank *r, int64_t now_ns, JobShownStep *out);
+/* The job's agreed step (every rank has done at least this many; min over
+ * the ranks' shown steps) and its epoch (out, may be NULL). */
+int64_t job_step_agreed(const Job *j, int64_t now_ns, int64_t *epoch);
+/* A step's time in parts that add up: step_ms = fwd + bwd + wait + opt +
+ * other, where wait is the all-reduce time backward did not hide (exposed)
+ * and other the rest (data loading, telemetry, the Python around it);
+ * overlapped is the comm that ran during backward (comm - wait), shown
+ * beside the sum, not in it. When the reported parts exceed the step (a
+ * worker that counts its wait inside bwd) the wait is taken as inside bwd. */
+typedef struct {
+    double step, fwd, bwd, wait, opt, other, comm, overlapped;
+} JobStepParts;
+void job_step_parts(const MsgStep *s, JobStepParts *out);
+
+/* The loss now: the mean over ranks of each one's newest finite loss (NaN
+ * when none), not the chart's newest bin, which averages many steps. */
+double job_loss_now(const Job *j);
+
+/* Figures older than this are marked by their age on the ranks' rows. */
+#define JOB_FIGURES_OLD_NS 1000000000LL
 
 const char *job_state_name(JobState s);
 const char *rank_state_name(RankState s);

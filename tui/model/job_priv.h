@@ -50,14 +50,23 @@ struct JobBook {
     uint64_t *seen;               /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
     int64_t coll_max_seq;
     JobBucketAcc bucket_acc[JOB_MAX_BUCKETS];
-    /* job_shard.c: Job.shard's index map */
+    /* job_shard.c: Job.shard's index map (the newest epoch every rank has
+     * reported), and the one being filled as a new epoch's shards arrive */
     int16_t *shard_owner; /* [shard.mapped] -1 none, else the (first) rank */
     uint8_t *shard_count; /* [shard.mapped] times handed out (saturates) */
+    int64_t shard_cap;    /* indices allocated in shard_owner/count */
+    JobShardMap fill;     /* the epoch being filled (fill.epoch -1: none) */
+    int16_t *fill_owner;
+    uint8_t *fill_count;
+    int64_t fill_cap;
+    bool fill_shown;         /* no epoch complete yet: the views read the one filling */
+    int64_t fill_done_epoch; /* the newest epoch complete (and shown); -1 */
     /* job.c */
     int step_min_count;    /* stepped ranks that sit at Job.step */
     int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
-    int rate_len, rate_head; /* snapshots of samples_total; head = next write */
+    int rate_len, rate_head;  /* snapshots of samples_total; head = next write */
+    double rate_before_pause; /* samples_per_s when the job paused: back on resume */
     /* lints (job_lint.c) */
     unsigned lints_told;        /* JobLint bits already told as events */
     int64_t ep_epoch, ep_steps; /* the newest finished epoch's steps, as the first rank to */
@@ -99,6 +108,12 @@ void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op
 void job_lint_alone(Job *j, JobTime at);
 void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* job_rate.c: fold the time of a message into samples/s (on every message,
+ * so the figure falls to zero when steps stop but beats go on); the job has
+ * just paused (paused) or stopped being paused (training: ranks train again). */
+void job_rate_update(Job *j, int64_t now_ns);
+void job_rate_pause(Job *j, bool paused, bool training);
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */

@@ -26,10 +26,26 @@ const char *job_sort_name(JobSort s)
     }
 }
 
+bool job_sort_descending(JobSort key, bool reversed)
+{
+    bool natural_desc = key == JOB_SORT_LOSS || key == JOB_SORT_STEP_MS || key == JOB_SORT_COMM_MS ||
+                        key == JOB_SORT_BEAT || key == JOB_SORT_HEALTH;
+    return natural_desc != reversed;
+}
+
 static bool rank_live(const JobRank *r) { return r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0); }
 
-/* The value a metric has for a rank; false when it has none. */
-static bool metric(const JobRank *r, JobMetric m, int64_t now_ns, double *v)
+typedef struct {
+    bool any;
+    int64_t step, prev_epoch; /* the front, and the epoch its step - 1 was in */
+    bool lockstep;            /* gradient buckets are all-reduced every step (DDP) */
+} Front;
+static Front front_of(const Job *j);
+static void shown_step(const Front *f, const JobRank *r, int64_t now_ns, JobShownStep *out);
+
+/* The value a metric has for a rank; false when it has none. The step is
+ * the one shown (job_rank_shown_step against the front f). */
+static bool metric(const Front *f, const JobRank *r, JobMetric m, int64_t now_ns, double *v)
 {
     if (m == JOB_METRIC_BEAT_S) {
         if (!rank_live(r)) return false;
@@ -38,7 +54,12 @@ static bool metric(const JobRank *r, JobMetric m, int64_t now_ns, double *v)
     }
     if (!r->have_step) return false;
     switch (m) {
-    case JOB_METRIC_STEP: *v = (double)r->last.step; break;
+    case JOB_METRIC_STEP: {
+        JobShownStep sh;
+        shown_step(f, r, now_ns, &sh);
+        *v = (double)sh.step;
+        break;
+    }
     case JOB_METRIC_LOSS: *v = r->last.loss; break;
     case JOB_METRIC_STEP_MS: *v = r->last.step_ms; break;
     case JOB_METRIC_COMM_MS: *v = r->last.comm_ms; break;
@@ -58,6 +79,7 @@ static int cmp_double(const void *a, const void *b)
 void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT])
 {
     double *vals = malloc((size_t)j->world * sizeof *vals);
+    Front front = front_of(j);
     for (int m = 0; m < JOB_METRIC__COUNT; m++) {
         JobStat *s = &out[m];
         memset(s, 0, sizeof *s);
@@ -65,7 +87,7 @@ void job_rank_stats(const Job *j, int64_t now_ns, JobStat out[JOB_METRIC__COUNT]
         int n = 0;
         for (int i = 0; i < j->world; i++) {
             double v;
-            if (!metric(&j->ranks[i], (JobMetric)m, now_ns, &v)) continue;
+            if (!metric(&front, &j->ranks[i], (JobMetric)m, now_ns, &v)) continue;
             if (s->min_rank < 0 || v < s->min) {
                 s->min = v;
                 s->min_rank = i;
@@ -92,14 +114,16 @@ typedef struct {
     int64_t max_step;
     double med_step_ms;
     bool have_med;
+    Front front;
 } Ctx;
 
-static Ctx ctx_from(const JobStat st[JOB_METRIC__COUNT])
+static Ctx ctx_from(const Job *j, const JobStat st[JOB_METRIC__COUNT])
 {
     Ctx c = { 0 };
     c.max_step = st[JOB_METRIC_STEP].n ? (int64_t)st[JOB_METRIC_STEP].max : 0;
     c.have_med = st[JOB_METRIC_STEP_MS].n >= 2;
     c.med_step_ms = st[JOB_METRIC_STEP_MS].median;
+    c.front = front_of(j);
     return c;
 }
 
@@ -107,7 +131,7 @@ static Ctx ctx_of(const Job *j, int64_t now_ns)
 {
     JobStat st[JOB_METRIC__COUNT];
     job_rank_stats(j, now_ns, st);
-    return ctx_from(st);
+    return ctx_from(j, st);
 }
 
 /* The worst thing about a rank: its kind (-1: nothing), a text naming the
@@ -155,9 +179,11 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         return JOB_OUT_NAN;
     }
     const JobStepRec *latest = job_rank_step_at(r, 0); /* its arrival time */
-    if (c->max_step - r->last.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
-        snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - r->last.step));
-        snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - r->last.step));
+    JobShownStep sh;                                   /* in DDP lockstep a late report is not a rank behind */
+    shown_step(&c->front, r, now_ns, &sh);
+    if (c->max_step - sh.step >= 2 && latest && now_ns - latest->t_ns >= JOB_BEHIND_QUIET_NS) {
+        snprintf(text, n, "r%d %lld steps behind", r->rank, (long long)(c->max_step - sh.step));
+        snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - sh.step));
         return JOB_OUT_BEHIND;
     }
     if (c->have_med && r->last.step_ms > 1.5 * c->med_step_ms && r->last.step_ms > c->med_step_ms + 2.0) {
@@ -213,6 +239,7 @@ typedef struct {
     bool desc;
     int64_t now_ns;
     int *health; /* outlier kind per rank, big when none */
+    Front front; /* for the steps as shown */
 } SortCtx;
 
 static int cmp_rank(const void *a, const void *b, void *arg)
@@ -228,27 +255,27 @@ static int cmp_rank(const void *a, const void *b, void *arg)
         vy = y->rank;
         break;
     case JOB_SORT_STEP:
-        hx = metric(x, JOB_METRIC_STEP, s->now_ns, &vx);
-        hy = metric(y, JOB_METRIC_STEP, s->now_ns, &vy);
+        hx = metric(&s->front, x, JOB_METRIC_STEP, s->now_ns, &vx);
+        hy = metric(&s->front, y, JOB_METRIC_STEP, s->now_ns, &vy);
         break;
     case JOB_SORT_LOSS:
-        hx = metric(x, JOB_METRIC_LOSS, s->now_ns, &vx);
-        hy = metric(y, JOB_METRIC_LOSS, s->now_ns, &vy);
+        hx = metric(&s->front, x, JOB_METRIC_LOSS, s->now_ns, &vx);
+        hy = metric(&s->front, y, JOB_METRIC_LOSS, s->now_ns, &vy);
         sign = -1;
         break;
     case JOB_SORT_STEP_MS:
-        hx = metric(x, JOB_METRIC_STEP_MS, s->now_ns, &vx);
-        hy = metric(y, JOB_METRIC_STEP_MS, s->now_ns, &vy);
+        hx = metric(&s->front, x, JOB_METRIC_STEP_MS, s->now_ns, &vx);
+        hy = metric(&s->front, y, JOB_METRIC_STEP_MS, s->now_ns, &vy);
         sign = -1;
         break;
     case JOB_SORT_COMM_MS:
-        hx = metric(x, JOB_METRIC_COMM_MS, s->now_ns, &vx);
-        hy = metric(y, JOB_METRIC_COMM_MS, s->now_ns, &vy);
+        hx = metric(&s->front, x, JOB_METRIC_COMM_MS, s->now_ns, &vx);
+        hy = metric(&s->front, y, JOB_METRIC_COMM_MS, s->now_ns, &vy);
         sign = -1;
         break;
     case JOB_SORT_BEAT:
-        hx = metric(x, JOB_METRIC_BEAT_S, s->now_ns, &vx);
-        hy = metric(y, JOB_METRIC_BEAT_S, s->now_ns, &vy);
+        hx = metric(&s->front, x, JOB_METRIC_BEAT_S, s->now_ns, &vx);
+        hy = metric(&s->front, y, JOB_METRIC_BEAT_S, s->now_ns, &vy);
         sign = -1;
         break;
     case JOB_SORT_HEALTH:
@@ -268,7 +295,7 @@ void job_rank_order(const Job *j, JobSort key, bool desc, int64_t now_ns, int64_
 {
     for (int i = 0; i < j->world; i++) order[i] = i;
     if (key == JOB_SORT_RANK && !desc) return;
-    SortCtx s = { j, key, desc, now_ns, NULL };
+    SortCtx s = { j, key, desc, now_ns, NULL, front_of(j) };
     if (key == JOB_SORT_HEALTH) {
         s.health = malloc((size_t)j->world * sizeof *s.health);
         if (!s.health) return;
@@ -326,7 +353,7 @@ void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, u
     s->wait_seq = -1;
     s->first_stalled = -1;
     job_rank_stats(j, now_ns, s->stats);
-    Ctx c = ctx_from(s->stats);
+    Ctx c = ctx_from(j, s->stats);
     s->max_step = c.max_step;
     s->med_step_ms = c.med_step_ms;
     s->have_med = c.have_med;
@@ -447,7 +474,7 @@ void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, in
         snprintf(buf, n, "r%d %s", rank, job_cell_name(e));
         return;
     }
-    Ctx c = { s->max_step, s->med_step_ms, s->have_med };
+    Ctx c = { s->max_step, s->med_step_ms, s->have_med, front_of(j) };
     outlier_of(r, &c, now_ns, wall_ns, buf, n, NULL, 0);
 }
 
@@ -483,4 +510,113 @@ void job_colls_last_in(const Job *j, int *rank, int *times, int *of, double *lat
             *times = cnt[s];
             *late_ms = late[s] / cnt[s];
         }
+}
+
+/* ---- the step the ranks agree on ---- */
+
+static Front front_of(const Job *j)
+{
+    Front f = { 0 };
+    const JobRank *fr = NULL;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (r->state != RANK_ALIVE || !r->have_step) continue;
+        if (!fr || r->last.step > fr->last.step) fr = r;
+    }
+    if (!fr) return f;
+    f.any = true;
+    f.lockstep = j->n_buckets > 0;
+    f.step = fr->last.step;
+    f.prev_epoch = fr->last.epoch;
+    /* step - 1 may be the previous epoch's last: the front's ring says */
+    for (int i = 1; i < fr->ring_len && i < 8; i++) {
+        const JobStepRec *x = job_rank_step_at(fr, i);
+        if (x->step <= f.step - 1) {
+            f.prev_epoch = x->epoch;
+            break;
+        }
+    }
+    return f;
+}
+
+static void shown_step(const Front *f, const JobRank *r, int64_t now_ns, JobShownStep *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!r->have_step) return;
+    const JobStepRec *latest = job_rank_step_at(r, 0);
+    int64_t age = latest ? now_ns - latest->t_ns : 0;
+    out->step = r->last.step;
+    out->epoch = r->last.epoch;
+    out->age_s = age > 0 ? (double)age / 1e9 : 0;
+    /* DDP (gradient buckets all-reduced every step) cannot let a live rank
+     * fall further back, however late its reports come; without that
+     * evidence (independent ranks) only a rank still reporting is lifted */
+    if (!f->any || r->state != RANK_ALIVE || r->last.step >= f->step - 1) return;
+    if (!f->lockstep && age >= JOB_BEHIND_QUIET_NS) return;
+    out->step = f->step - 1;
+    out->epoch = f->prev_epoch;
+    out->lifted = true;
+}
+
+void job_rank_shown_step(const Job *j, const JobRank *r, int64_t now_ns, JobShownStep *out)
+{
+    Front f = front_of(j);
+    shown_step(&f, r, now_ns, out);
+}
+
+int64_t job_step_agreed(const Job *j, int64_t now_ns, int64_t *epoch)
+{
+    Front f = front_of(j);
+    bool any = false;
+    int64_t step = 0, ep = 0;
+    for (int i = 0; i < j->world; i++) {
+        if (!j->ranks[i].have_step) continue;
+        JobShownStep s;
+        shown_step(&f, &j->ranks[i], now_ns, &s);
+        if (!any || s.step < step || (s.step == step && s.epoch < ep)) {
+            step = s.step;
+            ep = s.epoch;
+        }
+        any = true;
+    }
+    if (epoch) *epoch = any ? ep : j->epoch;
+    return any ? step : j->step;
+}
+
+/* ---- a step's time in parts ---- */
+
+static double nonneg(double v) { return isfinite(v) && v > 0 ? v : 0; }
+
+void job_step_parts(const MsgStep *s, JobStepParts *out)
+{
+    JobStepParts p = {
+        .step = nonneg(s->step_ms),
+        .fwd = nonneg(s->fwd_ms),
+        .bwd = nonneg(s->bwd_ms),
+        .wait = nonneg(s->exposed_ms),
+        .opt = nonneg(s->opt_ms),
+        .comm = nonneg(s->comm_ms),
+    };
+    if (p.wait > p.comm) p.wait = p.comm;
+    double rest = p.step - (p.fwd + p.bwd + p.wait + p.opt);
+    if (rest < 0 && p.wait > 0) { /* the wait was counted inside bwd */
+        rest += p.wait;
+        p.wait = 0;
+    }
+    p.other = rest > 0 ? rest : 0;
+    p.overlapped = p.comm - p.wait;
+    *out = p;
+}
+
+double job_loss_now(const Job *j)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        if (!r->have_step || !isfinite(r->last.loss)) continue;
+        sum += r->last.loss;
+        n++;
+    }
+    return n ? sum / n : NAN;
 }

@@ -126,7 +126,8 @@ struct Recorder {
     size_t used;
     int64_t oldest_ns; /* monotonic arrival of the oldest buffered record */
     uint64_t records, bytes, skipped;
-    bool failed; /* an error was reported: do nothing from now on */
+    uint64_t records_out; /* of records, those wholly in the file (bytes) */
+    bool failed;          /* an error was reported: do nothing from now on */
 };
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -143,12 +144,18 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* First failure: report it, stop recording. */
+/* First failure: report it, stop recording. What a write tore (part of a
+ * record) is cut off, so the file ends on a whole record and the count is
+ * what a reader reads: the records lost with the buffer are not counted. */
 static int rec_fail(Recorder *r, char *err, size_t errlen, const char *what)
 {
     int e = errno;
     r->failed = true;
     r->used = 0;
+    r->records = r->records_out;
+    if (r->fd >= 0 && ftruncate(r->fd, (off_t)r->bytes)) {
+        /* nothing more to do: the reader stops at the torn record */
+    }
     return err_set(err, errlen, "recording to %s stopped: %s: %s (the job goes on unrecorded)", r->path, what,
                    strerror(e));
 }
@@ -159,6 +166,7 @@ static int flush_buf(Recorder *r, char *err, size_t errlen)
     if (write_all(r->fd, r->buf, r->used)) return rec_fail(r, err, errlen, "write");
     r->bytes += r->used;
     r->used = 0;
+    r->records_out = r->records;
     return 0;
 }
 
@@ -234,6 +242,7 @@ static int append(Recorder *r, int src, const void *payload, size_t len, int64_t
         if (write_all(r->fd, head, sizeof head) || write_all(r->fd, payload, len))
             return rec_fail(r, err, errlen, "write");
         r->bytes += need;
+        r->records_out = r->records + 1;
     } else {
         if (!r->used) r->oldest_ns = at_mono_ns;
         memcpy(r->buf + r->used, head, sizeof head);

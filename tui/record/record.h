@@ -94,8 +94,10 @@ int recorder_write_note(Recorder *r, int rank, int level, const char *text, int6
  * recorder_write). */
 int recorder_tick(Recorder *r, int64_t now_mono_ns, char *err, size_t errlen);
 
-/* Records written (accepted into the buffer), bytes in the file so far, and
- * whether the recorder turned itself off after an error. */
+/* Records written (accepted into the buffer; after a write error, only
+ * those a reader can read back: the file is cut back to its last whole
+ * record), bytes in the file so far, and whether the recorder turned
+ * itself off after an error. */
 uint64_t recorder_records(const Recorder *r);
 uint64_t recorder_bytes(const Recorder *r);
 bool recorder_failed(const Recorder *r);

@@ -163,6 +163,25 @@ void run_request_abort(Run *r)
     snprintf(r->status, sizeof r->status, "aborting: SIGTERM sent, SIGKILL in %d s", LAUNCH_KILL_GRACE_MS / 1000);
 }
 
+/* The status line counts down to the next rung, so a user waiting on a
+ * stuck clean stop sees when ddptop will act. */
+static void ladder_countdown(Run *r, int64_t waited_ms)
+{
+    int64_t grace = r->rung == 0 ? (int64_t)(r->o->stop_grace_s * 1000) : LAUNCH_KILL_GRACE_MS;
+    long left = (long)((grace - waited_ms + 999) / 1000);
+    if (left < 0) left = 0;
+    if (r->rung == 0)
+        snprintf(r->status, sizeof r->status,
+                 "stopping: ranks agree on the last step, then checkpoint, barrier, destroy; SIGTERM in %ld s "
+                 "(--stop-grace)",
+                 left);
+    else if (r->rung == 1)
+        snprintf(r->status, sizeof r->status, "%s: SIGTERM sent, SIGKILL in %ld s",
+                 r->aborted ? "aborting" : "stopping", left);
+    else
+        snprintf(r->status, sizeof r->status, "%s: SIGKILL sent", r->aborted ? "aborting" : "stopping");
+}
+
 void run_ladder_tick(Run *r, int running)
 {
     if (!r->stop_requested || running == 0) return;
@@ -171,4 +190,5 @@ void run_ladder_tick(Run *r, int running)
         escalate(r, "ranks did not finish the clean stop in time");
     else if (r->rung == 1 && waited > LAUNCH_KILL_GRACE_MS)
         escalate(r, "ranks ignored SIGTERM");
+    ladder_countdown(r, mono_ms() - r->stop_at_ms);
 }

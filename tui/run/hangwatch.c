@@ -37,19 +37,10 @@ int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_n
             snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
         }
     }
-    HangReport rep;
-    if (!hang_analyze(w->snap, w->world, wall_ns, w->hang_after_ns, &rep)) {
+    if (!hang_analyze(w->snap, w->world, wall_ns, w->hang_after_ns, &w->last)) {
         w->reported = false;
         return 0;
     }
-    /* The same hang, only longer, is said once: compare the verdicts past
-     * their "(12.3 s)" wait, which grows every second. */
-    if (w->reported && rep.seq == w->reported_seq && rep.n_missing == w->reported_missing &&
-        !strcmp(rep.verdict + strcspn(rep.verdict, ")"), w->last.verdict + strcspn(w->last.verdict, ")")))
-        return 0;
-    w->last = rep;
     w->reported = true;
-    w->reported_seq = rep.seq;
-    w->reported_missing = rep.n_missing;
     return 1;
 }

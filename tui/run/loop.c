@@ -194,14 +194,15 @@ static void take_keys(Run *r, Turns *t)
     }
 }
 
-/* Who waits for whom: one verdict per hang, in the events and as
- * {"k":"hang",...} for scripts. */
+/* Who waits for whom: one event per hang, updated in place each second,
+ * and one {"k":"hang",...} for scripts when it is first seen. */
 static void watch_hangs(Run *r, int running)
 {
     if (running == 0 || !hangwatch_tick(&r->hw, r->job, r->l, mono_ns(), proto_now_ns())) return;
-    job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "hang: %s", r->hw.last.verdict);
-    if (!r->tui) view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
-    snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
+    if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui)
+        view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
+    if (!r->stop_requested) /* once stopping, the status line counts down the ladder */
+        snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
 }
 
 /* Nothing runs and no exit waits for its bye: restart (--max-restarts),
@@ -220,7 +221,8 @@ static bool job_over(Run *r, int running, int held, bool starting)
     if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
     if (!r->status[0] || r->stop_requested) {
         char verdict[200] = "job done: every rank ended cleanly";
-        if (!job_ok(r->job)) job_verdict(r->job, verdict, sizeof verdict);
+        if (!job_ok(r->job)) /* the status line names the cause, as the summary will */
+            job_verdict(r->job, verdict, sizeof verdict);
         snprintf(r->status, sizeof r->status, "%s — press q to leave", verdict);
     }
     return r->o->headless || r->quit_after;

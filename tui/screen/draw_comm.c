@@ -125,8 +125,11 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         job_bucket_means(j, b, &ms, &alg, &bus);
         draw_fmt_fit(lat, sizeof lat, 7, ms, 2);
         int cx = x + canvas_printf(cv, row, x, w, ST_LABEL, "b%d%s", b, b == JOB_MAX_BUCKETS - 1 ? "+" : "");
-        cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
-                            lat, alg, bus);
+        if (j->world == 1) /* an all-reduce of one rank moves no data: no bandwidth to speak of */
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  bandwidth n/a (1 rank) ", bytes, lat);
+        else
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
+                                lat, alg, bus);
         char spark[4 * 200];
         int sw = x + w - cx;
         if (sw > 2) {

@@ -116,11 +116,10 @@ static void legend(DrawCtx *d, int x, int y, int w, bool lines, bool braille)
         cx += canvas_printf(cv, y, cx, end - cx, ST_EVAL, "%s eval %.1f%% (epoch %lld) ", mark, e->accuracy * 100,
                             (long long)e->epoch);
     }
-    /* the newest bin with a finite value: a diverged rank does not hide the rest */
-    int k = j->loss_all.len - 1;
-    while (k >= 0 && j->loss_all.bin[k].n == 0) k--;
-    if (k >= 0) {
-        double now = series_bin_mean(&j->loss_all.bin[k]);
+    /* the ranks' newest losses (a diverged rank does not hide the rest), not
+     * the newest bin's mean of many steps */
+    double now = job_loss_now(j);
+    if (isfinite(now)) {
         char v[24];
         draw_fmt_fit(v, sizeof v, 8, now, 4);
         if (cx + 12 < end) canvas_printf(cv, y, cx, end - cx, ST_RULE, "now %s ", v);

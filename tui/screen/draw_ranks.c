@@ -137,7 +137,8 @@ static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)
         if (!c->on[k]) continue;
         char h[32];
         if (k == sc)
-            snprintf(h, sizeof h, "%s%s", cols[k].head, d->ui->sort_desc ? d->g->sort_up : d->g->sort_down);
+            snprintf(h, sizeof h, "%s%s", cols[k].head,
+                     job_sort_descending(d->ui->sort, d->ui->sort_desc) ? d->g->sort_down : d->g->sort_up);
         else
             snprintf(h, sizeof h, "%s", cols[k].head);
         /* an arrow that does not fit is dropped, the name stays */
@@ -169,9 +170,14 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
              r->phase != PHASE_NONE     ? phase_name(r->phase)
              : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending")
                                         : "-");
+    /* the step it has reached (a report still on its way cannot make a
+     * healthy rank look steps apart), and how old its figures are */
+    JobShownStep shown;
+    job_rank_shown_step(d->j, r, d->now_ns, &shown);
+    bool old = r->state == RANK_ALIVE && r->have_step && shown.age_s * 1e9 >= (double)JOB_FIGURES_OLD_NS;
     if (r->have_step) {
-        snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)r->last.epoch);
-        snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)r->last.step);
+        snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)shown.epoch);
+        snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)shown.step);
         draw_fmt_fit(f[C_LOSS], sizeof f[0], 8, r->last.loss, 4);
         draw_fmt_fit(f[C_STEPMS], sizeof f[0], 7, r->last.step_ms, 1);
         char a[24], b[24];
@@ -257,6 +263,9 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         snprintf(note, sizeof note, "%s%s%s", lint, at[0] ? "  " : "", at);
     } else if (at[0]) {
         snprintf(note, sizeof note, "%s", at);
+    } else if (old && r->phase == PHASE_TRAIN) {
+        nst = ST_DIM; /* its figures are that old: no step since */
+        snprintf(note, sizeof note, "last step %.1f s ago", shown.age_s);
     } else {
         int sw = w - c->end;
         loss_spark(d, r, sw < SPARK_MAX ? sw : SPARK_MAX, note, sizeof note);
@@ -270,7 +279,10 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         canvas_fill(d->cv, y, x0, w, st);
     }
     canvas_put(d->cv, y, x0, 1, st, selected && mark[0] == ' ' ? d->g->mark_sel : mark);
-    for (int k = 0; k < C__N; k++) put_field(d, c, k, x0, y, st, f[k]);
+    for (int k = 0; k < C__N; k++) {
+        bool figure = k == C_LOSS || k == C_STEPMS || k == C_COMM || k == C_SPS;
+        put_field(d, c, k, x0, y, old && figure && st == ST_NORMAL ? ST_DIM : st, f[k]);
+    }
     if (note[0] && c->end < w) canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
 }
 
@@ -541,11 +553,18 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                   r->how_ended);
     if (row < end && r->have_step) {
         const MsgStep *s = &r->last;
-        canvas_printf(cv, row++, x, w, ST_NORMAL,
-                      "step %lld  epoch %lld  loss %.4f  lr %g  samples %lld  step %.2f ms = fwd %.2f + bwd %.2f + "
-                      "opt %.2f  comm %.2f ms (exposed %.2f)  drops %llu",
-                      (long long)s->step, (long long)s->epoch, s->loss, s->lr, (long long)s->samples, s->step_ms,
-                      s->fwd_ms, s->bwd_ms, s->opt_ms, s->comm_ms, s->exposed_ms, (unsigned long long)s->drops);
+        JobShownStep sh;
+        job_rank_shown_step(j, r, d->now_ns, &sh);
+        JobStepParts p;
+        job_step_parts(s, &p);
+        char age[48] = "";
+        if (sh.age_s * 1e9 >= (double)JOB_FIGURES_OLD_NS) snprintf(age, sizeof age, "  (%.1f s ago)", sh.age_s);
+        /* the parts add up to the step; comm hidden behind bwd is beside the sum, not in it */
+        canvas_printf(cv, row++, x, w, age[0] ? ST_DIM : ST_NORMAL,
+                      "step %lld  epoch %lld  loss %.4f  lr %g  samples %lld%s  step %.2f ms = fwd %.2f + bwd %.2f + "
+                      "comm wait %.2f + opt %.2f + other %.2f  (comm %.2f ms, %.2f overlapped with bwd)  drops %llu",
+                      (long long)sh.step, (long long)sh.epoch, s->loss, s->lr, (long long)s->samples, age, p.step,
+                      p.fwd, p.bwd, p.wait, p.opt, p.other, p.comm, p.overlapped, (unsigned long long)s->drops);
     }
     if (row < end && r->have_step && r->last.dev_mem_total > 0)
         canvas_printf(cv, row++, x, w, ST_NORMAL,
@@ -605,9 +624,13 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                 snprintf(bk, sizeof bk, "%d", (int)c->c.bucket);
             else
                 snprintf(bk, sizeof bk, "-");
-            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8.2f %8.2f",
-                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, c->c.algbw_gbs,
-                          c->c.busbw_gbs);
+            char alg[16] = "n/a", bus[16] = "n/a"; /* one rank: nothing moves */
+            if (j->world > 1) {
+                snprintf(alg, sizeof alg, "%.2f", c->c.algbw_gbs);
+                snprintf(bus, sizeof bus, "%.2f", c->c.busbw_gbs);
+            }
+            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8s %8s",
+                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, alg, bus);
         }
     }
     /* its log lines, then its events */

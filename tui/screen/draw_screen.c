@@ -198,11 +198,11 @@ static const char *state_text(const Job *j)
     return job_state_name(j->state);
 }
 
-static double eta_s(const Job *j)
+static double eta_s(const Job *j, int64_t step)
 {
     double world_batch = (double)j->batch_size * j->world;
-    if (j->state != JOB_RUNNING || !(j->samples_per_s > 0) || world_batch <= 0 || j->max_steps <= j->step) return -1;
-    return (double)(j->max_steps - j->step) / (j->samples_per_s / world_batch);
+    if (j->state != JOB_RUNNING || !(j->samples_per_s > 0) || world_batch <= 0 || j->max_steps <= step) return -1;
+    return (double)(j->max_steps - step) / (j->samples_per_s / world_batch);
 }
 
 static void draw_title(DrawCtx *d, int w)
@@ -220,18 +220,22 @@ static void draw_title(DrawCtx *d, int w)
         snprintf(buf, sizeof buf, "  restart %d/%d", j->restarts, j->max_restarts);
         x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
     }
+    int64_t epoch, step = job_step_agreed(j, d->now_ns, &epoch); /* not a burst's arrival order */
     if (j->max_steps > 0)
-        snprintf(buf, sizeof buf, "  epoch %lld  step %lld/%lld", (long long)j->epoch, (long long)j->step,
+        snprintf(buf, sizeof buf, "  epoch %lld  step %lld/%lld", (long long)epoch, (long long)step,
                  (long long)j->max_steps);
     else
-        snprintf(buf, sizeof buf, "  epoch %lld  step %lld", (long long)j->epoch, (long long)j->step);
+        snprintf(buf, sizeof buf, "  epoch %lld  step %lld", (long long)epoch, (long long)step);
     x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
     char n[32];
     draw_fmt_count(n, sizeof n, j->samples_per_s);
     snprintf(buf, sizeof buf, "  %s samples/s", n);
     x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
-    double eta = eta_s(j);
-    if (eta >= 0) {
+    double eta = eta_s(j, step);
+    if (j->paused && j->max_steps > step) { /* no estimate while nothing runs */
+        snprintf(buf, sizeof buf, "  eta paused");
+        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    } else if (eta >= 0) {
         char t[32];
         draw_fmt_hms(t, sizeof t, (int64_t)(eta * 1e9));
         snprintf(buf, sizeof buf, "  eta %s", t);
@@ -319,11 +323,12 @@ static int header_segs(const Job *j, Seg *s, bool full)
 static void draw_progress(DrawCtx *d, int x0, int y, int w)
 {
     const Job *j = d->j;
-    double frac = j->max_steps > 0 ? (double)j->step / (double)j->max_steps : 0;
+    int64_t step = job_step_agreed(j, d->now_ns, NULL);
+    double frac = j->max_steps > 0 ? (double)step / (double)j->max_steps : 0;
     if (frac < 0) frac = 0;
     if (frac > 1) frac = 1;
     char tail[96];
-    snprintf(tail, sizeof tail, " %5.1f%%  step %lld of %lld", frac * 100, (long long)j->step, (long long)j->max_steps);
+    snprintf(tail, sizeof tail, " %5.1f%%  step %lld of %lld", frac * 100, (long long)step, (long long)j->max_steps);
     int bw = w - 2 - canvas_text_width(d->cv, tail);
     if (bw > 60) bw = 60;
     if (bw < 5) return;
@@ -611,7 +616,8 @@ static void draw_panel(DrawCtx *d, PanelId p, int x, int y, int w, int h, bool z
     if (p == PANEL_RANKS) {
         const Ui *u = d->ui;
         snprintf(extra, sizeof extra, "sorted by %s %s%s", job_sort_name(u->sort),
-                 u->sort_desc ? d->g->sort_up : d->g->sort_down, d->sum && d->sum->odd ? ", odd ones first" : "");
+                 job_sort_descending(u->sort, u->sort_desc) ? d->g->sort_down : d->g->sort_up,
+                 d->sum && d->sum->odd ? ", odd ones first" : "");
     } else if (p == PANEL_EVENTS && d->ui->events_back > 0) {
         snprintf(extra, sizeof extra, "%d newer below (End)", d->ui->events_back);
     }

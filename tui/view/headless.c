@@ -320,8 +320,9 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         line_begin(&w, o, "summary", t);
         json_kv_str(&w, "state", job_state_name(j->state));
         json_kv_bool(&w, "ok", job_ok(j));
-        json_kv_int(&w, "step", j->step);
-        json_kv_int(&w, "epoch", j->epoch);
+        int64_t epoch, step = job_step_agreed(j, now_ns, &epoch);
+        json_kv_int(&w, "step", step);
+        json_kv_int(&w, "epoch", epoch);
         json_kv_int(&w, "ckpts", j->ckpts);
         json_kv_int(&w, "last_ckpt_step", j->last_ckpt_step);
         json_key(&w, "ranks");
@@ -333,7 +334,9 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
             json_kv_int(&w, "r", i);
             json_kv_str(&w, "state", rank_state_name(r->state));
             json_kv_str(&w, "how", how);
-            json_kv_int(&w, "step", r->have_step ? r->last.step : 0);
+            JobShownStep sh; /* a viewer leaving mid-run: not a burst's arrival order */
+            job_rank_shown_step(j, r, now_ns, &sh);
+            json_kv_int(&w, "step", sh.step);
             json_key(&w, "loss");
             put_loss(&w, r->have_step, r->last.loss);
             json_kv_str(&w, "phase", phase_str(r->phase));
@@ -351,8 +354,10 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         rank_how(r, how, sizeof how);
         fprintf(o, "rank %d: ", i);
         put_text(o, how);
+        JobShownStep sh;
+        job_rank_shown_step(j, r, now_ns, &sh);
         if (r->have_step)
-            fprintf(o, ", step %lld, loss %.4f", (long long)r->last.step, r->last.loss);
+            fprintf(o, ", step %lld, loss %.4f", (long long)sh.step, r->last.loss);
         else
             fputs(", no step", o);
         fprintf(o, ", phase %s", phase_str(r->phase));

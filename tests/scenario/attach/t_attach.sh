@@ -146,6 +146,16 @@ wait "$HLJ"; rc=$?
 grep -q "rank 0: exit 0" "$TMP/hl.txt" && grep -q "rank 1: exit 0" "$TMP/hl.txt" &&
     grep -q "job done" "$TMP/hl.txt" || { cat "$TMP/hl.txt"; die "no summary from the headless viewer"; }
 grep -q '"k":"summary".*"ok":true' "$TMP/hlj.txt" || { tail -5 "$TMP/hlj.txt"; die "no JSON summary"; }
+# the snapshot's events keep their times: rank 0's hello came seconds before
+# this viewer attached, not at the moment it did
+"$PY" - "$TMP/hlj.txt" <<'PYEOF' || die "the snapshot's events lost their times"
+import json, sys
+ev = [e for e in map(json.loads, open(sys.argv[1])) if e.get("k") == "event"]
+att = next(e["t"] for e in ev if e["text"].startswith("attached to "))
+hello = next(e["t"] for e in ev if e["text"].startswith("rank 0 hello"))
+print("rank 0 hello at %.3f s, attached at %.3f s" % (hello, att))
+assert 0 <= hello < att - 1, (hello, att)
+PYEOF
 if command -v python3 >/dev/null; then
     python3 -c 'import json,sys
 for l in open(sys.argv[1]): json.loads(l)' "$TMP/hlj.txt" || die "the JSON viewer wrote a line that is not JSON"

@@ -41,9 +41,11 @@ keys x
 wait_for 5 bash -c "! tmux -L '$TS' capture-pane -p -t '$TS' | grep -q 'ddptop keys'" || dies "help did not close"
 # s: next sort key; S: reverse
 keys s
-wait_for 5 has "sorted by step ▼" || dies "s did not sort by step"
+# the arrow is the order's direction, the same in every column: the step
+# sorts the furthest behind (smallest) first, ascending
+wait_for 5 has "sorted by step ▲" || dies "s did not sort by step"
 keys S
-wait_for 5 has "sorted by step ▲" || dies "S did not reverse"
+wait_for 5 has "sorted by step ▼" || dies "S did not reverse"
 # l: log scale
 keys l
 wait_for 5 has "3 loss  log" || dies "l did not switch to log scale"

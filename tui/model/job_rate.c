@@ -1,0 +1,70 @@
+/* job_rate.c — samples/s: the job's (a sliding window over the ranks'
+ * summed sample counters) and each rank's (over its newest steps), both of
+ * training time only: a pause (or a stall) is not a slower pace.
+ *
+ * Owns: Job.samples_per_s and the rate ring in Job.book. Main thread.
+ */
+#include "model/job_priv.h"
+
+/* Sliding-window samples/s: snapshots of the summed sample counters, and the
+ * rate between now and the newest snapshot at least a window old. Called on
+ * every message so the figure falls to zero when steps stop but beats go on. */
+void job_rate_update(Job *j, int64_t now_ns)
+{
+    JobBook *b = j->book;
+    if (j->paused) return; /* 0 until resumed (pause_update) */
+    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
+    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
+        b->rate_t_ns[b->rate_head] = now_ns;
+        b->rate_samples[b->rate_head] = b->samples_total;
+        b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
+        if (b->rate_len < JOB_RATE_RING) b->rate_len++;
+    }
+    int base = -1;
+    for (int i = 0; i < b->rate_len; i++) { /* newest first */
+        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
+        base = k;
+        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS) break;
+    }
+    int64_t dt = now_ns - b->rate_t_ns[base];
+    /* under a quarter window the figure is mostly noise: keep the old one */
+    if (dt < JOB_RATE_WINDOW_NS / 4) return;
+    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
+    j->samples_per_s = rate > 0 ? rate : 0;
+}
+
+/* samples/s counts training time only: the window starts over at a pause
+ * and at a resume, the figure is 0 while paused and the one from before the
+ * pause until the new window is measurable. */
+void job_rate_pause(Job *j, bool paused, bool training)
+{
+    JobBook *b = j->book;
+    if (paused) b->rate_before_pause = j->samples_per_s;
+    j->samples_per_s = paused || !training ? 0 : b->rate_before_pause;
+    b->rate_len = 0;
+}
+
+/* Over the newest steps spanning about a second: fast enough to follow a
+ * change of pace, long enough to smooth single slow steps. */
+double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
+{
+    const JobStepRec *a = job_rank_step_at(r, 0);
+    if (!a) return 0;
+    const JobStepRec *b = NULL;
+    int steps = 0;
+    for (int i = 1; i < r->ring_len; i++) {
+        const JobStepRec *x = job_rank_step_at(r, i);
+        /* a second between two steps is a pause (or a stall), not a pace:
+         * the rate is of the steps after it */
+        if (job_rank_step_at(r, i - 1)->t_ns - x->t_ns > 1000000000LL) break;
+        b = x;
+        steps = i;
+        if (a->t_ns - x->t_ns >= 1000000000LL) break;
+    }
+    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
+    /* no step for three step-times (and a second): the rank is not training */
+    double interval = (double)(a->t_ns - b->t_ns) / steps;
+    double quiet = (double)(now_ns - a->t_ns);
+    if (quiet > 1e9 && quiet > 3 * interval) return 0;
+    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
+}
