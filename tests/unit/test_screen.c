@@ -640,7 +640,7 @@ static void test_rank_map(void)
           "outliers: '%s'", line_with(s, "outliers: "));
     int below = -1;
     sscanf(line_with(s, " more healthy ranks"), "  +%d more", &below);
-    CHECK(strstr(s, "sorted by rank ▼, odd ones first") && below > 0 && u.ranks_top + u.list_rows + below == 1024,
+    CHECK(strstr(s, "sorted by rank ▲, odd ones first") && below > 0 && u.ranks_top + u.list_rows + below == 1024,
           "no odd-first title or '+N more' line (%d below, %d listed):\n%s", below, u.list_rows, s);
     CHECK(u.order[0] == 700 && u.order[1] == 3 && u.order[2] == 0, "order %d %d %d", u.order[0], u.order[1],
           u.order[2]);

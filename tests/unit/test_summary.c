@@ -180,7 +180,8 @@ static void test_cells_and_order(void)
     uint8_t *cell = malloc(N);
     int *order = malloc(N * sizeof *order);
     JobSummary s;
-    /* two more steps for most ranks; 40 and 41 stop at 10, 60 and 61 are slow, 70 says bye and exits 0 */
+    /* two more steps for most ranks; 40 and 41 fall silent (40 first), 60 and 61 are slow, 70 says bye and exits
+     * 0. (A live rank whose step reports lag is not "behind" in a DDP job: its all-reduces say it kept up.) */
     for (int s11 = 11; s11 <= 14; s11++) {
         t += 100 * MS;
         for (int r = 0; r < N; r++) {
@@ -196,18 +197,20 @@ static void test_cells_and_order(void)
     job_rank_exited(j, 70, 5070, 0, NULL, t, WALL + t);
     /* rank 1000 failed, rank 1001 never said hello (a fresh job would have) */
     job_rank_exited(j, 1000, 5000 + 1000, 9, NULL, t, WALL + t);
-    int64_t now = t + JOB_BEHIND_QUIET_NS;
+    int64_t now = t + JOB_STALE_NS + 3 * SEC;
     for (int r = 0; r < N; r++)
-        if (r != 1000 && r != 70) beat(j, r, 14, -1, 0, now - 10 * MS);
+        if (r != 1000 && r != 70 && r != 40 && r != 41) beat(j, r, 14, -1, 0, now - 10 * MS);
+    beat(j, 40, 10, -1, 0, now - JOB_STALE_NS - 2 * SEC);
+    beat(j, 41, 11, -1, 0, now - JOB_STALE_NS - 1 * SEC);
     job_summary(j, now, WALL + now, &s, cell);
-    CHECK(cell[1000] == JOB_CELL_FAILED && cell[40] == JOB_CELL_BEHIND && cell[41] == JOB_CELL_BEHIND &&
+    CHECK(cell[1000] == JOB_CELL_FAILED && cell[40] == JOB_CELL_SILENT && cell[41] == JOB_CELL_SILENT &&
               cell[60] == JOB_CELL_SLOW && cell[61] == JOB_CELL_SLOW && cell[70] == JOB_CELL_DONE &&
               cell[0] == JOB_CELL_OK,
           "cells: 1000:%d 40:%d 41:%d 60:%d 61:%d 70:%d 0:%d", cell[1000], cell[40], cell[41], cell[60], cell[61],
           cell[70], cell[0]);
     CHECK(s.odd == 5 && s.count[JOB_CELL_OK] == N - 6 && s.count[JOB_CELL_DONE] == 1, "odd %d ok %d", s.odd,
           s.count[JOB_CELL_OK]);
-    /* failed, then the most behind, then the slowest; the rest by the given order (reversed here) */
+    /* failed, then the longest silent, then the slowest; the rest by the given order (reversed here) */
     for (int i = 0; i < N; i++) order[i] = N - 1 - i;
     job_summary_order(j, &s, cell, now, order);
     CHECK(order[0] == 1000 && order[1] == 40 && order[2] == 41 && order[3] == 61 && order[4] == 60 &&

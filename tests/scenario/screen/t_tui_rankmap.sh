@@ -35,7 +35,7 @@ awk '/^1024 ranks: /{on=1; next} on && /^[w!·]+ *$/{print; next} on{exit}' "$TM
 pos=$(awk '{ i = index($0, "!"); if (i) { print (NR - 1) * 120 + i - 1; exit } }' "$TMP/map")
 [ "$pos" = 300 ] || die "the stalled cell is at rank $pos, not 300"
 g '^outliers: r300 stalled: 1023 ranks wait for it in allreduce #11 for [0-9]+s' "outliers line does not name r300 first"
-g 'sorted by rank ▼, odd ones first' "the rule does not say the odd ranks lead"
+g 'sorted by rank ▲, odd ones first' "the rule does not say the odd ranks lead"
 # the list: rank 300 first, then a line for everybody else
 grep -E '^. +[0-9]+ node' "$TMP/s" | head -1 | grep -Eq '^! +300 node37 .*stalled, 1023 wait for it' ||
     die "rank 300 does not lead the list"
