@@ -300,7 +300,7 @@ static int end_job(Run *r)
 
 int run_job(const RunOptions *o)
 {
-    Run run = { .o = o };
+    Run run = { .o = o, .steps_reached = -1 };
     char err[512] = "";
     codec_buf_init(&run.buf);
     signals_catch_stop(1);
