@@ -3,10 +3,17 @@
 # so rank 0 blocks in the next all-reduce: the hang view names rank 1 and
 # `d` (the stop ladder) ends the job with SIGTERM, exit 1. The ranks do not
 # stop at one step and end cleanly. Then a live stall says the step it
-# stopped at (not "at step 0").
+# stopped at (not "at step 0"), and a slowed rank is named the straggler
+# on its own row while the others say they wait for it.
 . tests/lib.sh
 . tests/lib_tui.sh
 case $BUILD in /*) W=$BUILD/ddptop-worker;; *) W=$PWD/$BUILD/ddptop-worker;; esac
+# a new job in a new pane: the last one's tmux server gone, its exit file too
+fresh() {
+    tmux kill-server 2>/dev/null
+    wait_for 10 sh -c "! command tmux -L '$TS' ls >/dev/null 2>&1" || die "tmux server did not go"
+    rm -f "$TMP/exit"
+}
 args="--dataset synthetic --model mlp:16,32,4 --epochs 100000 --batch-size 8 --no-final-ckpt --timeout 120"
 start_feed 120 40 "DDPTOP_WORKER='$W'" -n 2 --hang-after 2 --stop-grace 2 --log-dir "$TMP/logs" -- $args
 wait_for 60 hasE " RUNNING .*step [1-9][0-9]" || dies "not training"
@@ -32,7 +39,7 @@ left_with 1
 grep -q "rank 0: SIGTERM by ddptop" "$TMP/after.txt" || { cat "$TMP/after.txt"; die "rank 0 not ended by the ladder"; }
 
 # a live stall names the step the rank stopped at
-command tmux -L "$TS" kill-server
+fresh
 start_feed 120 40 "DDPTOP_WORKER='$W'" -n 2 --hang-after 2 --stop-grace 2 --log-dir "$TMP/logs2" -- $args
 wait_for 60 hasE " RUNNING .*step [1-9][0-9]" || dies "not training (stall)"
 keys Down
@@ -44,4 +51,19 @@ keys d
 wait_for 30 has "job failed" || dies "the ladder did not end the stall"
 keys q
 left_with 1
+
+# w (slow rank 1 by 50 ms a step): every rank's step takes 50 ms longer, but
+# rank 1's own row names it the straggler; rank 0's says whom it waits for
+fresh
+start_feed 120 40 "DDPTOP_WORKER='$W'" -n 2 --log-dir "$TMP/logs3" -- $args
+wait_for 60 hasE " RUNNING .*step [1-9][0-9]" || dies "not training (slow)"
+keys Down
+keys f w
+wait_for 20 hasE "^. +1 [^ ]+ .* straggler: \+(4[5-9]|5[0-9]) ms/step" || dies "rank 1 not named the straggler"
+wait_for 10 hasE "^ +0 [^ ]+ .* waiting for rank 1" || dies "rank 0 does not say it waits for rank 1"
+hasE "^. +0 .*slow [0-9.]+x median" && dies "rank 0, the one waiting, is called slow"
+keys d
+wait_for 30 has "job done" || dies "d did not end the slow job"
+keys q
+left_with 0
 echo "fault menu ok"
