@@ -45,6 +45,9 @@ wait_for 60 has "job done" || dies "d did not end the job"
 wait_for 5 sh -c "command tmux -L '$TS' capture-pane -p -t '$TS' | tail -1 | grep -q '^q quit'" ||
     dies "the key line after DONE does not start with q quit"
 screen | tail -1 | grep -qE "ckpt|destroy|pause|fault|abort|stack" && dies "the key line offers keys that do nothing now"
+keys c
+wait_for 5 has "the job has ended: no rank left to act on" || dies "c after DONE does not say why it does nothing"
+has "checkpoint requested" && dies "c after DONE claims a checkpoint was requested"
 keys q
 wait_for 15 test -s "$TMP/exit" || dies "ddptop did not leave"
 
