@@ -788,6 +788,19 @@ static void test_shard_map(void)
     TEST_END();
 }
 
+/* world ranks launched, said hello and training (pids 100 + rank). */
+static Job *training_job(int world, int64_t *t)
+{
+    Job *j = job_new(world, T0);
+    *t = j->start_ns;
+    for (int r = 0; r < world; r++) {
+        job_rank_started(j, r, 100 + r, *t);
+        send_hello(j, r, 100 + r, *t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, *t += MS);
+    }
+    return j;
+}
+
 /* slow:1:40ms: every rank's step lasts as long (the others wait for rank 1
  * in the all-reduce), so step times alone make rank 1 look the healthiest
  * (the least exposed wait). Its own time names it the straggler; the
@@ -809,13 +822,8 @@ static void send_step_wait(Job *j, int rank, int64_t step, double step_ms, doubl
 static void test_straggler(void)
 {
     TEST_BEGIN("straggler_named_on_its_own_row");
-    Job *j = job_new(3, T0);
-    int64_t t = j->start_ns;
-    for (int r = 0; r < 3; r++) {
-        job_rank_started(j, r, 100 + r, t);
-        send_hello(j, r, 100 + r, t += MS);
-        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
-    }
+    int64_t t;
+    Job *j = training_job(3, &t);
     for (int s = 1; s <= 10; s++)
         for (int r = 0; r < 3; r++) send_step_wait(j, r, s, 45.0, r == 1 ? 0.0 : 40.0, t += MS);
     JobOutlier o[4];
@@ -839,13 +847,8 @@ static void test_straggler(void)
 static void test_stats_outliers_order(void)
 {
     TEST_BEGIN("stats_outliers_and_orders");
-    Job *j = job_new(5, T0);
-    int64_t t = j->start_ns;
-    for (int r = 0; r < 5; r++) {
-        job_rank_started(j, r, 100 + r, t);
-        send_hello(j, r, 100 + r, t += MS);
-        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
-    }
+    int64_t t;
+    Job *j = training_job(5, &t);
     double step_ms[5] = { 10, 11, 10, 30, 10 };
     for (int s = 1; s <= 10; s++)
         for (int r = 0; r < 5; r++) {
