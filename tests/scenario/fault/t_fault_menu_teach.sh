@@ -14,7 +14,7 @@ fresh() {
     wait_for 10 sh -c "! command tmux -L '$TS' ls >/dev/null 2>&1" || die "tmux server did not go"
     rm -f "$TMP/exit"
 }
-args="--dataset synthetic --model mlp:16,32,4 --epochs 100000 --batch-size 8 --no-final-ckpt --timeout 120"
+args="--dataset synthetic --model mlp:16,32,4 --epochs 100000 --batch-size 8 --no-final-ckpt --timeout 120 --ckpt-dir $TMP/ck"
 start_feed 120 40 "DDPTOP_WORKER='$W'" -n 2 --hang-after 2 --stop-grace 2 --log-dir "$TMP/logs" -- $args
 wait_for 60 hasE " RUNNING .*step [1-9][0-9]" || dies "not training"
 keys Down

@@ -5,8 +5,12 @@
 . tests/lib.sh
 . tests/lib_py.sh
 out=$TMP/out.txt
-timeout 200 env DDPTOP_WORKER=$PY_WORKER "$DDPTOP" run -n 2 --headless --max-restarts 2 --stop-grace 3 -- \
-    --fault kill:1@5 examples/ddp_basics.py --data synthetic --limit 2048 --epochs 1 --out "$TMP/model.pt" >"$out" 2>&1
+# in a directory of its own: a ./checkpoints left by another run would be
+# resumed from
+mkdir "$TMP/run"
+(cd "$TMP/run" && timeout 200 env DDPTOP_WORKER=$PY_WORKER "$DDPTOP" run -n 2 --headless --max-restarts 2 \
+    --stop-grace 3 -- --fault kill:1@5 "$OLDPWD/examples/ddp_basics.py" --data synthetic --limit 2048 --epochs 1 \
+    --out "$TMP/model.pt") >"$out" 2>&1
 rc=$?
 cat "$out"
 [ $rc -eq 0 ] || die "ddptop exited $rc, want 0 (one restart, then done)"
