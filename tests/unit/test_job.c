@@ -864,6 +864,62 @@ static void test_shown_steps(void)
     TEST_END();
 }
 
+/* world ranks launched, said hello and training (pids 100 + rank). */
+static Job *training_job(int world, int64_t *t)
+{
+    Job *j = job_new(world, T0);
+    *t = j->start_ns;
+    for (int r = 0; r < world; r++) {
+        job_rank_started(j, r, 100 + r, *t);
+        send_hello(j, r, 100 + r, *t += MS);
+        send_phase(j, r, PHASE_TRAIN, NULL, *t += MS);
+    }
+    return j;
+}
+
+/* slow:1:40ms: every rank's step lasts as long (the others wait for rank 1
+ * in the all-reduce), so step times alone make rank 1 look the healthiest
+ * (the least exposed wait). Its own time names it the straggler; the
+ * others' rows say whom they wait for. */
+static void send_step_wait(Job *j, int rank, int64_t step, double step_ms, double exposed_ms, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_STEP);
+    m.rank = rank;
+    m.u.step.step = step;
+    m.u.step.loss = 1.0;
+    m.u.step.samples = step * 64;
+    m.u.step.step_ms = step_ms;
+    m.u.step.comm_ms = exposed_ms;
+    m.u.step.exposed_ms = exposed_ms;
+    job_apply(j, &m, t, WALL);
+}
+
+static void test_straggler(void)
+{
+    TEST_BEGIN("straggler_named_on_its_own_row");
+    int64_t t;
+    Job *j = training_job(3, &t);
+    for (int s = 1; s <= 10; s++)
+        for (int r = 0; r < 3; r++) send_step_wait(j, r, s, 45.0, r == 1 ? 0.0 : 40.0, t += MS);
+    JobOutlier o[4];
+    int n = job_outliers(j, t, 0, o, 4);
+    CHECK(n == 3 && o[0].rank == 1 && o[0].kind == JOB_OUT_STRAGGLER, "straggler first: %d %s", n, n ? o[0].text : "");
+    CHECK(n > 0 && strcmp(o[0].brief, "straggler: +40 ms/step") == 0 &&
+              strcmp(o[0].text, "r1 straggler: compute +40 ms/step, the others wait for it") == 0,
+          "brief: %s", o[0].brief);
+    CHECK(n == 3 && o[1].kind == JOB_OUT_WAITING && o[1].rank == 0 && strcmp(o[1].brief, "waiting for rank 1") == 0 &&
+              strcmp(o[1].text, "r0 waits 40 ms/step for rank 1") == 0,
+          "rank 0: %s", n > 1 ? o[1].brief : "");
+    /* the fault lifted: no straggler, nobody waits */
+    for (int s = 11; s <= 20; s++)
+        for (int r = 0; r < 3; r++) send_step_wait(j, r, s, 5.0, 0.5, t += MS);
+    n = job_outliers(j, t, 0, o, 4);
+    CHECK(n == 0, "outliers after the straggler caught up: %d %s", n, n ? o[0].text : "");
+    job_free(&j);
+    TEST_END();
+}
+
 /* samples/s counts training time: 0 while paused, and right at once after
  * a resume (a window that spans the pause would halve it). */
 static void test_rate_pause(void)
@@ -923,13 +979,8 @@ static void test_step_parts(void)
 static void test_stats_outliers_order(void)
 {
     TEST_BEGIN("stats_outliers_and_orders");
-    Job *j = job_new(5, T0);
-    int64_t t = j->start_ns;
-    for (int r = 0; r < 5; r++) {
-        job_rank_started(j, r, 100 + r, t);
-        send_hello(j, r, 100 + r, t += MS);
-        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
-    }
+    int64_t t;
+    Job *j = training_job(5, &t);
     double step_ms[5] = { 10, 11, 10, 30, 10 };
     for (int s = 1; s <= 10; s++)
         for (int r = 0; r < 5; r++) {
@@ -1075,6 +1126,7 @@ int main(void)
     test_step_parts();
     test_rate_pause();
     test_stats_outliers_order();
+    test_straggler();
     test_series();
     test_rank_histories();
     CHECK_EXIT();

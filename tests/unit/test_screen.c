@@ -513,6 +513,26 @@ static void test_canvas(void)
     canvas_init(&cv, true);
     canvas_reset(&cv, 10, 2);
     CHECK(canvas_put(&cv, 0, 7, 100, ST_BOLD, "abcdef") == 3, "not clipped at the edge");
+    /* text cut at the edge loses whole words and says so */
+    Canvas wide;
+    canvas_init(&wide, true);
+    canvas_reset(&wide, 40, 4);
+    char r2[160];
+    canvas_put(&wide, 0, 0, 14, ST_NORMAL, "waiting for hello");
+    canvas_row_text(&wide, 0, r2, sizeof r2);
+    CHECK(strncmp(r2, "waiting for\xe2\x80\xa6 ", 15) == 0, "cut word: '%s'", r2);
+    canvas_put(&wide, 1, 0, 8, ST_NORMAL, "eta 00:12:34");
+    canvas_row_text(&wide, 1, r2, sizeof r2);
+    CHECK(strncmp(r2, "eta\xe2\x80\xa6 ", 7) == 0, "cut number: '%s'", r2);
+    CHECK(canvas_put(&wide, 2, 0, 5, ST_NORMAL,
+                     "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80") == 5,
+          "a rule cut plainly");
+    canvas_row_text(&wide, 2, r2, sizeof r2);
+    CHECK(strstr(r2, "\xe2\x80\xa6") == NULL, "an ellipsis on a rule: '%s'", r2);
+    canvas_put(&wide, 3, 0, 40, ST_NORMAL, "fits exactly");
+    canvas_row_text(&wide, 3, r2, sizeof r2);
+    CHECK(strncmp(r2, "fits exactly ", 13) == 0, "uncut text changed: '%s'", r2);
+    canvas_done(&wide);
     CHECK(canvas_put(&cv, 1, 0, 10, ST_NORMAL, "日本語です") == 10 && canvas_at(&cv, 1, 1)->ch == 0, "wide characters");
     CHECK(canvas_put(&cv, 1, 9, 10, ST_NORMAL, "日") == 0, "half a wide character written");
     CHECK(canvas_put(&cv, 5, 0, 10, ST_NORMAL, "x") == 0 && canvas_put(&cv, 0, -1, 10, ST_NORMAL, "x") == 0,
@@ -520,7 +540,7 @@ static void test_canvas(void)
     CHECK(canvas_text_width(&cv, "a\xcc\x81") == 1, "combining mark counted");
     char row[64];
     canvas_row_text(&cv, 0, row, sizeof row);
-    CHECK(strcmp(row, "       abc") == 0, "row text '%s'", row);
+    CHECK(strcmp(row, "       ab\xe2\x80\xa6") == 0, "row text '%s'", row);
     canvas_done(&cv);
     TEST_END();
 }

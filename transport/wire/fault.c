@@ -108,6 +108,20 @@ int fault_unpack(int64_t arg, Fault *out)
     return 0;
 }
 
+int fault_drop_spent(FaultPlan *p, int64_t spent_step)
+{
+    int m = 0, dropped = 0;
+    for (int i = 0; i < p->n; i++) {
+        FaultKind k = p->f[i].kind;
+        if ((k == FAULT_KILL || k == FAULT_STALL || k == FAULT_UNSAFE_STOP) && p->f[i].step <= spent_step)
+            dropped++;
+        else
+            p->f[m++] = p->f[i];
+    }
+    p->n = m;
+    return dropped;
+}
+
 const Fault *fault_find(const FaultPlan *p, FaultKind kind, int rank)
 {
     for (int i = 0; i < p->n; i++)
@@ -142,9 +156,15 @@ void fault_explain(const Fault *f, char *buf, size_t len)
                  "shows the repeat)");
         break;
     case FAULT_UNSAFE_STOP:
-        snprintf(buf, len,
-                 "fault: unsafe stop - each rank stops at its own step without agreeing, so the ranks that "
-                 "go on wait forever in an all-reduce the others never join");
+        if (f->rank >= 0)
+            snprintf(buf, len,
+                     "fault: unsafe stop - rank %d stops alone at step %" PRId64 " without agreeing, so the others "
+                     "wait forever in an all-reduce it never joins",
+                     f->rank, f->step);
+        else
+            snprintf(buf, len,
+                     "fault: unsafe stop - each rank stops at its own step without agreeing, so the ranks that "
+                     "go on wait forever in an all-reduce the others never join");
         break;
     case FAULT_NO_BARRIER:
         snprintf(buf, len,

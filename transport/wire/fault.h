@@ -9,7 +9,14 @@
  *   slow:R:MS         rank R sleeps MS ms every step (a straggler)
  *   skip-set-epoch    every rank forgets set_epoch: each epoch repeats epoch 0's order
  *   unsafe-stop@S     each rank stops on its own after step S+rank, no agreement
- *                     (the classic shutdown hang)
+ *                     (the classic shutdown hang); live (the f menu's u), one
+ *                     rank R stops alone after its next step
+ *
+ * A restarted generation (--max-restarts) is told, in DDPTOP_FAULTS_SPENT,
+ * the furthest step the job reached before: the faults of a step at or
+ * below it fired already and are dropped (fault_drop_spent), so a kill
+ * fires once and the class sees the recovery, even when the restart
+ * resumes from a checkpoint below the fault's step.
  *   no-barrier        ranks destroy the communicator without the final barrier
  */
 #ifndef DDPTOP_FAULT_H
@@ -52,7 +59,13 @@ int64_t fault_pack(const Fault *f);
 void fault_add(FaultPlan *p, const Fault *f);
 /* The fault of `kind` that applies to `rank` (NULL if none). */
 const Fault *fault_find(const FaultPlan *p, FaultKind kind, int rank);
-/* One sentence for the screen when the fault fires. */
+/* Drop the faults of a step (kill, stall, unsafe-stop@S) at or below
+ * spent_step: an earlier generation went past them. Returns how many. */
+int fault_drop_spent(FaultPlan *p, int64_t spent_step);
+/* The environment variable ddptop sets on a restarted generation. */
+#define FAULT_SPENT_ENV "DDPTOP_FAULTS_SPENT"
+/* One sentence for the screen when the fault fires (f->step: the step it
+ * fires at, as the rank knows it: the trainer passes its own step). */
 void fault_explain(const Fault *f, char *buf, size_t len);
 const char *fault_name(FaultKind k);
 

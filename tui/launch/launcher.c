@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "wire/fault.h"
 
 typedef struct {
     pid_t pid;
@@ -91,6 +92,13 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
         sprintf(pp, "%s%s%s", c->pythonpath, old && *old ? ":" : "", old && *old ? old : "");
         setenv("PYTHONPATH", pp, 1);
         free(pp);
+    }
+    if (c->set_faults_spent) {
+        char v[24];
+        snprintf(v, sizeof v, "%lld", (long long)c->faults_spent);
+        setenv(FAULT_SPENT_ENV, v, 1);
+    } else {
+        unsetenv(FAULT_SPENT_ENV);
     }
     setenv("DDPTOP_CTL", c->ctl_ep, 1);
     setenv("DDPTOP_TEL", c->tel_ep, 1);

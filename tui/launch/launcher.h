@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct {
@@ -34,6 +35,8 @@ typedef struct {
     int node_rank, nnodes;  /* GROUP_RANK, GROUP_WORLD_SIZE (0 and 1 on one node) */
     int max_restarts;       /* TORCHELASTIC_MAX_RESTARTS (restart is TORCHELASTIC_RESTART_COUNT) */
     const char *pythonpath; /* put first on PYTHONPATH (the torch adapter's directory); NULL: left alone */
+    bool set_faults_spent;  /* a restart: DDPTOP_FAULTS_SPENT (wire/fault.h) = faults_spent, the */
+    int64_t faults_spent;   /* furthest step an earlier generation reached (its faults are spent) */
 } LaunchConfig;
 
 typedef struct Launcher Launcher;

@@ -450,8 +450,10 @@ typedef enum {
     JOB_OUT_HUNG,
     JOB_OUT_NAN,
     JOB_OUT_BEHIND,
+    JOB_OUT_STRAGGLER, /* the others wait for it in every all-reduce */
     JOB_OUT_SLOW,
     JOB_OUT_DROPS,
+    JOB_OUT_WAITING, /* waits for the straggler: not its own fault */
 } JobOutlierKind;
 
 typedef struct {
@@ -463,7 +465,10 @@ typedef struct {
 
 /* Ranks that stand out, worst first, at most max. Returns how many were
  * found in total (may exceed max). A slow rank takes 1.5x the median step
- * time and 2 ms more; a rank behind is 2 or more steps short of the front. */
+ * time and 2 ms more; a rank behind is 2 or more steps short of the front;
+ * the straggler's own time (step minus its exposed all-reduce wait, over
+ * its last 8 steps) exceeds the others' median by 2 ms and 20%, and a rank
+ * waiting for it spends half that excess or more waiting. */
 int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out, int max);
 /* Does rank r stand out (any outlier kind)? */
 bool job_rank_is_outlier(const Job *j, const JobRank *r, int64_t now_ns, int64_t wall_ns);

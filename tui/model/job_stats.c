@@ -1,6 +1,7 @@
 /* job_stats.c — reading many ranks at once: the order of the ranks table,
  * min/median/max over ranks, and the ranks that stand out (failed, silent,
- * stuck in a collective, diverged, behind, slow). This is what keeps a job
+ * stuck in a collective, diverged, behind, the straggler and those who
+ * wait for it, slow). This is what keeps a job
  * of 256 ranks readable on one screen.
  *
  * Owns: nothing; reads a Job. Main thread.
@@ -115,11 +116,82 @@ typedef struct {
     double med_step_ms;
     bool have_med;
     Front front;
+    int straggler;       /* the rank the others wait for (-1: none) */
+    double straggler_ms; /* its own time per step beyond the others' median */
 } Ctx;
+
+/* Steps over which a rank's own time (step minus the exposed wait in the
+ * all-reduce) is averaged: one late step is not a straggler. */
+#define STRAGGLER_STEPS   8
+/* A straggler's own time exceeds the others' median by this much and by
+ * this fraction of it; a rank waits for it when its exposed wait is at
+ * least this share of the excess. */
+#define STRAGGLER_MIN_MS  2.0
+#define STRAGGLER_MIN_X   0.2
+#define STRAGGLER_WAIT_OF 0.5
+
+/* Mean over the recent steps of a rank's own time and of its exposed
+ * wait; false without steps. */
+static bool own_time(const JobRank *r, double *own_ms, double *wait_ms)
+{
+    double own = 0, wait = 0;
+    int n = 0;
+    for (int i = 0; i < STRAGGLER_STEPS; i++) {
+        const JobStepRec *s = job_rank_step_at(r, i);
+        if (!s || !isfinite(s->step_ms) || !isfinite(s->exposed_ms)) break;
+        own += s->step_ms - s->exposed_ms;
+        wait += s->exposed_ms;
+        n++;
+    }
+    if (n == 0) return false;
+    *own_ms = own / n;
+    *wait_ms = wait / n;
+    return true;
+}
+
+/* The straggler of a DDP job: every rank's step lasts as long (each waits
+ * for the last one in the all-reduce), so step times cannot tell; the one
+ * whose own time stands out, while the others spend it waiting, can. */
+static void find_straggler(const Job *j, Ctx *c)
+{
+    c->straggler = -1;
+    if (j->world < 2) return;
+    double *own = malloc((size_t)j->world * sizeof *own), *wait = malloc((size_t)j->world * sizeof *wait),
+           *sorted = malloc((size_t)j->world * sizeof *sorted);
+    if (!own || !wait || !sorted) goto out;
+    int worst = -1, n = 0;
+    for (int i = 0; i < j->world; i++) {
+        const JobRank *r = &j->ranks[i];
+        own[i] = NAN;
+        if (r->state != RANK_ALIVE || r->phase != PHASE_TRAIN || !own_time(r, &own[i], &wait[i])) continue;
+        n++;
+        if (worst < 0 || own[i] > own[worst]) worst = i;
+    }
+    if (n < 2) goto out;
+    /* the others' medians: their own time, and their wait */
+    double med[2];
+    for (int k = 0; k < 2; k++) {
+        int m = 0;
+        for (int i = 0; i < j->world; i++)
+            if (i != worst && isfinite(own[i])) sorted[m++] = k ? wait[i] : own[i];
+        qsort(sorted, (size_t)m, sizeof *sorted, cmp_double);
+        med[k] = m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+    }
+    double excess = own[worst] - med[0];
+    if (excess >= STRAGGLER_MIN_MS && excess >= STRAGGLER_MIN_X * med[0] && med[1] >= STRAGGLER_WAIT_OF * excess) {
+        c->straggler = worst;
+        c->straggler_ms = excess;
+    }
+out:
+    free(own);
+    free(wait);
+    free(sorted);
+}
 
 static Ctx ctx_from(const Job *j, const JobStat st[JOB_METRIC__COUNT])
 {
     Ctx c = { 0 };
+    find_straggler(j, &c);
     c.max_step = st[JOB_METRIC_STEP].n ? (int64_t)st[JOB_METRIC_STEP].max : 0;
     c.have_med = st[JOB_METRIC_STEP_MS].n >= 2;
     c.med_step_ms = st[JOB_METRIC_STEP_MS].median;
@@ -186,6 +258,12 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         snprintf(brief, bn, "%lld steps behind", (long long)(c->max_step - sh.step));
         return JOB_OUT_BEHIND;
     }
+    double own, wait;
+    if (r->rank == c->straggler) {
+        snprintf(text, n, "r%d straggler: compute +%.0f ms/step, the others wait for it", r->rank, c->straggler_ms);
+        snprintf(brief, bn, "straggler: +%.0f ms/step", c->straggler_ms);
+        return JOB_OUT_STRAGGLER;
+    }
     if (c->have_med && r->last.step_ms > 1.5 * c->med_step_ms && r->last.step_ms > c->med_step_ms + 2.0) {
         double x = c->med_step_ms > 0 ? r->last.step_ms / c->med_step_ms : 0.0;
         snprintf(text, n, "r%d step %.1f ms (%.1fx median)", r->rank, r->last.step_ms, x);
@@ -196,6 +274,12 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
         snprintf(text, n, "r%d dropped %llu messages", r->rank, (unsigned long long)r->last.drops);
         snprintf(brief, bn, "dropped %llu msgs", (unsigned long long)r->last.drops);
         return JOB_OUT_DROPS;
+    }
+    if (c->straggler >= 0 && r->state == RANK_ALIVE && own_time(r, &own, &wait) &&
+        wait >= STRAGGLER_WAIT_OF * c->straggler_ms) {
+        snprintf(text, n, "r%d waits %.0f ms/step for rank %d", r->rank, wait, c->straggler);
+        snprintf(brief, bn, "waiting for rank %d", c->straggler);
+        return JOB_OUT_WAITING;
     }
     return -1;
 }
@@ -212,7 +296,7 @@ int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out,
         kind[i] = outlier_of(&j->ranks[i], &c, now_ns, wall_ns, NULL, 0, NULL, 0);
         total += kind[i] >= 0;
     }
-    for (int k = JOB_OUT_FAILED; k <= JOB_OUT_DROPS && kept < max; k++)
+    for (int k = JOB_OUT_FAILED; k <= JOB_OUT_WAITING && kept < max; k++)
         for (int i = 0; i < j->world && kept < max; i++) {
             if (kind[i] != k) continue;
             out[kept].rank = i;
@@ -474,7 +558,8 @@ void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, in
         snprintf(buf, n, "r%d %s", rank, job_cell_name(e));
         return;
     }
-    Ctx c = { s->max_step, s->med_step_ms, s->have_med, front_of(j) };
+    Ctx c = { .max_step = s->max_step, .med_step_ms = s->med_step_ms, .have_med = s->have_med, .front = front_of(j) };
+    find_straggler(j, &c);
     outlier_of(r, &c, now_ns, wall_ns, buf, n, NULL, 0);
 }
 

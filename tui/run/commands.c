@@ -152,7 +152,12 @@ static Fault menu_fault(int pick, int rank)
         f.ms = UI_FAULT_SLOW_MS;
         break;
     case UI_FAULT_SKIP_SET_EPOCH: f.kind = FAULT_SKIP_SET_EPOCH; break;
-    case UI_FAULT_UNSAFE_STOP: f.kind = FAULT_UNSAFE_STOP; break;
+    case UI_FAULT_UNSAFE_STOP:
+        /* one rank alone: every rank's with step 0 would stop them all at
+         * the step each hears of it, which can be the same one (no hang) */
+        f.kind = FAULT_UNSAFE_STOP;
+        f.rank = rank;
+        break;
     case UI_FAULT_NO_BARRIER: f.kind = FAULT_NO_BARRIER; break;
     default: break;
     }

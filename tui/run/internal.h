@@ -98,17 +98,18 @@ typedef struct {
     char job_id[96];
     char **restart_args; /* trainer options + --resume CKPT_DIR/latest */
     char resume_path[600];
+    int64_t steps_reached; /* the furthest step of any earlier generation (-1: none): DDPTOP_FAULTS_SPENT */
     bool quit_after;
     int handled_signals;
     char status[256];
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     int64_t refused_note_ms; /* last event about a refused hello */
     bool refused_warned;     /* the one event about frames with someone else's r */
-    struct {           /* w: a rank asked for its Python stacks */
-        bool on;       /* waiting for its dump in its log */
-        int rank, pid; /* whom, which process */
-        long off;      /* its log's size when signalled */
-        long size;     /* the size last seen */
+    struct {                 /* w: a rank asked for its Python stacks */
+        bool on;             /* waiting for its dump in its log */
+        int rank, pid;       /* whom, which process */
+        long off;            /* its log's size when signalled */
+        long size;           /* the size last seen */
         int64_t asked_ms, grew_ms;
     } stack;
 } Run;

@@ -171,6 +171,14 @@ static void take_keys(Run *r, Turns *t)
     /* q asks first only while a stop is not already on its way */
     bool running = run_procs_running(r) > 0 && !r->stop_requested;
     while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
+        /* every rank has ended (the key line no longer offers these) */
+        bool to_ranks = a == VIEW_ACT_CKPT || a == VIEW_ACT_DESTROY || a == VIEW_ACT_PAUSE || a == VIEW_ACT_ABORT ||
+                        a == VIEW_ACT_STACK;
+        if (to_ranks && run_procs_running(r) == 0 && !r->restart_pending) {
+            view_tui_note(r->tui, "the job has ended: no rank left to act on (q leaves)");
+            t->drawn_version = (uint64_t)-1;
+            continue;
+        }
         if (a == VIEW_ACT_CKPT)
             run_request_ckpt(r);
         else if (a == VIEW_ACT_DESTROY) {
@@ -319,7 +327,7 @@ static int end_job(Run *r)
 
 int run_job(const RunOptions *o)
 {
-    Run run = { .o = o };
+    Run run = { .o = o, .steps_reached = -1 };
     char err[512] = "";
     codec_buf_init(&run.buf);
     signals_catch_stop(1);

@@ -98,7 +98,9 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
                             .node_rank = 0,
                             .nnodes = o->nnodes,
                             .max_restarts = o->max_restarts,
-                            .pythonpath = o->adapter_dir };
+                            .pythonpath = o->adapter_dir,
+                            .set_faults_spent = restart > 0 && r->steps_reached >= 0,
+                            .faults_spent = r->steps_reached };
     char extra[PROTO_STR_LONG] = "";
     if (restart > 0 && o->target == RUN_TRAINER && resume_latest(r, restart, extra, sizeof extra, err, errlen))
         return ERR_FAIL;
@@ -139,6 +141,10 @@ int run_restart(Run *r, char *err, size_t errlen)
     r->rung = 0;
     r->restart_pending = false;
     r->status[0] = '\0';
+    /* the furthest step so far: the faults of steps up to it fired (fault.h) */
+    for (int k = 0; k < w; k++)
+        if (r->job->ranks[k].have_step && r->job->ranks[k].last.step > r->steps_reached)
+            r->steps_reached = r->job->ranks[k].last.step;
     job_restart(r->job, mono_ns());
     if (run_launch(r, r->job->restarts, err, errlen)) return ERR_FAIL;
     snprintf(r->status, sizeof r->status, "restart %d/%d", r->job->restarts, r->o->max_restarts);

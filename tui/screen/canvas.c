@@ -117,11 +117,59 @@ static bool iter_next(CharIter *it, uint32_t *cp, int *cw)
     return true;
 }
 
+static bool ascii_alnum(uint32_t cp) { return cp < 0x80 && ((cp | 0x20) - 'a' < 26 || cp - '0' < 10); }
+
+/* Where a cut through text ends: before the word it would split (back to
+ * the last space of what fits, with the spaces and the opening punctuation
+ * before it), leaving a column for the ellipsis. Returns the columns to
+ * keep (0 when not even that fits). */
+static int cut_at(const Canvas *c, const char *s, int lim)
+{
+    CharIter it;
+    iter_init(&it, c, s);
+    uint32_t cp = ' ', prev = ' ';
+    int cw, cols = 0, word_end = -1, end = 0;
+    while (iter_next(&it, &cp, &cw)) {
+        if (cw == 0) continue;
+        if (cols + cw > lim - 1) break;
+        if (cp == ' ' && prev != ' ') word_end = cols;
+        cols += cw;
+        prev = cp;
+        if (cp != ' ') end = cols; /* no blank before the ellipsis */
+    }
+    /* the character after the cut continues a word: drop the whole word */
+    if (cp != ' ' && prev != ' ' && word_end > 0) end = word_end;
+    return end;
+}
+
 int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
 {
     if (!s || y < 0 || y >= c->h || x < 0 || x >= c->w) return 0;
     int lim = c->w - x;
     if (maxw < lim) lim = maxw;
+    if (lim <= 0) return 0;
+    /* Text cut at the edge never reads as another word ("waiting for hell",
+     * "eta 00:1"): it loses whole words and ends with an ellipsis. Lines,
+     * bars and plots (no letter or digit left out) are cut plainly. */
+    int keep = lim;
+    bool ellipsis = false;
+    {
+        CharIter it;
+        iter_init(&it, c, s);
+        uint32_t cp;
+        int cw, cols = 0;
+        bool cut = false, words_lost = false;
+        while (iter_next(&it, &cp, &cw) && !words_lost) {
+            if (cw == 0) continue;
+            if (!cut && cols + cw > lim) cut = true;
+            words_lost = cut && ascii_alnum(cp);
+            cols += cw;
+        }
+        if (words_lost) {
+            keep = cut_at(c, s, lim);
+            ellipsis = true;
+        }
+    }
     int cols = 0;
     CharIter it;
     iter_init(&it, c, s);
@@ -129,11 +177,12 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
     int cw;
     while (iter_next(&it, &cp, &cw)) {
         if (cw == 0) continue; /* combining marks: dropped, never misplaced */
-        if (cols + cw > lim) break;
+        if (cols + cw > keep) break;
         *at(c, y, x + cols) = (Cell){ cp, (uint8_t)style };
         if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ 0, (uint8_t)style };
         cols += cw;
     }
+    if (ellipsis) *at(c, y, x + cols++) = (Cell){ c->utf8 ? 0x2026u : '~', (uint8_t)style };
     return cols;
 }
 

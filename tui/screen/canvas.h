@@ -65,7 +65,12 @@ void canvas_done(Canvas *c);
 int canvas_reset(Canvas *c, int w, int h);
 /* Write UTF-8 text at (y, x), at most maxw columns and never past the right
  * edge. Invalid bytes and control characters become '?' (newline and tab a
- * space); combining marks are dropped. Returns the columns written. */
+ * space); combining marks are dropped. Text cut where a letter or digit is
+ * left out loses the word it would split and ends with an ellipsis ("…",
+ * '~' without UTF-8): "waiting for hello" in 14 columns is "waiting for…",
+ * never "waiting for he"; lines, bars and plots are cut plainly. The one
+ * truncation of the screen: panels cut text by giving it a width. Returns
+ * the columns written. */
 int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s);
 /* Like canvas_put, with a printf format. */
 int canvas_printf(Canvas *c, int y, int x, int maxw, int style, const char *fmt, ...)

@@ -2,8 +2,8 @@
  * and how much of it backward hid, each gradient bucket's latency over the
  * run with its bandwidths, and the recent collectives with the rank that
  * arrived last (the straggler) and by how much — or, for one still open,
- * which ranks everybody is waiting for; for a big job, the rank that came
- * last most often.
+ * which ranks everybody is waiting for (or, once they ended, that it never
+ * completed); for a big job, the rank that came last most often.
  *
  * Owns: the panel's wording. Reads the Job. No curses. Main thread.
  */
@@ -62,6 +62,26 @@ static void draw_coll(DrawCtx *d, const JobColl *c, int x, int y, int w)
     if (c->arrived < j->world) {
         char miss[80];
         missing_ranks(j, c, miss, sizeof miss);
+        /* once those who came or those awaited have ended, nobody waits:
+         * a frozen "waiting 10.2s" on a replay's last frame would say so */
+        bool missing_ended = true, someone_waits = false;
+        for (int r = 0; r < j->world; r++) {
+            bool ended = j->ranks[r].state == RANK_EXITED_OK || j->ranks[r].state == RANK_FAILED;
+            if (job_coll_arrived(j, c, r))
+                someone_waits |= !ended;
+            else
+                missing_ended &= ended;
+        }
+        if (missing_ended || !someone_waits) {
+            if (missing_ended)
+                canvas_printf(d->cv, y, cx, end - cx, ST_DIM, " %d/%d in, never completed: %s ended without it",
+                              c->arrived, j->world, miss);
+            else
+                canvas_printf(d->cv, y, cx, end - cx, ST_DIM,
+                              " %d/%d in, never completed: the ranks in it ended waiting for %s", c->arrived, j->world,
+                              miss);
+            return;
+        }
         double waited = (double)(d->wall_ns - c->first_ns) / 1e9;
         canvas_printf(d->cv, y, cx, end - cx, ST_WARN, " %d/%d in, waiting %.1fs for %s", c->arrived, j->world, waited,
                       miss);

@@ -252,9 +252,10 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         nst = ST_ERR;
         snprintf(note, sizeof note, "loss is %s", isnan(r->last.loss) ? "nan" : "inf");
     } else if (out) {
-        /* slow, behind, dropping: now, so before a lint that stays */
-        mark = d->g->mark_warn;
-        nst = ST_WARN;
+        /* slow, behind, dropping: now, so before a lint that stays; a
+         * rank that only waits for the straggler is not marked itself */
+        if (out->kind != JOB_OUT_WAITING) mark = d->g->mark_warn;
+        nst = out->kind == JOB_OUT_WAITING ? ST_DIM : ST_WARN;
         snprintf(note, sizeof note, "%s%s%s", out->brief, at[0] ? "  " : "", at);
     } else if (lint[0]) {
         /* a mistake in the script (the events say more) */

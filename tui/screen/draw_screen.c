@@ -205,20 +205,33 @@ static double eta_s(const Job *j, int64_t step)
     return (double)(j->max_steps - step) / (j->samples_per_s / world_batch);
 }
 
+/* A title piece whole or not at all ("eta 00:1" would read as a time):
+ * returns the columns used, and *full once one did not fit. */
+static int put_piece(DrawCtx *d, int x, int w, int style, const char *s, bool *full)
+{
+    int sw = canvas_text_width(d->cv, s);
+    if (*full || x + sw > w) {
+        *full = true;
+        return 0;
+    }
+    return canvas_put(d->cv, 0, x, w - x, style, s);
+}
+
 static void draw_title(DrawCtx *d, int w)
 {
     const Job *j = d->j;
     Canvas *cv = d->cv;
+    bool full = false;
     canvas_fill(cv, 0, 0, w, ST_TITLE);
     int x = canvas_put(cv, 0, 0, w, ST_TITLE, " ddptop ");
     char buf[160];
     snprintf(buf, sizeof buf, " %s ", state_text(j));
-    x += canvas_put(cv, 0, x, w - x, state_badge(j->state), buf);
+    x += put_piece(d, x, w, state_badge(j->state), buf, &full);
     snprintf(buf, sizeof buf, "  %d/%d ranks", job_alive(j), j->world);
-    x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    x += put_piece(d, x, w, ST_TITLE, buf, &full);
     if (j->max_restarts > 0) {
         snprintf(buf, sizeof buf, "  restart %d/%d", j->restarts, j->max_restarts);
-        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+        x += put_piece(d, x, w, ST_TITLE, buf, &full);
     }
     int64_t epoch, step = job_step_agreed(j, d->now_ns, &epoch); /* not a burst's arrival order */
     if (j->max_steps > 0)
@@ -226,20 +239,20 @@ static void draw_title(DrawCtx *d, int w)
                  (long long)j->max_steps);
     else
         snprintf(buf, sizeof buf, "  epoch %lld  step %lld", (long long)epoch, (long long)step);
-    x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    x += put_piece(d, x, w, ST_TITLE, buf, &full);
     char n[32];
     draw_fmt_count(n, sizeof n, j->samples_per_s);
     snprintf(buf, sizeof buf, "  %s samples/s", n);
-    x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+    x += put_piece(d, x, w, ST_TITLE, buf, &full);
     double eta = eta_s(j, step);
     if (j->paused && j->max_steps > step) { /* no estimate while nothing runs */
         snprintf(buf, sizeof buf, "  eta paused");
-        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+        x += put_piece(d, x, w, ST_TITLE, buf, &full);
     } else if (eta >= 0) {
         char t[32];
         draw_fmt_hms(t, sizeof t, (int64_t)(eta * 1e9));
         snprintf(buf, sizeof buf, "  eta %s", t);
-        x += canvas_put(cv, 0, x, w - x, ST_TITLE, buf);
+        x += put_piece(d, x, w, ST_TITLE, buf, &full);
     }
     char el[32];
     draw_fmt_hms(el, sizeof el, d->now_ns - j->start_ns);
@@ -254,17 +267,20 @@ typedef struct {
     int style;
 } Seg;
 
-/* label/value pairs left to right, wrapping, in at most maxlines lines. */
+/* label/value pairs left to right, wrapping, in at most maxlines lines; a
+ * pair that finds no room is left out whole. Returns the lines drawn (the
+ * line a left-out pair would have started is not one: the progress bar
+ * goes there). */
 static int flow(DrawCtx *d, int x0, int y, int w, int maxlines, const Seg *segs, int n)
 {
     int line = 0, x = 0;
     for (int i = 0; i < n; i++) {
         int sw = canvas_text_width(d->cv, segs[i].label) + 1 + canvas_text_width(d->cv, segs[i].value);
         if (x > 0 && x + 2 + sw > w) {
+            if (line + 1 >= maxlines) continue; /* a shorter one may still fit */
             line++;
             x = 0;
         }
-        if (line >= maxlines) break;
         if (x > 0) x += 2;
         x += canvas_put(d->cv, y + line, x0 + x, w - x, ST_LABEL, segs[i].label);
         x += canvas_put(d->cv, y + line, x0 + x, w - x, ST_NORMAL, " ");
@@ -406,7 +422,8 @@ static void draw_keys(DrawCtx *d, int y, int w)
     const char *keys[48][2];
     /* live: p offers "resume" once a pause is asked; replay: the mode says */
     bool alt = u->keys_mode == KEYS_LIVE ? d->j->pause_wanted : u->keys_alt;
-    int n = keys_line(u->keys_mode, alt, keys, 48);
+    bool ended = d->j->state == JOB_DONE || d->j->state == JOB_FAILED;
+    int n = keys_line(u->keys_mode, alt, ended, keys, 48);
     int x = 0;
     for (int i = 0; i < n; i++) {
         int need = canvas_text_width(d->cv, keys[i][0]) + 1 + canvas_text_width(d->cv, keys[i][1]);

@@ -170,15 +170,31 @@ static bool on_line(const KeyRow *r, KeysMode m) { return in_mode(r->line_modes,
 
 static int line_place(const KeyRow *r) { return r->line; }
 
-int keys_line(KeysMode m, bool alt, const char *(*out)[2], int max)
+/* Does the row's key act on the job's ranks (nothing to do once they ended)? */
+static bool acts_on_ranks(const KeyRow *r)
+{
+    switch (r->bind[0].act) {
+    case KEY_ACT_CKPT:
+    case KEY_ACT_DESTROY:
+    case KEY_ACT_PAUSE:
+    case KEY_ACT_ABORT:
+    case KEY_ACT_FAULT:
+    case KEY_ACT_STACK: return true;
+    default: return false;
+    }
+}
+
+int keys_line(KeysMode m, bool alt, bool ended, const char *(*out)[2], int max)
 {
     const KeyRow *rows[N_ROWS];
-    int n = sorted_rows(rows, max < N_ROWS ? max : N_ROWS, on_line, m, line_place);
-    for (int i = 0; i < n; i++) {
-        out[i][0] = rows[i]->line_key ? rows[i]->line_key : rows[i]->keys;
-        out[i][1] = alt && rows[i]->label_alt ? rows[i]->label_alt : rows[i]->label;
+    int n = sorted_rows(rows, N_ROWS, on_line, m, line_place), k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        if (ended && acts_on_ranks(rows[i])) continue;
+        out[k][0] = rows[i]->line_key ? rows[i]->line_key : rows[i]->keys;
+        out[k][1] = alt && rows[i]->label_alt ? rows[i]->label_alt : rows[i]->label;
+        k++;
     }
-    return n;
+    return k;
 }
 
 static bool in_usage(const KeyRow *r, KeysMode m) { return in_mode(r->modes, m) && r->usage; }

@@ -99,8 +99,10 @@ const char *keys_help_title(KeysMode m);
 int keys_help(KeysMode m, const KeyRow **out, int max);
 /* The key line of mode m: {key, label} pairs in their order into
  * out[max]; returns how many. alt: the mode's toggle is on (live: a pause
- * is wanted; replay: the replay is paused), so label_alt shows. */
-int keys_line(KeysMode m, bool alt, const char *(*out)[2], int max);
+ * is wanted; replay: the replay is paused), so label_alt shows. ended: the
+ * job is over (done or failed), so the keys that act on its ranks (c d p
+ * a f w) are left out: the line shows only keys that still do something. */
+int keys_line(KeysMode m, bool alt, bool ended, const char *(*out)[2], int max);
 /* `ddptop --help`'s keys paragraph ("keys: c checkpoint  ..."), one or
  * more lines each ending in '\n', into buf[n]; returns its length
  * (snprintf's: the length it needed). */

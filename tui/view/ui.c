@@ -29,7 +29,7 @@ void ui_fault_label(UiFault f, int rank, char *buf, size_t len)
     case UI_FAULT_STALL: snprintf(buf, len, "stall rank %d (stops stepping, keeps its sockets)", rank); break;
     case UI_FAULT_SLOW: snprintf(buf, len, "slow rank %d by %d ms per step", rank, UI_FAULT_SLOW_MS); break;
     case UI_FAULT_SKIP_SET_EPOCH: snprintf(buf, len, "skip set_epoch on every rank"); break;
-    case UI_FAULT_UNSAFE_STOP: snprintf(buf, len, "unsafe stop: each rank stops at its own step"); break;
+    case UI_FAULT_UNSAFE_STOP: snprintf(buf, len, "unsafe stop: rank %d stops alone, no agreement", rank); break;
     case UI_FAULT_NO_BARRIER: snprintf(buf, len, "destroy without the final barrier"); break;
     default: snprintf(buf, len, "?"); break;
     }

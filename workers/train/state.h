@@ -116,6 +116,7 @@ struct Trainer {
     /* teaching faults: --fault, then live ones from ddptop */
     FaultPlan faults;
     bool fault_said[FAULT_MAX];
+    int64_t fault_slow_ms; /* the slow fault's sleep in the next step (step.c), 0: none */
     char err[512];
 };
 

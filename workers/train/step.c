@@ -3,9 +3,11 @@
  */
 #include "train/step.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "train/report.h"
@@ -21,6 +23,13 @@ int step_run(Trainer *t, int64_t off, float *flags, int64_t *used)
     MsgStep s;
     memset(&s, 0, sizeof s);
     double t0 = mono_ms_f(), data_ms = 0;
+    /* the slow fault (trainer.c): slower compute, timed as forward time */
+    double slow_ms = 0;
+    if (t->fault_slow_ms > 0) {
+        struct timespec ts = { (time_t)(t->fault_slow_ms / 1000), (long)(t->fault_slow_ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) && errno == EINTR) {}
+        slow_ms = mono_ms_f() - t0;
+    }
 
     /* Flags ride just before grads[0], i.e. at the front of the last bucket. */
     if (c->pad_write(t, flags, FL_COUNT)) return -1;
@@ -37,6 +46,7 @@ int step_run(Trainer *t, int64_t off, float *flags, int64_t *used)
         if (c->forward_backward(t, k, micro, bk, &s, &loss_sum)) return -1;
         u += bk;
     }
+    s.fwd_ms += slow_ms;
     double lr = schedule_lr(&t->sched, t->step);
     double comm_ms = 0;
     if (c->finish_step(t, lr, flags, &s, &loss_sum, &comm_ms)) return -1;

@@ -116,14 +116,18 @@ static int collective(Trainer *t, RedOp *op)
 }
 
 /* A fault fires: its sentence, once, on stderr and as a warn log. A fault
- * of every rank is said by rank 0 alone (the others would repeat it). */
+ * of every rank is said by rank 0 alone (the others would repeat it). The
+ * sentence names the step it fires at (a live fault's step is 0: "at the
+ * next step"). */
 static void fault_fired(Trainer *t, const Fault *f)
 {
     int i = (int)(f - t->faults.f);
     if (t->fault_said[i]) return;
     t->fault_said[i] = true;
     char s[PROTO_STR_LONG];
-    fault_explain(f, s, sizeof s);
+    Fault at = *f;
+    if (at.kind == FAULT_KILL || at.kind == FAULT_STALL || at.kind == FAULT_UNSAFE_STOP) at.step = t->step;
+    fault_explain(&at, s, sizeof s);
     fprintf(stderr, "ddptop-worker rank %d: %s\n", t->id->rank, s);
     if (f->rank >= 0 || t->id->rank == 0) report_log(t, "warn", "%s", s);
 }
@@ -321,7 +325,7 @@ static void sleep_ms(int64_t ms)
 }
 
 /* Faults that act before a step: kill and stall once this rank has done
- * S steps, slow before every step. */
+ * S steps, slow in every step. */
 static void faults_before_step(Trainer *t)
 {
     const int r = t->id->rank;
@@ -346,19 +350,22 @@ static void faults_before_step(Trainer *t)
             if (t->front_gone) _exit(1); /* a stalled rank has nothing to save */
         }
     }
+    /* slow compute: step.c sleeps inside the step's forward, so the step
+     * (not the gap between steps) is what takes longer, as a slow GPU's does */
     f = fault_find(&t->faults, FAULT_SLOW, r);
-    if (f) {
-        fault_fired(t, f);
-        sleep_ms(f->ms);
-    }
+    if (f) fault_fired(t, f);
+    t->fault_slow_ms = f ? f->ms : 0;
 }
 
 /* unsafe-stop: stop alone after step S + rank, without the flags, as a
- * script that breaks out of its loop on a local condition does. */
+ * script that breaks out of its loop on a local condition does. One that
+ * names this rank (the f menu's u) stops it alone after step S: the
+ * others go on into an all-reduce it never joins, whatever step each
+ * heard of it at. */
 static bool unsafe_stop(Trainer *t)
 {
     const Fault *f = fault_find(&t->faults, FAULT_UNSAFE_STOP, t->id->rank);
-    if (!f || t->step < f->step + t->id->rank) return false;
+    if (!f || t->step < f->step + (f->rank >= 0 ? 0 : t->id->rank)) return false;
     fault_fired(t, f);
     snprintf(t->stop_reason, sizeof t->stop_reason, "unsafe stop (fault): rank %d stops alone, no agreement",
              t->id->rank);
@@ -543,6 +550,14 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                    "--ckpt-dir %s holds %d checkpoint%s of another run (up to step %" PRId64
                    "): latest will be this run's; --keep-last removes the oldest written first",
                    a->ckpt_dir, others, others == 1 ? "" : "s", newest);
+    /* a restart: the faults an earlier generation went past do not fire again */
+    const char *spent = getenv(FAULT_SPENT_ENV);
+    if (spent && *spent) {
+        char *e;
+        long long v = strtoll(spent, &e, 10);
+        if (*e == '\0' && fault_drop_spent(&t->faults, v) > 0 && id->rank == 0)
+            report_log(t, "info", "restart: faults at steps up to %lld fired in an earlier run, not again", v);
+    }
     t->ops->log_memory(t, "ready");
 
     report_phase(t, PHASE_RENDEZVOUS, NULL);

@@ -17,7 +17,11 @@ keys() { tmux send-keys -t "$S" "$@"; }
 # open FILE ARGS...: ddptop replay in a 120x40 pane; exit status to $TMP/exit
 open_rec() {
     rm -f "$TMP/exit"
-    command tmux -L "$S" kill-session -t "$S" 2>/dev/null
+    # the last session's server must be gone first: a new-session that
+    # reaches a server still exiting is lost ("no server running"), seen
+    # on a busy machine
+    command tmux -L "$S" kill-server 2>/dev/null
+    wait_for 10 sh -c "! command tmux -L '$S' ls >/dev/null 2>&1" || die "the tmux server did not go"
     tmux new-session -d -s "$S" -x 120 -y 40 \
       "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 '$DDPTOP' replay $* >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 60"
 }

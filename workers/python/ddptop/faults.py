@@ -16,7 +16,8 @@ Where they act, as in workers/train/trainer.c:
                      once the rank has done S steps;
   skip-set-epoch     DistributedSampler.set_epoch does nothing, so every
                      epoch repeats the order of the epoch it came in;
-  unsafe-stop        after step S + rank, this rank alone stops: its
+  unsafe-stop        after step S + rank (a live one naming a rank: that
+                     rank after step S), this rank alone stops: its
                      DataLoaders run dry, as a loop that breaks on a local
                      condition (StopTraining without one), without the flags;
   no-barrier         an agreed stop destroys the group without its barrier.
@@ -93,6 +94,16 @@ def unpack(arg):
     return Fault(kind, ALL if r == 0xFFFFF else r, 0 if kind == SLOW else v, v if kind == SLOW else 0)
 
 
+def drop_spent(faults, env):
+    """fault_drop_spent: on a restart (--max-restarts), DDPTOP_FAULTS_SPENT is the
+    furthest step an earlier generation reached; the faults of a step at or
+    below it fired already and do not fire again."""
+    spent = env.get("DDPTOP_FAULTS_SPENT", "")
+    if not re.fullmatch(r"-?\d+", spent):
+        return faults
+    return [f for f in faults if f.kind not in (KILL, STALL, UNSAFE_STOP) or f.step > int(spent)]
+
+
 def explain(f):
     """fault_explain's sentence (transport/wire/fault.c), word for word."""
     if f.kind == KILL:
@@ -107,6 +118,9 @@ def explain(f):
     if f.kind == SKIP_SET_EPOCH:
         return ("fault: set_epoch is skipped - every epoch repeats the first epoch's order (the sampler panel "
                 "shows the repeat)")
+    if f.kind == UNSAFE_STOP and f.rank != ALL:
+        return (f"fault: unsafe stop - rank {f.rank} stops alone at step {f.step} without agreeing, so the others "
+                f"wait forever in an all-reduce it never joins")
     if f.kind == UNSAFE_STOP:
         return ("fault: unsafe stop - each rank stops at its own step without agreeing, so the ranks that "
                 "go on wait forever in an all-reduce the others never join")
@@ -144,7 +158,8 @@ class Plan:
             return
         self.said.add(i)
         r = run()
-        text = explain(f)
+        at = Fault(f.kind, f.rank, r.step if f.kind in (KILL, STALL, UNSAFE_STOP) else f.step, f.ms)
+        text = explain(at)      # the step it fires at (a live fault's is 0: "at the next step")
         sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
         if f.rank != ALL or r.rank == 0:
             r.log("warn", text)
@@ -186,7 +201,8 @@ class Plan:
     def unsafe_stop(self, r):
         """After a step: True when this rank stops alone now."""
         f = self.find(UNSAFE_STOP)
-        if f is None or self.dry or r.step < f.step + r.rank:
+        # every rank's: after S + rank; one rank's (the f menu's u): it alone, after S
+        if f is None or self.dry or r.step < f.step + (0 if f.rank != ALL else r.rank):
             return False
         self.fired(f)
         self.dry = True

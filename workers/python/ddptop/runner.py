@@ -162,7 +162,7 @@ def main(argv):
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
         m.install()
-    for f in plan:
+    for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)
     status = 0
     beater = beat.start(env)
