@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -88,8 +89,16 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, 
     u->ctl = zmq_socket(u->zctx, ZMQ_DEALER);
     u->tel = zmq_socket(u->zctx, ZMQ_PUSH);
     if (!u->ctl || !u->tel) goto zfail;
-    char ident[32];
-    int n = snprintf(ident, sizeof ident, "rank-%d", rank);
+    /* a routing id of this process's own (protocol.h): nobody who connects
+     * first can hold it, and ddptop admits it only with our pid */
+    char ident[PROTO_RANK_IDENT_MAX];
+    uint32_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) nonce = (uint32_t)mono_ns() ^ (uint32_t)getpid();
+    int n = proto_rank_ident(ident, sizeof ident, rank, getpid(), nonce);
+    if (n < 0) {
+        snprintf(err, errlen, "uplink: no routing id for rank %d", rank);
+        goto fail;
+    }
     int hwm = TEL_HWM, zero = 0;
     if (zmq_setsockopt(u->ctl, ZMQ_ROUTING_ID, ident, (size_t)n) ||
         zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) || zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
