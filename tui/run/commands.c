@@ -71,7 +71,7 @@ void run_flush_cmds(Run *r)
             rk->sent_resume = r->resume_id;
         }
         if (r->stop_requested && !rk->sent_stop) {
-            send_cmd(r, k, "stop", 1, 0);
+            send_cmd(r, k, "stop", 1, r->stop_arg);
             rk->sent_stop = true;
         }
     }

@@ -20,6 +20,7 @@
 #include "link/uplink.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@ struct Uplink {
     int64_t ping_timeout_ms;  /* 0: never judge */
     bool pinged;              /* a ping came: ddptop keeps a heartbeat */
     bool stop_heard;          /* a "stop" came: store waits end */
+    int64_t stop_arg;         /* its arg: 1 + the rank whose death ended the job, else 0 */
     pid_t parent;             /* ddptop as our parent, 0: not watched */
     bool gone;                /* final: sends stop waiting */
     bool stopped;             /* ddptop was stopped at the last look */
@@ -274,7 +276,10 @@ static void queue_cmd(Uplink *u, const MsgCmd *c)
         u->pinged = true;
         return;
     }
-    if (!strcmp(c->op, "stop")) u->stop_heard = true;
+    if (!strcmp(c->op, "stop") && !u->stop_heard) {
+        u->stop_heard = true;
+        u->stop_arg = c->arg;
+    }
     if (u->q_len == CMD_QUEUE) return; /* ddptop sends a handful; a flood is dropped */
     u->q[(u->q_head + u->q_len) % CMD_QUEUE] = *c;
     u->q_len++;
@@ -412,6 +417,30 @@ int uplink_next_cmd(Uplink *u, MsgCmd *out)
 void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms) { u->ping_timeout_ms = timeout_ms; }
 
 bool uplink_stop_heard(const Uplink *u) { return u->stop_heard; }
+
+int uplink_stop_dead_rank(const Uplink *u)
+{
+    return u->stop_heard && u->stop_arg > 0 && u->stop_arg <= INT_MAX ? (int)(u->stop_arg - 1) : -1;
+}
+
+int uplink_store_interrupted(void *ctx, char *why, size_t whylen)
+{
+    Uplink *u = ctx;
+    for (int k = 0; k < 1024 && read_ctl(u) == 0; k++) {}
+    if (u->stop_heard) {
+        int dead = uplink_stop_dead_rank(u);
+        if (dead >= 0)
+            snprintf(why, whylen, "ddptop stopped the job: rank %d died", dead);
+        else
+            snprintf(why, whylen, "ddptop stopped the job");
+        return 1;
+    }
+    if (parent_gone(u)) {
+        snprintf(why, whylen, "ddptop (pid %d) is gone", (int)u->parent);
+        return 1;
+    }
+    return 0;
+}
 
 /* SIGHUP: the parent-death signal (or a stray hang-up: then the parent is
  * still ours and nothing happens). Async-signal-safe calls only. */

@@ -530,7 +530,9 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->ops->log_memory(t, "ready");
 
     report_phase(t, PHASE_RENDEZVOUS, NULL);
-    CommStore store = { .ctx = up, .set = uplink_store_set, .get = uplink_store_get };
+    CommStore store = {
+        .ctx = up, .set = uplink_store_set, .get = uplink_store_get, .interrupted = uplink_store_interrupted
+    };
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/%s", id->job_id, id->backend);
     CommConfig cc = { .backend = id->backend,
@@ -545,8 +547,11 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) {
         if (uplink_stop_heard(up) && !t->front_gone) {
             /* ddptop stops the job (a peer died in the rendezvous): leave now. */
-            fprintf(stderr, "ddptop-worker rank %d: stop requested during the rendezvous: %s\n", id->rank, t->err);
-            report_phase(t, PHASE_STOPPING, "stop requested by ddptop during the rendezvous");
+            char why[96] = "stop requested by ddptop during the rendezvous";
+            int dead = uplink_stop_dead_rank(up);
+            if (dead >= 0) snprintf(why, sizeof why, "rank %d died during the rendezvous: stopped by ddptop", dead);
+            fprintf(stderr, "ddptop-worker rank %d: %s: %s\n", id->rank, why, t->err);
+            report_phase(t, PHASE_STOPPING, why);
             report_bye(t);
             goto out;
         }
