@@ -423,6 +423,19 @@ int uplink_stop_dead_rank(const Uplink *u)
     return u->stop_heard && u->stop_arg > 0 && u->stop_arg <= INT_MAX ? (int)(u->stop_arg - 1) : -1;
 }
 
+bool uplink_wait_stop(Uplink *u, int64_t timeout_ms)
+{
+    int64_t deadline = mono_ms() + timeout_ms;
+    while (!u->stop_heard && !parent_gone(u)) {
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) break;
+        zmq_pollitem_t it = { u->ctl, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, (long)(left < 50 ? left : 50)) < 0 && errno != EINTR) break;
+        for (int k = 0; k < 1024 && read_ctl(u) == 0; k++) {}
+    }
+    return u->stop_heard;
+}
+
 int uplink_store_interrupted(void *ctx, char *why, size_t whylen)
 {
     Uplink *u = ctx;

@@ -42,11 +42,14 @@
 #include "wire/sampler.h"
 
 /* How often a rank polls commands and agrees with the others while paused. */
-#define PAUSE_ROUND_MS  20
+#define PAUSE_ROUND_MS          20
+/* How long a rank whose rendezvous failed on a dead peer waits for
+ * ddptop's stop (ddptop reaps the dead rank and sends it within ms). */
+#define PEER_DEATH_STOP_WAIT_MS 1000
 /* All-reduce tags of the collectives that are not gradient buckets (bucket
  * b uses tag b; BUCKET_MAX is far below these). */
-#define TAG_PAUSE_FLAGS 0x70000001u
-#define TAG_EVAL        0x70000002u
+#define TAG_PAUSE_FLAGS         0x70000001u
+#define TAG_EVAL                0x70000002u
 
 /* What the reduced flags of a step (or a paused round) ask for. */
 typedef struct {
@@ -545,6 +548,11 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                       .device = t->ops->comm_device,
                       .stream = t->ops->stream(t) };
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) {
+        /* A peer's death can reach us first as Gloo's own error (the side
+         * that connects to a dead peer is refused at once): give ddptop's
+         * stop, which names the dead rank, a moment to arrive. */
+        if (strstr(t->err, "Connection refused") || strstr(t->err, "closed by peer") || strstr(t->err, "reset by peer"))
+            uplink_wait_stop(up, PEER_DEATH_STOP_WAIT_MS);
         if (uplink_stop_heard(up) && !t->front_gone) {
             /* ddptop stops the job (a peer died in the rendezvous): leave now. */
             char why[96] = "stop requested by ddptop during the rendezvous";
