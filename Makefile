@@ -16,6 +16,18 @@ PY_SYS   := /usr/bin/python3
 PYENV    := $(BUILD)/pyenv
 PY       := $(PYENV)/bin/python
 
+# SAN=1: the whole build (ddptop, the worker, tests, tools) with ASan and
+# UBSan, UBSan fatal, in its own folder build-san/ and without CUDA; the
+# sanitizers ride on CC and CXX, so every compile and link gets them.
+# `make SAN=1 test T=...` runs tests against it (docs/RELIABILITY.md).
+ifeq ($(SAN),1)
+BUILD    := build-san
+NO_CUDA  := 1
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+override CC  += $(SAN_FLAGS)
+override CXX += $(SAN_FLAGS)
+endif
+
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -MMD -MP
 CXXFLAGS ?= -O2 -g

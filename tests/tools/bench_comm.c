@@ -47,7 +47,7 @@ static int cmp_i64(const void *a, const void *b)
 static int bench_rank(int rank, int world, const char *algo, const size_t *bytes, int nsizes, double seconds, int run)
 {
     setenv("DDPTOP_GLOO_ALLREDUCE", algo, 1);
-    CommStore cs = { &store, ds_set, ds_get };
+    CommStore cs = { .ctx = &store, .set = ds_set, .get = ds_get };
     char prefix[64], err[512];
     snprintf(prefix, sizeof prefix, "bench-%d-%s", run, algo);
     CommConfig cfg = { .backend = "gloo",

@@ -35,6 +35,7 @@ class Front:
         self.ctl.bind(f"ipc://{self.dir}/ctl")
         self.tel.bind(f"ipc://{self.dir}/tel")
         self.store = {}
+        self.idents = {}           # rank -> the routing id its hello came from
         self.waiting = []          # (deadline, ident, key, kind)
         self.msgs = []             # every message from the workers, decoded
         self.world = world
@@ -82,6 +83,8 @@ class Front:
                 t = m.get("timeout_ms", 0) or 30000
                 self.waiting.append((time.monotonic() + t / 1000, ident, key, k))
         else:
+            if k == "hello" and isinstance(m.get("r"), int):
+                self.idents[m["r"]] = ident   # commands go to the rank's own routing id
             self.msgs.append(m)
 
     def pump(self, secs):
@@ -124,7 +127,7 @@ class Front:
         return pred(self)
 
     def cmd(self, rank, op, id, arg=0):
-        self.ctl.send_multipart([f"rank-{rank}".encode(),
+        self.ctl.send_multipart([self.idents.get(rank, f"rank-{rank}".encode()),
                                  self.pack({"k": "cmd", "id": id, "op": op, "arg": arg})])
 
     def cmd_all(self, op, id, arg=0):

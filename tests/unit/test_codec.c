@@ -353,6 +353,36 @@ static uint64_t rng(void)
 
 /* ---- cases --------------------------------------------------------------- */
 
+/* Routing ids of rank processes: what the worker writes, ddptop parses;
+ * anything else is not a rank's. */
+static void test_rank_idents(void)
+{
+    TEST_BEGIN("rank_routing_ids");
+    char id[PROTO_RANK_IDENT_MAX];
+    int64_t pid = -1;
+    int n = proto_rank_ident(id, sizeof id, 12, 4321, 0xbeef);
+    CHECK(n > 0 && !strcmp(id, "rank-12.4321.0000beef"), "%s", id);
+    CHECK(proto_rank_ident_parse(id, (size_t)n, &pid) == 12 && pid == 4321, "parse %s: pid %lld", id, (long long)pid);
+    CHECK(proto_rank_ident_parse("rank-3", 6, &pid) == 3 && pid == 0, "plain rank-3");
+    CHECK(proto_rank_ident(id, 10, 1, 1, 0) == -1, "too small a buffer");
+    CHECK(proto_rank_ident(id, sizeof id, 1, 0, 0) == -1, "pid 0");
+    const char *bad[] = { "rank-",
+                          "rank-01",
+                          "rank-1.",
+                          "rank-1.5",
+                          "rank-1.5.abc",
+                          "rank-1.0.0000beef",
+                          "rank-1.5.0000BEEF",
+                          "rank-1.5.0000beef0",
+                          "rank-x",
+                          "evil-cmd",
+                          "rank-1.99999999999.0000beef",
+                          "rank-99999999999" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(proto_rank_ident_parse(bad[i], strlen(bad[i]), &pid) == -1, "\"%s\" taken for a rank's", bad[i]);
+    TEST_END();
+}
+
 static void test_names(void)
 {
     TEST_BEGIN("names");
@@ -1229,6 +1259,7 @@ static void test_mutations(void)
 int main(void)
 {
     test_names();
+    test_rank_idents();
     test_init_and_time();
     test_roundtrip();
     test_envelope_optional();

@@ -87,8 +87,9 @@ static int recv_part(void *sock, zmq_msg_t *part, int flags, char *err, size_t e
 
 /* "localhost:UID:GID:PID" on ipc (libzmq with SO_PEERCRED) -> PID; 0
  * for anything else (tcp gives an address, inproc nothing). */
-static int64_t peer_pid(zmq_msg_t *part)
+int64_t zs_peer_pid(void *zmq_msg)
 {
+    zmq_msg_t *part = zmq_msg;
     const char *a = zmq_msg_gets(part, "Peer-Address");
     if (!a || strncmp(a, "localhost:", 10)) return 0;
     long long uid, gid, pid;
@@ -101,7 +102,7 @@ static int64_t peer_pid(zmq_msg_t *part)
 static int decode_last(void *sock, zmq_msg_t *part, Msg *out, char *err, size_t errlen, const char *where, ZsTap tap,
                        void *tap_ctx, int64_t *pid)
 {
-    if (pid) *pid = peer_pid(part);
+    if (pid) *pid = zs_peer_pid(part);
     if (zmq_msg_more(part)) {
         int extra = zs_drain(sock);
         msg_init(out, MSG_UNKNOWN);

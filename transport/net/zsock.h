@@ -64,6 +64,10 @@ int zs_recv_peer(void *sock, Msg *out, int flags, ZsTap tap, void *tap_ctx, int6
 int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, int flags, ZsTap tap, void *tap_ctx,
                       int64_t *peer_pid, char *err, size_t errlen);
 
+/* The sending process's pid of a received zmq_msg_t (passed as void *):
+ * on ipc:// the kernel's SO_PEERCRED, else 0. */
+int64_t zs_peer_pid(void *zmq_msg);
+
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
  * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).
  * out gets its path. Returns 0 or -1 with err. */

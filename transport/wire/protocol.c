@@ -7,6 +7,8 @@
  */
 #include "wire/protocol.h"
 #include "base/clock.h"
+#include <inttypes.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,3 +103,41 @@ const char *phase_name(Phase p) { return name_at(phase_names, PHASE__COUNT, (int
 Phase phase_from_name(const char *s) { return (Phase)index_of(phase_names, PHASE__COUNT, s); }
 
 int64_t proto_now_ns(void) { return wall_ns(); }
+
+int proto_rank_ident(char *out, size_t outlen, int rank, int64_t pid, uint32_t nonce)
+{
+    if (rank < 0 || pid <= 0 || pid > INT32_MAX) return -1;
+    int n = snprintf(out, outlen, "rank-%d.%" PRId64 ".%08" PRIx32, rank, pid, nonce);
+    return n > 0 && (size_t)n < outlen && n < PROTO_RANK_IDENT_MAX ? n : -1;
+}
+
+/* Decimal digits at s[*i..] without a leading zero, at most max; -1 if none. */
+static int64_t digits(const char *s, size_t len, size_t *i, int64_t max)
+{
+    size_t start = *i;
+    int64_t v = 0;
+    for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++) {
+        v = v * 10 + (s[*i] - '0');
+        if (v > max) return -1;
+    }
+    if (*i == start || (s[start] == '0' && *i - start > 1)) return -1;
+    return v;
+}
+
+int proto_rank_ident_parse(const void *ident, size_t len, int64_t *pid)
+{
+    const char *s = ident;
+    size_t i = 5;
+    if (pid) *pid = 0;
+    if (!s || len < 6 || len >= PROTO_RANK_IDENT_MAX || memcmp(s, "rank-", 5)) return -1;
+    int64_t rank = digits(s, len, &i, 1000000000);
+    if (rank < 0) return -1;
+    if (i == len) return (int)rank;
+    if (s[i++] != '.') return -1;
+    int64_t p = digits(s, len, &i, INT32_MAX);
+    if (p <= 0 || i >= len || s[i++] != '.' || len - i != 8) return -1;
+    for (; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return -1;
+    if (pid) *pid = p;
+    return (int)rank;
+}

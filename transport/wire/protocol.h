@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 
 #define PROTO_VERSION         1
 /* Frames above this size are refused by the decoder (a shard of 1M indices
@@ -236,5 +237,17 @@ Phase phase_from_name(const char *s); /* PHASE_NONE if none */
 
 /* Wall-clock time in ns (CLOCK_REALTIME). */
 int64_t proto_now_ns(void);
+
+/* A rank's routing id on ctl: "rank-R.PID.NONCE", NONCE 8 lowercase hex
+ * digits drawn per process, so no other process can take (or hold first)
+ * the id of a live rank (docs/PROTOCOL.md, "Routing ids"). The plain
+ * "rank-R" of custom trainers is still accepted. Fits PROTO_RANK_IDENT_MAX. */
+#define PROTO_RANK_IDENT_MAX 48
+/* Write rank's id for process pid into out; returns its length, or -1 when
+ * rank or pid is out of range or out is too small. */
+int proto_rank_ident(char *out, size_t outlen, int rank, int64_t pid, uint32_t nonce);
+/* The rank a routing id names, or -1 when it is not a rank's id; *pid (may
+ * be NULL) gets the pid it names, 0 for a plain "rank-R". */
+int proto_rank_ident_parse(const void *ident, size_t len, int64_t *pid);
 
 #endif

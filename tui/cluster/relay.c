@@ -3,6 +3,7 @@
 #include "cluster/relay.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "base/err.h"
 #include "net/zsock.h"
+#include "wire/protocol.h"
 
 #define MAX_UP 256
 
@@ -72,7 +74,7 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     /* no ZMQ_ROUTER_HANDOVER: a second "rank-N" must not take a live rank's
-     * traffic; a restarted rank connects after the old one is gone */
+     * traffic; ranks' ids are per process (find_up), so a restart is new */
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
     int64_t maxmsg = 8 << 20; /* PROTO_MAX_FRAME_BYTES: larger frames are refused upstream anyway */
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
@@ -93,17 +95,40 @@ fail:
 const char *relay_ctl_endpoint(const Relay *r) { return r->ctl_ep; }
 const char *relay_tel_endpoint(const Relay *r) { return r->tel_ep; }
 
-static Up *find_up(Relay *r, const void *ident, size_t len)
+/* A slot whose rank process (named by its routing id) has ended. */
+static int dead_slot(Relay *r)
+{
+    for (int i = 0; i < r->n_up; i++) {
+        int64_t pid = 0;
+        proto_rank_ident_parse(r->up[i].ident, r->up[i].len, &pid);
+        if (pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH) return i;
+    }
+    return -1;
+}
+
+/* The DEALER to node 0 for a rank's routing id, made on its first frame.
+ * A "rank-R.PID.NONCE" id must come from process PID (the kernel says who
+ * sent body on ipc), so no process opens a slot in another's name; the
+ * slots of ended processes are reused, so squatters that exit cannot
+ * exhaust them. */
+static Up *find_up(Relay *r, const void *ident, size_t len, zmq_msg_t *body)
 {
     for (int i = 0; i < r->n_up; i++)
         if (r->up[i].len == len && !memcmp(r->up[i].ident, ident, len)) return &r->up[i];
-    if (r->n_up >= MAX_UP || len < 6 || memcmp(ident, "rank-", 5)) return NULL;
+    int64_t named = 0, sender = zs_peer_pid(body);
+    if (proto_rank_ident_parse(ident, len, &named) < 0 || (named && sender && named != sender)) return NULL;
+    int slot = r->n_up < MAX_UP ? r->n_up : dead_slot(r);
+    if (slot < 0) return NULL;
     char err[256] = "";
-    Up *u = &r->up[r->n_up];
+    Up *u = &r->up[slot];
+    if (slot < r->n_up) zmq_close(u->sock);
     memcpy(u->ident, ident, len);
     u->len = len;
-    if (!(u->sock = up_socket(r, ZMQ_DEALER, ident, len, r->up_ctl, err, sizeof err))) return NULL;
-    r->n_up++;
+    if (!(u->sock = up_socket(r, ZMQ_DEALER, ident, len, r->up_ctl, err, sizeof err))) {
+        if (slot < r->n_up) *u = r->up[--r->n_up]; /* the slot is gone */
+        return NULL;
+    }
+    if (slot == r->n_up) r->n_up++;
     return u;
 }
 
@@ -157,7 +182,7 @@ int relay_pump(Relay *r, void *extra, int *extra_ready, long timeout_ms)
             zs_drain(r->ctl);
             got = 0;
         }
-        Up *u = got ? find_up(r, zmq_msg_data(&id), zmq_msg_size(&id)) : NULL;
+        Up *u = got ? find_up(r, zmq_msg_data(&id), zmq_msg_size(&id), &body) : NULL;
         if (u && zmq_msg_send(&body, u->sock, 0) >= 0)
             r->frames_up++;
         else

@@ -3,7 +3,7 @@
  * Owns: the node-local sockets the ranks connect to (ctl ROUTER and tel PULL
  * on ipc:// in the agent's private 0700 directory, so local ranks need no
  * keys) and the agent's sockets to node 0 (one CURVE PUSH for all telemetry,
- * one CURVE DEALER per rank carrying that rank's routing id "rank-N", so
+ * one CURVE DEALER per rank process carrying its routing id "rank-N.PID.NONCE", so
  * node 0 sees each rank exactly as if it had connected itself: store
  * replies and commands find their way back). Frames pass byte for byte.
  * Telemetry is forwarded with ZMQ_DONTWAIT: a full queue drops and counts,

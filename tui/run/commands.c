@@ -35,14 +35,20 @@
 static void send_cmd(Run *r, int rank, const char *op, int64_t id, int64_t arg)
 {
     Msg m;
-    char ident[32], err[160];
+    char ident[ZS_IDENT_MAX], err[160];
     msg_init(&m, MSG_CMD);
     m.u.cmd.id = id;
     m.u.cmd.arg = arg;
     snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "%s", op);
     m.t_ns = proto_now_ns();
-    int n = snprintf(ident, sizeof ident, "rank-%d", rank);
-    if (zs_send_to(r->ctl, ident, (size_t)n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err) == 0 && r->rec)
+    /* to the routing id of the process whose hello was admitted (inbox.c) */
+    const RunRank *rk = &r->rk[rank];
+    size_t n = rk->ident_len;
+    if (n)
+        memcpy(ident, rk->ident, n);
+    else
+        n = (size_t)snprintf(ident, sizeof ident, "rank-%d", rank);
+    if (zs_send_to(r->ctl, ident, n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err) == 0 && r->rec)
         recorder_write(r->rec, REC_SRC_SENT, r->buf.data, r->buf.len, mono_ns(), 0, err, sizeof err);
 }
 
@@ -65,7 +71,7 @@ void run_flush_cmds(Run *r)
             rk->sent_resume = r->resume_id;
         }
         if (r->stop_requested && !rk->sent_stop) {
-            send_cmd(r, k, "stop", 1, 0);
+            send_cmd(r, k, "stop", 1, r->stop_arg);
             rk->sent_stop = true;
         }
     }

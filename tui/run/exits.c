@@ -96,6 +96,7 @@ void run_rank_ended(Run *r, int rank, int pid, int status)
     if (run_procs_running(r) > 0 && !r->stop_requested) {
         char why[128];
         snprintf(why, sizeof why, "rank %d %s", rank, jr->how_ended);
+        r->stop_arg = 1 + (int64_t)rank; /* so ranks still connecting can say who */
         run_request_stop(r, why);
     }
 }

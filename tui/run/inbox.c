@@ -55,18 +55,8 @@ static bool is_rank_kind(MsgKind k)
            k != MSG_UNKNOWN;
 }
 
-/* "rank-N" -> N; -1 for any other routing id. */
-static int ident_rank(const char *ident, size_t len)
-{
-    if (!ident || len < 6 || len > 16 || memcmp(ident, "rank-", 5)) return -1;
-    int n = 0;
-    for (size_t i = 5; i < len; i++) {
-        if (ident[i] < '0' || ident[i] > '9' || (i == 5 && ident[i] == '0' && len > 6)) return -1;
-        n = n * 10 + (ident[i] - '0');
-        if (n > 1000000000) return -1;
-    }
-    return n;
-}
+/* "rank-N" or "rank-N.PID.NONCE" -> N; -1 for any other routing id. */
+static int ident_rank(const char *ident, size_t len) { return proto_rank_ident_parse(ident, len, NULL); }
 
 /* Values no worker sends: a "drops" past DROPS_PER_STEP_MAX a step, an eval
  * that is not rank 0's or whose counts do not add up. */
@@ -116,10 +106,16 @@ static FromVerdict check_hello(Tap *t, const Msg *m, const char *ident, size_t i
         if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
     char from[48] = "";
     if (pid) snprintf(from, sizeof from, ", process %" PRId64, pid);
-    if (ident_rank(ident, ident_len) != k)
+    int64_t named = 0;
+    if (proto_rank_ident_parse(ident, ident_len, &named) != k)
         snprintf(t->why, sizeof t->why,
-                 "refused a hello for rank %d from routing id %s (pid %" PRId64 "%s): rank %d's routing id is rank-%d",
+                 "refused a hello for rank %d from routing id %s (pid %" PRId64 "%s): rank %d's routing id is "
+                 "rank-%d.PID.NONCE",
                  k, who, claimed, from, k, k);
+    else if (named && named != claimed)
+        snprintf(t->why, sizeof t->why,
+                 "refused a hello for rank %d from %s: it claims pid %" PRId64 " but its routing id names pid %" PRId64,
+                 k, who, claimed, named);
     else if (pid && claimed != pid)
         snprintf(t->why, sizeof t->why,
                  "refused a hello for rank %d from %s: it claims pid %" PRId64 " but comes from process %" PRId64, k,

@@ -88,6 +88,7 @@ typedef struct {
     bool pause_wanted;
     int64_t ckpt_id;
     bool stop_requested;
+    int64_t stop_arg; /* the stop's arg: 1 + the rank whose death ended the job, else 0 */
     int64_t stop_at_ms;
     int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
     bool aborted; /* a: the job was aborted on demand (exit non-zero) */

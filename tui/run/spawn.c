@@ -138,6 +138,7 @@ int run_restart(Run *r, char *err, size_t errlen)
                               .prev_pid = r->rk[k].pid, /* its late frames are not a stranger's */
                               .ext_ended = r->rk[k].ext_ended };
     r->stop_requested = false;
+    r->stop_arg = 0;
     r->rung = 0;
     r->restart_pending = false;
     r->status[0] = '\0';

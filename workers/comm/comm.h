@@ -44,6 +44,12 @@ typedef struct {
     /* Wait until key exists (at most timeout_ms), then return its value in a
      * malloc'd *val (caller frees). Returns 0, 1 on timeout, -1 on error. */
     int (*get)(void *ctx, const char *key, void **val, size_t *len, int64_t timeout_ms, char *err, size_t errlen);
+    /* Optional (NULL: none). Asked every few ms while the rendezvous waits
+     * outside the store (Gloo connecting to its peers, which a peer's death
+     * leaves waiting until timeout_ms): 1 with why gives up at once
+     * (comm_new fails, err naming why), 0 goes on. Never called at the
+     * same time as set or get. */
+    int (*interrupted)(void *ctx, char *why, size_t whylen);
 } CommStore;
 
 typedef struct Comm Comm;

@@ -40,9 +40,12 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -120,16 +123,36 @@ std::string one_line(std::string s)
 /* gloo::rendezvous::Store over the caller's CommStore callbacks. Failures
  * throw gloo::IoException naming the key, so they surface through
  * connectFullMesh like any other rendezvous error. */
+/* What comm_new and the thread that runs its rendezvous share. Every call
+ * into the caller's store (set, get, interrupted) holds mu, so the store
+ * (not thread-safe) is used by one thread at a time; once abandoned, the
+ * thread never touches the store again and ends at Gloo's own timeout. */
+struct Gate {
+    std::mutex mu;
+    bool abandoned = false;
+};
+
 class CallbackStore : public gloo::rendezvous::Store
 {
   public:
-    CallbackStore(const CommStore &s, Ms timeout) : s_(s), timeout_(timeout) {}
+    CallbackStore(const CommStore &s, Ms timeout, std::shared_ptr<Gate> gate)
+        : s_(s), timeout_(timeout), gate_(std::move(gate))
+    {
+    }
 
     void set(const std::string &key, const std::vector<char> &data) override
     {
+        std::lock_guard<std::mutex> hold(gate_->mu);
+        if (gate_->abandoned) throw gloo::IoException("store set '" + key + "': the rendezvous was given up");
         char err[256] = "";
         if (s_.set(s_.ctx, key.c_str(), data.data(), data.size(), err, sizeof err) != 0)
             throw gloo::IoException("store set '" + key + "': " + err);
+        /* Test hook: die right after publishing a key ending so (e.g.
+         * "coll/rank_1": rank 1's address), the window a peer's death
+         * leaves the others in Gloo's connect (tests/scenario/train/t_connect_dead.sh). */
+        const char *die = getenv("DDPTOP_TEST_KILL_AFTER_SET");
+        if (die && *die && key.size() >= strlen(die) && !key.compare(key.size() - strlen(die), std::string::npos, die))
+            raise(SIGKILL);
     }
 
     /* Gloo's rendezvous calls get() on keys it never waited for, so get
@@ -151,6 +174,8 @@ class CallbackStore : public gloo::rendezvous::Store
   private:
     std::vector<char> fetch(const std::string &key, Ms timeout)
     {
+        std::lock_guard<std::mutex> hold(gate_->mu);
+        if (gate_->abandoned) throw gloo::IoException("store get '" + key + "': the rendezvous was given up");
         void *val = nullptr;
         size_t len = 0;
         char err[256] = "";
@@ -172,6 +197,7 @@ class CallbackStore : public gloo::rendezvous::Store
 
     CommStore s_;
     Ms timeout_;
+    std::shared_ptr<Gate> gate_;
 };
 
 /* The old-style ring, reusable on any buffer of its length. Its pair
@@ -464,41 +490,92 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     if (parse_algo(&algo, err, errlen) != 0) return -1;
     ignore_sigpipe_if_default();
 
-    GlooComm *c = nullptr;
-    std::string op = "rendezvous (rank " + std::to_string(cfg->rank) + "/" + std::to_string(cfg->world) + ")";
-    int rc = guarded(nullptr, op, __LINE__, err, errlen, [&] {
-        std::unique_ptr<GlooComm> cm(new GlooComm);
-        cm->rank = cfg->rank;
-        cm->world = cfg->world;
-        cm->timeout = Ms(cfg->timeout_ms);
-        cm->algo = algo;
+    /* The rendezvous runs on a thread of its own, so this one can ask the
+     * caller whether to give up while Gloo connects (a peer that died
+     * after publishing its address leaves the others there until the
+     * timeout; no Gloo call can be interrupted). Everything the thread
+     * reads is copied: it may outlive this call. */
+    struct Job {
+        int rank, world;
+        int64_t timeout_ms;
+        Algo algo;
+        std::string host, prefix, op;
+        CommStore store;
+        std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+        std::promise<void> done;
+        int rc = -1;
+        char err[1024] = "";
+        GlooComm *c = nullptr;
+    };
+    auto job = std::make_shared<Job>();
+    job->rank = cfg->rank;
+    job->world = cfg->world;
+    job->timeout_ms = cfg->timeout_ms;
+    job->algo = algo;
+    job->host = cfg->host;
+    job->prefix = cfg->prefix;
+    job->store = *cfg->store;
+    job->op = "rendezvous (rank " + std::to_string(cfg->rank) + "/" + std::to_string(cfg->world) + ")";
+    auto run = [job] {
+        job->rc = guarded(nullptr, job->op, __LINE__, job->err, sizeof job->err, [&] {
+            std::unique_ptr<GlooComm> cm(new GlooComm);
+            cm->rank = job->rank;
+            cm->world = job->world;
+            cm->timeout = Ms(job->timeout_ms);
+            cm->algo = job->algo;
 
-        CallbackStore base(*cfg->store, cm->timeout);
-        gloo::transport::tcp::attr attr;
-        attr.hostname = cfg->host;
-        cm->dev = gloo::transport::tcp::CreateDevice(attr);
+            CallbackStore base(job->store, cm->timeout, job->gate);
+            gloo::transport::tcp::attr attr;
+            attr.hostname = job->host;
+            cm->dev = gloo::transport::tcp::CreateDevice(attr);
 
-        /* One rendezvous per mesh, under sub-prefixes of the job's. The
-         * timeout is set before connecting: pairs copy it when they are
-         * made, and it bounds the rendezvous waits and every later
-         * send/recv. */
-        const std::string prefix(cfg->prefix);
-        gloo::rendezvous::PrefixStore store(prefix + "/coll", base);
-        cm->ctx = std::make_shared<gloo::rendezvous::Context>(cfg->rank, cfg->world);
-        cm->ctx->setTimeout(cm->timeout);
-        cm->ctx->connectFullMesh(store, cm->dev);
+            /* One rendezvous per mesh, under sub-prefixes of the job's. The
+             * timeout is set before connecting: pairs copy it when they are
+             * made, and it bounds the rendezvous waits and every later
+             * send/recv. */
+            gloo::rendezvous::PrefixStore store(job->prefix + "/coll", base);
+            cm->ctx = std::make_shared<gloo::rendezvous::Context>(job->rank, job->world);
+            cm->ctx->setTimeout(cm->timeout);
+            cm->ctx->connectFullMesh(store, cm->dev);
 
-        gloo::rendezvous::PrefixStore ring_store(prefix + "/ring", base);
-        cm->ring_ctx = std::make_shared<gloo::rendezvous::Context>(cfg->rank, cfg->world);
-        cm->ring_ctx->setTimeout(cm->timeout);
-        cm->ring_ctx->connectFullMesh(ring_store, cm->dev);
+            gloo::rendezvous::PrefixStore ring_store(job->prefix + "/ring", base);
+            cm->ring_ctx = std::make_shared<gloo::rendezvous::Context>(job->rank, job->world);
+            cm->ring_ctx->setTimeout(cm->timeout);
+            cm->ring_ctx->connectFullMesh(ring_store, cm->dev);
 
-        gloo::rendezvous::PrefixStore shm_store(prefix + "/shm", base);
-        setup_shm(cm.get(), shm_store, cfg->timeout_ms);
-        c = cm.release();
-    });
-    if (rc != 0) return -1;
-    *out = c;
+            gloo::rendezvous::PrefixStore shm_store(job->prefix + "/shm", base);
+            setup_shm(cm.get(), shm_store, job->timeout_ms);
+            job->c = cm.release();
+        });
+        job->done.set_value();
+    };
+    if (!job->store.interrupted) {
+        run();
+    } else {
+        std::future<void> done = job->done.get_future();
+        try {
+            std::thread(run).detach();
+        } catch (const std::exception &e) {
+            put_err(err, errlen, __LINE__, "%s: cannot start a thread: %s", job->op.c_str(), e.what());
+            return -1;
+        }
+        while (done.wait_for(Ms(20)) != std::future_status::ready) {
+            /* not while the thread is in a store call: those end on a stop themselves */
+            std::unique_lock<std::mutex> hold(job->gate->mu, std::try_to_lock);
+            if (!hold.owns_lock()) continue;
+            char why[256] = "";
+            if (job->store.interrupted(job->store.ctx, why, sizeof why)) {
+                job->gate->abandoned = true;
+                put_err(err, errlen, __LINE__, "%s: given up while connecting to the peers: %s", job->op.c_str(), why);
+                return -1;
+            }
+        }
+    }
+    if (job->rc != 0) {
+        snprintf(err, errlen, "%s", job->err);
+        return -1;
+    }
+    *out = job->c;
     return 0;
 }
 

@@ -20,12 +20,14 @@
 #include "link/uplink.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -59,6 +61,7 @@ struct Uplink {
     int64_t ping_timeout_ms;  /* 0: never judge */
     bool pinged;              /* a ping came: ddptop keeps a heartbeat */
     bool stop_heard;          /* a "stop" came: store waits end */
+    int64_t stop_arg;         /* its arg: 1 + the rank whose death ended the job, else 0 */
     pid_t parent;             /* ddptop as our parent, 0: not watched */
     bool gone;                /* final: sends stop waiting */
     bool stopped;             /* ddptop was stopped at the last look */
@@ -88,8 +91,16 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, 
     u->ctl = zmq_socket(u->zctx, ZMQ_DEALER);
     u->tel = zmq_socket(u->zctx, ZMQ_PUSH);
     if (!u->ctl || !u->tel) goto zfail;
-    char ident[32];
-    int n = snprintf(ident, sizeof ident, "rank-%d", rank);
+    /* a routing id of this process's own (protocol.h): nobody who connects
+     * first can hold it, and ddptop admits it only with our pid */
+    char ident[PROTO_RANK_IDENT_MAX];
+    uint32_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) nonce = (uint32_t)mono_ns() ^ (uint32_t)getpid();
+    int n = proto_rank_ident(ident, sizeof ident, rank, getpid(), nonce);
+    if (n < 0) {
+        snprintf(err, errlen, "uplink: no routing id for rank %d", rank);
+        goto fail;
+    }
     int hwm = TEL_HWM, zero = 0;
     if (zmq_setsockopt(u->ctl, ZMQ_ROUTING_ID, ident, (size_t)n) ||
         zmq_setsockopt(u->tel, ZMQ_SNDHWM, &hwm, sizeof hwm) || zmq_setsockopt(u->ctl, ZMQ_LINGER, &zero, sizeof zero))
@@ -265,7 +276,10 @@ static void queue_cmd(Uplink *u, const MsgCmd *c)
         u->pinged = true;
         return;
     }
-    if (!strcmp(c->op, "stop")) u->stop_heard = true;
+    if (!strcmp(c->op, "stop") && !u->stop_heard) {
+        u->stop_heard = true;
+        u->stop_arg = c->arg;
+    }
     if (u->q_len == CMD_QUEUE) return; /* ddptop sends a handful; a flood is dropped */
     u->q[(u->q_head + u->q_len) % CMD_QUEUE] = *c;
     u->q_len++;
@@ -403,6 +417,43 @@ int uplink_next_cmd(Uplink *u, MsgCmd *out)
 void uplink_set_ping_timeout(Uplink *u, int64_t timeout_ms) { u->ping_timeout_ms = timeout_ms; }
 
 bool uplink_stop_heard(const Uplink *u) { return u->stop_heard; }
+
+int uplink_stop_dead_rank(const Uplink *u)
+{
+    return u->stop_heard && u->stop_arg > 0 && u->stop_arg <= INT_MAX ? (int)(u->stop_arg - 1) : -1;
+}
+
+bool uplink_wait_stop(Uplink *u, int64_t timeout_ms)
+{
+    int64_t deadline = mono_ms() + timeout_ms;
+    while (!u->stop_heard && !parent_gone(u)) {
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) break;
+        zmq_pollitem_t it = { u->ctl, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, (long)(left < 50 ? left : 50)) < 0 && errno != EINTR) break;
+        for (int k = 0; k < 1024 && read_ctl(u) == 0; k++) {}
+    }
+    return u->stop_heard;
+}
+
+int uplink_store_interrupted(void *ctx, char *why, size_t whylen)
+{
+    Uplink *u = ctx;
+    for (int k = 0; k < 1024 && read_ctl(u) == 0; k++) {}
+    if (u->stop_heard) {
+        int dead = uplink_stop_dead_rank(u);
+        if (dead >= 0)
+            snprintf(why, whylen, "ddptop stopped the job: rank %d died", dead);
+        else
+            snprintf(why, whylen, "ddptop stopped the job");
+        return 1;
+    }
+    if (parent_gone(u)) {
+        snprintf(why, whylen, "ddptop (pid %d) is gone", (int)u->parent);
+        return 1;
+    }
+    return 0;
+}
 
 /* SIGHUP: the parent-death signal (or a stray hang-up: then the parent is
  * still ours and nothing happens). Async-signal-safe calls only. */

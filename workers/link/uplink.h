@@ -61,6 +61,14 @@ int uplink_next_cmd(Uplink *u, MsgCmd *out);
  * Store waits end at once once it has: a rank in the rendezvous can leave
  * when a peer died there instead of waiting out the store timeout. */
 bool uplink_stop_heard(const Uplink *u);
+/* The rank whose death made ddptop stop the job (the stop's arg), or -1. */
+int uplink_stop_dead_rank(const Uplink *u);
+/* Read ctl until a stop comes or ddptop is gone, at most timeout_ms.
+ * Returns true when a stop has come. */
+bool uplink_wait_stop(Uplink *u, int64_t timeout_ms);
+/* CommStore.interrupted: reads what waits on ctl; 1 with why once a stop
+ * came or ddptop is gone, else 0. */
+int uplink_store_interrupted(void *ctx, char *why, size_t whylen);
 
 /* ddptop's heartbeat: it sends a "ping" command every second. After the
  * first ping, silence longer than timeout_ms means ddptop is gone (0: never

@@ -42,11 +42,14 @@
 #include "wire/sampler.h"
 
 /* How often a rank polls commands and agrees with the others while paused. */
-#define PAUSE_ROUND_MS  20
+#define PAUSE_ROUND_MS          20
+/* How long a rank whose rendezvous failed on a dead peer waits for
+ * ddptop's stop (ddptop reaps the dead rank and sends it within ms). */
+#define PEER_DEATH_STOP_WAIT_MS 1000
 /* All-reduce tags of the collectives that are not gradient buckets (bucket
  * b uses tag b; BUCKET_MAX is far below these). */
-#define TAG_PAUSE_FLAGS 0x70000001u
-#define TAG_EVAL        0x70000002u
+#define TAG_PAUSE_FLAGS         0x70000001u
+#define TAG_EVAL                0x70000002u
 
 /* What the reduced flags of a step (or a paused round) ask for. */
 typedef struct {
@@ -561,7 +564,9 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     t->ops->log_memory(t, "ready");
 
     report_phase(t, PHASE_RENDEZVOUS, NULL);
-    CommStore store = { .ctx = up, .set = uplink_store_set, .get = uplink_store_get };
+    CommStore store = {
+        .ctx = up, .set = uplink_store_set, .get = uplink_store_get, .interrupted = uplink_store_interrupted
+    };
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/%s", id->job_id, id->backend);
     CommConfig cc = { .backend = id->backend,
@@ -574,10 +579,18 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
                       .device = t->ops->comm_device,
                       .stream = t->ops->stream(t) };
     if (comm_new(&t->comm, &cc, t->err, sizeof t->err)) {
+        /* A peer's death can reach us first as Gloo's own error (the side
+         * that connects to a dead peer is refused at once): give ddptop's
+         * stop, which names the dead rank, a moment to arrive. */
+        if (strstr(t->err, "Connection refused") || strstr(t->err, "closed by peer") || strstr(t->err, "reset by peer"))
+            uplink_wait_stop(up, PEER_DEATH_STOP_WAIT_MS);
         if (uplink_stop_heard(up) && !t->front_gone) {
             /* ddptop stops the job (a peer died in the rendezvous): leave now. */
-            fprintf(stderr, "ddptop-worker rank %d: stop requested during the rendezvous: %s\n", id->rank, t->err);
-            report_phase(t, PHASE_STOPPING, "stop requested by ddptop during the rendezvous");
+            char why[96] = "stop requested by ddptop during the rendezvous";
+            int dead = uplink_stop_dead_rank(up);
+            if (dead >= 0) snprintf(why, sizeof why, "rank %d died during the rendezvous: stopped by ddptop", dead);
+            fprintf(stderr, "ddptop-worker rank %d: %s: %s\n", id->rank, why, t->err);
+            report_phase(t, PHASE_STOPPING, why);
             report_bye(t);
             goto out;
         }

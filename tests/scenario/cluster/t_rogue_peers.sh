@@ -1,5 +1,9 @@
-# Peers inside the trust boundary (same uid, ipc) that lie: while a 2-rank
-# job trains headless, pyzmq peers
+# Peers inside the trust boundary (same uid, ipc) that lie. Before the ranks
+# connect (they start 2 s late, through a wrapper) a squatter connects to
+# ctl as "rank-0" and "rank-1" and sends a hello for rank 0: the real ranks
+# still get in (their routing ids are their own, rank-R.PID.NONCE), the
+# squatter's hello is refused and named, and it hears none of their traffic.
+# While the 2-rank job trains headless, pyzmq peers
 #   - connect a second DEALER as "rank-0" and send a hello: it gets none of
 #     rank 0's traffic (no pings) and the real rank 0 keeps working;
 #   - send a hello for rank 1 from routing id "evil-cmd" (host "evil-host"):
@@ -15,10 +19,49 @@
 . tests/lib.sh
 "$PY" -c 'import zmq, msgpack' 2>/dev/null || skip "skip: $PY cannot import zmq and msgpack"
 out=$TMP/run.out
-"$DDPTOP" run -n 2 --headless -- --dataset synthetic --model mlp:64,64,10 --epochs 100000 --batch-size 8 \
+case $BUILD in /*) W=$BUILD/ddptop-worker;; *) W=$PWD/$BUILD/ddptop-worker;; esac
+printf '#!/bin/sh\nsleep 2\nexec "%s" "$@"\n' "$W" >"$TMP/late-worker"
+chmod +x "$TMP/late-worker"
+DDPTOP_WORKER=$TMP/late-worker "$DDPTOP" run -n 2 --headless -- --dataset synthetic --model mlp:64,64,10 --epochs 100000 --batch-size 8 \
     --no-final-ckpt >"$out" 2>&1 &
 pj=$!
 CLEANUPS+=("kill -9 $pj")
+# the squatter: finds ddptop's private directory (owner.pid) and connects
+# to its ctl as the ranks' old names before any rank runs
+"$PY" - "$pj" "$TMP/squat.out" >"$TMP/squat.log" 2>&1 <<'PYEOF' &
+import glob, os, sys, time, msgpack, zmq
+pid, report = sys.argv[1], sys.argv[2]
+d, t0 = None, time.time()
+while not d and time.time() - t0 < 20:
+    for o in glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "ddptop-*", "owner.pid")) + \
+             glob.glob("/tmp/ddptop-*/owner.pid"):
+        try:
+            if open(o).read().split()[0] == pid and os.path.exists(os.path.dirname(o) + "/ctl"):
+                d = os.path.dirname(o)
+        except (OSError, IndexError):
+            pass
+    time.sleep(0.005)
+ctx = zmq.Context()
+socks = []
+for r in (0, 1):
+    s = ctx.socket(zmq.DEALER); s.setsockopt(zmq.LINGER, 0)
+    s.setsockopt(zmq.ROUTING_ID, f"rank-{r}".encode()); s.connect(f"ipc://{d}/ctl"); socks.append(s)
+socks[0].send(msgpack.packb({"v": 1, "k": "hello", "r": 0, "t": time.time_ns(), "local_rank": 0, "world": 2,
+                             "local_world": 2, "pid": os.getpid(), "host": "squat-host", "device": "cpu",
+                             "backend": "gloo", "version": "squatter"}))
+open(report + ".up", "w").write(f"connected at {time.time() - t0:.2f} s\n")
+heard = 0
+while True:
+    for s in socks:
+        while s.poll(0):
+            s.recv(); heard += 1
+    open(report, "w").write(f"{heard}\n")
+    time.sleep(0.2)
+PYEOF
+sq=$!
+CLEANUPS+=("kill -9 $sq")
+wait_for 30 test -f "$TMP/squat.out.up" || die "the squatter found no ctl: $(cat "$TMP/squat.log")"
+grep -q -- "-> rendezvous" "$out" && die "a rank was up before the squatter connected: $(cat "$out")"
 wait_for 60 grep -q "broadcast -> train" "$out" || { cat "$out"; die "the job did not start training"; }
 ep=$(sed -n 's/.*attach: ddptop attach \(ipc:[^ ]*\).*/\1/p' "$out" | head -n 1)
 [ -n "$ep" ] || { cat "$out"; die "no attach endpoint in the events"; }
@@ -100,6 +143,9 @@ wait $pj; rc=$?
 tail -n 12 "$out"
 [ $rc = 130 ] || die "the job did not stop cleanly after Ctrl-C (exit $rc, want 130)"
 grep -q 'refused a hello for rank 1 from routing id "evil-cmd"' "$out" || die "the evil-cmd hello was not named"
+grep -q 'refused a hello for rank 0 from "rank-0"' "$out" || die "the squatter's hello was not named"
+grep -q "squat-host" "$out" && die "the squatter's hello set a rank's host"
+[ "$(cat "$TMP/squat.out")" = 0 ] || die "the squatter heard $(cat "$TMP/squat.out") frames meant for the ranks"
 grep -q "dropped a step claiming rank 0 from process" "$out" || die "the forged step was not named"
 grep -q "evil-host" "$out" && die "a forged hello set a rank's host"
 grep -q "12345" "$out" && die "a forged loss reached the screen"

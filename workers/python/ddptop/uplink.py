@@ -1,7 +1,7 @@
 """uplink.py — this rank's sockets to ddptop (the Python twin of
 workers/link/uplink.c).
 
-ctl is a DEALER with routing id "rank-R" (hello, store requests; ddptop's
+ctl is a DEALER with routing id "rank-R.PID.NONCE" (hello, store requests; ddptop's
 cmd and val come back on it), tel a PUSH (everything else). Telemetry never
 waits: frames are sent with DONTWAIT in bursts at most BURST_S apart, and a
 full queue drops the frame and counts it (the step's "drops"). What a user
@@ -13,6 +13,8 @@ Thread use: the script's thread, DDP's communication callbacks and the
 heartbeat thread all send, so every socket call holds one lock (ZeroMQ
 sockets are not thread-safe). Store requests release it between polls.
 """
+import os
+import secrets
 import threading
 import time
 
@@ -40,7 +42,8 @@ class Uplink:
         self.ctx = zmq.Context()
         self.ctl = self.ctx.socket(zmq.DEALER)
         self.tel = self.ctx.socket(zmq.PUSH)
-        self.ctl.setsockopt(zmq.ROUTING_ID, f"rank-{rank}".encode())
+        # a routing id of this process's own (docs/PROTOCOL.md, "Routing ids")
+        self.ctl.setsockopt(zmq.ROUTING_ID, f"rank-{rank}.{os.getpid()}.{secrets.token_hex(4)}".encode())
         self.ctl.setsockopt(zmq.LINGER, 0)
         self.tel.setsockopt(zmq.SNDHWM, TEL_HWM)
         for s in (self.ctl, self.tel):
