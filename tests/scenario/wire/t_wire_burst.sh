@@ -7,7 +7,8 @@
 # (loss 12345), bytes that are no message, a hello, a burst in a burst, and
 # a whole burst claiming rank 1 from its own process. None of that may show;
 # each is one bad frame (5), the warning names the forged step, and the good
-# steps around them still count.
+# steps around them still count. Both runs are recorded; their replays end
+# with the same summary as the live runs.
 . tests/lib.sh
 "$PY" -c 'import zmq, msgpack' 2>/dev/null || skip "skip: $PY cannot import zmq and msgpack"
 
@@ -50,9 +51,15 @@ PYEOF
 
 for mode in good hostile; do
     out=$TMP/$mode.json
-    timeout 60 "$DDPTOP" run -n 2 --headless --json --no-python "$PY" "$TMP/peer.py" $mode >"$out" 2>&1
+    timeout 60 "$DDPTOP" run -n 2 --headless --json --record "$TMP/$mode.rec" --no-python "$PY" "$TMP/peer.py" $mode \
+        >"$out" 2>&1
     rc=$?
     [ $rc = 0 ] || { tail -n 20 "$out"; die "$mode: ddptop exited $rc"; }
+    # the recording keeps the bursts; its replay shows what the live screen showed
+    timeout 60 "$DDPTOP" replay "$TMP/$mode.rec" --speed 64 --headless --json >"$TMP/$mode.replay" 2>&1 \
+        || die "$mode: replay exited $?: $(tail -3 "$TMP/$mode.replay")"
+    [ "$(grep '"k":"summary"' "$out" | sed 's/"t":[0-9.]*,//')" = "$(grep '"k":"summary"' "$TMP/$mode.replay" | sed 's/"t":[0-9.]*,//')" ] \
+        || die "$mode: replay summary differs: $(grep summary "$out" "$TMP/$mode.replay")"
     "$PY" - "$out" $mode <<'PYEOF' || exit 1
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
