@@ -49,11 +49,11 @@ row() {
     pane=$(tmux -L "$TS" display -p -t b '#{pane_pid}')
     pid=$(pgrep -P "$pane" | head -1)
     gens=()
-    local per=$(( (n + PROCS - 1) / PROCS )) first=0
+    local per=$(( (n + PROCS - 1) / PROCS )) first=0 start=$(( $(date +%s) + 2 ))
     while [ $first -lt "$n" ]; do
         local cnt=$(( n - first < per ? n - first : per ))
         "$LOAD" "ipc://$d/ctl" --ranks "$n" --first $first --count $cnt --rate "$RATE" --buckets "$BUCKETS" \
-            --wire "$wire" --secs $((WARMUP + SECS + 30)) >"$d/gen.$first" 2>&1 &
+            --start $start --wire "$wire" --secs $((WARMUP + SECS + 30)) >"$d/gen.$first" 2>&1 &
         gens+=($!)
         first=$((first + cnt))
     done
@@ -64,9 +64,10 @@ row() {
     t0=$(date +%s.%N)
     rss1=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     for _ in $(seq $((SECS * 10 + 300))); do [ -s "$d/bench.json" ] && break; sleep 0.1; done
-    local b_g=0 t1
+    local b_g=0 t1 rss2
     for p in "${gens[@]}"; do b_g=$((b_g + $(ticks "$p"))); done
     t1=$(date +%s.%N)
+    rss2=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     [ -s "$d/bench.json" ] || { echo "bench-tui: no result from ddptop ($label, $n ranks)"; tmux -L "$TS" capture-pane -p -t b | tail -5; }
     tmux -L "$TS" capture-pane -p -t b >"$d/screen.txt"
     for p in "${gens[@]}"; do kill "$p" 2>/dev/null; done
@@ -80,15 +81,17 @@ row() {
     for _ in $(seq 50); do [ -s "$d/exit" ] && break; sleep 0.1; done
     tmux -L "$TS" kill-server 2>/dev/null
     [ -n "${OUT:-}" ] && cp "$d/bench.json" "$OUT/bench-tui-$n-$label.json" 2>/dev/null
-    [ -s "$d/bench.json" ] && python3 - "$d/bench.json" "$label" "$n" "$RATE" "$BUCKETS" "$gen_pct" "${rss1:-0}" <<'PY'
+    [ -s "$d/bench.json" ] && python3 - "$d/bench.json" "$label" "$n" "$RATE" "$BUCKETS" "$gen_pct" "${rss1:-0}" "${rss2:-0}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-label, n, rate, buckets, gen, rss1 = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], int(sys.argv[7])
+label, n, rate, buckets, gen, rss1, rss2 = (sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+                                            sys.argv[6], int(sys.argv[7]), int(sys.argv[8]))
 want = n * rate
 a = r["arrival_to_screen_ms"]
 print("| %d x %d | %s | %.0f | %.2f | %.2f | %d / %d | %.0f of %d | %.1f / %.1f / %.1f | %.1f -> %.1f | %s |" % (
-    n, rate, label, r["msgs"] / r["window_s"], r["cpu_pct_of_one_core"], r["cpu_us_per_msg"], r["step_gaps"],
-    r["worker_drops"], r["steps_per_s"], want, a["p50"], a["p99"], a["max"], rss1 / 1024, r["rss_kb"] / 1024, gen))
+    n, rate, label, r["msgs"] / r["window_s"], r["cpu_pct_of_one_core"], 1e6 * r["cpu_s"] / max(r["msgs"], 1),
+    r["step_gaps"], r["worker_drops"], r["steps_per_s"], want, a["p50"], a["p99"], a["max"], rss1 / 1024,
+    r.get("rss_kb", rss2) / 1024, gen))
 PY
 }
 

@@ -2,7 +2,8 @@
  * wire, for `make bench-tui` and screen tests at 256 and 1024 ranks.
  *
  *   tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S]
- *             [--buckets B] [--secs T] [--wire burst|single] [--stall R@S]
+ *             [--buckets B] [--secs T] [--start UNIX_S] [--wire burst|single]
+ *             [--stall R@S]
  *
  * Ranks first..first+count-1 of a world of N (default all of them) each get
  * their own ctl DEALER (routing id "rank-R", a hello claiming this process,
@@ -10,14 +11,15 @@
  * worker has: the frontend receives from one connection per rank). Point it
  * at `ddptop listen ipc://DIR/ctl` (tel at DIR/tel). Every rank steps S
  * times a second on a shared schedule (the ranks of a DDP job step
- * together), each step a `coll` per bucket (B, default 1) and a `step`, a
+ * together; --start gives several processes the same time 0, wall clock,
+ * default now), each step a `coll` per bucket (B, default 1) and a `step`, a
  * `beat` a second; a rank's telemetry leaves every 50 ms, the ranks'
  * flushes spread over those 50 ms:
  *   --wire burst   one burst frame per rank and flush (today's worker)
  *   --wire single  one frame per message, all handed to ZeroMQ at the flush
  *                  (the worker before bursts), for the side-by-side figure
  * A full queue drops and counts, as a worker does (step.drops).
- * --stall R@S: from S seconds on rank R stops stepping outside any
+ * --stall R@S: from S seconds (after time 0) on rank R stops stepping outside any
  * collective while the others wait inside the next all-reduce (their beats
  * say so): a hang ddptop must pin on rank R.
  * After T seconds (default: until SIGINT/SIGTERM or a stop from ddptop)
@@ -64,7 +66,7 @@ typedef struct {
 
 static struct {
     int world, first, count, buckets;
-    double rate, secs;
+    double rate, secs, start_s;
     bool single;
     int stall_rank;
     double stall_s;
@@ -82,7 +84,7 @@ static int usage(const char *fmt, const char *arg)
     fprintf(stderr, "tool_load: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (usage: tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S] [--buckets B] "
-                    "[--secs T] [--wire burst|single] [--stall R@S])\n");
+                    "[--secs T] [--start UNIX_S] [--wire burst|single] [--stall R@S])\n");
     return 2;
 }
 
@@ -303,6 +305,8 @@ int main(int argc, char **argv)
             L.buckets = (int)v;
         else if (!strcmp(a, "--secs") && num(val, 0, 1e7, &v))
             L.secs = v;
+        else if (!strcmp(a, "--start") && num(val, 1, 1e10, &v))
+            L.start_s = v;
         else if (!strcmp(a, "--wire") && (!strcmp(val, "burst") || !strcmp(val, "single")))
             L.single = !strcmp(val, "single");
         else if (!strcmp(a, "--stall")) {
@@ -350,7 +354,13 @@ int main(int argc, char **argv)
     nanosleep(&pause, NULL);
     for (int i = 0; i < L.count; i++) phase(&L.rk[i], PHASE_TRAIN);
 
-    int64_t t0 = mono_ns(), t0_wall = proto_now_ns();
+    /* the shared schedule: --start (wall clock) for every process of the job, else now */
+    int64_t t0_wall = L.start_s > 0 ? (int64_t)(L.start_s * 1e9) : proto_now_ns();
+    int64_t t0 = mono_ns() + (t0_wall - proto_now_ns());
+    while (!stop_sig && mono_ns() < t0) {
+        struct timespec ts = { 0, 10 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
     int64_t period = (int64_t)(1e9 / L.rate);
     int64_t done = 0; /* steps every rank has sent */
     int64_t next_beat = t0 + 1000000000;
