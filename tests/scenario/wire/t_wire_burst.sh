@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # t_wire_burst.sh — bursts from a Python peer (pyzmq + msgpack, no ddptop
 # code) reach a real ddptop: 2 ranks run as `--no-python python peer.py`,
-# say hello on ctl, then send their steps 5 to a burst frame on tel and end
+# say hello on ctl, then send their steps 5 to a burst frame on tel (one
+# burst on ctl, which a receiver accepts as well) and end
 # with a burst of phase + bye. The job must end DONE with both ranks at step
 # 20. Then rank 0 turns hostile inside its bursts: a step claiming rank 1
 # (loss 12345), bytes that are no message, a hello, a burst in a burst, and
-# a whole burst claiming rank 1 from its own process. None of that may show;
-# each is one bad frame (5), the warning names the forged step, and the good
+# a whole burst claiming rank 1 from its own process (on tel) and from its
+# routing id (on ctl). None of that may show; each is one bad frame (6), the
+# warning names the forged step, and the good
 # steps around them still count. Both runs are recorded; their replays end
 # with the same summary as the live runs.
 . tests/lib.sh
@@ -24,8 +26,8 @@ tel.setsockopt(zmq.LINGER, 5000)
 tel.connect(os.environ["DDPTOP_TEL"])
 def P(k, rank=r, **kw):
     return msgpack.packb({"v": 1, "k": k, "r": rank, "t": time.time_ns(), **kw})
-def burst(m, rank=r):
-    tel.send(msgpack.packb({"v": 1, "k": "burst", "r": rank, "t": time.time_ns(), "m": m}))
+def burst(m, rank=r, sock=None):
+    (sock or tel).send(msgpack.packb({"v": 1, "k": "burst", "r": rank, "t": time.time_ns(), "m": m}))
 hello = dict(local_rank=r, world=world, local_world=world, pid=os.getpid(), host="peer", device="cpu",
              backend="gloo", version="peer.py", dataset="synthetic", model="mlp:4,2", params=10, batch=8,
              max_steps=20, steps_per_epoch=20, dataset_size=160)
@@ -39,9 +41,10 @@ for s in range(1, 21, 5):
     if hostile and r == 0 and s == 6:
         m[1:1] = [step(7, rank=1, loss=12345.0), b"\xc1garbage", P("hello", **hello),
                   msgpack.packb({"v": 1, "k": "burst", "r": 0, "m": [step(8, loss=12345.0)]})]
-    burst(m)
+    burst(m, sock=ctl if s == 11 else None)   # a receiver takes bursts on ctl too
     if hostile and r == 0 and s == 6:
         burst([step(9, rank=1, loss=12345.0)], rank=1)
+        burst([step(9, rank=1, loss=12345.0)], rank=1, sock=ctl)   # from routing id rank-0
     time.sleep(0.05)
 if hostile:
     time.sleep(1.5)   # a progress line (once a second) after the hostile frames
@@ -80,8 +83,8 @@ if mode == "good":
     if bad != 0 or warn:
         fail.append(f"good bursts: bad_frames {bad}, warnings {warn}")
 else:
-    if bad != 5:
-        fail.append(f"hostile bursts: bad_frames {bad}, want 5")
+    if bad != 6:
+        fail.append(f"hostile bursts: bad_frames {bad}, want 6")
     if not any("dropped a step claiming rank 1 from a burst of rank 0" in w for w in warn):
         fail.append(f"no warning names the forged step: {warn}")
 if fail:
