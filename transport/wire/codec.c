@@ -1,9 +1,10 @@
 /* codec.c — msgpack encoding and decoding of protocol v1 messages.
  *
  * Owns: the key names and msgpack types of every field (the tables below
- * ARE the wire format; docs/PROTOCOL.md documents them), the structural
- * pre-scan that stands between hostile bytes and msgpack-c, and the UTF-8
- * hygiene of strings in both directions.
+ * ARE the wire format; docs/PROTOCOL.md documents them) and the UTF-8
+ * hygiene of strings in both directions. The structural pre-scan that
+ * stands between hostile bytes and msgpack-c is codec_prescan.c's; the
+ * burst builder and its rules codec_burst.c's.
  * Does not own: sockets (zsock.c), kind and phase names (protocol.c).
  * Pure functions, no globals: safe from any thread.
  *
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE /* strnlen under -std=c11 */
 #endif
 #include "wire/codec.h"
+#include "wire/codec_priv.h"
 #include "base/err.h"
 #include "base/utf8.h"
 
@@ -26,16 +28,9 @@
 
 #include <msgpack.h>
 
-/* Containers nested deeper than this are refused (the protocol itself
- * needs 2: the message map and the shard's index array). */
-#define CODEC_MAX_DEPTH   16
-/* Cap on msgpack objects in one frame: msgpack-c allocates ~24-48 bytes per
- * object, so this bounds its memory to a few tens of MiB whatever the frame
- * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
-#define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 /* Room kept in front of the body for the map header, patched in at the end
  * once the number of keys is known (map32 is 5 bytes). */
-#define HDR_RESERVE       5
+#define HDR_RESERVE 5
 
 typedef enum {
     F_I32,   /* msgpack int, int32_t */
@@ -297,8 +292,7 @@ typedef struct {
     int oom;
 } Sink;
 
-/* Room for need more bytes in b. 0, or -1 out of memory. */
-static int buf_grow(CodecBuf *b, size_t need)
+int codec_buf_grow(CodecBuf *b, size_t need)
 {
     if (b->len + need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
@@ -308,45 +302,6 @@ static int buf_grow(CodecBuf *b, size_t need)
     b->data = p;
     b->cap = cap;
     return 0;
-}
-
-/* msgpack bin headers, smallest form (as msgpack-c and Python write them). */
-static size_t bin_hdr_len(size_t n) { return n <= 0xff ? 2 : n <= 0xffff ? 3 : 5; }
-
-static size_t bin_hdr_put(uint8_t *p, size_t n)
-{
-    size_t h = bin_hdr_len(n);
-    p[0] = h == 2 ? 0xc4 : h == 3 ? 0xc5 : 0xc6;
-    for (size_t i = 1; i < h; i++) p[i] = (uint8_t)(n >> (8 * (h - 1 - i)));
-    return h;
-}
-
-/* A bin at p[0..left): 0 with its header and body sizes, -1 if there is none. */
-static int bin_hdr_get(const uint8_t *p, size_t left, size_t *hdr, size_t *body)
-{
-    if (left < 2) return -1;
-    size_t h = p[0] == 0xc4 ? 2 : p[0] == 0xc5 ? 3 : p[0] == 0xc6 ? 5 : 0;
-    if (!h || left < h) return -1;
-    size_t n = 0;
-    for (size_t i = 1; i < h; i++) n = (n << 8) | p[i];
-    if (n > left - h) return -1;
-    *hdr = h;
-    *body = n;
-    return 0;
-}
-
-/* Do a burst's items hold exactly n bins, nothing before, between or after? */
-static bool burst_items_ok(const MsgBurst *bu)
-{
-    size_t pos = 0, h, n;
-    uint32_t k = 0;
-    if (bu->len && !bu->items) return false;
-    while (pos < bu->len) {
-        if (bin_hdr_get(bu->items + pos, bu->len - pos, &h, &n) < 0) return false;
-        pos += h + n;
-        k++;
-    }
-    return k == bu->n;
 }
 
 /* msgpack_packer's write callback: append to the CodecBuf, refusing to grow
@@ -360,7 +315,7 @@ static int sink_write(void *data, const char *buf, size_t len)
         s->too_big = 1;
         return -1;
     }
-    if (buf_grow(b, len) < 0) {
+    if (codec_buf_grow(b, len) < 0) {
         s->oom = 1;
         return -1;
     }
@@ -462,7 +417,7 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
                     PROTO_MAX_BURST);
             return -2;
         }
-        if (!burst_items_ok(bu)) {
+        if (!codec_burst_items_ok(bu)) {
             err_set(err, errlen, "%s: items do not hold exactly %" PRIu32 " msgpack bins", kind, bu->n);
             return -2;
         }
@@ -546,129 +501,6 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
         return err_set(err, errlen, "%s: message exceeds the %u-byte frame limit", msg_kind_name(m->kind),
                        PROTO_MAX_FRAME_BYTES);
     }
-    return 0;
-}
-
-/* ---- pre-scan -------------------------------------------------------------
- * msgpack-c allocates an array's or a map's objects from the count in its
- * header before reading them, and recurses as deep as the data says. Walk
- * the bytes first, iteratively and without allocating, and refuse anything
- * whose declared sizes do not fit in what is actually there. */
-
-static uint64_t be_read(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) v = (v << 8) | p[i];
-    return v;
-}
-
-static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
-{
-    uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
-    int depth = 0;                      /* left[0]: the one top-level object */
-    size_t pos = 0;
-    uint64_t objects = 0;
-
-    left[0] = 1;
-    for (;;) {
-        while (depth >= 0 && left[depth] == 0) depth--;
-        if (depth < 0) break;
-        left[depth]--;
-
-        if (pos >= len)
-            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message", len);
-        if (++objects > CODEC_MAX_OBJECTS)
-            return err_set(err, errlen, "frame holds more than %u msgpack objects", CODEC_MAX_OBJECTS);
-
-        size_t at = pos;
-        uint8_t c = p[pos++];
-        size_t hlen = 0;   /* length bytes following the type byte */
-        uint64_t skip = 0; /* payload bytes after those */
-        uint64_t payload_base = 0;
-        uint64_t count = 0; /* child objects, for containers */
-        int container = 0, per_entry = 1;
-        const char *what = NULL;
-
-        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
-            /* fixint, nil, bool: the type byte is all */
-        } else if (c <= 0x8f) {
-            count = c & 0x0f, container = 1, per_entry = 2, what = "map";
-        } else if (c <= 0x9f) {
-            count = c & 0x0f, container = 1, what = "array";
-        } else if (c <= 0xbf) {
-            skip = c & 0x1f, what = "str";
-        } else {
-            switch (c) {
-            case 0xc4: hlen = 1, what = "bin"; break;
-            case 0xc5: hlen = 2, what = "bin"; break;
-            case 0xc6: hlen = 4, what = "bin"; break;
-            case 0xc7: hlen = 1, payload_base = 1, what = "ext"; break;
-            case 0xc8: hlen = 2, payload_base = 1, what = "ext"; break;
-            case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
-            case 0xca: skip = 4; break;
-            case 0xcb: skip = 8; break;
-            case 0xcc:
-            case 0xd0: skip = 1; break;
-            case 0xcd:
-            case 0xd1: skip = 2; break;
-            case 0xce:
-            case 0xd2: skip = 4; break;
-            case 0xcf:
-            case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            case 0xd8: skip = 17; break;
-            case 0xd9: hlen = 1, what = "str"; break;
-            case 0xda: hlen = 2, what = "str"; break;
-            case 0xdb: hlen = 4, what = "str"; break;
-            case 0xdc: hlen = 2, container = 1, what = "array"; break;
-            case 0xdd: hlen = 4, container = 1, what = "array"; break;
-            case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
-            case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
-            default: /* 0xc1 is reserved */
-                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type", c, at);
-            }
-        }
-        if (hlen) {
-            if (len - pos < hlen)
-                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short", what, at);
-            uint64_t v = be_read(p + pos, hlen);
-            pos += hlen;
-            if (container)
-                count = v;
-            else
-                skip = v + payload_base;
-        }
-        size_t rem = len - pos;
-        if (container) {
-            /* Each entry takes at least one byte, so a count larger than the
-             * bytes left is a lie (and would size msgpack-c's allocation). */
-            if (count > rem / per_entry)
-                return err_set(err, errlen,
-                               "malformed msgpack: %s at byte %zu declares %" PRIu64
-                               " entries but only %zu bytes follow",
-                               what, at, count, rem);
-            if (depth + 1 > CODEC_MAX_DEPTH)
-                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu", CODEC_MAX_DEPTH,
-                               at);
-            if (count) {
-                depth++;
-                left[depth] = count * per_entry;
-            }
-        } else if (skip > rem) {
-            if (what)
-                return err_set(err, errlen,
-                               "malformed msgpack: %s at byte %zu declares %" PRIu64 " bytes but only %zu follow", what,
-                               at, skip - payload_base, rem);
-            return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
-        } else {
-            pos += (size_t)skip;
-        }
-    }
-    if (pos != len)
-        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
     return 0;
 }
 
@@ -839,7 +671,7 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
             if (e->type != MSGPACK_OBJECT_BIN)
                 return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is a msgpack %s, not a bin", kind, f->key,
                                i, obj_type_name(e->type));
-            total += bin_hdr_len(e->via.bin.size) + e->via.bin.size; /* within the frame's 8 MiB */
+            total += codec_bin_hdr_len(e->via.bin.size) + e->via.bin.size; /* within the frame's 8 MiB */
         }
         free(bu->items);
         bu->items = NULL;
@@ -850,7 +682,7 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         size_t at = 0;
         for (uint32_t i = 0; i < n; i++) {
             const msgpack_object *e = &o->via.array.ptr[i];
-            at += bin_hdr_put(p + at, e->via.bin.size);
+            at += codec_bin_hdr_put(p + at, e->via.bin.size);
             if (e->via.bin.size) memcpy(p + at, e->via.bin.ptr, e->via.bin.size);
             at += e->via.bin.size;
         }
@@ -978,7 +810,7 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
     if (!frame || len == 0) return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
         return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
-    if (prescan(frame, len, err, errlen) < 0) return -1;
+    if (codec_prescan(frame, len, err, errlen) < 0) return -1;
 
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
@@ -1006,7 +838,7 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
 int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen)
 {
     char err[8];
-    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || prescan(frame, len, err, sizeof err) < 0)
+    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || codec_prescan(frame, len, err, sizeof err) < 0)
         return -1;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
@@ -1039,100 +871,4 @@ int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, siz
     msgpack_unpacked_destroy(&up);
     if (rc == 0 && kind) *kind = k;
     return rc;
-}
-
-/* ---- bursts ---------------------------------------------------------------
- * The builder writes a fixed-width header so the count and the time can be
- * patched in place: {"v":1,"k":"burst","r":int32,"t":int64,"m":array32}. */
-
-#define BURST_HDR_LEN 37
-#define BURST_R_AT    15 /* the int32 after 0xd2 */
-#define BURST_T_AT    22 /* the int64 after 0xd3 */
-#define BURST_N_AT    33 /* the uint32 after 0xdd */
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-
-int codec_burst_begin(CodecBuf *b, int32_t rank, char *err, size_t errlen)
-{
-    static const uint8_t head[BURST_HDR_LEN] = {
-        0x85, 0xa1, 'v',  PROTO_VERSION, 0xa1, 'k', 0xa5, 'b', 'u', 'r', 's', 't', 0xa1, 'r',  0xd2, 0,    0,
-        0,    0,    0xa1, 't',           0xd3, 0,   0,    0,   0,   0,   0,   0,   0,    0xa1, 'm',  0xdd, 0,
-        0,    0,    0,
-    };
-    codec_buf_reset(b);
-    if (rank < 0) return err_set(err, errlen, "burst: rank %d is not a rank", (int)rank);
-    if (buf_grow(b, BURST_HDR_LEN) < 0) return err_set(err, errlen, "burst: out of memory");
-    memcpy(b->data, head, BURST_HDR_LEN);
-    put_be(b->data + BURST_R_AT, (uint32_t)rank, 4);
-    b->len = BURST_HDR_LEN;
-    return 0;
-}
-
-uint32_t codec_burst_count(const CodecBuf *b)
-{
-    if (b->len < BURST_HDR_LEN) return 0;
-    uint32_t n = 0;
-    for (int i = 0; i < 4; i++) n = (n << 8) | b->data[BURST_N_AT + i];
-    return n;
-}
-
-int codec_burst_add(CodecBuf *b, const void *frame, size_t len, char *err, size_t errlen)
-{
-    if (b->len < BURST_HDR_LEN) return err_set(err, errlen, "burst: codec_burst_begin was not called");
-    uint32_t n = codec_burst_count(b);
-    if (n >= PROTO_MAX_BURST) return err_set(err, errlen, "burst: full at %u messages", PROTO_MAX_BURST);
-    if (len == 0 || !frame) return err_set(err, errlen, "burst: empty frame");
-    size_t h = bin_hdr_len(len);
-    if (len > PROTO_MAX_FRAME_BYTES || b->len + h + len > PROTO_MAX_FRAME_BYTES)
-        return err_set(err, errlen, "burst: adding %zu bytes would exceed the %u-byte frame limit", len,
-                       PROTO_MAX_FRAME_BYTES);
-    if (buf_grow(b, h + len) < 0) return err_set(err, errlen, "burst: out of memory");
-    b->len += bin_hdr_put(b->data + b->len, len);
-    memcpy(b->data + b->len, frame, len);
-    b->len += len;
-    put_be(b->data + BURST_N_AT, n + 1, 4);
-    return 0;
-}
-
-void codec_burst_finish(CodecBuf *b, int64_t t_ns)
-{
-    if (b->len >= BURST_HDR_LEN) put_be(b->data + BURST_T_AT, (uint64_t)t_ns, 8);
-}
-
-int codec_burst_next(const MsgBurst *bu, size_t *pos, const uint8_t **frame, size_t *len)
-{
-    size_t h, n;
-    if (!bu->items || *pos >= bu->len || bin_hdr_get(bu->items + *pos, bu->len - *pos, &h, &n) < 0) return 0;
-    *frame = bu->items + *pos + h;
-    *len = n;
-    *pos += h + n;
-    return 1;
-}
-
-/* The kinds a worker sends on tel, the only ones a burst may carry. */
-static bool tel_kind(MsgKind k)
-{
-    return k == MSG_PHASE || k == MSG_STEP || k == MSG_COLL || k == MSG_SHARD || k == MSG_CKPT || k == MSG_EVAL ||
-           k == MSG_LOG || k == MSG_BEAT || k == MSG_BYE;
-}
-
-int codec_burst_decode(const Msg *burst, const void *frame, size_t len, Msg *out, char *err, size_t errlen)
-{
-    int rc = codec_decode(frame, len, out, err, errlen);
-    if (rc != 0) return rc;
-    if (!tel_kind(out->kind)) {
-        err_set(err, errlen, "burst: a %s may not travel in a burst", msg_kind_name(out->kind));
-        msg_done(out);
-        msg_init(out, MSG_UNKNOWN);
-        return -1;
-    }
-    if (out->rank != burst->rank) {
-        err_set(err, errlen, "burst of rank %d carries a %s claiming rank %d", (int)burst->rank,
-                msg_kind_name(out->kind), (int)out->rank);
-        return -2;
-    }
-    return 0;
 }
