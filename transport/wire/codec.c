@@ -1,9 +1,10 @@
 /* codec.c — msgpack encoding and decoding of protocol v1 messages.
  *
  * Owns: the key names and msgpack types of every field (the tables below
- * ARE the wire format; docs/PROTOCOL.md documents them), the structural
- * pre-scan that stands between hostile bytes and msgpack-c, and the UTF-8
- * hygiene of strings in both directions.
+ * ARE the wire format; docs/PROTOCOL.md documents them) and the UTF-8
+ * hygiene of strings in both directions. The structural pre-scan that
+ * stands between hostile bytes and msgpack-c is codec_prescan.c's; the
+ * burst builder and its rules codec_burst.c's.
  * Does not own: sockets (zsock.c), kind and phase names (protocol.c).
  * Pure functions, no globals: safe from any thread.
  *
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE /* strnlen under -std=c11 */
 #endif
 #include "wire/codec.h"
+#include "wire/codec_priv.h"
 #include "base/err.h"
 #include "base/utf8.h"
 
@@ -26,16 +28,9 @@
 
 #include <msgpack.h>
 
-/* Containers nested deeper than this are refused (the protocol itself
- * needs 2: the message map and the shard's index array). */
-#define CODEC_MAX_DEPTH   16
-/* Cap on msgpack objects in one frame: msgpack-c allocates ~24-48 bytes per
- * object, so this bounds its memory to a few tens of MiB whatever the frame
- * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
-#define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 /* Room kept in front of the body for the map header, patched in at the end
  * once the number of keys is known (map32 is 5 bytes). */
-#define HDR_RESERVE       5
+#define HDR_RESERVE 5
 
 typedef enum {
     F_I32,   /* msgpack int, int32_t */
@@ -48,6 +43,7 @@ typedef enum {
     F_PHASE, /* msgpack str (phase name), Phase */
     F_IDX,   /* msgpack array of int: MsgShard idx/n_idx */
     F_BIN,   /* msgpack bin: MsgStore val/val_len */
+    F_BURST, /* msgpack array of bin: MsgBurst n/len/items */
 } FieldType;
 
 typedef struct {
@@ -221,6 +217,11 @@ static const Field node_fields[] = {
 };
 // clang-format on
 
+/* A burst's messages travel as bins inside "m"; codec_burst_* below. */
+static const Field burst_fields[] = {
+    FLD("m", F_BURST, burst),
+};
+
 #define TABLE(a)                  \
     {                             \
         a, sizeof a / sizeof a[0] \
@@ -234,7 +235,7 @@ static const struct {
     [MSG_LOG] = TABLE(log_fields),     [MSG_BEAT] = TABLE(beat_fields),   [MSG_BYE] = TABLE(bye_fields),
     [MSG_CMD] = TABLE(cmd_fields),     [MSG_SET] = TABLE(set_fields),     [MSG_GET] = TABLE(get_fields),
     [MSG_WAIT] = TABLE(get_fields),    [MSG_VAL] = TABLE(val_fields),     [MSG_EVAL] = TABLE(eval_fields),
-    [MSG_NODE] = TABLE(node_fields),
+    [MSG_NODE] = TABLE(node_fields),   [MSG_BURST] = TABLE(burst_fields),
 };
 
 /* ---- UTF-8 ---------------------------------------------------------------
@@ -291,6 +292,18 @@ typedef struct {
     int oom;
 } Sink;
 
+int codec_buf_grow(CodecBuf *b, size_t need)
+{
+    if (b->len + need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + need) cap *= 2;
+    uint8_t *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
 /* msgpack_packer's write callback: append to the CodecBuf, refusing to grow
  * past what a peer would accept anyway. */
 static int sink_write(void *data, const char *buf, size_t len)
@@ -302,16 +315,9 @@ static int sink_write(void *data, const char *buf, size_t len)
         s->too_big = 1;
         return -1;
     }
-    if (b->len + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + len) cap *= 2;
-        uint8_t *p = realloc(b->data, cap);
-        if (!p) {
-            s->oom = 1;
-            return -1;
-        }
-        b->data = p;
-        b->cap = cap;
+    if (codec_buf_grow(b, len) < 0) {
+        s->oom = 1;
+        return -1;
     }
     memcpy(b->data + b->len, buf, len);
     b->len += len;
@@ -404,6 +410,21 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
         }
         return msgpack_pack_bin(pk, st->val_len) || msgpack_pack_bin_body(pk, st->val, st->val_len);
     }
+    case F_BURST: {
+        const MsgBurst *bu = &m->u.burst;
+        if (bu->n > PROTO_MAX_BURST) {
+            err_set(err, errlen, "%s: %" PRIu32 " messages, more than the %u a burst may carry", kind, bu->n,
+                    PROTO_MAX_BURST);
+            return -2;
+        }
+        if (!codec_burst_items_ok(bu)) {
+            err_set(err, errlen, "%s: items do not hold exactly %" PRIu32 " msgpack bins", kind, bu->n);
+            return -2;
+        }
+        /* the items are already bins: copied as they are */
+        if (msgpack_pack_array(pk, bu->n)) return -1;
+        return bu->len ? pk->callback(pk->data, (const char *)bu->items, bu->len) : 0;
+    }
     }
     return -1;
 }
@@ -483,129 +504,6 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- pre-scan -------------------------------------------------------------
- * msgpack-c allocates an array's or a map's objects from the count in its
- * header before reading them, and recurses as deep as the data says. Walk
- * the bytes first, iteratively and without allocating, and refuse anything
- * whose declared sizes do not fit in what is actually there. */
-
-static uint64_t be_read(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) v = (v << 8) | p[i];
-    return v;
-}
-
-static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
-{
-    uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
-    int depth = 0;                      /* left[0]: the one top-level object */
-    size_t pos = 0;
-    uint64_t objects = 0;
-
-    left[0] = 1;
-    for (;;) {
-        while (depth >= 0 && left[depth] == 0) depth--;
-        if (depth < 0) break;
-        left[depth]--;
-
-        if (pos >= len)
-            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message", len);
-        if (++objects > CODEC_MAX_OBJECTS)
-            return err_set(err, errlen, "frame holds more than %u msgpack objects", CODEC_MAX_OBJECTS);
-
-        size_t at = pos;
-        uint8_t c = p[pos++];
-        size_t hlen = 0;   /* length bytes following the type byte */
-        uint64_t skip = 0; /* payload bytes after those */
-        uint64_t payload_base = 0;
-        uint64_t count = 0; /* child objects, for containers */
-        int container = 0, per_entry = 1;
-        const char *what = NULL;
-
-        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
-            /* fixint, nil, bool: the type byte is all */
-        } else if (c <= 0x8f) {
-            count = c & 0x0f, container = 1, per_entry = 2, what = "map";
-        } else if (c <= 0x9f) {
-            count = c & 0x0f, container = 1, what = "array";
-        } else if (c <= 0xbf) {
-            skip = c & 0x1f, what = "str";
-        } else {
-            switch (c) {
-            case 0xc4: hlen = 1, what = "bin"; break;
-            case 0xc5: hlen = 2, what = "bin"; break;
-            case 0xc6: hlen = 4, what = "bin"; break;
-            case 0xc7: hlen = 1, payload_base = 1, what = "ext"; break;
-            case 0xc8: hlen = 2, payload_base = 1, what = "ext"; break;
-            case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
-            case 0xca: skip = 4; break;
-            case 0xcb: skip = 8; break;
-            case 0xcc:
-            case 0xd0: skip = 1; break;
-            case 0xcd:
-            case 0xd1: skip = 2; break;
-            case 0xce:
-            case 0xd2: skip = 4; break;
-            case 0xcf:
-            case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            case 0xd8: skip = 17; break;
-            case 0xd9: hlen = 1, what = "str"; break;
-            case 0xda: hlen = 2, what = "str"; break;
-            case 0xdb: hlen = 4, what = "str"; break;
-            case 0xdc: hlen = 2, container = 1, what = "array"; break;
-            case 0xdd: hlen = 4, container = 1, what = "array"; break;
-            case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
-            case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
-            default: /* 0xc1 is reserved */
-                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type", c, at);
-            }
-        }
-        if (hlen) {
-            if (len - pos < hlen)
-                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short", what, at);
-            uint64_t v = be_read(p + pos, hlen);
-            pos += hlen;
-            if (container)
-                count = v;
-            else
-                skip = v + payload_base;
-        }
-        size_t rem = len - pos;
-        if (container) {
-            /* Each entry takes at least one byte, so a count larger than the
-             * bytes left is a lie (and would size msgpack-c's allocation). */
-            if (count > rem / per_entry)
-                return err_set(err, errlen,
-                               "malformed msgpack: %s at byte %zu declares %" PRIu64
-                               " entries but only %zu bytes follow",
-                               what, at, count, rem);
-            if (depth + 1 > CODEC_MAX_DEPTH)
-                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu", CODEC_MAX_DEPTH,
-                               at);
-            if (count) {
-                depth++;
-                left[depth] = count * per_entry;
-            }
-        } else if (skip > rem) {
-            if (what)
-                return err_set(err, errlen,
-                               "malformed msgpack: %s at byte %zu declares %" PRIu64 " bytes but only %zu follow", what,
-                               at, skip - payload_base, rem);
-            return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
-        } else {
-            pos += (size_t)skip;
-        }
-    }
-    if (pos != len)
-        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
-    return 0;
-}
-
 /* ---- decoder ------------------------------------------------------------- */
 
 static bool key_is(const msgpack_object *k, const Field *f)
@@ -633,6 +531,8 @@ static int int_error(int rc, const char *kind, const char *key, char *err, size_
     if (rc == -1) return err_set(err, errlen, "%s: key \"%s\" is not an integer", kind, key);
     return err_set(err, errlen, "%s: key \"%s\" is out of range", kind, key);
 }
+
+static const char *obj_type_name(msgpack_object_type t);
 
 /* Decode one known key's value into m. */
 static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *err, size_t errlen)
@@ -757,6 +657,40 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         st->val_len = n;
         return 0;
     }
+    case F_BURST: {
+        MsgBurst *bu = &m->u.burst;
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+            return err_set(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
+        uint32_t n = o->via.array.size;
+        if (n > PROTO_MAX_BURST)
+            return err_set(err, errlen, "%s: key \"%s\" has %" PRIu32 " messages, more than the %u allowed", kind,
+                           f->key, n, PROTO_MAX_BURST);
+        size_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const msgpack_object *e = &o->via.array.ptr[i];
+            if (e->type != MSGPACK_OBJECT_BIN)
+                return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is a msgpack %s, not a bin", kind, f->key,
+                               i, obj_type_name(e->type));
+            total += codec_bin_hdr_len(e->via.bin.size) + e->via.bin.size; /* within the frame's 8 MiB */
+        }
+        free(bu->items);
+        bu->items = NULL;
+        bu->n = bu->len = 0;
+        if (n == 0) return 0;
+        uint8_t *p = malloc(total);
+        if (!p) return err_set(err, errlen, "%s: out of memory for %zu bytes of messages", kind, total);
+        size_t at = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const msgpack_object *e = &o->via.array.ptr[i];
+            at += codec_bin_hdr_put(p + at, e->via.bin.size);
+            if (e->via.bin.size) memcpy(p + at, e->via.bin.ptr, e->via.bin.size);
+            at += e->via.bin.size;
+        }
+        bu->items = p;
+        bu->n = n;
+        bu->len = (uint32_t)total;
+        return 0;
+    }
     }
     return err_set(err, errlen, "%s: key \"%s\": internal error", kind, f->key);
 }
@@ -839,6 +773,10 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         if (m->t_ns > PROTO_INT_MAX || m->t_ns < -PROTO_INT_MAX) return int_error(-2, kn, "t", err, errlen);
     }
 
+    /* a burst is one rank's: its sender is checked by that rank */
+    if (kind == MSG_BURST && (!orank || m->rank < 0))
+        return err_set(err, errlen, "burst: key \"r\" is missing or negative");
+
     if (kind == MSG_UNKNOWN) {
         char shown[PROTO_STR_SHORT];
         utf8_copy(shown, sizeof shown, ok->via.str.ptr, ok->via.str.size);
@@ -872,7 +810,7 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
     if (!frame || len == 0) return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
         return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
-    if (prescan(frame, len, err, errlen) < 0) return -1;
+    if (codec_prescan(frame, len, err, errlen) < 0) return -1;
 
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
@@ -900,7 +838,7 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
 int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen)
 {
     char err[8];
-    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || prescan(frame, len, err, sizeof err) < 0)
+    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || codec_prescan(frame, len, err, sizeof err) < 0)
         return -1;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);

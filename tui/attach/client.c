@@ -163,20 +163,31 @@ static void frame_times(const Attach *A, const Msg *m, int64_t *mono, int64_t *w
     *wall = m->t_ns;
 }
 
-static void apply_frame(Attach *A, const void *data, size_t len)
+/* One frame, or (burst not NULL) one message of that burst. */
+static void apply_frame_in(Attach *A, const void *data, size_t len, const Msg *burst)
 {
     Job *j = A->job;
     int64_t now, wall;
     Msg m;
     char err[256];
-    int rc = codec_decode(data, len, &m, err, sizeof err);
+    int rc = burst ? codec_burst_decode(burst, data, len, &m, err, sizeof err)
+                   : codec_decode(data, len, &m, err, sizeof err);
     if (rc != 0) {
-        if (rc > 0)
+        if (rc == 1)
             msg_done(&m); /* a kind this build does not know */
         else {
-            j->bad_frames++; /* as the live loop counts it */
+            if (rc == -2) msg_done(&m); /* another rank's, in a burst */
+            j->bad_frames++;            /* as the live loop counts it */
             j->version++;
         }
+        return;
+    }
+    if (m.kind == MSG_BURST) {
+        /* what ddptop passed on whole: its messages one by one */
+        size_t pos = 0, flen;
+        const uint8_t *f;
+        while (codec_burst_next(&m.u.burst, &pos, &f, &flen)) apply_frame_in(A, f, flen, &m);
+        msg_done(&m);
         return;
     }
     frame_times(A, &m, &now, &wall);
@@ -217,6 +228,8 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     }
     msg_done(&m);
 }
+
+static void apply_frame(Attach *A, const void *data, size_t len) { apply_frame_in(A, data, len, NULL); }
 
 /* The first hello: the world is known, the model can be made. Returns -1
  * when the world cannot be shown. */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# t_load_hang.sh — 1024 ranks from two load generators (tests/tools/tool_load.c,
+# bursts on the wire) against `ddptop listen --headless --json`: every rank
+# says hello and trains; then rank 700 stops outside any collective while the
+# other 1023 wait inside the next all-reduce. ddptop's hang verdict must name
+# rank 700 as the one everybody waits for, and nothing may be lost on the way
+# (no bad frames, every rank at the same step when the hang began).
+. tests/lib.sh
+LOAD=$BUILD/tests/tool_load
+[ -x "$LOAD" ] || die "$LOAD is not built"
+ulimit -n 8192 2>/dev/null || skip "skip: cannot open 8192 files (ulimit -n)"
+D=$TMP/sock
+mkdir -m 700 "$D"
+out=$TMP/listen.json
+"$DDPTOP" listen "ipc://$D/ctl" --headless --json --hang-after 3 >"$out" 2>&1 &
+pl=$!
+CLEANUPS+=("kill -9 $pl")
+wait_for 10 test -S "$D/ctl" || die "ddptop listen did not bind: $(tail -3 "$out")"
+start=$(( $(date +%s) + 3 ))   # one schedule for both processes, as DDP ranks step together
+for first in 0 512; do
+    "$LOAD" "ipc://$D/ctl" --ranks 1024 --first $first --count 512 --rate 5 --start $start --stall 700@4 --secs 120 \
+        >"$TMP/gen.$first" 2>&1 &
+    CLEANUPS+=("kill $!")
+done
+wait_for 90 grep -q '"k":"hang"' "$out" || { tail -5 "$out"; die "no hang verdict within 90 s"; }
+"$PY" - "$out" <<'PYEOF' || exit 1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+hang = [l for l in lines if l["k"] == "hang"][0]
+text = json.dumps(hang)
+hellos = [l for l in lines if l["k"] == "event" and " hello pid " in l.get("text", "")]
+prog = [l for l in lines if l["k"] == "progress"]
+fail = []
+if len(hellos) != 1024:
+    fail.append(f"{len(hellos)} hellos, want 1024")
+if hang.get("missing") != [700] or "700" not in hang.get("verdict", ""):
+    fail.append(f"the verdict does not pin rank 700: missing {hang.get('missing')}, {hang.get('verdict', '')[:300]}")
+if len(hang.get("waiting", [])) < 256 and "1023" not in hang.get("verdict", ""):
+    fail.append(f"the verdict does not say the others wait: {text[:300]}")
+if prog and prog[-1]["bad_frames"] != 0:
+    fail.append(f"bad frames {prog[-1]['bad_frames']}")
+if fail:
+    print("FAIL: " + "; ".join(fail))
+    sys.exit(1)
+print("verdict:", hang.get("verdict", text)[:200])
+PYEOF
+echo "PASS: 1024 ranks from 2 processes; the hang is pinned on rank 700"
