@@ -1,7 +1,7 @@
 # The torch adapter's parts without ddptop: its frames decode in the C codec
 # (tool_wire) and in msgpack; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
-# the adapter's comm hook (flags riding in the last bucket) ends with the
+# the adapter's comm hook (flags riding in the first bucket) ends with the
 # very weights of DDP's default all-reduce.
 . tests/lib.sh
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
@@ -37,7 +37,8 @@ def train(rank, hooked, store_path, out):
         loss.backward()
         opt.step()
     if hooked:
-        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0], steer.STEER.agreed
+        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
+        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, 2.0], steer.STEER.agreed
     if rank == 0:
         torch.save([p.detach() for p in model.parameters()], out)
     dist.barrier()     # no rank tears Gloo down while the other still uses it

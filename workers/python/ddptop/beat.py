@@ -48,7 +48,7 @@ def where(r):
 
 
 def beat_once(r):
-    seq, op, since = collectives.oldest_in_flight()
+    seq, op, since, _bucket = collectives.oldest_in_flight()
     r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r))
     r.up.flush()
 

@@ -34,13 +34,14 @@ _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 
 
-def begin(op):
-    """A collective starts: its seq, and it is in flight from now."""
+def begin(op, bucket=-1):
+    """A collective starts (a DDP bucket's all-reduce names its bucket): its
+    seq, and it is in flight from now."""
     r = run()
     with r.coll_lock:
         r.coll_seq += 1
         seq = r.coll_seq
-        r.in_flight[seq] = (op, wire.wall_ns())
+        r.in_flight[seq] = (op, wire.wall_ns(), bucket)
     return seq
 
 
@@ -49,7 +50,7 @@ def end(seq, op, nbytes, bucket=-1, step=None, factor=2):
     r = run()
     done = wire.wall_ns()
     with r.coll_lock:
-        _, start = r.in_flight.pop(seq, (op, done))
+        start = r.in_flight.pop(seq, (op, done))[1]
     n = max(r.world, 1)
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
@@ -60,14 +61,15 @@ def end(seq, op, nbytes, bucket=-1, step=None, factor=2):
 
 
 def oldest_in_flight():
-    """(seq, op, since_ns) of the oldest collective in flight, or (-1, "", 0)."""
+    """(seq, op, since_ns, bucket) of the oldest collective in flight (bucket
+    -1 outside DDP's buckets), or (-1, "", 0, -1)."""
     r = run()
     with r.coll_lock:
         if not r.in_flight:
-            return -1, "", 0
+            return -1, "", 0, -1
         seq = min(r.in_flight)
-        op, since = r.in_flight[seq]
-    return seq, op, since
+        op, since, bucket = r.in_flight[seq]
+    return seq, op, since, bucket
 
 
 def tensor_bytes(args, kwargs):
