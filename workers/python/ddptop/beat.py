@@ -2,7 +2,8 @@
 
 Once a second, also while the script is stuck in a collective (torch
 releases the GIL while it waits): a `beat` with the last step, the phase,
-the oldest collective in flight and where the script's thread is, as
+the oldest collective in flight (with its DDP bucket, -1 outside DDP's
+buckets) and where the script's thread is, as
 "file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
 know). It also sends the telemetry burst, so a slow step never leaves
 messages waiting, and watches ddptop's pings: silent past
@@ -48,8 +49,8 @@ def where(r):
 
 
 def beat_once(r):
-    seq, op, since, _bucket = collectives.oldest_in_flight()
-    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r))
+    seq, op, since, bucket = collectives.oldest_in_flight()
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r), bucket=bucket)
     r.up.flush()
 
 
