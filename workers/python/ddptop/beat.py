@@ -13,7 +13,10 @@ worker does (an orderly exit could wait on peers for the whole timeout).
 
 faulthandler dumps every thread's Python stack to stderr (the rank's log)
 on SIGUSR1 (DDPTOP_STACK_SIGNAL names another), even while the
-interpreter is blocked.
+interpreter is blocked. Only this thread takes that signal: every other
+thread blocks it, so it never interrupts a blocking call of the script's
+thread (torch 1.13's TCPStore gives up on EINTR inside
+init_process_group, and poll() is never restarted, SA_RESTART or not).
 """
 import faulthandler
 import os
@@ -92,4 +95,16 @@ def start(env=None):
     stop = threading.Event()
     t = threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True)
     t.start()
+    _only_here(sig)
     return Beater(t, stop)
+
+
+def _only_here(sig):
+    """Block the stack signal in the calling (script's) thread, after the
+    beat thread started with it open: threads made from now on (torch's,
+    Gloo's, the DataLoader's) inherit the block, ZeroMQ's block every
+    signal, so the kernel hands the signal to the beat thread."""
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+    except (AttributeError, OSError, ValueError):
+        pass
