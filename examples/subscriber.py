@@ -8,6 +8,8 @@ Every frame on the pub socket is one protocol v1 message: a msgpack map with
 string keys, "v" (protocol version) and "k" (kind) first, then "r" (rank) and
 "t" (wall-clock ns); docs/PROTOCOL.md lists every kind and key. There is no
 topic: subscribe to everything ("") and skip the kinds you do not need.
+A "burst" frame carries several messages of one rank, each a whole frame
+of its own in the list under "m": unpack them one by one (messages()).
 
 One line per step: rank, epoch, step, loss. Exits 0 once every rank has said
 bye (the job's world size comes from the ranks' hello messages, or --world),
@@ -23,6 +25,29 @@ import msgpack
 import zmq
 
 PROTO_VERSION = 1
+
+
+def messages(frame):
+    """The protocol v1 messages in one frame: itself, or what a burst carries
+    (only those of the burst's rank, as ddptop checks them). Anything that is
+    not msgpack or not a map is skipped."""
+    try:
+        m = msgpack.unpackb(frame, raw=False)
+    except Exception:
+        return []                             # not msgpack: not ours to read
+    if not isinstance(m, dict):
+        return []
+    if m.get("v") != PROTO_VERSION or m.get("k") != "burst":
+        return [m]
+    out = []
+    for inner in m.get("m") or []:
+        try:
+            im = msgpack.unpackb(inner, raw=False) if isinstance(inner, bytes) else None
+        except Exception:
+            im = None
+        if isinstance(im, dict) and im.get("k") != "burst" and im.get("r") == m.get("r"):
+            out.append(im)
+    return out
 
 
 def main():
@@ -41,9 +66,7 @@ def main():
     sub.connect(args.endpoint)
     print(f"listening on {args.endpoint}", file=sys.stderr, flush=True)
 
-    world = args.world
-    seen, byes = set(), set()
-    warned_version = False
+    state = {"world": args.world, "seen": set(), "byes": set(), "warned_version": False}
     last = time.monotonic()
     poller = zmq.Poller()
     poller.register(sub, zmq.POLLIN)
@@ -57,39 +80,8 @@ def main():
                 continue
             frame = sub.recv()
             last = time.monotonic()
-            try:
-                m = msgpack.unpackb(frame, raw=False)
-            except Exception:
-                continue                      # not msgpack: not ours to read
-            if not isinstance(m, dict):
-                continue
-            if m.get("v") != PROTO_VERSION:
-                if not warned_version:
-                    print(f"skipping protocol version {m.get('v')} frames (this script reads {PROTO_VERSION})",
-                          file=sys.stderr)
-                    warned_version = True
-                continue
-            kind, rank = m.get("k"), m.get("r", -1)
-            if not isinstance(rank, int) or rank < 0:
-                continue                      # ddptop's own messages (none today)
-            if kind == "hello":
-                if rank not in seen:
-                    print(f"rank {rank} hello: {m.get('host', '?')} {m.get('device', '?')} {m.get('backend', '?')}, "
-                          f"world {m.get('world', '?')}", flush=True)
-                if not args.world and isinstance(m.get("world"), int):
-                    world = max(world, m["world"])
-                seen.add(rank)
-            elif kind == "step":
-                seen.add(rank)
-                print(f"rank {rank}  epoch {m.get('epoch')}  step {m.get('step')}  loss {m.get('loss', float('nan')):.6g}",
-                      flush=True)
-            elif kind == "bye":
-                seen.add(rank)
-                byes.add(rank)
-                print(f"rank {rank} bye (status {m.get('status')}) after step {m.get('step')}", flush=True)
-                need = set(range(world)) if world else seen
-                if need <= byes:
-                    print(f"all {len(need)} rank{'s' if len(need) != 1 else ''} said bye", flush=True)
+            for m in messages(frame):
+                if show(m, args, state):
                     return 0
     except KeyboardInterrupt:
         return 0
@@ -98,6 +90,40 @@ def main():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sub.close(linger=0)
         ctx.term()
+
+
+def show(m, args, state):
+    """Print one message; True once every rank has said bye."""
+    seen, byes = state["seen"], state["byes"]
+    if m.get("v") != PROTO_VERSION:
+        if not state["warned_version"]:
+            print(f"skipping protocol version {m.get('v')} frames (this script reads {PROTO_VERSION})",
+                  file=sys.stderr)
+            state["warned_version"] = True
+        return False
+    kind, rank = m.get("k"), m.get("r", -1)
+    if not isinstance(rank, int) or rank < 0:
+        return False                          # ddptop's own messages (none today)
+    if kind == "hello":
+        if rank not in seen:
+            print(f"rank {rank} hello: {m.get('host', '?')} {m.get('device', '?')} {m.get('backend', '?')}, "
+                  f"world {m.get('world', '?')}", flush=True)
+        if not args.world and isinstance(m.get("world"), int):
+            state["world"] = max(state["world"], m["world"])
+        seen.add(rank)
+    elif kind == "step":
+        seen.add(rank)
+        print(f"rank {rank}  epoch {m.get('epoch')}  step {m.get('step')}  loss {m.get('loss', float('nan')):.6g}",
+              flush=True)
+    elif kind == "bye":
+        seen.add(rank)
+        byes.add(rank)
+        print(f"rank {rank} bye (status {m.get('status')}) after step {m.get('step')}", flush=True)
+        need = set(range(state["world"])) if state["world"] else seen
+        if need <= byes:
+            print(f"all {len(need)} rank{'s' if len(need) != 1 else ''} said bye", flush=True)
+            return True
+    return False
 
 
 if __name__ == "__main__":

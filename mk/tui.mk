@@ -1,16 +1,24 @@
 # mk/tui.mk — the TUI's load benchmark: `make bench-tui` (also run by
 # `make bench`). 64 scripted ranks x 100 steps/s against the real frontend
 # in tmux; prints CPU, frames, step-to-screen latency and drops, and the
-# verdict against the targets (tests/bench_tui.sh; docs/BENCHMARKS.md).
+# verdict against the targets (tests/bench_tui.sh; docs/BENCHMARKS.md);
+# then 64, 256 and 1024 simulated ranks (tests/bench_tui_load.sh).
 # Override: BENCH_TUI_RANKS, BENCH_TUI_RATE (steps/s per rank),
 # BENCH_TUI_BUCKETS (all-reduces per step), BENCH_TUI_SECS.
 BENCH_TUI_RANKS   ?= 64
 BENCH_TUI_RATE    ?= 100
 BENCH_TUI_BUCKETS ?= 1
 BENCH_TUI_SECS    ?= 20
+# then rows at scale from tests/tools/tool_load.c (a few processes, not one
+# per rank), the burst and the single-frame wire side by side
+# (tests/bench_tui_load.sh); BENCH_TUI_BEFORE=PATH adds another ddptop's rows
+BENCH_TUI_ROWS    ?= 64 256 1024
+BENCH_TUI_BEFORE  ?=
 
 .PHONY: bench-tui
 bench: bench-tui
-bench-tui: $(BUILD)/ddptop $(BUILD)/tests/tool_feed
+bench-tui: $(BUILD)/ddptop $(BUILD)/tests/tool_feed $(BUILD)/tests/tool_load
 	$(Q)BUILD=$(BUILD) RANKS=$(BENCH_TUI_RANKS) RATE=$(BENCH_TUI_RATE) BUCKETS=$(BENCH_TUI_BUCKETS) SECS=$(BENCH_TUI_SECS) \
 	  bash tests/bench_tui.sh
+	$(Q)BUILD=$(BUILD) ROWS="$(BENCH_TUI_ROWS)" RATE=$(BENCH_TUI_RATE) BUCKETS=$(BENCH_TUI_BUCKETS) SECS=$(BENCH_TUI_SECS) \
+	  BEFORE=$(BENCH_TUI_BEFORE) bash tests/bench_tui_load.sh

@@ -1,7 +1,7 @@
 /* fuzz_codec.c — the wire decoder (codec_decode) on any bytes: it must
  * refuse or decode without a memory error or undefined behaviour, and what
  * it decodes must encode again and decode to the same kind and rank (a
- * rank, that is: r >= 0).
+ * rank, that is: r >= 0). A burst's messages go through codec_burst_decode.
  */
 #include <stdlib.h>
 
@@ -13,6 +13,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     int rc = codec_decode(data, size, &m, err, sizeof err);
     if (rc < 0) return 0;
+    if (rc == 0 && m.kind == MSG_BURST) {
+        size_t pos = 0, len;
+        const uint8_t *f;
+        while (codec_burst_next(&m.u.burst, &pos, &f, &len)) {
+            Msg in;
+            int irc = codec_burst_decode(&m, f, len, &in, err, sizeof err);
+            if (irc == 0 && (in.rank != m.rank || in.kind == MSG_BURST || in.kind == MSG_HELLO)) abort();
+            if (irc == 0 || irc == -2) msg_done(&in);
+        }
+    }
     if (rc == 0) {
         CodecBuf b;
         codec_buf_init(&b);

@@ -54,6 +54,8 @@ codec = {
 for name, m in codec.items():
     put("codec", name, frame(m))
 put("codec", "version-2", msgpack.packb({"v": 2, "k": "step"}))
+put("codec", "burst", frame({"k": "burst", "r": 3, "t": 1, "m": [frame(codec["step"]), frame(dict(codec["beat"], r=3)),
+                                                                 frame(codec["hello"]), b"\xc1"]}))
 
 store = {
     "set": {"k": "set", "r": 0, "key": "job/gloo/coll/0", "val": b"\x00\x01addr"},

@@ -101,7 +101,12 @@ class Front:
                             ident, frame = self.ctl.recv_multipart(zmq.NOBLOCK)
                             self.on_ctl(ident, msgpack.unpackb(frame, raw=False))
                         else:
-                            self.msgs.append(msgpack.unpackb(self.tel.recv(zmq.NOBLOCK), raw=False))
+                            m = msgpack.unpackb(self.tel.recv(zmq.NOBLOCK), raw=False)
+                            # a burst carries whole frames (docs/PROTOCOL.md): take it apart
+                            if m.get("k") == "burst":
+                                self.msgs.extend(msgpack.unpackb(f, raw=False) for f in m.get("m", []))
+                            else:
+                                self.msgs.append(m)
                     except zmq.Again:
                         break
             now = time.monotonic()

@@ -3,7 +3,9 @@
  *   tool_wire encode-samples DIR   write DIR/<kind>.bin, one frame per kind,
  *                                  with the values tests/scenario/wire/t_wire_python.sh expects
  *   tool_wire decode FILE          decode one frame, print key=value lines
- *                                  (wire key names); exit 2 with the error
+ *                                  (wire key names); exit 2 with the error;
+ *                                  a burst prints n, then each message's
+ *                                  mI=RC and its lines prefixed "mI." 
  *
  * Output of decode: "v", "k", "r" (-1 when absent), "t", then every field of
  * the kind in wire order. Strings escape \\ \n \r \t and other control bytes
@@ -122,6 +124,31 @@ static void sample(Msg *m, MsgKind k)
         }
         break;
     }
+    case MSG_BURST: {
+        /* the step and the beat samples, as bins */
+        static uint8_t items[1024];
+        static uint32_t len;
+        if (!len) {
+            CodecBuf f;
+            codec_buf_init(&f);
+            char err[128];
+            const MsgKind inner[2] = { MSG_STEP, MSG_BEAT };
+            for (int i = 0; i < 2; i++) {
+                Msg in;
+                sample(&in, inner[i]);
+                codec_encode(&in, &f, err, sizeof err);
+                items[len++] = 0xc4;
+                items[len++] = (uint8_t)f.len;
+                memcpy(items + len, f.data, f.len);
+                len += (uint32_t)f.len;
+            }
+            codec_buf_done(&f);
+        }
+        m->u.burst.items = items;
+        m->u.burst.len = len;
+        m->u.burst.n = 2;
+        break;
+    }
     default: break;
     }
 }
@@ -153,9 +180,12 @@ static int encode_samples(const char *dir)
     return rc;
 }
 
+/* "m0." while a burst's first message prints, "" otherwise */
+static char prefix[16];
+
 static void put_str(const char *key, const char *s)
 {
-    printf("%s=", key);
+    printf("%s%s=", prefix, key);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '\\')
             fputs("\\\\", stdout);
@@ -173,10 +203,10 @@ static void put_str(const char *key, const char *s)
     putchar('\n');
 }
 
-static void put_i(const char *key, int64_t v) { printf("%s=%" PRId64 "\n", key, v); }
-static void put_u(const char *key, uint64_t v) { printf("%s=%" PRIu64 "\n", key, v); }
-static void put_f(const char *key, double v) { printf("%s=%.17g\n", key, v); }
-static void put_b(const char *key, bool v) { printf("%s=%s\n", key, v ? "true" : "false"); }
+static void put_i(const char *key, int64_t v) { printf("%s%s=%" PRId64 "\n", prefix, key, v); }
+static void put_u(const char *key, uint64_t v) { printf("%s%s=%" PRIu64 "\n", prefix, key, v); }
+static void put_f(const char *key, double v) { printf("%s%s=%.17g\n", prefix, key, v); }
+static void put_b(const char *key, bool v) { printf("%s%s=%s\n", prefix, key, v ? "true" : "false"); }
 
 static void print_msg(const Msg *m)
 {
@@ -250,7 +280,7 @@ static void print_msg(const Msg *m)
         put_i("num_samples", s->num_samples);
         put_i("total_size", s->total_size);
         put_i("padding", s->padding);
-        printf("idx=");
+        printf("%sidx=", prefix);
         for (uint32_t i = 0; i < s->n_idx; i++) printf("%s%" PRId64, i ? "," : "", s->idx[i]);
         putchar('\n');
         break;
@@ -306,11 +336,31 @@ static void print_msg(const Msg *m)
         if (m->kind == MSG_GET || m->kind == MSG_WAIT) put_i("timeout_ms", s->timeout_ms);
         if (m->kind == MSG_VAL) put_b("ok", s->ok);
         if (m->kind == MSG_SET || m->kind == MSG_VAL) {
-            printf("val=");
+            printf("%sval=", prefix);
             for (uint32_t i = 0; i < s->val_len; i++) printf("%02x", s->val[i]);
             putchar('\n');
         }
         if (m->kind == MSG_VAL) put_str("error", s->error);
+        break;
+    }
+    case MSG_BURST: {
+        /* n, then each message: mI=RC (codec_burst_decode's) and its keys as mI.KEY */
+        put_u("n", m->u.burst.n);
+        size_t pos = 0, len;
+        const uint8_t *f;
+        char err[256];
+        for (int i = 0; codec_burst_next(&m->u.burst, &pos, &f, &len); i++) {
+            Msg in;
+            int rc = codec_burst_decode(m, f, len, &in, err, sizeof err);
+            printf("m%d=%d\n", i, rc);
+            if (rc != 0) printf("m%d.error=%s\n", i, err);
+            if (rc == 0 || rc == -2) {
+                snprintf(prefix, sizeof prefix, "m%d.", i);
+                print_msg(&in);
+                prefix[0] = 0;
+                msg_done(&in);
+            }
+        }
         break;
     }
     default: break;

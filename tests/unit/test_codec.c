@@ -125,6 +125,28 @@ static void fill_sample(Msg *m, MsgKind k)
         if (m->kind == MSG_VAL) snprintf(s->error, sizeof s->error, "store full");
         break;
     }
+    case MSG_BURST: {
+        /* a step and a coll of the same rank, as bins */
+        CodecBuf f;
+        codec_buf_init(&f);
+        char err[128];
+        MsgBurst *bu = &m->u.burst;
+        bu->items = malloc(4096);
+        bu->len = 0;
+        bu->n = 0;
+        for (int i = 0; i < 2; i++) {
+            Msg in;
+            fill_sample(&in, i == 0 ? MSG_STEP : MSG_COLL);
+            codec_encode(&in, &f, err, sizeof err);
+            bu->items[bu->len++] = 0xc4;
+            bu->items[bu->len++] = (uint8_t)f.len;
+            memcpy(bu->items + bu->len, f.data, f.len);
+            bu->len += (uint32_t)f.len;
+            bu->n++;
+        }
+        codec_buf_done(&f);
+        break;
+    }
     default: break;
     }
 }
@@ -286,6 +308,14 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQS(u.store.key);
         EQI(u.store.timeout_ms);
         break;
+    case MSG_BURST:
+        EQU(u.burst.n);
+        EQU(u.burst.len);
+        if (a->u.burst.len && memcmp(a->u.burst.items, b->u.burst.items, a->u.burst.len)) {
+            snprintf(why, whylen, "u.burst.items bytes differ");
+            return 0;
+        }
+        break;
     default: break;
     }
     return 1;
@@ -357,8 +387,8 @@ static uint64_t rng(void)
 static void test_names(void)
 {
     TEST_BEGIN("names");
-    const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",  "beat",
-                           "bye",   "cmd",   "set",  "get",  "wait",  "val",  "eval", "node" };
+    const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",  "beat", "bye",
+                           "cmd",   "set",   "get",  "wait", "val",   "eval", "node", "burst" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
         CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k, msg_kind_name((MsgKind)k));
         CHECK(msg_kind_from_name(wire[k - 1]) == (MsgKind)k, "from \"%s\"", wire[k - 1]);
@@ -526,8 +556,8 @@ static void test_extremes(void)
         msg_init(&in, MSG_STEP);
         in.u.step.step = past[k];
         CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
-        CHECK(dec(b.data, b.len, &out, err, sizeof err) != 0 && strstr(err, "out of range"),
-              "step %lld accepted (%s)", (long long)past[k], err);
+        CHECK(dec(b.data, b.len, &out, err, sizeof err) != 0 && strstr(err, "out of range"), "step %lld accepted (%s)",
+              (long long)past[k], err);
         msg_init(&in, MSG_STEP);
         in.t_ns = past[k];
         CHECK(codec_encode(&in, &b, err, sizeof err) == 0, "encode: %s", err);
@@ -1228,6 +1258,147 @@ static void test_mutations(void)
     TEST_END();
 }
 
+/* A frame of kind k for rank r (the sample's values). */
+static void sample_frame(CodecBuf *b, MsgKind k, int r)
+{
+    Msg m;
+    char err[128];
+    fill_sample(&m, k);
+    m.rank = r;
+    CHECK(codec_encode(&m, b, err, sizeof err) == 0, "encode %s: %s", msg_kind_name(k), err);
+    msg_done(&m);
+}
+
+static void test_burst(void)
+{
+    TEST_BEGIN("burst_carries_messages_whole");
+    CodecBuf bb, f;
+    codec_buf_init(&bb);
+    codec_buf_init(&f);
+    char err[256], why[256];
+    Msg burst, out;
+
+    /* builder -> decoder: three messages come back as they went in */
+    const MsgKind kinds[3] = { MSG_STEP, MSG_COLL, MSG_BEAT };
+    CHECK(codec_burst_count(&bb) == 0, "no burst yet");
+    CHECK(codec_burst_begin(&bb, 3, err, sizeof err) == 0, "begin: %s", err);
+    for (int i = 0; i < 3; i++) {
+        sample_frame(&f, kinds[i], 3);
+        CHECK(codec_burst_add(&bb, f.data, f.len, err, sizeof err) == 0, "add: %s", err);
+    }
+    codec_burst_finish(&bb, 1700000000999LL);
+    CHECK(codec_burst_count(&bb) == 3, "count %u", codec_burst_count(&bb));
+    int rc = dec(bb.data, bb.len, &burst, err, sizeof err);
+    CHECK(rc == 0 && burst.kind == MSG_BURST && burst.rank == 3 && burst.t_ns == 1700000000999LL &&
+              burst.u.burst.n == 3,
+          "decode: rc %d %s, kind %d r %d n %u", rc, err, burst.kind, burst.rank, burst.u.burst.n);
+    size_t pos = 0, len;
+    const uint8_t *p;
+    int i = 0;
+    while (codec_burst_next(&burst.u.burst, &pos, &p, &len)) {
+        Msg want;
+        fill_sample(&want, kinds[i < 3 ? i : 0]);
+        rc = codec_burst_decode(&burst, p, len, &out, err, sizeof err);
+        CHECK(rc == 0, "message %d: %s", i, err);
+        if (rc == 0) CHECK(msg_equal(&want, &out, why, sizeof why), "message %d: %s", i, why);
+        msg_done(&out);
+        msg_done(&want);
+        i++;
+    }
+    CHECK(i == 3, "walked %d messages", i);
+    msg_done(&burst);
+
+    /* the rules: a non-tel kind or a burst inside is malformed, another
+     * rank's message is forged, a bad one does not spoil the others */
+    codec_burst_begin(&bb, 3, err, sizeof err);
+    sample_frame(&f, MSG_HELLO, 3);
+    codec_burst_add(&bb, f.data, f.len, err, sizeof err);
+    sample_frame(&f, MSG_STEP, 1);
+    codec_burst_add(&bb, f.data, f.len, err, sizeof err);
+    codec_burst_add(&bb, "\x81\xa1v\x01", 4, err, sizeof err); /* no "k" */
+    CodecBuf inner;
+    codec_buf_init(&inner);
+    codec_burst_begin(&inner, 3, err, sizeof err);
+    sample_frame(&f, MSG_STEP, 3);
+    codec_burst_add(&inner, f.data, f.len, err, sizeof err);
+    codec_burst_add(&bb, inner.data, inner.len, err, sizeof err);
+    codec_burst_add(&bb, f.data, f.len, err, sizeof err);
+    CHECK(dec(bb.data, bb.len, &burst, err, sizeof err) == 0 && burst.u.burst.n == 5, "rules burst: %s", err);
+    const int want_rc[5] = { -1, -2, -1, -1, 0 };
+    const char *want_err[5] = { "hello may not", "claiming rank 1", "\"k\"", "burst may not", "" };
+    pos = 0;
+    for (i = 0; codec_burst_next(&burst.u.burst, &pos, &p, &len); i++) {
+        err[0] = 0;
+        rc = codec_burst_decode(&burst, p, len, &out, err, sizeof err);
+        CHECK(i < 5 && rc == want_rc[i] && strstr(err, want_err[i]), "message %d: rc %d (want %d), \"%s\"", i, rc,
+              i < 5 ? want_rc[i] : 9, err);
+        if (rc == 0 || rc == -2) msg_done(&out);
+    }
+    CHECK(i == 5, "walked %d", i);
+    msg_done(&burst);
+    codec_buf_done(&inner);
+
+    /* limits: PROTO_MAX_BURST messages, and the frame size */
+    codec_burst_begin(&bb, 0, err, sizeof err);
+    sample_frame(&f, MSG_BEAT, 0);
+    int added = 0;
+    while (codec_burst_add(&bb, f.data, f.len, err, sizeof err) == 0) added++;
+    CHECK(added == (int)PROTO_MAX_BURST && strstr(err, "full"), "added %d: %s", added, err);
+    CHECK(dec(bb.data, bb.len, &burst, err, sizeof err) == 0 && burst.u.burst.n == PROTO_MAX_BURST, "full burst: %s",
+          err);
+    msg_done(&burst);
+    /* one more by hand: the decoder refuses it */
+    {
+        TB t;
+        tb_head(&t, "burst", 2);
+        tb_str(&t, "r");
+        tb_int(&t, 0);
+        tb_str(&t, "m");
+        msgpack_pack_array(&t.pk, PROTO_MAX_BURST + 1);
+        for (uint32_t k = 0; k <= PROTO_MAX_BURST; k++) {
+            msgpack_pack_bin(&t.pk, f.len);
+            msgpack_pack_bin_body(&t.pk, f.data, f.len);
+        }
+        CHECK(dec(t.sb.data, t.sb.size, &out, err, sizeof err) == -1 && strstr(err, "more than"), "4097: %s", err);
+        tb_done(&t);
+    }
+    uint8_t *big = calloc(1, PROTO_MAX_FRAME_BYTES / 2);
+    codec_burst_begin(&bb, 0, err, sizeof err);
+    CHECK(codec_burst_add(&bb, big, PROTO_MAX_FRAME_BYTES / 2, err, sizeof err) == 0, "half the limit: %s", err);
+    CHECK(codec_burst_add(&bb, big, PROTO_MAX_FRAME_BYTES / 2, err, sizeof err) == -1 && strstr(err, "frame limit"),
+          "past the limit: %s", err);
+    free(big);
+    CHECK(codec_burst_begin(&bb, -1, err, sizeof err) == -1, "a burst needs a rank");
+
+    /* hand-made: no "r", an element that is not a bin */
+    {
+        TB t;
+        tb_head(&t, "burst", 1);
+        tb_str(&t, "m");
+        msgpack_pack_array(&t.pk, 0);
+        CHECK(dec(t.sb.data, t.sb.size, &out, err, sizeof err) == -1 && strstr(err, "\"r\""), "no r: %s", err);
+        tb_done(&t);
+        tb_head(&t, "burst", 2);
+        tb_str(&t, "r");
+        tb_int(&t, 2);
+        tb_str(&t, "m");
+        msgpack_pack_array(&t.pk, 1);
+        tb_str(&t, "step");
+        CHECK(dec(t.sb.data, t.sb.size, &out, err, sizeof err) == -1 && strstr(err, "not a bin"), "str: %s", err);
+        tb_done(&t);
+    }
+    /* the encoder refuses items that do not match n */
+    Msg lie;
+    fill_sample(&lie, MSG_BURST);
+    lie.u.burst.n = 3;
+    CHECK(codec_encode(&lie, &f, err, sizeof err) == -1 && strstr(err, "bins"), "n lies: %s", err);
+    msg_done(&lie);
+
+    codec_buf_done(&bb);
+    codec_buf_done(&f);
+    TEST_END();
+}
+
 int main(void)
 {
     test_names();
@@ -1251,5 +1422,6 @@ int main(void)
     test_nesting();
     test_duplicates();
     test_mutations();
+    test_burst();
     CHECK_EXIT();
 }

@@ -6,8 +6,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "check.h"
 #include "model/job.h"
@@ -225,6 +227,55 @@ static void test_alone(void)
     TEST_END();
 }
 
+/* 1024 ranks: the alone lint still names the one rank left in a
+ * collective, and a hang (1023 ranks inside #77, rank 700 outside any
+ * collective) is not told as alone however many beats come; nodes are the
+ * distinct hosts. Each beat used to cost O(world^2) in such a hang (10,240
+ * beats here); the bound below is 5 s of CPU (O(world^2) took 23 s on the 2-core VM,
+ * this code 0.03 s). */
+static void test_alone_at_scale(void)
+{
+    TEST_BEGIN("alone_and_nodes_at_1024_ranks_beats_stay_cheap");
+    enum { W = 1024 };
+    int64_t t = T0;
+    Job *j = job_new(W, T0);
+    Msg m;
+    for (int r = 0; r < W; r++) {
+        job_rank_started(j, r, 500 + r, t);
+        msg_init(&m, MSG_HELLO);
+        m.u.hello.pid = 500 + r;
+        m.u.hello.world = W;
+        snprintf(m.u.hello.host, sizeof m.u.hello.host, "node%03d", r / 8);
+        apply(j, &m, r, t += MS);
+        phase(j, r, PHASE_TRAIN, t += MS);
+    }
+    CHECK(j->nodes == W / 8, "nodes %d", j->nodes);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    for (int round = 0; round < 10; round++)
+        for (int r = 0; r < W; r++) {
+            if (r == 700)
+                beat(j, r, 20, -1, "", 0, "", t += MS);
+            else
+                beat(j, r, 20, 77, "allreduce", WALL - 3 * SEC, "", t += MS);
+        }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    CHECK(cpu < 5.0, "10240 beats in a 1024-rank hang took %.1f s of CPU", cpu);
+    CHECK(events_with(j, "alone") == 0, "a hang told as alone");
+    /* the hang ends; rank 3 enters a barrier and every other rank finishes: 3 is alone */
+    for (int r = 0; r < W; r++)
+        if (r != 3) beat(j, r, 21, -1, "", 0, "", t += MS);
+    beat(j, 3, 21, 78, "barrier", WALL - 3 * SEC, "", t += MS);
+    CHECK(events_with(j, "alone") == 0, "alone while the others still train");
+    for (int r = 0; r < W; r++)
+        if (r != 3) phase(j, r, PHASE_DESTROYED, t += MS);
+    CHECK(event_with(j, "rank 3 is alone in barrier #78") != NULL, "rank 3 not named alone");
+    CHECK((j->ranks[3].lints & JOB_LINT_ALONE) && !(j->ranks[4].lints & JOB_LINT_ALONE), "rows");
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_set_epoch_rows(void)
 {
     TEST_BEGIN("set_epoch_forgotten_marks_every_rank");
@@ -258,6 +309,7 @@ int main(void)
     test_where();
     test_uneven();
     test_desync();
+    test_alone_at_scale();
     test_alone();
     test_set_epoch_rows();
     CHECK_EXIT();

@@ -48,6 +48,7 @@ typedef enum {
     F_PHASE, /* msgpack str (phase name), Phase */
     F_IDX,   /* msgpack array of int: MsgShard idx/n_idx */
     F_BIN,   /* msgpack bin: MsgStore val/val_len */
+    F_BURST, /* msgpack array of bin: MsgBurst n/len/items */
 } FieldType;
 
 typedef struct {
@@ -222,6 +223,11 @@ static const Field node_fields[] = {
 };
 // clang-format on
 
+/* A burst's messages travel as bins inside "m"; codec_burst_* below. */
+static const Field burst_fields[] = {
+    FLD("m", F_BURST, burst),
+};
+
 #define TABLE(a)                  \
     {                             \
         a, sizeof a / sizeof a[0] \
@@ -235,7 +241,7 @@ static const struct {
     [MSG_LOG] = TABLE(log_fields),     [MSG_BEAT] = TABLE(beat_fields),   [MSG_BYE] = TABLE(bye_fields),
     [MSG_CMD] = TABLE(cmd_fields),     [MSG_SET] = TABLE(set_fields),     [MSG_GET] = TABLE(get_fields),
     [MSG_WAIT] = TABLE(get_fields),    [MSG_VAL] = TABLE(val_fields),     [MSG_EVAL] = TABLE(eval_fields),
-    [MSG_NODE] = TABLE(node_fields),
+    [MSG_NODE] = TABLE(node_fields),   [MSG_BURST] = TABLE(burst_fields),
 };
 
 /* ---- UTF-8 ---------------------------------------------------------------
@@ -292,6 +298,58 @@ typedef struct {
     int oom;
 } Sink;
 
+/* Room for need more bytes in b. 0, or -1 out of memory. */
+static int buf_grow(CodecBuf *b, size_t need)
+{
+    if (b->len + need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + need) cap *= 2;
+    uint8_t *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* msgpack bin headers, smallest form (as msgpack-c and Python write them). */
+static size_t bin_hdr_len(size_t n) { return n <= 0xff ? 2 : n <= 0xffff ? 3 : 5; }
+
+static size_t bin_hdr_put(uint8_t *p, size_t n)
+{
+    size_t h = bin_hdr_len(n);
+    p[0] = h == 2 ? 0xc4 : h == 3 ? 0xc5 : 0xc6;
+    for (size_t i = 1; i < h; i++) p[i] = (uint8_t)(n >> (8 * (h - 1 - i)));
+    return h;
+}
+
+/* A bin at p[0..left): 0 with its header and body sizes, -1 if there is none. */
+static int bin_hdr_get(const uint8_t *p, size_t left, size_t *hdr, size_t *body)
+{
+    if (left < 2) return -1;
+    size_t h = p[0] == 0xc4 ? 2 : p[0] == 0xc5 ? 3 : p[0] == 0xc6 ? 5 : 0;
+    if (!h || left < h) return -1;
+    size_t n = 0;
+    for (size_t i = 1; i < h; i++) n = (n << 8) | p[i];
+    if (n > left - h) return -1;
+    *hdr = h;
+    *body = n;
+    return 0;
+}
+
+/* Do a burst's items hold exactly n bins, nothing before, between or after? */
+static bool burst_items_ok(const MsgBurst *bu)
+{
+    size_t pos = 0, h, n;
+    uint32_t k = 0;
+    if (bu->len && !bu->items) return false;
+    while (pos < bu->len) {
+        if (bin_hdr_get(bu->items + pos, bu->len - pos, &h, &n) < 0) return false;
+        pos += h + n;
+        k++;
+    }
+    return k == bu->n;
+}
+
 /* msgpack_packer's write callback: append to the CodecBuf, refusing to grow
  * past what a peer would accept anyway. */
 static int sink_write(void *data, const char *buf, size_t len)
@@ -303,16 +361,9 @@ static int sink_write(void *data, const char *buf, size_t len)
         s->too_big = 1;
         return -1;
     }
-    if (b->len + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + len) cap *= 2;
-        uint8_t *p = realloc(b->data, cap);
-        if (!p) {
-            s->oom = 1;
-            return -1;
-        }
-        b->data = p;
-        b->cap = cap;
+    if (buf_grow(b, len) < 0) {
+        s->oom = 1;
+        return -1;
     }
     memcpy(b->data + b->len, buf, len);
     b->len += len;
@@ -404,6 +455,21 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const Field *f, char *er
             return -2;
         }
         return msgpack_pack_bin(pk, st->val_len) || msgpack_pack_bin_body(pk, st->val, st->val_len);
+    }
+    case F_BURST: {
+        const MsgBurst *bu = &m->u.burst;
+        if (bu->n > PROTO_MAX_BURST) {
+            err_set(err, errlen, "%s: %" PRIu32 " messages, more than the %u a burst may carry", kind, bu->n,
+                    PROTO_MAX_BURST);
+            return -2;
+        }
+        if (!burst_items_ok(bu)) {
+            err_set(err, errlen, "%s: items do not hold exactly %" PRIu32 " msgpack bins", kind, bu->n);
+            return -2;
+        }
+        /* the items are already bins: copied as they are */
+        if (msgpack_pack_array(pk, bu->n)) return -1;
+        return bu->len ? pk->callback(pk->data, (const char *)bu->items, bu->len) : 0;
     }
     }
     return -1;
@@ -635,6 +701,8 @@ static int int_error(int rc, const char *kind, const char *key, char *err, size_
     return err_set(err, errlen, "%s: key \"%s\" is out of range", kind, key);
 }
 
+static const char *obj_type_name(msgpack_object_type t);
+
 /* Decode one known key's value into m. */
 static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *err, size_t errlen)
 {
@@ -758,6 +826,40 @@ static int decode_field(const msgpack_object *o, Msg *m, const Field *f, char *e
         st->val_len = n;
         return 0;
     }
+    case F_BURST: {
+        MsgBurst *bu = &m->u.burst;
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+            return err_set(err, errlen, "%s: key \"%s\" is not an array", kind, f->key);
+        uint32_t n = o->via.array.size;
+        if (n > PROTO_MAX_BURST)
+            return err_set(err, errlen, "%s: key \"%s\" has %" PRIu32 " messages, more than the %u allowed", kind,
+                           f->key, n, PROTO_MAX_BURST);
+        size_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const msgpack_object *e = &o->via.array.ptr[i];
+            if (e->type != MSGPACK_OBJECT_BIN)
+                return err_set(err, errlen, "%s: key \"%s\" entry %" PRIu32 " is a msgpack %s, not a bin", kind, f->key,
+                               i, obj_type_name(e->type));
+            total += bin_hdr_len(e->via.bin.size) + e->via.bin.size; /* within the frame's 8 MiB */
+        }
+        free(bu->items);
+        bu->items = NULL;
+        bu->n = bu->len = 0;
+        if (n == 0) return 0;
+        uint8_t *p = malloc(total);
+        if (!p) return err_set(err, errlen, "%s: out of memory for %zu bytes of messages", kind, total);
+        size_t at = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const msgpack_object *e = &o->via.array.ptr[i];
+            at += bin_hdr_put(p + at, e->via.bin.size);
+            if (e->via.bin.size) memcpy(p + at, e->via.bin.ptr, e->via.bin.size);
+            at += e->via.bin.size;
+        }
+        bu->items = p;
+        bu->n = n;
+        bu->len = (uint32_t)total;
+        return 0;
+    }
     }
     return err_set(err, errlen, "%s: key \"%s\": internal error", kind, f->key);
 }
@@ -839,6 +941,10 @@ static int decode_map(const msgpack_object *top, Msg *m, char *err, size_t errle
         if (rc) return int_error(rc, kn, "t", err, errlen);
         if (m->t_ns > PROTO_INT_MAX || m->t_ns < -PROTO_INT_MAX) return int_error(-2, kn, "t", err, errlen);
     }
+
+    /* a burst is one rank's: its sender is checked by that rank */
+    if (kind == MSG_BURST && (!orank || m->rank < 0))
+        return err_set(err, errlen, "burst: key \"r\" is missing or negative");
 
     if (kind == MSG_UNKNOWN) {
         char shown[PROTO_STR_SHORT];
@@ -934,4 +1040,100 @@ int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, siz
     msgpack_unpacked_destroy(&up);
     if (rc == 0 && kind) *kind = k;
     return rc;
+}
+
+/* ---- bursts ---------------------------------------------------------------
+ * The builder writes a fixed-width header so the count and the time can be
+ * patched in place: {"v":1,"k":"burst","r":int32,"t":int64,"m":array32}. */
+
+#define BURST_HDR_LEN 37
+#define BURST_R_AT    15 /* the int32 after 0xd2 */
+#define BURST_T_AT    22 /* the int64 after 0xd3 */
+#define BURST_N_AT    33 /* the uint32 after 0xdd */
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+int codec_burst_begin(CodecBuf *b, int32_t rank, char *err, size_t errlen)
+{
+    static const uint8_t head[BURST_HDR_LEN] = {
+        0x85, 0xa1, 'v',  PROTO_VERSION, 0xa1, 'k', 0xa5, 'b', 'u', 'r', 's', 't', 0xa1, 'r',  0xd2, 0,    0,
+        0,    0,    0xa1, 't',           0xd3, 0,   0,    0,   0,   0,   0,   0,   0,    0xa1, 'm',  0xdd, 0,
+        0,    0,    0,
+    };
+    codec_buf_reset(b);
+    if (rank < 0) return err_set(err, errlen, "burst: rank %d is not a rank", (int)rank);
+    if (buf_grow(b, BURST_HDR_LEN) < 0) return err_set(err, errlen, "burst: out of memory");
+    memcpy(b->data, head, BURST_HDR_LEN);
+    put_be(b->data + BURST_R_AT, (uint32_t)rank, 4);
+    b->len = BURST_HDR_LEN;
+    return 0;
+}
+
+uint32_t codec_burst_count(const CodecBuf *b)
+{
+    if (b->len < BURST_HDR_LEN) return 0;
+    uint32_t n = 0;
+    for (int i = 0; i < 4; i++) n = (n << 8) | b->data[BURST_N_AT + i];
+    return n;
+}
+
+int codec_burst_add(CodecBuf *b, const void *frame, size_t len, char *err, size_t errlen)
+{
+    if (b->len < BURST_HDR_LEN) return err_set(err, errlen, "burst: codec_burst_begin was not called");
+    uint32_t n = codec_burst_count(b);
+    if (n >= PROTO_MAX_BURST) return err_set(err, errlen, "burst: full at %u messages", PROTO_MAX_BURST);
+    if (len == 0 || !frame) return err_set(err, errlen, "burst: empty frame");
+    size_t h = bin_hdr_len(len);
+    if (len > PROTO_MAX_FRAME_BYTES || b->len + h + len > PROTO_MAX_FRAME_BYTES)
+        return err_set(err, errlen, "burst: adding %zu bytes would exceed the %u-byte frame limit", len,
+                       PROTO_MAX_FRAME_BYTES);
+    if (buf_grow(b, h + len) < 0) return err_set(err, errlen, "burst: out of memory");
+    b->len += bin_hdr_put(b->data + b->len, len);
+    memcpy(b->data + b->len, frame, len);
+    b->len += len;
+    put_be(b->data + BURST_N_AT, n + 1, 4);
+    return 0;
+}
+
+void codec_burst_finish(CodecBuf *b, int64_t t_ns)
+{
+    if (b->len >= BURST_HDR_LEN) put_be(b->data + BURST_T_AT, (uint64_t)t_ns, 8);
+}
+
+int codec_burst_next(const MsgBurst *bu, size_t *pos, const uint8_t **frame, size_t *len)
+{
+    size_t h, n;
+    if (!bu->items || *pos >= bu->len || bin_hdr_get(bu->items + *pos, bu->len - *pos, &h, &n) < 0) return 0;
+    *frame = bu->items + *pos + h;
+    *len = n;
+    *pos += h + n;
+    return 1;
+}
+
+/* The kinds a worker sends on tel, the only ones a burst may carry. */
+static bool tel_kind(MsgKind k)
+{
+    return k == MSG_PHASE || k == MSG_STEP || k == MSG_COLL || k == MSG_SHARD || k == MSG_CKPT || k == MSG_EVAL ||
+           k == MSG_LOG || k == MSG_BEAT || k == MSG_BYE;
+}
+
+int codec_burst_decode(const Msg *burst, const void *frame, size_t len, Msg *out, char *err, size_t errlen)
+{
+    int rc = codec_decode(frame, len, out, err, errlen);
+    if (rc != 0) return rc;
+    if (!tel_kind(out->kind)) {
+        err_set(err, errlen, "burst: a %s may not travel in a burst", msg_kind_name(out->kind));
+        msg_done(out);
+        msg_init(out, MSG_UNKNOWN);
+        return -1;
+    }
+    if (out->rank != burst->rank) {
+        err_set(err, errlen, "burst of rank %d carries a %s claiming rank %d", (int)burst->rank,
+                msg_kind_name(out->kind), (int)out->rank);
+        return -2;
+    }
+    return 0;
 }

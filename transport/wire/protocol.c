@@ -32,6 +32,7 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_VAL] = "val",
     [MSG_EVAL] = "eval",
     [MSG_NODE] = "node",
+    [MSG_BURST] = "burst",
 };
 // clang-format on
 
@@ -79,6 +80,11 @@ void msg_done(Msg *m)
         free(m->u.store.val);
         m->u.store.val = NULL;
         m->u.store.val_len = 0;
+        break;
+    case MSG_BURST:
+        free(m->u.burst.items);
+        m->u.burst.items = NULL;
+        m->u.burst.n = m->u.burst.len = 0;
         break;
     default: break;
     }

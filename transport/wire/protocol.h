@@ -29,6 +29,9 @@
  * of them without overflow; a frame with a larger one is malformed. */
 #define PROTO_INT_MAX         ((int64_t)1 << 61)
 #define PROTO_MAX_VAL_BYTES   (1u << 20)
+/* Most messages one burst carries (the burst also stays within
+ * PROTO_MAX_FRAME_BYTES). */
+#define PROTO_MAX_BURST       4096u
 
 /* Fixed string sizes: decoders truncate longer strings (NUL-terminated). */
 #define PROTO_STR_SHORT 32
@@ -58,6 +61,8 @@ typedef enum {
     MSG_EVAL,
     /* ddptop on node 0 <-> the agent on another node (multi-node runs) */
     MSG_NODE,
+    /* worker -> ddptop: several tel messages of one rank in one frame */
+    MSG_BURST,
     MSG__COUNT
 } MsgKind;
 
@@ -186,6 +191,16 @@ typedef struct {
     char text[PROTO_STR_LONG];
 } MsgNode;
 
+/* A burst: up to PROTO_MAX_BURST complete v1 frames of the burst's rank,
+ * each a tel kind (never a burst), in the order they happened. items holds
+ * them as msgpack bins (header, then the frame), one after the other;
+ * codec_burst_next walks them, codec_burst_decode decodes one. */
+typedef struct {
+    uint32_t n;     /* frames carried */
+    uint32_t len;   /* bytes in items */
+    uint8_t *items; /* heap-owned after decode; msg_done frees */
+} MsgBurst;
+
 typedef struct {
     int64_t id;               /* per-op sequence number, from 1 */
     char op[PROTO_STR_SHORT]; /* "ckpt", "stop", "pause", "resume", "ping" */
@@ -196,8 +211,8 @@ typedef struct {
     char key[PROTO_STR_MED];
     int64_t timeout_ms; /* wait/get: how long ddptop may hold the reply */
     uint32_t val_len;
-    uint8_t *val; /* heap-owned after decode; msg_done frees */
-    bool ok;      /* val: false when the key timed out or the request was refused */
+    uint8_t *val;              /* heap-owned after decode; msg_done frees */
+    bool ok;                   /* val: false when the key timed out or the request was refused */
     char error[PROTO_STR_MED]; /* val: why ok is false ("" for a timeout) */
 } MsgStore;
 
@@ -220,12 +235,13 @@ typedef struct {
         MsgStore store; /* set, get, wait, val */
         MsgEval eval;
         MsgNode node;
+        MsgBurst burst;
     } u;
 } Msg;
 
 /* Initialise *m as an empty message of the given kind (rank -1). */
 void msg_init(Msg *m, MsgKind kind);
-/* Free heap parts a decode allocated (shard indices, store values). It frees
+/* Free heap parts a decode allocated (shard indices, store values, burst items). It frees
  * idx/val whoever set them: on a message built around your own arrays, don't. */
 void msg_done(Msg *m);
 

@@ -147,20 +147,31 @@ static bool all_bye(const Job *j)
     return true;
 }
 
-static void apply_frame(Attach *A, const void *data, size_t len)
+/* One frame, or (burst not NULL) one message of that burst. */
+static void apply_frame_in(Attach *A, const void *data, size_t len, const Msg *burst)
 {
     Job *j = A->job;
     int64_t now = mono_ns();
     Msg m;
     char err[256];
-    int rc = codec_decode(data, len, &m, err, sizeof err);
+    int rc = burst ? codec_burst_decode(burst, data, len, &m, err, sizeof err)
+                   : codec_decode(data, len, &m, err, sizeof err);
     if (rc != 0) {
-        if (rc > 0)
+        if (rc == 1)
             msg_done(&m); /* a kind this build does not know */
         else {
-            j->bad_frames++; /* as the live loop counts it */
+            if (rc == -2) msg_done(&m); /* another rank's, in a burst */
+            j->bad_frames++;            /* as the live loop counts it */
             j->version++;
         }
+        return;
+    }
+    if (m.kind == MSG_BURST) {
+        /* what ddptop passed on whole: its messages one by one */
+        size_t pos = 0, flen;
+        const uint8_t *f;
+        while (codec_burst_next(&m.u.burst, &pos, &f, &flen)) apply_frame_in(A, f, flen, &m);
+        msg_done(&m);
         return;
     }
     if (m.kind == MSG_LOG && m.rank < 0) {
@@ -199,6 +210,8 @@ static void apply_frame(Attach *A, const void *data, size_t len)
     }
     msg_done(&m);
 }
+
+static void apply_frame(Attach *A, const void *data, size_t len) { apply_frame_in(A, data, len, NULL); }
 
 /* The first hello: the world is known, the model can be made. Returns -1
  * when the world cannot be shown. */

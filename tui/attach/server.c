@@ -441,6 +441,23 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
     return b;
 }
 
+static void send_all(Viewers *v, const void *frame, size_t len, Blob *kept);
+
+/* A burst from elsewhere than ddptop's receive loop (which checks and keeps
+ * each message itself): its messages are kept as their own frames. */
+static void keep_burst(Viewers *v, const Msg *burst)
+{
+    size_t pos = 0, len;
+    const uint8_t *f;
+    char err[160];
+    while (codec_burst_next(&burst->u.burst, &pos, &f, &len)) {
+        Msg m;
+        int rc = codec_burst_decode(burst, f, len, &m, err, sizeof err);
+        if (rc == 0) blob_unref(keep(v, &m, f, len));
+        if (rc == 0 || rc == -2) msg_done(&m);
+    }
+}
+
 void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t len)
 {
     if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
@@ -478,11 +495,34 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
         case MSG_NODE:
             forward = false; /* the store's and ddptop's business, not a screen's */
             break;
+        case MSG_BURST: keep_burst(v, m); break;
         default: b = keep(v, m, frame, len); break;
         }
     }
     /* rc 1 (a newer kind): forwarded as it is */
-    if (forward && v->n > 0) {
+    if (forward) send_all(v, frame, len, b);
+    blob_unref(b);
+}
+
+void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m)
+{
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    blob_unref(keep(v, m, frame, len));
+}
+
+void viewers_forward(Viewers *v, void *ctl_router, const void *frame, size_t len)
+{
+    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    if (ctl_router) v->router = ctl_router;
+    send_all(v, frame, len, NULL);
+}
+
+/* Send a frame to every attached viewer (or queue it behind a snapshot);
+ * b, when not NULL, is the frame already in a blob. */
+static void send_all(Viewers *v, const void *frame, size_t len, Blob *kept)
+{
+    Blob *b = kept;
+    if (v->n > 0) {
         for (int i = 0; i < VIEWERS_MAX; i++) {
             Viewer *w = &v->v[i];
             if (!w->used) continue;
@@ -499,7 +539,7 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
             enqueue(v, w, b);
         }
     }
-    blob_unref(b);
+    if (b != kept) blob_unref(b);
 }
 
 /* ---- messages from viewers ---- */

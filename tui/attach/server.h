@@ -57,6 +57,13 @@ void viewers_on_frame(Viewers *v, void *ctl_router, const void *frame, size_t le
 /* The same for a frame already decoded (rc and m as ZsTap gives them):
  * ddptop's receive loop, which must not pay for a second decode. */
 void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t len, const Msg *m, int rc);
+/* For a receive loop that takes a burst apart itself: one of its messages
+ * (its own frame and decoded form, checked) kept for the snapshot, not
+ * forwarded; then the burst (or, when some of its messages were refused,
+ * each accepted message's frame) goes out with viewers_forward, which
+ * forwards a frame as it is and keeps nothing. */
+void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m);
+void viewers_forward(Viewers *v, void *ctl_router, const void *frame, size_t len);
 
 /* A decoded message from a viewer's routing id (m->kind == MSG_CMD).
  * Registers/refreshes the viewer on "attach" (and sends it the snapshot),

@@ -204,15 +204,27 @@ static void pause_update(Job *j, JobTime at)
     }
 }
 
+/* Distinct hosts among the ranks that said hello: a hash set of rank
+ * indices keyed by host, so a hello costs O(world), not O(world^2). */
 static void count_nodes(Job *j)
 {
+    enum { SLOTS = 2 * JOB_MAX_RANKS }; /* a power of two, at least twice the ranks */
+    int16_t slot[SLOTS];                /* rank + 1, 0 empty */
+    memset(slot, 0, sizeof slot);
     int n = 0;
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
         if (!r->hello) continue;
-        bool seen = false;
-        for (int k = 0; k < i && !seen; k++) seen = j->ranks[k].hello && strcmp(j->ranks[k].host, r->host) == 0;
-        n += !seen;
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (const unsigned char *c = (const unsigned char *)r->host; *c; c++) h = (h ^ *c) * 16777619u;
+        for (uint32_t k = h & (SLOTS - 1);; k = (k + 1) & (SLOTS - 1)) {
+            if (!slot[k]) {
+                slot[k] = (int16_t)(i + 1);
+                n++;
+                break;
+            }
+            if (!strcmp(j->ranks[slot[k] - 1].host, r->host)) break;
+        }
     }
     j->nodes = n;
 }
@@ -362,7 +374,8 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     /* wire integers are within +-2^61 (PROTO_INT_MAX), so the difference fits;
      * the running total saturates rather than wrap on a hostile peer's counts */
     int64_t d = s->samples - (had ? r->last.samples : 0), sum;
-    j->book->samples_total = __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
+    j->book->samples_total =
+        __builtin_add_overflow(j->book->samples_total, d, &sum) ? (d > 0 ? INT64_MAX : INT64_MIN) : sum;
     /* drops are per-rank counters: add this rank's growth */
     uint64_t old_drops = had ? r->last.drops : 0;
     if (s->drops >= old_drops) j->drops += s->drops - old_drops;

@@ -103,34 +103,43 @@ static bool waiting_in(const JobRank *r, int64_t wall_ns)
     return r->state == RANK_ALIVE && job_rank_beat_in_coll(r) && wall_ns - r->beat.coll_since_ns >= JOB_INFLIGHT_NS;
 }
 
+/* Rank r is alone when every other rank has finished or waits in r's own
+ * collective, and at least one has finished: so some ranks are alone
+ * exactly when none is neither waiting nor finished, some have finished,
+ * and the waiting ones all wait in one collective. One pass over the ranks
+ * that stops at the first rank still training (the usual case, at once):
+ * a beat costs O(1) while training, O(world) in a hang, not O(world^2). */
 void job_lint_alone(Job *j, JobTime at)
 {
     if (j->world < 2) return;
-    for (int i = 0; i < j->world; i++) {
-        JobRank *r = &j->ranks[i];
-        if (!waiting_in(r, at.wall_ns) || (r->lints & JOB_LINT_ALONE)) continue;
-        int64_t seq = r->beat.coll_seq;
-        /* the others: finished, or inside the same collective */
-        int in[HANG_LIST_MAX], n_in = 0, n_done = 0;
-        bool alone = true;
-        for (int k = 0; k < j->world && alone; k++) {
-            const JobRank *o = &j->ranks[k];
-            if (waiting_in(o, at.wall_ns) && o->beat.coll_seq == seq) {
-                if (n_in < HANG_LIST_MAX) in[n_in++] = k;
-            } else if (finished(o)) {
-                n_done++;
-            } else {
-                alone = false;
-            }
+    int in[HANG_LIST_MAX], n_in = 0, n_wait = 0, n_done = 0;
+    int64_t seq = -1;
+    bool fresh = false; /* a waiting rank not marked yet */
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *o = &j->ranks[k];
+        if (waiting_in(o, at.wall_ns)) {
+            if (n_wait++ == 0)
+                seq = o->beat.coll_seq;
+            else if (o->beat.coll_seq != seq)
+                return;
+            if (n_in < HANG_LIST_MAX) in[n_in++] = k;
+            fresh |= !(o->lints & JOB_LINT_ALONE);
+        } else if (finished(o)) {
+            n_done++;
+        } else {
+            return;
         }
-        if (!alone || n_done == 0) continue;
-        char who[256];
-        hang_format_ranks(in, n_in, who, sizeof who);
-        for (int k = 1; k < n_in; k++) job_lint_mark(j, &j->ranks[in[k]], JOB_LINT_ALONE, at, NULL);
-        job_lint_mark(j, &j->ranks[in[0]], JOB_LINT_ALONE, at,
-                      "rank%s %s %s alone in %.20s #%lld: every other rank has finished. A collective only some "
-                      "ranks reach (e.g. under `if rank == 0:`) is the classic shutdown hang: call it on every rank",
-                      n_in == 1 ? "" : "s", who, n_in == 1 ? "is" : "are",
-                      r->beat.coll_op[0] ? r->beat.coll_op : "a collective", (long long)seq);
     }
+    if (n_wait == 0 || n_done == 0 || !fresh) return;
+    const JobRank *r = &j->ranks[in[0]];
+    char who[256];
+    hang_format_ranks(in, n_in, who, sizeof who);
+    for (int k = 0; k < j->world; k++)
+        if (k != in[0] && waiting_in(&j->ranks[k], at.wall_ns))
+            job_lint_mark(j, &j->ranks[k], JOB_LINT_ALONE, at, NULL);
+    job_lint_mark(j, &j->ranks[in[0]], JOB_LINT_ALONE, at,
+                  "rank%s %s %s alone in %.20s #%lld: every other rank has finished. A collective only some "
+                  "ranks reach (e.g. under `if rank == 0:`) is the classic shutdown hang: call it on every rank",
+                  n_wait == 1 ? "" : "s", who, n_wait == 1 ? "is" : "are",
+                  r->beat.coll_op[0] ? r->beat.coll_op : "a collective", (long long)seq);
 }

@@ -67,6 +67,7 @@ static void record_begin(Json *w, const RecEntry *e, const char *src)
 {
     json_obj(w);
     json_kv_str(w, "_src", src);
+    json_kv_uint(w, "_rec", e->index);
     json_kv_int(w, "_t_ns", e->t_ns);
     json_kv_int(w, "_wall_ns", e->wall_ns);
 }

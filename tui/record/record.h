@@ -177,7 +177,11 @@ typedef struct {
     void *blob_; /* private */
 } Recording;
 
-/* Load every good record of path. A bad header fails (-1, err, *out NULL).
+/* Load every good record of path. A tel/ctl record holding a burst is
+ * loaded as one entry per message it carries (each with the burst's
+ * arrival, offset and index; one claiming another rank than the burst's is
+ * left out), so readers of a Recording meet single frames only; the file
+ * keeps the burst as it arrived. A bad header fails (-1, err, *out NULL).
  * A damaged or truncated tail does not: the records before it are loaded,
  * complete is false and tail holds the reader's message. */
 int recording_load(const char *path, Recording **out, char *err, size_t errlen);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BINS    50000 /* 0.1 ms each: up to 5 s */
 #define PENDING (1 << 16)
@@ -46,6 +47,18 @@ static double cpu_s(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
            ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Resident memory now (VmRSS), kB; 0 when /proc cannot say. */
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+        fclose(f);
+    }
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static double env_s(const char *name)
@@ -154,6 +167,8 @@ static void write_result(Bench *b, const Job *j, int64_t now)
     json_kv_fixed(&w, "cpu_s", cpu, 3);
     json_kv_fixed(&w, "cpu_pct_of_one_core", wall > 0 ? 100.0 * cpu / wall : 0.0, 2);
     json_kv_uint(&w, "msgs", b->msgs);
+    json_kv_fixed(&w, "cpu_us_per_msg", b->msgs ? 1e6 * cpu / (double)b->msgs : 0.0, 3);
+    json_kv_int(&w, "rss_kb", rss_kb());
     json_kv_uint(&w, "steps", b->steps);
     json_kv_fixed(&w, "steps_per_s", wall > 0 ? (double)b->steps / wall : 0.0, 1);
     json_kv_uint(&w, "frames", b->frames);

@@ -32,7 +32,8 @@
  * second): a larger "drops" is forged or corrupt. */
 #define DROPS_PER_STEP_MAX 65536
 
-typedef enum { FROM_OK = 0, FROM_STALE, FROM_FOREIGN, FROM_IMPLAUSIBLE, FROM_BAD_HELLO } FromVerdict;
+/* FROM_TAKEN: a burst the tap took apart and handled itself. */
+typedef enum { FROM_OK = 0, FROM_STALE, FROM_FOREIGN, FROM_IMPLAUSIBLE, FROM_BAD_HELLO, FROM_TAKEN } FromVerdict;
 
 /* Every frame as received goes to the recording and the PUB socket,
  * before it is decoded (so malformed frames are kept for a post-mortem),
@@ -166,10 +167,74 @@ static FromVerdict check_sender(Tap *t, const Msg *m)
     return FROM_OK;
 }
 
+static void refused(Run *r, const Tap *t, const Msg *m);
+static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m);
+
+/* A frame the checks let through, as received: to the recording and --publish. */
+static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
+{
+    char err[512];
+    if (r->rec && recorder_write(r->rec, src, frame, len, mono_ns(), 0, err, sizeof err))
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
+    if (r->pub) publisher_send(r->pub, frame, len);
+}
+
+/* A burst whose sender is rank b->rank's (checked): each message is checked
+ * like a frame of its own and handled; one that fails to decode is counted
+ * bad, one claiming another rank (or failing the checks) is refused. The
+ * burst then goes on whole, byte for byte, unless a message was refused:
+ * then only the accepted messages go on, each as its own frame. */
+static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
+{
+    Run *r = t->r;
+    size_t ident_len = t->ident_len ? *t->ident_len : 0;
+    uint8_t dropped[PROTO_MAX_BURST / 8];
+    bool whole = true;
+    size_t pos = 0, flen;
+    const uint8_t *f;
+    char err[256];
+    memset(dropped, 0, sizeof dropped);
+    for (uint32_t i = 0; codec_burst_next(&b->u.burst, &pos, &f, &flen); i++) {
+        Msg m;
+        int rc = codec_burst_decode(b, f, flen, &m, err, sizeof err);
+        if (rc == 1 || rc == -1) {
+            r->job->bad_frames++;
+            r->job->version++;
+            continue;
+        }
+        if (rc == -2) {
+            t->verdict = FROM_FOREIGN;
+            snprintf(t->why, sizeof t->why, "a burst of rank %d", (int)b->rank);
+        } else {
+            t->verdict = check_sender(t, &m);
+        }
+        if (t->verdict == FROM_OK) {
+            if (r->viewers) viewers_keep_msg(r->viewers, f, flen, &m);
+            handle_msg(r, t->ident, ident_len, &m);
+        } else {
+            whole = false;
+            dropped[i / 8] |= (uint8_t)(1u << (i % 8));
+            if (t->verdict != FROM_STALE) refused(r, t, &m);
+        }
+        msg_done(&m);
+    }
+    t->verdict = FROM_TAKEN;
+    if (whole) {
+        if (r->viewers) viewers_forward(r->viewers, r->ctl, frame, len);
+        record_publish(r, t->src, frame, len);
+        return;
+    }
+    pos = 0;
+    for (uint32_t i = 0; codec_burst_next(&b->u.burst, &pos, &f, &flen); i++) {
+        if (dropped[i / 8] & (1u << (i % 8))) continue;
+        if (r->viewers) viewers_forward(r->viewers, r->ctl, f, flen);
+        record_publish(r, t->src, f, flen);
+    }
+}
+
 static void tap_frame(void *ctx, const void *frame, size_t len, const Msg *m, int rc)
 {
     Tap *t = ctx;
-    char err[512];
     t->verdict = FROM_OK;
     t->store_key = false;
     /* only the ranks' own frames are passed on: not agents' or viewers',
@@ -185,11 +250,13 @@ static void tap_frame(void *ctx, const void *frame, size_t len, const Msg *m, in
         t->store_key = codec_store_key(frame, len, &k, t->key, sizeof t->key) == 0;
     }
     if (rc == 0 && (t->verdict = check_sender(t, m)) != FROM_OK) return;
+    if (rc == 0 && m->kind == MSG_BURST) {
+        take_burst(t, frame, len, m);
+        return;
+    }
     Run *r = t->r;
     if (r->viewers) viewers_on_decoded(r->viewers, r->ctl, frame, len, m, rc);
-    if (r->rec && recorder_write(r->rec, t->src, frame, len, mono_ns(), 0, err, sizeof err))
-        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
-    if (r->pub) publisher_send(r->pub, frame, len);
+    record_publish(r, t->src, frame, len);
 }
 
 /* A frame the tap refused: counted with the bad frames; a hello named in
@@ -245,7 +312,7 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
             store_handle(r->store, r->ctl, ident, ident_len, m, mono_ms(), &r->buf);
         return;
     }
-    if (m->kind == MSG_NODE || m->kind == MSG_CMD) return; /* not a rank's */
+    if (m->kind == MSG_NODE || m->kind == MSG_CMD || m->kind == MSG_BURST) return; /* not a rank's to apply */
     int64_t now = mono_ns();
     if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, now)) return;
     job_apply(r->job, m, now, wall_ns());
@@ -280,7 +347,7 @@ int run_drain(Run *r)
         }
         if (tel_tap.verdict == FROM_OK)
             handle_msg(r, NULL, 0, &m);
-        else if (tel_tap.verdict != FROM_STALE)
+        else if (tel_tap.verdict != FROM_STALE && tel_tap.verdict != FROM_TAKEN)
             refused(r, &tel_tap, &m);
         msg_done(&m);
     }
@@ -305,7 +372,7 @@ int run_drain(Run *r)
         }
         if (ctl_tap.verdict == FROM_OK)
             handle_msg(r, ident, ident_len, &m);
-        else if (ctl_tap.verdict != FROM_STALE)
+        else if (ctl_tap.verdict != FROM_STALE && ctl_tap.verdict != FROM_TAKEN)
             refused(r, &ctl_tap, &m);
         msg_done(&m);
         n_ctl++;

@@ -2,7 +2,9 @@
  *
  * Telemetry never waits on a slow frontend (ZMQ_DONTWAIT, drops counted).
  * It is encoded at once but handed to ZeroMQ in bursts, every TEL_FLUSH_MS,
- * so the frontend wakes a few times a second instead of a few times a step;
+ * each burst one frame of kind "burst" (docs/PROTOCOL.md), so the frontend
+ * wakes a few times a second instead of a few times a step and receives,
+ * checks and polls once per burst instead of once per message;
  * on a machine with as many ranks as cores every wake-up of another thread
  * preempts some rank, and the others wait for it in the next all-reduce.
  * (A send still costs a few microseconds: ZeroMQ wakes its I/O thread per
@@ -49,8 +51,7 @@ struct Uplink {
     int rank;
     uint64_t drops;
     CodecBuf buf;
-    CodecBuf burst; /* frames waiting: [u32 length][bytes]... */
-    int burst_frames;
+    CodecBuf burst;         /* the burst frame being built (codec_burst_*) */
     int64_t burst_since_ms; /* when the oldest waiting frame was queued */
     int64_t cost_ns;        /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
@@ -146,38 +147,23 @@ static int send_now(Uplink *u, const void *data, size_t len)
     }
 }
 
-/* Hand every waiting frame to ZeroMQ. */
+/* Hand the waiting burst to ZeroMQ as one frame; a full queue drops every
+ * message in it. */
 static void flush_burst(Uplink *u)
 {
-    size_t at = 0;
-    while (at + 4 <= u->burst.len) {
-        uint32_t n;
-        memcpy(&n, u->burst.data + at, 4);
-        if (send_now(u, u->burst.data + at + 4, n)) u->drops++;
-        at += 4 + (size_t)n;
-    }
-    u->burst.len = 0;
-    u->burst_frames = 0;
+    uint32_t n = codec_burst_count(&u->burst);
+    if (n == 0) return;
+    codec_burst_finish(&u->burst, proto_now_ns());
+    if (send_now(u, u->burst.data, u->burst.len)) u->drops += n;
+    codec_buf_reset(&u->burst);
 }
 
 void uplink_flush(Uplink *u)
 {
-    if (!u->burst.len) return;
+    if (!codec_burst_count(&u->burst)) return;
     int64_t t0 = mono_ns();
     flush_burst(u);
     u->cost_ns += mono_ns() - t0;
-}
-
-static int grow(CodecBuf *b, size_t need)
-{
-    if (b->len + need <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + need) cap *= 2;
-    uint8_t *d = realloc(b->data, cap);
-    if (!d) return -1;
-    b->data = d;
-    b->cap = cap;
-    return 0;
 }
 
 static int queue_frame(Uplink *u, Msg *m);
@@ -188,6 +174,17 @@ int uplink_send(Uplink *u, Msg *m)
     int rc = queue_frame(u, m);
     u->cost_ns += mono_ns() - t0;
     return rc;
+}
+
+/* Add the frame in u->buf to the burst, starting one if none waits. */
+static int burst_add(Uplink *u, int64_t now)
+{
+    char err[160];
+    if (!codec_burst_count(&u->burst)) {
+        if (codec_burst_begin(&u->burst, u->rank, err, sizeof err)) return -1;
+        u->burst_since_ms = now;
+    }
+    return codec_burst_add(&u->burst, u->buf.data, u->buf.len, err, sizeof err);
 }
 
 static int queue_frame(Uplink *u, Msg *m)
@@ -207,17 +204,12 @@ static int queue_frame(Uplink *u, Msg *m)
         }
         return 0;
     }
-    if (grow(&u->burst, 4 + u->buf.len)) {
+    /* full (frames or bytes): send what waits and start again */
+    if (burst_add(u, now) < 0 && (flush_burst(u), burst_add(u, now) < 0)) {
         u->drops++;
         return 1;
     }
-    if (u->burst_frames == 0) u->burst_since_ms = now;
-    uint32_t n = (uint32_t)u->buf.len;
-    memcpy(u->burst.data + u->burst.len, &n, 4);
-    memcpy(u->burst.data + u->burst.len + 4, u->buf.data, n);
-    u->burst.len += 4 + n;
-    u->burst_frames++;
-    if (now - u->burst_since_ms >= TEL_FLUSH_MS || u->burst_frames >= TEL_BURST_FRAMES ||
+    if (now - u->burst_since_ms >= TEL_FLUSH_MS || codec_burst_count(&u->burst) >= TEL_BURST_FRAMES ||
         u->burst.len >= TEL_BURST_BYTES)
         flush_burst(u);
     return 0;

@@ -115,7 +115,7 @@ for o in objs:
 check(all(objs[i]["_t_ns"] <= objs[i + 1]["_t_ns"] for i in range(len(objs) - 1)), "JSONL in arrival order")
 st = [o for o in objs if o.get("k") == "step"]
 check(len(st) == RANKS * STEPS, f"{len(st)} step objects")
-keys = ["_src", "_t_ns", "_wall_ns", "v", "k", "r", "t", "epoch", "step", "loss", "lr", "samples", "step_ms",
+keys = ["_src", "_rec", "_t_ns", "_wall_ns", "v", "k", "r", "t", "epoch", "step", "loss", "lr", "samples", "step_ms",
         "fwd_ms", "bwd_ms", "opt_ms", "comm_ms", "exposed_ms", "drops", "dev_mem", "dev_mem_total"]
 check(all(list(o) == keys for o in st), f"step keys {list(st[0]) if st else None}")
 nan = [o for o in st if o["r"] == 1 and o["step"] == 7]

@@ -64,6 +64,13 @@ EXPECT = {
     "val": dict(key="rdzv/nccl_id", ok=True, val=VAL, error="store full"),
 }
 
+# a burst carries whole frames as bins: here the step and the beat above, as Python packs them
+def _frame(kind):
+    m = {"v": 1, "k": kind, "r": EXPECT[kind]["r"], "t": T}
+    m.update({k: v for k, v in EXPECT[kind].items() if k != "r"})
+    return msgpack.packb(m)
+EXPECT["burst"] = dict(r=3, m=[_frame("step"), _frame("beat")])
+
 failures = []
 def check(cond, what):
     if not cond:
@@ -154,7 +161,36 @@ for kind in EXPECT:
     for k, v in want.items():
         if k in ("v", "k", "r"):
             continue
+        if k == "m":   # a burst's messages: each decoded as its own frame
+            check(fields.get("n") == str(len(v)), f"py {kind}: n={fields.get('n')}")
+            for i, inner in enumerate(v):
+                iw = msgpack.unpackb(inner)
+                check(fields.get(f"m{i}") == "0" and fields.get(f"m{i}.k") == iw["k"],
+                      f"py {kind} m{i}: {fields.get(f'm{i}')} {fields.get(f'm{i}.k')}")
+                for ik, iv in iw.items():
+                    if ik not in ("v", "k", "r"):
+                        check(same(iw["k"], ik, fields.get(f"m{i}.{ik}"), iv), f"py {kind} m{i}.{ik}")
+            continue
         check(same(kind, k, fields.get(k), v), f"py {kind}.{k}: {fields.get(k)!r} != {text(v)!r}")
+
+# bursts: the rules for what may be inside (PROTOCOL.md, "burst")
+def burst(m, **kw):
+    return dict({"v": 1, "k": "burst", "r": 3, "t": T, "m": m}, **kw)
+step3 = _frame("step")
+step1 = msgpack.packb(dict(msgpack.unpackb(step3), r=1))
+rc, fields, err = decode(burst([step1, _frame("hello"), b"\xc1", msgpack.packb(burst([step3])),
+                                msgpack.packb(full("set")), step3]))
+check(rc == 0 and fields.get("n") == "6" and
+      [fields.get(f"m{i}") for i in range(6)] == ["-2", "-1", "-1", "-1", "-1", "0"] and
+      fields.get("m5.step") == "471" and "claiming rank 1" in fields.get("m0.error", ""),
+      f"burst rules: exit {rc} {err} {fields}")
+for what, frame, needle in [
+        ("no r", msgpack.packb({"v": 1, "k": "burst", "m": [step3]}), '"r"'),
+        ("str inside", msgpack.packb(burst(["step"])), "not a bin"),
+        ("4097 messages", msgpack.packb(burst([step3] * 4097)), "more than the 4096"),
+        ("m not a list", msgpack.packb(burst(7)), "not an array")]:
+    rc, fields, err = decode(frame)
+    check(rc == 2 and needle in err, f"burst {what}: exit {rc} {err!r}")
 
 # unknown keys of every type are skipped
 m = full("step")
