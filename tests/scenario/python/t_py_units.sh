@@ -1,5 +1,5 @@
-# The torch adapter's parts without ddptop: its frames decode in the C codec
-# (tool_wire) and in msgpack; its safetensors writer is read by the
+# The torch adapter's parts without ddptop: its frames and its bursts decode
+# in the C codec (tool_wire) and in msgpack; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
 # the adapter's comm hook (flags riding in the first bucket) ends with the
 # very weights of DDP's default all-reduce.
@@ -74,6 +74,16 @@ def main():
         assert out.returncode == 0, (kind, out.stderr)
         got = dict(l.split("=", 1) for l in out.stdout.splitlines())
         assert got["k"] == kind and got["r"] == "1", got
+    # the adapter's burst: the C decoder takes it apart, every message whole and in order
+    kinds = ["coll", "step", "beat", "shard"]
+    path = os.path.join(tmp, "burst.bin")
+    open(path, "wb").write(wire.burst(1, [wire.encode(k, 1, samples[k]) for k in kinds]))
+    out = subprocess.run([tool, "decode", path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines())
+    assert got["k"] == "burst" and got["n"] == "4", got
+    assert [got[f"m{i}"] for i in range(4)] == ["0"] * 4 and [got[f"m{i}.k"] for i in range(4)] == kinds, got
+    assert got["m1.step"] == "12" and got["m2.where"] == "train.py:88 main", got
     assert len(wire.cut("\u00e9" * 400, wire.STR_LONG).encode()) <= wire.STR_LONG - 1
     assert wire.decode(msgpack.packb({"v": 2, "k": "cmd"})) is None and wire.decode(b"\xc1") is None
 

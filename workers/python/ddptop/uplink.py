@@ -3,8 +3,10 @@ workers/link/uplink.c).
 
 ctl is a DEALER with routing id "rank-R" (hello, store requests; ddptop's
 cmd and val come back on it), tel a PUSH (everything else). Telemetry never
-waits: frames are sent with DONTWAIT in bursts at most BURST_S apart, and a
-full queue drops the frame and counts it (the step's "drops"). What a user
+waits: frames wait at most BURST_S and go with DONTWAIT as one `burst`
+frame (docs/PROTOCOL.md), so ZeroMQ and ddptop pay their per-frame costs
+once per burst; a full queue drops the burst and counts its messages (the
+step's "drops"). What a user
 must see (hello, phase, ckpt, log, bye) flushes the burst first and may wait
 up to 2 s for queue room. Every ctl frame is a sign of life; "ping" stops
 here. Over tcp:// both sockets are CURVE clients with the job's keys.
@@ -22,7 +24,8 @@ from . import wire
 
 TEL_HWM = 10000
 BURST_S = 0.05
-BURST_FRAMES = 512
+BURST_FRAMES = 512              # at most PROTO_MAX_BURST (4096) inside one burst
+BURST_BYTES = 4 << 20           # well within the 8 MiB frame limit
 IMPORTANT_WAIT_S = 2.0
 STORE_MARGIN_S = 5.0
 CMD_QUEUE = 64
@@ -51,6 +54,7 @@ class Uplink:
         self.ctl.connect(ctl_ep)
         self.tel.connect(tel_ep)
         self.burst = []
+        self.burst_bytes = 0
         self.burst_since = 0.0
         self.cmds = []
         self.last_heard = time.monotonic()
@@ -61,20 +65,29 @@ class Uplink:
         """Queue a telemetry frame; never blocks. Returns False if dropped."""
         frame = wire.encode(kind, self.rank, fields, t_ns)
         with self.lock:
+            now = time.monotonic()
             if not self.burst:
-                self.burst_since = time.monotonic()
+                self.burst_since = now
+            elif self.burst_bytes + len(frame) > BURST_BYTES:
+                self._flush()
+                self.burst_since = now
             self.burst.append(frame)
-            if len(self.burst) >= BURST_FRAMES or time.monotonic() - self.burst_since >= BURST_S:
+            self.burst_bytes += len(frame)
+            if len(self.burst) >= BURST_FRAMES or now - self.burst_since >= BURST_S:
                 self._flush()
         return True
 
     def _flush(self):
-        for f in self.burst:
-            try:
-                self.tel.send(f, zmq.DONTWAIT)
-            except zmq.Again:
-                self.drops += 1
-        self.burst = []
+        """The waiting frames as one burst (a lone frame as itself)."""
+        n = len(self.burst)
+        if not n:
+            return
+        frame = self.burst[0] if n == 1 else wire.burst(self.rank, self.burst)
+        self.burst, self.burst_bytes = [], 0
+        try:
+            self.tel.send(frame, zmq.DONTWAIT)
+        except zmq.Again:
+            self.drops += n
 
     def flush(self):
         with self.lock:
