@@ -6,10 +6,10 @@ the oldest collective in flight (with its DDP bucket, -1 outside DDP's
 buckets) and where the script's thread is, as
 "file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
 know). It also sends the telemetry burst, so a slow step never leaves
-messages waiting, and watches ddptop's pings: silent past
-DDPTOP_PING_TIMEOUT seconds (default 15, 0 off) after its first ping, ddptop
-is gone or stuck, and the rank leaves at once with status 1, as the C
-worker does (an orderly exit could wait on peers for the whole timeout).
+messages waiting, and watches ddptop (front.py): gone (dead, or silent
+past DDPTOP_PING_TIMEOUT seconds, default 15, 0 off, while not stopped),
+the rank stops at an agreed step with a final checkpoint and exits 1;
+stopped (SIGSTOP, Ctrl-Z), it trains on.
 
 faulthandler dumps every thread's Python stack to stderr (the rank's log)
 on SIGUSR1 (DDPTOP_STACK_SIGNAL names another), even while the
@@ -27,7 +27,7 @@ import threading
 
 import torch
 
-from . import collectives
+from . import collectives, front
 from .state import run
 
 BEAT_S = 1.0
@@ -57,14 +57,31 @@ def beat_once(r):
     r.up.flush()
 
 
-def _loop(r, stop, ping_timeout_s):
+def _say(r, text):
+    sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
+    sys.stderr.flush()
+
+
+def watch_front(r, fr, ping_timeout_s):
+    """Once a beat: is ddptop there, stopped or gone? (front.py)"""
+    was_gone, was_stopped = fr.gone, bool(fr.stopped_since)
+    state, why = fr.look(r.up, ping_timeout_s)
+    if state == front.GONE and not was_gone:
+        _say(r, f"{why}: stopping after the next agreed step with a final checkpoint")
+        r.front_gone = True
+        from .steer import STEER
+        STEER.front_gone()
+        front.arm_backstop()
+    elif state == front.STOPPED and not was_stopped:
+        _say(r, f"{why}: training on; telemetry without room is dropped")
+    elif state == front.OK and why:
+        _say(r, why)
+        r.log("info", why)
+
+
+def _loop(r, stop, ping_timeout_s, fr):
     while not stop.wait(BEAT_S):
-        silent = r.up.silent_s(ping_timeout_s)
-        if silent:
-            sys.stderr.write(f"ddptop-py rank {r.rank}: nothing from ddptop for {silent:.1f} s "
-                             f"(DDPTOP_PING_TIMEOUT): it is gone or stuck; exiting\n")
-            sys.stderr.flush()
-            os._exit(1)
+        watch_front(r, fr, ping_timeout_s)
         if r.hello_sent:      # a beat before the hello would name a rank ddptop does not know yet
             beat_once(r)
 
@@ -73,8 +90,16 @@ class Beater:
     """The running heartbeat thread; stop() ends it and waits for it, so no
     beat is on its way while the sockets close."""
 
-    def __init__(self, thread, event):
+    def __init__(self, thread, event, r, fr, ping_timeout_s):
         self.thread, self.event = thread, event
+        self.r, self.fr, self.ping_timeout_s = r, fr, ping_timeout_s
+
+    def front_gone(self):
+        """Whether ddptop is gone: this rank saw it, or (when another rank
+        saw it first and the stop came through the agreement) sees it now."""
+        if not self.r.front_gone:
+            watch_front(self.r, self.fr, self.ping_timeout_s)
+        return self.r.front_gone
 
     def stop(self, wait_s=2.0):
         self.event.set()
@@ -93,10 +118,11 @@ def start(env=None):
     sig = getattr(signal, env.get("DDPTOP_STACK_SIGNAL") or "SIGUSR1", signal.SIGUSR1)
     faulthandler.register(sig, file=sys.stderr, all_threads=True)
     stop = threading.Event()
-    t = threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True)
+    fr = front.Front(front.take_parent())
+    t = threading.Thread(target=_loop, args=(r, stop, ping, fr), name="ddptop-beat", daemon=True)
     t.start()
     _only_here(sig)
-    return Beater(t, stop)
+    return Beater(t, stop, r, fr, ping)
 
 
 def _only_here(sig):

@@ -95,6 +95,12 @@ class Steer:
                 if f is not None:
                     faults.PLAN.add(f, run().rank)
 
+    def front_gone(self):
+        """ddptop is gone (front.py, from the heartbeat thread): this rank
+        asks for a checkpoint and a stop, agreed as ddptop's would be."""
+        self.ckpt_seen = max(self.ckpt_seen, self.ckpt_acted + 1)
+        self.stop_seen = True
+
     def flags(self, dtype=torch.float32, device="cpu"):
         """This rank's view, to be summed over ranks."""
         self.poll()
@@ -166,11 +172,13 @@ class Steer:
                 return            # not an agreeing step
             fl = self.flags().tolist()   # one process, no process group: this rank's view is the job's
         ckpt, stop, pause = self._decide(fl)
+        gone = run().front_gone
         if ckpt:
             from . import ckpt as ck
-            ck.write("requested", "train")
+            if ck.write("final: ddptop is gone" if gone else "requested", "train"):
+                run().ckpt_step = run().step
         if stop:
-            self._stop("stop requested by ddptop")
+            self._stop("ddptop is gone" if gone else "stop requested by ddptop")
         if pause:
             self._pause_loop()
 

@@ -59,6 +59,8 @@ class Uplink:
         self.cmds = []
         self.last_heard = time.monotonic()
         self.pinged = False
+        self.important_wait_s = IMPORTANT_WAIT_S
+        self.linger_ms = 2000
 
     # ---- telemetry ----
     def send(self, kind, fields, t_ns=0):
@@ -98,7 +100,7 @@ class Uplink:
         log, bye: the burst first, then up to 2 s of waiting for room."""
         frame = wire.encode(kind, self.rank, fields)
         sock = self.ctl if kind == "hello" else self.tel
-        deadline = time.monotonic() + IMPORTANT_WAIT_S
+        deadline = time.monotonic() + self.important_wait_s
         while True:
             with self.lock:
                 self._flush()
@@ -111,6 +113,11 @@ class Uplink:
                 self.drops += 1
                 return False
             time.sleep(0.005)
+
+    def no_waiting(self):
+        """ddptop is gone: nothing waits for queue room any more, nor lingers at close."""
+        self.important_wait_s = 0.0
+        self.linger_ms = 0
 
     # ---- ctl: commands, pings, store ----
     def _read_ctl(self, want_key=None):
@@ -177,7 +184,7 @@ class Uplink:
     def close(self, linger_ms=2000):
         with self.lock:
             self._flush()
-            self.tel.setsockopt(zmq.LINGER, linger_ms)
+            self.tel.setsockopt(zmq.LINGER, min(linger_ms, self.linger_ms))
             self.tel.close()
             self.ctl.close()
         self.ctx.term()
