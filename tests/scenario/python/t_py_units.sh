@@ -57,7 +57,7 @@ def main():
         "coll": dict(seq=5, op="allreduce", bucket=0, step=12, bytes=407080, enq=1, start=1, done=2, algbw=1.5, busbw=1.5),
         "shard": dict(epoch=0, seed=0, shuffle=True, drop_last=False, size=5, num_samples=3, total_size=6, padding=1,
                       idx=[4, 0, 2]),
-        "beat": dict(step=3, phase="train", seq=9, op="barrier", since=11, where="train.py:88 main"),
+        "beat": dict(step=3, phase="train", seq=9, op="allreduce", since=11, where="train.py:88 main", bucket=2),
         "log": dict(level="warn", text=wire.cut("\u00e9" * 400, wire.STR_LONG)),
         "phase": dict(phase="paused", detail="paused after step 3"),
         "ckpt": dict(step=3, epoch=0, ok=True, path="/x/step-00000003", bytes=10, ms=1.0, error=""),
@@ -83,7 +83,7 @@ def main():
     got = dict(l.split("=", 1) for l in out.stdout.splitlines())
     assert got["k"] == "burst" and got["n"] == "4", got
     assert [got[f"m{i}"] for i in range(4)] == ["0"] * 4 and [got[f"m{i}.k"] for i in range(4)] == kinds, got
-    assert got["m1.step"] == "12" and got["m2.where"] == "train.py:88 main", got
+    assert got["m1.step"] == "12" and got["m2.where"] == "train.py:88 main" and got["m2.bucket"] == "2", got
     assert len(wire.cut("\u00e9" * 400, wire.STR_LONG).encode()) <= wire.STR_LONG - 1
     assert wire.decode(msgpack.packb({"v": 2, "k": "cmd"})) is None and wire.decode(b"\xc1") is None
 
