@@ -21,6 +21,10 @@ CPU time per step (what the hooks cost, whatever the machine's load),
 and the targets:
 at most 2% slower, at most 0.3 s more to the first step. --breakdown
 also times the adapter's hooks per step in-process (one rank, no ddptop).
+--baseline DIR adds a third mode, ddptop with the adapter in DIR (a
+workers/python folder of another commit: `git archive REV workers/python |
+tar -x -C /tmp/base`, then --baseline /tmp/base/workers/python), so a
+change to the adapter is measured before/after in one run.
 """
 import argparse
 import json
@@ -74,9 +78,9 @@ def run_torchrun(py, world, args, tmp, timeout):
     return results([open(l).read() for l in logs], world, t0, "torchrun")
 
 
-def run_ddptop(ddptop, py, world, args, tmp, timeout, n):
-    logs = os.path.join(tmp, f"ddptop-logs-{n}")
-    env = dict(os.environ, DDPTOP_WORKER=SHIM, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"))
+def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM):
+    logs = os.path.join(tmp, f"ddptop-logs-{n}-{len(os.listdir(tmp))}")
+    env = dict(os.environ, DDPTOP_WORKER=shim, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"))
     t0 = time.time()
     p = subprocess.run([ddptop, "run", "-n", str(world), "--headless", "--log-dir", logs, "--"] + [SCRIPT] + args,
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
@@ -97,10 +101,11 @@ os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1"
 hooked = sys.argv[3] == "1"
 if hooked:
     from ddptop import state, collectives, ddp_hook, sampler, steps, ckpt, lifecycle
-    class Quiet:
+    from ddptop import wire
+    class Quiet:      # encodes what it is given, as the real uplink does, and sends nothing
         drops = 0
-        def send(self, *a, **k): pass
-        def send_important(self, *a, **k): pass
+        def send(self, kind, fields, t_ns=0): wire.encode(kind, 0, fields, t_ns)
+        def send_important(self, kind, fields): wire.encode(kind, 0, fields)
         def commands(self): return []
         def flush(self): pass
     state.set_run(state.Run(Quiet(), 0, 1, 0, 1, 0))
@@ -130,6 +135,7 @@ def main():
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--limit", type=int, default=8192)
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--baseline", default="", help="a workers/python folder: ddptop with that adapter as a third mode")
     ap.add_argument("--json", default="", help="also write the raw figures here")
     a = ap.parse_args()
     if a.reps < 3:
@@ -142,18 +148,24 @@ def main():
     data = "fashion-mnist" if os.path.exists(f"{FMNIST}/train-images-idx3-ubyte.gz") else "synthetic"
     args = ["--data", data, "--limit", str(a.limit), "--epochs", "1000", "--steps", str(a.steps),
             "--batch-size", "64"]
+    base_shim = os.path.join(os.path.abspath(a.baseline), "ddptop-worker-py") if a.baseline else ""
+    if base_shim and not os.access(base_shim, os.X_OK):
+        sys.exit(f"bench-torch: --baseline {a.baseline}: no ddptop-worker-py there (a workers/python folder)")
     tmp = tempfile.mkdtemp(prefix="ddptop-bench-torch-")
     mach = machine()
     runs = {"torchrun": [], "ddptop": []}
+    if base_shim:
+        runs = {"torchrun": [], "baseline": [], "ddptop": []}
     try:
         for rep in range(a.reps):
-            order = ["torchrun", "ddptop"] if rep % 2 == 0 else ["ddptop", "torchrun"]
+            order = list(runs) if rep % 2 == 0 else list(reversed(runs))
             for mode in order:
                 out = os.path.join(tmp, "out.pt")
                 if mode == "torchrun":
                     res = run_torchrun(a.py, a.world, args + ["--out", out], tmp, 600)
                 else:
-                    res = run_ddptop(a.ddptop, a.py, a.world, args + ["--out", out], tmp, 600, rep)
+                    res = run_ddptop(a.ddptop, a.py, a.world, args + ["--out", out], tmp, 600, rep,
+                                     base_shim if mode == "baseline" else SHIM)
                 runs[mode].append(res)
                 print(f"  rep {rep + 1} {mode:9s} first step {res['first_s']:6.3f} s  {res['steps_per_s']:7.1f} steps/s"
                       f"  cpu {res['cpu_ms']:.3f} ms/step", flush=True)
@@ -170,17 +182,26 @@ def main():
     print(f"job: examples/ddp_basics.py --data {data} --limit {a.limit} --steps {a.steps} --batch-size 64, "
           f"{a.world} ranks, Gloo, CPU; medians of {a.reps}, alternating")
     print()
-    print("| | torchrun-style | ddptop + adapter | difference |")
-    print("|---|---:|---:|---:|")
-    print(f"| launch to first step (s) | {t['first_s']:.3f} | {d['first_s']:.3f} | {later:+.3f} s |")
-    print(f"| steps/s after the first (rank 0) | {t['steps_per_s']:.1f} | {d['steps_per_s']:.1f} | "
-          f"{-100 * slower:+.1f}% |")
-    print(f"| CPU per step, per rank (ms) | {t['cpu_ms']:.3f} | {d['cpu_ms']:.3f} | "
-          f"{1e3 * (d['cpu_ms'] - t['cpu_ms']):+.0f} us |")
+    b = med.get("baseline")
+    bh, bs = (" ddptop + baseline adapter | difference |", "---:|---:|") if b else ("", "")
+    print(f"| | torchrun-style |{bh} ddptop + adapter | difference |")
+    print(f"|---|---:|{bs}---:|---:|")
+
+    def row(name, key, fmt, diff):
+        cells = [fmt.format(t[key])]
+        for m in ([b] if b else []) + [d]:
+            cells += [fmt.format(m[key]), diff(m)]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    row("launch to first step (s)", "first_s", "{:.3f}", lambda m: f"{m['first_s'] - t['first_s']:+.3f} s")
+    row("steps/s after the first (rank 0)", "steps_per_s", "{:.1f}",
+        lambda m: f"{-100 * (1 - m['steps_per_s'] / t['steps_per_s']):+.1f}%")
+    row("CPU per step, per rank (ms)", "cpu_ms", "{:.3f}", lambda m: f"{1e3 * (m['cpu_ms'] - t['cpu_ms']):+.0f} us")
     for mode in runs:
         v = [r["steps_per_s"] for r in runs[mode]]
         f = [r["first_s"] for r in runs[mode]]
-        print(f"{mode}: steps/s {min(v):.1f}..{max(v):.1f}, first step {min(f):.3f}..{max(f):.3f} s")
+        c = [r["cpu_ms"] for r in runs[mode]]
+        print(f"{mode}: steps/s {min(v):.1f}..{max(v):.1f}, first step {min(f):.3f}..{max(f):.3f} s, "
+              f"CPU per step {min(c):.3f}..{max(c):.3f} ms")
     if bd:
         print(f"hooks in one process (world 1, medians of 3): CPU {bd['bare_cpu_ms']:.3f} ms per step bare, "
               f"{bd['hooked_cpu_ms']:.3f} hooked: {bd['hook_us_per_step']:+.0f} us per step")

@@ -93,6 +93,7 @@ static void sample(Msg *m, MsgKind k)
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
+        b->coll_bucket = 0;
         break;
     }
     case MSG_BYE: m->u.bye.status = 0, m->u.bye.step = 9375; break;
@@ -308,6 +309,7 @@ static void print_msg(const Msg *m)
         put_str("op", b->coll_op);
         put_i("since", b->coll_since_ns);
         put_str("where", b->where);
+        put_i("bucket", b->coll_bucket);
         break;
     }
     case MSG_BYE:

@@ -93,7 +93,7 @@ static void fill_sample(Msg *m, MsgKind k)
         break;
     case MSG_BEAT: {
         MsgBeat *b = &m->u.beat;
-        b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001;
+        b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001, b->coll_bucket = 3;
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
@@ -271,6 +271,7 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQS(u.beat.coll_op);
         EQI(u.beat.coll_since_ns);
         EQS(u.beat.where);
+        EQI(u.beat.coll_bucket);
         break;
     case MSG_BYE:
         EQI(u.bye.status);
@@ -448,6 +449,7 @@ static void test_init_and_time(void)
     CHECK(m.u.coll.bucket == -1, "coll bucket defaults to -1 (not a bucket)");
     msg_init(&m, MSG_BEAT);
     CHECK(m.u.beat.coll_seq == -1, "beat coll_seq defaults to -1 (none in flight)");
+    CHECK(m.u.beat.coll_bucket == -1, "beat bucket defaults to -1 (not a bucket)");
     msg_init(&m, (MsgKind)1234);
     CHECK(m.kind == MSG_UNKNOWN, "bad kind becomes MSG_UNKNOWN");
     msg_done(&m);

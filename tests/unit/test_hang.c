@@ -25,6 +25,7 @@ static void rank(HangRank *r, int k, int64_t step, int64_t seq, const char *op, 
     r->inflight_seq = seq;
     snprintf(r->inflight_op, sizeof r->inflight_op, "%s", op);
     r->inflight_since_ns = since;
+    r->inflight_bucket = -1;
 }
 
 /* A job of world ranks that said hello and reported step `step`. */
@@ -101,10 +102,11 @@ int main(void)
 
     TEST_BEGIN("a_python_rank_is_named_by_its_line");
     for (int k = 0; k < 4; k++) rank(&r[k], k, 8411, 8412, "allreduce", now - 18 * S);
-    r[1].inflight_seq = -1;
+    for (int k = 0; k < 4; k++) r[k].inflight_bucket = 0; /* DDP's first gradient bucket */
+    r[1].inflight_seq = r[1].inflight_bucket = -1;
     snprintf(r[1].where, sizeof r[1].where, "train.py:61 in save_checkpoint");
-    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1, "hang expected");
-    CHECK(strstr(h.verdict, "ranks 0,2,3 wait in all-reduce #8412 (18.0 s) for rank 1, which is at "
+    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1 && h.bucket == 0, "hang in bucket 0 expected");
+    CHECK(strstr(h.verdict, "ranks 0,2,3 wait in all-reduce #8412 (bucket 0, 18.0 s) for rank 1, which is at "
                             "train.py:61 in save_checkpoint (after step 8411, sleeping, phase train)"),
           "verdict: %s", h.verdict);
     r[1].proc_state = 'T'; /* SIGSTOP: where it was when it stopped */
@@ -167,6 +169,7 @@ int main(void)
             m.u.beat.coll_seq = 11;
             snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
             m.u.beat.coll_since_ns = wall;
+            m.u.beat.coll_bucket = 2;
             job_apply(j, &m, t += S / 10, wall);
         }
         msg_init(&m, MSG_COLL);
@@ -178,13 +181,16 @@ int main(void)
         HangRank snap[4];
         hang_snapshot(j, t + 2 * S, snap, 4);
         CHECK(snap[0].started && snap[0].inflight_seq == 11 && !strcmp(snap[0].inflight_op, "allreduce") &&
-                  snap[0].inflight_since_ns == wall && snap[0].silent_ns == 2 * S + 6 * S / 10,
+                  snap[0].inflight_since_ns == wall && snap[0].inflight_bucket == 2 &&
+                  snap[0].silent_ns == 2 * S + 6 * S / 10,
               "rank 0: seq %lld silent %lld", (long long)snap[0].inflight_seq, (long long)snap[0].silent_ns);
         CHECK(snap[1].inflight_seq == -1, "rank 1's completed collective still in flight");
         CHECK(snap[2].exited && snap[2].inflight_seq == -1 && strstr(snap[2].how_ended, "signal 9"),
               "rank 2: exited %d seq %lld how '%s'", snap[2].exited, (long long)snap[2].inflight_seq,
               snap[2].how_ended);
-        CHECK(!snap[3].started && snap[3].inflight_seq == -1 && snap[3].proc_state == 0, "rank 3");
+        CHECK(!snap[3].started && snap[3].inflight_seq == -1 && snap[3].inflight_bucket == -1 &&
+                  snap[3].proc_state == 0,
+              "rank 3");
         /* the live rule and the snapshot agree */
         for (int k = 0; k < 4; k++)
             CHECK(job_rank_in_flight(&j->ranks[k], wall + 20 * S, NULL, NULL) == (snap[k].inflight_seq >= 0),

@@ -100,7 +100,8 @@ int main(void)
     bool busy;
     int64_t fid, since;
     RedKind fk;
-    busy = reducer_in_flight(r, &fid, &fk, &since);
+    int fbucket;
+    busy = reducer_in_flight(r, &fid, &fk, &since, &fbucket);
     CHECK(!busy, "idle reducer says op %lld is in flight", (long long)fid);
     TEST_END();
 

@@ -157,6 +157,7 @@ static const Field beat_fields[] = {
     FLD("op", F_STR, beat.coll_op),
     FLD("since", F_I64, beat.coll_since_ns),
     FLD("where", F_STR, beat.where),
+    FLD("bucket", F_I64, beat.coll_bucket),
 };
 // clang-format on
 

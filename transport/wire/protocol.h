@@ -160,6 +160,7 @@ typedef struct {
      * line, function of the script's innermost frame); "" when the worker
      * has no such thing (ddptop's own C trainer) */
     char where[PROTO_STR_MED];
+    int64_t coll_bucket; /* the DDP gradient bucket that collective reduces, -1 none or not a bucket */
 } MsgBeat;
 
 typedef struct {

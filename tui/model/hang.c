@@ -25,11 +25,12 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
         snprintf(s->how_ended, sizeof s->how_ended, "%s", r->how_ended);
         s->phase = r->phase;
         s->last_step = r->have_step ? r->last.step : 0;
-        s->inflight_seq = -1;
+        s->inflight_seq = s->inflight_bucket = -1;
         if (!s->exited && job_rank_beat_in_coll(r)) {
             s->inflight_seq = r->beat.coll_seq;
             snprintf(s->inflight_op, sizeof s->inflight_op, "%s", r->beat.coll_op);
             s->inflight_since_ns = r->beat.coll_since_ns;
+            s->inflight_bucket = r->beat.coll_bucket;
         }
         s->silent_ns = r->last_msg_ns ? now_ns - r->last_msg_ns : -1;
         job_rank_where(r, s->where, sizeof s->where);
@@ -136,7 +137,7 @@ static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
 {
     memset(out, 0, sizeof *out);
-    out->seq = -1;
+    out->seq = out->bucket = -1;
     /* The stuck collective: among ranks stuck longer than hang_after, the
      * (seq, op) most of them share; ties go to the oldest wait. */
     int best = -1, best_count = 0;
@@ -157,6 +158,7 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
     if (best < 0) return 0;
     out->hung = true;
     out->seq = r[best].inflight_seq;
+    out->bucket = r[best].inflight_bucket;
     snprintf(out->op, sizeof out->op, "%s", r[best].inflight_op);
     for (int i = 0; i < n; i++) {
         const HangRank *a = &r[i];
@@ -193,9 +195,11 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
         }
         at = a->where;
     }
-    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%.1f s)%s%s",
+    char bucket[40] = "";
+    if (out->bucket >= 0) snprintf(bucket, sizeof bucket, "bucket %" PRId64 ", ", out->bucket);
+    size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%s%.1f s)%s%s",
                                 out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op),
-                                out->seq, out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
+                                out->seq, bucket, out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
     if (out->n_missing == 0) {
         snprintf(out->verdict + o, sizeof out->verdict - o,
                  ": every rank is inside it, so the collective itself is stuck (network or backend)");

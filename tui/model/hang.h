@@ -30,6 +30,7 @@ typedef struct {
     int64_t inflight_seq; /* collective in flight per its newest beat; -1 none */
     char inflight_op[PROTO_STR_SHORT];
     int64_t inflight_since_ns;     /* wall clock when it entered that collective */
+    int64_t inflight_bucket;       /* the DDP bucket that collective reduces; -1 none */
     int64_t silent_ns;             /* since its last message; -1 never heard */
     char where[PROTO_STR_MED + 8]; /* its Python line, "train.py:61 in save"; "" none */
     bool finished;                 /* done for good: exited cleanly, bye 0, destroying or destroyed */
@@ -42,6 +43,7 @@ typedef struct {
                     * (a collective under `if rank == 0:`) */
     int64_t seq;   /* the collective most ranks wait in */
     char op[PROTO_STR_SHORT];
+    int64_t bucket;    /* the DDP bucket it reduces, -1 none or not known */
     int64_t waited_ms; /* longest wait in it */
     int n_waiting, n_missing;
     int waiting[HANG_LIST_MAX]; /* ranks inside it (first HANG_LIST_MAX) */
@@ -50,8 +52,8 @@ typedef struct {
 } HangReport;
 
 /* The first n ranks of j as snapshots into out[n], at now_ns (monotonic):
- * identity, exit, phase, last step, the collective in flight by the
- * model's one rule (job_rank_beat_in_coll; none once exited), silence, the
+ * identity, exit, phase, last step, the collective in flight (and its
+ * bucket) by the model's one rule (job_rank_beat_in_coll; none once exited), silence, the
  * Python line of its newest beat and whether it has finished.
  * proc_state and wchan are left unknown (0, "") for the caller to fill. */
 void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);

@@ -268,13 +268,6 @@ void run_request_stack(Run *r, int rank)
     } else if (!jr->python) {
         stack_note(r, "rank %d is not a Python rank (its heartbeats name no Python line): no Python stack to show",
                    rank);
-    } else if (jr->phase <= PHASE_RENDEZVOUS) {
-        /* faulthandler's handler interrupts blocking calls (no SA_RESTART), and
-         * torch's TCPStore gives up on EINTR: a dump now would kill the rank */
-        stack_note(r,
-                   "rank %d is in %s: a signal now would break torch's store connection (EINTR); w works once it "
-                   "trains",
-                   rank, jr->phase == PHASE_NONE ? "init" : phase_name(jr->phase));
     } else if (r->stack.on) {
         stack_note(r, "still waiting for rank %d's stacks", r->stack.rank);
     } else {

@@ -266,6 +266,7 @@ void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int
     line_begin(&w, h->out, "hang", secs_since_start(j, now_ns));
     json_kv_int(&w, "seq", hr->seq);
     json_kv_str(&w, "op", hr->op);
+    json_kv_int(&w, "bucket", hr->bucket);
     put_ranks(&w, "waiting", hr->waiting, hr->n_waiting);
     put_ranks(&w, "missing", hr->missing, hr->n_missing);
     json_kv_int(&w, "waited_ms", hr->waited_ms);

@@ -230,7 +230,7 @@ const RedOp *reducer_op(const Reducer *r, int64_t id)
     return ok ? &r->ring[id % REDUCER_KEEP] : NULL;
 }
 
-bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns)
+bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns, int *bucket)
 {
     pthread_mutex_lock(&r->mu);
     bool busy = r->done < r->submitted;
@@ -239,6 +239,7 @@ bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns)
         *id = op->id;
         *kind = op->kind;
         *enq_ns = op->enq_ns;
+        *bucket = op->bucket;
     }
     pthread_mutex_unlock(&r->mu);
     return busy;

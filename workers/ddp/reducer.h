@@ -70,8 +70,9 @@ int reducer_wait(Reducer *r, int64_t id, void (*beat)(void *ctx), void *ctx, int
 #define REDUCER_KEEP 256
 const RedOp *reducer_op(const Reducer *r, int64_t id);
 
-/* The oldest op not yet done: *id, *kind, *enq_ns. Returns false when idle. */
-bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns);
+/* The oldest op not yet done: *id, *kind, *enq_ns, *bucket (its RedOp's,
+ * -1 when not a bucket). Returns false when idle. */
+bool reducer_in_flight(Reducer *r, int64_t *id, RedKind *kind, int64_t *enq_ns, int *bucket);
 
 /* Submit and wait, for one-off collectives (broadcast, barrier, the eval
  * counts, the flags while paused). Returns 0 or -1 with err. */

@@ -132,8 +132,10 @@ void report_beat(Trainer *t)
     b->coll_seq = -1;
     int64_t id, since;
     RedKind kind;
-    if (t->red && reducer_in_flight(t->red, &id, &kind, &since)) {
+    int bucket;
+    if (t->red && reducer_in_flight(t->red, &id, &kind, &since, &bucket)) {
         b->coll_seq = id;
+        b->coll_bucket = bucket;
         snprintf(b->coll_op, sizeof b->coll_op, "%s", reducer_kind_name(kind));
         b->coll_since_ns = since;
     }

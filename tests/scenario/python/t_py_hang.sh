@@ -1,7 +1,8 @@
 # A hang in a torch script, as its author reads it: rank 1 of
 # examples/ddp_basics.py (2 ranks, Gloo) is SIGSTOPped mid-training; rank 0
 # waits in DDP's all-reduce. ddptop's headless JSON verdict names the
-# collective, the stopped rank and the Python line it stopped at
+# collective and its DDP bucket (the lesson model has one: bucket 0), the
+# stopped rank and the Python line it stopped at
 # (ddp_basics.py:N in main, from its last heartbeat); the ladder then ends
 # the job (exit 1) and no rank is left.
 . tests/lib.sh
@@ -24,9 +25,9 @@ echo "$hang"
 import json, re, sys
 h = json.loads(sys.argv[1])
 assert h["waiting"] == [0] and h["missing"] == [1], h
-assert h["op"] == "allreduce" and h["seq"] >= 0, h
+assert h["op"] == "allreduce" and h["seq"] >= 0 and h["bucket"] == 0, h
 v = h["verdict"]
-assert re.search(r"rank 0 waits in all-reduce #\d+ \(\d+\.\d s\)( at \S+ in \S+)? for rank 1, which is stopped \(SIGSTOP\) "
+assert re.search(r"rank 0 waits in all-reduce #\d+ \(bucket 0, \d+\.\d s\)( at \S+ in \S+)? for rank 1, which is stopped \(SIGSTOP\) "
                  r"at ddp_basics\.py:\d+ in main after step \d+", v), v
 PYEOF
 kill -TERM "$dp"

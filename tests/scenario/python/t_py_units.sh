@@ -1,7 +1,7 @@
-# The torch adapter's parts without ddptop: its frames decode in the C codec
-# (tool_wire) and in msgpack; its safetensors writer is read by the
+# The torch adapter's parts without ddptop: its frames and its bursts decode
+# in the C codec (tool_wire) and in msgpack; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
-# the adapter's comm hook (flags riding in the last bucket) ends with the
+# the adapter's comm hook (flags riding in the first bucket) ends with the
 # very weights of DDP's default all-reduce.
 . tests/lib.sh
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
@@ -37,7 +37,8 @@ def train(rank, hooked, store_path, out):
         loss.backward()
         opt.step()
     if hooked:
-        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0], steer.STEER.agreed
+        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
+        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, 2.0], steer.STEER.agreed
     if rank == 0:
         torch.save([p.detach() for p in model.parameters()], out)
     dist.barrier()     # no rank tears Gloo down while the other still uses it
@@ -56,7 +57,7 @@ def main():
         "coll": dict(seq=5, op="allreduce", bucket=0, step=12, bytes=407080, enq=1, start=1, done=2, algbw=1.5, busbw=1.5),
         "shard": dict(epoch=0, seed=0, shuffle=True, drop_last=False, size=5, num_samples=3, total_size=6, padding=1,
                       idx=[4, 0, 2]),
-        "beat": dict(step=3, phase="train", seq=9, op="barrier", since=11, where="train.py:88 main"),
+        "beat": dict(step=3, phase="train", seq=9, op="allreduce", since=11, where="train.py:88 main", bucket=2),
         "log": dict(level="warn", text=wire.cut("\u00e9" * 400, wire.STR_LONG)),
         "phase": dict(phase="paused", detail="paused after step 3"),
         "ckpt": dict(step=3, epoch=0, ok=True, path="/x/step-00000003", bytes=10, ms=1.0, error=""),
@@ -73,6 +74,16 @@ def main():
         assert out.returncode == 0, (kind, out.stderr)
         got = dict(l.split("=", 1) for l in out.stdout.splitlines())
         assert got["k"] == kind and got["r"] == "1", got
+    # the adapter's burst: the C decoder takes it apart, every message whole and in order
+    kinds = ["coll", "step", "beat", "shard"]
+    path = os.path.join(tmp, "burst.bin")
+    open(path, "wb").write(wire.burst(1, [wire.encode(k, 1, samples[k]) for k in kinds]))
+    out = subprocess.run([tool, "decode", path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines())
+    assert got["k"] == "burst" and got["n"] == "4", got
+    assert [got[f"m{i}"] for i in range(4)] == ["0"] * 4 and [got[f"m{i}.k"] for i in range(4)] == kinds, got
+    assert got["m1.step"] == "12" and got["m2.where"] == "train.py:88 main" and got["m2.bucket"] == "2", got
     assert len(wire.cut("\u00e9" * 400, wire.STR_LONG).encode()) <= wire.STR_LONG - 1
     assert wire.decode(msgpack.packb({"v": 2, "k": "cmd"})) is None and wire.decode(b"\xc1") is None
 

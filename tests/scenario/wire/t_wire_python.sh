@@ -54,7 +54,7 @@ EXPECT = {
                  bytes=1077290, ms=42.5, error="disk full"),
     "log": dict(r=3, level="warn", text="loss \u2193 0.38\nnext\\line"),
     "beat": dict(r=3, step=471, phase="train", seq=9001, op="allreduce",
-                 since=1700000000500000000, where="train.py:57 save_checkpoint"),
+                 since=1700000000500000000, where="train.py:57 save_checkpoint", bucket=0),
     "bye": dict(r=3, status=0, step=9375),
     "eval": dict(r=3, epoch=3, step=1876, loss=0.40625, accuracy=0.8575, correct=8575, total=10000),
     "cmd": dict(id=12, op="ckpt", arg=-1),

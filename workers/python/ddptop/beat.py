@@ -2,17 +2,21 @@
 
 Once a second, also while the script is stuck in a collective (torch
 releases the GIL while it waits): a `beat` with the last step, the phase,
-the oldest collective in flight and where the script's thread is, as
+the oldest collective in flight (with its DDP bucket, -1 outside DDP's
+buckets) and where the script's thread is, as
 "file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
 know). It also sends the telemetry burst, so a slow step never leaves
-messages waiting, and watches ddptop's pings: silent past
-DDPTOP_PING_TIMEOUT seconds (default 15, 0 off) after its first ping, ddptop
-is gone or stuck, and the rank leaves at once with status 1, as the C
-worker does (an orderly exit could wait on peers for the whole timeout).
+messages waiting, and watches ddptop (front.py): gone (dead, or silent
+past DDPTOP_PING_TIMEOUT seconds, default 15, 0 off, while not stopped),
+the rank stops at an agreed step with a final checkpoint and exits 1;
+stopped (SIGSTOP, Ctrl-Z), it trains on.
 
 faulthandler dumps every thread's Python stack to stderr (the rank's log)
 on SIGUSR1 (DDPTOP_STACK_SIGNAL names another), even while the
-interpreter is blocked.
+interpreter is blocked. Only this thread takes that signal: every other
+thread blocks it, so it never interrupts a blocking call of the script's
+thread (torch 1.13's TCPStore gives up on EINTR inside
+init_process_group, and poll() is never restarted, SA_RESTART or not).
 """
 import faulthandler
 import os
@@ -23,7 +27,7 @@ import threading
 
 import torch
 
-from . import collectives, compat
+from . import collectives, compat, front
 from .state import run
 
 BEAT_S = 1.0
@@ -53,22 +57,41 @@ _FR = None
 def beat_once(r):
     global _FR
     top = sys._current_frames().get(r.main_thread)
-    seq, op, since = collectives.oldest_in_flight()
+    seq, op, since, bucket = collectives.oldest_in_flight()
     if seq < 0 and compat.torch_numbering():      # a collective the wrappers do not see? (2.x)
         _FR = _FR or compat.FlightRecorder()
-        seq, op, since = _FR.in_flight(top) or (seq, op, since)
-    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top))
+        fr = _FR.in_flight(top)
+        if fr:
+            seq, op, since = fr
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top), bucket=bucket)
     r.up.flush()
 
 
-def _loop(r, stop, ping_timeout_s):
+def _say(r, text):
+    sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
+    sys.stderr.flush()
+
+
+def watch_front(r, fr, ping_timeout_s):
+    """Once a beat: is ddptop there, stopped or gone? (front.py)"""
+    was_gone, was_stopped = fr.gone, bool(fr.stopped_since)
+    state, why = fr.look(r.up, ping_timeout_s)
+    if state == front.GONE and not was_gone:
+        _say(r, f"{why}: stopping after the next agreed step with a final checkpoint")
+        r.front_gone = True
+        from .steer import STEER
+        STEER.front_gone()
+        front.arm_backstop()
+    elif state == front.STOPPED and not was_stopped:
+        _say(r, f"{why}: training on; telemetry without room is dropped")
+    elif state == front.OK and why:
+        _say(r, why)
+        r.log("info", why)
+
+
+def _loop(r, stop, ping_timeout_s, fr):
     while not stop.wait(BEAT_S):
-        silent = r.up.silent_s(ping_timeout_s)
-        if silent:
-            sys.stderr.write(f"ddptop-py rank {r.rank}: nothing from ddptop for {silent:.1f} s "
-                             f"(DDPTOP_PING_TIMEOUT): it is gone or stuck; exiting\n")
-            sys.stderr.flush()
-            os._exit(1)
+        watch_front(r, fr, ping_timeout_s)
         if r.hello_sent:      # a beat before the hello would name a rank ddptop does not know yet
             beat_once(r)
 
@@ -77,8 +100,16 @@ class Beater:
     """The running heartbeat thread; stop() ends it and waits for it, so no
     beat is on its way while the sockets close."""
 
-    def __init__(self, thread, event):
+    def __init__(self, thread, event, r, fr, ping_timeout_s):
         self.thread, self.event = thread, event
+        self.r, self.fr, self.ping_timeout_s = r, fr, ping_timeout_s
+
+    def front_gone(self):
+        """Whether ddptop is gone: this rank saw it, or (when another rank
+        saw it first and the stop came through the agreement) sees it now."""
+        if not self.r.front_gone:
+            watch_front(self.r, self.fr, self.ping_timeout_s)
+        return self.r.front_gone
 
     def stop(self, wait_s=2.0):
         self.event.set()
@@ -97,6 +128,19 @@ def start(env=None):
     sig = getattr(signal, env.get("DDPTOP_STACK_SIGNAL") or "SIGUSR1", signal.SIGUSR1)
     faulthandler.register(sig, file=sys.stderr, all_threads=True)
     stop = threading.Event()
-    t = threading.Thread(target=_loop, args=(r, stop, ping), name="ddptop-beat", daemon=True)
+    fr = front.Front(front.take_parent())
+    t = threading.Thread(target=_loop, args=(r, stop, ping, fr), name="ddptop-beat", daemon=True)
     t.start()
-    return Beater(t, stop)
+    _only_here(sig)
+    return Beater(t, stop, r, fr, ping)
+
+
+def _only_here(sig):
+    """Block the stack signal in the calling (script's) thread, after the
+    beat thread started with it open: threads made from now on (torch's,
+    Gloo's, the DataLoader's) inherit the block, ZeroMQ's block every
+    signal, so the kernel hands the signal to the beat thread."""
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+    except (AttributeError, OSError, ValueError):
+        pass

@@ -38,9 +38,10 @@ _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 
 
-def begin(op, group=None, numbered=True):
-    """A collective on `group` starts: its key for end(), and it is in
-    flight from now. numbered=False: torch gives it no number of its own."""
+def begin(op, group=None, numbered=True, bucket=-1):
+    """A collective on `group` starts (a DDP bucket's all-reduce names its
+    bucket): its key for end(), and it is in flight from now.
+    numbered=False: torch gives it no number of its own."""
     r = run()
     tseq = compat.next_seq(group)
     if tseq is not None and not numbered:
@@ -48,7 +49,7 @@ def begin(op, group=None, numbered=True):
     with r.coll_lock:
         r.coll_seq += 1
         key = r.coll_seq
-        r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq)
+        r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq, bucket)
     return key
 
 
@@ -58,7 +59,7 @@ def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None):
     r = run()
     done = wire.wall_ns()
     with r.coll_lock:
-        _, start, seq = r.in_flight.pop(key, (op, done, key))
+        _, start, seq, _ = r.in_flight.pop(key, (op, done, key, bucket))
     step = r.step if step is None else step
     if timer is not None:
         r.timed_colls.append((timer, (seq, op, nbytes, bucket, step, factor, start)))
@@ -89,13 +90,14 @@ def send_timed(r, keep_step=None):
 
 
 def oldest_in_flight():
-    """(seq, op, since_ns) of the oldest collective in flight, or (-1, "", 0)."""
+    """(seq, op, since_ns, bucket) of the oldest collective in flight (bucket
+    -1 outside DDP's buckets), or (-1, "", 0, -1)."""
     r = run()
     with r.coll_lock:
         if not r.in_flight:
-            return -1, "", 0
-        op, since, seq = r.in_flight[min(r.in_flight)]
-    return seq, op, since
+            return -1, "", 0, -1
+        op, since, seq, bucket = r.in_flight[min(r.in_flight)]
+    return seq, op, since, bucket
 
 
 def tensor_bytes(args, kwargs):

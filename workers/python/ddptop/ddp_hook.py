@@ -3,10 +3,11 @@
 Every DDP built while the adapter runs gets a comm hook that does what
 DDP's default does — all-reduce the bucket, sum, then divide by the world
 size — and reports each bucket as a `coll` message (index, bytes, time,
-bandwidths). The first bucket of a backward also carries the command flags
-(steer.py): all-reduce cat(bucket, flags), split in the callback, so the
-agreement costs one copy of that bucket (DDP caps the first at 1 MB by
-default, whatever the others' cap) and no collective of its own. Ours is
+bandwidths). The first bucket of an agreeing step's backward also carries
+the command flags (steer.py): all-reduce cat(bucket, flags), split in the
+callback, so the agreement costs one copy of that bucket (DDP caps the
+first at 1 MB by default, whatever the others' cap), about every 50 ms,
+and no collective of its own. Ours is
 registered at the first forward, so a script that registers its own comm
 hook keeps it (DDP takes one): then the flags go through steer's own small
 all-reduce instead, and buckets are not reported.
@@ -30,37 +31,48 @@ class HookState:
     def __init__(self, process_group, world):
         self.pg = process_group
         self.world = world
-        self.layout = []          # (index, bytes, tensors) of this backward's buckets
-        self.logged = None
+        self.known = {}           # index -> (bytes, tensors) of the buckets seen
+        self.changed = True       # since the layout was last logged
         self.last_launch = 0.0
 
 
-def _log_layout(st, step):
-    if st.layout == st.logged:
+def _note_bucket(st, bucket, index, nbytes):
+    """The layout, cheaply: a bucket's tensors are counted only when its
+    size is new (DDP rebuilds its buckets once, after the first step)."""
+    known = st.known.get(index)
+    if known is None or known[0] != nbytes:
+        st.known[index] = (nbytes, len(bucket.gradients()))
+        st.changed = True
+
+
+def _log_layout(st, last_index, step):
+    if not st.changed and len(st.known) == last_index + 1:
         return
-    st.logged = list(st.layout)
-    parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, b, n in sorted(st.layout))
-    run().log("info", f"DDP gradient buckets from step {step}: {len(st.layout)} buckets; {parts}")
+    for i in [i for i in st.known if i > last_index]:
+        del st.known[i]
+    st.changed = False
+    parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, (b, n) in sorted(st.known.items()))
+    run().log("info", f"DDP gradient buckets from step {step}: {len(st.known)} buckets; {parts}")
 
 
 def comm_hook(st, bucket):
+    """What DDP calls for every bucket of every backward, under the GIL
+    (torch 1.13): kept to the all-reduce, a clock read and a few attribute
+    reads; the coll message is built later (collectives.end)."""
     r = run()
     buf = bucket.buffer()
     n = buf.numel()
     nbytes = n * buf.element_size()
     index, last = bucket.index(), bucket.is_last()
     step = r.step + 1       # the step this backward belongs to
-    if index == 0:      # DDP launches buckets in index order
-        st.layout = []
-    st.layout.append((index, nbytes, len(bucket.gradients())))
-    seq = collectives.begin("allreduce", st.pg)
+    _note_bucket(st, bucket, index, nbytes)
+    seq = collectives.begin("allreduce", st.pg, bucket=index)
     timer = compat.CudaTimer() if buf.is_cuda else None
-    if index == 0:      # the flags ride the first bucket: DDP caps it (1 MB by default), so the copy stays small
-        t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)])
-    else:
-        t = buf
+    # the flags ride the first bucket of an agreeing step: DDP caps it (1 MB by default), so the copy stays small
+    carry = index == 0 and STEER.agrees(step)
+    t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)]) if carry else buf
     if last:
-        _log_layout(st, step)
+        _log_layout(st, index, step)
         st.last_launch = time.monotonic()
     if timer is not None:
         timer.start()
@@ -71,9 +83,8 @@ def comm_hook(st, bucket):
         out = f.value()[0]
         if timer is not None:
             timer.stop()
-        secs = collectives.end(seq, "allreduce", nbytes, bucket=index, step=step, timer=timer)
-        r.comm_s += secs
-        if index == 0:
+        r.comm_s += collectives.end(seq, "allreduce", nbytes, index, step, timer=timer)
+        if carry:
             STEER.carried(out[n:n + FL_COUNT])
             out = out[:n]
         if last:

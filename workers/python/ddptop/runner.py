@@ -171,6 +171,11 @@ def main(argv):
         run_script(module, script, sargv)
     except StopTraining as e:
         orderly_stop(r, e.unsafe)
+        if beater.front_gone():      # saved and torn down cleanly, but nobody watched the end
+            status = 1
+            ck = " with a final checkpoint" if r.ckpt_step == r.step else ""
+            print(f"ddptop-py rank {r.rank}: ddptop is gone: stopped after step {r.step}{ck}; exit 1",
+                  file=sys.stderr, flush=True)
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why

@@ -56,6 +56,8 @@ class Run:
         self.stop_asked = False         # agreed: the explicit API's should_stop()
         self.polls_stop = False         # the script asks should_stop(): it stops by itself
         self.stop_barrier_done = False  # lifecycle.stop_barrier ran
+        self.front_gone = False         # ddptop is gone (front.py): stop with a final checkpoint, exit 1
+        self.ckpt_step = -1             # the step of the last checkpoint ddptop asked for (rank 0)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.timed_colls = []           # CUDA: (CudaTimer, coll fields) of the last step's buckets
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0

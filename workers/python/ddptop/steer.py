@@ -1,13 +1,21 @@
 """steer.py — ddptop's commands, acted on at the same step by every rank.
 
 A rank never acts on a command alone (workers/train/trainer.c, "command
-agreement"): each rank puts its view of the commands in four numbers, the
+agreement"): each rank puts its view of the commands in five numbers, the
 process group sums them, and the sums decide. The numbers ride at the end
 of the first gradient bucket's all-reduce (ddp_hook.py), so with DDP the
-agreement costs no extra collective; without DDP a four-float all-reduce
+agreement costs no extra collective; without DDP a five-float all-reduce
 is started before the optimizer step and waited for after it. Either way
 every rank acts right after the same optimizer step (steps.py calls
-after_step):
+after_step).
+
+Not every step agrees: copying the first bucket to append the flags costs
+about as much as the rest of the hook, so the ranks agree about every
+AGREE_S of training. The fifth number is each rank's proposal for the
+number of steps to the next agreement (AGREE_S over its step time); the
+sum is the same on every rank, so every rank picks the same next step
+without a word more. A command waits AGREE_S more at most; the step it is
+acted on is still the same everywhere.
 
   ckpt  rank 0 writes CKPT_DIR/step-NNNNNNNN (ckpt.py), everyone goes on;
   stop  every rank raises StopTraining (a SystemExit, so the script's
@@ -26,8 +34,10 @@ import torch.distributed as dist
 from . import collectives, faults
 from .state import run
 
-FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_COUNT = 0, 1, 2, 3, 4
+FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_EVERY, FL_COUNT = 0, 1, 2, 3, 4, 5
 PAUSE_ROUND_S = 0.02
+AGREE_S = 0.05          # training time between two agreements
+AGREE_MAX_STEPS = 64    # ... but at least every this many steps
 
 
 class StopTraining(SystemExit):
@@ -47,6 +57,26 @@ class Steer:
         self.agreed = None       # the step's reduced flags (a list, or on CUDA (host tensor, event)), once known
         self.pending = None      # (work, tensor) of the flags-only all-reduce in flight
         self.late = None         # CUDA: the last step's flags, decided on after the next step
+        self.next_at = 1         # the step whose backward (or optimizer step) agrees next; 0: not known yet
+        self.step_s = 0.0        # this rank's step time (moving average), for its FL_EVERY proposal
+        self.step_end = 0.0
+
+    def agrees(self, step):
+        """Whether step `step` carries the agreement (the same answer on every rank)."""
+        return step == self.next_at
+
+    def _every(self):
+        """This rank's proposal: steps to the next agreement."""
+        if self.step_s <= 0.0:
+            return 1.0
+        return float(max(1, min(AGREE_MAX_STEPS, int(AGREE_S / self.step_s))))
+
+    def _time_step(self):
+        now = time.monotonic()
+        if self.step_end:
+            dt = now - self.step_end
+            self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
+        self.step_end = now
 
     def poll(self):
         """ddptop's commands into this rank's view."""
@@ -65,20 +95,29 @@ class Steer:
                 if f is not None:
                     faults.PLAN.add(f, run().rank)
 
+    def front_gone(self):
+        """ddptop is gone (front.py, from the heartbeat thread): this rank
+        asks for a checkpoint and a stop, agreed as ddptop's would be."""
+        self.ckpt_seen = max(self.ckpt_seen, self.ckpt_acted + 1)
+        self.stop_seen = True
+
     def flags(self, dtype=torch.float32, device="cpu"):
         """This rank's view, to be summed over ranks."""
         self.poll()
         pending = self.ckpt_seen > self.ckpt_acted
         v = [float(self.ckpt_seen) if pending else 0.0, 1.0 if pending else 0.0,
-             1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0]
+             1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0, self._every()]
         return torch.tensor(v, dtype=dtype, device=device)
 
     def _decide(self, fl):
-        """Sums, identical on every rank, into (ckpt, stop, pause)."""
+        """Sums, identical on every rank, into (ckpt, stop, pause); and the
+        step of the next agreement: the proposals' mean, rounded down."""
         ckpt = fl[FL_CKPT_PENDING] > 0.5
         if ckpt:
             # ceiling of the proposers' mean id: every rank stores the same acted id
             self.ckpt_acted = max(self.ckpt_acted, int(math.ceil(fl[FL_CKPT_ID] / fl[FL_CKPT_PENDING] - 1e-6)))
+        world = max(run().world, 1)
+        self.next_at = run().step + max(1, min(AGREE_MAX_STEPS, int(fl[FL_EVERY] / world + 1e-6)))
         return ckpt, fl[FL_STOP] > 0.5, fl[FL_PAUSE] > 0.5
 
     def carried(self, t):
@@ -99,13 +138,17 @@ class Steer:
         return t.tolist()
 
     def before_step(self):
-        """No DDP bucket carried the flags this step: start their own all-reduce."""
-        if self.agreed is None and self.pending is None and dist.is_initialized() and run().world > 1:
+        """No DDP bucket carried the flags of an agreeing step: start their own all-reduce."""
+        r = run()
+        if (self.agreed is None and self.pending is None and self.agrees(r.step + 1) and dist.is_initialized()
+                and r.world > 1):
             t = self.flags()
             self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
 
     def after_step(self):
-        """Act on what the ranks agreed for the step just finished."""
+        """Act on what the ranks agreed for the step just finished (steps.py
+        calls it after every optimizer step; most have nothing to read)."""
+        self._time_step()
         if self.pending is not None:
             work, t = self.pending
             work.wait()
@@ -115,18 +158,27 @@ class Steer:
             # CUDA: reading them now would wait for the whole step; every rank
             # decides on them after the next step instead, the same step everywhere
             fl, self.late = self.late, fl
+            self.next_at = 0      # known once they are read
             if fl is None:
                 return
             fl[1].synchronize()
             fl = fl[0].tolist()
-        elif fl is None:      # one process, no process group: this rank's view is the job's
-            fl = self.flags().tolist()
+        elif self.late is not None:   # CUDA, the step after an agreement
+            fl, self.late = self.late, None
+            fl[1].synchronize()
+            fl = fl[0].tolist()
+        elif fl is None:
+            if (dist.is_initialized() and run().world > 1) or not self.agrees(run().step):
+                return            # not an agreeing step
+            fl = self.flags().tolist()   # one process, no process group: this rank's view is the job's
         ckpt, stop, pause = self._decide(fl)
+        gone = run().front_gone
         if ckpt:
             from . import ckpt as ck
-            ck.write("requested", "train")
+            if ck.write("final: ddptop is gone" if gone else "requested", "train"):
+                run().ckpt_step = run().step
         if stop:
-            self._stop("stop requested by ddptop")
+            self._stop("ddptop is gone" if gone else "stop requested by ddptop")
         if pause:
             self._pause_loop()
 

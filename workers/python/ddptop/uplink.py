@@ -3,8 +3,10 @@ workers/link/uplink.c).
 
 ctl is a DEALER with routing id "rank-R.PID.NONCE" (hello, store requests; ddptop's
 cmd and val come back on it), tel a PUSH (everything else). Telemetry never
-waits: frames are sent with DONTWAIT in bursts at most BURST_S apart, and a
-full queue drops the frame and counts it (the step's "drops"). What a user
+waits: frames wait at most BURST_S and go with DONTWAIT as one `burst`
+frame (docs/PROTOCOL.md), so ZeroMQ and ddptop pay their per-frame costs
+once per burst; a full queue drops the burst and counts its messages (the
+step's "drops"). What a user
 must see (hello, phase, ckpt, log, bye) flushes the burst first and may wait
 up to 2 s for queue room. Every ctl frame is a sign of life; "ping" stops
 here. Over tcp:// both sockets are CURVE clients with the job's keys.
@@ -24,7 +26,8 @@ from . import wire
 
 TEL_HWM = 10000
 BURST_S = 0.05
-BURST_FRAMES = 512
+BURST_FRAMES = 512              # at most PROTO_MAX_BURST (4096) inside one burst
+BURST_BYTES = 4 << 20           # well within the 8 MiB frame limit
 IMPORTANT_WAIT_S = 2.0
 STORE_MARGIN_S = 5.0
 CMD_QUEUE = 64
@@ -54,30 +57,42 @@ class Uplink:
         self.ctl.connect(ctl_ep)
         self.tel.connect(tel_ep)
         self.burst = []
+        self.burst_bytes = 0
         self.burst_since = 0.0
         self.cmds = []
         self.last_heard = time.monotonic()
         self.pinged = False
+        self.important_wait_s = IMPORTANT_WAIT_S
+        self.linger_ms = 2000
 
     # ---- telemetry ----
     def send(self, kind, fields, t_ns=0):
         """Queue a telemetry frame; never blocks. Returns False if dropped."""
         frame = wire.encode(kind, self.rank, fields, t_ns)
         with self.lock:
+            now = time.monotonic()
             if not self.burst:
-                self.burst_since = time.monotonic()
+                self.burst_since = now
+            elif self.burst_bytes + len(frame) > BURST_BYTES:
+                self._flush()
+                self.burst_since = now
             self.burst.append(frame)
-            if len(self.burst) >= BURST_FRAMES or time.monotonic() - self.burst_since >= BURST_S:
+            self.burst_bytes += len(frame)
+            if len(self.burst) >= BURST_FRAMES or now - self.burst_since >= BURST_S:
                 self._flush()
         return True
 
     def _flush(self):
-        for f in self.burst:
-            try:
-                self.tel.send(f, zmq.DONTWAIT)
-            except zmq.Again:
-                self.drops += 1
-        self.burst = []
+        """The waiting frames as one burst (a lone frame as itself)."""
+        n = len(self.burst)
+        if not n:
+            return
+        frame = self.burst[0] if n == 1 else wire.burst(self.rank, self.burst)
+        self.burst, self.burst_bytes = [], 0
+        try:
+            self.tel.send(frame, zmq.DONTWAIT)
+        except zmq.Again:
+            self.drops += n
 
     def flush(self):
         with self.lock:
@@ -88,7 +103,7 @@ class Uplink:
         log, bye: the burst first, then up to 2 s of waiting for room."""
         frame = wire.encode(kind, self.rank, fields)
         sock = self.ctl if kind == "hello" else self.tel
-        deadline = time.monotonic() + IMPORTANT_WAIT_S
+        deadline = time.monotonic() + self.important_wait_s
         while True:
             with self.lock:
                 self._flush()
@@ -101,6 +116,11 @@ class Uplink:
                 self.drops += 1
                 return False
             time.sleep(0.005)
+
+    def no_waiting(self):
+        """ddptop is gone: nothing waits for queue room any more, nor lingers at close."""
+        self.important_wait_s = 0.0
+        self.linger_ms = 0
 
     # ---- ctl: commands, pings, store ----
     def _read_ctl(self, want_key=None):
@@ -167,7 +187,7 @@ class Uplink:
     def close(self, linger_ms=2000):
         with self.lock:
             self._flush()
-            self.tel.setsockopt(zmq.LINGER, linger_ms)
+            self.tel.setsockopt(zmq.LINGER, min(linger_ms, self.linger_ms))
             self.tel.close()
             self.ctl.close()
         self.ctx.term()

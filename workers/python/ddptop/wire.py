@@ -46,6 +46,13 @@ def encode(kind, rank, fields, t_ns=0):
     return msgpack.packb(m, use_bin_type=True)
 
 
+def burst(rank, frames):
+    """Several encoded tel frames of this rank as one `burst` frame: each
+    element of "m" a bin holding one frame exactly as it would travel alone."""
+    return msgpack.packb({"v": PROTO_VERSION, "k": "burst", "r": rank, "t": wall_ns(), "m": frames},
+                         use_bin_type=True)
+
+
 def decode(frame):
     """A frame from ddptop as a dict; None when it is not a v1 map (skipped,
     as the C decoder skips what it cannot read)."""
