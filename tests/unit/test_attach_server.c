@@ -591,6 +591,7 @@ static void test_big(void *ctx)
     void *router = zmq_socket(ctx, ZMQ_ROUTER);
     int zero = 0;
     zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+    viewers_setup_router(router); /* as ddptop's ctl */
     CHECK(zmq_bind(router, ep) == 0, "bind %s: %s", ep, zmq_strerror(zmq_errno()));
     int world = 64;
     Viewers *v = viewers_new(world);

@@ -15,7 +15,9 @@
  * burst per viewer every VIEWERS_BURST_GAP_NS (from viewers_on_frame,
  * viewers_handle and viewers_tick), and frames that arrive meanwhile wait
  * behind it, in order. A viewer with nothing queued gets frames at once.
- * Nothing here ever waits on a socket (ZMQ_DONTWAIT throughout).
+ * Nothing here ever waits on a socket (ZMQ_DONTWAIT throughout); a viewer
+ * whose pipe is full (ctl is ZMQ_ROUTER_MANDATORY) keeps its frames queued,
+ * in order, rather than losing them.
  *
  * Main thread only (the ctl socket's owner).
  */
@@ -233,17 +235,24 @@ uint64_t viewers_drops(const Viewers *v) { return v ? v->drops : 0; }
 
 /* ---- sending ---- */
 
-/* One frame to one viewer, never waiting. 0 sent, -1 not (counted). A
- * ROUTER without ZMQ_ROUTER_MANDATORY drops silently when a pipe is full;
- * with it, that is EAGAIN here. */
+/* One frame to one viewer, never waiting: 0 sent, 1 its pipe is full (ctl
+ * is ZMQ_ROUTER_MANDATORY, viewers_setup_router: EAGAIN, nothing lost, send
+ * it later), -1 not sent (counted). */
 static int send_now(Viewers *v, void *router, Viewer *w, const void *data, size_t len)
 {
-    if (zmq_send(router, w->ident, w->ident_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
-        zmq_send(router, data, len, ZMQ_DONTWAIT) >= 0)
-        return 0;
+    if (zmq_send(router, w->ident, w->ident_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
+        if (zmq_send(router, data, len, ZMQ_DONTWAIT) >= 0) return 0;
+    } else if (zmq_errno() == EAGAIN)
+        return 1;
     w->drops++;
     v->drops++;
     return -1;
+}
+
+void viewers_setup_router(void *router)
+{
+    int one = 1;
+    zmq_setsockopt(router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
 }
 
 /* Queue one reference to b behind what w is still owed. */
@@ -282,10 +291,10 @@ static void pump(Viewers *v, void *router, Viewer *w, bool force)
     w->pump_ns = now;
     for (int i = 0; i < VIEWERS_BURST && w->q_len > 0; i++) {
         Blob *b = w->q[w->q_head];
+        if (send_now(v, router, w, b->data, b->len) == 1) break; /* full: the rest waits for the next pump */
         w->q_head = (w->q_head + 1) % w->q_cap;
         w->q_len--;
         w->q_bytes -= b->len;
-        send_now(v, router, w, b->data, b->len);
         blob_unref(b);
     }
 }
@@ -527,10 +536,8 @@ static void send_all(Viewers *v, const void *frame, size_t len, Blob *kept)
             Viewer *w = &v->v[i];
             if (!w->used) continue;
             pump(v, v->router, w, false);
-            if (w->q_len == 0) {
-                if (v->router) send_now(v, v->router, w, frame, len);
-                continue;
-            }
+            if (w->q_len == 0 && (!v->router || send_now(v, v->router, w, frame, len) != 1)) continue;
+            /* behind a snapshot, or its pipe is full: in order, after what it is owed */
             if (!b && !(b = blob_new(frame, len))) {
                 w->drops++;
                 v->drops++;

@@ -43,6 +43,11 @@ typedef enum {
     VIEWER_ABORT,
 } ViewerAction;
 
+/* Set ctl's options the viewers rely on (ZMQ_ROUTER_MANDATORY: a viewer's
+ * full pipe is EAGAIN, so its frames wait in its queue instead of being
+ * dropped silently). Call before the socket binds. */
+void viewers_setup_router(void *router);
+
 /* world: ranks in the job (sizes the snapshot). */
 Viewers *viewers_new(int world);
 void viewers_free(Viewers **v);

@@ -140,6 +140,7 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
      * else can take its routing id (inbox.c); a restarted rank gets it
      * once the old connection is gone, which it is by the restart. */
     zmq_setsockopt(r->ctl, ZMQ_LINGER, &zero, sizeof zero);
+    viewers_setup_router(r->ctl);
     zmq_setsockopt(r->tel, ZMQ_LINGER, &zero, sizeof zero);
     if (r->tcp &&
         (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))

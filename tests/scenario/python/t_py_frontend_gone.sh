@@ -31,7 +31,7 @@ grep -q "is gone" "$TMP"/l1/rank-*.log && die "a rank took the stopped ddptop fo
 kill -INT $dp
 wait_for 60 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after Ctrl-C"
 wait $dp; rc=$?
-[ $rc -eq 0 ] || { tail -20 "$TMP/out1"; die "exit $rc after the stop, want 0"; }
+[ $rc -eq 130 ] || { tail -20 "$TMP/out1"; die "exit $rc after the clean Ctrl-C stop, want 130 (docs/TUI.md, Exit status)"; }
 wait_for 10 no_ranks || die "ranks left: $(our_ranks)"
 
 # 2. gone

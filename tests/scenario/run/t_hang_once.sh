@@ -28,8 +28,8 @@ wait_for 5 no_workers || die "workers left: $(our_workers)"
 # the screen: one line, updated in place; the countdown; the verdict
 . tests/lib_tui.sh
 start_feed 120 36 "DDPTOP_WORKER=$PWD/$BUILD/ddptop-worker" -n 4 --hang-after 1 --stop-grace 8 -- "${TRAIN[@]}"
-wait_for 30 hasE '^[0-9:]+ ddptop hang: ranks 0,2,3 wait in all-reduce #[0-9]+ \([0-9.]+ s\)' || dies "no hang event line"
-first=$(screen | grep -Eo '^[0-9:]+ ddptop hang: .{40}')
+wait_for 30 hasE '^[0-9:]+ ddptop hang: ranks 0,2,3 wait in all-reduce #[0-9]+ \(bucket 0, [0-9.]+ s\)' || dies "no hang event line"
+first=$(screen | grep -Eo '^[0-9:]+ ddptop hang: .*all-reduce #[0-9]+ \(bucket 0, [0-9.]+ s\)')
 wait_for 20 sh -c "command tmux -L $TS capture-pane -p -t $TS | grep -E '^[0-9:]+ ddptop hang: ' | grep -vqF '$first'" ||
     dies "the hang line did not update in place"
 n=$(screen | grep -Ec '^[0-9:]+ ddptop hang: ')
