@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t_wire_burst.sh — bursts from a Python peer (pyzmq + msgpack, no ddptop
 # code) reach a real ddptop: 2 ranks run as `--no-python python peer.py`,
-# say hello on ctl, then send their steps 5 to a burst frame on tel (one
-# burst on ctl, which a receiver accepts as well) and end
+# say hello on ctl, then send their steps 5 to a burst frame on tel (the
+# first burst on ctl, which a receiver accepts as well) and end
 # with a burst of phase + bye. The job must end DONE with both ranks at step
 # 20. Then rank 0 turns hostile inside its bursts: a step claiming rank 1
 # (loss 12345), bytes that are no message, a hello, a burst in a burst, and
@@ -41,7 +41,9 @@ for s in range(1, 21, 5):
     if hostile and r == 0 and s == 6:
         m[1:1] = [step(7, rank=1, loss=12345.0), b"\xc1garbage", P("hello", **hello),
                   msgpack.packb({"v": 1, "k": "burst", "r": 0, "m": [step(8, loss=12345.0)]})]
-    burst(m, sock=ctl if s == 11 else None)   # a receiver takes bursts on ctl too
+    burst(m, sock=ctl if s == 1 else None)   # a receiver takes bursts on ctl too
+    if s == 1:
+        time.sleep(0.5)   # ZeroMQ keeps no order across two sockets: the later steps must not overtake these
     if hostile and r == 0 and s == 6:
         burst([step(9, rank=1, loss=12345.0)], rank=1)
         burst([step(9, rank=1, loss=12345.0)], rank=1, sock=ctl)   # from routing id rank-0
