@@ -121,7 +121,7 @@ static int launch(Agent *a, int restart)
     if (!a->args) return -1;
     /* a restart resumes from node 0's latest checkpoint (a shared path),
      * as node 0's own ranks do */
-    if (!strncmp(a->extra, "--resume ", 9) && a->o->target == RUN_TRAINER) {
+    if (!strncmp(a->extra, "--resume ", 9) && a->o->target == RUN_TRAINER && a->o->trainer_resumes) {
         snprintf(a->resume, sizeof a->resume, "%s", a->extra + 9);
         n = launcher_resume_args(a->o->trainer_args, n, a->resume, a->args);
     } else {
