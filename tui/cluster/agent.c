@@ -53,6 +53,7 @@ typedef struct {
     char job[PROTO_STR_MED], extra[PROTO_STR_LONG], resume[PROTO_STR_LONG];
     char **args;
     int first_rank, nproc, failed;
+    int64_t spent; /* node 0's launch: DDPTOP_FAULTS_SPENT, -1 for none */
     int64_t heard_ms;
 } Agent;
 
@@ -150,7 +151,10 @@ static int launch(Agent *a, int restart)
                             .node_rank = a->o->node_rank,
                             .nnodes = a->o->nnodes,
                             .max_restarts = a->o->max_restarts,
-                            .pythonpath = a->o->adapter_dir };
+                            .pythonpath = a->o->adapter_dir,
+                            /* a restart hands every node what node 0's ranks get */
+                            .set_faults_spent = restart > 0 && a->spent >= 0,
+                            .faults_spent = a->spent };
     if (launcher_start(&a->l, &a->lc, err, sizeof err)) {
         say(a, "cannot start ranks: %s", err);
         send_op(a, "error", -1, 0, 0, err);
@@ -205,6 +209,7 @@ static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
         } else if (!strcmp(nm->op, "launch")) {
             snprintf(a->job, sizeof a->job, "%s", nm->job);
             snprintf(a->extra, sizeof a->extra, "%s", nm->text);
+            a->spent = nm->spent;
             *launched = true;
             *restart_out = nm->restart;
         } else if (!strcmp(nm->op, "signal")) {
@@ -381,7 +386,7 @@ static void agent_close(Agent *a)
 
 int agent_run(const RunOptions *o)
 {
-    Agent ag = { .o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc };
+    Agent ag = { .o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc, .spent = -1 };
     Agent *a = &ag;
     codec_buf_init(&a->buf);
     gethostname(a->host, sizeof a->host - 1);

@@ -58,8 +58,9 @@ bool nodes_all_joined(const Nodes *n);
 /* "1, 3": the nodes that have not joined. */
 void nodes_missing(const Nodes *n, char *out, size_t len);
 /* Start every remote rank (restart 0 the first time; extra: trainer
- * options to add, e.g. "--resume DIR", or ""). */
-void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra);
+ * options to add, e.g. "--resume DIR", or ""; spent: the furthest step an
+ * earlier run reached, for the ranks' DDPTOP_FAULTS_SPENT, -1 for none). */
+void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra, int64_t spent);
 /* Send sig to every remote rank still running; returns how many ranks. */
 int nodes_signal(Nodes *n, int sig);
 /* Remote ranks started and not yet reported ended. */

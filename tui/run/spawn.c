@@ -110,7 +110,7 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
                   o->program ? o->program : o->worker_path, restart);
     if (launcher_start(&r->l, &r->lc, err, errlen)) return ERR_FAIL;
     r->launched_any = r->launched_any || o->nproc > 0;
-    if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra);
+    if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra, r->lc.set_faults_spent ? r->lc.faults_spent : -1);
     r->launched = true;
     for (int k = 0; k < o->nproc; k++) {
         job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());
