@@ -112,7 +112,11 @@ static void send_node(Nodes *n, const void *ident, size_t len, const char *op, i
     snprintf(m.u.node.op, sizeof m.u.node.op, "%s", op);
     m.u.node.nnodes = n->nnodes;
     m.u.node.nproc = n->nproc;
-    m.u.node.signo = signo;
+    /* "done" carries node 0's exit status where the others carry a signal */
+    if (!strcmp(op, "done"))
+        m.u.node.status = signo;
+    else
+        m.u.node.signo = signo;
     m.u.node.restart = restart;
     m.u.node.spent = spent;
     if (job) snprintf(m.u.node.job, sizeof m.u.node.job, "%s", job);
@@ -282,13 +286,13 @@ void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
     }
 }
 
-void nodes_done(Nodes *n, const char *why)
+void nodes_done(Nodes *n, const char *why, int exit_code)
 {
     if (n->done) return;
     n->done = true;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
-        if (nd->joined && !nd->lost) send_node(n, nd->ident, nd->ident_len, "done", 0, NULL, 0, why, -1);
+        if (nd->joined && !nd->lost) send_node(n, nd->ident, nd->ident_len, "done", exit_code, NULL, 0, why, -1);
     }
 }
 

@@ -71,9 +71,10 @@ int nodes_running(const Nodes *n);
  * its running ranks reported as exited (status 0xff00 = exit 255) through
  * ev->exited and an error event. */
 void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev);
-/* The job is over: tell the agents (they exit once their ranks are reaped).
- * Once; from then on nobody is pinged or judged lost (until a relaunch). */
-void nodes_done(Nodes *n, const char *why);
+/* The job is over: tell the agents (they exit once their ranks are reaped,
+ * with exit_code, node 0's exit status, and say why). Once; from then on
+ * nobody is pinged or judged lost (until a relaunch). */
+void nodes_done(Nodes *n, const char *why, int exit_code);
 const char *nodes_host(const Nodes *n, int node);
 
 #endif
