@@ -225,6 +225,8 @@ typedef struct {
     int missing[JOB_HANG_LIST];
     int64_t step; /* the first missing rank's last step when reported */
     uint64_t ev;  /* its event (job_event_nth), updated in place */
+    bool left;    /* the first missing rank left the training loop alone (HangReport.left) */
+    bool unsafe;  /* and its stop says it was an unsafe stop */
 } JobHang;
 
 typedef struct {
