@@ -6,23 +6,16 @@
 #  2. node 1's rank killed: node 1 exits 1 and keeps (and names) its logs;
 #  3. Ctrl-C on node 1: a clean stop of the whole job, node 1 exits 130.
 . tests/lib.sh
+. tests/scenario/cluster/lib_cluster.sh
 port=$(free_port 6)
 SLOW="--dataset synthetic --model mlp:20,16,3 --batch-size 8 --epochs 100000"
 
-# the logs a failed node keeps: the test's to remove
-kept() { sed -n "s/.*ddptop: the ranks' logs are kept in \(.*\)/\1/p" "$@"; }
-# node0 PORT KEYS OUT ARGS...; node1 PORT KEYS OUT ARGS...: in the background
-node0() { local p=$1 k=$2 o=$3; shift 3; "$DDPTOP" run --headless -n 1 --nnodes 2 --node-rank 0 \
-    --rdzv 127.0.0.1:$p --keys "$k" --stop-grace 5 -- "$@" >"$o" 2>&1 & }
-node1() { local p=$1 k=$2 o=$3; shift 3; "$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:$p \
-    --keys "$k" -- "$@" >"$o" 2>&1 & }
-
 # 1. checkpoint lost: rank 0 sleeps 100 ms a step, so 60 steps leave time
 #    to take the directory away
-node0 $port "$TMP/k1" "$TMP/a.out" $SLOW --steps 60 --fault slow:0:100 --ckpt-dir "$TMP/ck"; pa=$!
+node0 $port "$TMP/k1" "$TMP/a.out" --stop-grace 5 -- $SLOW --steps 60 --fault slow:0:100 --ckpt-dir "$TMP/ck"; pa=$!
 CLEANUPS+=("kill -9 $pa")
 wait_for 10 test -s "$TMP/k1" || die "node 0 wrote no key file"
-node1 $port "$TMP/k1" "$TMP/b.out" $SLOW --steps 60 --fault slow:0:100 --ckpt-dir "$TMP/ck"; pb=$!
+node1 $port "$TMP/k1" "$TMP/b.out" -- $SLOW --steps 60 --fault slow:0:100 --ckpt-dir "$TMP/ck"; pb=$!
 CLEANUPS+=("kill -9 $pb")
 wait_for 30 grep -q "broadcast -> train" "$TMP/a.out" || { cat "$TMP/a.out"; die "the job did not start"; }
 rm -rf "$TMP/ck" && touch "$TMP/ck"
@@ -37,10 +30,10 @@ grep -q "node 0: job failed: checkpoint lost: step 60 was not written .*(exit 3)
 
 # 2. node 1's rank killed: exit 1, its log kept and named
 p2=$((port + 2))
-node0 $p2 "$TMP/k2" "$TMP/c.out" $SLOW --steps 400 --no-final-ckpt --fault kill:1@20; pc=$!
+node0 $p2 "$TMP/k2" "$TMP/c.out" --stop-grace 5 -- $SLOW --steps 400 --no-final-ckpt --fault kill:1@20; pc=$!
 CLEANUPS+=("kill -9 $pc")
 wait_for 10 test -s "$TMP/k2" || die "node 0 wrote no key file (2)"
-node1 $p2 "$TMP/k2" "$TMP/d.out" $SLOW --steps 400 --no-final-ckpt --fault kill:1@20; pd=$!
+node1 $p2 "$TMP/k2" "$TMP/d.out" -- $SLOW --steps 400 --no-final-ckpt --fault kill:1@20; pd=$!
 CLEANUPS+=("kill -9 $pd")
 wait $pc; rc_=$?
 wait $pd; rd=$?
@@ -55,10 +48,10 @@ CLEANUPS+=("rm -rf '$logs'")
 
 # 3. Ctrl-C on node 1
 p3=$((port + 4))
-node0 $p3 "$TMP/k3" "$TMP/e.out" $SLOW --no-final-ckpt; pe=$!
+node0 $p3 "$TMP/k3" "$TMP/e.out" --stop-grace 5 -- $SLOW --no-final-ckpt; pe=$!
 CLEANUPS+=("kill -9 $pe")
 wait_for 10 test -s "$TMP/k3" || die "node 0 wrote no key file (3)"
-node1 $p3 "$TMP/k3" "$TMP/f.out" $SLOW --no-final-ckpt; pf=$!
+node1 $p3 "$TMP/k3" "$TMP/f.out" -- $SLOW --no-final-ckpt; pf=$!
 CLEANUPS+=("kill -9 $pf")
 wait_for 30 grep -q "broadcast -> train" "$TMP/e.out" || { cat "$TMP/e.out"; die "the job did not start (3)"; }
 kill -INT $pf

@@ -5,16 +5,16 @@
 # cleanly after one restart (without it the kill fires again after every
 # restart and the job fails once the restarts are spent).
 . tests/lib.sh
+. tests/scenario/cluster/lib_cluster.sh
 port=$(free_port 2)
 KEYS=$TMP/job.keys
 TRAIN="--dataset synthetic --model mlp:20,16,3 --batch-size 8 --steps 60 --epochs 1000 --ckpt-every 10 \
     --ckpt-dir $TMP/ck --fault kill:1@25"
-"$DDPTOP" run --headless -n 1 --nnodes 2 --node-rank 0 --rdzv 127.0.0.1:$port --keys "$KEYS" --max-restarts 2 \
-    --stop-grace 3 -- $TRAIN >"$TMP/a.out" 2>&1 &
+node0 $port "$KEYS" "$TMP/a.out" --max-restarts 2 --stop-grace 3 -- $TRAIN
 pa=$!
 CLEANUPS+=("kill -9 $pa")
 wait_for 10 test -s "$KEYS" || die "node 0 wrote no key file"
-"$DDPTOP" run -n 1 --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:$port --keys "$KEYS" -- $TRAIN >"$TMP/b.out" 2>&1 &
+node1 $port "$KEYS" "$TMP/b.out" -- $TRAIN
 pb=$!
 CLEANUPS+=("kill -9 $pb")
 wait $pa; ra=$?
