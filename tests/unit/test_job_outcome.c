@@ -110,6 +110,8 @@ static void test_superseded(void)
     CHECK(job_outcome(j) == JOB_END_FAILED, "outcome %d", job_outcome(j));
     job_restart(j, t);
     attempt(j, 200, 11, 30, &t);
+    ckpt(j, 10, true, &t); /* an older state: the lost one still is */
+    CHECK(j->ckpts_lost == 1, "step 10 superseded step 20");
     ckpt(j, 20, true, &t);
     ckpt(j, 30, true, &t);
     end_pids(j, 200, &t, -1);

@@ -25,10 +25,11 @@ void job_apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
                    (long long)c->step, r->rank, j->lost_ckpt_error);
         return;
     }
-    /* a later checkpoint (a later step, or a later attempt of --max-restarts)
-     * holds everything the lost one would have: the run can still end clean
+    /* a later checkpoint (a later step, or the same step in a later attempt
+     * of --max-restarts) holds everything the lost one would have: the run can still end clean
      * (docs/DECISIONS.md) */
-    if (j->ckpts_lost && (c->step > j->lost_ckpt_step || j->restarts > j->lost_ckpt_restart)) {
+    if (j->ckpts_lost &&
+        (c->step > j->lost_ckpt_step || (c->step == j->lost_ckpt_step && j->restarts > j->lost_ckpt_restart))) {
         job_ev_add(j, at, r->rank, EV_WARN,
                    "checkpoint step %lld superseded: step %lld lost earlier%s is replaced by it", (long long)c->step,
                    (long long)j->lost_ckpt_step, j->ckpts_lost > 1 ? " (and older ones)" : "");
