@@ -100,6 +100,12 @@ static void fill_sample(Msg *m, MsgKind k)
         break;
     }
     case MSG_BYE: m->u.bye.status = -2, m->u.bye.step = 9375; break;
+    case MSG_NODE: /* a restart's launch: what every node's ranks are told */
+        snprintf(m->u.node.op, sizeof m->u.node.op, "launch");
+        snprintf(m->u.node.job, sizeof m->u.node.job, "ddptop-1-2");
+        snprintf(m->u.node.text, sizeof m->u.node.text, "--resume ck/latest");
+        m->u.node.restart = 1, m->u.node.spent = 25, m->u.node.status = 3;
+        break;
     case MSG_EVAL:
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
@@ -277,6 +283,14 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.bye.status);
         EQI(u.bye.step);
         break;
+    case MSG_NODE:
+        EQS(u.node.op);
+        EQS(u.node.job);
+        EQS(u.node.text);
+        EQI(u.node.restart);
+        EQI(u.node.spent);
+        EQI(u.node.status);
+        break;
     case MSG_CMD:
         EQI(u.cmd.id);
         EQS(u.cmd.op);
@@ -450,6 +464,8 @@ static void test_init_and_time(void)
     msg_init(&m, MSG_BEAT);
     CHECK(m.u.beat.coll_seq == -1, "beat coll_seq defaults to -1 (none in flight)");
     CHECK(m.u.beat.coll_bucket == -1, "beat bucket defaults to -1 (not a bucket)");
+    msg_init(&m, MSG_NODE);
+    CHECK(m.u.node.spent == -1, "node spent defaults to -1 (no faults spent)");
     msg_init(&m, (MsgKind)1234);
     CHECK(m.kind == MSG_UNKNOWN, "bad kind becomes MSG_UNKNOWN");
     msg_done(&m);

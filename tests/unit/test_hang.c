@@ -14,6 +14,9 @@
 
 #define S 1000000000LL
 
+/* Does s start with prefix? */
+static bool starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
 static void rank(HangRank *r, int k, int64_t step, int64_t seq, const char *op, int64_t since)
 {
     memset(r, 0, sizeof *r);
@@ -83,12 +86,32 @@ int main(void)
     TEST_END();
 
     TEST_BEGIN("unsafe_stop_is_a_mismatch");
+    /* rank 0 left the loop and waits in its final barrier, entered before
+     * rank 1's all-reduce: the barrier is the older wait, yet rank 0 is the
+     * cause, not rank 1 */
     rank(&r[0], 0, 100, 101, "barrier", now - 15 * S);
     rank(&r[1], 1, 101, 102, "allreduce", now - 14 * S);
     r[0].phase = PHASE_STOPPING;
     CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && h.mismatch, "mismatch expected");
-    CHECK(h.n_waiting == 1 && h.n_missing == 1, "waiting %d missing %d", h.n_waiting, h.n_missing);
-    CHECK(strstr(h.verdict, "instead") != NULL, "verdict names the other collective: %s", h.verdict);
+    CHECK(h.n_waiting == 1 && h.n_missing == 1 && h.left == 0 && h.seq == 102, "waiting %d missing %d left %d seq %lld",
+          h.n_waiting, h.n_missing, h.left, (long long)h.seq);
+    CHECK(starts(h.verdict, "rank 0 left the training loop after step 100 and waits in barrier #101; rank 1 waits in "
+                            "all-reduce #102 (14.0 s) for it"),
+          "verdict: %s", h.verdict);
+    CHECK(!h.alone, "a rank in its final barrier is not 'finished': %s", h.verdict);
+    /* four ranks, rank 1's unsafe stop, the same collective number */
+    for (int k = 0; k < 4; k++) rank(&r[k], k, 40, 41, "allreduce", now - 12 * S);
+    r[1].phase = PHASE_DESTROYING;
+    snprintf(r[1].inflight_op, sizeof r[1].inflight_op, "barrier");
+    r[1].inflight_since_ns = now - 13 * S;
+    snprintf(r[1].stop_reason, sizeof r[1].stop_reason, "unsafe stop (fault): rank 1 stops alone, no agreement");
+    r[0].inflight_bucket = r[2].inflight_bucket = r[3].inflight_bucket = 0;
+    CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1 && h.left == 1 && h.missing[0] == 1, "left %d", h.left);
+    CHECK(starts(h.verdict,
+                 "rank 1 left the training loop (unsafe stop) after step 40 and waits in barrier #41; ranks 0,2,3 "
+                 "wait in all-reduce #41 (bucket 0, 12.0 s) for it"),
+          "verdict: %s", h.verdict);
+    CHECK(!strstr(h.verdict, "for rank 0") && !strstr(h.verdict, "stopped stepping"), "blames another: %s", h.verdict);
     TEST_END();
 
     TEST_BEGIN("a_stuck_rank_says_where_it_sleeps");
@@ -240,6 +263,39 @@ int main(void)
         job_verdict(j, v, sizeof v);
         CHECK(!strcmp(v, "job failed: rank 1 stalled at step 10 (ranks 0,2,3 waited for it in all-reduce #12); "
                          "ranks 0-3 were stopped by ddptop (SIGTERM)"),
+              "verdict: %s", v);
+        job_free(&j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("an_unsafe_stop_is_blamed_on_the_rank_that_left");
+    {
+        /* rank 1 of 2 left after step 10 (unsafe stop) and waits in barrier
+         * #11; rank 0 waits in all-reduce #11; the ladder SIGTERMs both */
+        int64_t t = 100 * S, wall = 1700000000LL * S;
+        Job *j = stepped_job(2, 10, &t, wall);
+        Msg m;
+        msg_init(&m, MSG_PHASE);
+        m.rank = 1;
+        m.u.phase.phase = PHASE_DESTROYING;
+        snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "unsafe stop (fault): rank 1 stops alone, no agreement");
+        job_apply(j, &m, t += S / 10, wall);
+        HangRank snap[2];
+        hang_snapshot(j, t, snap, 2);
+        CHECK(strstr(snap[1].stop_reason, "unsafe stop") != NULL, "stop reason '%s'", snap[1].stop_reason);
+        rank(&snap[0], 0, 10, 11, "allreduce", wall - 3 * S);
+        rank(&snap[1], 1, 10, 11, "barrier", wall - 4 * S);
+        snap[1].phase = PHASE_DESTROYING;
+        snprintf(snap[1].stop_reason, sizeof snap[1].stop_reason, "unsafe stop (fault)");
+        HangReport rep;
+        CHECK(hang_analyze(snap, 2, wall, 2 * S, &rep) == 1 && rep.left == 1, "left %d: %s", rep.left, rep.verdict);
+        hang_note(j, &rep, t += S, wall);
+        for (int k = 0; k < 2; k++)
+            job_rank_exited(j, k, 100 + k, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
+        char v[512];
+        job_verdict(j, v, sizeof v);
+        CHECK(!strcmp(v, "job failed: rank 1 left the training loop (unsafe stop) after step 10 (rank 0 waited for "
+                         "it in all-reduce #11); ranks 0,1 were stopped by ddptop (SIGTERM)"),
               "verdict: %s", v);
         job_free(&j);
     }

@@ -3,7 +3,7 @@
  * "ok" false though every rank exits 0; a stop signal's run says "stopped
  * by Ctrl-C at step S" and whether the checkpoint was written; a rank the
  * ladder had to end stays a failure; a signal after the end changes
- * nothing. No sockets, no terminal.
+ * nothing; a lost checkpoint a later one superseded is only a warning. No sockets, no terminal.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,25 +20,23 @@
 
 static void apply(Job *j, Msg *m, int64_t *t) { job_apply(j, m, *t += MS, WALL); }
 
-/* Two ranks: hello, training, steps 1..last. */
-static Job *trained(int64_t last, int64_t *t)
+/* Two ranks (pids pid, pid+1): hello, training, steps first..last. */
+static void attempt(Job *j, int pid, int64_t first, int64_t last, int64_t *t)
 {
-    Job *j = job_new(2, T0);
-    *t = T0;
     Msg m;
     for (int r = 0; r < 2; r++) {
-        job_rank_started(j, r, 100 + r, *t);
+        job_rank_started(j, r, pid + r, *t);
         msg_init(&m, MSG_HELLO);
         m.rank = r;
         m.u.hello.world = 2;
-        m.u.hello.pid = 100 + r;
+        m.u.hello.pid = pid + r;
         apply(j, &m, t);
         msg_init(&m, MSG_PHASE);
         m.rank = r;
         m.u.phase.phase = PHASE_TRAIN;
         apply(j, &m, t);
     }
-    for (int64_t s = 1; s <= last; s++)
+    for (int64_t s = first; s <= last; s++)
         for (int r = 0; r < 2; r++) {
             msg_init(&m, MSG_STEP);
             m.rank = r;
@@ -46,6 +44,13 @@ static Job *trained(int64_t last, int64_t *t)
             m.u.step.loss = 1.0;
             apply(j, &m, t);
         }
+}
+
+static Job *trained(int64_t last, int64_t *t)
+{
+    Job *j = job_new(2, T0);
+    *t = T0;
+    attempt(j, 100, 1, last, t);
     return j;
 }
 
@@ -61,20 +66,78 @@ static void ckpt(Job *j, int64_t step, bool ok, int64_t *t)
     apply(j, &m, t);
 }
 
-/* Every rank says bye 0 and exits 0 (or is killed, for `killed`). */
-static void end(Job *j, int64_t *t, int killed)
+/* Every rank (pids pid, pid+1) says bye 0 and exits 0 (or is killed, for
+ * `killed`). */
+static void end_pids(Job *j, int pid, int64_t *t, int killed)
 {
     Msg m;
     for (int r = 0; r < 2; r++) {
         if (r == killed) {
-            job_rank_exited(j, r, 100 + r, SIGKILL, "SIGKILL by ddptop", *t += MS, WALL);
+            job_rank_exited(j, r, pid + r, SIGKILL, "SIGKILL by ddptop", *t += MS, WALL);
             continue;
         }
         msg_init(&m, MSG_BYE);
         m.rank = r;
         apply(j, &m, t);
-        job_rank_exited(j, r, 100 + r, 0, NULL, *t += MS, WALL);
+        job_rank_exited(j, r, pid + r, 0, NULL, *t += MS, WALL);
     }
+}
+
+static void end(Job *j, int64_t *t, int killed) { end_pids(j, 100, t, killed); }
+
+static bool has_event(const Job *j, const char *text)
+{
+    for (uint64_t i = 0; i < j->ev_total; i++) {
+        const JobEvent *e = job_event_nth(j, i);
+        if (e && strstr(e->text, text)) return true;
+    }
+    return false;
+}
+
+/* --max-restarts: step 20 lost in the first attempt, which then failed; the
+ * restart resumes from step 10 and writes steps 20 and 30: the lost one is
+ * superseded, a warning, and the run ends clean (exit 0). Within one
+ * attempt, a later step's checkpoint supersedes too; the same step written
+ * by another rank of the same attempt does not. */
+static void test_superseded(void)
+{
+    TEST_BEGIN("lost_checkpoint_superseded_by_a_later_one");
+    int64_t t;
+    Job *j = trained(20, &t);
+    ckpt(j, 10, true, &t);
+    ckpt(j, 20, false, &t);
+    end(j, &t, 1);
+    CHECK(job_outcome(j) == JOB_END_FAILED, "outcome %d", job_outcome(j));
+    job_restart(j, t);
+    attempt(j, 200, 11, 30, &t);
+    ckpt(j, 10, true, &t); /* an older state: the lost one still is */
+    CHECK(j->ckpts_lost == 1, "step 10 superseded step 20");
+    ckpt(j, 20, true, &t);
+    ckpt(j, 30, true, &t);
+    end_pids(j, 200, &t, -1);
+    char v[512];
+    job_verdict(j, v, sizeof v);
+    CHECK(job_ok(j) && job_outcome(j) == JOB_END_OK && j->state == JOB_DONE, "outcome %d verdict '%s'", job_outcome(j),
+          v);
+    CHECK(!strstr(v, "checkpoint lost"), "verdict '%s'", v);
+    CHECK(has_event(j, "checkpoint step 20 superseded: step 20 lost earlier"), "no warning for the superseded one");
+    job_free(&j);
+
+    j = trained(30, &t);
+    ckpt(j, 20, false, &t);
+    ckpt(j, 30, true, &t);
+    end(j, &t, -1);
+    CHECK(job_ok(j), "a lost step 20 then a written step 30 is not ok: outcome %d", job_outcome(j));
+    job_free(&j);
+
+    j = trained(20, &t);
+    ckpt(j, 20, false, &t);
+    ckpt(j, 20, true, &t);
+    end(j, &t, -1);
+    CHECK(job_outcome(j) == JOB_END_CKPT_LOST, "the same step in the same attempt superseded it: outcome %d",
+          job_outcome(j));
+    job_free(&j);
+    TEST_END();
 }
 
 static void test_lost_ckpt(void)
@@ -145,5 +208,6 @@ int main(void)
 {
     test_lost_ckpt();
     test_interrupted();
+    test_superseded();
     CHECK_EXIT();
 }

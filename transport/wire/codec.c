@@ -215,6 +215,7 @@ static const Field node_fields[] = {
     FLD("restart", F_I32, node.restart),
     FLD("job", F_STR, node.job),
     FLD("text", F_STR, node.text),
+    FLD("spent", F_I64, node.spent),
 };
 // clang-format on
 

@@ -64,6 +64,7 @@ void msg_init(Msg *m, MsgKind kind)
     /* -1 means "none" for these; 0 would name a real bucket / collective. */
     if (m->kind == MSG_COLL) m->u.coll.bucket = -1;
     if (m->kind == MSG_BEAT) m->u.beat.coll_seq = m->u.beat.coll_bucket = -1;
+    if (m->kind == MSG_NODE) m->u.node.spent = -1;
 }
 
 void msg_done(Msg *m)

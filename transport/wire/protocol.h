@@ -180,7 +180,8 @@ typedef struct {
  * "exit" (r, pid, status: a wait status), "log" (r, text: a line of a rank's
  * log tail);
  * node 0 -> agent: "welcome" (job, restart, text: the trainer options
- * added for a restart), "refused" (text), "launch" (job, restart, text),
+ * added for a restart), "refused" (text), "launch" (job, restart, text,
+ * spent),
  * "signal" (signo), "done". */
 typedef struct {
     char op[PROTO_STR_SHORT];
@@ -190,6 +191,7 @@ typedef struct {
     int32_t status, signo, restart;
     char job[PROTO_STR_MED];
     char text[PROTO_STR_LONG];
+    int64_t spent; /* launch: the ranks' DDPTOP_FAULTS_SPENT, -1 (and absent): none */
 } MsgNode;
 
 /* A burst: up to PROTO_MAX_BURST complete v1 frames of the burst's rank,

@@ -53,6 +53,10 @@ typedef struct {
     char job[PROTO_STR_MED], extra[PROTO_STR_LONG], resume[PROTO_STR_LONG];
     char **args;
     int first_rank, nproc, failed;
+    bool launched_any;              /* ranks were started: their logs are in dir (no --log-dir) */
+    int64_t spent;                  /* node 0's launch: DDPTOP_FAULTS_SPENT, -1 for none */
+    int node0_exit;                 /* node 0's "done": the job's exit status, -1 until then */
+    char node0_why[PROTO_STR_LONG]; /* and its verdict */
     int64_t heard_ms;
 } Agent;
 
@@ -121,7 +125,7 @@ static int launch(Agent *a, int restart)
     if (!a->args) return -1;
     /* a restart resumes from node 0's latest checkpoint (a shared path),
      * as node 0's own ranks do */
-    if (!strncmp(a->extra, "--resume ", 9) && a->o->target == RUN_TRAINER) {
+    if (!strncmp(a->extra, "--resume ", 9) && a->o->target == RUN_TRAINER && a->o->trainer_resumes) {
         snprintf(a->resume, sizeof a->resume, "%s", a->extra + 9);
         n = launcher_resume_args(a->o->trainer_args, n, a->resume, a->args);
     } else {
@@ -150,12 +154,16 @@ static int launch(Agent *a, int restart)
                             .node_rank = a->o->node_rank,
                             .nnodes = a->o->nnodes,
                             .max_restarts = a->o->max_restarts,
-                            .pythonpath = a->o->adapter_dir };
+                            .pythonpath = a->o->adapter_dir,
+                            /* a restart hands every node what node 0's ranks get */
+                            .set_faults_spent = restart > 0 && a->spent >= 0,
+                            .faults_spent = a->spent };
     if (launcher_start(&a->l, &a->lc, err, sizeof err)) {
         say(a, "cannot start ranks: %s", err);
         send_op(a, "error", -1, 0, 0, err);
         return -1;
     }
+    a->launched_any = a->launched_any || a->nproc > 0;
     for (int k = 0; k < a->nproc; k++) send_op(a, "started", a->first_rank + k, launcher_pid(a->l, k), 0, NULL);
     say(a, "started ranks %d-%d of %d (job %s%s%s, logs in %s)", a->first_rank, a->first_rank + a->nproc - 1,
         a->lc.global_world, a->job, restart ? ", restart " : "", restart ? a->extra : "", a->lc.log_dir);
@@ -205,6 +213,7 @@ static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
         } else if (!strcmp(nm->op, "launch")) {
             snprintf(a->job, sizeof a->job, "%s", nm->job);
             snprintf(a->extra, sizeof a->extra, "%s", nm->text);
+            a->spent = nm->spent;
             *launched = true;
             *restart_out = nm->restart;
         } else if (!strcmp(nm->op, "signal")) {
@@ -212,6 +221,8 @@ static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
             say(a, "node 0 asked for signal %d: sent to %d rank%s", nm->signo, n, n == 1 ? "" : "s");
         } else if (!strcmp(nm->op, "done")) {
             *done = enough = true;
+            a->node0_exit = nm->status;
+            snprintf(a->node0_why, sizeof a->node0_why, "%s", nm->text);
         }
         msg_done(&m);
         if (enough) return ret;
@@ -368,20 +379,42 @@ static int run_ranks(Agent *a, int restart)
     return st;
 }
 
-static void agent_close(Agent *a)
+/* The node's exit status: node 0's for the job (docs/TUI.md "Exit status":
+ * every node exits as node 0 does), but 1 when this node's own ranks did
+ * not end cleanly, and 128 + N when stop signal N here interrupted a job
+ * that then ended well. Without node 0's word (it went silent, the
+ * rendezvous failed): 0 or 1 from this node's ranks alone. */
+static int agent_exit_code(const Agent *a, int st)
+{
+    if (a->node0_exit < 0 || st == ERR_USAGE) return err_exit_code(st);
+    int code = a->node0_exit;
+    if (code == 0 && st != ERR_OK) code = 1;
+    if (code == 0 && signals_stop_count() > 0 && signals_first() > 0) code = 128 + signals_first();
+    return code;
+}
+
+/* A failed run (1, or 3: a checkpoint lost) keeps the ranks' logs the
+ * events named, as node 0 does (loop.c, setup.c). */
+static void agent_close(Agent *a, int code)
 {
     launcher_free(&a->l);
     relay_close(&a->relay);
     if (a->sock) zmq_close(a->sock);
     if (a->zctx) zmq_ctx_term(a->zctx);
-    if (a->dir[0]) zs_private_dir_remove(a->dir);
+    static const char *const sockets[] = { "ctl", "tel", NULL };
+    if (a->dir[0] && (code == 1 || code == 3) && a->launched_any && !a->o->log_dir) {
+        zs_private_dir_keep(a->dir, sockets);
+        fprintf(stderr, "ddptop: the ranks' logs are kept in %s\n", a->dir);
+    } else if (a->dir[0]) {
+        zs_private_dir_remove(a->dir);
+    }
     free(a->args);
     codec_buf_done(&a->buf);
 }
 
 int agent_run(const RunOptions *o)
 {
-    Agent ag = { .o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc };
+    Agent ag = { .o = o, .nproc = o->nproc, .first_rank = o->node_rank * o->nproc, .spent = -1, .node0_exit = -1 };
     Agent *a = &ag;
     codec_buf_init(&a->buf);
     gethostname(a->host, sizeof a->host - 1);
@@ -401,6 +434,9 @@ int agent_run(const RunOptions *o)
     else if (st == ERR_OK)
         st = run_ranks(a, restart);
     if (st != ERR_OK && err[0]) fprintf(stderr, "ddptop: %s\n", err);
-    agent_close(a);
-    return err_exit_code(st);
+    int code = agent_exit_code(a, st);
+    if (a->node0_exit >= 0 && a->node0_why[0]) say(a, "node 0: %s (exit %d)", a->node0_why, a->node0_exit);
+    fflush(stdout);
+    agent_close(a, code);
+    return code;
 }

@@ -103,7 +103,7 @@ static void say(const NodeEvents *ev, int level, const char *fmt, ...)
 }
 
 static void send_node(Nodes *n, const void *ident, size_t len, const char *op, int signo, const char *job, int restart,
-                      const char *text)
+                      const char *text, int64_t spent)
 {
     Msg m;
     char err[160];
@@ -112,8 +112,13 @@ static void send_node(Nodes *n, const void *ident, size_t len, const char *op, i
     snprintf(m.u.node.op, sizeof m.u.node.op, "%s", op);
     m.u.node.nnodes = n->nnodes;
     m.u.node.nproc = n->nproc;
-    m.u.node.signo = signo;
+    /* "done" carries node 0's exit status where the others carry a signal */
+    if (!strcmp(op, "done"))
+        m.u.node.status = signo;
+    else
+        m.u.node.signo = signo;
     m.u.node.restart = restart;
+    m.u.node.spent = spent;
     if (job) snprintf(m.u.node.job, sizeof m.u.node.job, "%s", job);
     if (text) snprintf(m.u.node.text, sizeof m.u.node.text, "%s", text);
     zs_send_to(n->router, ident, len, &m, &n->buf, ZMQ_DONTWAIT, err, sizeof err);
@@ -121,7 +126,7 @@ static void send_node(Nodes *n, const void *ident, size_t len, const char *op, i
 
 static void refuse(Nodes *n, const void *ident, size_t len, int k, const char *why, const NodeEvents *ev)
 {
-    send_node(n, ident, len, "refused", 0, NULL, 0, why);
+    send_node(n, ident, len, "refused", 0, NULL, 0, why, -1);
     if (k >= 1 && k < n->nnodes) n->node[k].refused = true;
     say(ev, 2, "node %d refused: %s", k, why);
 }
@@ -176,7 +181,7 @@ void nodes_handle(Nodes *n, const void *ident, size_t len, const Msg *m, int64_t
         if (nd->joined && nd->pid != nm->pid) {
             char why[200];
             snprintf(why, sizeof why, "node %d already joined from %s (pid %lld)", k, nd->host, (long long)nd->pid);
-            send_node(n, ident, len, "refused", 0, NULL, 0, why);
+            send_node(n, ident, len, "refused", 0, NULL, 0, why, -1);
             say(ev, 1, "a second agent claimed node %d: refused", k);
             return;
         }
@@ -193,7 +198,7 @@ void nodes_handle(Nodes *n, const void *ident, size_t len, const Msg *m, int64_t
         if (missing[0]) {
             char why[260];
             snprintf(why, sizeof why, "waiting for node%s %s", strchr(missing, ',') ? "s" : "", missing);
-            send_node(n, ident, len, "wait", 0, NULL, 0, why);
+            send_node(n, ident, len, "wait", 0, NULL, 0, why, -1);
         }
         return;
     }
@@ -227,14 +232,14 @@ int nodes_joined(const Nodes *n)
 
 bool nodes_all_joined(const Nodes *n) { return nodes_joined(n) == n->nnodes - 1; }
 
-void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra)
+void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra, int64_t spent)
 {
     n->done = false;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
         if (!nd->joined || nd->lost) continue;
         for (int i = 0; i < n->nproc; i++) n->rank[k * n->nproc + i] = R_LAUNCHED;
-        send_node(n, nd->ident, nd->ident_len, "launch", 0, job_id, restart, extra);
+        send_node(n, nd->ident, nd->ident_len, "launch", 0, job_id, restart, extra, spent);
     }
 }
 
@@ -246,7 +251,7 @@ int nodes_signal(Nodes *n, int sig)
         if (!nd->joined || nd->lost) continue;
         int here = 0;
         for (int i = 0; i < n->nproc; i++) here += n->rank[k * n->nproc + i] == R_RUNNING;
-        if (here) send_node(n, nd->ident, nd->ident_len, "signal", sig, NULL, 0, NULL);
+        if (here) send_node(n, nd->ident, nd->ident_len, "signal", sig, NULL, 0, NULL, -1);
         c += here;
     }
     return c;
@@ -266,7 +271,7 @@ void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
         if (!nd->joined || nd->lost) continue;
-        send_node(n, nd->ident, nd->ident_len, "ping", 0, NULL, 0, NULL);
+        send_node(n, nd->ident, nd->ident_len, "ping", 0, NULL, 0, NULL, -1);
         if (now_ms - nd->last_ms <= nodes_silent_ms()) continue;
         nd->lost = true;
         say(ev, 2, "node %d (%s) is lost: its agent has been silent for %.1f s", k, nd->host,
@@ -281,13 +286,13 @@ void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev)
     }
 }
 
-void nodes_done(Nodes *n, const char *why)
+void nodes_done(Nodes *n, const char *why, int exit_code)
 {
     if (n->done) return;
     n->done = true;
     for (int k = 1; k < n->nnodes; k++) {
         Node *nd = &n->node[k];
-        if (nd->joined && !nd->lost) send_node(n, nd->ident, nd->ident_len, "done", 0, NULL, 0, why);
+        if (nd->joined && !nd->lost) send_node(n, nd->ident, nd->ident_len, "done", exit_code, NULL, 0, why, -1);
     }
 }
 

@@ -58,8 +58,9 @@ bool nodes_all_joined(const Nodes *n);
 /* "1, 3": the nodes that have not joined. */
 void nodes_missing(const Nodes *n, char *out, size_t len);
 /* Start every remote rank (restart 0 the first time; extra: trainer
- * options to add, e.g. "--resume DIR", or ""). */
-void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra);
+ * options to add, e.g. "--resume DIR", or ""; spent: the furthest step an
+ * earlier run reached, for the ranks' DDPTOP_FAULTS_SPENT, -1 for none). */
+void nodes_launch(Nodes *n, const char *job_id, int restart, const char *extra, int64_t spent);
 /* Send sig to every remote rank still running; returns how many ranks. */
 int nodes_signal(Nodes *n, int sig);
 /* Remote ranks started and not yet reported ended. */
@@ -70,9 +71,10 @@ int nodes_running(const Nodes *n);
  * its running ranks reported as exited (status 0xff00 = exit 255) through
  * ev->exited and an error event. */
 void nodes_tick(Nodes *n, int64_t now_ms, const NodeEvents *ev);
-/* The job is over: tell the agents (they exit once their ranks are reaped).
- * Once; from then on nobody is pinged or judged lost (until a relaunch). */
-void nodes_done(Nodes *n, const char *why);
+/* The job is over: tell the agents (they exit once their ranks are reaped,
+ * with exit_code, node 0's exit status, and say why). Once; from then on
+ * nobody is pinged or judged lost (until a relaunch). */
+void nodes_done(Nodes *n, const char *why, int exit_code);
 const char *nodes_host(const Nodes *n, int node);
 
 #endif

@@ -52,6 +52,15 @@ static bool cpu_worker_path(const char *wpath, char *cpath, size_t n)
     return !getenv("DDPTOP_WORKER") && access(cpath, X_OK) == 0;
 }
 
+/* The built-in trainer (its options, --resume among them), not another
+ * program named by DDPTOP_WORKER: a torch script's arguments are the
+ * script's (workers/python/ddptop-worker-py). */
+static bool worker_is_trainer(const char *wpath)
+{
+    const char *base = strrchr(wpath, '/') ? strrchr(wpath, '/') + 1 : wpath;
+    return !getenv("DDPTOP_WORKER") || !strcmp(base, "ddptop-worker");
+}
+
 /* name as execvp would find it (a name with a slash is taken as it is),
  * into out. True when it is an executable file. */
 static bool find_program(const char *name, char *out, size_t n)
@@ -235,6 +244,7 @@ static int choose_worker(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                 .device = o->device,
                 .backend = o->backend };
     o->worker_path = c.bin;
+    o->trainer_resumes = worker_is_trainer(b->bin);
     /* listen starts nothing: the workers bring their own options */
     if (o->listen_ep) return 0;
     int gpus = 0;

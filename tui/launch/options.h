@@ -30,6 +30,10 @@ typedef struct {
     int n_trainer_args;
     const char *worker_path; /* argv[0]: ddptop-worker, the interpreter or CMD (absolute) */
     RunTarget target;
+    /* RUN_TRAINER whose worker is ddptop-worker: a restart adds --resume
+     * CKPT_DIR/latest. A DDPTOP_WORKER program of another name (the torch
+     * adapter, a feeder) takes its arguments as given, as a script does. */
+    bool trainer_resumes;
     const char *program;     /* SCRIPT.py, MODULE or CMD; NULL for RUN_TRAINER */
     const char *python;      /* --python PATH as given (default "python3", found on PATH) */
     bool no_inject;          /* --no-inject: PYTHON SCRIPT ARGS bare, no adapter */

@@ -36,7 +36,26 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
         job_rank_where(r, s->where, sizeof s->where);
         s->finished = r->state == RANK_EXITED_OK || (r->bye && r->bye_status == 0) ||
                       (!s->exited && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED));
+        if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED)
+            snprintf(s->stop_reason, sizeof s->stop_reason, "%.63s", r->detail);
     }
+}
+
+/* Out of the training loop: stopping, or destroying its process group. */
+static bool stopping(const HangRank *a)
+{
+    return a->phase == PHASE_STOPPING || a->phase == PHASE_DESTROYING || a->phase == PHASE_DESTROYED;
+}
+
+/* " (unsafe stop)" for the fault's stop, else " (REASON)", or "". */
+static void left_why(const HangRank *a, char *buf, size_t len)
+{
+    if (strstr(a->stop_reason, "unsafe stop"))
+        snprintf(buf, len, " (unsafe stop)");
+    else if (a->stop_reason[0])
+        snprintf(buf, len, " (%.*s)", (int)strcspn(a->stop_reason, ":("), a->stop_reason);
+    else
+        buf[0] = 0;
 }
 
 const char *hang_state_name(char s)
@@ -134,14 +153,73 @@ static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
     }
 }
 
+/* The rest of the missing ranks after the first `from`, as "; rank 2,
+ * which ..." clauses (three at most, then "and N more"), at out->verdict +
+ * o. Returns the new length. */
+static size_t other_missing(const HangRank *r, int n, HangReport *out, int from, size_t o)
+{
+    int shown = 0;
+    for (int k = from; k < out->n_missing && k < HANG_LIST_MAX && o < sizeof out->verdict; k++) {
+        const HangRank *m = NULL;
+        for (int i = 0; i < n; i++)
+            if (r[i].rank == out->missing[k]) m = &r[i];
+        if (!m) continue;
+        if (shown == 3) {
+            int w = snprintf(out->verdict + o, sizeof out->verdict - o, "; and %d more rank%s",
+                             out->n_missing - from - shown, out->n_missing - from - shown == 1 ? "" : "s");
+            if (w > 0) o += (size_t)w;
+            break;
+        }
+        char why[400];
+        why_missing(m, out->seq, why, sizeof why);
+        int w = snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown || from ? ";" : " for",
+                         m->rank, why);
+        if (w < 0) break;
+        o += (size_t)w;
+        shown++;
+    }
+    return o < sizeof out->verdict ? o : sizeof out->verdict - 1;
+}
+
+/* An unsafe stop: "rank 1 left the training loop (unsafe stop) after step
+ * 40 and waits in barrier #41; rank 0 waits in all-reduce #41 (3.0 s) for
+ * it", then any other missing rank. */
+static int left_verdict(const HangRank *r, int n, HangReport *out, const char *who, const char *bucket, const char *at)
+{
+    const HangRank *l = NULL;
+    for (int i = 0; i < n; i++)
+        if (r[i].rank == out->left) l = &r[i];
+    char why[80];
+    left_why(l, why, sizeof why);
+    size_t o = (size_t)snprintf(
+        out->verdict, sizeof out->verdict,
+        "rank %d left the training loop%s after step %" PRId64 " and waits in %s #%" PRId64 "%s%s; rank%s %s wait%s in "
+        "%s #%" PRId64 " (%s%.1f s)%s%s for it",
+        l->rank, why, l->last_step, op_name(l->inflight_op), l->inflight_seq, l->where[0] ? " at " : "", l->where,
+        out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op), out->seq, bucket,
+        out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
+    if (o >= sizeof out->verdict) return 1;
+    o = other_missing(r, n, out, 1, o);
+    if (o < sizeof out->verdict)
+        snprintf(out->verdict + o, sizeof out->verdict - o,
+                 ". The ranks must agree on the step to stop at (ddptop's d does), or the rest never reach its "
+                 "barrier");
+    return 1;
+}
+
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
 {
     memset(out, 0, sizeof *out);
     out->seq = out->bucket = -1;
+    out->left = -1;
     /* The stuck collective: among ranks stuck longer than hang_after, the
-     * (seq, op) most of them share; ties go to the oldest wait. */
+     * (seq, op) ranks still training wait in, before one of ranks that left
+     * the loop (their final barrier waits for the trainers, not the other
+     * way round); then the one most of them share; ties go to the oldest
+     * wait. */
     int best = -1, best_count = 0;
     int64_t best_since = 0;
+    bool best_training = false;
     for (int i = 0; i < n; i++) {
         const HangRank *a = &r[i];
         if (a->exited || a->inflight_seq < 0 || now_ns - a->inflight_since_ns < hang_after_ns) continue;
@@ -149,10 +227,14 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
         for (int j = 0; j < n; j++)
             if (!r[j].exited && r[j].inflight_seq == a->inflight_seq && !strcmp(r[j].inflight_op, a->inflight_op))
                 count++;
-        if (count > best_count || (count == best_count && a->inflight_since_ns < best_since)) {
+        bool training = !stopping(a);
+        if (best < 0 || (training && !best_training) ||
+            (training == best_training &&
+             (count > best_count || (count == best_count && a->inflight_since_ns < best_since)))) {
             best = i;
             best_count = count;
             best_since = a->inflight_since_ns;
+            best_training = training;
         }
     }
     if (best < 0) return 0;
@@ -170,11 +252,22 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
             out->n_waiting++;
         } else {
             if (a->inflight_seq >= 0 && !a->exited) out->mismatch = true;
-            if (out->n_missing < HANG_LIST_MAX) out->missing[out->n_missing] = a->rank;
+            /* the first rank that left the loop and waits in a collective of
+             * its own, while trainers wait in theirs: the cause, named first */
+            bool left = best_training && out->left < 0 && !a->exited && stopping(a) && a->inflight_seq >= 0;
+            if (left) out->left = a->rank;
+            if (left && out->n_missing > 0 && out->n_missing < HANG_LIST_MAX) {
+                out->missing[out->n_missing] = out->missing[0];
+                out->missing[0] = a->rank;
+            } else if (out->n_missing < HANG_LIST_MAX) {
+                out->missing[out->n_missing] = a->rank;
+            }
             out->n_missing++;
         }
     }
-    out->alone = out->n_missing > 0;
+    /* alone: every missing rank has finished for good; one that waits in a
+     * collective of its own (a final barrier) is still coming to one */
+    out->alone = out->n_missing > 0 && out->left < 0;
     for (int i = 0; i < n && out->alone; i++) {
         const HangRank *a = &r[i];
         bool in = !a->exited && a->inflight_seq == out->seq && !strcmp(a->inflight_op, out->op);
@@ -197,6 +290,7 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
     }
     char bucket[40] = "";
     if (out->bucket >= 0) snprintf(bucket, sizeof bucket, "bucket %" PRId64 ", ", out->bucket);
+    if (out->left >= 0) return left_verdict(r, n, out, who, bucket, at);
     size_t o = (size_t)snprintf(out->verdict, sizeof out->verdict, "rank%s %s wait%s in %s #%" PRId64 " (%s%.1f s)%s%s",
                                 out->n_waiting == 1 ? "" : "s", who, out->n_waiting == 1 ? "s" : "", op_name(out->op),
                                 out->seq, bucket, out->waited_ms / 1000.0, at && at[0] ? " at " : "", at ? at : "");
@@ -205,25 +299,7 @@ int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns
                  ": every rank is inside it, so the collective itself is stuck (network or backend)");
         return 1;
     }
-    int shown = 0;
-    for (int k = 0; k < out->n_missing && k < HANG_LIST_MAX && o < sizeof out->verdict; k++) {
-        const HangRank *m = NULL;
-        for (int i = 0; i < n; i++)
-            if (r[i].rank == out->missing[k]) m = &r[i];
-        if (!m) continue;
-        if (shown == 3) {
-            snprintf(out->verdict + o, sizeof out->verdict - o, "; and %d more rank%s", out->n_missing - shown,
-                     out->n_missing - shown == 1 ? "" : "s");
-            break;
-        }
-        char why[400];
-        why_missing(m, out->seq, why, sizeof why);
-        int w =
-            snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown ? ";" : " for", m->rank, why);
-        if (w < 0) break;
-        o += (size_t)w;
-        shown++;
-    }
+    o = other_missing(r, n, out, 0, o);
     if (out->alone && o < sizeof out->verdict)
         snprintf(out->verdict + o, sizeof out->verdict - o,
                  ". Nobody else will come: every other rank has finished, so this %s is reached by %s only "
@@ -249,6 +325,8 @@ bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
     snprintf(h->op, sizeof h->op, "%s", rep->op);
     h->n_missing = rep->n_missing;
     for (int i = 0; i < rep->n_missing && i < JOB_HANG_LIST && i < HANG_LIST_MAX; i++) h->missing[i] = rep->missing[i];
+    h->left = rep->left >= 0;
+    h->unsafe = h->left && j->ranks[rep->left].detail[0] && strstr(j->ranks[rep->left].detail, "unsafe stop");
     if (fresh) {
         int m = rep->n_missing > 0 ? rep->missing[0] : -1;
         h->step = m >= 0 && m < j->world && j->ranks[m].have_step ? j->ranks[m].last.step : 0;
@@ -306,10 +384,18 @@ bool hang_verdict(const Job *j, char *buf, size_t len)
     char miss[128], wait[128];
     hang_format_ranks(h->missing, nm, miss, sizeof miss);
     hang_format_ranks(waiting, nw, wait, sizeof wait);
-    size_t o = (size_t)snprintf(
-        buf, len, "job failed: rank%s %s stalled at step %" PRId64 " (%s %s waited for %s in %s #%" PRId64 ")",
-        nm == 1 ? "" : "s", miss, h->step, nw == 1 ? "rank" : "ranks", wait, nm == 1 ? "it" : "them", op_name(h->op),
-        h->seq);
+    size_t o;
+    if (h->left) /* the first missing rank left the loop alone: the cause */
+        o = (size_t)snprintf(buf, len,
+                             "job failed: rank %d left the training loop%s after step %" PRId64 " (%s %s waited for it "
+                             "in %s #%" PRId64 ")",
+                             h->missing[0], h->unsafe ? " (unsafe stop)" : " alone", h->step,
+                             nw == 1 ? "rank" : "ranks", wait, op_name(h->op), h->seq);
+    else
+        o = (size_t)snprintf(
+            buf, len, "job failed: rank%s %s stalled at step %" PRId64 " (%s %s waited for %s in %s #%" PRId64 ")",
+            nm == 1 ? "" : "s", miss, h->step, nw == 1 ? "rank" : "ranks", wait, nm == 1 ? "it" : "them",
+            op_name(h->op), h->seq);
     /* how every rank ended, ranks that ended alike together */
     for (int k = 0; k < j->world && o < len; k++) {
         const JobRank *r = &j->ranks[k];

@@ -34,6 +34,7 @@ typedef struct {
     int64_t silent_ns;             /* since its last message; -1 never heard */
     char where[PROTO_STR_MED + 8]; /* its Python line, "train.py:61 in save"; "" none */
     bool finished;                 /* done for good: exited cleanly, bye 0, destroying or destroyed */
+    char stop_reason[64];          /* stopping/destroying: why it stopped (its phase detail); "" */
 } HangRank;
 
 typedef struct {
@@ -47,7 +48,10 @@ typedef struct {
     int64_t waited_ms; /* longest wait in it */
     int n_waiting, n_missing;
     int waiting[HANG_LIST_MAX]; /* ranks inside it (first HANG_LIST_MAX) */
-    int missing[HANG_LIST_MAX]; /* ranks that never entered it */
+    int missing[HANG_LIST_MAX]; /* ranks that never entered it (the one that left first) */
+    int left;                   /* a rank that left the training loop alone (stopping or destroying,
+                                 * in its own collective) while the others wait in the next step's:
+                                 * the cause (an unsafe stop); -1 none */
     char verdict[768];          /* one line */
 } HangReport;
 
@@ -59,7 +63,9 @@ typedef struct {
 void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
 
 /* Analyse n ranks at now_ns (wall clock). Returns 1 when a hang is reported
- * (out->hung), 0 when none. */
+ * (out->hung), 0 when none. The stuck collective is the one ranks still
+ * training wait in (most ranks, then the oldest wait): a rank that left the
+ * loop and waits in its final barrier is the cause, not the one waited for. */
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
 
 /* One hang, one report: tell the job model the hang the live watch sees

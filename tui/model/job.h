@@ -225,6 +225,8 @@ typedef struct {
     int missing[JOB_HANG_LIST];
     int64_t step; /* the first missing rank's last step when reported */
     uint64_t ev;  /* its event (job_event_nth), updated in place */
+    bool left;    /* the first missing rank left the training loop alone (HangReport.left) */
+    bool unsafe;  /* and its stop says it was an unsafe stop */
 } JobHang;
 
 typedef struct {
@@ -248,15 +250,17 @@ typedef struct {
     int ckpts_lost;         /* checkpoints a rank reported it could not write */
     int64_t lost_ckpt_step; /* the last of those, and why */
     char lost_ckpt_error[PROTO_STR_LONG];
+    int lost_ckpt_restart;   /* the attempt (restarts) that lost it */
+    int ckpts_superseded;    /* lost ones a later checkpoint replaced: a warning, no longer lost */
     char interrupted_by[16]; /* "Ctrl-C", "SIGTERM", "SIGHUP": the stop signal that ended the run; "" none */
-    uint64_t ev_total; /* events ever added (job_event_at, job_event_nth) */
-    uint64_t version;  /* bumped on every change: views redraw when it moves */
-    int first_failed;  /* rank that failed first, -1 if none */
-    int nodes;         /* distinct hosts among hellos */
-    Series loss_all;   /* every rank's loss pooled: mean and band */
-    int n_evals;       /* evals ever kept (job_eval_at) */
-    bool pause_wanted; /* ddptop asked the ranks to pause (not resumed) */
-    bool paused;       /* every live rank reports phase paused */
+    uint64_t ev_total;       /* events ever added (job_event_at, job_event_nth) */
+    uint64_t version;        /* bumped on every change: views redraw when it moves */
+    int first_failed;        /* rank that failed first, -1 if none */
+    int nodes;               /* distinct hosts among hellos */
+    Series loss_all;         /* every rank's loss pooled: mean and band */
+    int n_evals;             /* evals ever kept (job_eval_at) */
+    bool pause_wanted;       /* ddptop asked the ranks to pause (not resumed) */
+    bool paused;             /* every live rank reports phase paused */
     int64_t paused_step;
     int restarts, max_restarts; /* --max-restarts: restarts done / allowed */
     bool bare;                  /* the ranks may speak no protocol (--no-inject, --no-python): an exit 0 of a
@@ -521,8 +525,8 @@ int job_summary_order(const Job *j, const JobSummary *s, const uint8_t *cell, in
 /* One line naming rank `rank` and what is wrong with it into buf (out):
  * "r517 stalled: 1023 ranks wait for it in allreduce #812 for 7s",
  * "r17 step 40.0 ms (4.0x median)", "r3 healthy". */
-void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, int rank, int64_t now_ns,
-                      int64_t wall_ns, char *buf, size_t n);
+void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, int rank, int64_t now_ns, int64_t wall_ns,
+                      char *buf, size_t n);
 /* "stalled", "healthy", ... */
 const char *job_cell_name(JobCell c);
 /* The persistent straggler: among the collectives kept that every rank

@@ -1,5 +1,6 @@
 /* job_outcome.c — how a job ended, beyond its ranks' exits: the
- * checkpoints the ranks reported (written or lost), a stop signal that
+ * checkpoints the ranks reported (written, lost, or lost and then
+ * superseded by a later one), a stop signal that
  * interrupted it, and the words and exit status that follow (job_ok,
  * job_outcome, the verdict's lines for a lost checkpoint and an
  * interrupted run). See job.h.
@@ -18,10 +19,22 @@ void job_apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at)
          * run cannot end clean (job_outcome) */
         j->ckpts_lost++;
         j->lost_ckpt_step = c->step;
+        j->lost_ckpt_restart = j->restarts;
         snprintf(j->lost_ckpt_error, sizeof j->lost_ckpt_error, "%s", c->error[0] ? c->error : "no reason given");
         job_ev_add(j, at, r->rank, EV_ERROR, "checkpoint step %lld lost: rank %d could not write it: %s",
                    (long long)c->step, r->rank, j->lost_ckpt_error);
         return;
+    }
+    /* a later checkpoint (a later step, or the same step in a later attempt
+     * of --max-restarts) holds everything the lost one would have: the run can still end clean
+     * (docs/DECISIONS.md) */
+    if (j->ckpts_lost &&
+        (c->step > j->lost_ckpt_step || (c->step == j->lost_ckpt_step && j->restarts > j->lost_ckpt_restart))) {
+        job_ev_add(j, at, r->rank, EV_WARN,
+                   "checkpoint step %lld superseded: step %lld lost earlier%s is replaced by it", (long long)c->step,
+                   (long long)j->lost_ckpt_step, j->ckpts_lost > 1 ? " (and older ones)" : "");
+        j->ckpts_superseded += j->ckpts_lost;
+        j->ckpts_lost = 0;
     }
     j->last_ckpt_step = c->step;
     snprintf(j->last_ckpt_path, sizeof j->last_ckpt_path, "%s", c->path);

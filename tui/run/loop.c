@@ -215,6 +215,19 @@ static void watch_hangs(Run *r, int running)
 
 /* Nothing runs and no exit waits for its bye: restart (--max-restarts),
  * or say how the job ended. Returns true when the loop should leave. */
+/* ddptop's exit status for the job (the table in README.md, "Exit
+ * status"): 0 ok; 1 failed (a rank, an abort, the rendezvous); 3 a
+ * checkpoint lost though every rank ended cleanly; 128 + N stopped by
+ * signal N (130 Ctrl-C, 143 SIGTERM), as shells report it. */
+static int exit_status(const Run *r)
+{
+    JobOutcome o = job_outcome(r->job);
+    if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
+    if (r->aborted || r->rdzv_failed) return 1;
+    if (o == JOB_END_OK) return 0;
+    return o == JOB_END_CKPT_LOST ? RUN_EXIT_CKPT_LOST : 1;
+}
+
 static bool job_over(Run *r, int running, int held, bool starting)
 {
     if (running == 0 && held == 0 && r->restart_pending) {
@@ -226,7 +239,11 @@ static bool job_over(Run *r, int running, int held, bool starting)
         running = run_procs_running(r);
     }
     if (running > 0 || held > 0 || r->restart_pending || starting) return false;
-    if (r->nodes && r->launched) nodes_done(r->nodes, "the job ended");
+    if (r->nodes && r->launched) { /* every node exits as node 0 does */
+        char v[200] = "job done: every rank ended cleanly";
+        if (!job_ok(r->job)) job_verdict(r->job, v, sizeof v);
+        nodes_done(r->nodes, v, exit_status(r));
+    }
     if (!r->status[0] || r->stop_requested) {
         char verdict[200] = "job done: every rank ended cleanly";
         if (!job_ok(r->job)) /* the status line names the cause, as the summary will */
@@ -295,25 +312,12 @@ static void run_loop(Run *r)
 
 /* ---- end ---- */
 
-/* ddptop's exit status for the job (the table in README.md, "Exit
- * status"): 0 ok; 1 failed (a rank, an abort, the rendezvous); 3 a
- * checkpoint lost though every rank ended cleanly; 128 + N stopped by
- * signal N (130 Ctrl-C, 143 SIGTERM), as shells report it. */
-static int exit_status(const Run *r)
-{
-    JobOutcome o = job_outcome(r->job);
-    if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
-    if (r->aborted || r->rdzv_failed) return 1;
-    if (o == JOB_END_OK) return 0;
-    return o == JOB_END_CKPT_LOST ? RUN_EXIT_CKPT_LOST : 1;
-}
-
 /* The summary; the exit status. */
 static int end_job(Run *r)
 {
     run_held_exits(r, true);
-    if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended");
     int code = exit_status(r);
+    if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended", code);
     r->keep_dir = code == 1 || code == RUN_EXIT_CKPT_LOST || !job_all_clean(r->job) || r->job->ckpts_lost;
     view_tui_close(&r->tui);
     bench_finish(r->bench, r->job);

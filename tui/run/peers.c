@@ -101,7 +101,7 @@ static void forget_silent_viewers(Run *r)
  * loop leaves once nothing runs. */
 static void rendezvous_failed(Run *r, const char *why)
 {
-    nodes_done(r->nodes, why);
+    nodes_done(r->nodes, why, 1);
     r->rdzv_failed = true;
     r->quit_after = true;
 }

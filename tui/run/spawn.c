@@ -1,7 +1,7 @@
 /* spawn.c — starting the ranks: the first launch and each --max-restarts
  * restart (a new job id, a fresh store and hang watch; the built-in
- * trainer resumes from CKPT_DIR/latest when there is one, a script is run
- * again as it was, TORCHELASTIC_RESTART_COUNT telling it which run this
+ * trainer resumes from CKPT_DIR/latest when there is one, a script (or a
+ * DDPTOP_WORKER program other than ddptop-worker) is run again as it was, TORCHELASTIC_RESTART_COUNT telling it which run this
  * is). MASTER_PORT: a port free on this host at each launch (one node), or
  * node 0's --rdzv PORT+2 (several). See internal.h. The launcher
  * (launch/launcher.h) owns the processes; this file owns what they are
@@ -102,15 +102,15 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
                             .set_faults_spent = restart > 0 && r->steps_reached >= 0,
                             .faults_spent = r->steps_reached };
     char extra[PROTO_STR_LONG] = "";
-    if (restart > 0 && o->target == RUN_TRAINER && resume_latest(r, restart, extra, sizeof extra, err, errlen))
-        return ERR_FAIL;
-    if (restart > 0 && o->target != RUN_TRAINER)
+    bool resumes = o->target == RUN_TRAINER && o->trainer_resumes;
+    if (restart > 0 && resumes && resume_latest(r, restart, extra, sizeof extra, err, errlen)) return ERR_FAIL;
+    if (restart > 0 && !resumes)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN,
                   "restart %d/%d: running %s again (TORCHELASTIC_RESTART_COUNT=%d)", restart, o->max_restarts,
-                  o->program, restart);
+                  o->program ? o->program : o->worker_path, restart);
     if (launcher_start(&r->l, &r->lc, err, errlen)) return ERR_FAIL;
     r->launched_any = r->launched_any || o->nproc > 0;
-    if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra);
+    if (r->nodes) nodes_launch(r->nodes, r->job_id, restart, extra, r->lc.set_faults_spent ? r->lc.faults_spent : -1);
     r->launched = true;
     for (int k = 0; k < o->nproc; k++) {
         job_rank_started(r->job, k, launcher_pid(r->l, k), mono_ns());

@@ -32,11 +32,17 @@ wait_for 10 hasE "desync: collective #[0-9]+ is (barrier on rank 1 but allreduce
 wait_for 10 has "r1 stopping after step $step: unsafe stop (fault): rank 1 stops alone" || dies "rank 1's stop"
 has "r0 stopping after step" && dies "rank 0 stopped too: no hang to see"
 has "job done" && dies "the job ended cleanly"
+# the hang names the rank that left as the cause, never rank 0
+wait_for 20 has "hang: rank 1 left the training loop (unsafe stop) after step $step and waits in barrier" ||
+    dies "the hang does not blame rank 1's unsafe stop"
+has "for rank 0" && dies "the hang blames rank 0"
 keys d
 wait_for 30 has "job failed" || dies "the ladder did not end the hang"
 keys q
 left_with 1
 grep -q "rank 0: SIGTERM by ddptop" "$TMP/after.txt" || { cat "$TMP/after.txt"; die "rank 0 not ended by the ladder"; }
+grep -q "job failed: rank 1 left the training loop (unsafe stop) after step $step (rank 0 waited for it in all-reduce" \
+    "$TMP/after.txt" || { cat "$TMP/after.txt"; die "the verdict does not blame rank 1's unsafe stop"; }
 
 # a live stall names the step the rank stopped at
 fresh

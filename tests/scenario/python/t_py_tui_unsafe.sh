@@ -18,10 +18,16 @@ wait_for 30 hasE "^! +0 .* in allreduce #[0-9]+ for [1-9]" || dies "rank 0 not s
 wait_for 20 hasE "^! +1 .* in barrier #[0-9]+ for" || dies "rank 1 not shown in its barrier"
 grep -q "fault: unsafe stop" "$TMP/logs/rank-0.log" && dies "rank 0 stopped too"
 has "job done" && dies "the job ended cleanly"
+# the rank that left is the cause, in the hang and in the verdict
+wait_for 20 has "hang: rank 1 left the training loop (unsafe stop) after step [0-9]* and waits in barrier" ||
+    dies "the hang does not blame rank 1's unsafe stop"
+has "for rank 0" && dies "the hang blames rank 0"
 tmux send-keys -t "$S" d
 wait_for 60 has "job failed" || dies "the ladder did not end the hang"
 tmux send-keys -t "$S" q
 wait_for 15 test -s "$TMP/exit" || dies "ddptop did not leave after q"
 [ "$(cat "$TMP/exit")" = 1 ] || { cat "$TMP/after.txt"; die "ddptop exited $(cat "$TMP/exit"), want 1"; }
+grep -q "job failed: rank 1 left the training loop (unsafe stop) after step [0-9]* (rank 0 waited for it" \
+    "$TMP/after.txt" || { cat "$TMP/after.txt"; die "the verdict does not blame rank 1's unsafe stop"; }
 wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 echo "PASS: u on a torch script is the shutdown hang"
