@@ -46,8 +46,10 @@ fi
 # wait_step FILE: the headless progress line shows a step.
 wait_step() { wait_for 60 grep -q '^\[.*step [1-9]' "$1"; }
 
-# Ctrl-C: a clean stop, its final checkpoint, exit 130.
-timeout 120 "$DDPTOP" run -n 2 --headless -- $JOB --epochs 1000000 --ckpt-dir "$TMP/ck" >"$TMP/int.out" 2>&1 &
+# Ctrl-C: a clean stop, its final checkpoint, exit 130. (--foreground: without it
+# timeout passes a signal to its child and then to its whole process group, so
+# ddptop got two, and a second Ctrl-C means SIGTERM the ranks.)
+timeout --foreground 120 "$DDPTOP" run -n 2 --headless -- $JOB --epochs 1000000 --ckpt-dir "$TMP/ck" >"$TMP/int.out" 2>&1 &
 pid=$!
 CLEANUPS+=("kill -9 $pid")
 wait_step "$TMP/int.out" || die "Ctrl-C run: no step: $(tail -5 "$TMP/int.out")"
@@ -63,7 +65,7 @@ echo "ok: Ctrl-C -> exit 130, $last"
 
 # SIGTERM, the checkpoint directory turned into a file after launch: exit
 # 143, no checkpoint written, and the logs the events name are kept.
-timeout 120 "$DDPTOP" run -n 2 --headless -- $JOB --epochs 1000000 --ckpt-dir "$TMP/ck2" >"$TMP/term.out" 2>&1 &
+timeout --foreground 120 "$DDPTOP" run -n 2 --headless -- $JOB --epochs 1000000 --ckpt-dir "$TMP/ck2" >"$TMP/term.out" 2>&1 &
 pid=$!
 CLEANUPS+=("kill -9 $pid")
 wait_step "$TMP/term.out" || die "SIGTERM run: no step: $(tail -5 "$TMP/term.out")"
