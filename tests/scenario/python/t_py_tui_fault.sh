@@ -38,9 +38,12 @@ for r in (0, 1):   # a straggler slows everyone: rank 0 waits for rank 1 in each
     assert statistics.median(after) > statistics.median(before) + 40, (r, before[-5:], after[:5])
 assert len(said(0, "fault: set_epoch is skipped")) == 1 and not said(1, "fault: set_epoch is skipped"), \
     [m for r in (0, 1) for m in of("log", r) if "set_epoch" in m["text"]]
+skipped = said(0, "fault: set_epoch is skipped")[0]
 for r in (0, 1):   # after the fault, every epoch's shard repeats the order of the one before
     sh = [m for m in of("shard", r)]
-    assert sh[0]["idx"] != sh[1]["idx"], "set_epoch worked before the fault"
+    before = [m for m in sh if m["t"] < skipped]   # by time, not position: a telemetry burst may be dropped
+    assert len(before) >= 2 and before[-1]["idx"] != before[-2]["idx"], ("set_epoch worked before the fault",
+                                                                          [m["epoch"] for m in before])
     assert sh[-1]["idx"] == sh[-2]["idx"] and len(sh) >= 3, [s["epoch"] for s in sh]
 assert len(said(0, "fault: no barrier before destroy")) == 1 and not said(1, "fault: no barrier")
 stops = [[m["text"] for m in of("log", r) if m["text"].startswith("stopping after")] for r in (0, 1)]
