@@ -20,9 +20,9 @@
 #include "base/err.h"
 #include "base/signals.h"
 
-/* At most ~15 frames a second: smooth for a monitor, and with the pacing
- * below a step is on screen well within 100 ms of its arrival. */
-#define FRAME_MS    66
+/* view.h's pace; with the pacing below a step is on screen within about a
+ * frame and a turn of its arrival. */
+#define FRAME_MS    VIEW_FRAME_MS
 /* Exits are collected this often (a waitpid per rank each time). */
 #define REAP_MS     50
 /* A loop turn takes at least this long while only telemetry flows, so a
