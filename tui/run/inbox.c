@@ -332,7 +332,10 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arri
     }
 }
 
-int run_drain(Run *r)
+/* Telemetry frames read between two looks at the clock. */
+#define DRAIN_CLOCK_EVERY 64
+
+int run_drain(Run *r, int64_t until_ms)
 {
     int n_ctl = 0;
     char err[256];
@@ -342,6 +345,9 @@ int run_drain(Run *r)
     Tap tel_tap = { .r = r, .src = REC_SRC_TEL, .pid = &pid };
     Tap ctl_tap = { .r = r, .src = REC_SRC_CTL, .ident = ident, .ident_len = &ident_len, .pid = &pid };
     for (int i = 0; i < 4096; i++) {
+        /* 1024 ranks' bursts are ~10 messages each: 4096 of them are ~70 ms
+         * of work, and a frame waiting that long is a step late on screen */
+        if (i > 0 && i % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
         Msg m;
         int rc = zs_recv_peer(r->tel, &m, ZMQ_DONTWAIT, tap_frame, &tel_tap, &pid, err, sizeof err);
         if (rc == 1 || rc < 0) break;

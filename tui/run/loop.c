@@ -276,7 +276,11 @@ static void run_loop(Run *r)
     while (!t.leave) {
         int64_t turn_start_ms = mono_ms();
         wait_input(r, &t);
-        int n_ctl = run_drain(r);
+        /* the drain yields to the next frame slot (what it reads makes a
+         * frame due), and at the latest to the next turn's keys and ticks */
+        int64_t until = turn_start_ms + FRAME_MS;
+        if (r->tui && t.last_draw_ms + FRAME_MS < until) until = t.last_draw_ms + FRAME_MS;
+        int n_ctl = run_drain(r, until);
         int held = collect(r, &t);
         run_take_signals(r);
         take_keys(r, &t);
