@@ -7,11 +7,11 @@
 # steps lost (gaps) and dropped, arrival->screen latency. One row per ranks
 # x wire: "burst" (one frame per rank every 50 ms, today's worker) and
 # "single" (one frame per message: the wire before bursts), side by side in
-# one run; BEFORE=PATH adds a row per size for another ddptop build (one
-# without bursts: fed the single wire).
+# one run; BEFORE=PATH adds a row per size and wire in BEFORE_WIRES
+# ("single": a build without bursts) for another ddptop build.
 # Env: BUILD, ROWS ("64 256 1024"), WIRES ("single burst"), RATE (100),
-# BUCKETS (1), SECS (20), WARMUP (6), PROCS (2), BEFORE, OUT (a directory
-# that keeps each row's JSON).
+# BUCKETS (1), SECS (20), WARMUP (6), PROCS (2), BEFORE, BEFORE_WIRES,
+# OUT (a directory that keeps each row's JSON).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -23,6 +23,7 @@ SECS=${SECS:-20}
 WARMUP=${WARMUP:-6}
 PROCS=${PROCS:-2}
 BEFORE=${BEFORE:-}
+BEFORE_WIRES=${BEFORE_WIRES:-single}
 case $BUILD in /*) B=$BUILD;; *) B=$PWD/$BUILD;; esac
 LOAD=$B/tests/tool_load
 for f in "$B/ddptop" "$LOAD" ${BEFORE:+"$BEFORE"}; do [ -x "$f" ] || { echo "bench-tui: no $f (make all)"; exit 2; }; done
@@ -101,6 +102,6 @@ echo
 echo "| ranks x steps/s | wire (ddptop) | msgs/s | ddptop % of one core | µs CPU / msg | gaps / drops | steps/s | arrival→screen ms p50 / p99 / max | RSS MB (window start -> end) | load generators % |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $ROWS; do
-    [ -n "$BEFORE" ] && row "$BEFORE" "single (before)" "$n" single
+    if [ -n "$BEFORE" ]; then for w in $BEFORE_WIRES; do row "$BEFORE" "$w (before)" "$n" "$w"; done; fi
     for w in $WIRES; do row "$B/ddptop" "$w" "$n" "$w"; done
 done

@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "wire/codec.h"
+#include "wire/codec_priv.h"
 #include "wire/protocol.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -1243,12 +1244,9 @@ static void test_duplicates(void)
     TEST_END();
 }
 
-static void test_mutations(void)
+/* One encoded sample frame of every kind (frames[MSG_UNKNOWN] stays empty). */
+static void sample_frames(CodecBuf frames[MSG__COUNT])
 {
-    TEST_BEGIN("random_mutations_10000");
-    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
-                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
-    CodecBuf frames[MSG__COUNT];
     char err[256];
     for (int k = 0; k < MSG__COUNT; k++) {
         codec_buf_init(&frames[k]);
@@ -1258,6 +1256,153 @@ static void test_mutations(void)
         codec_encode(&in, &frames[k], err, sizeof err);
         msg_done(&in);
     }
+}
+
+/* ---- codec_unpack against msgpack-c ---- */
+
+/* Same tree: types, values, sizes, and strings, bins and exts pointing at
+ * the same bytes of the frame. */
+static bool same_obj(const msgpack_object *a, const msgpack_object *b)
+{
+    if (a->type != b->type) return false;
+    switch (a->type) {
+    case MSGPACK_OBJECT_NIL: return true;
+    case MSGPACK_OBJECT_BOOLEAN: return a->via.boolean == b->via.boolean;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: return a->via.u64 == b->via.u64;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return a->via.i64 == b->via.i64;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: return !memcmp(&a->via.f64, &b->via.f64, sizeof a->via.f64);
+    case MSGPACK_OBJECT_STR:
+    case MSGPACK_OBJECT_BIN:
+        return a->via.str.size == b->via.str.size && !memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size);
+    case MSGPACK_OBJECT_EXT:
+        return a->via.ext.type == b->via.ext.type && a->via.ext.size == b->via.ext.size &&
+               !memcmp(a->via.ext.ptr, b->via.ext.ptr, a->via.ext.size);
+    case MSGPACK_OBJECT_ARRAY:
+        if (a->via.array.size != b->via.array.size) return false;
+        for (uint32_t i = 0; i < a->via.array.size; i++)
+            if (!same_obj(&a->via.array.ptr[i], &b->via.array.ptr[i])) return false;
+        return true;
+    case MSGPACK_OBJECT_MAP:
+        if (a->via.map.size != b->via.map.size) return false;
+        for (uint32_t i = 0; i < a->via.map.size; i++)
+            if (!same_obj(&a->via.map.ptr[i].key, &b->via.map.ptr[i].key) ||
+                !same_obj(&a->via.map.ptr[i].val, &b->via.map.ptr[i].val))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* 1: codec_unpack and msgpack_unpack_next agree on a pre-scanned frame;
+ * 0: the pre-scan refused it; -1: they disagree. */
+static int unpack_agrees(const uint8_t *p, size_t n)
+{
+    char err[256];
+    uint64_t objects = 0;
+    if (codec_prescan(p, n, &objects, err, sizeof err) < 0) return 0;
+    msgpack_object mine;
+    if (codec_unpack(p, n, objects, &mine) < 0) return -1;
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    int ok = msgpack_unpack_next(&up, (const char *)p, n, &off) == MSGPACK_UNPACK_SUCCESS && off == n &&
+             same_obj(&mine, &up.data);
+    msgpack_unpacked_destroy(&up);
+    return ok ? 1 : -1;
+}
+
+static void test_unpack_matches_msgpack_c(void)
+{
+    TEST_BEGIN("unpack_makes_the_tree_msgpack_c_makes");
+    /* every type, each width, signs at the edges, empty and nested containers */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    static const int64_t ints[] = { 0,         1,  127, 128, 255,  256,  65535,  65536,  4294967295LL,  4294967296LL,
+                                    INT64_MAX, -1, -32, -33, -128, -129, -32768, -32769, -2147483648LL, -2147483649LL,
+                                    INT64_MIN };
+    msgpack_pack_map(&pk, 9);
+    msgpack_pack_str_with_body(&pk, "ints", 4);
+    msgpack_pack_array(&pk, sizeof ints / sizeof ints[0] + 2);
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) msgpack_pack_int64(&pk, ints[i]);
+    msgpack_pack_uint64(&pk, UINT64_MAX);
+    msgpack_pack_int8(&pk, 5); /* a signed type holding a positive value */
+    msgpack_pack_str_with_body(&pk, "floats", 6);
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_float(&pk, 1.5f);
+    msgpack_pack_double(&pk, -0.1);
+    msgpack_pack_double(&pk, NAN);
+    msgpack_pack_double(&pk, INFINITY);
+    msgpack_pack_str_with_body(&pk, "misc", 4);
+    msgpack_pack_array(&pk, 5);
+    msgpack_pack_nil(&pk);
+    msgpack_pack_true(&pk);
+    msgpack_pack_false(&pk);
+    msgpack_pack_array(&pk, 0);
+    msgpack_pack_map(&pk, 0);
+    static char big[70000];
+    memset(big, 'x', sizeof big);
+    static const size_t lens[] = { 0, 31, 32, 255, 256, 65535, 65536 };
+    msgpack_pack_str_with_body(&pk, "strs", 4);
+    msgpack_pack_array(&pk, sizeof lens / sizeof lens[0]);
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) msgpack_pack_str_with_body(&pk, big, lens[i]);
+    msgpack_pack_str_with_body(&pk, "bins", 4);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_bin_with_body(&pk, big, 3);
+    msgpack_pack_bin_with_body(&pk, big, 300);
+    msgpack_pack_bin_with_body(&pk, big, 65536);
+    static const size_t exts[] = { 1, 2, 4, 8, 16, 3, 300, 65536 };
+    msgpack_pack_str_with_body(&pk, "exts", 4);
+    msgpack_pack_array(&pk, sizeof exts / sizeof exts[0]);
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) msgpack_pack_ext_with_body(&pk, big, exts[i], -7);
+    msgpack_pack_str_with_body(&pk, "deep", 4);
+    for (int d = 0; d < 10; d++) msgpack_pack_array(&pk, 1);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_int(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_str_with_body(&pk, "big", 3);
+    msgpack_pack_array(&pk, 20000); /* larger than the array kept between calls */
+    for (int i = 0; i < 20000; i++) msgpack_pack_int(&pk, i * 7919);
+    msgpack_pack_int(&pk, 42);
+    msgpack_pack_str_with_body(&pk, "k", 1);
+    int rc = unpack_agrees((const uint8_t *)sb.data, sb.size);
+    CHECK(rc == 1, "every type: %s", rc == 0 ? "pre-scan refused it" : "trees differ");
+    codec_unpack_release();
+    msgpack_sbuffer_destroy(&sb);
+
+    /* the protocol's own frames, then mutated ones the pre-scan lets through */
+    CodecBuf frames[MSG__COUNT];
+    sample_frames(frames);
+    for (int k = 1; k < MSG__COUNT; k++)
+        CHECK(unpack_agrees(frames[k].data, frames[k].len) == 1, "%s frame", msg_kind_name((MsgKind)k));
+    rng_state = 0x0bad5eed17ULL;
+    int agreed = 0, differ = 0;
+    uint8_t buf[4096];
+    for (int iter = 0; iter < 20000; iter++) {
+        const CodecBuf *src = &frames[1 + rng() % (MSG__COUNT - 1)];
+        size_t n = src->len < sizeof buf ? src->len : sizeof buf;
+        memcpy(buf, src->data, n);
+        for (int j = 0; j < 2 && n > 0; j++) buf[rng() % n] = (uint8_t)rng();
+        int a = unpack_agrees(buf, n);
+        agreed += a == 1;
+        if (a < 0 && differ++ < 3) CHECK(false, "mutation %d: trees differ", iter);
+    }
+    CHECK(differ == 0, "%d mutated frames unpacked differently", differ);
+    CHECK(agreed > 2000, "only %d mutated frames passed the pre-scan", agreed);
+    for (int k = 0; k < MSG__COUNT; k++) codec_buf_done(&frames[k]);
+    TEST_END();
+}
+
+static void test_mutations(void)
+{
+    TEST_BEGIN("random_mutations_10000");
+    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
+                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
+    CodecBuf frames[MSG__COUNT];
+    char err[256];
+    sample_frames(frames);
     rng_state = 0x5eed2024ddb70b01ULL;
     int counts[3] = { 0, 0, 0 }, bad = 0;
     uint8_t *buf = malloc(4096);
@@ -1469,6 +1614,7 @@ int main(void)
     test_nesting();
     test_duplicates();
     test_mutations();
+    test_unpack_matches_msgpack_c();
     test_burst();
     CHECK_EXIT();
 }

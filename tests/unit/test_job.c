@@ -204,6 +204,56 @@ static void test_step_min(void)
     TEST_END();
 }
 
+/* A rank's samples/s as the screen read it before it was kept per step: a
+ * walk over the newest steps, stopping at a gap of over a second or at the
+ * first step a second older than the newest. */
+static double rank_rate_walk(const JobRank *r, int64_t now_ns)
+{
+    const JobStepRec *a = job_rank_step_at(r, 0), *b = NULL;
+    int steps = 0;
+    if (!a) return 0;
+    for (int i = 1; i < r->ring_len; i++) {
+        const JobStepRec *x = job_rank_step_at(r, i);
+        if (job_rank_step_at(r, i - 1)->t_ns - x->t_ns > SEC) break;
+        b = x;
+        steps = i;
+        if (a->t_ns - x->t_ns >= SEC) break;
+    }
+    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
+    double interval = (double)(a->t_ns - b->t_ns) / steps, quiet = (double)(now_ns - a->t_ns);
+    if (quiet > 1e9 && quiet > 3 * interval) return 0;
+    return (double)(a->samples - b->samples) * 1e9 / (double)(a->t_ns - b->t_ns);
+}
+
+/* The per-rank rate kept as each step lands (O(1) for the screen) agrees
+ * with the walk: steady paces, changes of pace, pauses over a second, bursts
+ * of steps at one instant, and the ring wrapping. */
+static void test_rank_rate_kept(void)
+{
+    TEST_BEGIN("rank_samples_per_s_kept_per_step_matches_the_walk");
+    int64_t t;
+    Job *j = started_job(&t);
+    unsigned seed = 17;
+    int bad = 0, nonzero = 0;
+    for (int s = 1; s <= 3000; s++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 100;
+        /* mostly 10 ms apart, some at the same instant, some slow, a few pauses */
+        t += k < 10 ? 0 : k < 80 ? 10 * MS : k < 97 ? 150 * MS : k < 99 ? 1200 * MS : 3 * SEC;
+        send_step(j, 0, 0, s, 1.0, t);
+        for (int q = 0; q < 3; q++) {
+            int64_t now = t + q * 700 * MS;
+            double got = job_rank_samples_per_s(&j->ranks[0], now), want = rank_rate_walk(&j->ranks[0], now);
+            if (got != want && bad++ < 3) CHECK(false, "step %d (+%d ms): kept %.3f, walk %.3f", s, q * 700, got, want);
+            nonzero += want > 0;
+        }
+    }
+    CHECK(bad == 0, "%d of 9000 readings differ", bad);
+    CHECK(nonzero > 4000, "only %d readings with a rate: the sequence does not exercise the window", nonzero);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_samples_per_s(void)
 {
     TEST_BEGIN("samples_per_s_sliding_window");
@@ -1110,6 +1160,7 @@ int main(void)
     test_clean_run();
     test_step_min();
     test_samples_per_s();
+    test_rank_rate_kept();
     test_coll_shard_ckpt();
     test_log_and_error_phase();
     test_signal_exit();

@@ -3,10 +3,13 @@
  * Owns: the key names and msgpack types of every field (the tables below
  * ARE the wire format; docs/PROTOCOL.md documents them) and the UTF-8
  * hygiene of strings in both directions. The structural pre-scan that
- * stands between hostile bytes and msgpack-c is codec_prescan.c's; the
- * burst builder and its rules codec_burst.c's.
+ * stands between hostile bytes and the decoder is codec_prescan.c's; the
+ * object tree it then reads codec_unpack.c's (msgpack-c encodes; decoding
+ * no longer goes through it); the burst builder and its rules
+ * codec_burst.c's.
  * Does not own: sockets (zsock.c), kind and phase names (protocol.c).
- * Pure functions, no globals: safe from any thread.
+ * Pure functions, no globals (codec_unpack.c's array is per thread): safe
+ * from any thread.
  *
  * Encoding and decoding are driven by one field table per kind, so the two
  * directions cannot drift apart. Renaming a key or changing its type is an
@@ -812,20 +815,16 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
     if (!frame || len == 0) return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
         return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
-    if (codec_prescan(frame, len, err, errlen) < 0) return -1;
+    uint64_t n_objects = 0;
+    if (codec_prescan(frame, len, &n_objects, err, errlen) < 0) return -1;
 
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    size_t off = 0;
+    msgpack_object root;
     int rc;
-    msgpack_unpack_return ur = msgpack_unpack_next(&up, frame, len, &off);
-    if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
+    if (codec_unpack(frame, len, n_objects, &root) < 0)
         rc = err_set(err, errlen, "out of memory decoding a %zu-byte frame", len);
-    else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
-        rc = err_set(err, errlen, "malformed msgpack (unpack result %d)", (int)ur);
     else
-        rc = decode_map(&up.data, out, err, errlen);
-    msgpack_unpacked_destroy(&up);
+        rc = decode_map(&root, out, err, errlen);
+    codec_unpack_release();
 
     if (rc < 0) {
         /* On error nothing is left for the caller to free. */
@@ -840,7 +839,8 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
 int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen)
 {
     char err[8];
-    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || codec_prescan(frame, len, err, sizeof err) < 0)
+    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen ||
+        codec_prescan(frame, len, NULL, err, sizeof err) < 0)
         return -1;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);

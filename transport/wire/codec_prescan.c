@@ -2,7 +2,8 @@
  * msgpack-c (docs/PROTOCOL.md, "Limits"): iterative, allocation-free,
  * refusing lying lengths and counts, reserved bytes, truncation, trailing
  * bytes, nesting past CODEC_MAX_DEPTH and more than CODEC_MAX_OBJECTS
- * objects. codec.c runs it before every decode. Pure, safe from any thread.
+ * objects. codec.c runs it before every decode (codec_unpack.c then reads
+ * what it accepted). Pure, safe from any thread.
  */
 #include "wire/codec_priv.h"
 #include "base/err.h"
@@ -22,7 +23,7 @@ static uint64_t be_read(const uint8_t *p, size_t n)
     return v;
 }
 
-int codec_prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
+int codec_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err, size_t errlen)
 {
     uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
     int depth = 0;                      /* left[0]: the one top-level object */
@@ -129,5 +130,6 @@ int codec_prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
     }
     if (pos != len)
         return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
+    if (n_objects) *n_objects = objects;
     return 0;
 }

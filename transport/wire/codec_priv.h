@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <msgpack.h>
+
 #include "wire/codec.h"
 
 /* Containers nested deeper than this are refused (the protocol itself
@@ -21,9 +23,16 @@
 #define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 
 /* Walk frame p[0..len) without allocating and refuse (-1, err) anything
- * whose declared sizes do not fit what is there (codec_prescan.c). 0: msgpack-c
- * may read it. */
-int codec_prescan(const uint8_t *p, size_t len, char *err, size_t errlen);
+ * whose declared sizes do not fit what is there (codec_prescan.c). 0: it
+ * may be unpacked; *n_objects (when not NULL): the objects it holds. */
+int codec_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err, size_t errlen);
+/* A frame codec_prescan accepted, holding n_objects objects -> *root, as
+ * msgpack_unpack_next would make it, its containers in this thread's array
+ * (valid until the next call here) and its strings pointing into p
+ * (codec_unpack.c). 0, or -1 out of memory. */
+int codec_unpack(const uint8_t *p, size_t len, uint64_t n_objects, msgpack_object *root);
+/* Frees this thread's array if a large frame grew it past what is kept. */
+void codec_unpack_release(void);
 /* Room for need more bytes in b. 0, or -1 out of memory. */
 int codec_buf_grow(CodecBuf *b, size_t need);
 /* Bytes of the smallest bin header for a body of n bytes (2, 3 or 5). */

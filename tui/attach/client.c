@@ -43,7 +43,7 @@
 #include "base/signals.h"
 #include "view/note.h"
 
-#define FRAME_MS         66
+#define FRAME_MS         VIEW_FRAME_MS
 #define TURN_MS          15
 /* "attach" this often (ddptop forgets a viewer silent for 6 s). */
 #define ATTACH_EVERY_MS  1000

@@ -135,6 +135,7 @@ Job *job_new(int world, int64_t now_ns)
         k->bye_status = -1;
         k->book = &j->book->ranks[r];
         k->book->shard_mapped_epoch = -1;
+        k->book->rate_old = -1;
         series_init(&k->loss_hist);
     }
     return j;
@@ -386,6 +387,7 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     series_add(&j->loss_all, s->step, s->loss);
     r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
     if (r->ring_len < JOB_STEP_RING) r->ring_len++;
+    job_rate_rank_push(r);
     step_min_update(j, r, had, old_step);
     if (!had) update_state_from_phases(j);
 }

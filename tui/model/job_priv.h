@@ -18,6 +18,12 @@
 struct JobRankBook {
     JobStepRec ring[JOB_STEP_RING];
     int ring_head;
+    /* samples/s over the newest second of steps, kept as each step lands
+     * (job_rate.c) so the screen reads it in O(1): absolute step indices
+     * (0 = the first step pushed) of the first step after the newest gap of
+     * over a second, and of the newest step at least a second older than
+     * the newest (-1: none yet) */
+    int64_t ring_pushed, rate_gap, rate_old;
     JobPhaseRec phases[JOB_PHASE_HIST];
     int phases_head;
     JobCollRec colls[JOB_RANK_COLLS];
@@ -114,6 +120,9 @@ void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt
  * just paused (paused) or stopped being paused (training: ranks train again). */
 void job_rate_update(Job *j, int64_t now_ns);
 void job_rate_pause(Job *j, bool paused, bool training);
+/* After a step was pushed on r's ring: moves r's samples/s window (amortised
+ * O(1); arrival times never go back). */
+void job_rate_rank_push(JobRank *r);
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */

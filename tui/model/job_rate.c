@@ -44,24 +44,40 @@ void job_rate_pause(Job *j, bool paused, bool training)
     b->rate_len = 0;
 }
 
-/* Over the newest steps spanning about a second: fast enough to follow a
- * change of pace, long enough to smooth single slow steps. */
+/* Each rank's samples/s is over its newest steps spanning about a second:
+ * fast enough to follow a change of pace, long enough to smooth single slow
+ * steps. */
+#define RANK_RATE_NS 1000000000LL
+
+void job_rate_rank_push(JobRank *r)
+{
+    JobRankBook *bk = r->book;
+    int64_t n = bk->ring_pushed++;
+    const JobStepRec *a = &bk->ring[n % JOB_STEP_RING];
+    /* a second between two steps is a pause (or a stall), not a pace: the
+     * rate is of the steps after it */
+    if (n > 0 && a->t_ns - bk->ring[(n - 1) % JOB_STEP_RING].t_ns > RANK_RATE_NS) bk->rate_gap = n;
+    int64_t lo = bk->ring_pushed - r->ring_len;
+    if (lo < bk->rate_gap) lo = bk->rate_gap;
+    if (bk->rate_old < lo - 1) bk->rate_old = lo - 1;
+    while (bk->rate_old + 1 < n && a->t_ns - bk->ring[(bk->rate_old + 1) % JOB_STEP_RING].t_ns >= RANK_RATE_NS)
+        bk->rate_old++;
+}
+
 double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
 {
     const JobStepRec *a = job_rank_step_at(r, 0);
     if (!a) return 0;
-    const JobStepRec *b = NULL;
-    int steps = 0;
-    for (int i = 1; i < r->ring_len; i++) {
-        const JobStepRec *x = job_rank_step_at(r, i);
-        /* a second between two steps is a pause (or a stall), not a pace:
-         * the rate is of the steps after it */
-        if (job_rank_step_at(r, i - 1)->t_ns - x->t_ns > 1000000000LL) break;
-        b = x;
-        steps = i;
-        if (a->t_ns - x->t_ns >= 1000000000LL) break;
-    }
-    if (!b || a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
+    /* from the newest step at least a second older than a, or the oldest
+     * one after the newest gap (or on the ring) */
+    const JobRankBook *bk = r->book;
+    int64_t n = bk->ring_pushed - 1, from = bk->ring_pushed - r->ring_len;
+    if (from < bk->rate_gap) from = bk->rate_gap;
+    if (from < bk->rate_old) from = bk->rate_old;
+    if (from >= n) return 0;
+    const JobStepRec *b = &bk->ring[from % JOB_STEP_RING];
+    int steps = (int)(n - from);
+    if (a->t_ns <= b->t_ns || a->samples < b->samples) return 0;
     /* no step for three step-times (and a second): the rank is not training */
     double interval = (double)(a->t_ns - b->t_ns) / steps;
     double quiet = (double)(now_ns - a->t_ns);

@@ -37,7 +37,7 @@
 #include "view/note.h"
 
 #define NS_PER_S  1000000000LL
-#define FRAME_MS  66
+#define FRAME_MS  VIEW_FRAME_MS
 #define TURN_MS   15
 #define SPEED_MIN 0.25
 #define SPEED_MAX 64.0

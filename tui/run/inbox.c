@@ -32,6 +32,15 @@
  * second): a larger "drops" is forged or corrupt. */
 #define DROPS_PER_STEP_MAX 65536
 
+/* When a frame arrived: read once per frame, so a burst's messages share
+ * their frame's arrival (they did arrive together) and a busy drain does
+ * not read two clocks per message. */
+typedef struct {
+    int64_t mono_ns, wall_ns;
+} Arrival;
+
+static Arrival arrival_now(void) { return (Arrival){ mono_ns(), wall_ns() }; }
+
 /* FROM_TAKEN: a burst the tap took apart and handled itself. */
 typedef enum { FROM_OK = 0, FROM_STALE, FROM_FOREIGN, FROM_IMPLAUSIBLE, FROM_BAD_HELLO, FROM_TAKEN } FromVerdict;
 
@@ -164,7 +173,7 @@ static FromVerdict check_sender(Tap *t, const Msg *m)
 }
 
 static void refused(Run *r, const Tap *t, const Msg *m);
-static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m);
+static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arrival at);
 
 /* A frame the checks let through, as received: to the recording and --publish. */
 static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
@@ -189,6 +198,7 @@ static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
     size_t pos = 0, flen;
     const uint8_t *f;
     char err[256];
+    Arrival at = arrival_now();
     memset(dropped, 0, sizeof dropped);
     for (uint32_t i = 0; codec_burst_next(&b->u.burst, &pos, &f, &flen); i++) {
         Msg m;
@@ -206,7 +216,7 @@ static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
         }
         if (t->verdict == FROM_OK) {
             if (r->viewers) viewers_keep_msg(r->viewers, f, flen, &m);
-            handle_msg(r, t->ident, ident_len, &m);
+            handle_msg(r, t->ident, ident_len, &m, at);
         } else {
             whole = false;
             dropped[i / 8] |= (uint8_t)(1u << (i % 8));
@@ -277,18 +287,18 @@ static void refused(Run *r, const Tap *t, const Msg *m)
 }
 
 /* listen: a rank's word is its only sign of life, and its bye its exit. */
-static bool listen_heard(Run *r, const Msg *m, int64_t now)
+static bool listen_heard(Run *r, const Msg *m, Arrival at)
 {
     RunRank *rk = &r->rk[m->rank];
-    rk->heard_ms = mono_ms();
+    rk->heard_ms = at.mono_ns / 1000000;
     if (m->kind != MSG_BYE || rk->ext_ended) return false;
-    job_apply(r->job, m, now, wall_ns());
+    job_apply(r->job, m, at.mono_ns, at.wall_ns);
     rk->ext_ended = true;
     run_rank_ended(r, m->rank, (int)r->job->ranks[m->rank].pid, (m->u.bye.status & 0xff) << 8);
     return true;
 }
 
-static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
+static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arrival at)
 {
     int node;
     if (ident && r->nodes && nodes_ident(ident, ident_len, &node)) {
@@ -309,10 +319,9 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
         return;
     }
     if (m->kind == MSG_NODE || m->kind == MSG_CMD || m->kind == MSG_BURST) return; /* not a rank's to apply */
-    int64_t now = mono_ns();
-    if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, now)) return;
-    job_apply(r->job, m, now, wall_ns());
-    bench_on_msg(r->bench, m, now);
+    if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, at)) return;
+    job_apply(r->job, m, at.mono_ns, at.wall_ns);
+    bench_on_msg(r->bench, m, at.mono_ns);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
         RunRank *rk = &r->rk[m->rank];
         rk->routable = true;
@@ -323,7 +332,10 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m)
     }
 }
 
-int run_drain(Run *r)
+/* Telemetry frames read between two looks at the clock. */
+#define DRAIN_CLOCK_EVERY 64
+
+int run_drain(Run *r, int64_t until_ms)
 {
     int n_ctl = 0;
     char err[256];
@@ -333,6 +345,9 @@ int run_drain(Run *r)
     Tap tel_tap = { .r = r, .src = REC_SRC_TEL, .pid = &pid };
     Tap ctl_tap = { .r = r, .src = REC_SRC_CTL, .ident = ident, .ident_len = &ident_len, .pid = &pid };
     for (int i = 0; i < 4096; i++) {
+        /* 1024 ranks' bursts are ~10 messages each: 4096 of them are ~70 ms
+         * of work, and a frame waiting that long is a step late on screen */
+        if (i > 0 && i % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
         Msg m;
         int rc = zs_recv_peer(r->tel, &m, ZMQ_DONTWAIT, tap_frame, &tel_tap, &pid, err, sizeof err);
         if (rc == 1 || rc < 0) break;
@@ -342,7 +357,7 @@ int run_drain(Run *r)
             continue;
         }
         if (tel_tap.verdict == FROM_OK)
-            handle_msg(r, NULL, 0, &m);
+            handle_msg(r, NULL, 0, &m, arrival_now());
         else if (tel_tap.verdict != FROM_STALE && tel_tap.verdict != FROM_TAKEN)
             refused(r, &tel_tap, &m);
         msg_done(&m);
@@ -367,7 +382,7 @@ int run_drain(Run *r)
             continue;
         }
         if (ctl_tap.verdict == FROM_OK)
-            handle_msg(r, ident, ident_len, &m);
+            handle_msg(r, ident, ident_len, &m, arrival_now());
         else if (ctl_tap.verdict != FROM_STALE && ctl_tap.verdict != FROM_TAKEN)
             refused(r, &ctl_tap, &m);
         msg_done(&m);
@@ -382,7 +397,7 @@ void run_take_hello(Run *r, RunHello *h)
     Tap t = { .r = r, .src = REC_SRC_CTL, .ident = h->ident, .ident_len = &h->ident_len, .pid = &pid };
     tap_frame(&t, h->frame.data, h->frame.len, &h->msg, 0);
     if (t.verdict == FROM_OK)
-        handle_msg(r, h->ident, h->ident_len, &h->msg);
+        handle_msg(r, h->ident, h->ident_len, &h->msg, arrival_now());
     else
         refused(r, &t, &h->msg);
     msg_done(&h->msg);

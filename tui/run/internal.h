@@ -78,9 +78,9 @@ typedef struct {
     bool launched;    /* multi-node: every node joined, ranks started */
     bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
-    bool external; /* listen: ranks are not ours to start or signal */
-    char dir[256];    /* the private directory: sockets, and logs unless --log-dir */
-    bool keep_dir;    /* the run failed: keep the logs in dir (run_teardown) */
+    bool external;     /* listen: ranks are not ours to start or signal */
+    char dir[256];     /* the private directory: sockets, and logs unless --log-dir */
+    bool keep_dir;     /* the run failed: keep the logs in dir (run_teardown) */
     bool launched_any; /* this node started ranks (their logs are in dir) */
     char ctl_ep[300], tel_ep[300];
     RunRank *rk;                 /* [world] */
@@ -149,8 +149,10 @@ int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t er
 
 /* ---- inbox.c ---- */
 /* Read whatever is waiting on both sockets (bounded, so keys stay
- * responsive) and act on it. Returns how many ctl messages came. */
-int run_drain(Run *r);
+ * responsive) and act on it; telemetry stops at until_ms (mono_ms), after
+ * 64 frames at least, so a backlog does not hold the next frame back. Returns
+ * how many ctl messages came. */
+int run_drain(Run *r, int64_t until_ms);
 /* listen: the first hello, as if it had just arrived; frees it. */
 void run_take_hello(Run *r, RunHello *h);
 

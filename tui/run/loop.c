@@ -20,9 +20,9 @@
 #include "base/err.h"
 #include "base/signals.h"
 
-/* At most ~15 frames a second: smooth for a monitor, and with the pacing
- * below a step is on screen well within 100 ms of its arrival. */
-#define FRAME_MS    66
+/* view.h's pace; with the pacing below a step is on screen within about a
+ * frame and a turn of its arrival. */
+#define FRAME_MS    VIEW_FRAME_MS
 /* Exits are collected this often (a waitpid per rank each time). */
 #define REAP_MS     50
 /* A loop turn takes at least this long while only telemetry flows, so a
@@ -293,7 +293,11 @@ static void run_loop(Run *r)
     while (!t.leave) {
         int64_t turn_start_ms = mono_ms();
         wait_input(r, &t);
-        int n_ctl = run_drain(r);
+        /* the drain yields to the next frame slot (what it reads makes a
+         * frame due), and at the latest to the next turn's keys and ticks */
+        int64_t until = turn_start_ms + FRAME_MS;
+        if (r->tui && t.last_draw_ms + FRAME_MS < until) until = t.last_draw_ms + FRAME_MS;
+        int n_ctl = run_drain(r, until);
         int held = collect(r, &t);
         run_take_signals(r);
         take_keys(r, &t);

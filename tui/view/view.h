@@ -16,6 +16,13 @@
 /* ---- interactive screen (view_tui.c; drawing in draw_*.c) ---- */
 typedef struct ViewTui ViewTui;
 
+/* The screen's frame pace, for every loop that draws it (run, attach,
+ * replay): at most 10 frames a second. Counters that change every step read
+ * as well at 10 as at 15 a second, a step is on screen within ~100 ms, and a
+ * frame is the largest cost that does not scale with messages
+ * (docs/BENCHMARKS.md, issue 17; docs/DECISIONS.md). */
+#define VIEW_FRAME_MS 100
+
 /* Take over the terminal for a job of `world` ranks (UTF-8 when the locale
  * is, ASCII otherwise; colours unless NO_COLOR is set or the terminal has
  * none). When stdin or stdout is not a terminal (stdout sent to a file for
