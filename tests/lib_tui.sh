@@ -14,8 +14,15 @@ CLEANUPS+=("command tmux -L $TS kill-server")
 start_feed() {
     local w=$1 h=$2 env=$3
     shift 3
-    tmux new-session -d -s "$TS" -x "$w" -y "$h" \
-      "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_WORKER='$FEED' LANG=C.UTF-8 $env '$DDPTOP' run $* >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
+    # a test that killed this server to start afresh: a new session sent to
+    # a server still on its way out dies with it ("server exited
+    # unexpectedly"), so wait until it is gone, and try once more if not
+    wait_for 10 sh -c "! command tmux -L '$TS' ls >/dev/null 2>&1"
+    local cmd="cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_WORKER='$FEED' LANG=C.UTF-8 $env '$DDPTOP' run $* >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
+    tmux new-session -d -s "$TS" -x "$w" -y "$h" "$cmd" 2>/dev/null || {
+        sleep 0.5
+        tmux new-session -d -s "$TS" -x "$w" -y "$h" "$cmd"
+    }
     # ddptop's pid, so a test that fails while it hangs does not leave it
     # (and its feeders, which die with it) behind
     local pane p
