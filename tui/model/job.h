@@ -512,6 +512,8 @@ typedef struct {
     int64_t max_step;
     double med_step_ms;
     bool have_med;
+    int straggler;       /* the rank the others wait for, -1: none (found once a frame) */
+    double straggler_ms; /* its own time per step beyond the others' median */
 } JobSummary;
 
 /* Every rank's JobCell into cell[world] (out) and the counts into s (out).

@@ -441,6 +441,8 @@ void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, u
     s->max_step = c.max_step;
     s->med_step_ms = c.med_step_ms;
     s->have_med = c.have_med;
+    s->straggler = c.straggler;
+    s->straggler_ms = c.straggler_ms;
     const JobColl *held = held_up(j, wall_ns);
     if (held) {
         s->wait_seq = held->seq;
@@ -558,8 +560,13 @@ void job_summary_text(const Job *j, const JobSummary *s, const uint8_t *cell, in
         snprintf(buf, n, "r%d %s", rank, job_cell_name(e));
         return;
     }
-    Ctx c = { .max_step = s->max_step, .med_step_ms = s->med_step_ms, .have_med = s->have_med, .front = front_of(j) };
-    find_straggler(j, &c);
+    /* the frame's summary already holds what the rank is judged against */
+    Ctx c = { .max_step = s->max_step,
+              .med_step_ms = s->med_step_ms,
+              .have_med = s->have_med,
+              .front = front_of(j),
+              .straggler = s->straggler,
+              .straggler_ms = s->straggler_ms };
     outlier_of(r, &c, now_ns, wall_ns, buf, n, NULL, 0);
 }
 
