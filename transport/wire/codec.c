@@ -71,6 +71,8 @@ static const Field hello_fields[] = {
     FLD("host", F_STR, hello.host),
     FLD("device", F_STR, hello.device),
     FLD("backend", F_STR, hello.backend),
+    FLD("precision", F_STR, hello.precision),
+    FLD("grad_dtype", F_STR, hello.grad_dtype),
     FLD("version", F_STR, hello.version),
     FLD("dataset", F_STR, hello.dataset),
     FLD("model", F_STR, hello.model),

@@ -89,6 +89,9 @@ typedef struct {
     char host[PROTO_STR_MED];
     char device[PROTO_STR_SHORT];  /* "cpu", "cuda:0" */
     char backend[PROTO_STR_SHORT]; /* "gloo", "nccl" */
+    /* the GEMMs' arithmetic ("fp32", "tf32", "bf16") and the gradient
+     * buckets' wire type ("fp32", "bf16"); "" when the worker does not say */
+    char precision[PROTO_STR_SHORT], grad_dtype[PROTO_STR_SHORT];
     char version[PROTO_STR_MED];   /* "ddptop 0.1.0 gloo 0.5.0 zmq 4.3.4" */
     /* the job as this worker runs it */
     char dataset[PROTO_STR_SHORT];

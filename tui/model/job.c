@@ -306,6 +306,8 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
         copy_str(j->model, sizeof j->model, h->model);
         copy_str(j->backend, sizeof j->backend, h->backend);
         copy_str(j->device, sizeof j->device, h->device);
+        copy_str(j->precision, sizeof j->precision, h->precision);
+        copy_str(j->grad_dtype, sizeof j->grad_dtype, h->grad_dtype);
         j->params = h->params;
         j->batch_size = h->batch_size;
         j->max_steps = h->max_steps;

@@ -237,6 +237,7 @@ typedef struct {
     /* from the first hello */
     char dataset[PROTO_STR_SHORT], model[PROTO_STR_MED];
     char backend[PROTO_STR_SHORT], device[PROTO_STR_SHORT];
+    char precision[PROTO_STR_SHORT], grad_dtype[PROTO_STR_SHORT]; /* "" when the workers do not say */
     int64_t params, batch_size, max_steps, steps_per_epoch, dataset_size;
     /* progress */
     int64_t step, epoch;  /* min over ranks that have stepped of their

@@ -298,6 +298,10 @@ static int header_segs(const Job *j, Seg *s, bool full)
     memset(s, 0, sizeof(Seg) * 24);
     s[n].label = "job";
     snprintf(s[n++].value, sizeof s[0].value, "%s/%s", or_dash(j->backend), or_dash(j->device));
+    if (j->precision[0]) {
+        s[n].label = "precision";
+        snprintf(s[n++].value, sizeof s[0].value, "%s, grads %s", j->precision, or_dash(j->grad_dtype));
+    }
     s[n].label = "world";
     snprintf(s[n++].value, sizeof s[0].value, "%d on %d node%s", j->world, j->nodes, j->nodes == 1 ? "" : "s");
     s[n].label = "data";

@@ -259,6 +259,21 @@ const char *comm_describe(const Comm *c)
     return c->ops->describe ? c->ops->describe(c->impl) : c->ops->name;
 }
 
+const char *comm_dtype_name(CommDtype d) { return d == COMM_BF16 ? "bf16" : "fp32"; }
+
+int comm_dtype_parse(const char *s, CommDtype *out)
+{
+    if (!strcmp(s, "fp32"))
+        *out = COMM_F32;
+    else if (!strcmp(s, "bf16"))
+        *out = COMM_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+size_t comm_dtype_size(CommDtype d) { return d == COMM_BF16 ? 2 : 4; }
+
 const char *comm_version(const char *backend)
 {
     const CommOps *ops = find_backend(backend);

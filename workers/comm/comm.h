@@ -54,6 +54,18 @@ typedef struct {
 
 typedef struct Comm Comm;
 
+/* The element type gradients travel in (--grad-dtype). COMM_BF16 is DDP's
+ * bf16_compress_hook: the FP32 bucket is cast to bf16 and divided by the
+ * world size, all-reduced in bf16, and cast back. */
+typedef enum { COMM_F32 = 0, COMM_BF16 } CommDtype;
+
+/* "fp32", "bf16" (the names --grad-dtype takes). */
+const char *comm_dtype_name(CommDtype d);
+/* Parse a comm_dtype_name; 0, or -1 for an unknown name. */
+int comm_dtype_parse(const char *s, CommDtype *out);
+/* Bytes an element of d takes on the wire: 4 or 2. */
+size_t comm_dtype_size(CommDtype d);
+
 typedef struct {
     const char *backend; /* "gloo" or "nccl" */
     int rank, world;

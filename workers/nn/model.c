@@ -36,6 +36,26 @@
 #define MLP_MAX_PARAMS ((size_t)1 << 30)
 #define MLP_MAX_BATCH  (1 << 20)
 
+const char *precision_name(Precision p)
+{
+    switch (p) {
+    case PREC_FP32: return "fp32";
+    case PREC_TF32: return "tf32";
+    case PREC_BF16: return "bf16";
+    }
+    return "?";
+}
+
+int precision_parse(const char *s, Precision *out)
+{
+    for (Precision p = PREC_FP32; p <= PREC_BF16; p++)
+        if (!strcmp(s, precision_name(p))) {
+            *out = p;
+            return 0;
+        }
+    return -1;
+}
+
 int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errlen)
 {
     const char *p = spec;

@@ -18,6 +18,18 @@
  * copy (docs/TRAINING.md, "Commands"). */
 #define MODEL_GRAD_PAD   16
 
+/* The arithmetic of the GEMMs (--precision; docs/TRAINING.md, "Precision").
+ * Master weights, gradients handed to the optimizer and its state stay FP32
+ * in every mode, as under torch.autocast. PREC_TF32: GEMM inputs rounded to
+ * TF32 (cuBLAS's TF32 math mode); PREC_BF16: autocast(bf16)'s rules (GEMM
+ * inputs and outputs in bf16, FP32 accumulation; loss and softmax in FP32). */
+typedef enum { PREC_FP32 = 0, PREC_TF32, PREC_BF16 } Precision;
+
+/* "fp32", "tf32", "bf16". */
+const char *precision_name(Precision p);
+/* Parse a precision_name; 0, or -1 for an unknown name. */
+int precision_parse(const char *s, Precision *out);
+
 typedef struct {
     char name[32]; /* "0.weight" */
     int ndim;      /* 1 or 2 */

@@ -41,6 +41,11 @@ static const char USAGE[] =
     "  --seed S              model init, sampler and synthetic-data seed (default 0)\n"
     "  --no-shuffle --drop-last   as torch's DistributedSampler\n"
     "  --bucket-cap-mb X     gradient bucket cap (default 25; first bucket 1 MB)\n"
+    "  --precision P         fp32 (default), tf32 (GEMM inputs rounded to TF32, cuBLAS's TF32\n"
+    "                        math), bf16 (torch.autocast(bf16)'s rules: FP32 weights and\n"
+    "                        optimizer, GEMMs in bf16 accumulating in FP32, loss in FP32)\n"
+    "  --grad-dtype D        fp32 (default) or bf16: buckets all-reduced in bf16, as DDP's\n"
+    "                        bf16_compress_hook (cast, divide, all-reduce, cast back)\n"
     "  --ckpt-dir DIR        (default ./checkpoints)\n"
     "  --ckpt-every N        checkpoint every N steps (default 0: on request and at the end)\n"
     "  --keep-last K         keep only the newest K checkpoints (default 0: all)\n"
@@ -209,6 +214,24 @@ static int opt_lr_schedule(Pending *p, const char *opt, const char *v, char *err
     return 0;
 }
 
+static int opt_precision(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    if (precision_parse(v, &p->a->precision)) {
+        snprintf(err, errlen, "%s: unknown precision \"%s\" (fp32, tf32, bf16)", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int opt_grad_dtype(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    if (comm_dtype_parse(v, &p->a->grad_dtype)) {
+        snprintf(err, errlen, "%s: unknown gradient dtype \"%s\" (fp32, bf16)", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
 static int opt_fault(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
 {
     (void)opt;
@@ -260,6 +283,8 @@ static const Opt OPTS[] = {
     {"--no-shuffle", OPT_CLEAR, A_(shuffle)},
     {"--drop-last", OPT_SET, A_(drop_last)},
     F64("--bucket-cap-mb", A_(bucket_cap_mb), 0.001, 4096.0),
+    FN("--precision", opt_precision),
+    FN("--grad-dtype", opt_grad_dtype),
     STR("--ckpt-dir", ckpt_dir),
     I64("--ckpt-every", ckpt_every, 0, INT64_C(1) << 40),
     I64("--keep-last", keep_last, 0, 1 << 20),

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "wire/fault.h"
+#include "comm/comm.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "nn/schedule.h"
@@ -37,6 +38,8 @@ typedef struct {
     uint64_t seed;
     bool shuffle, drop_last;
     double bucket_cap_mb;
+    Precision precision;  /* --precision: the GEMMs' arithmetic (model.h) */
+    CommDtype grad_dtype; /* --grad-dtype: what gradient buckets travel in */
     char ckpt_dir[256];
     int64_t ckpt_every; /* 0: only when asked and at the end */
     bool final_ckpt;    /* write a checkpoint when the run stops */

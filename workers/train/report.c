@@ -164,6 +164,8 @@ void report_hello(Trainer *t, int64_t steps_per_epoch, int64_t planned_steps)
     snprintf(h->host, sizeof h->host, "%s", t->id->host);
     t->ops->device_name(t, h->device, sizeof h->device);
     snprintf(h->backend, sizeof h->backend, "%s", t->id->backend);
+    snprintf(h->precision, sizeof h->precision, "%s", precision_name(t->a->precision));
+    snprintf(h->grad_dtype, sizeof h->grad_dtype, "%s", comm_dtype_name(t->a->grad_dtype));
     snprintf(h->version, sizeof h->version, "ddptop " VERSION_STR " %s", comm_version(t->id->backend));
     snprintf(h->dataset, sizeof h->dataset, "%s", t->ds.name);
     snprintf(h->model, sizeof h->model, "%s", t->a->model);
