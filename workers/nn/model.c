@@ -18,6 +18,7 @@
  */
 #include "nn/model.h"
 
+#include "nn/bf16.h"
 #include "nn/optim.h"
 #include "base/clock.h"
 
@@ -105,6 +106,7 @@ void mlp_done(Mlp *m)
     for (int i = 0; i <= MODEL_MAX_LINEAR; i++) free(m->act[i]);
     free(m->dact);
     free(m->dact2);
+    free(m->wq);
     memset(m, 0, sizeof *m);
 }
 
@@ -171,7 +173,54 @@ int mlp_init(Mlp *m, const int *dims, int n_linear, int max_batch, char *err, si
         snprintf(err, errlen, "model: out of memory (%zu parameters, batch %d)", off, max_batch);
         return -1;
     }
+    m->wq_stale = 1;
     return 0;
+}
+
+int mlp_set_precision(Mlp *m, Precision p, char *err, size_t errlen)
+{
+    if (p != PREC_FP32 && p != PREC_TF32 && p != PREC_BF16) {
+        snprintf(err, errlen, "model: unknown precision %d", (int)p);
+        return -1;
+    }
+    if (p != PREC_FP32 && !m->wq && !(m->wq = malloc(m->n_params * sizeof(float)))) {
+        snprintf(err, errlen, "model: out of memory for the %s weight copy (%zu parameters)", precision_name(p),
+                 m->n_params);
+        return -1;
+    }
+    m->prec = p;
+    m->wq_stale = 1;
+    return 0;
+}
+
+void mlp_params_changed(Mlp *m) { m->wq_stale = 1; }
+
+/* Round n floats in place as the precision's GEMM inputs are: bf16 or TF32
+ * (round to nearest even, bf16.h); nothing in FP32. */
+static void round_inputs(Precision p, float *v, size_t n)
+{
+    if (p == PREC_BF16)
+        for (size_t i = 0; i < n; i++) v[i] = bf16_round(v[i]);
+    else if (p == PREC_TF32)
+        for (size_t i = 0; i < n; i++) v[i] = tf32_round(v[i]);
+}
+
+/* The weights the GEMMs see: params itself in FP32, else the rounded copy,
+ * made again here when the parameters changed. Under bf16 the biases are
+ * rounded too (autocast casts them with the weight); under TF32 they stay
+ * FP32 (they are no GEMM input: cuBLAS adds them in FP32). */
+static const float *gemm_params(Mlp *m)
+{
+    if (m->prec == PREC_FP32) return m->params;
+    if (m->wq_stale) {
+        memcpy(m->wq, m->params, m->n_params * sizeof(float));
+        for (int t = 0; t < m->n_tensors; t++) {
+            const ModelTensor *mt = &m->tensors[t];
+            if (mt->ndim == 2 || m->prec == PREC_BF16) round_inputs(m->prec, m->wq + mt->offset, mt->numel);
+        }
+        m->wq_stale = 0;
+    }
+    return m->wq;
 }
 
 /* torch's CPU uniform_ for float32: 24 random bits of one mt19937 draw,
@@ -205,21 +254,35 @@ void mlp_reset_params(Mlp *m, uint64_t seed)
         for (size_t i = 0; i < w->numel; i++) pw[i] = torch_uniform_f32(&g, (float)-wbound, (float)wbound);
         for (size_t i = 0; i < b->numel; i++) pb[i] = torch_uniform_f32(&g, (float)-bbound, (float)bbound);
     }
+    m->wq_stale = 1;
 }
 
-/* act[l+1] = act[l] W_l^T + b_l, ReLU except after the last Linear. */
+/* act[l+1] = act[l] W_l^T + b_l, ReLU except after the last Linear; act[0]
+ * holds the batch. Under bf16 every GEMM input and output is a bf16 value:
+ * the input rounded here, each output rounded once after the FP32 sum
+ * (products and bias added in FP32), before the ReLU (exact in bf16), the
+ * logits included. Under TF32 the inputs of the next GEMM are rounded and
+ * the logits stay FP32. */
 static void forward_layers(Mlp *m, int batch)
 {
+    const Precision p = m->prec;
+    const float *params = gemm_params(m);
+    round_inputs(p, m->act[0], (size_t)batch * (size_t)m->dims[0]);
     for (int l = 0; l < m->n_linear; l++) {
         int in = m->dims[l], out = m->dims[l + 1];
-        const float *w = m->params + m->tensors[2 * l].offset;
-        const float *b = m->params + m->tensors[2 * l + 1].offset;
+        const float *w = params + m->tensors[2 * l].offset;
+        const float *b = params + m->tensors[2 * l + 1].offset;
         float *y = m->act[l + 1];
+        size_t n = (size_t)batch * (size_t)out;
+        int last = l == m->n_linear - 1;
         for (int r = 0; r < batch; r++) memcpy(y + (size_t)r * out, b, (size_t)out * sizeof(float));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, m->act[l], in, w, in, 1.0f, y, out);
-        if (l < m->n_linear - 1) {
-            size_t n = (size_t)batch * (size_t)out;
+        if (p == PREC_BF16) round_inputs(p, y, n);
+        if (!last) {
             for (size_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+            /* A positive normal float stays positive in TF32, so the ReLU
+             * mask backward reads from it is the FP32 one (subnormals aside). */
+            if (p == PREC_TF32) round_inputs(p, y, n);
         }
     }
 }
@@ -255,8 +318,10 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
     if (batch < 1 || batch > m->max_batch || !labels_ok(y, batch, classes)) return NAN;
 
     double t0 = mono_ms_f();
+    const Precision p = m->prec;
     memcpy(m->act[0], x, (size_t)batch * (size_t)m->dims[0] * sizeof(float));
     forward_layers(m, batch);
+    const float *params = gemm_params(m);
     float *dy = m->dact, *dx = m->dact2;
     const float inv_b = 1.0f / (float)batch;
     double loss = 0.0;
@@ -264,29 +329,39 @@ double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch,
         loss += row_ce(m->act[L] + (size_t)r * classes, classes, y[r], dy + (size_t)r * classes, inv_b);
     loss /= batch;
     m->loss = loss;
+    /* bf16: the logits' gradient, computed in FP32, enters backward as bf16
+     * (the backward of autocast's cast to FP32 for the loss). */
+    if (p == PREC_BF16) round_inputs(p, dy, (size_t)batch * (size_t)classes);
     double t1 = mono_ms_f();
 
     for (int l = L - 1; l >= 0; l--) {
         int in = m->dims[l], out = m->dims[l + 1];
         const ModelTensor *tw = &m->tensors[2 * l], *tb = &m->tensors[2 * l + 1];
         float *gw = m->grads + tw->offset, *gb = m->grads + tb->offset;
-        /* db = column sums of dY */
+        /* db = column sums of dY (FP32; bf16: one rounding of the sum, as
+         * torch's bf16 sum) */
         for (int j = 0; j < out; j++) gb[j] = 0.0f;
         for (int r = 0; r < batch; r++) {
             const float *row = dy + (size_t)r * out;
             for (int j = 0; j < out; j++) gb[j] += row[j];
         }
+        if (p == PREC_BF16) round_inputs(p, gb, (size_t)out);
         if (hook) hook(hook_ctx, 2 * l + 1);
-        /* dW = dY^T X   [out, in] */
+        /* TF32: dY is a GEMM input from here on (the bias took it in FP32). */
+        if (p == PREC_TF32) round_inputs(p, dy, (size_t)batch * (size_t)out);
+        /* dW = dY^T X   [out, in]; bf16: the FP32 sums rounded once */
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dy, out, m->act[l], in, 0.0f, gw,
                     in);
+        if (p == PREC_BF16) round_inputs(p, gw, tw->numel);
         if (hook) hook(hook_ctx, 2 * l);
         if (l == 0) break;
         /* dX = dY W, then through the ReLU that produced act[l] (its output
-         * is positive exactly where its input was). */
-        const float *w = m->params + tw->offset;
+         * is positive exactly where its input was). bf16: dX rounded before
+         * the mask (exact either way). */
+        const float *w = params + tw->offset;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
         size_t n = (size_t)batch * (size_t)in;
+        if (p == PREC_BF16) round_inputs(p, dx, n);
         const float *a = m->act[l];
         for (size_t i = 0; i < n; i++)
             if (!(a[i] > 0.0f)) dx[i] = 0.0f;

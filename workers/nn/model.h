@@ -49,7 +49,10 @@ typedef struct {
     float *act[MODEL_MAX_LINEAR + 1]; /* act[0] = input copy, act[i] output of layer i (post-ReLU) */
     float *dact;                      /* scratch for backward */
     float *dact2;
-    double loss; /* the last forward's mean loss, set before backward (hooks may read it) */
+    double loss;    /* the last forward's mean loss, set before backward (hooks may read it) */
+    Precision prec; /* PREC_FP32 unless mlp_set_precision said otherwise */
+    float *wq;      /* params rounded for the GEMMs (same layout); NULL in fp32 */
+    int wq_stale;   /* wq is to be rounded again from params before the next forward */
 } Mlp;
 
 /* Parse "mlp:784,256,256,10" into dims/n_linear. Returns 0 or -1 with err. */
@@ -57,6 +60,15 @@ int mlp_parse(const char *spec, int *dims, int *n_linear, char *err, size_t errl
 /* Allocate for a batch of at most max_batch rows. Returns 0 or -1 with err. */
 int mlp_init(Mlp *m, const int *dims, int n_linear, int max_batch, char *err, size_t errlen);
 void mlp_done(Mlp *m);
+/* The GEMMs' arithmetic from now on (docs/TRAINING.md, "Precision"); FP32
+ * is the default and stays bit for bit what it always was. TF32 and BF16
+ * keep a rounded copy of the parameters (n_params floats, allocated here,
+ * once). Returns 0 or -1 with err. */
+int mlp_set_precision(Mlp *m, Precision p, char *err, size_t errlen);
+/* The parameters changed (optimizer step, broadcast, load): the rounded
+ * copy is made again, once, at the next forward. Callers that change
+ * params between forwards under TF32 or BF16 must call it; free in FP32. */
+void mlp_params_changed(Mlp *m);
 /* nn.Linear's default init: weight and bias uniform in +-1/sqrt(in), seeded. */
 void mlp_reset_params(Mlp *m, uint64_t seed);
 
@@ -64,7 +76,8 @@ void mlp_reset_params(Mlp *m, uint64_t seed);
  * its gradient final. Tensors arrive in reverse order. */
 typedef void (*MlpGradHook)(void *ctx, int tensor);
 
-/* Forward + backward for one batch: grads = d(mean CE)/dparams (overwritten).
+/* Forward + backward for one batch: grads = d(mean CE)/dparams (overwritten),
+ * in m->prec's arithmetic (the gradients FP32 values in every mode).
  * Returns the mean loss; *fwd_ms / *bwd_ms (may be NULL) get timings. */
 double mlp_forward_backward(Mlp *m, const float *x, const int32_t *y, int batch, MlpGradHook hook, void *hook_ctx,
                             double *fwd_ms, double *bwd_ms);

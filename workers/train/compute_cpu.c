@@ -14,11 +14,9 @@
 #include "train/state.h"
 #include "train/step.h"
 
-static int cpu_setup(Trainer *t)
-{
-    (void)t;
-    return 0;
-}
+/* --precision: the host Mlp computes in it (model.c keeps the rounded
+ * weight copy). */
+static int cpu_setup(Trainer *t) { return mlp_set_precision(&t->m, t->a->precision, t->err, sizeof t->err); }
 
 static void cpu_free(Trainer *t) { (void)t; }
 
@@ -109,6 +107,9 @@ static int cpu_forward_backward(Trainer *t, int k, int micro, int n, MsgStep *s,
     t->add_acc = last && micro > 1;
     t->loss_before_last = *loss_sum;
     t->micro = micro;
+    /* The weights moved since the last step (optimizer, broadcast, resume):
+     * TF32/BF16 round their copy once, for every micro-batch of the step. */
+    if (k == 0) mlp_params_changed(&t->m);
     double f = 0, b = 0;
     double loss = mlp_forward_backward(&t->m, t->xb, t->yb, n, last ? on_grad_ready : NULL, t, &f, &b);
     s->fwd_ms += f;
@@ -169,6 +170,7 @@ static int cpu_evaluate(Trainer *t, int64_t *correct, int64_t *total, double *lo
     (void)err, (void)errlen;
     const int W = t->id->world, dim = t->eval_ds.dim;
     int64_t i = t->id->rank;
+    mlp_params_changed(&t->m);
     while (i < t->eval_ds.n) {
         int b = 0;
         for (; b < t->m.max_batch && i < t->eval_ds.n; b++, i += W) {
