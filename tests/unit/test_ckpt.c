@@ -70,6 +70,7 @@ static CkptMeta meta_for(int64_t step, int world)
     m.shuffle = true;
     m.sched = (Schedule){ SCHED_COSINE, 0.1, 5, 100 };
     m.last_lr = 0.0123456789;
+    m.precision = PREC_BF16;
     return m;
 }
 
@@ -125,6 +126,7 @@ static void test_round_trip(void)
     CHECK(got.sched.kind == SCHED_COSINE && got.sched.warmup_steps == 5 && got.sched.total_steps == 100 &&
               got.sched.base_lr == 0.1 && got.last_lr == want.last_lr && got.grad_accum == 2,
           "schedule state lost");
+    CHECK(got.precision == PREC_BF16, "precision %s after the round trip", precision_name(got.precision));
     CHECK(note[0] == 0, "unexpected note: %s", note);
     /* model.safetensors stays loadable as plain torch weights */
     Mlp m3;

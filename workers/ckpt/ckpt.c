@@ -403,6 +403,8 @@ int ckpt_write(const char *dir, const CkptMeta *meta, const Mlp *m, const Optim 
                             v[20],
                             "state_crc32",
                             v[21],
+                            "precision",
+                            precision_name(meta->precision),
                             NULL };
     snprintf(file, sizeof file, "%s/trainer.safetensors", tmpdir);
     if (st_write(file, ot, n, tmeta, err, errlen)) goto fail;
@@ -674,6 +676,11 @@ int ckpt_load(const char *dir, Mlp *m, Optim *o, CkptMeta *meta, int world, char
     snprintf(c.model_spec, sizeof c.model_spec, "%s", s);
     if (!(s = meta_str(tf, tfile, "dataset", err, errlen))) goto out;
     snprintf(c.dataset, sizeof c.dataset, "%s", s);
+    /* Checkpoints from before --precision were all trained in FP32. */
+    if ((s = st_meta(tf, "precision")) && precision_parse(s, &c.precision)) {
+        snprintf(err, errlen, "%s: unknown precision \"%.20s\" (fp32, tf32, bf16)", tfile, s);
+        goto out;
+    }
     if (world > 0 && c.world != world) {
         snprintf(err, errlen, "%s: saved by a job of world size %d, this job has %d (resume with -n %d)", dir, c.world,
                  world, c.world);

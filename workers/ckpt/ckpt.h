@@ -14,7 +14,9 @@
  * epoch, sampler_pos, samples, seed, world_size, model, dataset,
  * dataset_size, batch_size, grad_accum, shuffle, drop_last, optimizer and
  * its hyper-parameters, optimizer_steps, lr_schedule, lr, warmup_steps,
- * total_steps, last_lr, and CRC-32s of both files' tensor data.
+ * total_steps, last_lr, precision (the --precision it was trained in; the
+ * weights are FP32 in every mode; absent in older checkpoints, which were all
+ * fp32), and CRC-32s of both files' tensor data.
  */
 #ifndef DDPTOP_CKPT_H
 #define DDPTOP_CKPT_H
@@ -41,6 +43,7 @@ typedef struct {
     bool shuffle, drop_last;
     Schedule sched;
     double last_lr;
+    Precision precision; /* what the GEMMs computed in; the saved weights are FP32 */
 } CkptMeta;
 
 /* Write a checkpoint of m (and o's state) for meta->step under dir, then

@@ -45,6 +45,7 @@ void checkpoint_write(Trainer *t, const char *why, Phase after, const char *afte
     meta.drop_last = a->drop_last;
     meta.sched = t->sched;
     meta.last_lr = t->last_lr;
+    meta.precision = a->precision;
     char path[512], err[512];
     int64_t bytes = 0;
     double t0 = mono_ms_f();
@@ -98,6 +99,13 @@ int checkpoint_resume(Trainer *t, int *status)
         if (meta.sched.base_lr != a->optim.lr || meta.sched.kind != a->lr_schedule ||
             meta.sched.warmup_steps != a->warmup_steps)
             report_log(t, "warn", "resume: the learning-rate settings differ from the checkpoint's (this run's apply)");
+        /* The weights are FP32 whatever they were trained in: any precision
+         * goes on from them; say so, as the losses will not continue the
+         * saved run's exactly. */
+        if (meta.precision != a->precision)
+            report_log(t, "info", "resuming %s %s checkpoint (step %" PRId64 ") in %s",
+                       meta.precision == PREC_FP32 ? "an" : "a", precision_name(meta.precision), meta.step,
+                       precision_name(a->precision));
         report_log(t, "info",
                    "resuming from %s at step %" PRId64 " (epoch %" PRId64 ", sample %" PRId64 " of the epoch)", dir,
                    meta.step, meta.epoch, meta.sampler_pos);
