@@ -325,8 +325,15 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
     copy_str(r->backend, sizeof r->backend, h->backend);
     if (r->state == RANK_WAITING) r->state = RANK_ALIVE;
     count_nodes(j);
-    job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)", r->rank, (long long)r->pid, r->host,
-               r->device, r->backend);
+    /* Workers that name their arithmetic (ddptop-worker) get it in the line,
+     * as the header shows it; a torch script's hello names none. */
+    if (h->precision[0])
+        job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s), precision %s, grads %s", r->rank,
+                   (long long)r->pid, r->host, r->device, r->backend, h->precision,
+                   h->grad_dtype[0] ? h->grad_dtype : "-");
+    else
+        job_ev_add(j, at, r->rank, EV_INFO, "rank %d hello pid %lld on %s (%s, %s)", r->rank, (long long)r->pid,
+                   r->host, r->device, r->backend);
     if (h->world > 0 && h->world != j->world)
         job_ev_add(j, at, r->rank, EV_WARN, "rank %d says world size %d, ddptop launched %d", r->rank, (int)h->world,
                    j->world);
