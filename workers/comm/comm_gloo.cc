@@ -14,6 +14,9 @@
  * also stages CUDA buffers through host memory for it, so everything here
  * sees host memory only.
  *
+ * Element types: float, and bf16 bits for --grad-dtype bf16 (comm.h's
+ * _bf16 calls), summed with every partial sum rounded to bf16.
+ *
  * C++ stays in this file. Every exception Gloo or the standard library
  * throws on the caller's thread is caught at the ops-table edge and turned
  * into -1 plus "comm_gloo.cc:LINE: op: what" in the caller's err. After a
@@ -29,6 +32,7 @@
 #include "comm/shm_reduce.h"
 extern "C" {
 #include "base/err.h"
+#include "nn/bf16.h"
 }
 
 #include <signal.h>
@@ -238,6 +242,18 @@ void sum_f32(void *c, const void *a, const void *b, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
+/* bf16 bits (nn/bf16.h) summed as torch's c10::BFloat16 a + b: the float
+ * sum of the two, rounded to nearest even. Every partial sum of Gloo's ring
+ * goes through here, so each one is rounded, as bf16 tensors add in torch
+ * (torch 1.13's ProcessGroupGloo itself refuses bf16: "Invalid scalar
+ * type"; docs/TRAINING.md "Gradient dtype"). */
+void sum_bf16(void *c, const void *a, const void *b, size_t n)
+{
+    uint16_t *out = (uint16_t *)c;
+    const uint16_t *x = (const uint16_t *)a, *y = (const uint16_t *)b;
+    for (size_t i = 0; i < n; i++) out[i] = bf16_from_f32(bf16_to_f32(x[i]) + bf16_to_f32(y[i]));
+}
+
 int parse_algo(Algo *out, char *err, size_t errlen)
 {
     const char *s = getenv("DDPTOP_GLOO_ALLREDUCE");
@@ -330,11 +346,17 @@ void allreduce_ring(GlooComm *c, float *buf, size_t n, uint32_t tag)
     it->second.ring->run_on(buf);
 }
 
-void allreduce_opts(GlooComm *c, float *buf, size_t n, uint32_t tag, Algo algo)
+/* The new API, for either dtype: only the element size and the sum differ. */
+void allreduce_opts(GlooComm *c, void *buf, size_t n, CommDtype dtype, uint32_t tag, Algo algo)
 {
     gloo::AllreduceOptions opts(c->ctx);
-    opts.setOutput(buf, n);
-    opts.setReduceFunction(sum_f32);
+    if (dtype == COMM_BF16) {
+        opts.setOutput((uint16_t *)buf, n);
+        opts.setReduceFunction(sum_bf16);
+    } else {
+        opts.setOutput((float *)buf, n);
+        opts.setReduceFunction(sum_f32);
+    }
     opts.setTag(tag);
     opts.setTimeout(c->timeout);
     opts.setAlgorithm(algo == Algo::BCUBE ? gloo::AllreduceOptions::Algorithm::BCUBE
@@ -579,8 +601,8 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
-                   size_t errlen)
+int gloo_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                   int64_t ticket, char *err, size_t errlen)
 {
     /* Host buffers, run now: comm.c waited for `ready` and keeps the times. */
     (void)ready;
@@ -593,28 +615,36 @@ int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, 
         put_err(err, errlen, __LINE__, "allreduce: buffer is NULL");
         return -1;
     }
+    const bool bf16 = dtype == COMM_BF16;
     /* With one rank the new API returns at once; the old ring would copy
-     * the buffer through its outbox, so world 1 takes the new API. */
+     * the buffer through its outbox, so world 1 takes the new API. bf16
+     * never takes the old ring: each rank there adds the others in its own
+     * order (own + left + left's left ...), and with bf16's rounding of
+     * every partial sum, 3 or more ranks would end with different bits;
+     * the new API's reduce-scatter + all-gather gives every rank the same
+     * (and is what torch's ProcessGroupGloo runs). */
     Algo a = c->algo;
     if (a == Algo::AUTO)
-        a = c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING
-                                                                                               : Algo::OPTS;
-    if (a == Algo::RING && !ring_fits(n)) a = Algo::OPTS;
+        a = !bf16 && c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING
+                                                                                                         : Algo::OPTS;
+    if (a == Algo::RING && (bf16 || !ring_fits(n))) a = Algo::OPTS;
     /* Gloo names a peer only by address; say which rank and which call. */
     std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +
-                     std::to_string(n) + " floats, tag " + std::to_string(tag) + ")";
+                     std::to_string(n) + (bf16 ? " bf16" : " floats") + ", tag " + std::to_string(tag) + ")";
     if (c->shm) {
         char why[300];
-        if (shm_reduce_allreduce(c->shm, buf, n, why, sizeof why) == 0) return 0;
+        int rc = bf16 ? shm_reduce_allreduce_bf16(c->shm, (uint16_t *)buf, n, why, sizeof why)
+                      : shm_reduce_allreduce(c->shm, (float *)buf, n, why, sizeof why);
+        if (rc == 0) return 0;
         if (c->failed.empty()) c->failed = op + ": " + why;
         put_err(err, errlen, __LINE__, "%s: %s", op.c_str(), why);
         return -1;
     }
     return guarded(c, op, __LINE__, err, errlen, [&] {
         if (a == Algo::RING)
-            allreduce_ring(c, buf, n, tag);
+            allreduce_ring(c, (float *)buf, n, tag);
         else
-            allreduce_opts(c, buf, n, tag, a);
+            allreduce_opts(c, buf, n, dtype, tag, a);
     });
 }
 
