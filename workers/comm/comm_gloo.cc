@@ -626,7 +626,7 @@ int gloo_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t ta
     Algo a = c->algo;
     if (a == Algo::AUTO)
         a = !bf16 && c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING
-                                                                                                         : Algo::OPTS;
+                                                                                                        : Algo::OPTS;
     if (a == Algo::RING && (bf16 || !ring_fits(n))) a = Algo::OPTS;
     /* Gloo names a peer only by address; say which rank and which call. */
     std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +

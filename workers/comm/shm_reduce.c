@@ -36,7 +36,7 @@
 /* Bytes per rank per set: 2 MiB (512 Ki floats, 1 Mi bf16); a 1 MB bucket
  * is one chunk. */
 #define SLOT_BYTES (2u << 20)
-#define MAGIC       0x64647073686d3031ull /* "ddpshm01" */
+#define MAGIC      0x64647073686d3031ull /* "ddpshm01" */
 
 typedef struct {
     _Atomic uint64_t arrived; /* chunks this rank has put in its slot */
