@@ -162,7 +162,12 @@ def main():
     if a.grad_dtype == "bf16":
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
         dist.all_reduce = gloo_bf16_all_reduce(dist.all_reduce)
-        ddp.register_comm_hook(None, bf16_compress_hook)
+
+        # the hook itself, called through a function of another name: DDP
+        # refuses one named bf16_compress_hook without CUDA 11 and NCCL 2.10
+        def bf16_hook_on_gloo(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+            return bf16_compress_hook(state, bucket)
+        ddp.register_comm_hook(None, bf16_hook_on_gloo)
     if a.optimizer == "sgd":
         wd = 0.0 if a.weight_decay is None else a.weight_decay
         opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=a.momentum, nesterov=a.nesterov,
