@@ -270,16 +270,22 @@ static void sum_f32(void *dstv, const char *set, int world, size_t m)
     }
 }
 
-/* Every partial sum rounded to bf16, as c10::BFloat16's a + b. */
+/* out = a + b in bf16, as c10::BFloat16's a + b (the float sum, rounded);
+ * blocks of 16, which the compiler vectorizes at -O2. */
+static void add_bf16(uint16_t *out, const uint16_t *a, const uint16_t *b, size_t m)
+{
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        for (size_t k = 0; k < 16; k++) out[j + k] = bf16_from_f32(bf16_to_f32(a[j + k]) + bf16_to_f32(b[j + k]));
+    for (; j < m; j++) out[j] = bf16_from_f32(bf16_to_f32(a[j]) + bf16_to_f32(b[j]));
+}
+
+/* Every partial sum rounded to bf16. */
 static void sum_bf16(void *dstv, const char *set, int world, size_t m)
 {
     uint16_t *dst = dstv;
-    const uint16_t *a = (const uint16_t *)set, *b = (const uint16_t *)(set + SLOT_BYTES);
-    for (size_t j = 0; j < m; j++) dst[j] = bf16_from_f32(bf16_to_f32(a[j]) + bf16_to_f32(b[j]));
-    for (int r = 2; r < world; r++) {
-        const uint16_t *c = (const uint16_t *)(set + (size_t)r * SLOT_BYTES);
-        for (size_t j = 0; j < m; j++) dst[j] = bf16_from_f32(bf16_to_f32(dst[j]) + bf16_to_f32(c[j]));
-    }
+    add_bf16(dst, (const uint16_t *)set, (const uint16_t *)(set + SLOT_BYTES), m);
+    for (int r = 2; r < world; r++) add_bf16(dst, dst, (const uint16_t *)(set + (size_t)r * SLOT_BYTES), m);
 }
 
 static int allreduce(ShmReduce *s, char *buf, size_t n, size_t esize, SumFn sum, char *err, size_t errlen)

