@@ -11,11 +11,12 @@
 #    hook casts first, then divides in bf16); with 4 ranks over Gloo's ring, whose
 #    partial sums go in ring order, every element must be the hook's
 #    result for some ring order, and the ranks must agree.
-# 2. A whole run: 2 ranks, 20 SGD steps on Fashion-MNIST from the same
-#    weights: ddptop --grad-dtype bf16 against torch DDP with the hook,
-#    within 1e-3 relative (measured 1.7e-4), and at least 10x closer than
-#    ddptop in fp32 is to the same torch run (measured 8.3e-3), so that a
-#    bf16 silently run as fp32 fails.
+# 2. Whole runs: 2 ranks, 20 SGD steps on Fashion-MNIST from the same
+#    weights, plain and with --grad-accum 3: ddptop --grad-dtype bf16 against
+#    torch DDP with the hook, within 1e-3 relative (measured 1.7e-4 and
+#    1.5e-4), and at least 10x closer than ddptop in fp32 is to the same
+#    torch run (measured 8.3e-3 and 3.7e-3), so that a bf16 silently run as
+#    fp32 fails.
 . tests/lib.sh
 "$PY" -c 'import torch, safetensors' 2>/dev/null || skip "skip: $PY lacks torch or safetensors"
 TOOL=$BUILD/tests/tool_bf16_reduce
@@ -45,26 +46,32 @@ FM=/usr/share/datasets/fashion-mnist
 [ -f $FM/train-images-idx3-ubyte.gz ] || skip "skip the whole run: no Fashion-MNIST in $FM"
 "$PY" bench/torch_ddp.py --save-init "$TMP/init.safetensors" --seed 0 --model 784,256,256,10 || die "torch init"
 common="--batch-size 64 --steps 20 --seed 0 --init-from $TMP/init.safetensors --lr 0.05 --momentum 0.9"
-for g in bf16 fp32; do
-    timeout 120 "$DDPTOP" run -n 2 --headless -- --dataset fashion-mnist --limit 4096 --epochs 1000 --eval-every 0 \
-        --ckpt-dir "$TMP/d-$g" $common --grad-dtype $g >"$TMP/d-$g.log" 2>&1 || die "ddptop $g: $(tail -5 "$TMP/d-$g.log")"
-done
-"$PY" - "$PWD/$PY" "$TMP" "$common" <<'PYEOF' || die "whole run: ddptop bf16 vs torch's hook"
+# plain, and --grad-accum 3 (the 1/3 in FP32 before the cast, as the user's loss / 3)
+for case in plain accum3; do
+    extra=; [ $case = accum3 ] && extra="--grad-accum 3"
+    for g in bf16 fp32; do
+        timeout 120 "$DDPTOP" run -n 2 --headless -- --dataset fashion-mnist --limit 4096 --epochs 1000 --eval-every 0 \
+            --ckpt-dir "$TMP/d-$case-$g" $common $extra --grad-dtype $g >"$TMP/d.log" 2>&1 \
+            || die "ddptop $case $g: $(tail -5 "$TMP/d.log")"
+    done
+    "$PY" - "$PWD/$PY" "$TMP" "$case" $common $extra <<'PYEOF' || die "whole run ($case): ddptop bf16 vs torch's hook"
 import os, sys
 import numpy as np
 sys.path.insert(0, "bench")
 from common import torch_job
 from safetensors.numpy import load_file
-py, tmp, common = sys.argv[1] if os.path.exists(sys.argv[1]) else sys.executable, sys.argv[2], sys.argv[3]
-torch_job(py, 2, timeout=120, args=["--limit", "4096", "--save", f"{tmp}/t-bf16.safetensors", "--grad-dtype", "bf16"] + common.split())
+py = sys.argv[1] if os.path.exists(sys.argv[1]) else sys.executable
+tmp, case, args = sys.argv[2], sys.argv[3], sys.argv[4:]
+torch_job(py, 2, timeout=120, args=["--limit", "4096", "--save", f"{tmp}/t-{case}.safetensors", "--grad-dtype", "bf16"] + args)
 def rel(a, b):
     return max(float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) / max(float(np.max(np.abs(b[k]))), 1e-12) for k in b)
-db, df = load_file(f"{tmp}/d-bf16/latest/model.safetensors"), load_file(f"{tmp}/d-fp32/latest/model.safetensors")
-tb, init = load_file(f"{tmp}/t-bf16.safetensors"), load_file(f"{tmp}/init.safetensors")
+db, df = (load_file(f"{tmp}/d-{case}-{g}/latest/model.safetensors") for g in ("bf16", "fp32"))
+tb, init = load_file(f"{tmp}/t-{case}.safetensors"), load_file(f"{tmp}/init.safetensors")
 same, other, moved = rel(db, tb), rel(df, tb), rel(tb, init)
-print(f"after 20 steps, max relative difference to torch DDP + bf16_compress_hook: ddptop --grad-dtype bf16 "
+print(f"{case}: after 20 steps, max relative difference to torch DDP + bf16_compress_hook: ddptop --grad-dtype bf16 "
       f"{same:.3g}, ddptop fp32 {other:.3g} (training moved the weights by {moved:.3g})")
 assert moved > 1e-2, "training did not move the weights: the comparison proves nothing"
 assert same < 1e-3, f"ddptop bf16 differs from torch's hook by {same}"
 assert same * 10 < other, f"ddptop bf16 ({same}) is not clearly closer to the hook than fp32 ({other})"
 PYEOF
+done
