@@ -270,13 +270,18 @@ static void sum_f32(void *dstv, const char *set, int world, size_t m)
     }
 }
 
-/* out = a + b in bf16, as c10::BFloat16's a + b (the float sum, rounded);
- * blocks of 16, which the compiler vectorizes at -O2. */
+/* out = a + b in bf16, as c10::BFloat16's a + b (the float sum, rounded).
+ * Blocks of 16 through a local array: the compiler vectorizes them at -O2
+ * (0.2 ms for 270k elements, as a float add; 0.65 ms scalar), where out
+ * and a may be the same array. */
 static void add_bf16(uint16_t *out, const uint16_t *a, const uint16_t *b, size_t m)
 {
     size_t j = 0;
-    for (; j + 16 <= m; j += 16)
-        for (size_t k = 0; k < 16; k++) out[j + k] = bf16_from_f32(bf16_to_f32(a[j + k]) + bf16_to_f32(b[j + k]));
+    for (; j + 16 <= m; j += 16) {
+        uint16_t t[16];
+        for (size_t k = 0; k < 16; k++) t[k] = bf16_from_f32(bf16_to_f32(a[j + k]) + bf16_to_f32(b[j + k]));
+        memcpy(out + j, t, sizeof t);
+    }
     for (; j < m; j++) out[j] = bf16_from_f32(bf16_to_f32(a[j]) + bf16_to_f32(b[j]));
 }
 
