@@ -8,7 +8,8 @@ default job the way ddptop-worker does — nn.Sequential(Linear, ReLU, ...),
 DistributedSampler(seed, shuffle, drop_last) with set_epoch, DataLoader
 batches, DDP (bucket_cap_mb 25), cross-entropy, torch.optim.SGD or AdamW,
 LambdaLR with transformers' warm-up/cosine factor, gradient accumulation
-with no_sync and loss / K — and prints one JSON line with its timings.
+with no_sync and loss / K, --grad-dtype bf16 as DDP's bf16_compress_hook
+— and prints one JSON line with its timings.
 Rank 0 optionally saves the final weights as model.safetensors.
 
 Used by bench/bench_train.py (make bench) and bench/check_torch.py
@@ -74,6 +75,43 @@ def lr_factor(kind, warmup, total):
     return f
 
 
+def bf16_sum(parts):
+    """The bf16 all-reduce SUM in rank order, every partial sum rounded to
+    bf16: bf16 tensors added as torch adds them (the float sum, rounded to
+    nearest even). ddptop's shared-memory path adds in this order."""
+    acc = parts[0].to(torch.bfloat16)
+    for p in parts[1:]:
+        acc = acc + p.to(torch.bfloat16)
+    return acc
+
+
+def gloo_bf16_all_reduce(orig):
+    """dist.all_reduce that also takes bf16 tensors on Gloo, which torch
+    1.13's ProcessGroupGloo refuses ("Invalid scalar type"): the ranks'
+    tensors are gathered (exactly, as float32) and summed with bf16_sum.
+    Everything else goes to the real all_reduce. Lets bf16_compress_hook
+    run unchanged on Gloo."""
+    class Done:
+        def __init__(self, t):
+            self.fut = torch.futures.Future()
+            self.fut.set_result([t])
+
+        def get_future(self):
+            return self.fut
+
+        def wait(self):
+            return True
+
+    def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        if tensor.dtype != torch.bfloat16:
+            return orig(tensor, op=op, group=group, async_op=async_op)
+        parts = [torch.empty(tensor.shape, dtype=torch.float32) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(parts, tensor.float(), group=group)
+        tensor.copy_(bf16_sum(parts))
+        return Done(tensor) if async_op else None
+    return all_reduce
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
@@ -94,6 +132,8 @@ def main():
     p.add_argument("--no-shuffle", action="store_true")
     p.add_argument("--drop-last", action="store_true")
     p.add_argument("--init-from", default="")
+    p.add_argument("--grad-dtype", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: DDP's bf16_compress_hook (ddptop's --grad-dtype bf16)")
     p.add_argument("--save", default="", help="rank 0: write the final weights here (.safetensors)")
     p.add_argument("--save-init", default="", help="rank 0: write the initial weights here and exit")
     a = p.parse_args()
@@ -119,6 +159,15 @@ def main():
                                  seed=a.seed, drop_last=a.drop_last)
     loader = DataLoader(ds, batch_size=a.batch_size, sampler=sampler, num_workers=0)
     ddp = DDP(net)   # broadcasts rank 0's parameters; bucket_cap_mb=25
+    if a.grad_dtype == "bf16":
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+        dist.all_reduce = gloo_bf16_all_reduce(dist.all_reduce)
+
+        # the hook itself, called through a function of another name: DDP
+        # refuses one named bf16_compress_hook without CUDA 11 and NCCL 2.10
+        def bf16_hook_on_gloo(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+            return bf16_compress_hook(state, bucket)
+        ddp.register_comm_hook(None, bf16_hook_on_gloo)
     if a.optimizer == "sgd":
         wd = 0.0 if a.weight_decay is None else a.weight_decay
         opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=a.momentum, nesterov=a.nesterov,

@@ -409,10 +409,10 @@ static int en_create(void **impl, const CommConfig *cfg, char *err, size_t errle
     return *impl ? 0 : EMU_ERR("out of memory");
 }
 
-static int en_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket,
-                        char *err, size_t errlen)
+static int en_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                        int64_t ticket, char *err, size_t errlen)
 {
-    (void)buf, (void)n, (void)tag, (void)ready, (void)async;
+    (void)buf, (void)n, (void)dtype, (void)tag, (void)ready, (void)async;
     EmuNccl *e = impl;
     if (e->aborted) return EMU_ERR("allreduce: communicator was aborted (comm_abort)");
     int64_t *t = e->t[ticket % COMM_TIMING_KEEP];
@@ -424,7 +424,7 @@ static int en_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *re
 static int en_broadcast(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err, size_t errlen)
 {
     if (root != 0) return EMU_ERR("broadcast: root %d out of range for world size 1", root);
-    return en_allreduce(impl, buf, n, 0, NULL, 0, ticket, err, errlen);
+    return en_allreduce(impl, buf, n, COMM_F32, 0, NULL, 0, ticket, err, errlen);
 }
 
 static int en_barrier(void *impl, char *err, size_t errlen)

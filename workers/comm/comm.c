@@ -5,7 +5,8 @@
  * comm_nccl_none.c), the tickets that name collectives for comm_timing and
  * the host-measured times of backends whose calls finish before they
  * return, and — for device "cuda" with a host-only backend (Gloo) — the
- * GpuStage through which device buffers go to host memory and back.
+ * GpuStage through which device buffers go to host memory and back (4 or 2
+ * bytes an element, as the call's dtype).
  * Does not own any library state: that is the backend's `impl`.
  *
  * Threads: as comm.h — one thread at a time per Comm, except comm_abort,
@@ -128,30 +129,28 @@ static void keep_time(Comm *c, int64_t ticket, int64_t t0, int64_t t1)
     c->times[k].t.done_ns = t1;
 }
 
-/* A device buffer's n floats into the stage's pinned host memory (once
+/* A device buffer's `bytes` into the stage's pinned host memory (once
  * `ready` has completed), *host what the backend then reduces; stage_out
  * copies the result back. -1 with err; a failed copy fails the Comm. */
-static int stage_in(Comm *c, const char *what, int line, float *buf, size_t n, void *ready, float **host, char *err,
+static int stage_in(Comm *c, const char *what, int line, void *buf, size_t bytes, void *ready, void **host, char *err,
                     size_t errlen)
 {
     if (!buf) {
         put_err(err, errlen, line, "%s: buffer is NULL", what);
         return -1;
     }
-    void *h = NULL;
-    if (gpu_stage_to_host(c->stage, buf, n * sizeof(float), ready, &h, err, errlen) != 0) return stage_failed(c, err);
-    *host = h;
+    if (gpu_stage_to_host(c->stage, buf, bytes, ready, host, err, errlen) != 0) return stage_failed(c, err);
     return 0;
 }
 
-static int stage_out(Comm *c, float *buf, size_t n, char *err, size_t errlen)
+static int stage_out(Comm *c, void *buf, size_t bytes, char *err, size_t errlen)
 {
-    if (gpu_stage_to_device(c->stage, buf, n * sizeof(float), err, errlen) != 0) return stage_failed(c, err);
+    if (gpu_stage_to_device(c->stage, buf, bytes, err, errlen) != 0) return stage_failed(c, err);
     return 0;
 }
 
-static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t *ticket, char *err,
-                     size_t errlen)
+static int allreduce(Comm *c, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                     int64_t *ticket, char *err, size_t errlen)
 {
     if (usable(c, "allreduce", __LINE__, err, errlen) != 0) return -1;
     int64_t tk = ++c->last_ticket;
@@ -159,12 +158,13 @@ static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, i
     int64_t t0 = wall_ns();
     int rc;
     if (c->stage && n > 0) {
-        float *host = NULL;
-        if (stage_in(c, "allreduce", __LINE__, buf, n, ready, &host, err, errlen)) return -1;
-        rc = c->ops->allreduce(c->impl, host, n, tag, NULL, 0, tk, err, errlen);
-        if (rc == 0 && stage_out(c, buf, n, err, errlen)) return -1;
+        const size_t bytes = n * comm_dtype_size(dtype);
+        void *host = NULL;
+        if (stage_in(c, "allreduce", __LINE__, buf, bytes, ready, &host, err, errlen)) return -1;
+        rc = c->ops->allreduce(c->impl, host, n, dtype, tag, NULL, 0, tk, err, errlen);
+        if (rc == 0 && stage_out(c, buf, bytes, err, errlen)) return -1;
     } else {
-        rc = c->ops->allreduce(c->impl, buf, n, tag, ready, async, tk, err, errlen);
+        rc = c->ops->allreduce(c->impl, buf, n, dtype, tag, ready, async, tk, err, errlen);
     }
     if (rc == 0) keep_time(c, tk, t0, wall_ns());
     return rc;
@@ -172,13 +172,24 @@ static int allreduce(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, i
 
 int comm_allreduce_sum_f32(Comm *c, float *buf, size_t n, uint32_t tag, char *err, size_t errlen)
 {
-    return allreduce(c, buf, n, tag, NULL, 0, NULL, err, errlen);
+    return allreduce(c, buf, n, COMM_F32, tag, NULL, 0, NULL, err, errlen);
 }
 
 int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket, char *err,
                                  size_t errlen)
 {
-    return allreduce(c, buf, n, tag, ready, 1, ticket, err, errlen);
+    return allreduce(c, buf, n, COMM_F32, tag, ready, 1, ticket, err, errlen);
+}
+
+int comm_allreduce_sum_bf16(Comm *c, uint16_t *buf, size_t n, uint32_t tag, char *err, size_t errlen)
+{
+    return allreduce(c, buf, n, COMM_BF16, tag, NULL, 0, NULL, err, errlen);
+}
+
+int comm_allreduce_sum_bf16_start(Comm *c, uint16_t *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket,
+                                  char *err, size_t errlen)
+{
+    return allreduce(c, buf, n, COMM_BF16, tag, ready, 1, ticket, err, errlen);
 }
 
 int comm_join(Comm *c, char *err, size_t errlen)
@@ -213,10 +224,10 @@ int comm_broadcast_f32(Comm *c, float *buf, size_t n, int root, char *err, size_
     int64_t t0 = wall_ns();
     int rc;
     if (c->stage && n > 0) {
-        float *host = NULL;
-        if (stage_in(c, "broadcast", __LINE__, buf, n, NULL, &host, err, errlen)) return -1;
+        void *host = NULL;
+        if (stage_in(c, "broadcast", __LINE__, buf, n * sizeof(float), NULL, &host, err, errlen)) return -1;
         rc = c->ops->broadcast(c->impl, host, n, root, tk, err, errlen);
-        if (rc == 0 && stage_out(c, buf, n, err, errlen)) return -1;
+        if (rc == 0 && stage_out(c, buf, n * sizeof(float), err, errlen)) return -1;
     } else {
         rc = c->ops->broadcast(c->impl, buf, n, root, tk, err, errlen);
     }

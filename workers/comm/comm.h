@@ -112,6 +112,19 @@ int comm_allreduce_sum_f32(Comm *c, float *buf, size_t n, uint32_t tag, char *er
 int comm_allreduce_sum_f32_start(Comm *c, float *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket, char *err,
                                  size_t errlen);
 
+/* The same two calls for bf16 elements (uint16_t bits, nn/bf16.h), the
+ * wire of --grad-dtype bf16: the sum is taken in bf16, every partial sum
+ * rounded to nearest even as torch's c10::BFloat16 arithmetic does, so the
+ * result is what DDP's bf16_compress_hook all-reduces (the cast and the
+ * division by the world size are the caller's: reducer.c). Every rank gets
+ * the same bits. Which partial sums are taken depends on the path: the
+ * shared-memory all-reduce adds in rank order ((r0 + r1) + r2) + ...;
+ * Gloo's ring (gloo::allreduce, the call torch's ProcessGroupGloo makes)
+ * in ring order per segment; NCCL (ncclBfloat16, ncclSum) in its own. */
+int comm_allreduce_sum_bf16(Comm *c, uint16_t *buf, size_t n, uint32_t tag, char *err, size_t errlen);
+int comm_allreduce_sum_bf16_start(Comm *c, uint16_t *buf, size_t n, uint32_t tag, void *ready, int64_t *ticket,
+                                  char *err, size_t errlen);
+
 /* Make work queued on the compute stream from now on wait for every
  * collective started so far (GPU side: the host does not wait). A no-op
  * for Gloo, whose calls have finished when they return. */

@@ -26,11 +26,14 @@ typedef struct {
     int compiled;       /* 0: a stand-in whose create explains why not */
     int device_buffers; /* 1: takes device pointers itself (nccl); 0: host only */
     int (*create)(void **impl, const CommConfig *cfg, char *err, size_t errlen);
-    /* async = 1: may only queue it (the result is there after join);
+    /* buf holds n elements of dtype (float or bf16 bits), summed in that
+     * type: for bf16 every partial sum is rounded to bf16 (c10::BFloat16's
+     * a + b: the float sum, rounded to nearest even).
+     * async = 1: may only queue it (the result is there after join);
      * ready: a cudaEvent_t or NULL (device_buffers backends only);
      * ticket: comm.c's id for this collective, for timing. */
-    int (*allreduce)(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
-                     size_t errlen);
+    int (*allreduce)(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                     int64_t ticket, char *err, size_t errlen);
     int (*broadcast)(void *impl, float *buf, size_t n, int root, int64_t ticket, char *err, size_t errlen);
     int (*barrier)(void *impl, char *err, size_t errlen);
     /* NULL: every call has finished when it returns (join is a no-op and

@@ -14,6 +14,9 @@
  * also stages CUDA buffers through host memory for it, so everything here
  * sees host memory only.
  *
+ * Element types: float, and bf16 bits for --grad-dtype bf16 (comm.h's
+ * _bf16 calls), summed with every partial sum rounded to bf16.
+ *
  * C++ stays in this file. Every exception Gloo or the standard library
  * throws on the caller's thread is caught at the ops-table edge and turned
  * into -1 plus "comm_gloo.cc:LINE: op: what" in the caller's err. After a
@@ -29,6 +32,7 @@
 #include "comm/shm_reduce.h"
 extern "C" {
 #include "base/err.h"
+#include "nn/bf16.h"
 }
 
 #include <signal.h>
@@ -46,6 +50,7 @@ extern "C" {
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -202,31 +207,40 @@ class CallbackStore : public gloo::rendezvous::Store
 
 /* The old-style ring, reusable on any buffer of its length. Its pair
  * buffers point at its own inbox/outbox, never at the caller's memory, so
- * one object per (tag, n) can serve whatever pointer a call brings. */
-class Ring : public gloo::AllreduceRing<float>
+ * one object per (tag, n, dtype) can serve whatever pointer a call brings.
+ * One class per element type (float, bf16 bits) behind one face. */
+class RingBase
 {
   public:
-    Ring(const std::shared_ptr<gloo::Context> &ctx, float *p, int n)
-        : gloo::AllreduceRing<float>(ctx, std::vector<float *>{ p }, n)
+    virtual ~RingBase() noexcept(false) = default; /* gloo::Algorithm's is */
+    virtual void run_on(void *p) = 0;
+    virtual size_t bytes() const = 0;
+};
+
+template <typename T> class Ring : public RingBase, public gloo::AllreduceRing<T>
+{
+  public:
+    Ring(const std::shared_ptr<gloo::Context> &ctx, T *p, int n, const gloo::ReductionFunction<T> *fn)
+        : gloo::AllreduceRing<T>(ctx, std::vector<T *>{ p }, n, fn)
     {
     }
 
-    void run_on(float *p)
+    void run_on(void *p) override
     {
-        ptrs_[0] = p;
-        run();
+        this->ptrs_[0] = (T *)p;
+        this->run();
         /* run() never waits for its "ready" notifications to the left
          * neighbour; wait here so that nothing of this object is still in
          * flight when it is reused or evicted (freeing a buffer with a send
          * queued on it would be a use-after-free in the device thread). */
-        for (int i = 0; i < contextSize_ - 1; i++) sendNotificationBuf_->waitSend();
+        for (int i = 0; i < this->contextSize_ - 1; i++) this->sendNotificationBuf_->waitSend();
     }
 
-    size_t bytes() const { return 2 * (size_t)count_ * sizeof(float); }
+    size_t bytes() const override { return 2 * (size_t)this->count_ * sizeof(T); }
 };
 
 struct RingEntry {
-    std::unique_ptr<Ring> ring;
+    std::unique_ptr<RingBase> ring;
     uint64_t last_use;
 };
 
@@ -237,6 +251,30 @@ void sum_f32(void *c, const void *a, const void *b, size_t n)
     const float *x = (const float *)a, *y = (const float *)b;
     for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
+
+/* bf16 bits (nn/bf16.h) summed as torch's c10::BFloat16 a + b: the float
+ * sum of the two, rounded to nearest even. Every partial sum of Gloo's ring
+ * goes through here, so each one is rounded, as bf16 tensors add in torch
+ * (torch 1.13's ProcessGroupGloo itself refuses bf16: "Invalid scalar
+ * type"; docs/TRAINING.md "Gradient dtype"). */
+void sum_bf16(void *c, const void *a, const void *b, size_t n)
+{
+    uint16_t *out = (uint16_t *)c;
+    const uint16_t *x = (const uint16_t *)a, *y = (const uint16_t *)b;
+    size_t i = 0;
+    /* blocks of 16 through a local array, which the compiler vectorizes at
+     * -O2 even though out and x may be the same array (shm_reduce.c) */
+    for (; i + 16 <= n; i += 16) {
+        uint16_t t[16];
+        for (size_t k = 0; k < 16; k++) t[k] = bf16_from_f32(bf16_to_f32(x[i + k]) + bf16_to_f32(y[i + k]));
+        memcpy(out + i, t, sizeof t);
+    }
+    for (; i < n; i++) out[i] = bf16_from_f32(bf16_to_f32(x[i]) + bf16_to_f32(y[i]));
+}
+
+/* The old ring's form of sum_bf16: x += y. */
+void sum_bf16_into(uint16_t *x, const uint16_t *y, size_t n) { sum_bf16(x, x, y, n); }
+const gloo::ReductionFunction<uint16_t> kRingSumBf16(gloo::SUM, &sum_bf16_into);
 
 int parse_algo(Algo *out, char *err, size_t errlen)
 {
@@ -280,7 +318,7 @@ struct GlooComm {
      * rank with a miss on another would pair up different slots. Creation
      * and LRU eviction depend only on the call sequence, which is the same
      * on all ranks, so slots stay matched. */
-    std::map<std::pair<uint32_t, size_t>, RingEntry> rings;
+    std::map<std::tuple<uint32_t, size_t, int>, RingEntry> rings;
     size_t ring_bytes = 0;
     uint64_t calls = 0;
     std::string failed; /* first collective error; non-empty = poisoned */
@@ -315,14 +353,19 @@ void ring_evict(GlooComm *c, size_t need)
     }
 }
 
-void allreduce_ring(GlooComm *c, float *buf, size_t n, uint32_t tag)
+void allreduce_ring(GlooComm *c, void *buf, size_t n, CommDtype dtype, uint32_t tag)
 {
-    auto key = std::make_pair(tag, n);
+    auto key = std::make_tuple(tag, n, (int)dtype);
     auto it = c->rings.find(key);
     if (it == c->rings.end()) {
-        size_t need = 2 * n * sizeof(float);
+        size_t need = 2 * n * comm_dtype_size(dtype);
         ring_evict(c, need);
-        auto ring = std::make_unique<Ring>(c->ring_ctx, buf, (int)n);
+        std::unique_ptr<RingBase> ring;
+        if (dtype == COMM_BF16)
+            ring = std::make_unique<Ring<uint16_t>>(c->ring_ctx, (uint16_t *)buf, (int)n, &kRingSumBf16);
+        else
+            ring =
+                std::make_unique<Ring<float>>(c->ring_ctx, (float *)buf, (int)n, gloo::ReductionFunction<float>::sum);
         it = c->rings.emplace(key, RingEntry{ std::move(ring), 0 }).first;
         c->ring_bytes += need;
     }
@@ -330,11 +373,17 @@ void allreduce_ring(GlooComm *c, float *buf, size_t n, uint32_t tag)
     it->second.ring->run_on(buf);
 }
 
-void allreduce_opts(GlooComm *c, float *buf, size_t n, uint32_t tag, Algo algo)
+/* The new API, for either dtype: only the element size and the sum differ. */
+void allreduce_opts(GlooComm *c, void *buf, size_t n, CommDtype dtype, uint32_t tag, Algo algo)
 {
     gloo::AllreduceOptions opts(c->ctx);
-    opts.setOutput(buf, n);
-    opts.setReduceFunction(sum_f32);
+    if (dtype == COMM_BF16) {
+        opts.setOutput((uint16_t *)buf, n);
+        opts.setReduceFunction(sum_bf16);
+    } else {
+        opts.setOutput((float *)buf, n);
+        opts.setReduceFunction(sum_f32);
+    }
     opts.setTag(tag);
     opts.setTimeout(c->timeout);
     opts.setAlgorithm(algo == Algo::BCUBE ? gloo::AllreduceOptions::Algorithm::BCUBE
@@ -398,7 +447,7 @@ void setup_shm(GlooComm *cm, gloo::rendezvous::Store &st, int64_t timeout_ms)
 }
 
 /* The old ring counts bytes in an int. */
-bool ring_fits(size_t n) { return n <= (size_t)INT32_MAX / sizeof(float); }
+bool ring_fits(size_t n, size_t esize) { return n <= (size_t)INT32_MAX / esize; }
 
 /* Runs fn, turning any exception into -1 and a message. `line` is the
  * caller's line, so the message points at the operation that failed. */
@@ -579,8 +628,8 @@ int gloo_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
-                   size_t errlen)
+int gloo_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                   int64_t ticket, char *err, size_t errlen)
 {
     /* Host buffers, run now: comm.c waited for `ready` and keeps the times. */
     (void)ready;
@@ -593,28 +642,36 @@ int gloo_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, 
         put_err(err, errlen, __LINE__, "allreduce: buffer is NULL");
         return -1;
     }
+    const bool bf16 = dtype == COMM_BF16;
+    const size_t esize = comm_dtype_size(dtype);
     /* With one rank the new API returns at once; the old ring would copy
-     * the buffer through its outbox, so world 1 takes the new API. */
+     * the buffer through its outbox, so world 1 takes the new API. bf16
+     * takes the old ring with 2 ranks only: each rank there adds the others
+     * in its own order (own + left + left's left ...), which with bf16's
+     * rounding of every partial sum gives 3 or more ranks different bits;
+     * the new API's reduce-scatter + all-gather gives every rank the same
+     * (and is what torch's ProcessGroupGloo runs). With 2, a + b = b + a. */
     Algo a = c->algo;
     if (a == Algo::AUTO)
-        a = c->world > 1 && n * sizeof(float) * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING
-                                                                                               : Algo::OPTS;
-    if (a == Algo::RING && !ring_fits(n)) a = Algo::OPTS;
+        a = c->world > 1 && n * esize * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING : Algo::OPTS;
+    if (a == Algo::RING && ((bf16 && c->world > 2) || !ring_fits(n, esize))) a = Algo::OPTS;
     /* Gloo names a peer only by address; say which rank and which call. */
     std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +
-                     std::to_string(n) + " floats, tag " + std::to_string(tag) + ")";
+                     std::to_string(n) + (bf16 ? " bf16" : " floats") + ", tag " + std::to_string(tag) + ")";
     if (c->shm) {
         char why[300];
-        if (shm_reduce_allreduce(c->shm, buf, n, why, sizeof why) == 0) return 0;
+        int rc = bf16 ? shm_reduce_allreduce_bf16(c->shm, (uint16_t *)buf, n, why, sizeof why)
+                      : shm_reduce_allreduce(c->shm, (float *)buf, n, why, sizeof why);
+        if (rc == 0) return 0;
         if (c->failed.empty()) c->failed = op + ": " + why;
         put_err(err, errlen, __LINE__, "%s: %s", op.c_str(), why);
         return -1;
     }
     return guarded(c, op, __LINE__, err, errlen, [&] {
         if (a == Algo::RING)
-            allreduce_ring(c, buf, n, tag);
+            allreduce_ring(c, buf, n, dtype, tag);
         else
-            allreduce_opts(c, buf, n, tag, a);
+            allreduce_opts(c, buf, n, dtype, tag, a);
     });
 }
 

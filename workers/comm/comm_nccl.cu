@@ -412,13 +412,14 @@ int nccl_create(void **out, const CommConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int nccl_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, int async, int64_t ticket, char *err,
-                   size_t errlen)
+int nccl_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t tag, void *ready, int async,
+                   int64_t ticket, char *err, size_t errlen)
 {
     (void)tag; /* NCCL orders collectives by stream; tags are Gloo's */
     NcclComm *c = (NcclComm *)impl;
+    const bool bf16 = dtype == COMM_BF16;
     char op[128];
-    snprintf(op, sizeof op, "allreduce (rank %d/%d, %zu floats)", c->rank, c->world, n);
+    snprintf(op, sizeof op, "allreduce (rank %d/%d, %zu %s)", c->rank, c->world, n, bf16 ? "bf16" : "floats");
     if (check_usable(c, op, err, errlen) != 0) return -1;
     if (n > 0 && !buf) {
         CC_ERR("%s: buffer is NULL", op);
@@ -440,7 +441,10 @@ int nccl_allreduce(void *impl, float *buf, size_t n, uint32_t tag, void *ready, 
         CUDA_GOTO(cudaStreamWaitEvent(c->stream, ev, 0));
         CUDA_GOTO(cudaEventRecord(s->start, c->stream));
         if (n > 0) {
-            ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->comm, c->stream);
+            /* bf16: NCCL sums in bf16 on the GPU (ncclBfloat16, NCCL >= 2.10),
+             * what DDP's bf16_compress_hook all-reduces on NCCL */
+            ncclResult_t r =
+                ncclAllReduce(buf, buf, n, bf16 ? ncclBfloat16 : ncclFloat32, ncclSum, c->comm, c->stream);
             if (settle(c, c->comm, r, op, err, errlen) != 0) break;
         }
         CUDA_GOTO(cudaEventRecord(s->done, c->stream));

@@ -2,7 +2,7 @@
  *
  * Layout: a header (the bell, the waiters count, each rank's pid and
  * arrival counter on its own cache line), then two sets of `world` slots
- * of SLOT_FLOATS floats. Chunk k of a call goes through set k % 2: each
+ * of SLOT_BYTES bytes (floats or bf16). Chunk k of a call goes through set k % 2: each
  * rank copies its chunk into its slot, announces arrival k (release), waits
  * until every rank has (acquire), then sums the slots in rank order into
  * its buffer. No second barrier is needed before a set is written again:
@@ -14,6 +14,7 @@
 #endif
 #include "comm/shm_reduce.h"
 #include "base/clock.h"
+#include "nn/bf16.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,9 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Floats per rank per set: 512 Ki (2 MiB); a 1 MB bucket is one chunk. */
-#define SLOT_FLOATS (512u * 1024u)
-#define MAGIC       0x64647073686d3031ull /* "ddpshm01" */
+/* Bytes per rank per set: 2 MiB (512 Ki floats, 1 Mi bf16); a 1 MB bucket
+ * is one chunk. */
+#define SLOT_BYTES (2u << 20)
+#define MAGIC      0x64647073686d3031ull /* "ddpshm01" */
 
 typedef struct {
     _Atomic uint64_t arrived; /* chunks this rank has put in its slot */
@@ -54,7 +56,7 @@ typedef struct {
 
 struct ShmReduce {
     Header *h;
-    float *slots; /* [2][world][SLOT_FLOATS] */
+    char *slots; /* [2][world][SLOT_BYTES] */
     size_t map_len;
     int rank, world;
     int64_t timeout_ms;
@@ -64,7 +66,7 @@ struct ShmReduce {
     bool broken;
 };
 
-static size_t map_size(int world) { return sizeof(Header) + 2u * (size_t)world * SLOT_FLOATS * sizeof(float); }
+static size_t map_size(int world) { return sizeof(Header) + 2u * (size_t)world * SLOT_BYTES; }
 
 static int read_small(const char *path, char *out, size_t len)
 {
@@ -155,7 +157,7 @@ int shm_reduce_open(ShmReduce **out, const char *name, int rank, int world, int6
         return -1;
     }
     s->h = p;
-    s->slots = (float *)((char *)p + sizeof(Header));
+    s->slots = (char *)p + sizeof(Header);
     s->map_len = len;
     s->rank = rank;
     s->world = world;
@@ -253,7 +255,45 @@ static int wait_all(ShmReduce *s, uint64_t k, char *err, size_t errlen)
     }
 }
 
-int shm_reduce_allreduce(ShmReduce *s, float *buf, size_t n, char *err, size_t errlen)
+/* dst = slot 0 + slot 1 + ... + slot world-1, in rank order, m elements of
+ * chunk `set` (slots SLOT_BYTES apart). */
+typedef void (*SumFn)(void *dst, const char *set, int world, size_t m);
+
+static void sum_f32(void *dstv, const char *set, int world, size_t m)
+{
+    float *dst = dstv;
+    const float *a = (const float *)set, *b = (const float *)(set + SLOT_BYTES);
+    for (size_t j = 0; j < m; j++) dst[j] = a[j] + b[j];
+    for (int r = 2; r < world; r++) {
+        const float *c = (const float *)(set + (size_t)r * SLOT_BYTES);
+        for (size_t j = 0; j < m; j++) dst[j] += c[j];
+    }
+}
+
+/* out = a + b in bf16, as c10::BFloat16's a + b (the float sum, rounded).
+ * Blocks of 16 through a local array: the compiler vectorizes them at -O2
+ * (0.2 ms for 270k elements, as a float add; 0.65 ms scalar), where out
+ * and a may be the same array. */
+static void add_bf16(uint16_t *out, const uint16_t *a, const uint16_t *b, size_t m)
+{
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        uint16_t t[16];
+        for (size_t k = 0; k < 16; k++) t[k] = bf16_from_f32(bf16_to_f32(a[j + k]) + bf16_to_f32(b[j + k]));
+        memcpy(out + j, t, sizeof t);
+    }
+    for (; j < m; j++) out[j] = bf16_from_f32(bf16_to_f32(a[j]) + bf16_to_f32(b[j]));
+}
+
+/* Every partial sum rounded to bf16. */
+static void sum_bf16(void *dstv, const char *set, int world, size_t m)
+{
+    uint16_t *dst = dstv;
+    add_bf16(dst, (const uint16_t *)set, (const uint16_t *)(set + SLOT_BYTES), m);
+    for (int r = 2; r < world; r++) add_bf16(dst, dst, (const uint16_t *)(set + (size_t)r * SLOT_BYTES), m);
+}
+
+static int allreduce(ShmReduce *s, char *buf, size_t n, size_t esize, SumFn sum, char *err, size_t errlen)
 {
     if (s->broken) {
         snprintf(err, errlen, "shm_reduce.c:%d: the shared-memory all-reduce failed earlier", __LINE__);
@@ -261,12 +301,12 @@ int shm_reduce_allreduce(ShmReduce *s, float *buf, size_t n, char *err, size_t e
     }
     Header *h = s->h;
     const int w = s->world;
-    for (size_t off = 0; off < n || (n == 0 && off == 0); off += SLOT_FLOATS) {
-        if (n == 0) break;
-        size_t m = n - off < SLOT_FLOATS ? n - off : SLOT_FLOATS;
+    const size_t per = SLOT_BYTES / esize; /* elements per chunk */
+    for (size_t off = 0; off < n; off += per) {
+        size_t m = n - off < per ? n - off : per;
         uint64_t k = s->chunks + 1;
-        float *set = s->slots + (size_t)(k % 2) * (size_t)w * SLOT_FLOATS;
-        memcpy(set + (size_t)s->rank * SLOT_FLOATS, buf + off, m * sizeof(float));
+        char *set = s->slots + (size_t)(k % 2) * (size_t)w * SLOT_BYTES;
+        memcpy(set + (size_t)s->rank * SLOT_BYTES, buf + off * esize, m * esize);
         atomic_store_explicit(&h->rank[s->rank].arrived, k, memory_order_release);
         atomic_fetch_add_explicit(&h->bell, 1, memory_order_release);
         if (atomic_load(&h->waiters) > 0) syscall(SYS_futex, &h->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -275,16 +315,20 @@ int shm_reduce_allreduce(ShmReduce *s, float *buf, size_t n, char *err, size_t e
             return -1;
         }
         /* the same order on every rank: the same bits everywhere */
-        float *dst = buf + off;
-        const float *a = set, *b = set + SLOT_FLOATS;
-        for (size_t j = 0; j < m; j++) dst[j] = a[j] + b[j];
-        for (int r = 2; r < w; r++) {
-            const float *c = set + (size_t)r * SLOT_FLOATS;
-            for (size_t j = 0; j < m; j++) dst[j] += c[j];
-        }
+        sum(buf + off * esize, set, w, m);
         s->chunks = k;
     }
     return 0;
+}
+
+int shm_reduce_allreduce(ShmReduce *s, float *buf, size_t n, char *err, size_t errlen)
+{
+    return allreduce(s, (char *)buf, n, sizeof(float), sum_f32, err, errlen);
+}
+
+int shm_reduce_allreduce_bf16(ShmReduce *s, uint16_t *buf, size_t n, char *err, size_t errlen)
+{
+    return allreduce(s, (char *)buf, n, sizeof(uint16_t), sum_bf16, err, errlen);
 }
 
 void shm_reduce_abort(ShmReduce *s)

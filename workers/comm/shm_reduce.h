@@ -49,6 +49,9 @@ void shm_reduce_unlink(const char *name);
  * peer gone ("rank 1 (pid 4242) is gone"), the timeout, an abort. After an
  * error the mapping is not usable again. */
 int shm_reduce_allreduce(ShmReduce *s, float *buf, size_t n, char *err, size_t errlen);
+/* The same for bf16 bits: the rank-order sum with every partial sum rounded
+ * to bf16 (c10::BFloat16's a + b), ((r0 + r1) + r2) + ... */
+int shm_reduce_allreduce_bf16(ShmReduce *s, uint16_t *buf, size_t n, char *err, size_t errlen);
 
 /* Make a wait in progress (on another thread) fail soon. */
 void shm_reduce_abort(ShmReduce *s);

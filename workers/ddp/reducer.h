@@ -36,6 +36,16 @@ typedef struct {
      * gradient by the world size as it enters its bucket). 1 = no scaling. */
     float scale;
     size_t scale_from;
+    /* All-reduce only: the type on the wire (--grad-dtype). COMM_BF16 is
+     * DDP's bf16_compress_hook, on the thread that runs the op: buf (after
+     * `scale`, in FP32) cast to bf16 into `wire`, divided by `div` there
+     * (each quotient rounded to bf16: the hook's .div_(world)), summed in
+     * bf16 (comm_allreduce_sum_bf16), cast back into buf. `wire` holds n
+     * elements, is the caller's and must stay valid until the op is done;
+     * div 0 or 1: none. COMM_F32 (0): buf is summed as it is. */
+    CommDtype dtype;
+    uint16_t *wire;
+    int div;
     int bucket; /* for the caller's reports: -1 when not a bucket */
     /* Filled by the reducer: */
     int64_t id;                        /* 1, 2, ... in submission order (same on every rank) */
@@ -52,8 +62,8 @@ int reducer_new(Reducer **out, Comm *comm, char *err, size_t errlen);
  * fail). Safe on NULL; sets *r to NULL. Does not free the Comm. */
 void reducer_free(Reducer **r);
 
-/* Queue op (copied; kind, buf, n, tag, root, scale, scale_from, bucket are
- * read). wake = false leaves the communication thread asleep: use it for an
+/* Queue op (copied; kind, buf, n, tag, root, scale, scale_from, dtype,
+ * wire, div, bucket are read). wake = false leaves the communication thread asleep: use it for an
  * op the caller is about to wait for anyway, so the main thread runs it
  * itself without a thread switch. Returns the op id (> 0), or -1 with err
  * when the queue is full or the reducer has failed. */

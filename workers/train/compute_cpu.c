@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -15,10 +16,24 @@
 #include "train/step.h"
 
 /* --precision: the host Mlp computes in it (model.c keeps the rounded
- * weight copy). */
-static int cpu_setup(Trainer *t) { return mlp_set_precision(&t->m, t->a->precision, t->err, sizeof t->err); }
+ * weight copy); --grad-dtype bf16: the buckets' bf16 copies, sized once. */
+static int cpu_setup(Trainer *t)
+{
+    if (mlp_set_precision(&t->m, t->a->precision, t->err, sizeof t->err)) return -1;
+    if (t->a->grad_dtype != COMM_BF16) return 0;
+    t->wire = malloc(t->m.n_params * sizeof *t->wire);
+    if (!t->wire) {
+        snprintf(t->err, sizeof t->err, "out of memory for the bf16 gradient buckets (%zu elements)", t->m.n_params);
+        return -1;
+    }
+    return 0;
+}
 
-static void cpu_free(Trainer *t) { (void)t; }
+static void cpu_free(Trainer *t)
+{
+    free(t->wire);
+    t->wire = NULL;
+}
 
 static void cpu_device_name(const Trainer *t, char *buf, size_t n)
 {
@@ -82,14 +97,26 @@ static void on_grad_ready(void *ctx, int tensor)
     op.tag = (uint32_t)b;
     op.scale = t->bucket_scale;
     op.bucket = b;
+    const bool bf16 = t->a->grad_dtype == COMM_BF16;
+    if (bf16) {
+        /* bf16_compress_hook: the 1/K of --grad-accum in FP32 (where the
+         * user's loss / K puts it), then the cast, then / world in bf16 */
+        op.dtype = COMM_BF16;
+        op.wire = t->wire + bk->offset;
+        op.scale = (float)(1.0 / t->micro);
+        op.div = t->id->world;
+    }
     if (bk->offset == 0) {
-        /* The last bucket carries the command flags, never scaled. The
-         * step's loss is known by now (forward came first): a NaN or inf
-         * one is this rank's flag in the same all-reduce. */
+        /* The last bucket carries the command flags, never scaled (under
+         * bf16 they follow it in FP32, below). The step's loss is known by
+         * now (forward came first): a NaN or inf one is this rank's flag in
+         * the same all-reduce. */
         step_flag_loss(t, t->m.grads - FL_COUNT, (t->loss_before_last + t->m.loss) / t->micro);
-        op.buf -= FL_COUNT;
-        op.n += FL_COUNT;
-        op.scale_from = FL_COUNT;
+        if (!bf16) {
+            op.buf -= FL_COUNT;
+            op.n += FL_COUNT;
+            op.scale_from = FL_COUNT;
+        }
     }
     /* The last bucket is waited for at once: leave the communication
      * thread asleep and let the main thread run it if it is idle. */
@@ -99,12 +126,25 @@ static void on_grad_ready(void *ctx, int tensor)
         return;
     }
     t->bucket_op[t->n_submitted++] = id;
+    if (bf16 && bk->offset == 0) {
+        RedOp fl;
+        memset(&fl, 0, sizeof fl);
+        fl.kind = RED_ALLREDUCE;
+        fl.buf = t->m.grads - FL_COUNT;
+        fl.n = FL_COUNT;
+        fl.tag = TAG_STEP_FLAGS;
+        fl.scale = 1.0f;
+        fl.bucket = -1;
+        t->flags_op = reducer_submit(t->red, &fl, false, t->err, sizeof t->err);
+        if (t->flags_op < 0) t->hook_failed = true;
+    }
 }
 
 static int cpu_forward_backward(Trainer *t, int k, int micro, int n, MsgStep *s, double *loss_sum)
 {
     bool last = k == micro - 1;
     t->add_acc = last && micro > 1;
+    if (last) t->flags_op = 0;
     t->loss_before_last = *loss_sum;
     t->micro = micro;
     /* The weights moved since the last step (optimizer, broadcast, resume):
@@ -130,9 +170,8 @@ static int cpu_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, doub
 {
     (void)loss_sum; /* every micro-batch's loss is known after its forward */
     double w0 = mono_ms_f();
-    if (t->n_submitted > 0 &&
-        reducer_wait(t->red, t->bucket_op[t->n_submitted - 1], report_beat_cb, t, BEAT_MS, t->err, sizeof t->err))
-        return -1;
+    int64_t last = t->flags_op > 0 ? t->flags_op : t->n_submitted > 0 ? t->bucket_op[t->n_submitted - 1] : 0;
+    if (last > 0 && reducer_wait(t->red, last, report_beat_cb, t, BEAT_MS, t->err, sizeof t->err)) return -1;
     if (t->hook_failed) return -1;
     if (t->n_submitted != t->nb) {
         snprintf(t->err, sizeof t->err, "the model rejected a batch at step %" PRId64 " (bad label or size)",

@@ -208,7 +208,7 @@ void report_coll(Trainer *t, const RedOp *op, int64_t step)
     snprintf(c->op, sizeof c->op, "%s", reducer_kind_name(op->kind));
     c->bucket = op->bucket;
     c->step = step;
-    c->bytes = (int64_t)(op->n * sizeof(float));
+    c->bytes = (int64_t)(op->n * comm_dtype_size(op->dtype)); /* bf16 buckets: 2 bytes an element */
     c->enq_ns = op->enq_ns;
     c->start_ns = op->start_ns;
     c->done_ns = op->done_ns;

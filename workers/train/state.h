@@ -37,6 +37,12 @@
  * ranks whose loss became NaN or infinite, FL_BAD_RANK sums their ranks
  * (exact in float below 2^24), so every rank can name the one. */
 enum { FL_CKPT_ID = 0, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_NAN, FL_INF, FL_BAD_RANK, FL_COUNT };
+/* --grad-dtype bf16: bf16 cannot carry the flags (counts, step ids, rank
+ * sums), so they leave the last bucket and travel in an FP32 all-reduce of
+ * their own, queued right after it with this tag (docs/TRAINING.md
+ * "Gradient dtype"). Bucket b uses tag b; trainer.c's one-off collectives
+ * use 0x70000001 and up. */
+#define TAG_STEP_FLAGS 0x70000010u
 
 struct Trainer {
     const TrainerArgs *a;
@@ -58,6 +64,8 @@ struct Trainer {
      * started on the Comm (CUDA: bucket indices, with their tickets) */
     int64_t bucket_op[BUCKET_MAX];
     int n_submitted;
+    int64_t flags_op;   /* --grad-dtype bf16: the step's flags all-reduce (CPU: op id), 0: none */
+    uint16_t *wire;     /* --grad-dtype bf16 on the CPU: the buckets' bf16 copies [n_params] */
     float bucket_scale; /* 1 / (micro-batches * world) */
     bool add_acc;       /* hook adds the accumulated micro-batch grads */
     float *acc;         /* [n_params], --grad-accum > 1 */
