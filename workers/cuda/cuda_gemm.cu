@@ -123,7 +123,8 @@ static cublasLtEpilogue_t lt_epilogue(GemmEpi e)
  * (p->usable says whether there is an algorithm) or -1 with err. */
 static int plan_make(GemmCtx *g, GemmPlan *p, char *err, size_t errlen)
 {
-    cublasComputeType_t ct = g->prec == PREC_TF32 && p->at == GT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t ct =
+        g->prec == PREC_TF32 && p->at == GT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     BLAS_OR(cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F), return -1);
     BLAS_OR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta, sizeof p->ta), return -1);
     BLAS_OR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &p->tb, sizeof p->tb), return -1);
@@ -160,12 +161,12 @@ static int plan_make(GemmCtx *g, GemmPlan *p, char *err, size_t errlen)
          * alignment is enough, the real one is set per call. */
         if (p->epi != GE_NONE) {
             void *stand_in = (void *)(uintptr_t)p->align_bias;
-            BLAS_OR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in,
-                                                   sizeof stand_in),
-                    goto out);
+            BLAS_OR(
+                cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof stand_in),
+                goto out);
         }
-        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
-                                                          &found);
+        cublasStatus_t s =
+            cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res, &found);
         /* NOT_SUPPORTED (or no result): this fusion is not available here. */
         p->usable = s == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS;
         if (p->usable) p->algo = res.algo;

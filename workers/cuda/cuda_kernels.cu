@@ -353,8 +353,7 @@ cudaError_t kern_sgd(cudaStream_t s, float *p, const float *g, float *buf, size_
     return cudaGetLastError();
 }
 
-static __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, const OptArgs *args,
-                               bf16_t *p16)
+static __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, const OptArgs *args, bf16_t *p16)
 {
     const AdamArgs a = args->adam;
     GRID_STRIDE(i, n)

@@ -77,10 +77,9 @@ static void release(CudaMlp *m)
     if (m->stream) cudaStreamSynchronize(m->stream);
     cm_drop_graphs(m);
     if (m->gemm_made) gemm_done(&m->gemm);
-    void *dev[] = { m->params, m->grads_alloc, m->buf1,     m->buf2,   m->dact,   m->dact2, m->bgrad,
-                    m->labels, m->idx,         m->row_loss, m->row_hit, m->loss,  m->eval,  m->ds_x,
-                    m->ds_y,   m->params16,    m->dact16,   m->dact16b, m->w16,   m->bgrad16, m->grads16,
-                    m->d_opt };
+    void *dev[] = { m->params, m->grads_alloc, m->buf1,    m->buf2,    m->dact,    m->dact2, m->bgrad, m->labels,
+                    m->idx,    m->row_loss,    m->row_hit, m->loss,    m->eval,    m->ds_x,  m->ds_y,  m->params16,
+                    m->dact16, m->dact16b,     m->w16,     m->bgrad16, m->grads16, m->d_opt };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i]) cudaFree(dev[i]);
     for (int i = 0; i <= MODEL_MAX_LINEAR; i++) {
@@ -478,7 +477,6 @@ extern "C" int cuda_mlp_write_pad(CudaMlp *m, const float *vals, int n, char *er
     return 0;
 }
 
-
 static int wait_event(cudaEvent_t ev, int64_t timeout_ms, const char *what, char *err, size_t errlen)
 {
     if (timeout_ms <= 0) {
@@ -593,4 +591,3 @@ extern "C" const char *cuda_mlp_version(void)
     }
     return v;
 }
-

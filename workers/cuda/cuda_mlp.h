@@ -93,8 +93,8 @@ typedef struct {
  * cuda_mlp_set_params. Returns 0 or -1 with err (no GPU: at once). */
 int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen);
 /* The same with options (NULL: cuda_mlp_new's: FP32, fused, no graph). */
-int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
-                      const CudaMlpOptions *opt, char *err, size_t errlen);
+int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, const CudaMlpOptions *opt,
+                      char *err, size_t errlen);
 /* What the model computes with, for the log: "bf16, cuBLASLt epilogues,
  * CUDA Graphs"; after a step, how many products took cuBLASLt's fused
  * path ("fused 6 of 8 products"). */

@@ -21,8 +21,8 @@ int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int ma
     return refuse(__LINE__, err, errlen);
 }
 
-int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
-                      const CudaMlpOptions *opt, char *err, size_t errlen)
+int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, const CudaMlpOptions *opt,
+                      char *err, size_t errlen)
 {
     (void)layout, (void)oc, (void)max_batch, (void)opt;
     *out = NULL;

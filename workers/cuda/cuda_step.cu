@@ -34,10 +34,10 @@ cudaError_t cm_logits_ce(CudaMlp *m, int rows, float scale, bool with_dz, int *h
 {
     const int L = m->n_linear, classes = m->dims[L];
     if (cm_bf16_on(m))
-        return kern_softmax_ce_bf16(m->stream, m->act16[L], m->labels, rows, classes, scale,
-                                    with_dz ? m->dact16 : NULL, m->row_loss, hit);
-    return kern_softmax_ce(m->stream, m->act[L], m->labels, rows, classes, scale, with_dz ? m->dact : NULL,
-                           m->row_loss, hit);
+        return kern_softmax_ce_bf16(m->stream, m->act16[L], m->labels, rows, classes, scale, with_dz ? m->dact16 : NULL,
+                                    m->row_loss, hit);
+    return kern_softmax_ce(m->stream, m->act[L], m->labels, rows, classes, scale, with_dz ? m->dact : NULL, m->row_loss,
+                           hit);
 }
 
 /* One call of cuBLASLt, or 1 (nothing queued) where the model runs
@@ -139,8 +139,8 @@ static int emit(CudaMlp *m, int t, CudaMlpGradHook hook, void *ctx, char *err, s
 /* Backward of layer l with dy its output's gradient (dact or dact16):
  * bias gradient, weight gradient, each followed by emit; gs scales them
  * (1 when the loss gradient carries the scale). */
-static int backward_layer(CudaMlp *m, int l, int B, const void *dy, float gs, int acc, CudaMlpGradHook hook,
-                          void *ctx, char *err, size_t errlen)
+static int backward_layer(CudaMlp *m, int l, int B, const void *dy, float gs, int acc, CudaMlpGradHook hook, void *ctx,
+                          char *err, size_t errlen)
 {
     const int in = m->dims[l], out = m->dims[l + 1];
     const ModelTensor *tw = &m->tensors[2 * l], *tb = &m->tensors[2 * l + 1];
@@ -289,8 +289,9 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
         m->fb_next = (m->fb_next + 1) % FB_GRAPHS;
         if (g->exec) cudaGraphExecDestroy(g->exec);
         memset(g, 0, sizeof *g);
-        if (capture(m, &g->exec, [&] { return queue_fb(m, B, grad_scale, acc, hook, hook_ctx, err, errlen); }, err,
-                    errlen) != 0)
+        if (capture(
+                m, &g->exec, [&] { return queue_fb(m, B, grad_scale, acc, hook, hook_ctx, err, errlen); }, err,
+                errlen) != 0)
             return -1;
         g->rows = B;
         g->accumulate = acc;
@@ -305,8 +306,8 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
     return 0;
 }
 
-extern "C" int cuda_mlp_set_bf16_grads(CudaMlp *m, const CudaMlpBf16Range *ranges, int count, float divisor,
-                                       char *err, size_t errlen)
+extern "C" int cuda_mlp_set_bf16_grads(CudaMlp *m, const CudaMlpBf16Range *ranges, int count, float divisor, char *err,
+                                       size_t errlen)
 {
     if (count < 0 || count > MAX_TENSORS || (count > 0 && !(divisor > 0.0f))) {
         CC_ERR("set_bf16_grads: %d ranges, divisor %g", count, (double)divisor);
@@ -399,7 +400,8 @@ extern "C" int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errl
     if (!m->opt.graph) {
         if (queue_opt(m, err, errlen) != 0) return -1;
     } else {
-        if (!m->opt_exec && capture(m, &m->opt_exec, [&] { return queue_opt(m, err, errlen); }, err, errlen) != 0)
+        if (!m->opt_exec && capture(
+                                m, &m->opt_exec, [&] { return queue_opt(m, err, errlen); }, err, errlen) != 0)
             return -1;
         CUDA_TRY(cudaGraphLaunch(m->opt_exec, m->stream));
     }
