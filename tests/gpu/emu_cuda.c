@@ -452,6 +452,12 @@ int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, i
     return 0;
 }
 
+int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err, size_t errlen)
+{
+    (void)layout, (void)batch, (void)reps, (void)ms, (void)tflops;
+    return EMU_ERR("gemm_floor: no GPU products to time in the stand-in");
+}
+
 const char *cuda_mlp_version(void) { return "cublas emulated"; }
 
 /* ---- the nccl entry: world size 1 -------------------------------------------- */

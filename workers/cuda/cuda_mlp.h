@@ -194,6 +194,15 @@ int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pa
 int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct, double *loss_sum,
                       char *err, size_t errlen);
 
+/* The floor of a step on this GPU (make bench-gpu): the products of one
+ * training step of `layout` at `batch` rows (forward, and in backward the
+ * weight gradients and every input gradient but the first layer's), in
+ * bf16 through cuBLASLt with FP32 accumulation, timed back to back over
+ * `reps` rounds after a warm-up, on the calling thread's device. *ms gets
+ * one step's products, *tflops the rate they ran at (FLOPs counted 2mnk).
+ * Returns 0 or -1 with err. */
+int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err, size_t errlen);
+
 /* "cublas 13.0.2" or NULL in a build without CUDA. Static storage. */
 const char *cuda_mlp_version(void);
 

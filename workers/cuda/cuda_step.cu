@@ -413,3 +413,77 @@ extern "C" int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errl
  * Returns 0 when it has completed, 1 on the timeout, -1 on a CUDA error.
  * Yields for the first 2 ms (a step usually ends by then and latency
  * matters), then sleeps a little. */
+
+/* ---- the floor (make bench-gpu) ------------------------------------------ */
+
+extern "C" int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err,
+                                   size_t errlen)
+{
+    const int L = layout->n_linear;
+    const int *d = layout->dims;
+    if (batch < 1 || reps < 1 || L < 1) {
+        CC_ERR("gemm_floor: batch %d, %d rounds", batch, reps);
+        return -1;
+    }
+    int widest = 0;
+    size_t widest_w = 0;
+    for (int i = 0; i <= L; i++) widest = d[i] > widest ? d[i] : widest;
+    for (int l = 0; l < L; l++) widest_w = (size_t)d[l] * d[l + 1] > widest_w ? (size_t)d[l] * d[l + 1] : widest_w;
+    /* Operands of the largest sizes, reused by every product (the values
+     * do not change the time: zeros would, through nothing). */
+    const size_t act = (size_t)batch * widest;
+    bf16_t *w = NULL, *x = NULL, *y = NULL, *dw = NULL;
+    cudaStream_t s = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    GemmCtx g;
+    memset(&g, 0, sizeof g);
+    int64_t bytes = 0;
+    int rc = -1;
+    double flops = 0;
+    float t = 0;
+    CUDA_GOTO(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_GOTO(cudaEventCreate(&e0));
+    CUDA_GOTO(cudaEventCreate(&e1));
+    CUDA_GOTO(cudaMalloc(&w, widest_w * sizeof(bf16_t)));
+    CUDA_GOTO(cudaMalloc(&dw, widest_w * sizeof(bf16_t)));
+    CUDA_GOTO(cudaMalloc(&x, act * sizeof(bf16_t)));
+    CUDA_GOTO(cudaMalloc(&y, act * sizeof(bf16_t)));
+    CUDA_GOTO(cudaMemset(w, 0x3c, widest_w * sizeof(bf16_t))); /* bf16 0x3c3c: about 0.0115 */
+    CUDA_GOTO(cudaMemset(x, 0x3c, act * sizeof(bf16_t)));
+    CUDA_GOTO(cudaMemset(y, 0x3c, act * sizeof(bf16_t)));
+    if (gemm_init(&g, s, PREC_BF16, &bytes, err, errlen) != 0) goto fail;
+    for (int round = -3; round < reps; round++) { /* three warm-up rounds */
+        if (round == 0) CUDA_GOTO(cudaEventRecord(e0, s));
+        for (int l = 0; l < L; l++) {
+            int in = d[l], out = d[l + 1];
+            GemmCall c[3] = {
+                call(CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, 1.0f, 0.0f, w, in, x, in, y, out, GT_BF16, GT_BF16),
+                call(CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, 1.0f, 0.0f, x, in, y, out, dw, in, GT_BF16, GT_BF16),
+                call(CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, 1.0f, 0.0f, w, in, y, out, x, in, GT_BF16, GT_BF16),
+            };
+            for (int k = 0; k < (l == 0 ? 2 : 3); k++) {
+                int r = gemm_fused(&g, &c[k], err, errlen);
+                if (r == 1) r = gemm_plain(&g, &c[k], err, errlen);
+                if (r != 0) goto fail;
+                if (round == 0) flops += 2.0 * c[k].m * (double)c[k].n * c[k].k;
+            }
+        }
+    }
+    CUDA_GOTO(cudaEventRecord(e1, s));
+    CUDA_GOTO(cudaEventSynchronize(e1));
+    CUDA_GOTO(cudaEventElapsedTime(&t, e0, e1));
+    *ms = (double)t / reps;
+    *tflops = *ms > 0 ? flops / (*ms * 1e-3) / 1e12 : 0;
+    rc = 0;
+fail:
+    if (s) cudaStreamSynchronize(s);
+    gemm_done(&g);
+    if (w) cudaFree(w);
+    if (dw) cudaFree(dw);
+    if (x) cudaFree(x);
+    if (y) cudaFree(y);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (s) cudaStreamDestroy(s);
+    return rc;
+}
