@@ -36,6 +36,15 @@ grep -q "rank 0 ready: cuda:0 .*, nccl, fp32, no fused epilogues, CUDA Graphs" "
 g=$(grep "^rank 0:" "$TMP/g.out" | sed 's/.*loss \([0-9.]*\).*/\1/') c=$(grep "^rank 0:" "$TMP/c.out" | sed 's/.*loss \([0-9.]*\).*/\1/')
 [ -n "$g" ] && [ "$g" = "$c" ] || die "--cuda-graph (emulated) loss $g, cpu loss $c"
 "$DDPTOP" export "$TMP/g.rec" --jsonl "$TMP/g.jsonl" || die "export"
+# device_checks.sh's step-by-step comparer: equal bits pass, another learning rate does not
+"$DDPTOP" run -n 1 --device cpu --headless --record "$TMP/c.rec" -- $TRAIN >/dev/null 2>&1 || die "cpu run failed"
+"$DDPTOP" run -n 1 --device cpu --headless --record "$TMP/l.rec" -- $TRAIN --lr 0.02 >/dev/null 2>&1 || die "cpu run failed"
+"$DDPTOP" export "$TMP/c.rec" --jsonl "$TMP/c.jsonl" && "$DDPTOP" export "$TMP/l.rec" --jsonl "$TMP/l.jsonl" || die "export"
+"$PY" tests/gpu/loss_compare.py "$TMP/c.jsonl" "$TMP/g.jsonl" 0 --steps 30 >"$TMP/cmp.out" \
+    || die "loss_compare.py: graph (emulated) against cpu: $(cat "$TMP/cmp.out")"
+grep -q "^30 steps, max relative difference 0 at step" "$TMP/cmp.out" || die "loss_compare.py said: $(cat "$TMP/cmp.out")"
+! "$PY" tests/gpu/loss_compare.py "$TMP/c.jsonl" "$TMP/l.jsonl" 1e-3 >"$TMP/cmp.out" \
+    || die "loss_compare.py passed another learning rate: $(cat "$TMP/cmp.out")"
 "$PY" - "$TMP/g.jsonl" <<'PYEOF' || die "coll messages of the graph run"
 import json, sys
 msgs = list(map(json.loads, open(sys.argv[1])))
