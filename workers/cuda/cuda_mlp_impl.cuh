@@ -32,7 +32,7 @@ struct Fired {
 /* One captured forward + backward. */
 struct FbGraph {
     cudaGraphExec_t exec;
-    int rows, accumulate;
+    int rows, accumulate, hooked;
     float scale;
     int n_fired;
     Fired fired[MAX_TENSORS];

@@ -281,7 +281,8 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
     }
     FbGraph *g = NULL;
     for (int i = 0; i < FB_GRAPHS && !g; i++)
-        if (m->fb[i].exec && m->fb[i].rows == B && m->fb[i].accumulate == acc && m->fb[i].scale == grad_scale)
+        if (m->fb[i].exec && m->fb[i].rows == B && m->fb[i].accumulate == acc && m->fb[i].scale == grad_scale &&
+            m->fb[i].hooked == (hook != NULL))
             g = &m->fb[i];
     if (!g) {
         /* A new shape (an epoch's last, shorter batch): replace the older. */
@@ -294,6 +295,7 @@ extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accum
                 errlen) != 0)
             return -1;
         g->rows = B;
+        g->hooked = hook != NULL; /* with a hook the graph holds the bf16 casts */
         g->accumulate = acc;
         g->scale = grad_scale;
         g->n_fired = m->n_fired;
