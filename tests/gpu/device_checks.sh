@@ -259,6 +259,12 @@ PYEOF
     if [ $? -eq 0 ]; then row "graph run $t: coll" "PASS: $(cat /tmp/dc-pc.txt)"; else row "graph run $t: coll" "FAIL: $(tail -1 /tmp/dc-pc.txt | cut -c1-100)"; fi
     grep -m1 -o 'ready: cuda:0 ([^)]*), nccl, [^;]*' "/tmp/dc-p-$t.txt" | sed 's/^/  /'
 done
+# how many products took cuBLASLt's fused path, per mode (the ranks' last line says)
+for t in cuda-fp32 cuda-tf32 cuda-bf16 cuda-bf16-graph; do
+    f=$(grep -m1 -o 'fused [0-9]* of [0-9]* products' "/tmp/dc-p-$t.txt")
+    case $f in "fused 0 of"*|"") row "  fused products, $t" "FAIL: ${f:-no count in the log}";;
+               *) row "  fused products, $t" "PASS: $f";; esac
+done
 workers_left && { row "processes (precision rows)" "FAIL: ddptop-worker left"; kill_ours; }
 
 # checkpoints cross devices: resume the other device's step-30 checkpoint and

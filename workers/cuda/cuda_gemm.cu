@@ -208,9 +208,12 @@ int gemm_fused(GemmCtx *g, const GemmCall *c, char *err, size_t errlen)
             return -1;
         }
         *p = key;
+        /* A descriptor or attribute this cuBLASLt refuses is one more
+         * "no algorithm": the call falls back, and the log's count of
+         * fused products shows it. */
         if (plan_make(g, p, err, errlen) != 0) {
-            plan_free(p);
-            return -1;
+            p->usable = 0;
+            if (errlen) err[0] = 0;
         }
         g->plans[g->n_plans++] = p;
     }
@@ -218,9 +221,17 @@ int gemm_fused(GemmCtx *g, const GemmCall *c, char *err, size_t errlen)
     if (c->epi != GE_NONE)
         BLAS_OR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof c->bias),
                 return -1);
-    BLAS_OR(cublasLtMatmul(g->lt, p->desc, &c->alpha, c->a, p->la, c->b, p->lb, &c->beta, c->d, p->ld, c->d, p->ld,
-                           &p->algo, g->ws_lt, g->ws_bytes, g->stream),
-            return -1);
+    cublasStatus_t st = cublasLtMatmul(g->lt, p->desc, &c->alpha, c->a, p->la, c->b, p->lb, &c->beta, c->d, p->ld, c->d,
+                                       p->ld, &p->algo, g->ws_lt, g->ws_bytes, g->stream);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused before queuing anything: the plain path */
+        p->usable = 0;
+        return 1;
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        CC_ERR("cublasLtMatmul (%dx%dx%d, epilogue %d): %s (%s)", c->m, c->n, c->k, (int)c->epi,
+               cublasGetStatusString(st), cublasGetStatusName(st));
+        return -1;
+    }
     g->lt_calls++;
     return 0;
 }

@@ -51,7 +51,7 @@ typedef struct {
     void *bias; /* GE_BIAS / GE_RELU_BIAS: read; GE_BGRADB: written */
 } GemmCall;
 
-enum { GEMM_PLANS = 32 };
+enum { GEMM_PLANS = 96 }; /* a model's shapes, with evaluation's shorter last batch */
 
 typedef struct GemmPlan GemmPlan;
 
