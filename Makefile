@@ -63,9 +63,9 @@ endif
 # make test-gpu and bench-gpu).
 CUDA_STUBS := workers/cuda/gpu_none.c workers/cuda/cuda_mlp_none.c workers/comm/comm_nccl_none.c
 ifneq ($(HAVE_NVCC),)
-CUDA_CU    := workers/cuda/gpu.cu workers/cuda/cuda_mlp.cu
+CUDA_CU    := workers/cuda/gpu.cu workers/cuda/cuda_mlp.cu workers/cuda/cuda_gemm.cu workers/cuda/cuda_kernels.cu workers/cuda/cuda_step.cu
 CUDA_DROP  := workers/cuda/gpu_none.c workers/cuda/cuda_mlp_none.c
-EXT_cuda   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas
+EXT_cuda   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt
 ifneq ($(HAVE_NCCL),)
 CUDA_CU    += workers/comm/comm_nccl.cu
 CUDA_DROP  += workers/comm/comm_nccl_none.c

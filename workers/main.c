@@ -204,7 +204,8 @@ int main(int argc, char **argv)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != asker) return 1;
         if (check_inputs(&a, err, sizeof err) ||
-            pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {
+            pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err) ||
+            trainer_args_check_device(&a, id.device, id.backend, err, sizeof err)) {
             fprintf(stderr, "ddptop-worker: %s\n", err);
             return 2;
         }
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
         printf("device %s backend %s gpus %d\n", id.device, id.backend, gpus);
         return 0;
     }
-    if (pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err)) {
+    if (pick_device(id.device, sizeof id.device, id.backend, sizeof id.backend, err, sizeof err) ||
+        trainer_args_check_device(&a, id.device, id.backend, err, sizeof err)) {
         fprintf(stderr, "ddptop-worker: %s\n", err);
         return 2;
     }

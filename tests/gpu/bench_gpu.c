@@ -6,12 +6,18 @@
  *
  *   bench_gpu [--model mlp:784,4096,4096,10] [--batch 512] [--steps 200]
  *             [--warmup 20] [--optimizer sgd|adamw] [--bucket-cap-mb 25]
+ *             [--precision fp32|tf32|bf16] [--fuse on|off] [--graph]
  *             [--no-comm] [--json]
+ *   bench_gpu --floor [--model ...] [--batch B] [--steps S] [--json]
  *
  * Prints one line (or one JSON object): steps/s and the mean step split
  * into compute (forward + backward + optimizer, CUDA events), exposed comm
  * (end of backward until the collectives were joined) and overhead (the
  * rest of the wall-clock step: launches, batch gather, the read-back).
+ * --precision, --fuse and --graph are the trainer's --precision,
+ * --gpu-fuse and --cuda-graph (CudaMlpOptions). --floor times the step's
+ * own products in bf16 through cuBLASLt, back to back (cuda_mlp_gemm_floor):
+ * the floor a bf16 step cannot beat on this GPU, and the rate reached.
  * Without a GPU: "SKIP: ..." and exit 0. Single-threaded.
  */
 #include <math.h>
@@ -81,7 +87,8 @@ static uint64_t next_u64(void)
 int main(int argc, char **argv)
 {
     const char *model = "mlp:784,4096,4096,10", *optimizer = "sgd";
-    int batch = 512, steps = 200, warmup = 20, json = 0, use_comm = 1;
+    int batch = 512, steps = 200, warmup = 20, json = 0, use_comm = 1, floor_only = 0;
+    CudaMlpOptions mo = { PREC_FP32, 1, 0 };
     double cap_mb = 25;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -89,6 +96,17 @@ int main(int argc, char **argv)
             json = 1;
         else if (!strcmp(a, "--no-comm"))
             use_comm = 0;
+        else if (!strcmp(a, "--graph"))
+            mo.graph = 1;
+        else if (!strcmp(a, "--floor"))
+            floor_only = 1;
+        else if (v && !strcmp(a, "--precision")) {
+            if (precision_parse(argv[++i], &mo.precision)) {
+                fprintf(stderr, "bench_gpu: --precision fp32, tf32 or bf16, not %s\n", argv[i]);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--fuse") && (!strcmp(v, "on") || !strcmp(v, "off")))
+            mo.fuse = !strcmp(argv[++i], "on");
         else if (v && !strcmp(a, "--model"))
             model = argv[++i];
         else if (v && !strcmp(a, "--optimizer"))
@@ -126,6 +144,25 @@ int main(int argc, char **argv)
         oc.momentum = 0.9;
     }
 
+    if (floor_only) {
+        Mlp fl;
+        double ms = 0, tf = 0;
+        if (mlp_init(&fl, dims, L, 1, err, sizeof err) ||
+            cuda_mlp_gemm_floor(&fl, batch, steps, &ms, &tf, err, sizeof err)) {
+            fprintf(stderr, "bench_gpu: floor: %s\n", err);
+            return 1;
+        }
+        mlp_done(&fl);
+        if (json)
+            printf("{\"who\": \"floor\", \"model\": \"%s\", \"batch\": %d, \"steps\": %d, \"floor_ms\": %.4f, "
+                   "\"bf16_tflops\": %.1f}\n",
+                   model, batch, steps, ms, tf);
+        else
+            printf("floor: %s batch %d: the step's products in bf16 take %.4f ms (%.1f TFLOP/s)\n", model, batch, ms,
+                   tf);
+        return 0;
+    }
+
     Mlp lay; /* host copy of the weights; batch 1 keeps it small */
     CudaMlp *g = NULL;
     Comm *c = NULL;
@@ -137,7 +174,8 @@ int main(int argc, char **argv)
     int status = 1;
     if (mlp_init(&lay, dims, L, 1, err, sizeof err)) goto fail;
     mlp_reset_params(&lay, 1);
-    if (cuda_mlp_new(&g, &lay, &oc, batch, err, sizeof err) || cuda_mlp_set_params(g, lay.params, err, sizeof err))
+    if (cuda_mlp_new_with(&g, &lay, &oc, batch, &mo, err, sizeof err) ||
+        cuda_mlp_set_params(g, lay.params, err, sizeof err))
         goto fail;
 
     /* Synthetic data, uploaded once: 8 batches' worth. */
@@ -219,21 +257,25 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "loss is %g", loss);
         goto fail;
     }
+    char who[64], how[160];
+    snprintf(who, sizeof who, "ddptop-%s%s%s", precision_name(mo.precision), mo.fuse ? "" : "-nofuse",
+             mo.graph ? "-graph" : "");
+    cuda_mlp_describe(g, how, sizeof how);
     if (json)
-        printf("{\"who\": \"ddptop\", \"model\": \"%s\", \"batch\": %d, \"steps\": %d, "
+        printf("{\"who\": \"%s\", \"how\": \"%s\", \"model\": \"%s\", \"batch\": %d, \"steps\": %d, "
                "\"optimizer\": \"%s\", \"comm\": \"%s\", \"buckets\": %d, "
                "\"dataset_on_gpu\": %s, \"steps_per_s\": %.3f, \"step_ms\": %.4f, "
                "\"compute_ms\": %.4f, \"exposed_comm_ms\": %.4f, \"overhead_ms\": %.4f, "
                "\"comm_ms\": %.4f, \"gpu_ms\": %.4f, \"final_loss\": %.6f, "
                "\"gpu_mem_used_gib\": %.2f}\n",
-               model, batch, steps, optimizer, c ? "nccl" : "none", bk.nb, up == 0 ? "true" : "false",
+               who, how, model, batch, steps, optimizer, c ? "nccl" : "none", bk.nb, up == 0 ? "true" : "false",
                steps / (wall / 1e3), step_ms, compute, exposed, overhead, sum_comm / steps, sum_gpu / steps, loss,
                used / 1073741824.0);
     else
-        printf("ddptop cuda_mlp%s: %s batch %d: %.1f steps/s (step %.3f ms: compute %.3f, "
+        printf("%s (%s)%s: %s batch %d: %.1f steps/s (step %.3f ms: compute %.3f, "
                "exposed comm %.3f, overhead %.3f; collectives %.3f ms in %d bucket(s)); "
                "loss %.4f\n",
-               c ? " + nccl" : "", model, batch, steps / (wall / 1e3), step_ms, compute, exposed, overhead,
+               who, how, c ? " + nccl" : "", model, batch, steps / (wall / 1e3), step_ms, compute, exposed, overhead,
                sum_comm / steps, bk.nb, loss);
     status = 0;
     if (c && comm_destroy(&c, err, sizeof err) != 0) {

@@ -13,8 +13,11 @@
 # BUILD/tests/gpu/*.o for that).
 #
 # Steps: the machine; the binaries start; make test-gpu (CUDA against the
-# CPU, NCCL world size 1, the refusals); make bench-gpu (against PyTorch
-# eager); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
+# CPU, NCCL world size 1, the refusals, the modes against each other); make
+# bench-gpu (fp32/tf32/bf16 against PyTorch eager, autocast and
+# torch.compile, and the floor, with issue 18's targets); issue 18's rows
+# (CUDA bf16 against the CPU bf16 reference, tf32, fused, graphs, bf16
+# gradients on NCCL); end to end through ddptop (NCCL world size 1, Gloo on CUDA with 2
 # and 4 ranks on the one GPU, NCCL with 2 ranks on one GPU refused with
 # the gloo hint, one rank per GPU without -n, GPU memory in step
 # messages, nothing left running; a torch DDP script through the adapter,
@@ -63,14 +66,16 @@ rebuild() {
         /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcudart.so.13 \
         /opt/torch/.venv/lib/python3*/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13)")
     rm -rf "$r" && mkdir -p "$r"
-    for f in gpu cuda_mlp comm_nccl; do
+    local objs=()
+    for f in cuda/gpu cuda/cuda_mlp cuda/cuda_step cuda/cuda_gemm cuda/cuda_kernels comm/comm_nccl; do
         echo "nvcc workers/$f.cu"
         "$nv" -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -Iworkers -Itransport -I"$inc_nccl" \
-            -c "workers/$f.cu" -o "$r/$f.o" || return 1
+            -c "workers/$f.cu" -o "$r/${f#*/}.o" || return 1
+        objs+=("$r/${f#*/}.o")
     done
-    cp "$B/libworkers.a" "$r/libworkers.a" && ar r "$r/libworkers.a" "$r/gpu.o" "$r/cuda_mlp.o" "$r/comm_nccl.o" || return 1
+    cp "$B/libworkers.a" "$r/libworkers.a" && ar r "$r/libworkers.a" "${objs[@]}" || return 1
     local libs=(.devlibs/*.so* -L"$lib_cuda" -Wl,-rpath,"$lib_cuda" -l:libcudart.so.13 -l:libcublas.so.13
-                "$lib_nccl" -lstdc++ -lpthread -lm -ldl -Wl,-rpath-link,.devlibs)
+                -l:libcublasLt.so.13 "$lib_nccl" -lstdc++ -lpthread -lm -ldl -Wl,-rpath-link,.devlibs)
     gcc -o "$B/tests/test_gpu" "$B/tests/gpu/test_gpu.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}" &&
     gcc -o "$B/tests/gpu/bench_gpu" "$B/tests/gpu/bench_gpu.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}" &&
     gcc -o "$B/ddptop-worker" "$B/workers/main.o" "$r/libworkers.a" "$B/libtransport.a" "${libs[@]}"
@@ -102,10 +107,15 @@ else
 fi
 for name in train_20_steps_sgd_momentum_matches_cpu train_20_steps_adamw_matches_cpu \
             nccl_world1_allreduce_broadcast_barrier_destroy nccl_two_ranks_one_gpu_refused \
-            gloo_cuda_4_ranks_one_gpu; do
+            gloo_cuda_4_ranks_one_gpu fp32_fused_matches_plain fp32_graph_equals_eager tf32_near_fp32 \
+            bf16_near_fp32 bf16_fused_near_plain bf16_graph_equals_eager bf16_grad_buckets_near_fp32 \
+            bf16_grad_buckets_round_trip; do
     v=$(grep -m1 -E "^(PASS|FAIL):.*:$name\$" /tmp/dc-test.txt | cut -d: -f1)
-    row "  $name" "${v:-not run}"
+    # the figure: the case's own "N steps: worst loss difference ..." line, when it has one
+    f=$(grep -B1 -E "^(PASS|FAIL):.*:$name\$" /tmp/dc-test.txt | grep -m1 'worst loss difference' | sed 's/^ *//')
+    row "  $name" "${v:-FAIL: not run}${f:+: $f}"
 done
+grep '^  ran: ' /tmp/dc-test.txt | sort | uniq -c | sed 's/^/  /'
 for name in train_20_steps_sgd_momentum_matches_cpu train_20_steps_adamw_matches_cpu; do
     w=$(grep -B1 -E "^(PASS|FAIL):.*:$name\$" /tmp/dc-test.txt | grep 'final weights' | sed 's/.*difference: //')
     [ -n "$w" ] && row "  ${name%%_matches_cpu} weights" "relative $w"
@@ -123,9 +133,14 @@ elif grep -q '^SKIP' /tmp/dc-bench.txt; then
 else
     while IFS= read -r l; do
         case $l in
-            "ddptop (cuda_mlp"*|"PyTorch eager"*) row "  $(echo "$l" | cut -c1-34 | sed 's/ *$//')" \
+            "ddptop fp32 / PyTorch DDP"*) row "bench-gpu" "$l";;
+            "ddptop "*|"PyTorch "*|"torch.compile "*) row "  $(echo "$l" | cut -c1-36 | sed 's/ *$//')" \
                 "$(echo "$l" | awk '{n=NF; printf "%s steps/s, step %s ms (compute %s, exposed comm %s, overhead %s)", $(n-4), $(n-3), $(n-2), $(n-1), $n}')";;
-            "ddptop / PyTorch DDP"*) row "bench-gpu" "$l";;
+            "floor "*) row "  floor (bf16 products, cuBLASLt)" "$(echo "$l" | cut -c38- | sed 's/^ *//')";;
+            "  "*"target met"*) row "  target:$(echo "$l" | sed 's/ *target met.*//')" "PASS: $(echo "$l" | sed 's/.*target met *//')";;
+            "  "*"target missed"*) row "  target:$(echo "$l" | sed 's/ *target missed.*//')" "FAIL: missed: $(echo "$l" | sed 's/.*target missed *//')";;
+            "  "*"not measured"*) row "  target:$(echo "$l" | sed 's/ *not measured.*//')" "SKIP: not measured";;
+            "skipped: "*) row "  bench-gpu $l" "SKIP";;
         esac
     done </tmp/dc-bench.txt
 fi
@@ -183,6 +198,76 @@ print(f"{len(coll)} bucket all-reduces in {len(set(c['bucket'] for c in coll))} 
 sys.exit(0 if coll and not bad else 1)
 PYEOF
 if [ $? -eq 0 ]; then row "e2e coll per bucket" "$(cat /tmp/dc-coll.txt)"; else row "e2e coll per bucket" "FAIL: $(tail -1 /tmp/dc-coll.txt | cut -c1-100)"; fi
+
+# ---- issue 18: precision, fused epilogues, CUDA Graphs, bf16 gradients ------
+# Each row runs two short trainings from the same seed and compares rank 0's
+# loss at each of 20 steps (tests/gpu/loss_compare.py: the largest relative
+# difference, against the stated tolerance; 0 = equal bits).
+say "precision, fusion, graphs"
+# --gpu-fuse on: the trainer's default stays off until these rows have passed on a GPU
+# (docs/DECISIONS.md); a later --gpu-fuse off in a row wins.
+p20="--dataset synthetic --model mlp:784,256,256,10 --batch-size 64 --steps 20 --no-final-ckpt --eval-every 0 --gpu-fuse on"
+prun() { # tag: ddptop run options -- trainer options (after $p20)
+    local tag=$1; shift
+    local opts=(); while [ "$1" != "--" ]; do opts+=("$1"); shift; done; shift
+    rm -f "/tmp/dc-p-$tag.rec" "/tmp/dc-p-$tag.jsonl"
+    timeout 120 "$B/ddptop" run --headless --timeout 60 --record "/tmp/dc-p-$tag.rec" "${opts[@]}" -- $p20 "$@" \
+        >"/tmp/dc-p-$tag.txt" 2>&1 || { echo "run $tag failed: $(tail -1 "/tmp/dc-p-$tag.txt")"; return 1; }
+    "$B/ddptop" export "/tmp/dc-p-$tag.rec" --jsonl "/tmp/dc-p-$tag.jsonl" >/dev/null 2>&1
+}
+# the row: both runs, then their losses within tol
+pcmp() { # name tol tagA tagB
+    local name=$1 tol=$2 a=$3 b=$4 why
+    for t in "$a" "$b"; do
+        [ -s "/tmp/dc-p-$t.jsonl" ] || { row "$name" "FAIL: run $t: $(tail -1 "/tmp/dc-p-$t.txt" 2>/dev/null | cut -c1-90)"; return; }
+    done
+    why=$(python3 tests/gpu/loss_compare.py "/tmp/dc-p-$a.jsonl" "/tmp/dc-p-$b.jsonl" "$tol" 2>&1)
+    if [ $? -eq 0 ]; then row "$name" "PASS: $why"; else row "$name" "FAIL: $why"; fi
+}
+G1=(-n 1 --device cuda --backend nccl)
+prun cpu-fp32  -n 1 --device cpu -- ;                           prun cpu-bf16  -n 1 --device cpu -- --precision bf16
+prun cuda-fp32 "${G1[@]}" -- ;                                  prun cuda-bf16 "${G1[@]}" -- --precision bf16
+prun cuda-tf32 "${G1[@]}" -- --precision tf32
+prun cuda-bf16-nofuse "${G1[@]}" -- --precision bf16 --gpu-fuse off
+prun gloo2-fused -n 2 --device cuda --backend gloo -- ;         prun gloo2-nofuse -n 2 --device cuda --backend gloo -- --gpu-fuse off
+prun cuda-fp32-graph "${G1[@]}" -- --cuda-graph;                prun cuda-bf16-graph "${G1[@]}" -- --precision bf16 --cuda-graph
+prun cpu-gbf16 -n 1 --device cpu -- --grad-dtype bf16;          prun cuda-gbf16 "${G1[@]}" -- --grad-dtype bf16
+prun cuda-all "${G1[@]}" -- --precision bf16 --grad-dtype bf16; prun cuda-all-graph "${G1[@]}" -- --precision bf16 --grad-dtype bf16 --cuda-graph
+pcmp "CUDA fp32 vs CPU fp32 (20 steps)" 1e-4 cpu-fp32 cuda-fp32
+pcmp "CUDA bf16 vs CPU bf16 reference" 1e-2 cpu-bf16 cuda-bf16
+# context for the row above: how far bf16 is from fp32 on the CPU itself
+why=$(python3 tests/gpu/loss_compare.py /tmp/dc-p-cpu-fp32.jsonl /tmp/dc-p-cpu-bf16.jsonl 1 2>&1) &&
+    row "  (CPU bf16 vs CPU fp32, for scale)" "PASS: $why" || row "  (CPU bf16 vs CPU fp32, for scale)" "FAIL: $why"
+pcmp "CUDA tf32 vs fp32" 1e-2 cuda-fp32 cuda-tf32
+pcmp "fused vs unfused, fp32 (gloo, 2 ranks)" 1e-4 gloo2-nofuse gloo2-fused
+pcmp "fused vs unfused, bf16" 1e-2 cuda-bf16-nofuse cuda-bf16
+pcmp "graph on vs off, fp32" 0 cuda-fp32 cuda-fp32-graph
+pcmp "graph on vs off, bf16" 0 cuda-bf16 cuda-bf16-graph
+pcmp "--grad-dtype bf16 on NCCL vs CPU (Gloo)" 1e-2 cpu-gbf16 cuda-gbf16
+pcmp "bf16 + grads bf16: graph on vs off" 0 cuda-all cuda-all-graph
+# what the graph runs say about themselves: their mode, and a CUDA-event time per bucket and step
+for t in cuda-fp32-graph cuda-all-graph; do
+    python3 - "/tmp/dc-p-$t.jsonl" >/tmp/dc-pc.txt 2>&1 <<'PYEOF'
+import json, sys
+ms = [json.loads(l) for l in open(sys.argv[1])]
+h = [m for m in ms if m.get("k") == "hello"][0]
+coll = [m for m in ms if m.get("k") == "coll" and m.get("bucket", -1) >= 0]
+nb = len({c["bucket"] for c in coll})
+bad = [c for c in coll if not (c["enq"] <= c["start"] < c["done"])]
+print(f"precision {h.get('precision')}, grads {h.get('grad_dtype')}: {len(coll)} bucket all-reduces over {nb} bucket(s),",
+      f"{len(bad)} without a positive CUDA-event time")
+sys.exit(0 if coll and len(coll) == 20 * nb and not bad else 1)
+PYEOF
+    if [ $? -eq 0 ]; then row "graph run $t: coll" "PASS: $(cat /tmp/dc-pc.txt)"; else row "graph run $t: coll" "FAIL: $(tail -1 /tmp/dc-pc.txt | cut -c1-100)"; fi
+    grep -m1 -o 'ready: cuda:0 ([^)]*), nccl, [^;]*' "/tmp/dc-p-$t.txt" | sed 's/^/  /'
+done
+# how many products took cuBLASLt's fused path, per mode (the ranks' last line says)
+for t in cuda-fp32 cuda-tf32 cuda-bf16 cuda-bf16-graph; do
+    f=$(grep -m1 -o 'fused [0-9]* of [0-9]* products' "/tmp/dc-p-$t.txt")
+    case $f in "fused 0 of"*|"") row "  fused products, $t" "FAIL: ${f:-no count in the log}";;
+               *) row "  fused products, $t" "PASS: $f";; esac
+done
+workers_left && { row "processes (precision rows)" "FAIL: ddptop-worker left"; kill_ours; }
 
 # checkpoints cross devices: resume the other device's step-30 checkpoint and
 # end at step 60 where the uninterrupted run did (float32 on both; the GPU's

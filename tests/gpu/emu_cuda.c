@@ -12,7 +12,12 @@
  * finish_step returning the loss, the pad and positive times, evaluation
  * leaving no batch loaded. NCCL: world size 1 only (sums and broadcasts
  * leave buffers as they are), and more ranks refused as ranks sharing the
- * one "GPU" are. Single-threaded per model.
+ * one "GPU" are. CudaMlpOptions: the precision is model.c's (its bf16 and
+ * TF32 math, the CPU reference), fusion is recorded and described; with graph, the hooks
+ * run after backward has finished, in the same order, as after a graph's
+ * replay; --grad-dtype bf16 ranges are cast (bf16.h) before their hook
+ * and back at the optimizer step, as cuda_step.cu does. Single-threaded
+ * per model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +28,7 @@
 #include "comm/comm_backend.h"
 #include "cuda/cuda_mlp.h"
 #include "cuda/gpu.h"
+#include "nn/bf16.h"
 
 static double now_ms(void)
 {
@@ -127,6 +133,12 @@ int gpu_stage_to_device(GpuStage *s, void *dst, size_t bytes, char *err, size_t 
 /* ---- cuda_mlp.h ------------------------------------------------------------- */
 
 struct CudaMlp {
+    CudaMlpOptions mode;
+    CudaMlpBf16Range ranges[2 * MODEL_MAX_LINEAR];
+    int n_ranges;
+    float divisor;
+    uint16_t *grads16;
+    int fired[2 * MODEL_MAX_LINEAR], n_fired; /* graph: hooks owed after "replay" */
     Mlp m;
     Optim o;
     OptimConfig oc;
@@ -149,11 +161,22 @@ struct CudaMlp {
 
 int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen)
 {
+    return cuda_mlp_new_with(out, layout, oc, max_batch, NULL, err, errlen);
+}
+
+int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, const CudaMlpOptions *opt,
+                      char *err, size_t errlen)
+{
     *out = NULL;
+    if (opt && opt->precision != PREC_FP32 && opt->precision != PREC_TF32 && opt->precision != PREC_BF16)
+        return EMU_ERR("cuda_mlp_new: unknown precision %d", (int)opt->precision);
     CudaMlp *g = calloc(1, sizeof *g);
     if (!g) return EMU_ERR("out of memory");
+    g->mode = opt ? *opt : (CudaMlpOptions){ PREC_FP32, 1, 0 };
     if (mlp_init(&g->m, layout->dims, layout->n_linear, max_batch, err, errlen) ||
-        optim_init(&g->o, oc, g->m.n_params, err, errlen)) {
+        optim_init(&g->o, oc, g->m.n_params, err, errlen) || mlp_set_precision(&g->m, g->mode.precision, err, errlen)) {
+        mlp_done(&g->m);
+        optim_done(&g->o);
         free(g);
         return -1;
     }
@@ -178,11 +201,37 @@ void cuda_mlp_free(CudaMlp **pm)
         free(g->y[s]);
     }
     free(g->acc);
+    free(g->grads16);
     free(g->ds_x);
     free(g->ds_y);
     free(g);
     *pm = NULL;
 }
+
+void cuda_mlp_describe(const CudaMlp *m, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s, %s%s (emulated: model.c's arithmetic)", precision_name(m->mode.precision),
+             m->mode.fuse ? "cuBLASLt epilogues" : "no fused epilogues", m->mode.graph ? ", CUDA Graphs" : "");
+}
+
+int cuda_mlp_set_bf16_grads(CudaMlp *m, const CudaMlpBf16Range *ranges, int count, float divisor, char *err,
+                            size_t errlen)
+{
+    if (count < 0 || count > 2 * MODEL_MAX_LINEAR || (count > 0 && !(divisor > 0.0f)))
+        return EMU_ERR("set_bf16_grads: %d ranges", count);
+    for (int i = 0; i < count; i++)
+        if (ranges[i].offset > m->m.n_params || ranges[i].n > m->m.n_params - ranges[i].offset ||
+            ranges[i].after_tensor < 0 || ranges[i].after_tensor >= m->m.n_tensors)
+            return EMU_ERR("set_bf16_grads: range %d outside the model", i);
+    if (count > 0 && !m->grads16 && !(m->grads16 = calloc(m->m.n_params + 1, sizeof(uint16_t))))
+        return EMU_ERR("out of memory");
+    memcpy(m->ranges, ranges, (size_t)count * sizeof *ranges);
+    m->n_ranges = count;
+    m->divisor = divisor;
+    return 0;
+}
+
+uint16_t *cuda_mlp_grads_bf16(const CudaMlp *m) { return m->grads16; }
 
 void *cuda_mlp_stream(const CudaMlp *m) { return (void *)&m->stream_token; }
 float *cuda_mlp_params(const CudaMlp *m) { return m->m.params; }
@@ -323,7 +372,18 @@ static void emu_hook(void *ctx, int tensor)
     float *g = m->m.grads + t->offset;
     const float *a = m->acc + t->offset;
     for (size_t i = 0; i < t->numel; i++) g[i] = m->accumulate ? a[i] + g[i] * m->scale : g[i] * m->scale;
-    if (m->hook) m->hook(m->hook_ctx, tensor, (void *)&m->stream_token);
+    if (!m->hook) return;
+    for (int r = 0; r < m->n_ranges; r++) {
+        const CudaMlpBf16Range *br = &m->ranges[r];
+        if (br->after_tensor != tensor) continue;
+        for (size_t i = 0; i < br->n; i++)
+            m->grads16[br->offset + i] =
+                bf16_from_f32(bf16_round(m->m.grads[br->offset + i]) / m->divisor); /* cast, then divide */
+    }
+    if (m->mode.graph)
+        m->fired[m->n_fired++] = tensor;
+    else
+        m->hook(m->hook_ctx, tensor, (void *)&m->stream_token);
 }
 
 int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook, void *hook_ctx,
@@ -337,8 +397,12 @@ int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, Cuda
     m->hook_ctx = hook_ctx;
     double f = 0, b = 0;
     int s = m->slot ^ 1; /* the slot load_batch filled last */
+    m->n_fired = 0;
+    mlp_params_changed(&m->m); /* set_params or the optimizer moved them */
     m->loss = mlp_forward_backward(&m->m, m->x[s], m->y[s], m->batch, emu_hook, m, &f, &b);
     if (isnan(m->loss)) return EMU_ERR("forward_backward: the model refused the batch");
+    /* a graph's replay: its hooks come once it is launched, in order */
+    for (int i = 0; i < m->n_fired; i++) hook(hook_ctx, m->fired[i], (void *)&m->stream_token);
     m->times.fwd_ms = f > 0 ? f : 1e-3;
     m->times.bwd_ms = b > 0 ? b : 1e-3;
     m->fb = true;
@@ -349,6 +413,9 @@ int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     double t0 = now_ms();
+    for (int r = 0; r < m->n_ranges; r++)
+        for (size_t i = 0; i < m->ranges[r].n; i++)
+            m->m.grads[m->ranges[r].offset + i] = bf16_to_f32(m->grads16[m->ranges[r].offset + i]);
     optim_step(&m->o, m->m.params, m->m.grads, lr);
     double dt = now_ms() - t0;
     m->times.opt_ms = dt > 0 ? dt : 1e-3;
@@ -386,6 +453,12 @@ int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, i
     *correct = mlp_evaluate(&m->m, x, y, (int)n, loss_sum);
     m->batch = 0;
     return 0;
+}
+
+int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err, size_t errlen)
+{
+    (void)layout, (void)batch, (void)reps, (void)ms, (void)tflops;
+    return EMU_ERR("gemm_floor: no GPU products to time in the stand-in");
 }
 
 const char *cuda_mlp_version(void) { return "cublas emulated"; }

@@ -103,11 +103,39 @@ static void test_refusals(void)
     TEST_END();
 }
 
+/* --gpu-fuse and --cuda-graph, and the refusals that need the resolved
+ * device and backend (trainer_args_check_device). */
+static void test_gpu_modes(void)
+{
+    TEST_BEGIN("gpu_modes");
+    TrainerArgs a;
+    char err[256];
+    CHECK(parse(&a, "", err, sizeof err) == 0 && !a.gpu_fuse && !a.cuda_graph, "defaults: not fused, no graph");
+    CHECK(trainer_args_check_device(&a, "cpu", "gloo", err, sizeof err) == 0, "defaults refused on cpu: %s", err);
+    CHECK(parse(&a, "--gpu-fuse on --gpu-fuse off --cuda-graph", err, sizeof err) == 0 && !a.gpu_fuse && a.cuda_graph, "%s", err);
+    CHECK(trainer_args_check_device(&a, "cuda", "nccl", err, sizeof err) == 0, "cuda + nccl refused: %s", err);
+    CHECK(trainer_args_check_device(&a, "cpu", "gloo", err, sizeof err) == -1 &&
+              strstr(err, "--cuda-graph needs --device cuda"),
+          "%s", err);
+    CHECK(trainer_args_check_device(&a, "cuda", "gloo", err, sizeof err) == -1 &&
+              strstr(err, "--cuda-graph needs --backend nccl"),
+          "%s", err);
+    CHECK(parse(&a, "--cuda-graph --grad-accum 2", err, sizeof err) == 0 &&
+              trainer_args_check_device(&a, "cuda", "nccl", err, sizeof err) == -1 &&
+              strstr(err, "--grad-accum 1 only (got 2)"),
+          "%s", err);
+    CHECK(parse(&a, "--gpu-fuse yes", err, sizeof err) == -1 &&
+              !strcmp(err, "--gpu-fuse: expected on or off, got \"yes\""),
+          "%s", err);
+    TEST_END();
+}
+
 int main(void)
 {
     test_usage_options_known();
     test_values_land();
     test_optimizer_any_order();
     test_refusals();
+    test_gpu_modes();
     CHECK_EXIT();
 }

@@ -1,31 +1,37 @@
 /* cuda_mlp.cu — the MLP of model.h on a CUDA GPU. See cuda_mlp.h.
  *
- * Owns: device buffers in model.h's layout, the compute stream, a cuBLAS
- * handle in full float32 (CUBLAS_DEFAULT_MATH: no TF32, because the CPU
- * path is the oracle at 1e-4), the kernels below, pinned staging, the
- * step's CUDA events. One thread at a time; every entry point makes the
+ * Owns: device buffers in model.h's layout, the compute stream, the
+ * matrix products (cuda_gemm.cuh: cuBLAS and cuBLASLt, by precision),
+ * the bf16 copies of --precision bf16, pinned staging, the step's CUDA
+ * events and, with --cuda-graph, the step's CUDA Graphs. The step itself
+ * (forward, backward, optimizer, graphs) is cuda_step.cu, the kernels
+ * cuda_kernels.cu. One thread at a time; every entry point makes the
  * model's device current first.
  *
  * Products through cuBLAS, which is column-major: a row-major [r, c]
  * matrix with leading dimension c is, to cuBLAS, its transpose [c, r]. So
  * with X [B, in], W [out, in], dY [B, out] all row-major:
- *   Y  = X W^T   is  Y^T  = op(W)^T X^T  -> sgemm(T, N, out, B, in, W, X)
- *   dW = dY^T X  is  dW^T = X^T dY       -> sgemm(N, T, in, out, B, X, dY)
- *   dX = dY W    is  dX^T = W^T dY^T     -> sgemm(N, N, in, B, out, W, dY)
- * (each matrix passed with its row length as leading dimension).
+ *   Y  = X W^T   is  Y^T  = op(W)^T X^T  -> gemm(T, N, out, B, in, W, X)
+ *   dW = dY^T X  is  dW^T = X^T dY       -> gemm(N, T, in, out, B, X, dY)
+ *   dX = dY W    is  dX^T = W^T dY^T     -> gemm(N, N, in, B, out, W, dY)
+ * (each matrix passed with its row length as leading dimension). Fused:
+ * Y's bias (+ ReLU) is the first product's epilogue (bias = rows of Y^T),
+ * the bias gradient the second's (BGRADB: the sum of dY over the batch,
+ * the columns of dW^T).
  *
- * Arithmetic follows model.c and optim.c: the bias is added after the
- * product, softmax and the loss in double per row, bias gradients summed
- * in float; the optimizer kernels round exactly where optim.c's fused
- * variant does (fmaf where it uses MADD, __f*_rn elsewhere so nvcc cannot
- * contract), so given the same gradients the update matches optim.c with
- * fused multiply-adds bit for bit. Products and reductions sum in another
- * order than OpenBLAS: results agree to rounding, not bits.
+ * FP32 arithmetic follows model.c and optim.c (cuda_kernels.cu); products
+ * and reductions sum in another order than OpenBLAS: results agree to
+ * rounding, not bits. bf16 follows docs/TRAINING.md "Precision".
+ *
+ * CUDA Graphs: forward + backward (from the input batch, which the host
+ * gathers or uploads before the replay, to the last gradient) is one
+ * graph per (batch rows, gradient scale, accumulate); the optimizer
+ * (bf16 gradients back to FP32, the update) another, its per-step scalars
+ * copied into device memory before each replay. Events the host or the
+ * collectives read are recorded as external event nodes, so they are
+ * recorded at each replay (timings, "gradient ready").
  */
-#include "cuda/cuda_mlp.h"
-
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
+#include "cuda/cuda_mlp_impl.cuh"
 
 #include <errno.h>
 #include <math.h>
@@ -38,289 +44,9 @@
 #include "cuda/cuda_check.cuh"
 #include "base/clock.h"
 
-#define CUBLAS_TRY(call)                                                                           \
-    do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            char nb_[64];                                                                          \
-            CC_ERR("%s: %s (%s)", cc_call_name(#call, nb_, sizeof nb_), cublasGetStatusString(s_), \
-                   cublasGetStatusName(s_));                                                       \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
+#define KERN_TRY(call) CUDA_TRY(call)
 
-enum { THREADS = 256, CE_THREADS = 128 };
-
-struct StepOut {
-    double loss;
-    float pad[MODEL_GRAD_PAD];
-};
-
-struct EvalOut {
-    double loss_sum;
-    unsigned long long hits;
-};
-
-struct CudaMlp {
-    int device;
-    int n_linear, n_tensors, widest, max_batch;
-    int dims[MODEL_MAX_LINEAR + 1];
-    ModelTensor tensors[2 * MODEL_MAX_LINEAR];
-    size_t n_params;
-    OptimConfig oc;
-    int64_t t;     /* optimizer steps taken */
-    bool has_buf;  /* SGD momentum buffer initialised */
-    int64_t bytes; /* device memory held */
-
-    cudaStream_t stream;
-    cublasHandle_t blas;
-
-    float *params, *grads_alloc, *grads, *buf1, *buf2;
-    float *act[MODEL_MAX_LINEAR + 1]; /* act[0] = input batch */
-    float *dact, *dact2;
-    int32_t *labels;
-    int64_t *idx;
-    double *row_loss;
-    int *row_hit;
-    double *loss; /* the last forward's mean loss */
-    EvalOut *eval;
-
-    float *ds_x; /* uploaded dataset, or NULL */
-    int32_t *ds_y;
-    int64_t ds_n;
-
-    /* Pinned staging, two slots: one is filled while the other uploads. */
-    float *h_x[2];
-    int32_t *h_y[2];
-    int64_t *h_idx[2];
-    cudaEvent_t slot_free[2];
-    int slot;
-    StepOut *h_out;
-    EvalOut *h_eval;
-
-    int batch;                  /* rows of the loaded batch; 0: none */
-    bool fb_queued, opt_queued; /* since the last finish_step */
-    bool done_queued;           /* finish_step's read-back is queued, not yet seen */
-    int done_pad;               /* pad floats in that read-back */
-    cudaEvent_t ev_start, ev_fwd, ev_bwd, ev_join, ev_opt, ev_done;
-    cudaEvent_t grad_ready[2 * MODEL_MAX_LINEAR];
-};
-
-/* ---- kernels ------------------------------------------------------------ */
-
-static unsigned grid_for(size_t n)
-{
-    size_t g = (n + THREADS - 1) / THREADS;
-    /* Grid-stride loops beyond this: enough blocks to fill any GPU. */
-    return (unsigned)(g < 1 ? 1 : g > 65535 ? 65535 : g);
-}
-
-/* y[r, j] += b[j], then ReLU (y > 0 ? y : 0, as model.c) unless last. */
-static __global__ void k_bias_act(float *y, const float *b, int cols, size_t n, int relu)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float v = __fadd_rn(y[i], b[i % (size_t)cols]);
-        y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
-    }
-}
-
-/* Through the ReLU that produced a: its output is positive exactly where
- * its input was. */
-static __global__ void k_relu_back(float *dx, const float *a, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        if (!(a[i] > 0.0f)) dx[i] = 0.0f;
-}
-
-static __device__ float block_max(float v, float *sh)
-{
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) sh[w] = v;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int i = 1; i < (int)blockDim.x / 32; i++) sh[0] = fmaxf(sh[0], sh[i]);
-    }
-    __syncthreads();
-    v = sh[0];
-    __syncthreads();
-    return v;
-}
-
-static __device__ double block_sum(double v, double *sh)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) sh[w] = v;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0.0;
-        for (int i = 0; i < (int)blockDim.x / 32; i++) s += sh[i];
-        sh[0] = s;
-    }
-    __syncthreads();
-    v = sh[0];
-    __syncthreads();
-    return v;
-}
-
-/* One block per row of logits z [rows, k]: cross-entropy by log-sum-exp
- * around the max, in double as model.c's row_ce. With dz: softmax -
- * onehot, times scale (1/batch), in dz. With hit: 1 where the first
- * maximum is the label (torch.argmax), for evaluation. */
-static __global__ void k_softmax_ce(const float *z, const int32_t *y, int k, float scale, float *dz, double *row_loss,
-                                    int *hit)
-{
-    __shared__ float shf[CE_THREADS / 32];
-    __shared__ double shd[CE_THREADS / 32];
-    __shared__ int shi[CE_THREADS / 32];
-    const int r = blockIdx.x;
-    const float *zr = z + (size_t)r * k;
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < k; j += blockDim.x) mx = fmaxf(mx, zr[j]);
-    mx = block_max(mx, shf);
-    double s = 0.0;
-    for (int j = threadIdx.x; j < k; j += blockDim.x) s += exp((double)zr[j] - (double)mx);
-    s = block_sum(s, shd);
-    const int label = y[r];
-    if (dz) {
-        float *dr = dz + (size_t)r * k;
-        for (int j = threadIdx.x; j < k; j += blockDim.x)
-            dr[j] = __fmul_rn((float)(exp((double)zr[j] - (double)mx) / s), scale);
-        __syncthreads();
-        if (threadIdx.x == 0) dr[label] = __fsub_rn(dr[label], scale);
-    }
-    if (hit) {
-        /* The lowest index holding the maximum (mx itself). */
-        int first = k;
-        for (int j = threadIdx.x; j < k; j += blockDim.x)
-            if (zr[j] == mx && j < first) first = j;
-        for (int o = 16; o > 0; o >>= 1) first = min(first, __shfl_xor_sync(0xffffffffu, first, o));
-        if (threadIdx.x % 32 == 0) shi[threadIdx.x / 32] = first;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            for (int i = 1; i < (int)blockDim.x / 32; i++) first = min(first, shi[i]);
-            hit[r] = first == label;
-        }
-    }
-    if (threadIdx.x == 0) row_loss[r] = log(s) + (double)mx - (double)zr[label];
-}
-
-/* Sum of the rows' losses (and hits), one block, in a fixed order so a
- * step's loss does not depend on scheduling. mean: loss = sum / n;
- * otherwise add the sum (and the hits) to the eval totals. */
-static __global__ void k_sum_rows(const double *row_loss, const int *hit, int n, double *mean_out, EvalOut *eval)
-{
-    __shared__ double shd[THREADS / 32];
-    __shared__ int shi[THREADS / 32];
-    double s = 0.0;
-    int h = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        s += row_loss[i];
-        if (hit) h += hit[i];
-    }
-    s = block_sum(s, shd);
-    for (int o = 16; o > 0; o >>= 1) h += __shfl_xor_sync(0xffffffffu, h, o);
-    if (threadIdx.x % 32 == 0) shi[threadIdx.x / 32] = h;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int i = 1; i < (int)blockDim.x / 32; i++) h += shi[i];
-        if (mean_out) *mean_out = s / n;
-        if (eval) {
-            eval->loss_sum += s;
-            eval->hits += (unsigned long long)h;
-        }
-    }
-}
-
-/* db[j] = scale * sum_r dY[r, j] (or += with accumulate). A block takes 32
- * columns; its 8 rows of threads stride down the batch, reading whole
- * 128-byte row segments. */
-static __global__ void k_bias_grad(float *db, const float *dy, int rows, int cols, float scale, int accumulate)
-{
-    __shared__ float sh[8][33];
-    const int col = blockIdx.x * 32 + threadIdx.x;
-    float s = 0.0f;
-    if (col < cols)
-        for (int r = threadIdx.y; r < rows; r += 8) s += dy[(size_t)r * cols + col];
-    sh[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && col < cols) {
-        float t = sh[0][threadIdx.x];
-        for (int i = 1; i < 8; i++) t = __fadd_rn(t, sh[i][threadIdx.x]);
-        float v = __fmul_rn(t, scale);
-        db[col] = accumulate ? __fadd_rn(db[col], v) : v;
-    }
-}
-
-struct PadVals {
-    float v[MODEL_GRAD_PAD];
-};
-
-static __global__ void k_set(float *dst, PadVals vals, int n)
-{
-    if ((int)threadIdx.x < n) dst[threadIdx.x] = vals.v[threadIdx.x];
-}
-
-static __global__ void k_gather(float *x, int32_t *y, const float *ds_x, const int32_t *ds_y, const int64_t *idx,
-                                int batch, int dim)
-{
-    size_t n = (size_t)batch * dim;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
-        size_t r = e / dim, j = e % dim;
-        int64_t k = idx[r];
-        x[e] = ds_x[(size_t)k * dim + j];
-        if (j == 0) y[r] = ds_y[k];
-    }
-}
-
-/* optim.c's rules, its fused variant's rounding (see the file comment). */
-struct SgdArgs {
-    float wd, mom, keep, neg_lr;
-    int decay, momentum, first, nesterov;
-};
-
-static __global__ void k_sgd(float *p, const float *g, float *buf, size_t n, SgdArgs a)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float pi = p[i], gi = g[i];
-        float d = a.decay ? fmaf(pi, a.wd, gi) : gi; /* g.add(p, alpha=wd) */
-        if (!a.momentum) {
-            p[i] = fmaf(d, a.neg_lr, pi); /* p.add_(d, alpha=-lr) */
-        } else if (a.first) {             /* buf = clone(d) */
-            buf[i] = d;
-            float u = a.nesterov ? fmaf(d, a.mom, d) : d;
-            p[i] = fmaf(u, a.neg_lr, pi);
-        } else {
-            float b = fmaf(d, a.keep, __fmul_rn(buf[i], a.mom));
-            buf[i] = b;
-            float u = a.nesterov ? fmaf(b, a.mom, d) : b;
-            p[i] = fmaf(u, a.neg_lr, pi);
-        }
-    }
-}
-
-struct AdamArgs {
-    float decay, b1, w1, b2, w2, neg_step_size, bc2_sqrt, eps;
-};
-
-static __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, AdamArgs a)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float gi = g[i];
-        float pi = __fmul_rn(p[i], a.decay); /* mul_(1 - lr*wd) */
-        float mi = fmaf(gi, a.w1, __fmul_rn(m[i], a.b1));
-        float vi = fmaf(__fmul_rn(a.w2, gi), gi, __fmul_rn(v[i], a.b2));
-        m[i] = mi;
-        v[i] = vi;
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), a.bc2_sqrt), a.eps);
-        p[i] = __fadd_rn(pi, __fdiv_rn(__fmul_rn(a.neg_step_size, mi), denom));
-    }
-}
-
-/* ---- host side ---------------------------------------------------------- */
-
-static int dev_alloc(CudaMlp *m, void **p, size_t bytes, char *err, size_t errlen)
+int cm_dev_alloc(CudaMlp *m, void **p, size_t bytes, char *err, size_t errlen)
 {
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
@@ -349,13 +75,17 @@ static void release(CudaMlp *m)
 {
     cudaSetDevice(m->device);
     if (m->stream) cudaStreamSynchronize(m->stream);
-    if (m->blas) cublasDestroy(m->blas);
-    void *dev[] = { m->params, m->grads_alloc, m->buf1,    m->buf2, m->dact, m->dact2, m->labels,
-                    m->idx,    m->row_loss,    m->row_hit, m->loss, m->eval, m->ds_x,  m->ds_y };
+    cm_drop_graphs(m);
+    if (m->gemm_made) gemm_done(&m->gemm);
+    void *dev[] = { m->params, m->grads_alloc, m->buf1,    m->buf2,    m->dact,    m->dact2, m->bgrad, m->labels,
+                    m->idx,    m->row_loss,    m->row_hit, m->loss,    m->eval,    m->ds_x,  m->ds_y,  m->params16,
+                    m->dact16, m->dact16b,     m->w16,     m->bgrad16, m->grads16, m->d_opt };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i]) cudaFree(dev[i]);
-    for (int i = 0; i <= MODEL_MAX_LINEAR; i++)
+    for (int i = 0; i <= MODEL_MAX_LINEAR; i++) {
         if (m->act[i]) cudaFree(m->act[i]);
+        if (m->act16[i]) cudaFree(m->act16[i]);
+    }
     for (int s = 0; s < 2; s++) {
         if (m->h_x[s]) cudaFreeHost(m->h_x[s]);
         if (m->h_y[s]) cudaFreeHost(m->h_y[s]);
@@ -364,11 +94,14 @@ static void release(CudaMlp *m)
     }
     if (m->h_out) cudaFreeHost(m->h_out);
     if (m->h_eval) cudaFreeHost(m->h_eval);
-    cudaEvent_t evs[] = { m->ev_start, m->ev_fwd, m->ev_bwd, m->ev_join, m->ev_opt, m->ev_done };
+    if (m->h_opt) cudaFreeHost(m->h_opt);
+    cudaEvent_t evs[] = { m->ev_start, m->ev_fwd, m->ev_bwd, m->ev_join, m->ev_opt, m->ev_done, m->opt_in_free };
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i]) cudaEventDestroy(evs[i]);
-    for (int i = 0; i < 2 * MODEL_MAX_LINEAR; i++)
+    for (int i = 0; i < MAX_TENSORS; i++) {
         if (m->grad_ready[i]) cudaEventDestroy(m->grad_ready[i]);
+        if (m->range_ready[i]) cudaEventDestroy(m->range_ready[i]);
+    }
     if (m->stream) cudaStreamDestroy(m->stream);
     free(m);
 }
@@ -378,15 +111,15 @@ static int make(CudaMlp *m, char *err, size_t errlen)
     const int L = m->n_linear;
     const size_t B = (size_t)m->max_batch;
     CUDA_TRY(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
-    CUBLAS_TRY(cublasCreate(&m->blas));
-    CUBLAS_TRY(cublasSetStream(m->blas, m->stream));
-    /* Full float32 products: TF32 would cost the 1e-4 agreement with the
-     * CPU (torch's default, allow_tf32 = False, is the same). */
-    CUBLAS_TRY(cublasSetMathMode(m->blas, CUBLAS_DEFAULT_MATH));
+    if (gemm_init(&m->gemm, m->stream, m->opt.precision, &m->bytes, err, errlen) != 0) {
+        m->gemm_made = true;
+        return -1;
+    }
+    m->gemm_made = true;
 
-    const size_t n = m->n_params, f = sizeof(float);
-    if (dev_alloc(m, (void **)&m->params, n * f, err, errlen) ||
-        dev_alloc(m, (void **)&m->grads_alloc, (n + MODEL_GRAD_PAD) * f, err, errlen))
+    const size_t n = m->n_params, f = sizeof(float), h = sizeof(bf16_t);
+    if (cm_dev_alloc(m, (void **)&m->params, n * f, err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->grads_alloc, (n + MODEL_GRAD_PAD) * f, err, errlen))
         return -1;
     m->grads = m->grads_alloc + MODEL_GRAD_PAD;
     CUDA_TRY(cudaMemset(m->params, 0, n * f));
@@ -394,25 +127,39 @@ static int make(CudaMlp *m, char *err, size_t errlen)
     bool need1 = m->oc.kind == OPTIM_ADAMW || m->oc.momentum != 0.0;
     bool need2 = m->oc.kind == OPTIM_ADAMW;
     if (need1) {
-        if (dev_alloc(m, (void **)&m->buf1, n * f, err, errlen)) return -1;
+        if (cm_dev_alloc(m, (void **)&m->buf1, n * f, err, errlen)) return -1;
         CUDA_TRY(cudaMemset(m->buf1, 0, n * f));
     }
     if (need2) {
-        if (dev_alloc(m, (void **)&m->buf2, n * f, err, errlen)) return -1;
+        if (cm_dev_alloc(m, (void **)&m->buf2, n * f, err, errlen)) return -1;
         CUDA_TRY(cudaMemset(m->buf2, 0, n * f));
     }
     for (int i = 0; i <= L; i++)
-        if (dev_alloc(m, (void **)&m->act[i], B * (size_t)m->dims[i] * f, err, errlen)) return -1;
-    if (dev_alloc(m, (void **)&m->dact, B * (size_t)m->widest * f, err, errlen) ||
-        dev_alloc(m, (void **)&m->dact2, B * (size_t)m->widest * f, err, errlen) ||
-        dev_alloc(m, (void **)&m->labels, B * sizeof(int32_t), err, errlen) ||
-        dev_alloc(m, (void **)&m->idx, B * sizeof(int64_t), err, errlen) ||
-        dev_alloc(m, (void **)&m->row_loss, B * sizeof(double), err, errlen) ||
-        dev_alloc(m, (void **)&m->row_hit, B * sizeof(int), err, errlen) ||
-        dev_alloc(m, (void **)&m->loss, sizeof(double), err, errlen) ||
-        dev_alloc(m, (void **)&m->eval, sizeof(EvalOut), err, errlen))
+        if (cm_dev_alloc(m, (void **)&m->act[i], B * (size_t)m->dims[i] * f, err, errlen)) return -1;
+    if (cm_dev_alloc(m, (void **)&m->dact, B * (size_t)m->widest * f, err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->dact2, B * (size_t)m->widest * f, err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->bgrad, (size_t)m->widest * f, err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->labels, B * sizeof(int32_t), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->idx, B * sizeof(int64_t), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->row_loss, B * sizeof(double), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->row_hit, B * sizeof(int), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->loss, sizeof(double), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->eval, sizeof(EvalOut), err, errlen) ||
+        cm_dev_alloc(m, (void **)&m->d_opt, sizeof(OptArgs), err, errlen))
         return -1;
+    if (cm_bf16_on(m)) {
+        if (cm_dev_alloc(m, (void **)&m->params16, n * h, err, errlen) ||
+            cm_dev_alloc(m, (void **)&m->dact16, B * (size_t)m->widest * h, err, errlen) ||
+            cm_dev_alloc(m, (void **)&m->dact16b, B * (size_t)m->widest * h, err, errlen) ||
+            cm_dev_alloc(m, (void **)&m->w16, m->widest_w * h, err, errlen) ||
+            cm_dev_alloc(m, (void **)&m->bgrad16, (size_t)m->widest * h, err, errlen))
+            return -1;
+        for (int i = 0; i <= L; i++)
+            if (cm_dev_alloc(m, (void **)&m->act16[i], B * (size_t)m->dims[i] * h, err, errlen)) return -1;
+        CUDA_TRY(cudaMemset(m->params16, 0, n * h));
+    }
     CUDA_TRY(cudaMemset(m->loss, 0, sizeof(double)));
+    CUDA_TRY(cudaMemset(m->d_opt, 0, sizeof(OptArgs)));
     for (int s = 0; s < 2; s++) {
         if (host_alloc((void **)&m->h_x[s], B * (size_t)m->dims[0] * f, err, errlen) ||
             host_alloc((void **)&m->h_y[s], B * sizeof(int32_t), err, errlen) ||
@@ -421,17 +168,21 @@ static int make(CudaMlp *m, char *err, size_t errlen)
         CUDA_TRY(cudaEventCreateWithFlags(&m->slot_free[s], cudaEventDisableTiming));
     }
     if (host_alloc((void **)&m->h_out, sizeof(StepOut), err, errlen) ||
-        host_alloc((void **)&m->h_eval, sizeof(EvalOut), err, errlen))
+        host_alloc((void **)&m->h_eval, sizeof(EvalOut), err, errlen) ||
+        host_alloc((void **)&m->h_opt, sizeof(OptArgs), err, errlen))
         return -1;
+    CUDA_TRY(cudaEventCreateWithFlags(&m->opt_in_free, cudaEventDisableTiming));
     cudaEvent_t *timed[] = { &m->ev_start, &m->ev_fwd, &m->ev_bwd, &m->ev_join, &m->ev_opt, &m->ev_done };
     for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) CUDA_TRY(cudaEventCreate(timed[i]));
-    for (int i = 0; i < m->n_tensors; i++)
+    for (int i = 0; i < m->n_tensors; i++) {
         CUDA_TRY(cudaEventCreateWithFlags(&m->grad_ready[i], cudaEventDisableTiming));
+        CUDA_TRY(cudaEventCreateWithFlags(&m->range_ready[i], cudaEventDisableTiming));
+    }
     return 0;
 }
 
-extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err,
-                            size_t errlen)
+extern "C" int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch,
+                                 const CudaMlpOptions *opt, char *err, size_t errlen)
 {
     *out = NULL;
     if (!layout || layout->n_linear < 1 || layout->n_linear > MODEL_MAX_LINEAR ||
@@ -445,6 +196,12 @@ extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig 
     }
     if (!oc || (oc->kind != OPTIM_SGD && oc->kind != OPTIM_ADAMW)) {
         CC_ERR("cuda_mlp_new: unknown optimizer");
+        return -1;
+    }
+    CudaMlpOptions o = { PREC_FP32, 1, 0 };
+    if (opt) o = *opt;
+    if (o.precision != PREC_FP32 && o.precision != PREC_TF32 && o.precision != PREC_BF16) {
+        CC_ERR("cuda_mlp_new: unknown precision %d", (int)o.precision);
         return -1;
     }
     int ndev = 0;
@@ -468,13 +225,33 @@ extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig 
     m->n_params = layout->n_params;
     m->max_batch = max_batch;
     m->oc = *oc;
+    m->opt = o;
     for (int i = 0; i <= m->n_linear; i++) m->widest = m->dims[i] > m->widest ? m->dims[i] : m->widest;
+    for (int l = 0; l < m->n_linear; l++) {
+        size_t w = (size_t)m->dims[l] * (size_t)m->dims[l + 1];
+        if (w > m->widest_w) m->widest_w = w;
+    }
     if (make(m, err, errlen) != 0) {
         release(m);
         return -1;
     }
     *out = m;
     return 0;
+}
+
+extern "C" int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err,
+                            size_t errlen)
+{
+    return cuda_mlp_new_with(out, layout, oc, max_batch, NULL, err, errlen);
+}
+
+extern "C" void cuda_mlp_describe(const CudaMlp *m, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s, %s%s", precision_name(m->opt.precision),
+                     m->opt.fuse ? "cuBLASLt epilogues" : "no fused epilogues", m->opt.graph ? ", CUDA Graphs" : "");
+    int all = m->gemm.lt_calls + m->gemm.plain_calls;
+    if (all > 0 && m->opt.fuse && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " (fused %d of %d products so far)", m->gemm.lt_calls, all);
 }
 
 extern "C" void cuda_mlp_free(CudaMlp **pm)
@@ -485,10 +262,23 @@ extern "C" void cuda_mlp_free(CudaMlp **pm)
 }
 
 extern "C" void *cuda_mlp_stream(const CudaMlp *m) { return m->stream; }
-extern "C" float *cuda_mlp_params(const CudaMlp *m) { return m->params; }
+extern "C" float *cuda_mlp_params(const CudaMlp *m)
+{
+    /* Whoever holds this pointer may write through it (the broadcast). */
+    ((CudaMlp *)m)->params16_stale = true;
+    return m->params;
+}
 extern "C" float *cuda_mlp_grads(const CudaMlp *m) { return m->grads; }
+extern "C" uint16_t *cuda_mlp_grads_bf16(const CudaMlp *m) { return m->grads16; }
 extern "C" int64_t cuda_mlp_bytes(const CudaMlp *m) { return m->bytes; }
 
+int cm_refresh_params16(CudaMlp *m, char *err, size_t errlen)
+{
+    if (!cm_bf16_on(m) || !m->params16_stale) return 0;
+    KERN_TRY(kern_to_bf16(m->stream, m->params16, m->params, m->n_params));
+    m->params16_stale = false;
+    return 0;
+}
 /* Host <-> device copies ordered after the queued work. */
 static int copy_sync(CudaMlp *m, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, char *err,
                      size_t errlen)
@@ -502,7 +292,11 @@ static int copy_sync(CudaMlp *m, void *dst, const void *src, size_t bytes, cudaM
 
 extern "C" int cuda_mlp_set_params(CudaMlp *m, const float *host, char *err, size_t errlen)
 {
-    return copy_sync(m, m->params, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice, err, errlen);
+    if (copy_sync(m, m->params, host, m->n_params * sizeof(float), cudaMemcpyHostToDevice, err, errlen)) return -1;
+    m->params16_stale = true;
+    if (cm_refresh_params16(m, err, errlen) != 0) return -1;
+    CUDA_TRY(cudaStreamSynchronize(m->stream));
+    return 0;
 }
 
 extern "C" int cuda_mlp_get_params(CudaMlp *m, float *host, char *err, size_t errlen)
@@ -635,8 +429,8 @@ extern "C" int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t
         m->ds_y = NULL;
         m->ds_n = 0;
     }
-    if (dev_alloc(m, (void **)&m->ds_x, xb, err, errlen) != 0) return -1;
-    if (dev_alloc(m, (void **)&m->ds_y, yb, err, errlen) != 0) return -1;
+    if (cm_dev_alloc(m, (void **)&m->ds_x, xb, err, errlen) != 0) return -1;
+    if (cm_dev_alloc(m, (void **)&m->ds_y, yb, err, errlen) != 0) return -1;
     CUDA_TRY(cudaMemcpy(m->ds_x, x, xb, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(m->ds_y, y, yb, cudaMemcpyHostToDevice));
     m->ds_n = n;
@@ -661,9 +455,7 @@ extern "C" int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, 
     memcpy(m->h_idx[s], idx, (size_t)batch * sizeof(int64_t));
     CUDA_TRY(cudaMemcpyAsync(m->idx, m->h_idx[s], (size_t)batch * sizeof(int64_t), cudaMemcpyHostToDevice, m->stream));
     CUDA_TRY(cudaEventRecord(m->slot_free[s], m->stream));
-    k_gather<<<grid_for((size_t)batch * m->dims[0]), THREADS, 0, m->stream>>>(m->act[0], m->labels, m->ds_x, m->ds_y,
-                                                                              m->idx, batch, m->dims[0]);
-    CUDA_LAUNCHED();
+    KERN_TRY(kern_gather(m->stream, m->act[0], m->labels, m->ds_x, m->ds_y, m->idx, batch, m->dims[0]));
     m->slot ^= 1;
     m->batch = batch;
     return 0;
@@ -681,123 +473,10 @@ extern "C" int cuda_mlp_write_pad(CudaMlp *m, const float *vals, int n, char *er
     PadVals pv;
     memset(&pv, 0, sizeof pv);
     memcpy(pv.v, vals, (size_t)n * sizeof(float));
-    k_set<<<1, 32, 0, m->stream>>>(m->grads - n, pv, n);
-    CUDA_LAUNCHED();
+    KERN_TRY(kern_set(m->stream, m->grads - n, pv, n));
     return 0;
 }
 
-/* act[l+1] = act[l] W_l^T + b_l, ReLU except after the last layer. */
-static int forward(CudaMlp *m, int B, char *err, size_t errlen)
-{
-    const float one = 1.0f, zero = 0.0f;
-    for (int l = 0; l < m->n_linear; l++) {
-        int in = m->dims[l], out = m->dims[l + 1];
-        const float *w = m->params + m->tensors[2 * l].offset;
-        const float *b = m->params + m->tensors[2 * l + 1].offset;
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, &one, w, in, m->act[l], in, &zero,
-                               m->act[l + 1], out));
-        size_t n = (size_t)B * out;
-        k_bias_act<<<grid_for(n), THREADS, 0, m->stream>>>(m->act[l + 1], b, out, n, l < m->n_linear - 1);
-        CUDA_LAUNCHED();
-    }
-    return 0;
-}
-
-extern "C" int cuda_mlp_forward_backward(CudaMlp *m, float grad_scale, int accumulate, CudaMlpGradHook hook,
-                                         void *hook_ctx, char *err, size_t errlen)
-{
-    const int B = m->batch, L = m->n_linear, classes = m->dims[L];
-    if (B < 1) {
-        CC_ERR("forward_backward: no batch loaded (cuda_mlp_load_batch or _gather_batch)");
-        return -1;
-    }
-    CUDA_TRY(cudaSetDevice(m->device));
-    CUDA_TRY(cudaEventRecord(m->ev_start, m->stream));
-    if (forward(m, B, err, errlen) != 0) return -1;
-    float *dy = m->dact, *dx = m->dact2;
-    const float inv_b = 1.0f / (float)B;
-    k_softmax_ce<<<B, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, inv_b, dy, m->row_loss, NULL);
-    CUDA_LAUNCHED();
-    k_sum_rows<<<1, THREADS, 0, m->stream>>>(m->row_loss, NULL, B, m->loss, NULL);
-    CUDA_LAUNCHED();
-    CUDA_TRY(cudaEventRecord(m->ev_fwd, m->stream));
-
-    const float one = 1.0f, zero = 0.0f, beta_w = accumulate ? 1.0f : 0.0f;
-    for (int l = L - 1; l >= 0; l--) {
-        int in = m->dims[l], out = m->dims[l + 1];
-        const ModelTensor *tw = &m->tensors[2 * l], *tb = &m->tensors[2 * l + 1];
-        float *gw = m->grads + tw->offset, *gb = m->grads + tb->offset;
-        k_bias_grad<<<(out + 31) / 32, dim3(32, 8), 0, m->stream>>>(gb, dy, B, out, grad_scale, accumulate != 0);
-        CUDA_LAUNCHED();
-        CUDA_TRY(cudaEventRecord(m->grad_ready[2 * l + 1], m->stream));
-        if (hook) hook(hook_ctx, 2 * l + 1, m->grad_ready[2 * l + 1]);
-        /* dW = scale * dY^T X (+ dW) */
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, &grad_scale, m->act[l], in, dy, out,
-                               &beta_w, gw, in));
-        CUDA_TRY(cudaEventRecord(m->grad_ready[2 * l], m->stream));
-        if (hook) hook(hook_ctx, 2 * l, m->grad_ready[2 * l]);
-        if (l == 0) break;
-        /* dX = dY W, then through the ReLU that produced act[l]. */
-        const float *w = m->params + tw->offset;
-        CUBLAS_TRY(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, &one, w, in, dy, out, &zero, dx, in));
-        size_t n = (size_t)B * in;
-        k_relu_back<<<grid_for(n), THREADS, 0, m->stream>>>(dx, m->act[l], n);
-        CUDA_LAUNCHED();
-        float *t = dy;
-        dy = dx;
-        dx = t;
-    }
-    CUDA_TRY(cudaEventRecord(m->ev_bwd, m->stream));
-    m->fb_queued = true;
-    return 0;
-}
-
-extern "C" int cuda_mlp_optim_step(CudaMlp *m, double lr, char *err, size_t errlen)
-{
-    CUDA_TRY(cudaSetDevice(m->device));
-    /* After whatever the caller queued since backward (comm_join's wait):
-     * the gap from ev_bwd is the communication backward did not hide. */
-    CUDA_TRY(cudaEventRecord(m->ev_join, m->stream));
-    const OptimConfig *c = &m->oc;
-    const size_t n = m->n_params;
-    m->t++;
-    if (c->kind == OPTIM_ADAMW) {
-        /* Scalars in double, entering the tensor ops as float (optim.c). */
-        const double bc1 = 1.0 - pow(c->beta1, (double)m->t);
-        const double bc2 = 1.0 - pow(c->beta2, (double)m->t);
-        AdamArgs a;
-        a.decay = (float)(1.0 - lr * c->weight_decay);
-        a.b1 = (float)c->beta1;
-        a.w1 = (float)(1.0 - c->beta1);
-        a.b2 = (float)c->beta2;
-        a.w2 = (float)(1.0 - c->beta2);
-        a.neg_step_size = (float)-(lr / bc1);
-        a.bc2_sqrt = (float)sqrt(bc2);
-        a.eps = (float)c->eps;
-        k_adamw<<<grid_for(n), THREADS, 0, m->stream>>>(m->params, m->grads, m->buf1, m->buf2, n, a);
-    } else {
-        SgdArgs a;
-        a.wd = (float)c->weight_decay;
-        a.mom = (float)c->momentum;
-        a.keep = (float)(1.0 - c->dampening);
-        a.neg_lr = (float)-lr;
-        a.decay = c->weight_decay != 0.0; /* torch skips the add at 0 (0 * inf) */
-        a.momentum = c->momentum != 0.0;
-        a.first = a.momentum && !m->has_buf;
-        a.nesterov = c->nesterov;
-        k_sgd<<<grid_for(n), THREADS, 0, m->stream>>>(m->params, m->grads, m->buf1, n, a);
-        if (a.momentum) m->has_buf = true;
-    }
-    CUDA_LAUNCHED();
-    CUDA_TRY(cudaEventRecord(m->ev_opt, m->stream));
-    m->opt_queued = true;
-    return 0;
-}
-
-/* Wait for ev, at most timeout_ms (0: block in cudaEventSynchronize).
- * Returns 0 when it has completed, 1 on the timeout, -1 on a CUDA error.
- * Yields for the first 2 ms (a step usually ends by then and latency
- * matters), then sleeps a little. */
 static int wait_event(cudaEvent_t ev, int64_t timeout_ms, const char *what, char *err, size_t errlen)
 {
     if (timeout_ms <= 0) {
@@ -878,7 +557,8 @@ extern "C" int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, i
 {
     if (n < 0 || check_labels(m, y, n, err, errlen) != 0) return -1;
     CUDA_TRY(cudaSetDevice(m->device));
-    const int L = m->n_linear, classes = m->dims[L], dim = m->dims[0];
+    if (cm_refresh_params16(m, err, errlen) != 0) return -1;
+    const int dim = m->dims[0];
     CUDA_TRY(cudaMemsetAsync(m->eval, 0, sizeof(EvalOut), m->stream));
     for (int64_t start = 0; start < n; start += m->max_batch) {
         int b = (int)(n - start < m->max_batch ? n - start : m->max_batch);
@@ -886,12 +566,9 @@ extern "C" int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, i
         CUDA_TRY(cudaEventSynchronize(m->slot_free[s]));
         memcpy(m->h_x[s], x + (size_t)start * dim, (size_t)b * dim * sizeof(float));
         memcpy(m->h_y[s], y + start, (size_t)b * sizeof(int32_t));
-        if (upload_slot(m, s, b, err, errlen) != 0 || forward(m, b, err, errlen) != 0) return -1;
-        k_softmax_ce<<<b, CE_THREADS, 0, m->stream>>>(m->act[L], m->labels, classes, 0.0f, NULL, m->row_loss,
-                                                      m->row_hit);
-        CUDA_LAUNCHED();
-        k_sum_rows<<<1, THREADS, 0, m->stream>>>(m->row_loss, m->row_hit, b, NULL, m->eval);
-        CUDA_LAUNCHED();
+        if (upload_slot(m, s, b, err, errlen) != 0 || cm_forward(m, b, err, errlen) != 0) return -1;
+        KERN_TRY(cm_logits_ce(m, b, 0.0f, false, m->row_hit));
+        KERN_TRY(kern_sum_rows(m->stream, m->row_loss, m->row_hit, b, NULL, m->eval));
     }
     /* The activations now hold evaluation rows: training needs a new batch. */
     m->batch = 0;

@@ -5,8 +5,11 @@
  * MODEL_GRAD_PAD floats before grads[0] for the caller's command flags), so
  * buckets, broadcasts and checkpoints carry over unchanged; activations;
  * the optimizer state (torch.optim.SGD / AdamW, as optim.c); a compute
- * stream and a cuBLAS handle (full float32: no TF32); pinned staging for
- * batches; optionally the whole dataset on the device. Does not own
+ * stream and the matrix products' handles (cuda_gemm.cuh: FP32, TF32 or
+ * bf16 as CudaMlpOptions says); with --precision bf16 a bf16 copy of the
+ * parameters and bf16 activations; pinned staging for batches; optionally
+ * the whole dataset on the device; with CudaMlpOptions.graph the step's
+ * CUDA Graphs. Does not own
  * communication (comm.h; give it cuda_mlp_stream and the "gradient ready"
  * events) or the host copies that checkpoints are written from (Mlp and
  * Optim: cuda_mlp_get_params / cuda_mlp_get_optim fill them).
@@ -41,6 +44,31 @@ extern "C" {
 
 typedef struct CudaMlp CudaMlp;
 
+/* How the model computes (the trainer's --precision, --gpu-fuse,
+ * --cuda-graph; docs/GPU.md). */
+typedef struct {
+    /* PREC_FP32: full float32 products (no TF32, torch's default).
+     * PREC_TF32: cuBLAS's TF32 tensor-op math, FP32 everywhere else.
+     * PREC_BF16: torch.autocast(bf16)'s rules (docs/TRAINING.md
+     * "Precision"): a bf16 copy of the weights, refreshed by the optimizer
+     * kernel; bf16 activations; products of bf16 inputs accumulating in
+     * FP32, stored in bf16; softmax and the loss in FP32; FP32 master
+     * weights, optimizer state and gradients. */
+    Precision precision;
+    /* Non-zero: bias (+ ReLU) in forward and the bias gradient in backward
+     * as cuBLASLt epilogues where cuBLASLt has an algorithm for them
+     * (ddptop's kernels otherwise); the gradient scale is then applied to
+     * the loss gradient instead of to each product (the same value when
+     * the scale is a power of two). Zero: cuBLAS and the kernels only. */
+    int fuse;
+    /* Non-zero: forward + backward, and the optimizer, each captured once
+     * in a CUDA Graph and replayed (one graph per batch size; the
+     * optimizer's scalars live in device memory). The hook is then called
+     * after the replay is launched, in the same order, with events the
+     * graph records; the collectives it starts run beside the graph. */
+    int graph;
+} CudaMlpOptions;
+
 /* Called during cuda_mlp_forward_backward right after the kernels that make
  * tensor t's gradient final have been queued, in model.h's order ("4.bias",
  * "4.weight", "2.bias", ...: reverse tensor order). `ready` is a cudaEvent_t
@@ -64,13 +92,22 @@ typedef struct {
  * accepted by optim_init). Parameters start at zero: set them with
  * cuda_mlp_set_params. Returns 0 or -1 with err (no GPU: at once). */
 int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, char *err, size_t errlen);
+/* The same with options (NULL: cuda_mlp_new's: FP32, fused, no graph). */
+int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, const CudaMlpOptions *opt,
+                      char *err, size_t errlen);
+/* What the model computes with, for the log: "bf16, cuBLASLt epilogues,
+ * CUDA Graphs"; after a step, how many products took cuBLASLt's fused
+ * path ("fused 6 of 8 products"). */
+void cuda_mlp_describe(const CudaMlp *m, char *buf, size_t n);
 /* Waits for queued work, frees everything, sets *m to NULL. Safe on NULL. */
 void cuda_mlp_free(CudaMlp **m);
 
 /* The compute stream (a cudaStream_t) for CommConfig.stream. */
 void *cuda_mlp_stream(const CudaMlp *m);
 /* Device pointers: n_params floats each. grads - MODEL_GRAD_PAD is the
- * start of the gradient allocation; those floats are the caller's. */
+ * start of the gradient allocation; those floats are the caller's. A
+ * caller that writes the parameters through this pointer (a broadcast)
+ * gets the bf16 copy refreshed before the next forward. */
 float *cuda_mlp_params(const CudaMlp *m);
 float *cuda_mlp_grads(const CudaMlp *m);
 /* Device memory this model holds, in bytes (parameters, gradients,
@@ -109,6 +146,21 @@ int cuda_mlp_upload_dataset(CudaMlp *m, const float *x, const int32_t *y, int64_
  * on the device. Returns 0 or -1 with err (no dataset, index out of range). */
 int cuda_mlp_gather_batch(CudaMlp *m, const int64_t *idx, int batch, char *err, size_t errlen);
 
+/* --grad-dtype bf16 (DDP's bf16_compress_hook). Range i (offset and n in
+ * gradient floats, as a bucket) is cast right after tensor after_tensor's
+ * gradient is final: scratch[offset..+n) = bf16(bf16(grads[..]) / divisor)
+ * into cuda_mlp_grads_bf16 (n_params bf16 values, as raw bits); the hook
+ * for after_tensor then gets an event recorded after the cast. The
+ * optimizer step first copies every range back: grads = float(scratch).
+ * count 0 turns it off. Returns 0 or -1 with err (bad range). */
+typedef struct {
+    size_t offset, n;
+    int after_tensor;
+} CudaMlpBf16Range;
+int cuda_mlp_set_bf16_grads(CudaMlp *m, const CudaMlpBf16Range *ranges, int count, float divisor, char *err,
+                            size_t errlen);
+uint16_t *cuda_mlp_grads_bf16(const CudaMlp *m);
+
 /* Write the n floats just before grads[0] (n <= MODEL_GRAD_PAD), queued on
  * the compute stream: the command flags that ride in the last bucket. */
 int cuda_mlp_write_pad(CudaMlp *m, const float *vals, int n, char *err, size_t errlen);
@@ -141,6 +193,15 @@ int cuda_mlp_finish_step(CudaMlp *m, int64_t timeout_ms, double *loss, float *pa
  * Returns 0 or -1 with err. */
 int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, int64_t *correct, double *loss_sum,
                       char *err, size_t errlen);
+
+/* The floor of a step on this GPU (make bench-gpu): the products of one
+ * training step of `layout` at `batch` rows (forward, and in backward the
+ * weight gradients and every input gradient but the first layer's), in
+ * bf16 through cuBLASLt with FP32 accumulation, timed back to back over
+ * `reps` rounds after a warm-up, on the calling thread's device. *ms gets
+ * one step's products, *tflops the rate they ran at (FLOPs counted 2mnk).
+ * Returns 0 or -1 with err. */
+int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err, size_t errlen);
 
 /* "cublas 13.0.2" or NULL in a build without CUDA. Static storage. */
 const char *cuda_mlp_version(void);

@@ -21,6 +21,33 @@ int cuda_mlp_new(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int ma
     return refuse(__LINE__, err, errlen);
 }
 
+int cuda_mlp_new_with(CudaMlp **out, const Mlp *layout, const OptimConfig *oc, int max_batch, const CudaMlpOptions *opt,
+                      char *err, size_t errlen)
+{
+    (void)layout, (void)oc, (void)max_batch, (void)opt;
+    *out = NULL;
+    return refuse(__LINE__, err, errlen);
+}
+
+void cuda_mlp_describe(const CudaMlp *m, char *buf, size_t n)
+{
+    (void)m;
+    if (n) snprintf(buf, n, "built without CUDA");
+}
+
+int cuda_mlp_set_bf16_grads(CudaMlp *m, const CudaMlpBf16Range *ranges, int count, float divisor, char *err,
+                            size_t errlen)
+{
+    (void)m, (void)ranges, (void)count, (void)divisor;
+    return refuse(__LINE__, err, errlen);
+}
+
+uint16_t *cuda_mlp_grads_bf16(const CudaMlp *m)
+{
+    (void)m;
+    return NULL;
+}
+
 void cuda_mlp_free(CudaMlp **m)
 {
     if (m) *m = NULL;
@@ -140,6 +167,12 @@ int cuda_mlp_evaluate(CudaMlp *m, const float *x, const int32_t *y, int64_t n, i
 {
     (void)m, (void)x, (void)y, (void)n, (void)loss_sum;
     *correct = 0;
+    return refuse(__LINE__, err, errlen);
+}
+
+int cuda_mlp_gemm_floor(const Mlp *layout, int batch, int reps, double *ms, double *tflops, char *err, size_t errlen)
+{
+    (void)layout, (void)batch, (void)reps, (void)ms, (void)tflops;
     return refuse(__LINE__, err, errlen);
 }
 

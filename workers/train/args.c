@@ -46,6 +46,11 @@ static const char USAGE[] =
     "                        optimizer, GEMMs in bf16 accumulating in FP32, loss in FP32)\n"
     "  --grad-dtype D        fp32 (default) or bf16: buckets all-reduced in bf16, as DDP's\n"
     "                        bf16_compress_hook (cast, divide, all-reduce, cast back)\n"
+    "  --gpu-fuse on|off     CUDA: bias, ReLU and bias gradients fused into the cuBLASLt products\n"
+    "                        where cuBLASLt can (default off until verified on a GPU;\n"
+    "                        off: cuBLAS and ddptop's kernels)\n"
+    "  --cuda-graph          CUDA: capture the step once in CUDA Graphs and replay it (NCCL\n"
+    "                        only, without gradient accumulation; default off)\n"
     "  --ckpt-dir DIR        (default ./checkpoints)\n"
     "  --ckpt-every N        checkpoint every N steps (default 0: on request and at the end)\n"
     "  --keep-last K         keep only the newest K checkpoints (default 0: all)\n"
@@ -78,6 +83,7 @@ void trainer_args_defaults(TrainerArgs *a)
     a->shuffle = true;
     a->bucket_cap_mb = 25.0;
     a->grad_accum = 1;
+    a->gpu_fuse = false; /* until a GPU has run device_checks.sh (DECISIONS.md) */
     a->lr_schedule = SCHED_CONSTANT;
     a->eval_every = 1;
     a->telemetry = true;
@@ -232,6 +238,16 @@ static int opt_grad_dtype(Pending *p, const char *opt, const char *v, char *err,
     return 0;
 }
 
+static int opt_gpu_fuse(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
+{
+    if (strcmp(v, "on") && strcmp(v, "off")) {
+        snprintf(err, errlen, "%s: expected on or off, got \"%s\"", opt, v);
+        return -1;
+    }
+    p->a->gpu_fuse = !strcmp(v, "on");
+    return 0;
+}
+
 static int opt_fault(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
 {
     (void)opt;
@@ -285,6 +301,8 @@ static const Opt OPTS[] = {
     F64("--bucket-cap-mb", A_(bucket_cap_mb), 0.001, 4096.0),
     FN("--precision", opt_precision),
     FN("--grad-dtype", opt_grad_dtype),
+    FN("--gpu-fuse", opt_gpu_fuse),
+    {"--cuda-graph", OPT_SET, A_(cuda_graph)},
     STR("--ckpt-dir", ckpt_dir),
     I64("--ckpt-every", ckpt_every, 0, INT64_C(1) << 40),
     I64("--keep-last", keep_last, 0, 1 << 20),
@@ -380,5 +398,27 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
         return -1;
     }
     if (mlp_parse(a->model, a->dims, &a->n_linear, err, errlen)) return -1;
+    return 0;
+}
+
+int trainer_args_check_device(const TrainerArgs *a, const char *device, const char *backend, char *err, size_t errlen)
+{
+    if (!a->cuda_graph) return 0;
+    if (strcmp(device, "cuda")) {
+        snprintf(err, errlen, "--cuda-graph needs --device cuda (a CUDA Graph replays GPU work; this job runs on %s)",
+                 device);
+        return -1;
+    }
+    if (strcmp(backend, "nccl")) {
+        snprintf(err, errlen,
+                 "--cuda-graph needs --backend nccl (Gloo on CUDA stages every bucket through host memory, "
+                 "which a graph cannot replay)");
+        return -1;
+    }
+    if (a->grad_accum > 1) {
+        snprintf(err, errlen, "--cuda-graph supports --grad-accum 1 only (got %" PRId64 "): drop one of them",
+                 a->grad_accum);
+        return -1;
+    }
     return 0;
 }

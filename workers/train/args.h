@@ -28,9 +28,9 @@ typedef struct {
     int dims[MODEL_MAX_LINEAR + 1];
     int n_linear;
     int64_t batch_size; /* per rank */
-    int64_t epochs;  /* the bound when epochs_set or no --steps */
-    bool epochs_set; /* --epochs given: with --steps, whichever comes first */
-    int64_t steps;   /* 0: until the epochs end; else across as many epochs as it takes */
+    int64_t epochs;     /* the bound when epochs_set or no --steps */
+    bool epochs_set;    /* --epochs given: with --steps, whichever comes first */
+    int64_t steps;      /* 0: until the epochs end; else across as many epochs as it takes */
     OptimConfig optim;
     SchedKind lr_schedule;
     int64_t warmup_steps;
@@ -40,6 +40,8 @@ typedef struct {
     double bucket_cap_mb;
     Precision precision;  /* --precision: the GEMMs' arithmetic (model.h) */
     CommDtype grad_dtype; /* --grad-dtype: what gradient buckets travel in */
+    bool gpu_fuse;        /* --gpu-fuse on|off: cuBLASLt epilogues on CUDA (default off until verified on a GPU) */
+    bool cuda_graph;      /* --cuda-graph: the CUDA step captured once and replayed */
     char ckpt_dir[256];
     int64_t ckpt_every; /* 0: only when asked and at the end */
     bool final_ckpt;    /* write a checkpoint when the run stops */
@@ -58,6 +60,11 @@ void trainer_args_defaults(TrainerArgs *a);
 /* Parse argv[0..argc) (no program name). Returns 0, 1 when --help was asked
  * (usage printed to stdout), or -1 with a one-line reason in err. */
 int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t errlen);
+/* The options that depend on where the job runs, once the device ("cpu",
+ * "cuda") and backend ("gloo", "nccl") are resolved: --cuda-graph needs
+ * cuda, nccl and --grad-accum 1. Returns 0, or -1 with a one-line reason
+ * in err (a usage error: exit 2). */
+int trainer_args_check_device(const TrainerArgs *a, const char *device, const char *backend, char *err, size_t errlen);
 /* The trainer options' help text. */
 const char *trainer_args_usage(void);
 

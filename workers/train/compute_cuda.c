@@ -7,8 +7,14 @@
  * returns when done), the optimizer waits for them on the GPU, and the
  * host waits once per step, in cuda_mlp_finish_step. One-off collectives
  * still go through the reducer, with small host values carried in the pad
- * before grads[0] (NCCL needs device memory). Plain C over cuda_mlp.h and
- * gpu.h (their stand-ins in a build without CUDA). Main thread.
+ * before grads[0] (NCCL needs device memory). --precision, --gpu-fuse and
+ * --cuda-graph are cuda_mlp's options; with --grad-dtype bf16 the model
+ * casts each bucket to bf16 (divided by the world size in bf16, DDP's
+ * bf16_compress_hook) before its hook, the bucket is all-reduced in bf16
+ * and the optimizer step casts it back; the command flags in front of the
+ * first bucket stay FP32 and get their own small all-reduce, queued right
+ * after the last bucket's. Plain C over cuda_mlp.h and gpu.h (their
+ * stand-ins in a build without CUDA). Main thread.
  */
 #include "train/compute.h"
 
@@ -22,6 +28,22 @@
 #include "train/report.h"
 #include "train/state.h"
 
+/* The flags' FP32 all-reduce under --grad-dtype bf16: a tag no bucket has. */
+#define TAG_BF16_PAD ((uint32_t)BUCKET_MAX)
+
+/* --grad-dtype bf16: each bucket's gradients cast (and divided by the
+ * world size) in bf16 right after its last tensor, the flags not. */
+static int cuda_bf16_buckets(Trainer *t)
+{
+    CudaMlpBf16Range r[BUCKET_MAX];
+    for (int b = 0; b < t->nb; b++) {
+        r[b].offset = t->buckets[b].offset;
+        r[b].n = t->buckets[b].numel;
+        r[b].after_tensor = t->buckets[b].last_tensor;
+    }
+    return cuda_mlp_set_bf16_grads(t->g, r, t->nb, (float)t->id->world, t->err, sizeof t->err);
+}
+
 /* This rank's GPU (LOCAL_RANK modulo the GPUs here; NCCL refuses two ranks
  * on one, Gloo shares it), the model there with the host weights (and
  * optimizer state when resuming), the dataset uploaded when it fits. */
@@ -33,9 +55,11 @@ static int cuda_setup(Trainer *t)
     int n = 0;
     if (gpu_count(&n, err, el) || gpu_use(t->id->local_rank % n, err, el)) return -1;
     t->gpu = t->id->local_rank % n;
-    if (cuda_mlp_new(&t->g, &t->m, &a->optim, (int)a->batch_size, err, el) ||
+    CudaMlpOptions mo = { .precision = a->precision, .fuse = a->gpu_fuse, .graph = a->cuda_graph };
+    if (cuda_mlp_new_with(&t->g, &t->m, &a->optim, (int)a->batch_size, &mo, err, el) ||
         cuda_mlp_set_params(t->g, t->m.params, err, el) || (t->resumed && cuda_mlp_set_optim(t->g, &t->o, err, el)))
         return -1;
+    if (a->grad_dtype == COMM_BF16 && cuda_bf16_buckets(t)) return -1;
     int rc = cuda_mlp_upload_dataset(t->g, t->ds.x, t->ds.y, t->ds.n, err, el);
     if (rc < 0) return -1;
     t->data_on_gpu = rc == 0;
@@ -92,14 +116,28 @@ static void on_grad_ready(void *ctx, int tensor, void *ready)
     int b = t->tensor_bucket[tensor];
     const Bucket *bk = &t->buckets[b];
     if (tensor != bk->last_tensor || t->hook_failed) return;
-    float *buf = cuda_mlp_grads(t->g) + bk->offset;
-    size_t n = bk->numel;
-    if (bk->offset == 0) {
-        buf -= FL_COUNT;
-        n += FL_COUNT;
+    int64_t *ticket = &t->tickets[t->n_submitted];
+    int rc;
+    if (t->a->grad_dtype == COMM_BF16) {
+        /* ready: after the model's cast of this bucket into its bf16 copy */
+        rc = comm_allreduce_sum_bf16_start(t->comm, cuda_mlp_grads_bf16(t->g) + bk->offset, bk->numel, (uint32_t)b,
+                                           ready, ticket, t->err, sizeof t->err);
+        /* the flags are counts and rank sums, which bf16 cannot carry */
+        if (rc == 0 && bk->offset == 0) {
+            rc = comm_allreduce_sum_f32_start(t->comm, cuda_mlp_grads(t->g) - FL_COUNT, FL_COUNT, TAG_BF16_PAD, ready,
+                                              &t->pad_ticket, t->err, sizeof t->err);
+            t->pad_submitted = rc == 0;
+        }
+    } else {
+        float *buf = cuda_mlp_grads(t->g) + bk->offset;
+        size_t n = bk->numel;
+        if (bk->offset == 0) {
+            buf -= FL_COUNT;
+            n += FL_COUNT;
+        }
+        rc = comm_allreduce_sum_f32_start(t->comm, buf, n, (uint32_t)b, ready, ticket, t->err, sizeof t->err);
     }
-    if (comm_allreduce_sum_f32_start(t->comm, buf, n, (uint32_t)b, ready, &t->tickets[t->n_submitted], t->err,
-                                     sizeof t->err)) {
+    if (rc) {
         t->hook_failed = true;
         return;
     }
@@ -114,8 +152,11 @@ static int cuda_forward_backward(Trainer *t, int k, int micro, int n, MsgStep *s
     char *err = t->err;
     const size_t el = sizeof t->err;
     bool last = k == micro - 1;
-    if (cuda_mlp_forward_backward(t->g, t->bucket_scale, k > 0, last ? on_grad_ready : NULL, t, err, el) ||
-        t->hook_failed)
+    /* bf16 gradients are divided by the world size after their cast, in
+     * bf16 (bf16_compress_hook): backward scales by the micro-batches only. */
+    float scale = t->a->grad_dtype == COMM_BF16 ? (float)(1.0 / (double)micro) : t->bucket_scale;
+    if (last) t->pad_submitted = false;
+    if (cuda_mlp_forward_backward(t->g, scale, k > 0, last ? on_grad_ready : NULL, t, err, el) || t->hook_failed)
         return -1;
     if (!last) {
         double loss = 0;
@@ -135,9 +176,9 @@ static int cuda_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, dou
     const TrainerArgs *a = t->a;
     char *err = t->err;
     const size_t el = sizeof t->err;
-    if (t->n_submitted != t->nb) {
-        snprintf(err, el, "step %" PRId64 ": %d of %d gradient buckets were all-reduced", t->step + 1, t->n_submitted,
-                 t->nb);
+    if (t->n_submitted != t->nb || (a->grad_dtype == COMM_BF16 && !t->pad_submitted)) {
+        snprintf(err, el, "step %" PRId64 ": %d of %d gradient buckets were all-reduced%s", t->step + 1, t->n_submitted,
+                 t->nb, a->grad_dtype == COMM_BF16 && !t->pad_submitted ? ", the flags not" : "");
         return -1;
     }
     if (comm_join(t->comm, err, el) || cuda_mlp_optim_step(t->g, lr, err, el)) return -1;
@@ -181,7 +222,8 @@ static const RedOp *cuda_bucket_coll(Trainer *t, int i, RedOp *op)
     memset(op, 0, sizeof *op);
     op->kind = RED_ALLREDUCE;
     const Bucket *bk = &t->buckets[t->bucket_op[i]];
-    op->n = bk->numel + (bk->offset == 0 ? FL_COUNT : 0);
+    /* bf16: the bucket alone (the flags travel apart, in FP32) */
+    op->n = bk->numel + (bk->offset == 0 && t->a->grad_dtype != COMM_BF16 ? FL_COUNT : 0);
     op->bucket = (int)t->bucket_op[i];
     op->enq_ns = op->start_ns = t->ct[i].start_ns;
     op->done_ns = t->ct[i].done_ns;
@@ -235,13 +277,16 @@ static int cuda_sync_host(Trainer *t, char *err, size_t errlen)
  * protocol's step message has no field for it). */
 static void cuda_log_memory(Trainer *t, const char *when)
 {
-    char desc[160] = "", e[256];
+    char desc[160] = "", e[256], how[160];
     int64_t used = 0, total = 0;
     if (gpu_describe(t->gpu, desc, sizeof desc, e, sizeof e)) snprintf(desc, sizeof desc, "?");
     if (gpu_mem_info(&used, &total, e, sizeof e)) used = total = 0;
+    cuda_mlp_describe(t->g, how, sizeof how);
     report_log(t, "info",
-               "rank %d %s: cuda:%d (%s), %s; this rank's model %.1f MiB%s; device memory in use %.2f of %.2f GiB",
-               t->id->rank, when, t->gpu, desc, t->id->backend, cuda_mlp_bytes(t->g) / 1048576.0,
+               "rank %d %s: cuda:%d (%s), %s, %s, grads %s; this rank's model %.1f MiB%s; device memory in use %.2f "
+               "of %.2f GiB",
+               t->id->rank, when, t->gpu, desc, t->id->backend, how, comm_dtype_name(t->a->grad_dtype),
+               cuda_mlp_bytes(t->g) / 1048576.0,
                t->data_on_gpu ? " with the dataset" : ", batches from pinned host memory", used / 1073741824.0,
                total / 1073741824.0);
 }

@@ -121,6 +121,8 @@ struct Trainer {
     int64_t tickets[BUCKET_MAX]; /* the step's bucket all-reduces (comm_timing) */
     CommTiming ct[BUCKET_MAX];   /* and when they ran, for the coll messages */
     int64_t coll_seq;            /* seq of coll messages when buckets bypass the reducer */
+    int64_t pad_ticket;          /* --grad-dtype bf16: the flags' own FP32 all-reduce this step */
+    bool pad_submitted;
     /* teaching faults: --fault, then live ones from ddptop */
     FaultPlan faults;
     bool fault_said[FAULT_MAX];
