@@ -586,6 +586,48 @@ static int rank_peer_stopped(const Job *job, int rank)
 /* More (tag, n) pairs than the backend keeps set up, used twice over in
  * the same order on every rank: whatever it evicts and rebuilds must stay
  * matched across ranks. */
+/* Sums that round: every rank must still end with the same bits (DDP's
+ * replicas stay identical only if they do). Gloo over TCP alone
+ * (DDPTOP_SHM=0), every size the automatic choice covers; rank 0's result
+ * is broadcast and compared bit for bit. */
+static int rank_same_bits(const Job *job, int rank)
+{
+    setenv("DDPTOP_SHM", "0", 1);
+    Comm *c = NULL;
+    if (job_comm(job, rank, &c) != 0) return 1;
+    int bad = 0;
+    char err[512];
+    for (size_t s = 0; s < NSIZES && !bad; s++) {
+        size_t n = kSizes[s];
+        float *buf = malloc(n * sizeof *buf), *ref = malloc(n * sizeof *ref);
+        if (!buf || !ref) return 1;
+        uint32_t x = 2463534242u + 977u * (uint32_t)rank + (uint32_t)n;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            buf[i] = ((float)(x >> 8) / (float)(1 << 24) - 0.5f) * (float)(1 + rank * 1000);
+        }
+        if (comm_allreduce_sum_f32(c, buf, n, (uint32_t)(300 + s), err, sizeof err) != 0) {
+            rank_fail(rank, "allreduce n=%zu: %s", n, err);
+            bad = 1;
+            break;
+        }
+        memcpy(ref, buf, n * sizeof *buf);
+        if (comm_broadcast_f32(c, ref, n, 0, err, sizeof err) != 0) {
+            rank_fail(rank, "broadcast n=%zu: %s", n, err);
+            bad = 1;
+        }
+        for (size_t i = 0; i < n && !bad; i++)
+            if (memcmp(&buf[i], &ref[i], sizeof buf[i]) != 0) {
+                rank_fail(rank, "allreduce n=%zu: [%zu] = %.9g here, %.9g on rank 0", n, i, buf[i], ref[i]);
+                bad = 1;
+            }
+        free(buf);
+        free(ref);
+    }
+    comm_free(&c);
+    return bad;
+}
+
 static int rank_many_tags(const Job *job, int rank)
 {
     Comm *c = NULL;
@@ -720,6 +762,13 @@ int main(void)
             Job j = job_make(algos[a], 3, rank_allreduce, algos[a]);
             expect_all_pass(&j, 15000);
         }
+    }
+    TEST_END();
+
+    TEST_BEGIN("allreduce_same_bits_on_every_rank");
+    for (int w = 3; w <= 4; w++) {
+        Job j = job_make(w == 3 ? "same_bits3" : "same_bits4", w, rank_same_bits, NULL);
+        expect_all_pass(&j, 20000);
     }
     TEST_END();
 

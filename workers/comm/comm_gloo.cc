@@ -75,8 +75,10 @@ using Ms = std::chrono::milliseconds;
  * others exist for measuring (DDPTOP_GLOO_ALLREDUCE=ring|opts|bcube). */
 enum class Algo { AUTO, RING, OPTS, BCUBE };
 
-/* AUTO picks the old AllreduceRing while bytes * (world - 1) stays within
- * kRingMaxTrafficBytes, gloo::allreduce (new API, ring) above. The old
+/* AUTO picks the old AllreduceRing at 2 ranks while the buffer stays within
+ * kRingMaxTrafficBytes, gloo::allreduce (new API, ring) above it and at
+ * every other world size: at 3 or more ranks the old ring's per-rank
+ * summation order gives the ranks different bits (gloo_allreduce). The old
  * ring forwards the whole buffer world-1 times, one message per hop with
  * no handshake: cheapest while latency dominates. The new ring moves
  * 2(world-1)/world of it in pipelined segments, but every message costs a
@@ -645,15 +647,17 @@ int gloo_allreduce(void *impl, void *buf, size_t n, CommDtype dtype, uint32_t ta
     const bool bf16 = dtype == COMM_BF16;
     const size_t esize = comm_dtype_size(dtype);
     /* With one rank the new API returns at once; the old ring would copy
-     * the buffer through its outbox, so world 1 takes the new API. bf16
-     * takes the old ring with 2 ranks only: each rank there adds the others
-     * in its own order (own + left + left's left ...), which with bf16's
-     * rounding of every partial sum gives 3 or more ranks different bits;
-     * the new API's reduce-scatter + all-gather gives every rank the same
-     * (and is what torch's ProcessGroupGloo runs). With 2, a + b = b + a. */
+     * the buffer through its outbox, so world 1 takes the new API. The old
+     * ring serves 2 ranks only: each rank there adds the others in its own
+     * order (own + left + left's left ...), and with rounding (FP32 as much
+     * as bf16) 3 or more ranks end with different bits — DDP's replicas
+     * would drift apart (test_comm allreduce_same_bits_on_every_rank). The
+     * new API's reduce-scatter + all-gather gives every rank the same bits
+     * (and is what torch's ProcessGroupGloo runs). With 2, a + b = b + a.
+     * DDPTOP_GLOO_ALLREDUCE=ring still forces it, for measuring. */
     Algo a = c->algo;
     if (a == Algo::AUTO)
-        a = c->world > 1 && n * esize * (size_t)(c->world - 1) <= kRingMaxTrafficBytes ? Algo::RING : Algo::OPTS;
+        a = c->world == 2 && n * esize <= kRingMaxTrafficBytes ? Algo::RING : Algo::OPTS;
     if (a == Algo::RING && ((bf16 && c->world > 2) || !ring_fits(n, esize))) a = Algo::OPTS;
     /* Gloo names a peer only by address; say which rank and which call. */
     std::string op = "allreduce (rank " + std::to_string(c->rank) + "/" + std::to_string(c->world) + ", " +
