@@ -7,6 +7,10 @@
  *   DDPTOP_BENCH_OUT=FILE     where the JSON result goes
  *   DDPTOP_BENCH_WARMUP=S     seconds after start before measuring (0)
  *   DDPTOP_BENCH_SECS=S       measure this long, then write FILE (0: until exit)
+ *   DDPTOP_BENCH_STALL=AT:S   at AT seconds after start the loop sleeps S
+ *                             seconds once, as if the machine had not run it
+ *                             (ZeroMQ's I/O thread goes on receiving): a
+ *                             backlog on demand, for tests of catching up
  * Owns: its counters and histograms. Main thread (the run loop).
  */
 #ifndef DDPTOP_BENCH_H
@@ -25,6 +29,8 @@ Bench *bench_from_env(int world, char *err, size_t errlen);
 void bench_on_msg(Bench *b, const Msg *m, int64_t arrived_ns);
 /* A frame reached the terminal; its drawing began at draw_start_ns. */
 void bench_on_frame(Bench *b, int64_t draw_start_ns, const Job *j);
+/* Once a loop turn: DDPTOP_BENCH_STALL's sleep when it is due. */
+void bench_tick(Bench *b);
 /* Write the result now if it was not written yet (at exit). */
 void bench_finish(Bench *b, const Job *j);
 void bench_free(Bench **b);
