@@ -105,7 +105,9 @@ typedef struct {
     char status[256];
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     bool tel_emptied;        /* run_drain read tel until it was empty */
-    int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since the last trim */
+    int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since tel was last empty */
+    bool trim_due;           /* a backlog ended: its memory goes back at the next trim */
+    int64_t trim_ms;         /* the last trim (mono_ms) */
     int64_t refused_note_ms; /* last event about a refused hello */
     bool refused_warned;     /* the one event about frames with someone else's r */
     struct {                 /* w: a rank asked for its Python stacks */
@@ -122,9 +124,11 @@ typedef struct {
  * frames then wait in the kernel and the peer's own queue. */
 #define RUN_TEL_RCVHWM          100
 /* Frames read while the queue was not emptied (a backlog) after which the
- * memory they held goes back to the system once the queue is empty: about
- * one second of 1024 ranks' bursts, ~50 MB. */
-#define RUN_BACKLOG_TRIM_FRAMES 20000
+ * memory they held goes back to the system once the queue is empty: one
+ * full drain, ~10 MB at 1024 ranks; at most one trim (5-13 ms on a 200 MB
+ * heap) each RUN_TRIM_EVERY_MS. */
+#define RUN_BACKLOG_TRIM_FRAMES 4096
+#define RUN_TRIM_EVERY_MS       10000
 /* libzmq's context option ZMQ_ZERO_COPY_RECV (zmq.h lists it with the
  * draft API only; libzmq 4.3 accepts it in any build). */
 #define RUN_ZMQ_ZERO_COPY_RECV  10

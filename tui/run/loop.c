@@ -293,17 +293,21 @@ static void pace(const Run *r, const Turns *t, int64_t turn_start_ms, int n_ctl)
 /* A backlog is over (tel read until empty after drains that were not):
  * the frames it held were freed, but into the allocator's arenas (most by
  * ZeroMQ's I/O thread), where they stay resident; give them back, so the
- * RSS after a catch-up is the RSS before it. One malloc_trim per backlog of
- * RUN_BACKLOG_TRIM_FRAMES or more, none in a steady state. */
+ * RSS after a catch-up is the RSS before it. One malloc_trim after a
+ * backlog of RUN_BACKLOG_TRIM_FRAMES or more (at most one a
+ * RUN_TRIM_EVERY_MS), none in a steady state. */
 static void backlog_over(Run *r)
 {
     if (!r->tel_emptied) return;
-    if (r->backlog_frames >= RUN_BACKLOG_TRIM_FRAMES) {
-#ifdef __GLIBC__
-        malloc_trim(0);
-#endif
-    }
+    if (r->backlog_frames >= RUN_BACKLOG_TRIM_FRAMES) r->trim_due = true;
     r->backlog_frames = 0;
+    int64_t now = mono_ms();
+    if (!r->trim_due || (r->trim_ms && now - r->trim_ms < RUN_TRIM_EVERY_MS)) return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    r->trim_due = false;
+    r->trim_ms = now;
 }
 
 static void run_loop(Run *r)
