@@ -69,10 +69,11 @@ static double env_s(const char *name)
     return v && *v ? strtod(v, NULL) : 0;
 }
 
-Bench *bench_from_env(int world, char *err, size_t errlen)
+int bench_from_env(int world, Bench **out, char *err, size_t errlen)
 {
     const char *path = getenv("DDPTOP_BENCH_OUT");
-    if (!path || !*path) return NULL;
+    *out = NULL;
+    if (!path || !*path) return ERR_OK;
     Bench *b = calloc(1, sizeof *b);
     if (b) {
         b->h_arr = calloc(BINS, sizeof *b->h_arr);
@@ -81,8 +82,7 @@ Bench *bench_from_env(int world, char *err, size_t errlen)
     }
     if (!b || !b->h_arr || !b->h_sent || !b->last_step) {
         bench_free(&b);
-        err_set(err, errlen, "bench: out of memory");
-        return NULL;
+        return err_set(err, errlen, "bench: out of memory");
     }
     snprintf(b->path, sizeof b->path, "%s", path);
     b->world = world;
@@ -95,13 +95,13 @@ Bench *bench_from_env(int world, char *err, size_t errlen)
     if (stall && *stall) {
         if (sscanf(stall, "%lf:%lf%c", &at, &secs, &end) != 2 || !(at >= 0) || !(secs > 0) || secs > 3600) {
             bench_free(&b);
-            err_set(err, errlen, "DDPTOP_BENCH_STALL=\"%.40s\": expected AT_SECONDS:SECONDS", stall);
-            return NULL;
+            return err_setv(ERR_USAGE, err, errlen, "DDPTOP_BENCH_STALL=\"%.40s\": expected AT_SECONDS:SECONDS", stall);
         }
         b->stall_at_ns = (int64_t)(at * 1e9);
         b->stall_ns = (int64_t)(secs * 1e9);
     }
-    return b;
+    *out = b;
+    return ERR_OK;
 }
 
 void bench_tick(Bench *b)

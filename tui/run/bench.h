@@ -23,8 +23,10 @@
 
 typedef struct Bench Bench;
 
-/* NULL when DDPTOP_BENCH_OUT is not set (or out of memory: *err says). */
-Bench *bench_from_env(int world, char *err, size_t errlen);
+/* *out: NULL when DDPTOP_BENCH_OUT is not set. Returns ERR_OK, ERR_USAGE
+ * for a malformed DDPTOP_BENCH_STALL or ERR_FAIL (out of memory), *err
+ * saying which. */
+int bench_from_env(int world, Bench **out, char *err, size_t errlen);
 /* A message was applied to the job at arrived_ns (monotonic). */
 void bench_on_msg(Bench *b, const Msg *m, int64_t arrived_ns);
 /* A frame reached the terminal; its drawing began at draw_start_ns. */

@@ -186,8 +186,8 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     r->rk = calloc((size_t)w, sizeof *r->rk);
     err[0] = '\0';
     if (run_watch_hangs(r, w, err, errlen)) return ERR_FAIL;
-    r->bench = bench_from_env(w, err, errlen);
-    if (err[0]) return ERR_FAIL;
+    int st = bench_from_env(w, &r->bench, err, errlen);
+    if (st) return st;
     if (!r->store || !r->job || !r->rk || !r->viewers || (o->nnodes > 1 && !r->nodes))
         return err_set(err, errlen, "out of memory");
     r->job->max_restarts = o->max_restarts;

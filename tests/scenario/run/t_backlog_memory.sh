@@ -13,7 +13,18 @@ LOAD=$BUILD/tests/tool_load
 [ -x "$LOAD" ] || die "$LOAD is not built"
 ulimit -n 4096 2>/dev/null || skip "skip: cannot open 4096 files (ulimit -n)"
 D=$TMP/sock
-mkdir -m 700 "$D"
+mkdir -m 700 "$D" "$TMP/bad"
+# a malformed knob is a usage error: one line, exit 2
+DDPTOP_BENCH_OUT=$TMP/bad/b.json DDPTOP_BENCH_STALL=8 "$DDPTOP" listen "ipc://$TMP/bad/ctl" --headless \
+    >"$TMP/bad/out" 2>&1 &
+pb=$!
+CLEANUPS+=("kill -9 $pb")
+wait_for 10 test -S "$TMP/bad/ctl" || die "ddptop listen did not bind: $(tail -3 "$TMP/bad/out")"
+"$LOAD" "ipc://$TMP/bad/ctl" --ranks 1 --secs 2 >/dev/null 2>&1 &
+wait $pb
+rc=$?
+[ $rc = 2 ] && grep -q 'DDPTOP_BENCH_STALL="8": expected AT_SECONDS:SECONDS' "$TMP/bad/out" ||
+    die "DDPTOP_BENCH_STALL=8: exit $rc, $(tail -2 "$TMP/bad/out")"
 out=$TMP/listen.json
 DDPTOP_BENCH_OUT=$TMP/bench.json DDPTOP_BENCH_SECS=24 DDPTOP_BENCH_STALL=8:6 \
     "$DDPTOP" listen "ipc://$D/ctl" --headless --json >"$out" 2>&1 &
