@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "run/bench.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,11 @@ struct Bench {
     uint64_t steps, msgs, frames, gaps;
     int64_t *last_step; /* [world] for gaps */
     double max_arr, max_sent, draw_sum, draw_max;
-    int64_t last_frame; /* monotonic end of the previous frame */
-    double gap_max;     /* longest time between two frames, ms */
-    uint64_t slow_gaps; /* frame gaps over 100 ms */
-    uint64_t drops0;    /* job drops when the window opened */
+    int64_t last_frame;            /* monotonic end of the previous frame */
+    double gap_max;                /* longest time between two frames, ms */
+    uint64_t slow_gaps;            /* frame gaps over 100 ms */
+    uint64_t drops0;               /* job drops when the window opened */
+    int64_t stall_at_ns, stall_ns; /* DDPTOP_BENCH_STALL (0: none, or done) */
 };
 
 static double cpu_s(void)
@@ -67,10 +69,11 @@ static double env_s(const char *name)
     return v && *v ? strtod(v, NULL) : 0;
 }
 
-Bench *bench_from_env(int world, char *err, size_t errlen)
+int bench_from_env(int world, Bench **out, char *err, size_t errlen)
 {
     const char *path = getenv("DDPTOP_BENCH_OUT");
-    if (!path || !*path) return NULL;
+    *out = NULL;
+    if (!path || !*path) return ERR_OK;
     Bench *b = calloc(1, sizeof *b);
     if (b) {
         b->h_arr = calloc(BINS, sizeof *b->h_arr);
@@ -79,15 +82,34 @@ Bench *bench_from_env(int world, char *err, size_t errlen)
     }
     if (!b || !b->h_arr || !b->h_sent || !b->last_step) {
         bench_free(&b);
-        err_set(err, errlen, "bench: out of memory");
-        return NULL;
+        return err_set(err, errlen, "bench: out of memory");
     }
     snprintf(b->path, sizeof b->path, "%s", path);
     b->world = world;
     b->warmup_ns = (int64_t)(env_s("DDPTOP_BENCH_WARMUP") * 1e9);
     b->window_ns = (int64_t)(env_s("DDPTOP_BENCH_SECS") * 1e9);
     b->t0 = mono_ns();
-    return b;
+    const char *stall = getenv("DDPTOP_BENCH_STALL");
+    double at, secs;
+    char end;
+    if (stall && *stall) {
+        if (sscanf(stall, "%lf:%lf%c", &at, &secs, &end) != 2 || !(at >= 0) || !(secs > 0) || secs > 3600) {
+            bench_free(&b);
+            return err_setv(ERR_USAGE, err, errlen, "DDPTOP_BENCH_STALL=\"%.40s\": expected AT_SECONDS:SECONDS", stall);
+        }
+        b->stall_at_ns = (int64_t)(at * 1e9);
+        b->stall_ns = (int64_t)(secs * 1e9);
+    }
+    *out = b;
+    return ERR_OK;
+}
+
+void bench_tick(Bench *b)
+{
+    if (!b || !b->stall_ns || mono_ns() - b->t0 < b->stall_at_ns) return;
+    struct timespec ts = { (time_t)(b->stall_ns / 1000000000), (long)(b->stall_ns % 1000000000) };
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+    b->stall_ns = 0;
 }
 
 static void open_window(Bench *b, const Job *j, int64_t now)

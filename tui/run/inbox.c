@@ -344,13 +344,18 @@ int run_drain(Run *r, int64_t until_ms)
     int64_t pid = 0;
     Tap tel_tap = { .r = r, .src = REC_SRC_TEL, .pid = &pid };
     Tap ctl_tap = { .r = r, .src = REC_SRC_CTL, .ident = ident, .ident_len = &ident_len, .pid = &pid };
-    for (int i = 0; i < 4096; i++) {
+    int n_tel = 0;
+    r->tel_emptied = false;
+    for (; n_tel < 4096; n_tel++) {
         /* 1024 ranks' bursts are ~10 messages each: 4096 of them are ~70 ms
          * of work, and a frame waiting that long is a step late on screen */
-        if (i > 0 && i % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
+        if (n_tel > 0 && n_tel % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
         Msg m;
         int rc = zs_recv_peer(r->tel, &m, ZMQ_DONTWAIT, tap_frame, &tel_tap, &pid, err, sizeof err);
-        if (rc == 1 || rc < 0) break;
+        if (rc == 1 || rc < 0) {
+            r->tel_emptied = rc == 1;
+            break;
+        }
         if (rc == 2) {
             r->job->bad_frames++;
             r->job->version++;
@@ -362,6 +367,7 @@ int run_drain(Run *r, int64_t until_ms)
             refused(r, &tel_tap, &m);
         msg_done(&m);
     }
+    if (!r->tel_emptied) r->backlog_frames += n_tel;
     for (int i = 0; i < 1024; i++) {
         Msg m;
         int rc =

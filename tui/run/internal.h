@@ -104,6 +104,10 @@ typedef struct {
     int handled_signals;
     char status[256];
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
+    bool tel_emptied;        /* run_drain read tel until it was empty */
+    int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since tel was last empty */
+    bool trim_due;           /* a backlog ended: its memory goes back at the next trim */
+    int64_t trim_ms;         /* the last trim (mono_ms) */
     int64_t refused_note_ms; /* last event about a refused hello */
     bool refused_warned;     /* the one event about frames with someone else's r */
     struct {                 /* w: a rank asked for its Python stacks */
@@ -114,6 +118,20 @@ typedef struct {
         int64_t asked_ms, grew_ms;
     } stack;
 } Run;
+
+/* Frames ddptop queues per tel peer (ZMQ_RCVHWM): 5 s of a worker's
+ * bursts (one each 50 ms). Beyond it ZeroMQ stops reading that peer, whose
+ * frames then wait in the kernel and the peer's own queue. */
+#define RUN_TEL_RCVHWM          100
+/* Frames read while the queue was not emptied (a backlog) after which the
+ * memory they held goes back to the system once the queue is empty: one
+ * full drain, ~10 MB at 1024 ranks; at most one trim (5-13 ms on a 200 MB
+ * heap) each RUN_TRIM_EVERY_MS. */
+#define RUN_BACKLOG_TRIM_FRAMES 4096
+#define RUN_TRIM_EVERY_MS       10000
+/* libzmq's context option ZMQ_ZERO_COPY_RECV (zmq.h lists it with the
+ * draft API only; libzmq 4.3 accepts it in any build). */
+#define RUN_ZMQ_ZERO_COPY_RECV  10
 
 /* listen: the first hello, read before the world size (and so the job
  * model) is known, applied once it is. */
@@ -150,8 +168,9 @@ int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t er
 /* ---- inbox.c ---- */
 /* Read whatever is waiting on both sockets (bounded, so keys stay
  * responsive) and act on it; telemetry stops at until_ms (mono_ms), after
- * 64 frames at least, so a backlog does not hold the next frame back. Returns
- * how many ctl messages came. */
+ * 64 frames at least, so a backlog does not hold the next frame back. Sets
+ * r->tel_emptied, and counts a drain that left frames in r->backlog_frames.
+ * Returns how many ctl messages came. */
 int run_drain(Run *r, int64_t until_ms);
 /* listen: the first hello, as if it had just arrived; frees it. */
 void run_take_hello(Run *r, RunHello *h);

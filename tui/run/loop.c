@@ -12,6 +12,9 @@
 #include "run/internal.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <time.h>
 #include <zmq.h>
@@ -287,6 +290,26 @@ static void pace(const Run *r, const Turns *t, int64_t turn_start_ms, int n_ctl)
     }
 }
 
+/* A backlog is over (tel read until empty after drains that were not):
+ * the frames it held were freed, but into the allocator's arenas (most by
+ * ZeroMQ's I/O thread), where they stay resident; give them back, so the
+ * RSS after a catch-up is the RSS before it. One malloc_trim after a
+ * backlog of RUN_BACKLOG_TRIM_FRAMES or more (at most one a
+ * RUN_TRIM_EVERY_MS), none in a steady state. */
+static void backlog_over(Run *r)
+{
+    if (!r->tel_emptied) return;
+    if (r->backlog_frames >= RUN_BACKLOG_TRIM_FRAMES) r->trim_due = true;
+    r->backlog_frames = 0;
+    int64_t now = mono_ms();
+    if (!r->trim_due || (r->trim_ms && now - r->trim_ms < RUN_TRIM_EVERY_MS)) return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    r->trim_due = false;
+    r->trim_ms = now;
+}
+
 static void run_loop(Run *r)
 {
     Turns t = { .drawn_version = (uint64_t)-1 };
@@ -298,6 +321,8 @@ static void run_loop(Run *r)
         int64_t until = turn_start_ms + FRAME_MS;
         if (r->tui && t.last_draw_ms + FRAME_MS < until) until = t.last_draw_ms + FRAME_MS;
         int n_ctl = run_drain(r, until);
+        backlog_over(r);
+        bench_tick(r->bench);
         int held = collect(r, &t);
         run_take_signals(r);
         take_keys(r, &t);

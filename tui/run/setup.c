@@ -120,6 +120,12 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
     if (st) return st;
     if (r->o->log_dir == NULL && !r->dir[0] && zs_private_dir(r->dir, sizeof r->dir, err, errlen)) return ERR_FAIL;
     r->zctx = zmq_ctx_new();
+    /* Each message in its own allocation of its size: with zero-copy
+     * receive (the default) a queued burst of ~2 KB keeps the whole 8 KB
+     * read buffer it came in alive, ~9.5 KB a frame (an 8 s stall at 1024
+     * ranks: +1.5 GB, docs/BENCHMARKS.md). A draft option libzmq 4.3
+     * honours; where it does not, nothing changes. */
+    if (r->zctx) zmq_ctx_set(r->zctx, RUN_ZMQ_ZERO_COPY_RECV, 0);
     if (r->zctx && r->tcp) {
         if ((st = run_job_keys(r, err, errlen))) return st;
         if (zap_start(&r->zap, r->zctx, &r->keys, err, errlen)) return ERR_FAIL;
@@ -127,11 +133,13 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
     r->ctl = r->zctx ? zmq_socket(r->zctx, ZMQ_ROUTER) : NULL;
     r->tel = r->zctx ? zmq_socket(r->zctx, ZMQ_PULL) : NULL;
     if (!r->ctl || !r->tel) return err_set(err, errlen, "zeromq: %s", zmq_strerror(errno));
-    /* Per peer: 10000 frames queued (the loop drains every 20 ms: a rank
-     * would need 500k messages/s to fill it), and no frame above what the
-     * decoder accepts: ZeroMQ drops a peer that sends one, before a byte
-     * of it is buffered. Together they bound what a flood can hold. */
-    int hwm = 10000, zero = 0;
+    /* Per peer: RUN_TEL_RCVHWM frames queued here, and no frame above what
+     * the decoder accepts: ZeroMQ drops a peer that sends one, before a
+     * byte of it is buffered. Together they bound what a flood can hold.
+     * Past the queue a peer's frames wait in the kernel and in its own
+     * send queue (a worker's holds 10000): a frontend that falls behind
+     * holds a few seconds of each rank, not minutes (docs/DECISIONS.md). */
+    int hwm = RUN_TEL_RCVHWM, zero = 0;
     int64_t maxmsg = (int64_t)PROTO_MAX_FRAME_BYTES;
     zmq_setsockopt(r->tel, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
@@ -178,8 +186,8 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     r->rk = calloc((size_t)w, sizeof *r->rk);
     err[0] = '\0';
     if (run_watch_hangs(r, w, err, errlen)) return ERR_FAIL;
-    r->bench = bench_from_env(w, err, errlen);
-    if (err[0]) return ERR_FAIL;
+    int st = bench_from_env(w, &r->bench, err, errlen);
+    if (st) return st;
     if (!r->store || !r->job || !r->rk || !r->viewers || (o->nnodes > 1 && !r->nodes))
         return err_set(err, errlen, "out of memory");
     r->job->max_restarts = o->max_restarts;
