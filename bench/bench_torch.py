@@ -19,7 +19,9 @@ rank 0's steps/s, of the time from launch (just before the first
 process is started) to the slowest rank's first step and of the ranks'
 CPU time per step (what the hooks cost, whatever the machine's load),
 and the targets:
-at most 2% slower, at most 0.3 s more to the first step. --breakdown
+at most 2% slower, at most 0.3 s more to the first step; beside the
+medians, the mean of the per-rep slowdowns (each rep runs both modes back
+to back) with its 95% confidence interval. --breakdown
 also times the adapter's hooks per step in-process (one rank, no ddptop).
 --baseline DIR adds a third mode, ddptop with the adapter in DIR (a
 workers/python folder of another commit: `git archive REV workers/python |
@@ -57,6 +59,22 @@ def results(texts, world, t0, what):
         raise RuntimeError(f"{what}: no throughput line from every rank:\n" + "\n".join(t[-1500:] for t in texts))
     return dict(first_s=max(g["first_unix"] for g in got.values()) - t0, steps_per_s=got[0]["steps_per_s"],
                 cpu_ms=sum(g["cpu_ms"] for g in got.values()) / world)
+
+
+# Student's t at 97.5% for 2..30 degrees of freedom (index = df), then ~1.96.
+T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
+        2.042]
+
+
+def paired_ci(xs):
+    """Mean of xs and the half-width of its 95% confidence interval."""
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return m, float("inf")
+    sd = (sum((x - m) ** 2 for x in xs) / (n - 1)) ** 0.5
+    return m, (T975[n - 1] if n - 1 < len(T975) else 1.96) * sd / n ** 0.5
 
 
 def run_torchrun(py, world, args, tmp, timeout):
@@ -205,12 +223,19 @@ def main():
     if bd:
         print(f"hooks in one process (world 1, medians of 3): CPU {bd['bare_cpu_ms']:.3f} ms per step bare, "
               f"{bd['hooked_cpu_ms']:.3f} hooked: {bd['hook_us_per_step']:+.0f} us per step")
+    # Each rep ran both modes back to back: the pairs share the machine's
+    # mood, so their ratios vary far less than either mode's steps/s.
+    pairs = [1 - dd["steps_per_s"] / tt["steps_per_s"] for tt, dd in zip(runs["torchrun"], runs["ddptop"])]
+    pm, ph = paired_ci(pairs)
+    print(f"paired (rep by rep): ddptop {100 * pm:+.2f}% slower, 95% interval {100 * (pm - ph):+.2f}%.."
+          f"{100 * (pm + ph):+.2f}% over {len(pairs)} pairs")
     ok_speed, ok_first = slower <= 0.02, later <= 0.3
     print(f"targets: at most 2% slower: {'met' if ok_speed else 'MISSED'} ({100 * slower:.1f}%); "
           f"at most 0.3 s more to the first step: {'met' if ok_first else 'MISSED'} ({later:+.3f} s)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"machine": mach, "torch": tv, "args": args, "runs": runs, "median": med, "breakdown": bd}, f,
+            json.dump({"machine": mach, "torch": tv, "args": args, "runs": runs, "median": med, "breakdown": bd,
+                       "paired_slowdown": {"mean": pm, "ci95_half": ph, "n": len(pairs)}}, f,
                       indent=1)
 
 

@@ -40,6 +40,8 @@ static void sample(Msg *m, MsgKind k)
         snprintf(h->host, sizeof h->host, "n\xc5\x93ud-7"); /* "nœud-7" */
         snprintf(h->device, sizeof h->device, "cuda:1");
         snprintf(h->backend, sizeof h->backend, "nccl");
+        snprintf(h->precision, sizeof h->precision, "bf16");
+        snprintf(h->grad_dtype, sizeof h->grad_dtype, "fp32");
         snprintf(h->version, sizeof h->version, "ddptop 0.1.0 zmq 4.3.4");
         snprintf(h->dataset, sizeof h->dataset, "fashion-mnist");
         snprintf(h->model, sizeof h->model, "mlp:784,256,256,10");
@@ -225,6 +227,8 @@ static void print_msg(const Msg *m)
         put_str("host", h->host);
         put_str("device", h->device);
         put_str("backend", h->backend);
+        put_str("precision", h->precision);
+        put_str("grad_dtype", h->grad_dtype);
         put_str("version", h->version);
         put_str("dataset", h->dataset);
         put_str("model", h->model);

@@ -38,7 +38,7 @@ VAL = b"\x00\x01\xffabc"
 # Must match sample() in tests/tools/tool_wire.c. No "r" means the sender had none.
 EXPECT = {
     "hello": dict(r=3, local_rank=1, world=4, local_world=2, pid=4242, host="n\u0153ud-7",
-                  device="cuda:1", backend="nccl", version="ddptop 0.1.0 zmq 4.3.4",
+                  device="cuda:1", backend="nccl", precision="bf16", grad_dtype="fp32", version="ddptop 0.1.0 zmq 4.3.4",
                   dataset="fashion-mnist", model="mlp:784,256,256,10", params=269322,
                   batch=64, max_steps=9375, steps_per_epoch=235, dataset_size=60000),
     "phase": dict(r=3, phase="destroying", detail="waiting for rank 2"),
