@@ -11,6 +11,9 @@ compared bit for bit (tests/scenario/train/t_grad_bf16.sh).
                                       in bf16 in rank order (torch_ddp.bf16_sum),
                                       and compare with DIR/out-r.f32
 
+Several commands may be joined by "+" (one torch import for all): each
+check's report goes to DIR/check.out; the exit status is the worst.
+
 check prints the elements that differ from the rank-order result and the
 largest difference in bf16 ulps, and exits 1 when (a) the ranks' results
 differ from one another, or (b) an element equals none of the hook's results
@@ -130,15 +133,30 @@ def check(d, world, n, exact):
     return bad
 
 
-def main():
-    a = sys.argv[1:]
+def run_one(a):
     if len(a) >= 5 and a[0] == "gen":
         gen(a[1], int(a[2]), int(a[3]), int(a[4]))
         return 0
     if len(a) >= 4 and a[0] == "check":
-        return check(a[1], int(a[2]), int(a[3]), "--exact" in a[4:])
+        with open(f"{a[1]}/check.out", "w") as out:
+            saved, sys.stdout = sys.stdout, out
+            try:
+                return check(a[1], int(a[2]), int(a[3]), "--exact" in a[4:])
+            finally:
+                sys.stdout = saved
     print(__doc__.strip().splitlines()[2], file=sys.stderr)
     return 2
+
+
+def main():
+    cmds, cur = [], []
+    for x in sys.argv[1:] + ["+"]:
+        if x == "+":
+            cmds.append(cur)
+            cur = []
+        else:
+            cur.append(x)
+    return max(run_one(c) for c in cmds if c) if any(cmds) else run_one([])
 
 
 if __name__ == "__main__":

@@ -24,23 +24,36 @@ TOOL=$BUILD/tests/tool_bf16_reduce
 N=${N:-300000}
 # 3 ranks: a division that is not exact, where cast-then-divide (the hook's
 # order) and divide-then-cast differ
+CONFIGS=()
 for w in 2 3 4; do
     for path in shm tcp; do
         [ $w = 3 ] && [ $path = tcp ] && continue
-        d=$TMP/b-$w-$path; mkdir -p "$d"
-        "$PY" tests/tools/bf16_hook.py gen "$d" $w $N $w || die "gen"
-        shm=1; [ $path = tcp ] && shm=0
-        DDPTOP_SHM=$shm "$TOOL" $w $N "$d" >"$d/tool.out" 2>&1 || die "tool_bf16_reduce $w ranks $path: $(cat "$d/tool.out")"
-        case $path in
-            shm) grep -q "shared memory" "$d/tool.out" || die "$w ranks: not through shared memory: $(cat "$d/tool.out")";;
-            tcp) grep -q "gloo over TCP" "$d/tool.out" || die "$w ranks: not over TCP: $(cat "$d/tool.out")";;
-        esac
-        exact=--exact; [ $w = 4 ] && [ $path = tcp ] && exact=
-        "$PY" tests/tools/bf16_hook.py check "$d" $w $N $exact >"$d/check.out" 2>&1 \
-            || die "$w ranks $path: ddptop's bf16 bucket is not the hook's: $(cat "$d/check.out")"
-        echo "ok: $path: $(head -1 "$d/check.out")"
+        CONFIGS+=("$w-$path")
     done
 done
+# every bucket generated in one call, then every check in one (torch imports once each)
+gens=()
+for c in "${CONFIGS[@]}"; do
+    w=${c%-*}; d=$TMP/b-$c; mkdir -p "$d"
+    gens+=(gen "$d" $w $N $w +)
+done
+"$PY" tests/tools/bf16_hook.py "${gens[@]}" || die "gen"
+checks=()
+for c in "${CONFIGS[@]}"; do
+    w=${c%-*}; path=${c#*-}; d=$TMP/b-$c
+    shm=1; [ $path = tcp ] && shm=0
+    DDPTOP_SHM=$shm "$TOOL" $w $N "$d" >"$d/tool.out" 2>&1 || die "tool_bf16_reduce $w ranks $path: $(cat "$d/tool.out")"
+    case $path in
+        shm) grep -q "shared memory" "$d/tool.out" || die "$w ranks: not through shared memory: $(cat "$d/tool.out")";;
+        tcp) grep -q "gloo over TCP" "$d/tool.out" || die "$w ranks: not over TCP: $(cat "$d/tool.out")";;
+    esac
+    exact=--exact; [ $w = 4 ] && [ $path = tcp ] && exact=
+    checks+=(check "$d" $w $N $exact +)
+done
+"$PY" tests/tools/bf16_hook.py "${checks[@]}"; rc=$?
+for c in "${CONFIGS[@]}"; do [ -s "$TMP/b-$c/check.out" ] || die "${c/-/ ranks }: no check report"; done
+[ $rc -eq 0 ] || die "ddptop's bf16 bucket is not the hook's: $(for c in "${CONFIGS[@]}"; do echo "$c: $(cat "$TMP/b-$c/check.out")"; done)"
+for c in "${CONFIGS[@]}"; do echo "ok: ${c/-/ ranks }: $(head -1 "$TMP/b-$c/check.out")"; done
 
 FM=/usr/share/datasets/fashion-mnist
 [ -f $FM/train-images-idx3-ubyte.gz ] || skip "skip the whole run: no Fashion-MNIST in $FM"
