@@ -28,9 +28,6 @@
 #include "train/report.h"
 #include "train/state.h"
 
-/* The flags' FP32 all-reduce under --grad-dtype bf16: a tag no bucket has. */
-#define TAG_BF16_PAD ((uint32_t)BUCKET_MAX)
-
 /* --grad-dtype bf16: each bucket's gradients cast (and divided by the
  * world size) in bf16 right after its last tensor, the flags not. */
 static int cuda_bf16_buckets(Trainer *t)
@@ -124,7 +121,7 @@ static void on_grad_ready(void *ctx, int tensor, void *ready)
                                            ready, ticket, t->err, sizeof t->err);
         /* the flags are counts and rank sums, which bf16 cannot carry */
         if (rc == 0 && bk->offset == 0) {
-            rc = comm_allreduce_sum_f32_start(t->comm, cuda_mlp_grads(t->g) - FL_COUNT, FL_COUNT, TAG_BF16_PAD, ready,
+            rc = comm_allreduce_sum_f32_start(t->comm, cuda_mlp_grads(t->g) - FL_COUNT, FL_COUNT, TAG_STEP_FLAGS, ready,
                                               &t->pad_ticket, t->err, sizeof t->err);
             t->pad_submitted = rc == 0;
         }
