@@ -213,9 +213,11 @@ void run_request_fault(Run *r, int pick, int rank)
 
 /* ---- w: a rank's Python stacks ---- */
 
-/* The dump is read once the log has been quiet this long, or given up on. */
+/* The dump is read once the log has been quiet this long, or given up on;
+ * what it writes later still reaches the open page for STACK_FOLLOW_MS. */
 #define STACK_QUIET_MS 200
 #define STACK_WAIT_MS  3000
+#define STACK_FOLLOW_MS 10000
 #define STACK_MAX      (1L << 20)
 
 /* The adapter's signal (workers/python/ddptop/beat.py reads the same
@@ -280,6 +282,7 @@ void run_request_stack(Run *r, int rank)
             return;
         }
         r->stack.on = true;
+        r->stack.follow = false;
         r->stack.rank = rank;
         r->stack.pid = (int)pid;
         r->stack.off = r->stack.size = off;
@@ -291,9 +294,36 @@ void run_request_stack(Run *r, int rank)
     }
 }
 
+/* The dump in the log from off to size, as pystack_extract keeps it, into
+ * *dump (caller frees). Returns how many threads it holds. */
+static int stack_read(const char *log, long off, long size, char **dump)
+{
+    long n = size - off;
+    if (n > STACK_MAX) n = STACK_MAX;
+    char *text = n > 0 ? malloc((size_t)n) : NULL;
+    *dump = malloc(STACK_MAX);
+    FILE *f = text ? fopen(log, "rb") : NULL;
+    size_t got = 0;
+    if (f && fseek(f, off, SEEK_SET) == 0) got = fread(text, 1, (size_t)n, f);
+    if (f) fclose(f);
+    int threads = *dump ? pystack_extract(text, got, *dump, STACK_MAX) : 0;
+    free(text);
+    return threads;
+}
+
+static void stack_head(Run *r, char *head, size_t len, int threads, const char *log)
+{
+    char when[16] = "";
+    time_t secs = time(NULL);
+    struct tm tm;
+    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
+    snprintf(head, len, "rank %d (pid %d) at %s: %d thread%s, most recent call first (from %.120s)", r->stack.rank,
+             r->stack.pid, when, threads, threads == 1 ? "" : "s", log);
+}
+
 void run_stack_tick(Run *r)
 {
-    if (!r->stack.on) return;
+    if (!r->stack.on && !r->stack.follow) return;
     const char *log = launcher_log_path(r->l, r->stack.rank);
     int64_t now = mono_ms();
     long size = file_size(log);
@@ -303,28 +333,38 @@ void run_stack_tick(Run *r)
     }
     bool quiet = r->stack.size > r->stack.off && now - r->stack.grew_ms >= STACK_QUIET_MS;
     bool late = now - r->stack.asked_ms >= STACK_WAIT_MS;
+    char head[256], *dump = NULL;
+    if (r->stack.follow) {
+        /* A dump written slower than STACK_QUIET_MS (a busy machine) came
+         * in parts: the page takes each new part for STACK_FOLLOW_MS after
+         * the ask, unless the user closed it or asked again. */
+        if (now - r->stack.asked_ms >= STACK_FOLLOW_MS) r->stack.follow = false;
+        if (!r->stack.follow || r->stack.size == r->stack.shown || !quiet) return;
+        r->stack.shown = r->stack.size;
+        int threads = stack_read(log, r->stack.off, r->stack.size, &dump);
+        size_t len = dump ? strlen(dump) : 0;
+        if (dump && (threads > r->stack.threads || (threads == r->stack.threads && len > r->stack.shown_len))) {
+            r->stack.threads = threads;
+            r->stack.shown_len = len;
+            stack_head(r, head, sizeof head, threads, log);
+            if (!view_tui_update_stack(r->tui, r->stack.rank, head, dump)) r->stack.follow = false;
+        }
+        free(dump);
+        return;
+    }
     if (!quiet && !late) return;
-    long n = r->stack.size - r->stack.off;
-    if (n > STACK_MAX) n = STACK_MAX;
-    char *text = n > 0 ? malloc((size_t)n) : NULL, *dump = malloc(STACK_MAX);
-    FILE *f = text ? fopen(log, "rb") : NULL;
-    size_t got = 0;
-    if (f && fseek(f, r->stack.off, SEEK_SET) == 0) got = fread(text, 1, (size_t)n, f);
-    if (f) fclose(f);
-    int threads = dump ? pystack_extract(text, got, dump, STACK_MAX) : 0;
+    int threads = stack_read(log, r->stack.off, r->stack.size, &dump);
     if (threads == 0 && !late) { /* the rank's own output, not the dump yet */
-        free(text);
         free(dump);
         return;
     }
     r->stack.on = false;
-    char head[256], when[16] = "";
-    time_t secs = time(NULL);
-    struct tm tm;
-    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
     if (threads > 0) {
-        snprintf(head, sizeof head, "rank %d (pid %d) at %s: %d thread%s, most recent call first (from %.120s)",
-                 r->stack.rank, r->stack.pid, when, threads, threads == 1 ? "" : "s", log);
+        stack_head(r, head, sizeof head, threads, log);
+        r->stack.follow = true;
+        r->stack.threads = threads;
+        r->stack.shown_len = strlen(dump);
+        r->stack.shown = r->stack.size;
     } else {
         ProcStat ps;
         bool stopped = procstat_read(r->stack.pid, &ps) == 0 && (ps.state == 'T' || ps.state == 't');
@@ -333,6 +373,5 @@ void run_stack_tick(Run *r)
                  stopped ? ": it is stopped (SIGSTOP); it dumps when continued (SIGCONT), then w again" : "");
     }
     view_tui_show_stack(r->tui, r->stack.rank, head, dump && threads > 0 ? dump : "");
-    free(text);
     free(dump);
 }

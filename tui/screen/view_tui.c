@@ -321,6 +321,13 @@ void view_tui_show_stack(ViewTui *v, int rank, const char *head, const char *tex
     if (v) ui_stack_show(&v->ui, rank, head, text);
 }
 
+bool view_tui_update_stack(ViewTui *v, int rank, const char *head, const char *text)
+{
+    if (!v || v->ui.overlay != UI_STACK || v->ui.stack_rank != rank) return false;
+    ui_stack_show(&v->ui, rank, head, text);
+    return true;
+}
+
 void view_tui_note(ViewTui *v, const char *text)
 {
     if (!v) return;

@@ -48,6 +48,9 @@ int view_tui_stack_rank(const ViewTui *v);
 /* Show (or refresh) rank's stacks page: head its first line, text the
  * dump (NULL: keep what it shows). */
 void view_tui_show_stack(ViewTui *v, int rank, const char *head, const char *text);
+/* The same page with more of the dump, only while it is open on rank's
+ * stacks: false when the user closed it (or opened another rank's). */
+bool view_tui_update_stack(ViewTui *v, int rank, const char *head, const char *text);
 /* One line on the status line, for a few seconds (the answer to a key). */
 void view_tui_note(ViewTui *v, const char *text);
 
