@@ -10,12 +10,14 @@ BENCH_TUI_RATE    ?= 100
 BENCH_TUI_BUCKETS ?= 1
 BENCH_TUI_SECS    ?= 20
 # then rows at scale from tests/tools/tool_load.c (a few processes, not one
-# per rank), the burst and the single-frame wire side by side
-# (tests/bench_tui_load.sh); BENCH_TUI_BEFORE=PATH adds another ddptop's rows,
+# per rank), the single-frame wire, bursts with the ranks' flushes spread
+# over 50 ms and bursts on the wall clock's 50 ms marks (the worker's) side
+# by side (tests/bench_tui_load.sh; BENCH_TUI_WIRES); BENCH_TUI_BEFORE=PATH adds another ddptop's rows,
 # fed the wires in BENCH_TUI_BEFORE_WIRES (single: a build without bursts)
 BENCH_TUI_ROWS    ?= 64 256 1024
 BENCH_TUI_BEFORE  ?=
 BENCH_TUI_BEFORE_WIRES ?= single
+BENCH_TUI_WIRES   ?= single burst+spread burst
 
 .PHONY: bench-tui
 bench: bench-tui
@@ -23,4 +25,4 @@ bench-tui: $(BUILD)/ddptop $(BUILD)/tests/tool_feed $(BUILD)/tests/tool_load
 	$(Q)BUILD=$(BUILD) RANKS=$(BENCH_TUI_RANKS) RATE=$(BENCH_TUI_RATE) BUCKETS=$(BENCH_TUI_BUCKETS) SECS=$(BENCH_TUI_SECS) \
 	  bash tests/bench_tui.sh
 	$(Q)BUILD=$(BUILD) ROWS="$(BENCH_TUI_ROWS)" RATE=$(BENCH_TUI_RATE) BUCKETS=$(BENCH_TUI_BUCKETS) SECS=$(BENCH_TUI_SECS) \
-	  BEFORE=$(BENCH_TUI_BEFORE) BEFORE_WIRES="$(BENCH_TUI_BEFORE_WIRES)" bash tests/bench_tui_load.sh
+	  WIRES="$(BENCH_TUI_WIRES)" BEFORE=$(BENCH_TUI_BEFORE) BEFORE_WIRES="$(BENCH_TUI_BEFORE_WIRES)" bash tests/bench_tui_load.sh

@@ -3,7 +3,7 @@
  *
  *   tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S]
  *             [--buckets B] [--secs T] [--start UNIX_S] [--wire burst|single]
- *             [--stall R@S]
+ *             [--flush spread|grid] [--stall R@S]
  *
  * Ranks first..first+count-1 of a world of N (default all of them) each get
  * their own ctl DEALER (routing id "rank-R", a hello claiming this process,
@@ -13,8 +13,11 @@
  * times a second on a shared schedule (the ranks of a DDP job step
  * together; --start gives several processes the same time 0, wall clock,
  * default now), each step a `coll` per bucket (B, default 1) and a `step`, a
- * `beat` a second; a rank's telemetry leaves every 50 ms, the ranks'
- * flushes spread over those 50 ms:
+ * `beat` a second; a rank's telemetry leaves every 50 ms:
+ *   --flush grid    every rank at the same 50 ms marks of the wall clock, as
+ *                   the worker flushes (workers/link/uplink.c; default)
+ *   --flush spread  the ranks' flushes spread over those 50 ms (ranks out of
+ *                   step, or clocks apart): the frontend's worst case
  *   --wire burst   one burst frame per rank and flush (today's worker)
  *   --wire single  one frame per message, all handed to ZeroMQ at the flush
  *                  (the worker before bursts), for the side-by-side figure
@@ -68,6 +71,7 @@ static struct {
     int world, first, count, buckets;
     double rate, secs, start_s;
     bool single;
+    bool spread;
     int stall_rank;
     double stall_s;
     void *zctx;
@@ -84,7 +88,7 @@ static int usage(const char *fmt, const char *arg)
     fprintf(stderr, "tool_load: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (usage: tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S] [--buckets B] "
-                    "[--secs T] [--start UNIX_S] [--wire burst|single] [--stall R@S])\n");
+                    "[--secs T] [--start UNIX_S] [--wire burst|single] [--flush spread|grid] [--stall R@S])\n");
     return 2;
 }
 
@@ -309,6 +313,8 @@ int main(int argc, char **argv)
             L.start_s = v;
         else if (!strcmp(a, "--wire") && (!strcmp(val, "burst") || !strcmp(val, "single")))
             L.single = !strcmp(val, "single");
+        else if (!strcmp(a, "--flush") && (!strcmp(val, "spread") || !strcmp(val, "grid")))
+            L.spread = !strcmp(val, "spread");
         else if (!strcmp(a, "--stall")) {
             char *at = strchr(val, '@');
             char r[16];
@@ -337,6 +343,9 @@ int main(int argc, char **argv)
     if (!L.zctx || !L.rk) return 1;
     codec_buf_init(&L.buf);
     int64_t start = mono_ns();
+    /* the next 50 ms mark of the wall clock, on the monotonic clock */
+    int64_t flush_ns = (int64_t)FLUSH_MS * 1000000, wall = proto_now_ns();
+    int64_t mark = start + (flush_ns - wall % flush_ns);
     for (int i = 0; i < L.count; i++) {
         Rank *k = &L.rk[i];
         k->r = L.first + i;
@@ -346,8 +355,8 @@ int main(int argc, char **argv)
             return 1;
         }
         hello(k);
-        /* spread the ranks' flushes over the 50 ms */
-        k->next_flush_ns = start + (int64_t)FLUSH_MS * 1000000 * i / L.count;
+        /* grid: all at the wall clock's marks; spread: over the 50 ms */
+        k->next_flush_ns = L.spread ? start + flush_ns * i / L.count : mark;
     }
     /* telemetry sent before the connection is up is lost: give ipc a moment */
     struct timespec pause = { 0, 300 * 1000000 };

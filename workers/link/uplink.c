@@ -1,10 +1,14 @@
 /* uplink.c — the worker side of ddptop's sockets. See uplink.h.
  *
  * Telemetry never waits on a slow frontend (ZMQ_DONTWAIT, drops counted).
- * It is encoded at once but handed to ZeroMQ in bursts, every TEL_FLUSH_MS,
- * each burst one frame of kind "burst" (docs/PROTOCOL.md), so the frontend
- * wakes a few times a second instead of a few times a step and receives,
- * checks and polls once per burst instead of once per message;
+ * It is encoded at once but handed to ZeroMQ in bursts, one per TEL_FLUSH_MS
+ * slot of the wall clock, each burst one frame of kind "burst"
+ * (docs/PROTOCOL.md), so the frontend wakes a few times a second instead of
+ * a few times a step and receives, checks and polls once per burst instead
+ * of once per message. The slots are the wall clock's 50 ms marks, the same
+ * on every rank: the ranks of a job step together, so their bursts leave
+ * together and the frontend's I/O thread serves many in one wake-up instead
+ * of waking once per rank (docs/BENCHMARKS.md, "flushes on the 50 ms grid");
  * on a machine with as many ranks as cores every wake-up of another thread
  * preempts some rank, and the others wait for it in the next all-reduce.
  * (A send still costs a few microseconds: ZeroMQ wakes its I/O thread per
@@ -40,8 +44,9 @@
 
 #define CMD_QUEUE        64
 #define TEL_HWM          10000
-/* Telemetry burst: at most this old, this many frames, this many bytes;
- * a larger frame (a shard's indices) goes out alone. */
+/* Telemetry burst: out with the first frame of a later 50 ms slot of the
+ * wall clock, or at this many frames or bytes; a larger frame (a shard's
+ * indices) goes out alone. */
 #define TEL_FLUSH_MS     50
 #define TEL_BURST_FRAMES 512
 #define TEL_BURST_BYTES  (256u << 10)
@@ -54,7 +59,7 @@ struct Uplink {
     uint64_t drops;
     CodecBuf buf;
     CodecBuf burst;         /* the burst frame being built (codec_burst_*) */
-    int64_t burst_since_ms; /* when the oldest waiting frame was queued */
+    int64_t burst_slot;     /* the TEL_FLUSH_MS slot of the wall clock the oldest waiting frame came in */
     int64_t cost_ns;        /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
     int q_head, q_len;
@@ -144,10 +149,13 @@ void uplink_close(Uplink **up, int linger_ms)
     *up = NULL;
 }
 
-static void stamp(Uplink *u, Msg *m)
+/* Returns now (wall-clock ns), the message's t unless it came with one. */
+static int64_t stamp(Uplink *u, Msg *m)
 {
+    int64_t now = proto_now_ns();
     m->rank = u->rank;
-    if (!m->t_ns) m->t_ns = proto_now_ns();
+    if (!m->t_ns) m->t_ns = now;
+    return now;
 }
 
 static int send_now(Uplink *u, const void *data, size_t len)
@@ -188,12 +196,12 @@ int uplink_send(Uplink *u, Msg *m)
 }
 
 /* Add the frame in u->buf to the burst, starting one if none waits. */
-static int burst_add(Uplink *u, int64_t now)
+static int burst_add(Uplink *u, int64_t slot)
 {
     char err[160];
     if (!codec_burst_count(&u->burst)) {
         if (codec_burst_begin(&u->burst, u->rank, err, sizeof err)) return -1;
-        u->burst_since_ms = now;
+        u->burst_slot = slot;
     }
     return codec_burst_add(&u->burst, u->buf.data, u->buf.len, err, sizeof err);
 }
@@ -201,12 +209,11 @@ static int burst_add(Uplink *u, int64_t now)
 static int queue_frame(Uplink *u, Msg *m)
 {
     char err[160];
-    stamp(u, m);
+    int64_t slot = stamp(u, m) / ((int64_t)TEL_FLUSH_MS * 1000000);
     if (codec_encode(m, &u->buf, err, sizeof err) < 0) {
         u->drops++;
         return 1;
     }
-    int64_t now = mono_ms();
     if (u->buf.len > TEL_BURST_BYTES) {
         flush_burst(u);
         if (send_now(u, u->buf.data, u->buf.len)) {
@@ -216,13 +223,14 @@ static int queue_frame(Uplink *u, Msg *m)
         return 0;
     }
     /* full (frames or bytes): send what waits and start again */
-    if (burst_add(u, now) < 0 && (flush_burst(u), burst_add(u, now) < 0)) {
+    /* a frame of a later slot (or an earlier one: the clock was set back)
+     * sends what waits first; it starts the next burst */
+    if (codec_burst_count(&u->burst) && slot != u->burst_slot) flush_burst(u);
+    if (burst_add(u, slot) < 0 && (flush_burst(u), burst_add(u, slot) < 0)) {
         u->drops++;
         return 1;
     }
-    if (now - u->burst_since_ms >= TEL_FLUSH_MS || codec_burst_count(&u->burst) >= TEL_BURST_FRAMES ||
-        u->burst.len >= TEL_BURST_BYTES)
-        flush_burst(u);
+    if (codec_burst_count(&u->burst) >= TEL_BURST_FRAMES || u->burst.len >= TEL_BURST_BYTES) flush_burst(u);
     return 0;
 }
 

@@ -1,5 +1,6 @@
 # The torch adapter's parts without ddptop: its frames and its bursts decode
-# in the C codec (tool_wire) and in msgpack; its safetensors writer is read by the
+# in the C codec (tool_wire) and in msgpack, each burst one 50 ms slot of the
+# wall clock; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
 # the adapter's comm hook (flags riding in the first bucket) ends with the
 # very weights of DDP's default all-reduce.
@@ -104,13 +105,43 @@ def main():
     with safe_open(os.path.join(tmp, "t.safetensors"), "pt") as f:
         assert f.metadata() == {"format": "pt", "step": "3"}
 
+    # 5. bursts: one 50 ms slot of the wall clock each, sent at the next mark
+    # (every rank's at the same marks), nothing lost or reordered
+    import time, zmq
+    from ddptop import uplink
+    ctx = zmq.Context()
+    pull, router = ctx.socket(zmq.PULL), ctx.socket(zmq.ROUTER)
+    pull.bind(f"ipc://{tmp}/tel"); router.bind(f"ipc://{tmp}/ctl")
+    pull.setsockopt(zmq.RCVTIMEO, 2000)
+    up = uplink.Uplink(f"ipc://{tmp}/ctl", f"ipc://{tmp}/tel", 3)
+    time.sleep(0.1)           # let ipc connect (telemetry before that is lost by design)
+    for i in range(150):
+        up.send("step", dict(step=i))
+        time.sleep(0.002)
+    up.close()
+    got, bursts = [], []
+    while True:
+        try:
+            m = msgpack.unpackb(pull.recv(), raw=False)
+        except zmq.Again:
+            break
+        items = [msgpack.unpackb(f, raw=False) for f in m["m"]] if m["k"] == "burst" else [m]
+        slots = {x["t"] // uplink.BURST_NS for x in items}
+        assert len(slots) == 1, ("a burst over several slots", [x["t"] for x in items])
+        bursts.append((slots.pop(), m["t"] // uplink.BURST_NS))
+        got += [x["step"] for x in items]
+    assert got == list(range(150)), got
+    assert len(bursts) >= 6 and all(a[0] < b[0] for a, b in zip(bursts, bursts[1:])), bursts
+    assert all(sent > slot for slot, sent in bursts[:-1]), ("a burst sent inside its own slot", bursts)
+    pull.close(0); router.close(0); ctx.term()
+
     res = {}
     for hooked in (False, True):
         out = os.path.join(tmp, f"w{int(hooked)}.pt")
         mp.spawn(train, args=(hooked, os.path.join(tmp, f"store{int(hooked)}"), out), nprocs=2)
         res[hooked] = torch.load(out)
     assert all(torch.equal(a, b) for a, b in zip(res[False], res[True])), "the hook changed the weights"
-    print("PASS: frames, chunks, safetensors, comm hook == DDP default")
+    print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ workers/link/uplink.c).
 
 ctl is a DEALER with routing id "rank-R.PID.NONCE" (hello, store requests; ddptop's
 cmd and val come back on it), tel a PUSH (everything else). Telemetry never
-waits: frames wait at most BURST_S and go with DONTWAIT as one `burst`
+waits: frames wait for the next 50 ms mark of the wall clock (the same
+marks on every rank, so the ranks' bursts leave together and ddptop's I/O
+thread serves them in one wake-up) and go with DONTWAIT as one `burst`
 frame (docs/PROTOCOL.md), so ZeroMQ and ddptop pay their per-frame costs
 once per burst; a full queue drops the burst and counts its messages (the
 step's "drops"). What a user
@@ -25,7 +27,7 @@ import zmq
 from . import wire
 
 TEL_HWM = 10000
-BURST_S = 0.05
+BURST_NS = 50_000_000           # a burst a 50 ms slot of the wall clock
 BURST_FRAMES = 512              # at most PROTO_MAX_BURST (4096) inside one burst
 BURST_BYTES = 4 << 20           # well within the 8 MiB frame limit
 IMPORTANT_WAIT_S = 2.0
@@ -58,7 +60,7 @@ class Uplink:
         self.tel.connect(tel_ep)
         self.burst = []
         self.burst_bytes = 0
-        self.burst_since = 0.0
+        self.burst_slot = 0
         self.cmds = []
         self.last_heard = time.monotonic()
         self.pinged = False
@@ -68,17 +70,19 @@ class Uplink:
     # ---- telemetry ----
     def send(self, kind, fields, t_ns=0):
         """Queue a telemetry frame; never blocks. Returns False if dropped."""
-        frame = wire.encode(kind, self.rank, fields, t_ns)
+        now = time.time_ns()
+        frame = wire.encode(kind, self.rank, fields, t_ns or now)
         with self.lock:
-            now = time.monotonic()
-            if not self.burst:
-                self.burst_since = now
-            elif self.burst_bytes + len(frame) > BURST_BYTES:
+            slot = now // BURST_NS
+            # a frame of a later slot (or an earlier one: the clock was set
+            # back) sends what waits first and starts the next burst
+            if self.burst and (slot != self.burst_slot or self.burst_bytes + len(frame) > BURST_BYTES):
                 self._flush()
-                self.burst_since = now
+            if not self.burst:
+                self.burst_slot = slot
             self.burst.append(frame)
             self.burst_bytes += len(frame)
-            if len(self.burst) >= BURST_FRAMES or now - self.burst_since >= BURST_S:
+            if len(self.burst) >= BURST_FRAMES:
                 self._flush()
         return True
 
