@@ -4,8 +4,8 @@
  * benchmark only: test_codec.c compares ref_decode with codec_decode on
  * every kind and on mutated frames (Msg, return code, error text), and
  * proves ref_unpack makes the tree msgpack-c's msgpack_unpack_next makes;
- * tools/bench_codec.c times both. Shares the field tables, the UTF-8 copy
- * and the pre-scan with production (codec_priv.h): those did not change.
+ * tools/bench_codec.c times both. Shares only the field tables and the
+ * UTF-8 copy with production (codec_priv.h): those did not change.
  * Header-only (static functions), one thread.
  */
 #ifndef DDPTOP_TESTS_CODEC_REF_H
@@ -19,6 +19,127 @@
 
 #include "base/err.h"
 #include "wire/codec_priv.h"
+
+/* ---- ref_prescan: codec_prescan.c as it was ---- */
+
+static uint64_t ref_be_read(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/* noinline: on main it was its own file (codec_prescan.c), called across files */
+__attribute__((noinline)) static int ref_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err, size_t errlen)
+{
+    uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
+    int depth = 0;                      /* left[0]: the one top-level object */
+    size_t pos = 0;
+    uint64_t objects = 0;
+
+    left[0] = 1;
+    for (;;) {
+        while (depth >= 0 && left[depth] == 0) depth--;
+        if (depth < 0) break;
+        left[depth]--;
+
+        if (pos >= len)
+            return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message", len);
+        if (++objects > CODEC_MAX_OBJECTS)
+            return err_set(err, errlen, "frame holds more than %u msgpack objects", CODEC_MAX_OBJECTS);
+
+        size_t at = pos;
+        uint8_t c = p[pos++];
+        size_t hlen = 0;   /* length bytes following the type byte */
+        uint64_t skip = 0; /* payload bytes after those */
+        uint64_t payload_base = 0;
+        uint64_t count = 0; /* child objects, for containers */
+        int container = 0, per_entry = 1;
+        const char *what = NULL;
+
+        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
+            /* fixint, nil, bool: the type byte is all */
+        } else if (c <= 0x8f) {
+            count = c & 0x0f, container = 1, per_entry = 2, what = "map";
+        } else if (c <= 0x9f) {
+            count = c & 0x0f, container = 1, what = "array";
+        } else if (c <= 0xbf) {
+            skip = c & 0x1f, what = "str";
+        } else {
+            switch (c) {
+            case 0xc4: hlen = 1, what = "bin"; break;
+            case 0xc5: hlen = 2, what = "bin"; break;
+            case 0xc6: hlen = 4, what = "bin"; break;
+            case 0xc7: hlen = 1, payload_base = 1, what = "ext"; break;
+            case 0xc8: hlen = 2, payload_base = 1, what = "ext"; break;
+            case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
+            case 0xca: skip = 4; break;
+            case 0xcb: skip = 8; break;
+            case 0xcc:
+            case 0xd0: skip = 1; break;
+            case 0xcd:
+            case 0xd1: skip = 2; break;
+            case 0xce:
+            case 0xd2: skip = 4; break;
+            case 0xcf:
+            case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            case 0xd8: skip = 17; break;
+            case 0xd9: hlen = 1, what = "str"; break;
+            case 0xda: hlen = 2, what = "str"; break;
+            case 0xdb: hlen = 4, what = "str"; break;
+            case 0xdc: hlen = 2, container = 1, what = "array"; break;
+            case 0xdd: hlen = 4, container = 1, what = "array"; break;
+            case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
+            case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
+            default: /* 0xc1 is reserved */
+                return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type", c, at);
+            }
+        }
+        if (hlen) {
+            if (len - pos < hlen)
+                return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short", what, at);
+            uint64_t v = ref_be_read(p + pos, hlen);
+            pos += hlen;
+            if (container)
+                count = v;
+            else
+                skip = v + payload_base;
+        }
+        size_t rem = len - pos;
+        if (container) {
+            /* Each entry takes at least one byte, so a count larger than the
+             * bytes left is a lie (and would size msgpack-c's allocation). */
+            if (count > rem / per_entry)
+                return err_set(err, errlen,
+                               "malformed msgpack: %s at byte %zu declares %" PRIu64
+                               " entries but only %zu bytes follow",
+                               what, at, count, rem);
+            if (depth + 1 > CODEC_MAX_DEPTH)
+                return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu", CODEC_MAX_DEPTH,
+                               at);
+            if (count) {
+                depth++;
+                left[depth] = count * per_entry;
+            }
+        } else if (skip > rem) {
+            if (what)
+                return err_set(err, errlen,
+                               "malformed msgpack: %s at byte %zu declares %" PRIu64 " bytes but only %zu follow", what,
+                               at, skip - payload_base, rem);
+            return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
+        } else {
+            pos += (size_t)skip;
+        }
+    }
+    if (pos != len)
+        return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
+    if (n_objects) *n_objects = objects;
+    return 0;
+}
 
 /* ---- ref_unpack: codec_unpack.c as it was ---- */
 
@@ -153,7 +274,8 @@ static uint64_t ref_read_one(const uint8_t *p, size_t *pos, msgpack_object *o, b
     return 0;
 }
 
-static int ref_unpack(const uint8_t *p, size_t len, uint64_t objects, msgpack_object *root)
+/* noinline: on main it was its own file (codec_unpack.c) */
+__attribute__((noinline)) static int ref_unpack(const uint8_t *p, size_t len, uint64_t objects, msgpack_object *root)
 {
     (void)len;
     /* a map's entry is two objects in place (key, value): msgpack_object_kv
@@ -502,14 +624,15 @@ static int ref_decode_map(const msgpack_object *top, Msg *m, char *err, size_t e
     return 0;
 }
 
-static int ref_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
+/* noinline: codec_decode, called from other files */
+__attribute__((noinline)) static int ref_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
 {
     msg_init(out, MSG_UNKNOWN);
     if (!frame || len == 0) return err_set(err, errlen, "empty frame");
     if (len > PROTO_MAX_FRAME_BYTES)
         return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
     uint64_t n_objects = 0;
-    if (codec_prescan(frame, len, &n_objects, err, errlen) < 0) return -1;
+    if (ref_prescan(frame, len, &n_objects, err, errlen) < 0) return -1;
 
     msgpack_object root;
     int rc;

@@ -1301,7 +1301,7 @@ static int unpack_agrees(const uint8_t *p, size_t n)
 {
     char err[256];
     uint64_t objects = 0;
-    if (codec_prescan(p, n, &objects, err, sizeof err) < 0) return 0;
+    if (ref_prescan(p, n, &objects, err, sizeof err) < 0) return 0;
     msgpack_object mine;
     if (ref_unpack(p, n, objects, &mine) < 0) return -1;
     msgpack_unpacked up;

@@ -1,12 +1,13 @@
 /* codec_decode.c — msgpack frame -> Msg, for every kind, driven by
  * codec_fields.c's tables; and the key of a refused store request.
  *
- * Two walks, no object tree: codec_prescan (the bound between hostile bytes
- * and this file: every length checked, nothing allocated) and then one read
- * of the top-level map straight from the frame's bytes, its keys and
- * scalars where they lie and an array's entries one by one. Nothing is
- * allocated but a kind's own arrays (shard indices, store values, burst
- * items), and the Msg is cleared once, for the kind it turns out to be.
+ * No object tree: one walk over the frame checks every object before it
+ * is read (scan_one: the bound between hostile bytes and the decoder) and
+ * keeps the top-level map's keys and values where they lie; a second, over
+ * those kept entries, decodes the kind's fields (an array's entries read
+ * one by one). Nothing is allocated but a kind's own arrays (shard indices,
+ * store values, burst items), and the Msg is cleared once, for the kind it
+ * turns out to be.
  * Results and error texts are those of the tree-based decoder this
  * replaced (tests/ref/codec_ref.h, compared in tests/unit/test_codec.c).
  * Does not own encoding (codec_encode.c) or burst rules (codec_burst.c).
@@ -23,8 +24,7 @@
 #include <msgpack.h>
 
 /* ---- reading objects in place ---------------------------------------------
- * Only after codec_prescan accepted the frame: every header and body read
- * here is known to lie inside it. */
+ * read_one trusts the lengths: only for what scan_one (below) checked. */
 
 static uint64_t be(const uint8_t *p, size_t n)
 {
@@ -168,6 +168,198 @@ static size_t skip_objects(const uint8_t *p, size_t pos, uint64_t children)
     return pos;
 }
 
+/* ---- checked reading: the bound between hostile bytes and the decoder -----
+ * msgpack-c allocates an array's or a map's objects from the count in its
+ * header before reading them, and recurses as deep as the data says; a
+ * decoder trusting a length reads past the frame. Every object is checked
+ * here before read_one reads it, iteratively and without allocating:
+ * lying lengths and counts, reserved bytes, truncation, nesting past
+ * CODEC_MAX_DEPTH and more than CODEC_MAX_OBJECTS objects are refused with
+ * the byte they happen at (docs/PROTOCOL.md, "Limits"); trailing bytes by
+ * the callers. */
+
+/* scan_one's general case: the object whose type byte p[*pos] is (the
+ * frame holds it), any form. */
+static int scan_any(const uint8_t *p, size_t len, size_t *pos, int depth, msgpack_object *o, uint64_t *children,
+                    char *err, size_t errlen)
+{
+    size_t at = *pos;
+    uint8_t c = p[at];
+    size_t q = at + 1;
+    size_t hlen = 0;   /* length bytes following the type byte */
+    uint64_t skip = 0; /* payload bytes after those */
+    uint64_t payload_base = 0;
+    uint64_t count = 0; /* child objects, for containers */
+    int container = 0, per_entry = 1;
+    const char *what = NULL;
+
+    if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
+        /* fixint, nil, bool: the type byte is all */
+    } else if (c <= 0x8f) {
+        count = c & 0x0f, container = 1, per_entry = 2, what = "map";
+    } else if (c <= 0x9f) {
+        count = c & 0x0f, container = 1, what = "array";
+    } else if (c <= 0xbf) {
+        skip = c & 0x1f, what = "str";
+    } else {
+        switch (c) {
+        case 0xc4: hlen = 1, what = "bin"; break;
+        case 0xc5: hlen = 2, what = "bin"; break;
+        case 0xc6: hlen = 4, what = "bin"; break;
+        case 0xc7: hlen = 1, payload_base = 1, what = "ext"; break;
+        case 0xc8: hlen = 2, payload_base = 1, what = "ext"; break;
+        case 0xc9: hlen = 4, payload_base = 1, what = "ext"; break;
+        case 0xca: skip = 4; break;
+        case 0xcb: skip = 8; break;
+        case 0xcc:
+        case 0xd0: skip = 1; break;
+        case 0xcd:
+        case 0xd1: skip = 2; break;
+        case 0xce:
+        case 0xd2: skip = 4; break;
+        case 0xcf:
+        case 0xd3: skip = 8; break;
+        case 0xd4: skip = 2; break;
+        case 0xd5: skip = 3; break;
+        case 0xd6: skip = 5; break;
+        case 0xd7: skip = 9; break;
+        case 0xd8: skip = 17; break;
+        case 0xd9: hlen = 1, what = "str"; break;
+        case 0xda: hlen = 2, what = "str"; break;
+        case 0xdb: hlen = 4, what = "str"; break;
+        case 0xdc: hlen = 2, container = 1, what = "array"; break;
+        case 0xdd: hlen = 4, container = 1, what = "array"; break;
+        case 0xde: hlen = 2, container = 1, per_entry = 2, what = "map"; break;
+        case 0xdf: hlen = 4, container = 1, per_entry = 2, what = "map"; break;
+        default: /* 0xc1 is reserved */
+            return err_set(err, errlen, "malformed msgpack: byte 0x%02x at %zu is not a type", c, at);
+        }
+    }
+    if (hlen) {
+        if (len - q < hlen) return err_set(err, errlen, "truncated msgpack: %s header at byte %zu cut short", what, at);
+        uint64_t v = be(p + q, hlen);
+        q += hlen;
+        if (container)
+            count = v;
+        else
+            skip = v + payload_base;
+    }
+    size_t rem = len - q;
+    if (container) {
+        /* Each entry takes at least one byte, so a count larger than the
+         * bytes left is a lie (and would size an allocation). */
+        if (count > rem / per_entry)
+            return err_set(err, errlen,
+                           "malformed msgpack: %s at byte %zu declares %" PRIu64 " entries but only %zu bytes follow",
+                           what, at, count, rem);
+        if (depth + 1 > CODEC_MAX_DEPTH)
+            return err_set(err, errlen, "malformed msgpack: nesting deeper than %d at byte %zu", CODEC_MAX_DEPTH, at);
+    } else if (skip > rem) {
+        if (what)
+            return err_set(err, errlen,
+                           "malformed msgpack: %s at byte %zu declares %" PRIu64 " bytes but only %zu follow", what, at,
+                           skip - payload_base, rem);
+        return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
+    }
+    *children = read_one(p, pos, o);
+    return 0;
+}
+
+/* The object at p[*pos] of a frame of len bytes, sitting at nesting level
+ * depth (0: the frame's one object), the next of *objects: checked, then
+ * read as read_one reads it (*children: its objects), *pos past what was
+ * read. 0, or -1 with err. The forms a message's keys and values mostly
+ * take are checked and read here at once. */
+__attribute__((always_inline)) static inline int scan_one(const uint8_t *p, size_t len, size_t *pos, uint64_t *objects,
+                                                          int depth, msgpack_object *o, uint64_t *children, char *err,
+                                                          size_t errlen)
+{
+    size_t at = *pos;
+    if (at >= len) return err_set(err, errlen, "truncated msgpack: frame ends at byte %zu inside the message", len);
+    if (++*objects > CODEC_MAX_OBJECTS)
+        return err_set(err, errlen, "frame holds more than %u msgpack objects", CODEC_MAX_OBJECTS);
+    uint8_t c = p[at];
+    size_t rem = len - at - 1;
+    *children = 0;
+    if (c <= 0x7f) {
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+        o->via.u64 = c;
+        *pos = at + 1;
+        return 0;
+    }
+    if (c >= 0xa0 && c <= 0xbf) {
+        size_t n = c & 0x1f;
+        if (n > rem)
+            return err_set(err, errlen, "malformed msgpack: str at byte %zu declares %zu bytes but only %zu follow", at,
+                           n, rem);
+        o->type = MSGPACK_OBJECT_STR;
+        o->via.str.size = (uint32_t)n;
+        o->via.str.ptr = (const char *)p + at + 1;
+        *pos = at + 1 + n;
+        return 0;
+    }
+    if (c == 0xcb || (c >= 0xcc && c <= 0xcf)) {
+        size_t w = c == 0xcb ? 8 : (size_t)1 << (c - 0xcc);
+        if (w > rem) return err_set(err, errlen, "truncated msgpack: value at byte %zu cut short", at);
+        uint64_t u = be(p + at + 1, w);
+        if (c == 0xcb) {
+            o->type = MSGPACK_OBJECT_FLOAT64;
+            memcpy(&o->via.f64, &u, 8);
+        } else {
+            o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+            o->via.u64 = u;
+        }
+        *pos = at + 1 + w;
+        return 0;
+    }
+    return scan_any(p, len, pos, depth, o, children, err, errlen);
+}
+
+/* The children objects of a container scan_one read (they sit at level
+ * depth), each checked; *pos past them. 0, or -1 with err. */
+static int scan_children(const uint8_t *p, size_t len, size_t *pos, uint64_t *objects, int depth, uint64_t children,
+                         char *err, size_t errlen)
+{
+    uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
+    int d = depth;
+    left[d] = children;
+    for (;;) {
+        while (d >= depth && left[d] == 0) d--;
+        if (d < depth) return 0;
+        left[d]--;
+        msgpack_object o;
+        uint64_t n;
+        if (scan_one(p, len, pos, objects, d, &o, &n, err, errlen) < 0) return -1;
+        if (n) left[++d] = n;
+    }
+}
+
+/* One whole object at p[*pos] (and what it holds) at level depth, checked. */
+__attribute__((always_inline)) static inline int scan_value(const uint8_t *p, size_t len, size_t *pos,
+                                                            uint64_t *objects, int depth, msgpack_object *o,
+                                                            size_t *body, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (scan_one(p, len, pos, objects, depth, o, &n, err, errlen) < 0) return -1;
+    *body = *pos;
+    return n ? scan_children(p, len, pos, objects, depth + 1, n, err, errlen) : 0;
+}
+
+static int trailing_error(size_t len, size_t pos, char *err, size_t errlen)
+{
+    return err_set(err, errlen, "malformed msgpack: %zu bytes of trailing garbage after byte %zu", len - pos, pos);
+}
+
+/* The whole frame checked, as the decoder reads it (codec_store_key). */
+static int prescan(const uint8_t *p, size_t len, char *err, size_t errlen)
+{
+    size_t pos = 0, body;
+    uint64_t objects = 0;
+    msgpack_object o;
+    if (scan_value(p, len, &pos, &objects, 0, &o, &body, err, errlen) < 0) return -1;
+    return pos == len ? 0 : trailing_error(len, pos, err, errlen);
+}
+
 /* One value of the top-level map: the object, and where its entries (if a
  * container) begin. */
 typedef struct {
@@ -175,8 +367,24 @@ typedef struct {
     size_t body;
 } Val;
 
-static bool bytes_eq(const char *a, const char *b, size_t n)
+/* a[0..n) == b[0..n), a word at a time (keys run to 13 bytes): the words
+ * overlap rather than read past n. */
+static inline bool bytes_eq(const char *a, const char *b, size_t n)
 {
+    if (n >= 8) {
+        uint64_t x, y;
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8), memcpy(&y, b + i, 8);
+            if (x != y) return false;
+        }
+        memcpy(&x, a + n - 8, 8), memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x, y, u, w;
+        memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&u, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
+        return x == y && u == w;
+    }
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i]) return false;
     return true;
@@ -239,11 +447,11 @@ static const char *obj_type_name(msgpack_object_type t)
 }
 
 /* Decode one known key's value (read in place at val) into m. */
-static int decode_field(const uint8_t *p, const Val *val, Msg *m, const CodecField *f, char *err, size_t errlen)
+static int decode_field(const uint8_t *p, const Val *val, Msg *m, const char *kind, const CodecField *f, char *err,
+                        size_t errlen)
 {
     const msgpack_object *o = &val->o;
     char *base = (char *)m + f->off;
-    const char *kind = msg_kind_name(m->kind);
     int rc;
 
     switch (f->type) {
@@ -430,15 +638,18 @@ static void read_entry(const uint8_t *p, size_t *pos, Entry *e)
     read_value(p, pos, &e->val);
 }
 
-/* The top-level map of a pre-scanned frame -> *m. Leaves *m initialised
- * whatever it returns (codec_decode's contract). */
-static int decode_map(const uint8_t *p, Msg *m, char *err, size_t errlen)
+/* The frame p[0..len) -> *m: codec_decode's returns. *m is touched (and
+ * *inited set) only once the frame proved whole and its kind is known, so
+ * it is cleared once a message. */
+static int decode_map(const uint8_t *p, size_t len, Msg *m, bool *inited, char *err, size_t errlen)
 {
-    size_t pos = 0;
+    size_t pos = 0, body;
+    uint64_t objects = 0, children;
     msgpack_object top;
-    read_one(p, &pos, &top);
+    if (scan_one(p, len, &pos, &objects, 0, &top, &children, err, errlen) < 0) return -1;
     if (top.type != MSGPACK_OBJECT_MAP) {
-        msg_init(m, MSG_UNKNOWN);
+        if (children && scan_children(p, len, &pos, &objects, 1, children, err, errlen) < 0) return -1;
+        if (pos != len) return trailing_error(len, pos, err, errlen);
         return err_set(err, errlen, "message is a msgpack %s, not a map", obj_type_name(top.type));
     }
     uint32_t n = top.via.map.size;
@@ -446,22 +657,24 @@ static int decode_map(const uint8_t *p, Msg *m, char *err, size_t errlen)
     const Val *ov = NULL, *ok = NULL, *orank = NULL, *ot = NULL;
     Val env[4];      /* the envelope's values past the kept entries */
     size_t rest = 0; /* where entry KEPT_ENTRIES begins */
+    int64_t bad_key = -1;
+    msgpack_object_type bad_type = MSGPACK_OBJECT_NIL;
 
-    /* Walk 1: keys are strings; find the envelope keys wherever they are
-     * (our encoder puts "v","k" first, but a reader need not insist); a
-     * repeated one counts as its last. */
+    /* Walk 1, over the whole frame, checking every object: keys are
+     * strings (the first that is not is named once the frame proved whole);
+     * find the envelope keys wherever they are (our encoder puts "v","k"
+     * first, but a reader need not insist), a repeated one as its last. */
     for (uint32_t i = 0; i < n; i++) {
         if (i == KEPT_ENTRIES) rest = pos;
         msgpack_object k;
-        read_one(p, &pos, &k); /* a key that is a container stops here: its entries do not matter */
-        if (k.type != MSGPACK_OBJECT_STR) {
-            msg_init(m, MSG_UNKNOWN);
-            return err_set(err, errlen, "map key %" PRIu32 " is a msgpack %s, not a string", i, obj_type_name(k.type));
-        }
         Entry tmp, *e = i < KEPT_ENTRIES ? &kept[i] : &tmp;
+        if (scan_value(p, len, &pos, &objects, 1, &k, &body, err, errlen) < 0 ||
+            scan_value(p, len, &pos, &objects, 1, &e->val.o, &e->val.body, err, errlen) < 0)
+            return -1;
+        if (k.type != MSGPACK_OBJECT_STR && bad_key < 0) bad_key = i, bad_type = k.type;
+        if (bad_key >= 0) continue;
         e->key = k.via.str.ptr;
         e->klen = k.via.str.size;
-        read_value(p, &pos, &e->val);
         if (e->klen != 1) continue;
         const Val **slot = NULL;
         int which = 0;
@@ -480,38 +693,27 @@ static int decode_map(const uint8_t *p, Msg *m, char *err, size_t errlen)
             *slot = &e->val;
         }
     }
+    if (pos != len) return trailing_error(len, pos, err, errlen);
+    if (bad_key >= 0)
+        return err_set(err, errlen, "map key %" PRId64 " is a msgpack %s, not a string", bad_key,
+                       obj_type_name(bad_type));
 
-    if (!ov) {
-        msg_init(m, MSG_UNKNOWN);
-        return err_set(err, errlen, "missing key \"v\" (protocol version)");
-    }
+    if (!ov) return err_set(err, errlen, "missing key \"v\" (protocol version)");
     int64_t v;
     const msgpack_object *o = &ov->o;
-    if (obj_i64(o, &v) == -1) {
-        msg_init(m, MSG_UNKNOWN);
-        return err_set(err, errlen, "key \"v\" is not an integer");
-    }
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > INT64_MAX) {
-        msg_init(m, MSG_UNKNOWN);
+    if (obj_i64(o, &v) == -1) return err_set(err, errlen, "key \"v\" is not an integer");
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > INT64_MAX)
         return err_set(err, errlen, "protocol version %" PRIu64 ", this build speaks %d", o->via.u64, PROTO_VERSION);
-    }
-    if (v != PROTO_VERSION) {
-        msg_init(m, MSG_UNKNOWN);
+    if (v != PROTO_VERSION)
         return err_set(err, errlen, "protocol version %" PRId64 ", this build speaks %d", v, PROTO_VERSION);
-    }
-    if (!ok) {
-        msg_init(m, MSG_UNKNOWN);
-        return err_set(err, errlen, "missing key \"k\" (message kind)");
-    }
-    if (ok->o.type != MSGPACK_OBJECT_STR) {
-        msg_init(m, MSG_UNKNOWN);
-        return err_set(err, errlen, "key \"k\" is not a string");
-    }
+    if (!ok) return err_set(err, errlen, "missing key \"k\" (message kind)");
+    if (ok->o.type != MSGPACK_OBJECT_STR) return err_set(err, errlen, "key \"k\" is not a string");
 
     const char *ks = ok->o.via.str.ptr;
     uint32_t kl = ok->o.via.str.size;
     MsgKind kind = (MsgKind)name_index(kind_name_at, MSG__COUNT, ks, kl);
     msg_init(m, kind);
+    *inited = true;
     m->version = (int32_t)v;
     const char *kn = msg_kind_name(kind);
 
@@ -553,10 +755,12 @@ static int decode_map(const uint8_t *p, Msg *m, char *err, size_t errlen)
             e = &kept[i];
         else
             read_entry(p, &pos, &tmp);
+        /* no kind has a field named like an envelope key: not looked for */
+        if (e->klen == 1 && (e->key[0] == 'v' || e->key[0] == 'k' || e->key[0] == 'r' || e->key[0] == 't')) continue;
         for (size_t t = 0; t < nf; t++) {
             size_t j = next + t < nf ? next + t : next + t - nf;
             if (e->klen == f[j].klen && bytes_eq(e->key, f[j].key, f[j].klen)) {
-                if (decode_field(p, &e->val, m, &f[j], err, errlen) < 0) return -1;
+                if (decode_field(p, &e->val, m, kn, &f[j], err, errlen) < 0) return -1;
                 next = j + 1 < nf ? j + 1 : 0;
                 break;
             }
@@ -575,14 +779,11 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
         msg_init(out, MSG_UNKNOWN);
         return err_set(err, errlen, "frame of %zu bytes exceeds the %u-byte limit", len, PROTO_MAX_FRAME_BYTES);
     }
-    if (codec_prescan(frame, len, NULL, err, errlen) < 0) {
-        msg_init(out, MSG_UNKNOWN);
-        return -1;
-    }
-    int rc = decode_map(frame, out, err, errlen);
+    bool inited = false;
+    int rc = decode_map(frame, len, out, &inited, err, errlen);
     if (rc < 0) {
         /* On error nothing is left for the caller to free. */
-        msg_done(out);
+        if (inited) msg_done(out);
         msg_init(out, MSG_UNKNOWN);
     }
     return rc;
@@ -593,8 +794,7 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
 int codec_store_key(const void *frame, size_t len, MsgKind *kind, char *key, size_t keylen)
 {
     char err[8];
-    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen ||
-        codec_prescan(frame, len, NULL, err, sizeof err) < 0)
+    if (!frame || len == 0 || len > PROTO_MAX_FRAME_BYTES || !keylen || prescan(frame, len, err, sizeof err) < 0)
         return -1;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);

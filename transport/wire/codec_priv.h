@@ -1,6 +1,6 @@
 /* codec_priv.h — what the codec's files share, private to wire/ (and its
- * tests): the field tables (codec_fields.c), the decoder's limits and
- * pre-scan (codec_prescan.c), msgpack bin headers in their smallest form (as
+ * tests): the field tables (codec_fields.c), the decoder's limits
+ * (codec_decode.c), msgpack bin headers in their smallest form (as
  * msgpack-c and Python write them) and CodecBuf growth. codec.h is the
  * codec's one face.
  */
@@ -63,10 +63,6 @@ size_t codec_utf8_copy(char *out, size_t cap, const char *s, size_t n);
  * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
 #define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 
-/* Walk frame p[0..len) without allocating and refuse (-1, err) anything
- * whose declared sizes do not fit what is there (codec_prescan.c). 0: it
- * may be decoded; *n_objects (when not NULL): the objects it holds. */
-int codec_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err, size_t errlen);
 /* Room for need more bytes in b. 0, or -1 out of memory. */
 int codec_buf_grow(CodecBuf *b, size_t need);
 /* Bytes of the smallest bin header for a body of n bytes (2, 3 or 5). */
