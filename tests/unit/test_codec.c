@@ -1603,6 +1603,43 @@ static void test_decode_matches_reference(void)
         }
         if (k >= MSG__COUNT) CHECK(rc == 0, "source frame %d decoded with %d", k, rc);
     }
+    /* hostile shapes mutations rarely reach: nesting, the object cap, a
+     * key that is a container, a bad key before a structural fault */
+    static const uint8_t hostile[][24] = {
+        { 0x81, 0xa1, 'v',  0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91,
+          0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x01 }, /* 17 deep */
+        { 0x82, 0x91, 0x01, 0x02, 0xa1, 'v', 0x01 },                    /* array key */
+        { 0x82, 0x01, 0x02, 0xa1, 'v', 0xd9, 0x09, 'x' },               /* int key, then a lying str */
+        { 0x82, 0x01, 0x02, 0xa1, 'v', 0x01, 0x00 },                    /* int key, trailing byte */
+        { 0x93, 0x01, 0x91, 0x02, 0xc1 },                               /* not a map, reserved byte */
+        { 0x93, 0x01, 0x91, 0x02, 0x03, 0x04 },                         /* not a map, trailing */
+        { 0xc7, 0x03, 0x01, 'a', 'b', 'c' },                            /* an ext, not a map */
+        { 0xdf, 0x10, 0x00, 0x00, 0x00, 0xa1, 'v' },                    /* map32 lying count */
+        { 0x83, 0xa1, 'v', 0x01, 0xa1, 'k', 0xa4, 's', 't', 'e', 'p', 0xa4, 's', 't', 'e', 'p', 0xcb,
+          0x40 }, /* cut float */
+    };
+    static const size_t hostile_len[] = { 20, 7, 8, 7, 5, 6, 6, 7, 18 };
+    for (size_t h = 0; h < sizeof hostile_len / sizeof hostile_len[0]; h++)
+        for (size_t cut = 1; cut <= hostile_len[h]; cut++)
+            if (!decode_agrees(hostile[h], cut, &rc, why, sizeof why)) {
+                CHECK(false, "hostile frame %zu cut at %zu: %s", h, cut, why);
+                differ++;
+            }
+    /* CODEC_MAX_OBJECTS objects, then one more: {"v":1,"k":"step","x":[0 x N]}
+     * holds 7 + N */
+    for (int extra = 0; extra < 2; extra++) {
+        size_t big_n = CODEC_MAX_OBJECTS - 7 + (size_t)extra;
+        uint8_t *big = calloc(1, 18 + big_n);
+        memcpy(big, "\x83\xa1v\x01\xa1k\xa4step\xa1x\xdd", 14);
+        for (int i = 0; i < 4; i++) big[14 + i] = (uint8_t)(big_n >> (24 - 8 * i));
+        if (!decode_agrees(big, 18 + big_n, &rc, why, sizeof why)) {
+            CHECK(false, "object cap%s: %s", extra ? " + 1" : "", why);
+            differ++;
+        }
+        CHECK(rc == (extra ? -1 : 0), "%zu objects decoded with %d", 7 + big_n, rc);
+        free(big);
+    }
+
     rng_state = 0xdecade17c0dec0deULL;
     uint8_t *buf = malloc(8192);
     for (int iter = 0; iter < 60000; iter++) {
