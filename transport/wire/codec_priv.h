@@ -58,9 +58,10 @@ size_t codec_utf8_copy(char *out, size_t cap, const char *s, size_t n);
 /* Containers nested deeper than this are refused (the protocol itself
  * needs 2: the message map and the shard's index array). */
 #define CODEC_MAX_DEPTH   16
-/* Cap on msgpack objects in one frame: msgpack-c allocates ~24-48 bytes per
- * object, so this bounds its memory to a few tens of MiB whatever the frame
- * says. A full shard (PROTO_MAX_IDX indices) plus headroom for other keys. */
+/* Cap on msgpack objects in one frame (docs/PROTOCOL.md, "Limits"): a full
+ * shard (PROTO_MAX_IDX indices) plus headroom for other keys. It bounds a
+ * frame's work, and the memory msgpack-c (~24-48 bytes an object) takes
+ * where codec_store_key hands it a frame. */
 #define CODEC_MAX_OBJECTS (PROTO_MAX_IDX + 65536u)
 
 /* Room for need more bytes in b. 0, or -1 out of memory. */
