@@ -1396,11 +1396,39 @@ static void test_unpack_matches_msgpack_c(void)
     TEST_END();
 }
 
+/* 1-4 random mutations of buf[0..n) (room for 4000 bytes): bit flips, random
+ * and interesting bytes, inserts, deletes, a cut. Returns the new length. */
+static size_t mutate(uint8_t *buf, size_t n)
+{
+    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
+                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
+    int muts = 1 + (int)(rng() % 4);
+    for (int j = 0; j < muts && n > 0; j++) {
+        size_t at = rng() % n;
+        switch (rng() % 6) {
+        case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
+        case 1: buf[at] = (uint8_t)rng(); break;
+        case 2: buf[at] = interesting[rng() % sizeof interesting]; break;
+        case 3: /* insert */
+            if (n < 4000) {
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = interesting[rng() % sizeof interesting];
+                n++;
+            }
+            break;
+        case 4: /* delete */
+            memmove(buf + at, buf + at + 1, n - at - 1);
+            n--;
+            break;
+        case 5: n = at; break; /* truncate */
+        }
+    }
+    return n;
+}
+
 static void test_mutations(void)
 {
     TEST_BEGIN("random_mutations_10000");
-    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
-                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
     CodecBuf frames[MSG__COUNT];
     char err[256];
     sample_frames(frames);
@@ -1411,27 +1439,7 @@ static void test_mutations(void)
         const CodecBuf *src = &frames[1 + rng() % (MSG__COUNT - 1)];
         size_t n = src->len;
         memcpy(buf, src->data, n);
-        int muts = 1 + (int)(rng() % 4);
-        for (int j = 0; j < muts && n > 0; j++) {
-            size_t at = rng() % n;
-            switch (rng() % 6) {
-            case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
-            case 1: buf[at] = (uint8_t)rng(); break;
-            case 2: buf[at] = interesting[rng() % sizeof interesting]; break;
-            case 3: /* insert */
-                if (n < 4000) {
-                    memmove(buf + at + 1, buf + at, n - at);
-                    buf[at] = interesting[rng() % sizeof interesting];
-                    n++;
-                }
-                break;
-            case 4: /* delete */
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            case 5: n = at; break; /* truncate */
-            }
-        }
+        n = mutate(buf, n);
         Msg m;
         int rc = dec(buf, n, &m, err, sizeof err);
         if (rc < -1 || rc > 1 || (rc == -1 && err[0] == 0))
@@ -1577,9 +1585,6 @@ static void wide_frame(CodecBuf *out, int n_unknown)
 static void test_decode_matches_reference(void)
 {
     TEST_BEGIN("decode_matches_the_decoder_it_replaced");
-    static const uint8_t interesting[] = { 0x00, 0x01, 0x7f, 0x80, 0x81, 0x8f, 0x90, 0x91, 0xa0, 0xa1, 0xa4,
-                                           0xc0, 0xc1, 0xc2, 0xc3, 0xc4, 0xc6, 0xc9, 0xca, 0xcb, 0xcf, 0xd0,
-                                           0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
     enum { N_SRC = MSG__COUNT + 3 };
     CodecBuf src[N_SRC];
     sample_frames(src);
@@ -1646,28 +1651,7 @@ static void test_decode_matches_reference(void)
         const CodecBuf *s = &src[1 + rng() % (N_SRC - 1)];
         size_t n = s->len;
         memcpy(buf, s->data, n);
-        int muts = 1 + (int)(rng() % 3);
-        for (int j = 0; j < muts && n > 0; j++) {
-            size_t at = rng() % n;
-            switch (rng() % 7) {
-            case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
-            case 1: buf[at] = (uint8_t)rng(); break;
-            case 2:
-            case 3: buf[at] = interesting[rng() % sizeof interesting]; break;
-            case 4:
-                if (n < 8000) {
-                    memmove(buf + at + 1, buf + at, n - at);
-                    buf[at] = interesting[rng() % sizeof interesting];
-                    n++;
-                }
-                break;
-            case 5:
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            case 6: n = at; break;
-            }
-        }
+        n = mutate(buf, n);
         if (!decode_agrees(buf, n, &rc, why, sizeof why)) {
             if (differ++ < 5) CHECK(false, "mutation %d: %s", iter, why);
         } else {
