@@ -30,7 +30,8 @@ static uint64_t ref_be_read(const uint8_t *p, size_t n)
 }
 
 /* noinline: on main it was its own file (codec_prescan.c), called across files */
-__attribute__((noinline)) static int ref_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err, size_t errlen)
+__attribute__((noinline)) static int ref_prescan(const uint8_t *p, size_t len, uint64_t *n_objects, char *err,
+                                                 size_t errlen)
 {
     uint64_t left[CODEC_MAX_DEPTH + 1]; /* objects still due per open container */
     int depth = 0;                      /* left[0]: the one top-level object */
