@@ -34,6 +34,8 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz_common.h $(FUZZ_SR
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_FLAGS) -o $$@ tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)) $$(FUZZ_LIBS)
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(n))))
+# fuzz_codec also compares against the decoder it replaced
+$(FUZZ_DIR)/fuzz_codec: tests/ref/codec_ref.h
 
 .PHONY: fuzz fuzz-build fuzz-corpus
 fuzz-build: $(FUZZ_BINS)

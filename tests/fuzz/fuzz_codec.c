@@ -2,16 +2,31 @@
  * refuse or decode without a memory error or undefined behaviour, and what
  * it decodes must encode again and decode to the same kind and rank (a
  * rank, that is: r >= 0). A burst's messages go through codec_burst_decode.
+ * Differential too: the decoder it replaced (tests/ref/codec_ref.h) must
+ * give the same return code, error text and envelope for every input.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "wire/codec.h"
+#include "../ref/codec_ref.h"
+
+static void same_as_reference(const uint8_t *data, size_t size, int rc, const Msg *m, const char *err)
+{
+    Msg r;
+    char rerr[256];
+    int rrc = ref_decode(data, size, &r, rerr, sizeof rerr);
+    if (rrc != rc || (rc != 0 && strcmp(err, rerr))) abort();
+    if (r.kind != m->kind || r.rank != m->rank || r.t_ns != m->t_ns || r.version != m->version) abort();
+    msg_done(&r);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     Msg m;
     char err[256];
     int rc = codec_decode(data, size, &m, err, sizeof err);
+    same_as_reference(data, size, rc, &m, err);
     if (rc < 0) return 0;
     if (rc == 0 && m.kind == MSG_BURST) {
         size_t pos = 0, len;

@@ -7,7 +7,7 @@
  * joiner), so until FLAGFILE exists it re-sends every rank's hello every
  * 100 ms (15 s at most, then exit 1). Then per step s = 1..S and rank r a
  * step with loss (r+1)/(s+1), then every rank's bye, and
- * "sent=N drops=M". Frames are encoded with codec.c, as workers do.
+ * "sent=N drops=M". Frames are encoded with codec_encode, as workers do.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

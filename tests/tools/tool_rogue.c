@@ -14,7 +14,7 @@
  * control, stop, abort, a store set of "rogue"
  * and sets of rendezvous keys under JOB (default "ddptop"); on tel: steps
  * of rank 0 with loss 12345.0 and an error phase of rank 0. Frames are
- * encoded with codec.c, so only the keys stand between them and ddptop.
+ * encoded with codec_encode, so only the keys stand between them and ddptop.
  * Prints "queued=N replies=M" (frames ZeroMQ accepted; frames that came
  * back on ctl) and exits 0; 2 on usage errors.
  */

@@ -18,6 +18,7 @@
 #include "wire/codec.h"
 #include "wire/codec_priv.h"
 #include "wire/protocol.h"
+#include "ref/codec_ref.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -1258,7 +1259,7 @@ static void sample_frames(CodecBuf frames[MSG__COUNT])
     }
 }
 
-/* ---- codec_unpack against msgpack-c ---- */
+/* ---- the reference decoder's tree (tests/ref/codec_ref.h) against msgpack-c ---- */
 
 /* Same tree: types, values, sizes, and strings, bins and exts pointing at
  * the same bytes of the frame. */
@@ -1294,15 +1295,15 @@ static bool same_obj(const msgpack_object *a, const msgpack_object *b)
     return false;
 }
 
-/* 1: codec_unpack and msgpack_unpack_next agree on a pre-scanned frame;
+/* 1: ref_unpack and msgpack_unpack_next agree on a pre-scanned frame;
  * 0: the pre-scan refused it; -1: they disagree. */
 static int unpack_agrees(const uint8_t *p, size_t n)
 {
     char err[256];
     uint64_t objects = 0;
-    if (codec_prescan(p, n, &objects, err, sizeof err) < 0) return 0;
+    if (ref_prescan(p, n, &objects, err, sizeof err) < 0) return 0;
     msgpack_object mine;
-    if (codec_unpack(p, n, objects, &mine) < 0) return -1;
+    if (ref_unpack(p, n, objects, &mine) < 0) return -1;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
     size_t off = 0;
@@ -1369,7 +1370,7 @@ static void test_unpack_matches_msgpack_c(void)
     msgpack_pack_str_with_body(&pk, "k", 1);
     int rc = unpack_agrees((const uint8_t *)sb.data, sb.size);
     CHECK(rc == 1, "every type: %s", rc == 0 ? "pre-scan refused it" : "trees differ");
-    codec_unpack_release();
+    ref_unpack_release();
     msgpack_sbuffer_destroy(&sb);
 
     /* the protocol's own frames, then mutated ones the pre-scan lets through */
@@ -1395,11 +1396,39 @@ static void test_unpack_matches_msgpack_c(void)
     TEST_END();
 }
 
+/* 1-4 random mutations of buf[0..n) (room for 4000 bytes): bit flips, random
+ * and interesting bytes, inserts, deletes, a cut. Returns the new length. */
+static size_t mutate(uint8_t *buf, size_t n)
+{
+    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
+                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
+    int muts = 1 + (int)(rng() % 4);
+    for (int j = 0; j < muts && n > 0; j++) {
+        size_t at = rng() % n;
+        switch (rng() % 6) {
+        case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
+        case 1: buf[at] = (uint8_t)rng(); break;
+        case 2: buf[at] = interesting[rng() % sizeof interesting]; break;
+        case 3: /* insert */
+            if (n < 4000) {
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = interesting[rng() % sizeof interesting];
+                n++;
+            }
+            break;
+        case 4: /* delete */
+            memmove(buf + at, buf + at + 1, n - at - 1);
+            n--;
+            break;
+        case 5: n = at; break; /* truncate */
+        }
+    }
+    return n;
+}
+
 static void test_mutations(void)
 {
     TEST_BEGIN("random_mutations_10000");
-    static const uint8_t interesting[] = { 0x00, 0x7f, 0x80, 0x8f, 0x90, 0xa0, 0xc0, 0xc1, 0xc4, 0xc6, 0xc9, 0xca,
-                                           0xcb, 0xcf, 0xd3, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff };
     CodecBuf frames[MSG__COUNT];
     char err[256];
     sample_frames(frames);
@@ -1410,27 +1439,7 @@ static void test_mutations(void)
         const CodecBuf *src = &frames[1 + rng() % (MSG__COUNT - 1)];
         size_t n = src->len;
         memcpy(buf, src->data, n);
-        int muts = 1 + (int)(rng() % 4);
-        for (int j = 0; j < muts && n > 0; j++) {
-            size_t at = rng() % n;
-            switch (rng() % 6) {
-            case 0: buf[at] ^= (uint8_t)(1u << (rng() % 8)); break;
-            case 1: buf[at] = (uint8_t)rng(); break;
-            case 2: buf[at] = interesting[rng() % sizeof interesting]; break;
-            case 3: /* insert */
-                if (n < 4000) {
-                    memmove(buf + at + 1, buf + at, n - at);
-                    buf[at] = interesting[rng() % sizeof interesting];
-                    n++;
-                }
-                break;
-            case 4: /* delete */
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            case 5: n = at; break; /* truncate */
-            }
-        }
+        n = mutate(buf, n);
         Msg m;
         int rc = dec(buf, n, &m, err, sizeof err);
         if (rc < -1 || rc > 1 || (rc == -1 && err[0] == 0))
@@ -1446,6 +1455,218 @@ static void test_mutations(void)
     /* mutations must exercise both paths, or the test proves little */
     CHECK(counts[0] > 1000 && counts[1] > 100, "errors %d ok %d unknown %d", counts[0], counts[1], counts[2]);
     printf("  mutations: %d refused, %d decoded, %d unknown kind\n", counts[0], counts[1], counts[2]);
+    TEST_END();
+}
+
+/* ---- codec_decode against the decoder it replaced (tests/ref/codec_ref.h) ---- */
+
+/* The heap part a kind owns: its pointer slot and its byte count. */
+static void heap_part(Msg *m, void ***ptr, size_t *bytes)
+{
+    *ptr = NULL;
+    *bytes = 0;
+    switch (m->kind) {
+    case MSG_SHARD: *ptr = (void **)&m->u.shard.idx, *bytes = m->u.shard.n_idx * sizeof(int64_t); break;
+    case MSG_SET:
+    case MSG_GET:
+    case MSG_WAIT:
+    case MSG_VAL: *ptr = (void **)&m->u.store.val, *bytes = m->u.store.val_len; break;
+    case MSG_BURST: *ptr = (void **)&m->u.burst.items, *bytes = m->u.burst.len; break;
+    default: break;
+    }
+}
+
+/* Same Msg, byte for byte (both start from msg_init's memset), heap parts
+ * compared by content. */
+static bool same_msg(const Msg *a, const Msg *b)
+{
+    Msg x = *a, y = *b;
+    void **px, **py;
+    size_t nx, ny;
+    heap_part(&x, &px, &nx);
+    heap_part(&y, &py, &ny);
+    if (x.kind != y.kind || nx != ny || !px != !py) return false;
+    if (px) {
+        if (!*px != !*py || (nx && memcmp(*px, *py, nx))) return false;
+        *px = *py = NULL;
+    }
+    return !memcmp(&x, &y, sizeof x);
+}
+
+/* 1 when codec_decode and ref_decode agree on p[0..n) (return code, error
+ * text, Msg; for a burst each message through codec_burst_decode too),
+ * 0 when not; *rc gets codec_decode's return code. */
+static int decode_agrees(const uint8_t *p, size_t n, int *rc, char *why, size_t whylen)
+{
+    char e1[256] = "", e2[256] = "";
+    Msg a, b;
+    int r1 = dec(p, n, &a, e1, sizeof e1);
+    uint8_t *copy = malloc(n ? n : 1);
+    if (n) memcpy(copy, p, n);
+    int r2 = ref_decode(n ? copy : NULL, n, &b, e2, sizeof e2);
+    free(copy);
+    *rc = r1;
+    int ok = 1;
+    if (r1 != r2 || (r1 != 0 && strcmp(e1, e2))) {
+        snprintf(why, whylen, "rc %d \"%s\", reference %d \"%s\"", r1, e1, r2, e2);
+        ok = 0;
+    } else if (!same_msg(&a, &b)) {
+        snprintf(why, whylen, "rc %d, a different %s", r1, msg_kind_name(a.kind));
+        ok = 0;
+    } else if (r1 == 0 && a.kind == MSG_BURST) {
+        size_t pos = 0, len;
+        const uint8_t *f;
+        while (ok && codec_burst_next(&a.u.burst, &pos, &f, &len)) {
+            Msg ia, ib;
+            int q1 = codec_burst_decode(&a, f, len, &ia, e1, sizeof e1);
+            int q2 = ref_decode(f, len, &ib, e2, sizeof e2);
+            /* codec_burst_decode adds its own rules on top of codec_decode */
+            int q2b = q2 != 0 ? q2 : ib.rank != a.rank ? -2 : 0;
+            if ((q1 == 0 || q1 == -2) && (q2b != q1 || !same_msg(&ia, &ib))) {
+                snprintf(why, whylen, "burst item: rc %d, reference %d", q1, q2b);
+                ok = 0;
+            }
+            if (q1 == 0 || q1 == -2) msg_done(&ia);
+            msg_done(&ib);
+        }
+    }
+    msg_done(&a);
+    msg_done(&b);
+    return ok;
+}
+
+/* A map of n_unknown unknown keys (some holding containers), then a step's
+ * envelope and fields, some repeated: entries past the ones the decoder
+ * keeps from its first walk. */
+static void wide_frame(CodecBuf *out, int n_unknown)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, (size_t)n_unknown + 8);
+    for (int i = 0; i < n_unknown; i++) {
+        char key[16];
+        int kl = snprintf(key, sizeof key, "x%d", i);
+        msgpack_pack_str_with_body(&pk, key, (size_t)kl);
+        if (i % 3 == 0) {
+            msgpack_pack_array(&pk, 2);
+            msgpack_pack_map(&pk, 1);
+            msgpack_pack_str_with_body(&pk, "step", 4);
+            msgpack_pack_int(&pk, i);
+            msgpack_pack_double(&pk, 0.5);
+        } else {
+            msgpack_pack_int(&pk, i * 1000);
+        }
+    }
+    msgpack_pack_str_with_body(&pk, "step", 4);
+    msgpack_pack_int(&pk, 5);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "k", 1);
+    msgpack_pack_str_with_body(&pk, "step", 4);
+    msgpack_pack_str_with_body(&pk, "r", 1);
+    msgpack_pack_int(&pk, 7);
+    msgpack_pack_str_with_body(&pk, "loss", 4);
+    msgpack_pack_double(&pk, 0.25);
+    msgpack_pack_str_with_body(&pk, "step", 4); /* repeated: the last one counts */
+    msgpack_pack_int(&pk, 6);
+    msgpack_pack_str_with_body(&pk, "t", 1);
+    msgpack_pack_int64(&pk, 1700000000000000000LL);
+    msgpack_pack_str_with_body(&pk, "r", 1); /* a repeated envelope key */
+    msgpack_pack_int(&pk, 8);
+    codec_buf_init(out);
+    codec_buf_grow(out, sb.size);
+    memcpy(out->data, sb.data, sb.size);
+    out->len = sb.size;
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_decode_matches_reference(void)
+{
+    TEST_BEGIN("decode_matches_the_decoder_it_replaced");
+    enum { N_SRC = MSG__COUNT + 3 };
+    CodecBuf src[N_SRC];
+    sample_frames(src);
+    wide_frame(&src[MSG__COUNT], 10);
+    wide_frame(&src[MSG__COUNT + 1], 40);
+    /* a burst of a step, a coll and a beat of rank 3, as a worker sends them */
+    CodecBuf *bb = &src[MSG__COUNT + 2];
+    char err[256], why[300];
+    codec_buf_init(bb);
+    CHECK(codec_burst_begin(bb, 3, err, sizeof err) == 0, "burst: %s", err);
+    static const MsgKind in_burst[] = { MSG_STEP, MSG_COLL, MSG_BEAT, MSG_COLL };
+    for (size_t i = 0; i < sizeof in_burst / sizeof in_burst[0]; i++)
+        CHECK(codec_burst_add(bb, src[in_burst[i]].data, src[in_burst[i]].len, err, sizeof err) == 0, "add: %s", err);
+    codec_burst_finish(bb, 1700000000000000000LL);
+
+    int rc, differ = 0, counts[3] = { 0, 0, 0 };
+    for (int k = 1; k < N_SRC; k++) {
+        if (!decode_agrees(src[k].data, src[k].len, &rc, why, sizeof why)) {
+            CHECK(false, "source frame %d: %s", k, why);
+            differ++;
+        }
+        if (k >= MSG__COUNT) CHECK(rc == 0, "source frame %d decoded with %d", k, rc);
+    }
+    /* hostile shapes mutations rarely reach: nesting, the object cap, a
+     * key that is a container, a bad key before a structural fault */
+    static const uint8_t hostile[][24] = {
+        { 0x81, 0xa1, 'v',  0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91,
+          0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x01 }, /* 17 deep */
+        { 0x82, 0x91, 0x01, 0x02, 0xa1, 'v', 0x01 },                    /* array key */
+        { 0x82, 0x01, 0x02, 0xa1, 'v', 0xd9, 0x09, 'x' },               /* int key, then a lying str */
+        { 0x82, 0x01, 0x02, 0xa1, 'v', 0x01, 0x00 },                    /* int key, trailing byte */
+        { 0x93, 0x01, 0x91, 0x02, 0xc1 },                               /* not a map, reserved byte */
+        { 0x93, 0x01, 0x91, 0x02, 0x03, 0x04 },                         /* not a map, trailing */
+        { 0xc7, 0x03, 0x01, 'a', 'b', 'c' },                            /* an ext, not a map */
+        { 0xdf, 0x10, 0x00, 0x00, 0x00, 0xa1, 'v' },                    /* map32 lying count */
+        { 0x83, 0xa1, 'v', 0x01, 0xa1, 'k', 0xa4, 's', 't', 'e', 'p', 0xa4, 's', 't', 'e', 'p', 0xcb,
+          0x40 }, /* cut float */
+    };
+    static const size_t hostile_len[] = { 20, 7, 8, 7, 5, 6, 6, 7, 18 };
+    for (size_t h = 0; h < sizeof hostile_len / sizeof hostile_len[0]; h++)
+        for (size_t cut = 1; cut <= hostile_len[h]; cut++)
+            if (!decode_agrees(hostile[h], cut, &rc, why, sizeof why)) {
+                CHECK(false, "hostile frame %zu cut at %zu: %s", h, cut, why);
+                differ++;
+            }
+    /* CODEC_MAX_OBJECTS objects, then one more: {"v":1,"k":"step","x":[0 x N]}
+     * holds 7 + N */
+    for (int extra = 0; extra < 2; extra++) {
+        size_t big_n = CODEC_MAX_OBJECTS - 7 + (size_t)extra;
+        uint8_t *big = calloc(1, 18 + big_n);
+        memcpy(big, "\x83\xa1v\x01\xa1k\xa4step\xa1x\xdd", 14);
+        for (int i = 0; i < 4; i++) big[14 + i] = (uint8_t)(big_n >> (24 - 8 * i));
+        if (!decode_agrees(big, 18 + big_n, &rc, why, sizeof why)) {
+            CHECK(false, "object cap%s: %s", extra ? " + 1" : "", why);
+            differ++;
+        }
+        CHECK(rc == (extra ? -1 : 0), "%zu objects decoded with %d", 7 + big_n, rc);
+        free(big);
+    }
+
+    rng_state = 0xdecade17c0dec0deULL;
+    uint8_t *buf = malloc(8192);
+    for (int iter = 0; iter < 60000; iter++) {
+        const CodecBuf *s = &src[1 + rng() % (N_SRC - 1)];
+        size_t n = s->len;
+        memcpy(buf, s->data, n);
+        n = mutate(buf, n);
+        if (!decode_agrees(buf, n, &rc, why, sizeof why)) {
+            if (differ++ < 5) CHECK(false, "mutation %d: %s", iter, why);
+        } else {
+            counts[rc + 1]++;
+        }
+    }
+    free(buf);
+    for (int k = 0; k < N_SRC; k++) codec_buf_done(&src[k]);
+    ref_unpack_release();
+    CHECK(differ == 0, "%d frames decoded differently from the reference", differ);
+    /* both outcomes exercised, or the comparison proves little */
+    CHECK(counts[0] > 10000 && counts[1] > 5000 && counts[2] > 100, "refused %d decoded %d unknown %d", counts[0],
+          counts[1], counts[2]);
+    printf("  against the reference: %d refused, %d decoded, %d unknown kind, all alike\n", counts[0], counts[1],
+           counts[2]);
     TEST_END();
 }
 
@@ -1615,6 +1836,7 @@ int main(void)
     test_duplicates();
     test_mutations();
     test_unpack_matches_msgpack_c();
+    test_decode_matches_reference();
     test_burst();
     CHECK_EXIT();
 }

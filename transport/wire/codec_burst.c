@@ -1,7 +1,7 @@
 /* codec_burst.c — the "burst" kind's framing: the builder a sender fills,
  * the walk over a decoded burst's messages and the rules each message must
  * meet (docs/PROTOCOL.md, "burst"); the bin headers the decoder and the
- * encoder share (codec_priv.h). The burst's keys are in codec.c's tables
+ * encoder share (codec_priv.h). The burst's keys are in codec_fields.c's tables
  * like every kind's. Pure functions, no globals: safe from any thread.
  */
 #include "wire/codec.h"

@@ -2,7 +2,7 @@
  *
  * Owns: the wire names of kinds and phases (the strings in "k" and
  * "phase"), the empty state of a Msg, and freeing what a decode put on the
- * heap. Does not own encoding (codec.c) or sockets (zsock.c).
+ * heap. Does not own encoding (codec.h) or sockets (zsock.c).
  * Pure functions, safe from any thread.
  */
 #include "wire/protocol.h"

@@ -182,7 +182,7 @@ static int read_node0(Agent *a, bool *launched, int *restart_out, bool *done)
         if (rc == 1 || rc < 0) return ERR_OK;
         if (rc == 2) {
             /* zs_recv tells another version from other bad frames only in
-             * its text (transport/wire/codec.c) */
+             * its text (transport/wire/codec_decode.c) */
             if (strstr(err, "protocol version")) {
                 fprintf(
                     stderr,

@@ -4,7 +4,7 @@
  * Owns: the byte layout, the CRC that tells a damaged record from a good
  * one, buffering and flush cadence on the write side, and the bounds that
  * keep a hostile or cut file from making a reader allocate or read more
- * than the file holds. Does not own the frames' meaning (codec.c).
+ * than the file holds. Does not own the frames' meaning (wire/codec.h).
  * Main thread only: no locks, no globals besides a constant CRC table.
  */
 #ifndef _GNU_SOURCE
