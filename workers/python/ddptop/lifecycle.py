@@ -19,6 +19,8 @@ import functools
 import os
 import platform
 import socket
+import time
+import urllib.parse
 
 import torch
 import torch.distributed as dist
@@ -28,6 +30,8 @@ from .state import run
 
 VERSION = "0.1.0"
 STOP_BARRIER_S = 10.0
+STORE_PROBE_S = 0.005           # between connects while rank 0's store does not listen yet
+STORE_PROBE_MAX_S = 30.0        # then torch's own retries: a second late matters little by then
 _ORIG = {}
 
 
@@ -64,6 +68,48 @@ def hello(backend=""):
     beat.beat_once(r)     # the first beat at once: a short script may not live a second
 
 
+def store_addr(args, kwargs, env=None):
+    """(host, port) of the TCPStore init_process_group(*args, **kwargs) will
+    reach through env:// (the default) or tcp://; None for a store passed in,
+    file:// and anything else."""
+    env = os.environ if env is None else env
+    if kwargs.get("store") is not None or len(args) > 5:
+        return None
+    url = kwargs.get("init_method", args[1] if len(args) > 1 else None)
+    if url in (None, "env://"):
+        host, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
+    elif isinstance(url, str) and url.startswith("tcp://"):
+        u = urllib.parse.urlparse(url)
+        try:
+            host, port = u.hostname, u.port
+        except ValueError:
+            return None
+    else:
+        return None
+    try:
+        return (host, int(port)) if host and port else None
+    except ValueError:
+        return None
+
+
+def wait_for_store(addr, limit_s):
+    """Until rank 0's TCPStore accepts a connection (at most limit_s):
+    torch's store client, refused, sleeps a whole second before it tries
+    again (1.13; 2.x similar), so a rank that reaches init_process_group
+    before rank 0's store listens would start its first step about a second
+    late. A refused connect here costs microseconds; the probe's connection
+    is closed at once, which the store takes as a client that left."""
+    end = time.monotonic() + limit_s
+    while True:
+        try:
+            with socket.create_connection(addr, timeout=1.0):
+                return True
+        except OSError:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(STORE_PROBE_S)
+
+
 def install():
     _ORIG.update(init=dist.init_process_group, destroy=dist.destroy_process_group)
 
@@ -78,6 +124,9 @@ def install():
         if "timeout" not in kwargs and r.timeout_s:
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
         r.set_phase("rendezvous")
+        addr = store_addr(args, kwargs) if r.rank != 0 else None
+        if addr:
+            wait_for_store(addr, STORE_PROBE_MAX_S)
         out = _ORIG["init"](*args, **kwargs)
         compat.after_init()
         r.set_phase("train")
