@@ -105,6 +105,16 @@ def main():
     with safe_open(os.path.join(tmp, "t.safetensors"), "pt") as f:
         assert f.metadata() == {"format": "pt", "step": "3"}
 
+    # the store a rank waits for before init_process_group (lifecycle.store_addr)
+    from ddptop import lifecycle
+    env = {"MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29511"}
+    sa = lambda *a, **k: lifecycle.store_addr(a, k, env)
+    assert sa("gloo") == ("10.0.0.7", 29511) and sa("gloo", "env://") == ("10.0.0.7", 29511)
+    assert sa(backend="gloo", init_method="tcp://h1:1234") == ("h1", 1234)
+    assert sa("gloo", "tcp://h1:notaport") is None and sa("gloo", "file:///tmp/x") is None
+    assert sa("gloo", store=object()) is None and sa("gloo", None, None, 2, 0, object()) is None
+    assert lifecycle.store_addr(("gloo",), {}, {"MASTER_ADDR": "h"}) is None
+
     # 5. bursts: one 50 ms slot of the wall clock each, sent at the next mark
     # (every rank's at the same marks), nothing lost or reordered
     import time, zmq
