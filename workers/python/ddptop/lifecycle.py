@@ -160,7 +160,11 @@ def stop_barrier(r, unsafe=False):
     if r.stop_barrier_done:
         return
     r.stop_barrier_done = True
-    from . import collectives, faults
+    from . import collectives, faults, steer
+    # what ddptop sent before the stop (the f menu's no-barrier, then d) is
+    # in effect here even on a rank that last read its commands before it
+    # came: the stop was agreed on a peer's reading
+    steer.STEER.poll()
     if faults.PLAN.no_barrier():
         return
     if unsafe:
