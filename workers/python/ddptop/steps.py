@@ -57,13 +57,11 @@ def _report(r, opt, opt_s):
     now = time.monotonic()
     r.step += 1
     losses = r.losses
-    cuda = bool(losses) and losses[0].is_cuda
+    cuda = bool(losses) and type(losses[0]) is not float
     if cuda:
         loss = torch.stack([x.detach() for x in losses]).float().mean()
-    elif len(losses) == 1:
-        loss = float(losses[0])
     else:
-        loss = sum(float(x) for x in losses) / len(losses) if losses else float("nan")
+        loss = sum(losses) / len(losses) if losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
@@ -141,8 +139,8 @@ def install():
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
-        # read at the step's end (_report); on CUDA it stays on the device, no wait for it (state.py sends it a step late)
-        r.losses.append(self)
+        # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
+        r.losses.append(self if self.is_cuda else float(self))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
