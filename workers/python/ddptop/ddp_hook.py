@@ -62,9 +62,9 @@ def comm_hook(st, bucket):
     (torch 1.13): kept to the division, the all-reduce, a clock read and a
     few attribute reads. The bucket is divided by the world size before the
     sum, as torch's own allreduce_hook does, here on the script's thread
-    where the reducer has just written it (after the sum, on Gloo's thread,
-    the same pass read the whole bucket again from another core's cache:
-    40-55 us a step of the lesson's 407 KB bucket against about 10). The
+    where the reducer has just written it (the same pass after the sum, on
+    Gloo's thread, took 39-60 us a step for the lesson's 407 KB bucket on
+    the 2-core VM, against 36 here). The
     coll message is built on the script's thread too, at the step's end
     (collectives.end, defer): the callback only takes the time."""
     r = run()
