@@ -3,7 +3,9 @@
 # wall clock; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
 # the adapter's comm hook (flags riding in the first bucket) ends with the
-# very weights of DDP's default all-reduce.
+# very weights of DDP's default all-reduce, and its buckets' coll messages,
+# which wait for the script's thread, go out by the next beat when no
+# optimizer step comes.
 . tests/lib.sh
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export PYTHONPATH=$PWD/workers/python${PYTHONPATH:+:$PYTHONPATH}
@@ -22,9 +24,11 @@ def train(rank, hooked, store_path, out):
         from ddptop import ddp_hook, steer
         class Quiet:
             drops = 0
-            def send(self, *a): pass
+            def __init__(self): self.sent = []
+            def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
             def send_important(self, *a): pass
             def commands(self): return []
+            def flush(self): pass
         state.set_run(state.Run(Quiet(), rank, 2, rank, 2, 0))
         ddp_hook.install()
     torch.manual_seed(0)
@@ -40,6 +44,18 @@ def train(rank, hooked, store_path, out):
     if hooked:
         # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
         assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, 2.0], steer.STEER.agreed
+        # the buckets' coll messages wait for the script's thread (the step's end, or the beat when
+        # no optimizer step is hooked, as here): every bucket of every backward, in order, then the beat
+        from ddptop import beat
+        r = state.run()
+        assert not r.up.sent and len(r.later_colls) >= 5, (r.up.sent, r.later_colls)   # 5 backwards
+        beat.beat_once(r)
+        kinds = [k for k, _ in r.up.sent]
+        colls = [f for k, f in r.up.sent if k == "coll"]
+        assert kinds == ["coll"] * len(colls) + ["beat"] and not r.later_colls, kinds
+        assert [c["seq"] for c in colls] == sorted(c["seq"] for c in colls), colls
+        assert min(c["bucket"] for c in colls) == 0, colls
+        assert all(c["op"] == "allreduce" and c["bytes"] > 0 and c["done"] >= c["start"] for c in colls), colls
     if rank == 0:
         torch.save([p.detach() for p in model.parameters()], out)
     dist.barrier()     # no rank tears Gloo down while the other still uses it

@@ -53,18 +53,21 @@ def begin(op, group=None, numbered=True, bucket=-1):
     return key
 
 
-def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None):
-    """It completed: out of flight, and a coll message (with a CUDA timer,
-    sent once the device time is known: state.py). Returns host seconds taken."""
+def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False):
+    """It completed: out of flight, and a coll message. With a CUDA timer
+    it is sent once the device time is known (state.py); with defer (a DDP
+    bucket's callback, on Gloo's thread) it waits for the script's thread,
+    which sends it before its step (send_later) where encoding it is
+    cheaper. Returns host seconds taken."""
     r = run()
     done = wire.wall_ns()
     with r.coll_lock:
         _, start, seq, _ = r.in_flight.pop(key, (op, done, key, bucket))
-    step = r.step if step is None else step
-    if timer is not None:
-        r.timed_colls.append((timer, (seq, op, nbytes, bucket, step, factor, start)))
-    else:
-        _send(r, seq, op, nbytes, bucket, step, factor, start, done)
+        if timer is not None or defer:
+            r.later_colls.append((timer, (seq, op, nbytes, bucket, r.step if step is None else step, factor, start,
+                                          done)))
+            return (done - start) / 1e9
+    _send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
     return (done - start) / 1e9
 
 
@@ -73,20 +76,30 @@ def _send(r, seq, op, nbytes, bucket, step, factor, start, done):
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
     bus = alg * factor * (n - 1) / n if factor else alg
-    r.send("coll", seq=seq, op=op, bucket=bucket, step=step, bytes=nbytes, enq=start, start=start, done=done,
-           algbw=alg, busbw=bus)
+    r.up.send("coll", dict(seq=seq, op=op, bucket=bucket, step=step, bytes=nbytes, enq=start, start=start, done=done,
+                           algbw=alg, busbw=bus))
 
 
-def send_timed(r, keep_step=None):
-    """The CUDA-timed colls, but those of keep_step (the step just done: a
-    step old they are done, or nearly); start is when the host enqueued
-    one, done start + the device's time."""
-    timed, r.timed_colls = r.timed_colls, []
-    for timer, (seq, op, nbytes, bucket, step, factor, start) in timed:
-        if step == keep_step:
-            r.timed_colls.append((timer, (seq, op, nbytes, bucket, step, factor, start)))
+def send_later(r, keep_step=None, host_only=False):
+    """The colls that waited (end with defer or a timer), in the order they
+    completed, but CUDA-timed ones of keep_step (the step just done: a step
+    old they are done, or nearly) and, with host_only (the heartbeat
+    thread, which must not wait for the device), every CUDA-timed one. A
+    timed one's start is when the host enqueued it, done start + the
+    device's time."""
+    with r.coll_lock:
+        later, r.later_colls = r.later_colls, []
+    keep = []
+    for timer, (seq, op, nbytes, bucket, step, factor, start, done) in later:
+        if timer is None:
+            _send(r, seq, op, nbytes, bucket, step, factor, start, done)
+        elif host_only or step == keep_step:
+            keep.append((timer, (seq, op, nbytes, bucket, step, factor, start, done)))
         else:
             _send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
+    if keep:
+        with r.coll_lock:
+            r.later_colls[:0] = keep
 
 
 def oldest_in_flight():
@@ -140,7 +153,7 @@ def _wrap(name, fn, op, factor):
         finally:
             _depth.n = 0
         if kwargs.get("async_op") and out is not None and hasattr(out, "get_future"):
-            out.get_future().then(lambda f: end(seq, op, nbytes, factor=factor))
+            out.get_future().then(lambda f: (compat.pin_thread_state(), end(seq, op, nbytes, factor=factor)))
         else:
             end(seq, op, nbytes, factor=factor)
         return out

@@ -59,7 +59,7 @@ class Run:
         self.front_gone = False         # ddptop is gone (front.py): stop with a final checkpoint, exit 1
         self.ckpt_step = -1             # the step of the last checkpoint ddptop asked for (rank 0)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
-        self.timed_colls = []           # CUDA: (CudaTimer, coll fields) of the last step's buckets
+        self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0
 
     # ---- messages ----
@@ -83,11 +83,11 @@ class Run:
         self.deferred = (fields, wire.wall_ns(), host, ev)
 
     def flush_step(self, keep_step=None):
-        """The deferred step and timed colls out (those of keep_step stay:
-        waiting for them would wait for the device)."""
-        if self.timed_colls:
+        """The colls that waited and the deferred step out (CUDA-timed colls
+        of keep_step stay: waiting for them would wait for the device)."""
+        if self.later_colls:
             from . import collectives
-            collectives.send_timed(self, keep_step)
+            collectives.send_later(self, keep_step)
         d, self.deferred = self.deferred, None
         if d is not None:
             fields, t_ns, host, ev = d

@@ -140,8 +140,8 @@ class Steer:
     def before_step(self):
         """No DDP bucket carried the flags of an agreeing step: start their own all-reduce."""
         r = run()
-        if (self.agreed is None and self.pending is None and self.agrees(r.step + 1) and dist.is_initialized()
-                and r.world > 1):
+        if (self.agrees(r.step + 1) and self.agreed is None and self.pending is None and r.world > 1
+                and dist.is_initialized()):
             t = self.flags()
             self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
 
@@ -168,7 +168,8 @@ class Steer:
             fl[1].synchronize()
             fl = fl[0].tolist()
         elif fl is None:
-            if (dist.is_initialized() and run().world > 1) or not self.agrees(run().step):
+            r = run()
+            if not self.agrees(r.step) or (r.world > 1 and dist.is_initialized()):
                 return            # not an agreeing step
             fl = self.flags().tolist()   # one process, no process group: this rank's view is the job's
         ckpt, stop, pause = self._decide(fl)

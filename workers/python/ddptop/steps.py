@@ -18,6 +18,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
+from . import collectives
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -26,6 +27,8 @@ _depth = threading.local()
 
 
 def _batch_size(b):
+    if type(b) in (list, tuple) and b and type(b[0]) is torch.Tensor and b[0].dim() and b[0].shape[0]:
+        return b[0].shape[0]        # (inputs, labels): the usual batch, in a few attribute reads
     if isinstance(b, torch.Tensor):
         return b.shape[0] if b.dim() else 1
     if isinstance(b, (list, tuple)):
@@ -53,11 +56,12 @@ def _dev_mem(r, now):
 def _report(r, opt, opt_s):
     now = time.monotonic()
     r.step += 1
-    cuda = bool(r.losses) and isinstance(r.losses[0], torch.Tensor)
+    losses = r.losses
+    cuda = bool(losses) and type(losses[0]) is not float
     if cuda:
-        loss = torch.stack(r.losses).float().mean()
+        loss = torch.stack([x.detach() for x in losses]).float().mean()
     else:
-        loss = sum(r.losses) / len(r.losses) if r.losses else float("nan")
+        loss = sum(losses) / len(losses) if losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
@@ -69,7 +73,9 @@ def _report(r, opt, opt_s):
     if cuda:
         r.send_step_later(fields, loss)
     else:
-        r.send("step", **fields)
+        if r.later_colls:         # this step's buckets first, as they completed
+            collectives.send_later(r)
+        r.up.send("step", fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
@@ -100,7 +106,8 @@ def _wrap_step(fn):
             out = fn(self, *args, **kwargs)
         finally:
             _depth.n = 0
-        if not any(o() is self for o in r.optimizers):
+        if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
+            self.__dict__["_ddptop_run"] = r
             r.optimizers.append(weakref.ref(self))
         had_batch = bool(r.batch_t)
         _report(r, self, time.monotonic() - t0)
@@ -133,7 +140,7 @@ def install():
         if not r.first_bwd_t:
             r.first_bwd_t = t0
         # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
-        r.losses.append(self.detach() if self.is_cuda else float(self.detach()))
+        r.losses.append(self if self.is_cuda else float(self))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
