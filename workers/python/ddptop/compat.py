@@ -18,22 +18,12 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
         collective torch has not retired, if it is the group's latest. A
         dump of a full recorder costs about 0.1 s (1 MB of JSON): it runs
         only then, once per collective.
-  gil   A Python callback on a torch Future runs on the thread that completes
-        it: Gloo's worker threads, which Python does not know. pybind11
-        makes a Python thread state for every such call and deletes it
-        after (a world-1 all-reduce and its .then took 15.8 us of CPU
-        without, 11.5 with, medians of 8 processes on the 2-core VM; more
-        on a loaded machine); pin_thread_state keeps the one
-        of the calling thread for good (PyGILState_Ensure without its
-        release), so the next callback there reuses it.
   cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
         (NCCL's futures complete at enqueue, so host times say nothing);
         memory comes from torch.cuda.mem_get_info (steps.py).
 """
-import ctypes
 import json
 import os
-import threading
 import time
 
 import torch
@@ -77,25 +67,6 @@ def next_seq(group=None):
     if group is not None and group is not pg:
         return -1
     return pg._get_sequence_number_for_group() + 1
-
-
-_pinned = set()
-_MAIN = threading.main_thread().ident
-
-
-def pin_thread_state():
-    """Called from a Future's callback: the calling thread's Python thread
-    state, made for this call by pybind11, stays for the next (once per
-    thread; Python's own threads keep theirs anyway)."""
-    tid = threading.get_ident()
-    if tid in _pinned:
-        return
-    _pinned.add(tid)
-    if tid != _MAIN:
-        try:
-            ctypes.pythonapi.PyGILState_Ensure()     # one more hold: pybind11's release no longer deletes it
-        except (AttributeError, OSError):
-            pass
 
 
 def _op(profiling_name):

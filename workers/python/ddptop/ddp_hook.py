@@ -92,7 +92,6 @@ def comm_hook(st, bucket):
     fut = st.pg.allreduce([t]).get_future()
 
     def done(f):
-        compat.pin_thread_state()
         out = f.value()[0]
         if timer is not None:
             timer.stop()
