@@ -1,8 +1,8 @@
 """ddp_hook.py — DistributedDataParallel watched through a comm hook.
 
 Every DDP built while the adapter runs gets a comm hook that does what
-torch's own allreduce_hook does — divide the bucket by the world size,
-all-reduce it with a sum — and reports each bucket as a `coll` message (index, bytes, time,
+DDP's default does — the bucket times 1/world (the default does it as it
+fills the bucket), all-reduced with a sum — and reports each bucket as a `coll` message (index, bytes, time,
 bandwidths). The first bucket of an agreeing step's backward also carries
 the command flags (steer.py): all-reduce cat(bucket, flags), split in the
 callback, so the agreement costs one copy of that bucket (DDP caps the
@@ -31,7 +31,6 @@ class HookState:
     def __init__(self, process_group, world):
         self.pg = process_group
         self.world = world
-        self.exact = world > 1 and world & (world - 1) == 0
         self.scale = 1.0 / world
         self.known = {}           # index -> (bytes, tensors) of the buckets seen
         self.changed = True       # since the layout was last logged
@@ -76,10 +75,8 @@ def comm_hook(st, bucket):
     _note_bucket(st, bucket, index, nbytes)
     seq = collectives.begin("allreduce", st.pg, bucket=index)
     timer = compat.CudaTimer() if buf.is_cuda else None
-    if st.exact:            # a power of two: the reciprocal is exact, and a multiply is cheaper than a divide
+    if st.world > 1:        # DDP's default: grad times 1/world as it fills the bucket (reducer.cpp), bit for bit
         buf.mul_(st.scale)
-    elif st.world > 1:
-        buf.div_(st.world)
     # the flags ride the first bucket of an agreeing step: DDP caps it (1 MB by default), so the copy stays small
     carry = index == 0 and STEER.agrees(step)
     t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)]) if carry else buf
