@@ -121,6 +121,20 @@ def main():
     with safe_open(os.path.join(tmp, "t.safetensors"), "pt") as f:
         assert f.metadata() == {"format": "pt", "step": "3"}
 
+    # a rank waits for the torch callbacks still pending before it exits (compat.quiesce): one
+    # taking the GIL after the interpreter began to exit aborts the process (std::terminate)
+    import threading, time
+    from ddptop import compat
+    fut = torch.futures.Future()
+    ran = []
+    chained = fut.then(compat.callback(lambda f: ran.append(f.value())))
+    assert compat.quiesce(0.05) is False, "quiesce did not wait for a pending callback"
+    threading.Timer(0.1, lambda: fut.set_result(7)).start()
+    t0 = time.monotonic()
+    assert compat.quiesce(5.0) is True and ran == [7], ran
+    assert time.monotonic() - t0 >= 0.1 + compat.CALLBACK_GRACE_S - 0.01, "quiesce returned before the grace"
+    chained.wait()
+
     # the store a rank waits for before init_process_group (lifecycle.store_addr)
     from ddptop import lifecycle
     env = {"MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29511"}

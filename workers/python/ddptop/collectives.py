@@ -153,7 +153,7 @@ def _wrap(name, fn, op, factor):
         finally:
             _depth.n = 0
         if kwargs.get("async_op") and out is not None and hasattr(out, "get_future"):
-            out.get_future().then(lambda f: end(seq, op, nbytes, factor=factor))
+            out.get_future().then(compat.callback(lambda f: end(seq, op, nbytes, factor=factor)))
         else:
             end(seq, op, nbytes, factor=factor)
         return out

@@ -18,12 +18,22 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
         collective torch has not retired, if it is the group's latest. A
         dump of a full recorder costs about 0.1 s (1 MB of JSON): it runs
         only then, once per collective.
+  exit  A Python callback on a torch Future runs on the thread that
+        completes it (Gloo's), which takes the GIL to run it and again to
+        drop it. If that comes after the interpreter began to exit, CPython
+        ends the thread with pthread_exit, whose unwinding through torch's
+        C++ frames is std::terminate: "terminate called without an active
+        exception", SIGABRT after a clean run (torch 1.13: 2 to 3 runs in
+        100 of examples/ddp_forgot_set_epoch.py on the 2-core VM, the old
+        adapter too). The adapter's callbacks are counted (callback) and
+        the rank waits for them before it exits (quiesce).
   cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
         (NCCL's futures complete at enqueue, so host times say nothing);
         memory comes from torch.cuda.mem_get_info (steps.py).
 """
 import json
 import os
+import threading
 import time
 
 import torch
@@ -67,6 +77,42 @@ def next_seq(group=None):
     if group is not None and group is not pg:
         return -1
     return pg._get_sequence_number_for_group() + 1
+
+
+_cb_lock = threading.Lock()
+_cb = {"pending": 0, "last": 0.0}
+CALLBACK_GRACE_S = 0.02     # after the last returned: its thread drops the callable (the GIL again)
+
+
+def callback(fn):
+    """fn as a torch Future callback, counted from now until it returns."""
+    with _cb_lock:
+        _cb["pending"] += 1
+
+    def counted(f):
+        try:
+            return fn(f)
+        finally:
+            with _cb_lock:
+                _cb["pending"] -= 1
+                _cb["last"] = time.monotonic()
+    return counted
+
+
+def quiesce(limit_s=2.0):
+    """Before the rank exits: until no counted callback is pending (one
+    whose work never completes is given up on after limit_s) and
+    CALLBACK_GRACE_S since the last returned, the GIL free meanwhile."""
+    end = time.monotonic() + limit_s
+    while True:
+        with _cb_lock:
+            pending, last = _cb["pending"], _cb["last"]
+        now = time.monotonic()
+        if now >= end:
+            return False
+        if pending == 0 and now >= last + CALLBACK_GRACE_S:
+            return True
+        time.sleep(0.002 if pending else last + CALLBACK_GRACE_S - now)
 
 
 def _op(profiling_name):

@@ -100,7 +100,7 @@ def comm_hook(st, bucket):
             r.exposed_s += time.monotonic() - st.last_launch
         return out
 
-    return fut.then(done)
+    return fut.then(compat.callback(done))
 
 
 def _ensure_hook(ddp):

@@ -153,7 +153,7 @@ def main(argv):
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, ddp_hook, lifecycle, sampler, state, steps
+    from . import beat, collectives, ckpt, compat, ddp_hook, lifecycle, sampler, state, steps
     from .steer import StopTraining
     from .uplink import Uplink, StoreError
 
@@ -187,6 +187,7 @@ def main(argv):
         for line in script_traceback(e):
             r.log("error", line)
     finally:
+        compat.quiesce()    # no torch callback left to take the GIL as the interpreter exits
         beater.stop()
         lifecycle.hello()
         r.important("bye", status=status, step=r.step)
