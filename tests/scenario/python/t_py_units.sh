@@ -144,6 +144,8 @@ def main():
     assert sa("gloo", "tcp://h1:notaport") is None and sa("gloo", "file:///tmp/x") is None
     assert sa("gloo", store=object()) is None and sa("gloo", None, None, 2, 0, object()) is None
     assert lifecycle.store_addr(("gloo",), {}, {"MASTER_ADDR": "h"}) is None
+    t0 = time.monotonic()   # a name that does not resolve is not waited for
+    assert lifecycle.wait_for_store(("no-such-host.invalid", 29500), 30) is False and time.monotonic() - t0 < 10
 
     # 5. bursts: one 50 ms slot of the wall clock each, sent at the next mark
     # (every rank's at the same marks), nothing lost or reordered

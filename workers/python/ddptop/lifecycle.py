@@ -104,6 +104,8 @@ def wait_for_store(addr, limit_s):
         try:
             with socket.create_connection(addr, timeout=1.0):
                 return True
+        except socket.gaierror:     # a name that does not resolve: torch's own error says so at once
+            return False
         except OSError:
             if time.monotonic() >= end:
                 return False

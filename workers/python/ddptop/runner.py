@@ -187,7 +187,9 @@ def main(argv):
         for line in script_traceback(e):
             r.log("error", line)
     finally:
-        compat.quiesce()    # no torch callback left to take the GIL as the interpreter exits
+        # no torch callback left to take the GIL as the interpreter exits (after an
+        # error a collective may never complete: its callback is not waited for long)
+        compat.quiesce(2.0 if status == 0 else 0.5)
         beater.stop()
         lifecycle.hello()
         r.important("bye", status=status, step=r.step)
