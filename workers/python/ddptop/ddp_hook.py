@@ -2,8 +2,8 @@
 
 Every DDP built while the adapter runs gets a comm hook that does what
 DDP's default does — the bucket times 1/world (the default does it as it
-fills the bucket), all-reduced with a sum — and reports each bucket as a `coll` message (index, bytes, time,
-bandwidths). The first bucket of an agreeing step's backward also carries
+fills the bucket), all-reduced with a sum — and reports each bucket as a
+`coll` message (index, bytes, time, bandwidths). The first bucket of an agreeing step's backward also carries
 the command flags (steer.py): all-reduce cat(bucket, flags), split in the
 callback, so the agreement costs one copy of that bucket (DDP caps the
 first at 1 MB by default, whatever the others' cap), about every 50 ms,
@@ -58,14 +58,13 @@ def _log_layout(st, last_index, step):
 
 def comm_hook(st, bucket):
     """What DDP calls for every bucket of every backward, under the GIL
-    (torch 1.13): kept to the division, the all-reduce, a clock read and a
-    few attribute reads. The bucket is divided by the world size before the
-    sum, as torch's own allreduce_hook does, here on the script's thread
-    where the reducer has just written it (the same pass after the sum, on
-    Gloo's thread, took 39-60 us a step for the lesson's 407 KB bucket on
-    the 2-core VM, against 36 here). The
-    coll message is built on the script's thread too, at the step's end
-    (collectives.end, defer): the callback only takes the time."""
+    (torch 1.13): kept to the scaling, the all-reduce, a clock read and a
+    few attribute reads. The bucket is multiplied by 1/world before the sum,
+    as DDP's default does, here on the script's thread where the reducer has
+    just written it (a division after the sum, on Gloo's thread, took 39-60
+    us a step for the lesson's 407 KB bucket on the 2-core VM, against 36
+    here). The coll message is built on the script's thread too, at the
+    step's end (collectives.end, defer): the callback only takes the time."""
     r = run()
     buf = bucket.buffer()
     n = buf.numel()

@@ -31,7 +31,7 @@ from .state import run
 VERSION = "0.1.0"
 STOP_BARRIER_S = 10.0
 STORE_PROBE_S = 0.005           # between connects while rank 0's store does not listen yet
-STORE_PROBE_MAX_S = 30.0        # then torch's own retries: a second late matters little by then
+STORE_PROBE_MAX_S = 30.0        # (or the group's timeout) then torch's own retries: a second late matters little by then
 _ORIG = {}
 
 
@@ -128,7 +128,9 @@ def install():
         r.set_phase("rendezvous")
         addr = store_addr(args, kwargs) if r.rank != 0 else None
         if addr:
-            wait_for_store(addr, STORE_PROBE_MAX_S)
+            timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
+            limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else STORE_PROBE_MAX_S
+            wait_for_store(addr, min(STORE_PROBE_MAX_S, limit))
         out = _ORIG["init"](*args, **kwargs)
         compat.after_init()
         r.set_phase("train")

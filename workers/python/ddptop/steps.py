@@ -18,7 +18,6 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import collectives
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -73,8 +72,7 @@ def _report(r, opt, opt_s):
     if cuda:
         r.send_step_later(fields, loss)
     else:
-        if r.later_colls:         # this step's buckets first, as they completed
-            collectives.send_later(r)
+        r.flush_step()            # this step's buckets first, as they completed
         r.up.send("step", fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
