@@ -22,9 +22,9 @@
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
-#define SLOT_NS  50000000LL
-#define N_STEPS  150
-#define GAP_NS   2000000L /* a step every 2 ms: about 7 slots */
+#define SLOT_NS    50000000LL
+#define N_STEPS    150
+#define GAP_NS     2000000L /* a step every 2 ms: about 7 slots */
 #define MAX_BURSTS 64
 
 static void sleep_ns(long ns)
@@ -81,8 +81,8 @@ static void test_bursts_on_the_grid(void)
             while (codec_burst_next(&b.u.burst, &pos, &f, &flen)) {
                 Msg m;
                 CHECK(codec_burst_decode(&b, f, flen, &m, err, sizeof err) == 0, "burst item: %s", err);
-                CHECK(m.kind == MSG_STEP && m.u.step.step == next, "got kind %d step %lld, want step %lld",
-                      (int)m.kind, (long long)m.u.step.step, (long long)next);
+                CHECK(m.kind == MSG_STEP && m.u.step.step == next, "got kind %d step %lld, want step %lld", (int)m.kind,
+                      (long long)m.u.step.step, (long long)next);
                 next = m.u.step.step + 1;
                 if (slot < 0) slot = m.t_ns / SLOT_NS;
                 CHECK(m.t_ns / SLOT_NS == slot, "step %lld (t %lld) in a burst of slot %lld", (long long)m.u.step.step,

@@ -215,10 +215,10 @@ void run_request_fault(Run *r, int pick, int rank)
 
 /* The dump is read once the log has been quiet this long, or given up on;
  * what it writes later still reaches the open page for STACK_FOLLOW_MS. */
-#define STACK_QUIET_MS 200
-#define STACK_WAIT_MS  3000
+#define STACK_QUIET_MS  200
+#define STACK_WAIT_MS   3000
 #define STACK_FOLLOW_MS 10000
-#define STACK_MAX      (1L << 20)
+#define STACK_MAX       (1L << 20)
 
 /* The adapter's signal (workers/python/ddptop/beat.py reads the same
  * variable, which the ranks inherit from ddptop). */

@@ -116,10 +116,10 @@ typedef struct {
         long off;            /* its log's size when signalled */
         long size;           /* the size last seen */
         int64_t asked_ms, grew_ms;
-        bool follow;         /* shown: later parts of the dump still update the page */
-        long shown;          /* the size the page shows */
-        int threads;         /* threads it shows */
-        size_t shown_len;    /* and the length of their text */
+        bool follow;      /* shown: later parts of the dump still update the page */
+        long shown;       /* the size the page shows */
+        int threads;      /* threads it shows */
+        size_t shown_len; /* and the length of their text */
     } stack;
 } Run;
 

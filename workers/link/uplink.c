@@ -58,9 +58,9 @@ struct Uplink {
     int rank;
     uint64_t drops;
     CodecBuf buf;
-    CodecBuf burst;         /* the burst frame being built (codec_burst_*) */
-    int64_t burst_slot;     /* the TEL_FLUSH_MS slot of the wall clock the oldest waiting frame came in */
-    int64_t cost_ns;        /* time spent in uplink_send / uplink_flush */
+    CodecBuf burst;     /* the burst frame being built (codec_burst_*) */
+    int64_t burst_slot; /* the TEL_FLUSH_MS slot of the wall clock the oldest waiting frame came in */
+    int64_t cost_ns;    /* time spent in uplink_send / uplink_flush */
     MsgCmd q[CMD_QUEUE];
     int q_head, q_len;
     int64_t last_heard_ms;    /* last ctl message from ddptop */
