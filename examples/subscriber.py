@@ -63,6 +63,9 @@ def main():
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
     sub.setsockopt(zmq.SUBSCRIBE, b"")      # no topics: every frame
+    # started before ddptop binds, it tries again every 10 ms (ZeroMQ's default
+    # is 100): a short job's first frames are gone before a late subscription
+    sub.setsockopt(zmq.RECONNECT_IVL, 10)
     sub.connect(args.endpoint)
     print(f"listening on {args.endpoint}", file=sys.stderr, flush=True)
 
