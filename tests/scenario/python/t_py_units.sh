@@ -3,7 +3,8 @@
 # wall clock; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
 # the adapter's comm hook (flags riding in the first bucket) ends with the
-# very weights of DDP's default all-reduce, and its buckets' coll messages,
+# very weights of DDP's default all-reduce (the C++ hook and the Python one
+# alike: the same colls and layout logs), and its buckets' coll messages,
 # which wait for the script's thread, go out by the next beat when no
 # optimizer step comes.
 . tests/lib.sh
@@ -17,16 +18,19 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from ddptop import safetensors_io, state, wire
 
-# 4. the comm hook keeps DDP's default result, bit for bit
+# 4. the comm hook keeps DDP's default result, bit for bit; hooked: "cxx" (the C++ hook,
+# which must load here: the build made it for this torch) or "python" (forced)
 def train(rank, world, hooked, store_path, out):
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     if hooked:
+        if hooked == "python":
+            os.environ["DDPTOP_PY_HOOK"] = "python"
         from ddptop import ddp_hook, steer
         class Quiet:
             drops = 0
-            def __init__(self): self.sent = []
+            def __init__(self): self.sent, self.logs = [], []
             def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
-            def send_important(self, *a): pass
+            def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
             def commands(self): return []
             def flush(self): pass
         state.set_run(state.Run(Quiet(), rank, world, rank, world, 0))
@@ -41,23 +45,34 @@ def train(rank, world, hooked, store_path, out):
         opt.zero_grad()
         loss.backward()
         opt.step()
+    extra = None
     if hooked:
-        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
-        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
         # the buckets' coll messages wait for the script's thread (the step's end, or the beat when
         # no optimizer step is hooked, as here): every bucket of every backward, in order, then the beat
         from ddptop import beat
         r = state.run()
-        assert not r.up.sent and len(r.later_colls) >= 5, (r.up.sent, r.later_colls)   # 5 backwards
+        said = [t for t in r.up.logs if t.startswith("DDP comm hook: ")]
+        want = "DDP comm hook: C++" if hooked == "cxx" else "DDP comm hook: Python (DDPTOP_PY_HOOK=python)"
+        assert len(said) == 1 and said[0].startswith(want), (hooked, r.up.logs)
+        assert not r.up.sent, r.up.sent
+        if hooked == "python":
+            assert len(r.later_colls) >= 5, r.later_colls     # 5 backwards
+        else:
+            assert not r.later_colls and r.collect is not None, r.later_colls  # still in the C++ ring
         beat.beat_once(r)
         kinds = [k for k, _ in r.up.sent]
         colls = [f for k, f in r.up.sent if k == "coll"]
-        assert kinds == ["coll"] * len(colls) + ["beat"] and not r.later_colls, kinds
+        assert kinds == ["coll"] * len(colls) + ["beat"] and not r.later_colls and len(colls) >= 5, kinds
         assert [c["seq"] for c in colls] == sorted(c["seq"] for c in colls), colls
         assert min(c["bucket"] for c in colls) == 0, colls
         assert all(c["op"] == "allreduce" and c["bytes"] > 0 and c["done"] >= c["start"] for c in colls), colls
+        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
+        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
+        # what the user sees does not depend on the hook: the same buckets, numbers and layout logs
+        extra = ([(c["seq"], c["bucket"], c["bytes"], c["step"]) for c in colls],
+                 [t for t in r.up.logs if t.startswith("DDP gradient buckets")])
     if rank == 0:
-        torch.save([p.detach() for p in model.parameters()], out)
+        torch.save(([p.detach() for p in model.parameters()], extra), out)
     dist.barrier()     # no rank tears Gloo down while the other still uses it
     dist.destroy_process_group()
 
@@ -181,12 +196,17 @@ def main():
     # at 2 ranks and at 3 (1/3 is not exact: DDP's default multiplies by it as it fills the bucket)
     for world in (2, 3):
         res = {}
-        for hooked in (False, True):
-            out = os.path.join(tmp, f"w{world}{int(hooked)}.pt")
-            mp.spawn(train, args=(world, hooked, os.path.join(tmp, f"store{world}{int(hooked)}"), out), nprocs=world)
+        for hooked in ("", "cxx", "python"):
+            out = os.path.join(tmp, f"w{world}{hooked}.pt")
+            mp.spawn(train, args=(world, hooked, os.path.join(tmp, f"store{world}{hooked}"), out), nprocs=world)
             res[hooked] = torch.load(out)
-        assert all(torch.equal(a, b) for a, b in zip(res[False], res[True])), f"the hook changed the weights ({world} ranks)"
-    print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default")
+        for hooked in ("cxx", "python"):
+            assert all(torch.equal(a, b) for a, b in zip(res[""][0], res[hooked][0])), \
+                f"the {hooked} hook changed the weights ({world} ranks)"
+        assert res["cxx"][1] == res["python"][1], ("the hooks differ", res["cxx"][1], res["python"][1])
+        assert len(res["cxx"][1][1]) >= 1, res["cxx"][1]
+    print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default "
+          "(C++ and Python hooks alike)")
 
 
 if __name__ == "__main__":

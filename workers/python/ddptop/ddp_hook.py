@@ -22,7 +22,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import collectives, compat
+from . import collectives, compat, cxx_hook
 from .state import run
 from .steer import STEER, FL_COUNT
 
@@ -109,6 +109,8 @@ def _ensure_hook(ddp):
     if getattr(ddp, "__ddptop_user_hook__", False):
         run().log("info", "DDP: the script registered its own comm hook; buckets are not reported")
         return
+    if cxx_hook.register(ddp):      # the same work in C++, without the GIL, where it fits this torch
+        return
     pg = ddp.process_group
     _ORIG["register_comm_hook"](ddp, HookState(pg, pg.size()), comm_hook)
 
@@ -117,6 +119,7 @@ _ORIG = {}
 
 
 def install():
+    cxx_hook.load()
     _ORIG.update(init=DDP.__init__, forward=DDP.forward, register_comm_hook=DDP.register_comm_hook,
                  builtin=DDP._register_builtin_comm_hook)
 
