@@ -19,6 +19,7 @@ any flush before a message; by the beat): the finished buckets become the
 coll messages that wait for the script's thread, as the Python hook's do.
 """
 import os
+import sys
 
 from . import collectives, compat
 from .state import run
@@ -57,10 +58,13 @@ def why():
 
 
 def _say(text):
+    """Once a process: in ddptop's events and in the rank's own log."""
     global _SAID
     if not _SAID:
         _SAID = True
-        run().log("info", text)
+        r = run()
+        sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
+        r.log("info", text)
 
 
 def register(ddp):
