@@ -19,22 +19,24 @@ endif
 clean: clean-pyhook
 .PHONY: clean-pyhook
 clean-pyhook:
-	rm -f workers/python/ddptop/_hook*.so
+	rm -f workers/python/ddptop/_hook*.so workers/python/ddptop/_hook.torch-version
 
 ifneq ($(PY_HOOK_SO),)
 all: $(PY_HOOK_SO)
 
-# The torch the headers belong to: its version goes into the extension, which the adapter
-# compares with torch.__version__ before it uses it (cxx_hook.py).
-$(PY_HOOK_SO): workers/python/ddptop/_hook.cpp
+# The torch the headers belong to: its version goes into the extension and beside it
+# (_hook.torch-version), which the adapter compares with torch.__version__ before it
+# imports it: a 1.13 extension loaded into a torch 2.x process would bring a second
+# libtorch into it (cxx_hook.py).
+$(PY_HOOK_SO): workers/python/ddptop/_hook.cpp mk/pyhook.mk
 	@mkdir -p $(BUILD)/pyhook
 	@$(if $(Q),echo "  CXX   $@ (the C++ comm hook, ~30 s)")
 	$(Q)ver=$$($(PY_SYS) -c 'import torch; print(torch.__version__)' 2>/dev/null) || \
 	  { echo "pyhook: no torch for $(PY_SYS): the adapter keeps its Python comm hook"; exit 0; }; \
-	$(CXX) -O2 -g -shared -fPIC -std=c++17 -Wall -Wextra -D_GLIBCXX_USE_CXX11_ABI=1 \
+	$(CXX) -O2 -shared -fPIC -std=c++17 -Wall -Wextra -D_GLIBCXX_USE_CXX11_ABI=1 \
 	  -DDDPTOP_TORCH_VERSION="\"$$ver\"" -I$(PY_HOOK_INC) -I/usr/include/torch/csrc/api/include \
 	  -MMD -MP -MF $(BUILD)/pyhook/_hook.d -MT $@ $< -o $@.tmp -ltorch_cpu -lc10 -ltorch -ltorch_python && \
-	mv $@.tmp $@
+	echo "$$ver" >workers/python/ddptop/_hook.torch-version && mv $@.tmp $@
 
 -include $(BUILD)/pyhook/_hook.d
 endif

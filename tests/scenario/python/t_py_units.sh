@@ -77,6 +77,44 @@ def train(rank, world, hooked, store_path, out):
     dist.destroy_process_group()
 
 
+# 6. a failed all-reduce: rank 1 leaves after 2 steps; rank 0's next backward raises the
+# all-reduce's error (through either hook), its bucket leaves the flight, no coll for it
+def fail(rank, world, hooked, store_path, out):
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
+    if hooked == "python":
+        os.environ["DDPTOP_PY_HOOK"] = "python"
+    from ddptop import ddp_hook, collectives, steer
+    class Quiet:
+        drops = 0
+        def __init__(self): self.sent, self.logs = [], []
+        def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
+        def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
+        def commands(self): return []
+        def flush(self): pass
+    state.set_run(state.Run(Quiet(), rank, world, rank, world, 0))
+    ddp_hook.install()
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(30, 5))
+    for step in range(4):
+        if rank == 1 and step == 2:
+            os._exit(0)
+        try:
+            model(torch.randn(8, 30)).sum().backward()
+        except RuntimeError as e:
+            r = state.run()
+            r.flush_step()
+            ok = step == 2 and collectives.oldest_in_flight()[0] == -1 if hooked == "cxx" else step == 2
+            colls = [f["step"] for k, f in r.up.sent if k == "coll"]
+            with open(out, "w") as f:
+                f.write(f"raised at {step} ok={ok} colls={colls}: {e}"[:300])
+            os._exit(0)
+        r = state.run()
+        r.flush_step()      # the step's end: its buckets' colls out
+        r.step += 1
+    with open(out, "w") as f:
+        f.write("no error")
+    os._exit(0)
+
+
 def main():
     tmp, tool, hooks = sys.argv[1], sys.argv[2], sys.argv[3].split()
     # 1. frames: msgpack and the C decoder read what the adapter writes
@@ -205,6 +243,16 @@ def main():
                 f"the {hooked} hook changed the weights ({world} ranks)"
         assert all(res[h][1] == res["python"][1] for h in hooks), ("the hooks differ", [res[h][1] for h in hooks])
         assert len(res["python"][1][1]) >= 1, res["python"][1]
+    for hooked in hooks:
+        out = os.path.join(tmp, f"fail{hooked}.txt")
+        ps = [mp.get_context("spawn").Process(target=fail, args=(r, 2, hooked, os.path.join(tmp, f"fs{hooked}"), out))
+              for r in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join(60)
+        said = open(out).read() if os.path.exists(out) else "rank 0 wrote nothing"
+        assert said.startswith("raised at 2 ok=True colls=[1, 2]: "), (hooked, said)
     print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default "
           "(C++ and Python hooks alike)")
 

@@ -39,12 +39,21 @@ def load(env=None):
     if (env.get("DDPTOP_PY_HOOK") or "").lower() == "python":
         _WHY = "DDPTOP_PY_HOOK=python"
         return None
+    import torch
+    try:        # before the import: one built for another torch would load a second libtorch
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hook.torch-version")) as f:
+            built_for = f.read().strip()
+    except OSError:
+        _WHY = "the C++ hook is not built (make builds it where libtorch-dev and pybind11-dev are)"
+        return None
+    if built_for != torch.__version__:
+        _WHY = f"the C++ hook was built for torch {built_for}, not {torch.__version__}"
+        return None
     try:
         from . import _hook
     except ImportError as e:
-        _WHY = f"the C++ hook is not built or does not load ({e})"
+        _WHY = f"the C++ hook does not load ({e})"
         return None
-    import torch
     if _hook.TORCH_VERSION != torch.__version__:
         _WHY = f"the C++ hook was built for torch {_hook.TORCH_VERSION}, not {torch.__version__}"
         return None
