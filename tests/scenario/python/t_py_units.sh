@@ -18,23 +18,32 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from ddptop import safetensors_io, state, wire
 
-# 4. the comm hook keeps DDP's default result, bit for bit; hooked: "cxx" (the C++ hook,
-# which must load here: the build made it for this torch) or "python" (forced)
-def train(rank, world, hooked, store_path, out):
+class Quiet:
+    """The uplink, recording: telemetry in sent, the important messages' text in logs."""
+    drops = 0
+    def __init__(self): self.sent, self.logs = [], []
+    def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
+    def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
+    def commands(self): return []
+    def flush(self): pass
+
+
+def start(rank, world, hooked, store_path):
+    """The group, and with hooked ("cxx" or "python", forced) the adapter's DDP hook."""
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     if hooked:
         if hooked == "python":
             os.environ["DDPTOP_PY_HOOK"] = "python"
-        from ddptop import ddp_hook, steer
-        class Quiet:
-            drops = 0
-            def __init__(self): self.sent, self.logs = [], []
-            def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
-            def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
-            def commands(self): return []
-            def flush(self): pass
+        from ddptop import ddp_hook
         state.set_run(state.Run(Quiet(), rank, world, rank, world, 0))
         ddp_hook.install()
+
+
+# 4. the comm hook keeps DDP's default result, bit for bit; hooked: "cxx" (the C++ hook,
+# which must load here: the build made it for this torch) or "python" (forced)
+def train(rank, world, hooked, store_path, out):
+    start(rank, world, hooked, store_path)
+    from ddptop import steer
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.Tanh(), torch.nn.Linear(64, 5)), bucket_cap_mb=0.004)
@@ -80,19 +89,8 @@ def train(rank, world, hooked, store_path, out):
 # 6. a failed all-reduce: rank 1 leaves after 2 steps; rank 0's next backward raises the
 # all-reduce's error (through either hook), its bucket leaves the flight, no coll for it
 def fail(rank, world, hooked, store_path, out):
-    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
-    if hooked == "python":
-        os.environ["DDPTOP_PY_HOOK"] = "python"
-    from ddptop import ddp_hook, collectives, steer
-    class Quiet:
-        drops = 0
-        def __init__(self): self.sent, self.logs = [], []
-        def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
-        def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
-        def commands(self): return []
-        def flush(self): pass
-    state.set_run(state.Run(Quiet(), rank, world, rank, world, 0))
-    ddp_hook.install()
+    start(rank, world, hooked, store_path)
+    from ddptop import collectives
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(30, 5))
     for step in range(4):
         if rank == 1 and step == 2:

@@ -31,10 +31,12 @@
 #error "build with -DDDPTOP_TORCH_VERSION=\"the torch.__version__ the headers belong to\""
 #endif
 
-namespace c10d {
+namespace c10d
+{
 // Debian's libtorch-dev 1.13 lacks headers reducer.hpp includes: only the
 // member used is declared (exported by libtorch_cpu.so).
-class Reducer {
+class Reducer
+{
   public:
     void register_comm_hook(std::unique_ptr<CommHookInterface> iface);
 
@@ -43,11 +45,12 @@ class Reducer {
 };
 } // namespace c10d
 
-namespace {
+namespace
+{
 
-constexpr int FLAGS_N = 5;        // steer.py's FL_COUNT
-constexpr size_t RING_N = 4096;   // records between two drains (a step's buckets, or a second's at the beat)
-constexpr size_t FLIGHT_N = 64;   // buckets in flight at once
+constexpr int FLAGS_N = 5;      // steer.py's FL_COUNT
+constexpr size_t RING_N = 4096; // records between two drains (a step's buckets, or a second's at the beat)
+constexpr size_t FLIGHT_N = 64; // buckets in flight at once
 
 int64_t wall_ns()
 {
@@ -62,12 +65,12 @@ int64_t mono_ns()
 }
 
 // ---- the collective counter (collectives.py's numbers) ----
-std::atomic<int64_t> g_key{0};
+std::atomic<int64_t> g_key{ 0 };
 
 // ---- one bucket's all-reduce, done ----
 struct Record {
-    int64_t key;        // the adapter's number: ordering, and the seq unless torch numbers
-    int64_t seq;        // what goes on the wire
+    int64_t key; // the adapter's number: ordering, and the seq unless torch numbers
+    int64_t seq; // what goes on the wire
     int64_t bucket;
     int64_t bytes;
     int64_t start_ns;   // wall, at launch
@@ -81,12 +84,12 @@ struct Record {
 // then publishes it by its ready stamp (position + 1). A full ring drops
 // the record and counts it: it never blocks Gloo's thread.
 struct Slot {
-    std::atomic<uint64_t> ready{0};
+    std::atomic<uint64_t> ready{ 0 };
     Record rec;
 };
 std::array<Slot, RING_N> g_ring;
-std::atomic<uint64_t> g_head{0}, g_tail{0};
-std::atomic<int64_t> g_dropped{0};
+std::atomic<uint64_t> g_head{ 0 }, g_tail{ 0 };
+std::atomic<int64_t> g_dropped{ 0 };
 
 void ring_push(const Record &rec)
 {
@@ -104,8 +107,8 @@ void ring_push(const Record &rec)
 
 // ---- buckets in flight, for the heartbeat ----
 struct Flight {
-    std::atomic<int64_t> key{0}; // 0: free
-    std::atomic<int64_t> seq{0}, bucket{0}, start_ns{0};
+    std::atomic<int64_t> key{ 0 }; // 0: free
+    std::atomic<int64_t> seq{ 0 }, bucket{ 0 }, start_ns{ 0 };
 };
 std::array<Flight, FLIGHT_N> g_flight;
 
@@ -129,7 +132,7 @@ Flight *flight_take(int64_t key, int64_t seq, int64_t bucket, int64_t start_ns)
 // ---- the steering flags (steer.py): armed by Python, carried by the first bucket ----
 std::mutex g_flags_mu;
 bool g_armed = false;
-std::atomic<bool> g_armed_fast{false};
+std::atomic<bool> g_armed_fast{ false };
 std::array<double, FLAGS_N> g_flags_out{};
 bool g_have_in = false;
 std::array<double, FLAGS_N> g_flags_in{};
@@ -137,10 +140,11 @@ std::array<double, FLAGS_N> g_flags_in{};
 // ---- the bucket layout (logged by Python when it changes) ----
 std::mutex g_layout_mu;
 bool g_layout_new = false;
-std::atomic<bool> g_layout_new_fast{false};
+std::atomic<bool> g_layout_new_fast{ false };
 std::vector<std::pair<int64_t, int64_t>> g_layout; // (bytes, tensors) per index, as last logged
 
-class Hook : public c10d::CommHookInterface {
+class Hook : public c10d::CommHookInterface
+{
   public:
     // numbering: 0 the adapter counts, 1 torch's numbers of this group, 2 none (-1)
     Hook(c10::intrusive_ptr<c10d::ProcessGroup> pg, int numbering)
@@ -168,7 +172,7 @@ class Hook : public c10d::CommHookInterface {
                 v = g_flags_out;
             }
             if (carry) {
-                t = at::cat({buf, at::tensor(c10::ArrayRef<double>(v.data(), FLAGS_N), buf.options())});
+                t = at::cat({ buf, at::tensor(c10::ArrayRef<double>(v.data(), FLAGS_N), buf.options()) });
             }
         }
         const int64_t key = g_key.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -180,7 +184,7 @@ class Hook : public c10d::CommHookInterface {
         const int64_t start = wall_ns();
         const int64_t launch_mono = last ? mono_ns() : 0;
         Flight *fl = flight_take(key, seq, index, start);
-        std::vector<at::Tensor> ts{t};
+        std::vector<at::Tensor> ts{ t };
         c10::intrusive_ptr<c10::ivalue::Future> fut;
         try {
             fut = pg_->allreduce(ts)->getFuture();
@@ -192,7 +196,7 @@ class Hook : public c10d::CommHookInterface {
         // The record is pushed before the future DDP waits for completes, so a
         // step's buckets are all in the ring when its backward returns.
         fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono, carry, n](c10::ivalue::Future &f) {
-            Record rec{key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false};
+            Record rec{ key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false };
             if (fl) fl->key.store(0, std::memory_order_release);
             if (f.hasError()) {
                 rec.error = true;
@@ -215,7 +219,7 @@ class Hook : public c10d::CommHookInterface {
                     g_have_in = true;
                 }
                 ring_push(rec);
-                child->markCompleted(c10::IValue(std::vector<at::Tensor>{out.narrow(0, 0, n)}));
+                child->markCompleted(c10::IValue(std::vector<at::Tensor>{ out.narrow(0, 0, n) }));
             } catch (...) {
                 child->setError(std::current_exception());
             }
@@ -223,19 +227,16 @@ class Hook : public c10d::CommHookInterface {
         return child;
     }
 
-    at::Tensor parseHookResult(const c10::IValue &result) override
-    {
-        return result.toTensorVector()[0];
-    }
+    at::Tensor parseHookResult(const c10::IValue &result) override { return result.toTensorVector()[0]; }
 
   private:
     // The layout, cheaply: a bucket's tensors are counted only when its size
     // is new (DDP rebuilds its buckets once, after the first step).
     void note_layout(c10d::GradBucket &bucket, int64_t index, int64_t nbytes, bool last)
     {
-        if (static_cast<size_t>(index) >= known_.size()) known_.resize(index + 1, {-1, 0});
+        if (static_cast<size_t>(index) >= known_.size()) known_.resize(index + 1, { -1, 0 });
         if (known_[index].first != nbytes) {
-            known_[index] = {nbytes, static_cast<int64_t>(bucket.getGradients().size())};
+            known_[index] = { nbytes, static_cast<int64_t>(bucket.getGradients().size()) };
             changed_ = true;
         }
         if (!last || (!changed_ && known_.size() == static_cast<size_t>(index) + 1)) return;
@@ -338,8 +339,9 @@ PYBIND11_MODULE(_hook, m)
     m.attr("TORCH_VERSION") = DDPTOP_TORCH_VERSION;
     m.attr("FLAGS") = FLAGS_N;
     m.def("register", &hook_register, "register(reducer, process_group, numbering): the hook on a DDP's reducer");
-    m.def("next_key", []() { return g_key.fetch_add(1, std::memory_order_relaxed) + 1; },
-          "the adapter's next collective number (shared with the buckets)");
+    m.def(
+        "next_key", []() { return g_key.fetch_add(1, std::memory_order_relaxed) + 1; },
+        "the adapter's next collective number (shared with the buckets)");
     m.def("drain", &drain, "(records, layout or None, carried flags or None, dropped) since the last drain");
     m.def("arm", &arm, "arm(flags or None): the next first bucket carries them");
     m.def("oldest", &oldest, "(key, seq, since_ns, bucket) of the oldest bucket in flight, or None");
