@@ -229,6 +229,19 @@ def main():
     assert all(sent is None or sent > slot for slot, sent in bursts[:-1]), ("a burst sent inside its slot", bursts)
     pull.close(0); router.close(0); ctx.term()
 
+    # 7. the C++ hook only for the torch it was built for: another (2.x on the GPU machine)
+    # gets the Python hook, decided before the extension is imported (a second libtorch)
+    from ddptop import cxx_hook
+    real = torch.__version__
+    torch.__version__ = "2.11.0+cu130"
+    try:
+        assert cxx_hook.load({}) is None and "ddptop._hook" not in sys.modules, cxx_hook.why()
+        assert "cxx" not in hooks or cxx_hook.why().endswith(", not 2.11.0+cu130"), cxx_hook.why()
+    finally:
+        torch.__version__ = real
+    assert cxx_hook.load({"DDPTOP_PY_HOOK": "python"}) is None and cxx_hook.why() == "DDPTOP_PY_HOOK=python"
+    assert ("cxx" in hooks) == (cxx_hook.load({}) is not None), (hooks, cxx_hook.why())
+
     # at 2 ranks and at 3 (1/3 is not exact: DDP's default multiplies by it as it fills the bucket)
     for world in (2, 3):
         res = {}
