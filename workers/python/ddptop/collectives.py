@@ -78,11 +78,12 @@ def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False
             r.later_colls.append((timer, (seq, op, nbytes, bucket, r.step if step is None else step, factor, start,
                                           done)))
             return (done - start) / 1e9
-    _send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
+    send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
     return (done - start) / 1e9
 
 
-def _send(r, seq, op, nbytes, bucket, step, factor, start, done):
+def send(r, seq, op, nbytes, bucket, step, factor, start, done):
+    """One coll message (bandwidths from bytes and time, nccl-tests' factors)."""
     n = max(r.world, 1)
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
@@ -103,11 +104,11 @@ def send_later(r, keep_step=None, host_only=False):
     keep = []
     for timer, (seq, op, nbytes, bucket, step, factor, start, done) in later:
         if timer is None:
-            _send(r, seq, op, nbytes, bucket, step, factor, start, done)
+            send(r, seq, op, nbytes, bucket, step, factor, start, done)
         elif host_only or step == keep_step:
             keep.append((timer, (seq, op, nbytes, bucket, step, factor, start, done)))
         else:
-            _send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
+            send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
     if keep:
         with r.coll_lock:
             r.later_colls[:0] = keep

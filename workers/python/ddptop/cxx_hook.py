@@ -15,8 +15,10 @@ Otherwise, or with DDPTOP_PY_HOOK=python (a debugging switch), DDP gets the
 Python hook. Which one runs is said once in the rank's log.
 
 collect() is the one call a step (before the optimizer step, steps.py; in
-any flush before a message; by the beat): the finished buckets become the
-coll messages that wait for the script's thread, as the Python hook's do.
+any flush before a message; by the beat): the finished buckets' coll
+messages go out from there, on the script's thread as the Python hook's do
+(sending them there rather than queueing them for the step's end took
+about 5 us off the step's pieces, docs/BENCHMARKS.md).
 """
 import os
 import sys
@@ -96,9 +98,10 @@ def register(ddp):
 
 
 def collect(r):
-    """The buckets done since the last call into r.later_colls (sent by
-    r.flush_step) with their time into the step's comm and exposed time;
-    the carried flags to steer; a new layout to the log."""
+    """The buckets done since the last call as coll messages (queued
+    behind any that wait, else sent now, on the script's thread before its
+    optimizer step, or by the beat), their time into the step's comm and
+    exposed time; the carried flags to steer; a new layout to the log."""
     recs, layout, flags, dropped = _MOD.drain()
     if recs:
         step = r.step + 1       # the step whose backward they belong to
@@ -107,14 +110,18 @@ def collect(r):
         for _key, seq, bucket, nbytes, start, done, exp_ns, err in recs:
             if err:             # DDP raises the all-reduce's error in the script
                 continue
-            out.append((None, (seq, "allreduce", nbytes, bucket, step, 2, start, done)))
+            out.append((seq, "allreduce", nbytes, bucket, step, 2, start, done))
             comm += (done - start) / 1e9
             if exp_ns >= 0:
                 exposed += exp_ns / 1e9
-        with r.coll_lock:
-            r.later_colls += out
         r.comm_s += comm
         r.exposed_s += exposed
+        if r.later_colls:       # colls that wait go first (collectives.send_later)
+            with r.coll_lock:
+                r.later_colls += [(None, c) for c in out]
+        else:
+            for c in out:
+                collectives.send(r, *c)
     if flags is not None:
         STEER.agreed = flags
     if layout is not None:
