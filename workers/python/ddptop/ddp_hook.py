@@ -12,6 +12,10 @@ registered at the first forward, so a script that registers its own comm
 hook keeps it (DDP takes one): then the flags go through steer's own small
 all-reduce instead, and buckets are not reported.
 
+Where the adapter's C++ hook fits this torch (cxx_hook.py: torch 1.13 on
+the CPU), DDP gets that one instead, doing the same without the GIL; this
+Python hook is the one for torch 2.x, CUDA and the fallback.
+
 The bucket layout is logged once and again whenever DDP rebuilds its
 buckets (it does after the first iteration), so the buckets ddptop shows
 can be checked against the ones the hook saw.

@@ -3,7 +3,8 @@
 A rank never acts on a command alone (workers/train/trainer.c, "command
 agreement"): each rank puts its view of the commands in five numbers, the
 process group sums them, and the sums decide. The numbers ride at the end
-of the first gradient bucket's all-reduce (ddp_hook.py), so with DDP the
+of the first gradient bucket's all-reduce (ddp_hook.py; the C++ hook,
+cxx_hook.py, gets them from arm_next at the end of the step before), so with DDP the
 agreement costs no extra collective; without DDP a five-float all-reduce
 is started before the optimizer step and waited for after it. Either way
 every rank acts right after the same optimizer step (steps.py calls
