@@ -16,7 +16,9 @@ endif
 endif
 endif
 
-clean: clean-pyhook
+ifneq ($(SAN),1)
+clean: clean-pyhook      # not under SAN=1: its clean leaves the normal build alone
+endif
 .PHONY: clean-pyhook
 clean-pyhook:
 	rm -f workers/python/ddptop/_hook*.so workers/python/ddptop/_hook.torch-version
