@@ -44,8 +44,9 @@ DEB_PKGS := build-essential pkg-config libncurses-dev libzmq3-dev libmsgpack-dev
             libopenblas-dev zlib1g-dev tmux dataset-fashion-mnist python3 python3-venv \
             python3-pip python3-msgpack python3-zmq python3-numpy procps iproute2 util-linux
 # Installed without their recommends (python3-torch's pull hundreds of MB):
-# PyTorch for the tests of the torch adapter and the side-by-side checks.
-DEB_PKGS_NOREC := python3-torch
+# PyTorch for the tests of the torch adapter and the side-by-side checks;
+# libtorch's and pybind11's headers for the adapter's C++ comm hook (mk/pyhook.mk).
+DEB_PKGS_NOREC := python3-torch libtorch-dev pybind11-dev
 
 # --- CUDA / NCCL detection (mk/cuda.mk builds the .cu files when nvcc is here) ---
 ifeq ($(NO_CUDA),1)
@@ -240,6 +241,7 @@ info:
 	 if [ -n "$(HAVE_NVCC)" ]; then printf '✓ nvcc (%s) ' "$(CUDA_HOME)"; else printf '✗ nvcc '; fi; \
 	 if [ -n "$(HAVE_NCCL)" ]; then printf '✓ nccl '; else printf '✗ nccl '; fi; \
 	 if [ -f /usr/lib/libgloo.so ]; then printf '✓ gloo '; else printf '✗ gloo '; fi; \
+	 if [ -n "$(PY_HOOK_SO)" ]; then printf '✓ torch C++ hook '; else printf '✗ torch C++ hook '; fi; \
 	 if [ -n "$(HAVE_NVCC)" ]; then printf '(CUDA backend built: --device cuda%s)\n' "$(if $(HAVE_NCCL), --backend nccl|gloo, --backend gloo)"; else printf '(CPU build: no CUDA backend)\n'; fi
 
 # Install missing Debian packages; without root print the apt-get line.

@@ -26,7 +26,10 @@ also times the adapter's hooks per step in-process (one rank, no ddptop).
 --baseline DIR adds a third mode, ddptop with the adapter in DIR (a
 workers/python folder of another commit: `git archive REV workers/python |
 tar -x -C /tmp/base`, then --baseline /tmp/base/workers/python), so a
-change to the adapter is measured before/after in one run.
+change to the adapter is measured before/after in one run. --py-hook adds
+ddptop with the adapter's Python comm hook forced (DDPTOP_PY_HOOK=python)
+as a mode, against the default (the C++ hook where it is built), with their
+paired differences. Each ddptop mode's rank logs must name the hook it ran.
 """
 import argparse
 import json
@@ -47,6 +50,9 @@ SCRIPT = os.path.join(ROOT, "examples", "ddp_basics.py")
 SHIM = os.path.join(ROOT, "workers", "python", "ddptop-worker-py")
 LINE = re.compile(r"^rank (\d+) trained (\d+) steps; first step done at unix ([0-9.]+); ([0-9.]+) steps/s after the "
                   r"first; cpu ([0-9.]+) ms per step", re.M)
+
+
+HOOK = re.compile(r"DDP comm hook: (C\+\+|Python)")
 
 
 def results(texts, world, t0, what):
@@ -96,16 +102,22 @@ def run_torchrun(py, world, args, tmp, timeout):
     return results([open(l).read() for l in logs], world, t0, "torchrun")
 
 
-def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM):
+def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM, py_hook=False):
     logs = os.path.join(tmp, f"ddptop-logs-{n}-{len(os.listdir(tmp))}")
-    env = dict(os.environ, DDPTOP_WORKER=shim, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"))
+    env = dict(os.environ, DDPTOP_WORKER=shim, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"),
+               DDPTOP_PY_HOOK="python" if py_hook else "")
     t0 = time.time()
     p = subprocess.run([ddptop, "run", "-n", str(world), "--headless", "--log-dir", logs, "--"] + [SCRIPT] + args,
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"ddptop exited {p.returncode}:\n{p.stdout[-3000:]}")
     texts = [open(os.path.join(logs, f)).read() for f in sorted(os.listdir(logs)) if f.startswith("rank-")]
-    return results(texts, world, t0, "ddptop")
+    res = results(texts, world, t0, "ddptop")
+    hooks = {m[1] for t in texts for m in HOOK.finditer(t)}
+    if len(hooks) != 1:
+        raise RuntimeError(f"ddptop: the ranks' logs name the comm hooks {sorted(hooks)}, not one")
+    res["hook"] = hooks.pop()
+    return res
 
 
 def breakdown(py, steps, args):
@@ -154,6 +166,7 @@ def main():
     ap.add_argument("--limit", type=int, default=8192)
     ap.add_argument("--breakdown", action="store_true")
     ap.add_argument("--baseline", default="", help="a workers/python folder: ddptop with that adapter as a third mode")
+    ap.add_argument("--py-hook", action="store_true", help="ddptop with the Python comm hook forced as a mode")
     ap.add_argument("--json", default="", help="also write the raw figures here")
     a = ap.parse_args()
     if a.reps < 3:
@@ -174,6 +187,8 @@ def main():
     runs = {"torchrun": [], "ddptop": []}
     if base_shim:
         runs = {"torchrun": [], "baseline": [], "ddptop": []}
+    if a.py_hook:
+        runs = dict(list(runs.items())[:-1] + [("pyhook", []), ("ddptop", [])])
     try:
         for rep in range(a.reps):
             order = list(runs) if rep % 2 == 0 else list(reversed(runs))
@@ -183,14 +198,15 @@ def main():
                     res = run_torchrun(a.py, a.world, args + ["--out", out], tmp, 600)
                 else:
                     res = run_ddptop(a.ddptop, a.py, a.world, args + ["--out", out], tmp, 600, rep,
-                                     base_shim if mode == "baseline" else SHIM)
+                                     base_shim if mode == "baseline" else SHIM, py_hook=mode == "pyhook")
                 runs[mode].append(res)
+                hook = f"  ({res['hook']} hook)" if "hook" in res else ""
                 print(f"  rep {rep + 1} {mode:9s} first step {res['first_s']:6.3f} s  {res['steps_per_s']:7.1f} steps/s"
-                      f"  cpu {res['cpu_ms']:.3f} ms/step", flush=True)
+                      f"  cpu {res['cpu_ms']:.3f} ms/step{hook}", flush=True)
         bd = breakdown(a.py, a.steps, args + ["--out", os.path.join(tmp, "bd.pt")]) if a.breakdown else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {m: {k: median([r[k] for r in v]) for k in v[0]} for m, v in runs.items()}
+    med = {m: {k: median([r[k] for r in v]) for k in v[0] if k != "hook"} for m, v in runs.items()}
     t, d = med["torchrun"], med["ddptop"]
     slower = 1 - d["steps_per_s"] / t["steps_per_s"]
     later = d["first_s"] - t["first_s"]
@@ -200,14 +216,16 @@ def main():
     print(f"job: examples/ddp_basics.py --data {data} --limit {a.limit} --steps {a.steps} --batch-size 64, "
           f"{a.world} ranks, Gloo, CPU; medians of {a.reps}, alternating")
     print()
-    b = med.get("baseline")
-    bh, bs = (" ddptop + baseline adapter | difference |", "---:|---:|") if b else ("", "")
-    print(f"| | torchrun-style |{bh} ddptop + adapter | difference |")
+    extra = [m for m in ("baseline", "pyhook") if m in med]
+    names = {"baseline": "ddptop + baseline adapter", "pyhook": "ddptop + Python hook"}
+    bh = "".join(f" {names[m]} | difference |" for m in extra)
+    bs = "---:|---:|" * len(extra)
+    print(f"| | torchrun-style |{bh} ddptop + adapter ({runs['ddptop'][0]['hook']} hook) | difference |")
     print(f"|---|---:|{bs}---:|---:|")
 
     def row(name, key, fmt, diff):
         cells = [fmt.format(t[key])]
-        for m in ([b] if b else []) + [d]:
+        for m in [med[x] for x in extra] + [d]:
             cells += [fmt.format(m[key]), diff(m)]
         print(f"| {name} | " + " | ".join(cells) + " |")
     row("launch to first step (s)", "first_s", "{:.3f}", lambda m: f"{m['first_s'] - t['first_s']:+.3f} s")
@@ -229,6 +247,13 @@ def main():
     pm, ph = paired_ci(pairs)
     print(f"paired (rep by rep): ddptop {100 * pm:+.2f}% slower, 95% interval {100 * (pm - ph):+.2f}%.."
           f"{100 * (pm + ph):+.2f}% over {len(pairs)} pairs")
+    if "pyhook" in runs:
+        cpu = sorted(1e3 * (dd["cpu_ms"] - pp["cpu_ms"]) for pp, dd in zip(runs["pyhook"], runs["ddptop"]))
+        sp = [dd["steps_per_s"] / pp["steps_per_s"] - 1 for pp, dd in zip(runs["pyhook"], runs["ddptop"])]
+        sm, sh = paired_ci(sp)
+        print(f"paired (rep by rep), default hook - Python hook: CPU per step {', '.join(f'{x:+.0f}' for x in cpu)} us "
+              f"(median {median(cpu):+.0f}); steps/s {100 * sm:+.2f}%, 95% interval {100 * (sm - sh):+.2f}%.."
+              f"{100 * (sm + sh):+.2f}%")
     ok_speed, ok_first = slower <= 0.02, later <= 0.3
     print(f"targets: at most 2% slower: {'met' if ok_speed else 'MISSED'} ({100 * slower:.1f}%); "
           f"at most 0.3 s more to the first step: {'met' if ok_first else 'MISSED'} ({later:+.3f} s)")

@@ -14,6 +14,18 @@ py_run() { DDPTOP_WORKER=$PY_WORKER "$DDPTOP" run "$@"; }
 py_exec() { DDPTOP_WORKER=$PY_WORKER exec "$DDPTOP" run "$@"; }
 # The same as a shell line, for tmux panes.
 py_run_line() { echo "DDPTOP_WORKER='$PY_WORKER' DDPTOP_PYTHON='$PY' '$DDPTOP' run $*"; }
+# The comm hooks to test: cxx (the C++ one, built by make against the torch
+# of /usr/bin/python3 when libtorch's headers are there) and python (forced
+# with DDPTOP_PY_HOOK=python); cxx only where $PY runs that very torch.
+py_hooks() {
+    local where='import importlib.util as u; print(u.find_spec("torch").origin)'
+    if [ -f /usr/include/torch/csrc/distributed/c10d/comm.hpp ] && [ -f /usr/include/pybind11/pybind11.h ] &&
+       [ "$("$PY" -c "$where" 2>/dev/null)" = "$(/usr/bin/python3 -c "$where" 2>/dev/null)" ]; then
+        echo cxx python
+    else
+        echo python
+    fi
+}
 # This run's torch ranks (python -m ddptop processes carrying DDPTOP_TEST_TAG).
 our_ranks() {
     local p

@@ -2,11 +2,13 @@
 # pause and resume, then a checkpoint and a stop sent to rank 1 alone. Both
 # ranks pause after the same step, stop after the same step, rank 0 writes
 # the checkpoint of that step, and it loads back into the script's model,
-# equal to what the script's own finally block saved.
+# equal to what the script's own finally block saved. Through the C++ comm
+# hook (the rank's log says so) and through the Python one (DDPTOP_PY_HOOK).
 . tests/lib.sh
-"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
-export DDPTOP_PYTHON=$PY
-"$PY" - "$TMP" <<'PYEOF' || die "steering a torch script"
+. tests/lib_py.sh
+for hook in $(py_hooks); do
+mkdir -p "$TMP/$hook"
+"$PY" - "$TMP/$hook" "$hook" <<'PYEOF' || die "steering a torch script ($hook hook)"
 import os, sys, time
 sys.path[:0] = ["tests/tools", "examples"]
 import torch
@@ -14,10 +16,10 @@ from fake_front import Front
 from ddp_basics import build_model
 from safetensors.torch import load_file
 
-tmp = sys.argv[1]
+tmp, hook = sys.argv[1], sys.argv[2]
 f = Front(os.path.abspath("workers/python/ddptop-worker-py"), world=2,
           args=["examples/ddp_basics.py", "--data", "synthetic", "--epochs", "100", "--batch-size", "16",
-                "--out", f"{tmp}/final.pt"], env={"DDPTOP_CKPT_DIR": f"{tmp}/ck"}, log_dir=tmp)
+                "--out", f"{tmp}/final.pt"], env={"DDPTOP_CKPT_DIR": f"{tmp}/ck", "DDPTOP_PY_HOOK": "python" if hook == "python" else ""}, log_dir=tmp)
 try:
     def both(pred):
         return all(pred(r) for r in range(2))
@@ -38,6 +40,9 @@ except BaseException:
     print(f.logs())
     raise
 assert codes == [0, 0], (codes, f.logs())
+said = [m["text"] for m in f.of("log") if m["text"].startswith("DDP comm hook: ")]
+want = "DDP comm hook: C++ (" if hook == "cxx" else "DDP comm hook: Python (DDPTOP_PY_HOOK=python)"
+assert len(said) == 2 and all(t.startswith(want) for t in said), said
 last = [f.max_step(r) for r in range(2)]
 byes = [m["step"] for m in f.of("bye")]
 assert last[0] == last[1] and byes == last, (last, byes)
@@ -62,7 +67,8 @@ final = torch.load(f"{tmp}/final.pt")
 assert sd.keys() == final.keys() and all(torch.equal(sd[k], final[k]) for k in sd), "checkpoint != final weights"
 opt = load_file(f"{d}/trainer.safetensors")
 assert sorted(opt) == sorted(f"state.{k}.momentum_buffer" for k in sd), sorted(opt)
-print(f"PASS: paused after step {paused[0]}, checkpoint and stop at step {S} on both ranks")
+print(f"PASS: {hook} hook: paused after step {paused[0]}, checkpoint and stop at step {S} on both ranks")
 PYEOF
 wait_for 5 no_workers || die "workers left running"
+done
 echo "PASS: steering a torch script"

@@ -3,11 +3,12 @@
 # wall clock; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
 # the adapter's comm hook (flags riding in the first bucket) ends with the
-# very weights of DDP's default all-reduce, and its buckets' coll messages,
+# very weights of DDP's default all-reduce (the C++ hook and the Python one
+# alike: the same colls and layout logs), and its buckets' coll messages,
 # which wait for the script's thread, go out by the next beat when no
 # optimizer step comes.
 . tests/lib.sh
-"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+. tests/lib_py.sh
 export PYTHONPATH=$PWD/workers/python${PYTHONPATH:+:$PYTHONPATH}
 # a file, not stdin: torch.multiprocessing's spawned ranks import it
 cat >"$TMP/units.py" <<'PYEOF'
@@ -17,20 +18,32 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from ddptop import safetensors_io, state, wire
 
-# 4. the comm hook keeps DDP's default result, bit for bit
-def train(rank, world, hooked, store_path, out):
+class Quiet:
+    """The uplink, recording: telemetry in sent, the important messages' text in logs."""
+    drops = 0
+    def __init__(self): self.sent, self.logs = [], []
+    def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
+    def send_important(self, kind, fields): self.logs.append(fields.get("text", ""))
+    def commands(self): return []
+    def flush(self): pass
+
+
+def start(rank, world, hooked, store_path):
+    """The group, and with hooked ("cxx" or "python", forced) the adapter's DDP hook."""
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     if hooked:
-        from ddptop import ddp_hook, steer
-        class Quiet:
-            drops = 0
-            def __init__(self): self.sent = []
-            def send(self, kind, fields, t_ns=0): self.sent.append((kind, fields))
-            def send_important(self, *a): pass
-            def commands(self): return []
-            def flush(self): pass
+        if hooked == "python":
+            os.environ["DDPTOP_PY_HOOK"] = "python"
+        from ddptop import ddp_hook
         state.set_run(state.Run(Quiet(), rank, world, rank, world, 0))
         ddp_hook.install()
+
+
+# 4. the comm hook keeps DDP's default result, bit for bit; hooked: "cxx" (the C++ hook,
+# which must load here: the build made it for this torch) or "python" (forced)
+def train(rank, world, hooked, store_path, out):
+    start(rank, world, hooked, store_path)
+    from ddptop import steer
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.Tanh(), torch.nn.Linear(64, 5)), bucket_cap_mb=0.004)
@@ -41,29 +54,67 @@ def train(rank, world, hooked, store_path, out):
         opt.zero_grad()
         loss.backward()
         opt.step()
+    extra = None
     if hooked:
-        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
-        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
         # the buckets' coll messages wait for the script's thread (the step's end, or the beat when
         # no optimizer step is hooked, as here): every bucket of every backward, in order, then the beat
         from ddptop import beat
         r = state.run()
-        assert not r.up.sent and len(r.later_colls) >= 5, (r.up.sent, r.later_colls)   # 5 backwards
+        said = [t for t in r.up.logs if t.startswith("DDP comm hook: ")]
+        want = "DDP comm hook: C++" if hooked == "cxx" else "DDP comm hook: Python (DDPTOP_PY_HOOK=python)"
+        assert len(said) == 1 and said[0].startswith(want), (hooked, r.up.logs)
+        assert not r.up.sent, r.up.sent
+        if hooked == "python":
+            assert len(r.later_colls) >= 5, r.later_colls     # 5 backwards
+        else:
+            assert not r.later_colls and r.collect is not None, r.later_colls  # still in the C++ ring
         beat.beat_once(r)
         kinds = [k for k, _ in r.up.sent]
         colls = [f for k, f in r.up.sent if k == "coll"]
-        assert kinds == ["coll"] * len(colls) + ["beat"] and not r.later_colls, kinds
+        assert kinds == ["coll"] * len(colls) + ["beat"] and not r.later_colls and len(colls) >= 5, kinds
         assert [c["seq"] for c in colls] == sorted(c["seq"] for c in colls), colls
         assert min(c["bucket"] for c in colls) == 0, colls
         assert all(c["op"] == "allreduce" and c["bytes"] > 0 and c["done"] >= c["start"] for c in colls), colls
+        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
+        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
+        # what the user sees does not depend on the hook: the same buckets, numbers and layout logs
+        extra = ([(c["seq"], c["bucket"], c["bytes"], c["step"]) for c in colls],
+                 [t for t in r.up.logs if t.startswith("DDP gradient buckets")])
     if rank == 0:
-        torch.save([p.detach() for p in model.parameters()], out)
+        torch.save(([p.detach() for p in model.parameters()], extra), out)
     dist.barrier()     # no rank tears Gloo down while the other still uses it
     dist.destroy_process_group()
 
 
+# 6. a failed all-reduce: rank 1 leaves after 2 steps; rank 0's next backward raises the
+# all-reduce's error (through either hook), its bucket leaves the flight, no coll for it
+def fail(rank, world, hooked, store_path, out):
+    start(rank, world, hooked, store_path)
+    from ddptop import collectives
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(30, 5))
+    for step in range(4):
+        if rank == 1 and step == 2:
+            os._exit(0)
+        try:
+            model(torch.randn(8, 30)).sum().backward()
+        except RuntimeError as e:
+            r = state.run()
+            r.flush_step()
+            ok = step == 2 and collectives.oldest_in_flight()[0] == -1 if hooked == "cxx" else step == 2
+            colls = [f["step"] for k, f in r.up.sent if k == "coll"]
+            with open(out, "w") as f:
+                f.write(f"raised at {step} ok={ok} colls={colls}: {e}"[:300])
+            os._exit(0)
+        r = state.run()
+        r.flush_step()      # the step's end: its buckets' colls out
+        r.step += 1
+    with open(out, "w") as f:
+        f.write("no error")
+    os._exit(0)
+
+
 def main():
-    tmp, tool = sys.argv[1], sys.argv[2]
+    tmp, tool, hooks = sys.argv[1], sys.argv[2], sys.argv[3].split()
     # 1. frames: msgpack and the C decoder read what the adapter writes
     samples = {
         "hello": dict(local_rank=1, world=2, local_world=2, pid=7, host="h\u00f4te", device="cpu", backend="gloo",
@@ -178,19 +229,47 @@ def main():
     assert all(sent is None or sent > slot for slot, sent in bursts[:-1]), ("a burst sent inside its slot", bursts)
     pull.close(0); router.close(0); ctx.term()
 
+    # 7. the C++ hook only for the torch it was built for: another (2.x on the GPU machine)
+    # gets the Python hook, decided before the extension is imported (a second libtorch)
+    from ddptop import cxx_hook
+    real = torch.__version__
+    torch.__version__ = "2.11.0+cu130"
+    try:
+        assert cxx_hook.load({}) is None and "ddptop._hook" not in sys.modules, cxx_hook.why()
+        assert "cxx" not in hooks or cxx_hook.why().endswith(", not 2.11.0+cu130"), cxx_hook.why()
+    finally:
+        torch.__version__ = real
+    assert cxx_hook.load({"DDPTOP_PY_HOOK": "python"}) is None and cxx_hook.why() == "DDPTOP_PY_HOOK=python"
+    assert ("cxx" in hooks) == (cxx_hook.load({}) is not None), (hooks, cxx_hook.why())
+
     # at 2 ranks and at 3 (1/3 is not exact: DDP's default multiplies by it as it fills the bucket)
     for world in (2, 3):
         res = {}
-        for hooked in (False, True):
-            out = os.path.join(tmp, f"w{world}{int(hooked)}.pt")
-            mp.spawn(train, args=(world, hooked, os.path.join(tmp, f"store{world}{int(hooked)}"), out), nprocs=world)
+        for hooked in [""] + hooks:
+            out = os.path.join(tmp, f"w{world}{hooked}.pt")
+            mp.spawn(train, args=(world, hooked, os.path.join(tmp, f"store{world}{hooked}"), out), nprocs=world)
             res[hooked] = torch.load(out)
-        assert all(torch.equal(a, b) for a, b in zip(res[False], res[True])), f"the hook changed the weights ({world} ranks)"
-    print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default")
+        for hooked in hooks:
+            assert all(torch.equal(a, b) for a, b in zip(res[""][0], res[hooked][0])), \
+                f"the {hooked} hook changed the weights ({world} ranks)"
+        assert all(res[h][1] == res["python"][1] for h in hooks), ("the hooks differ", [res[h][1] for h in hooks])
+        assert len(res["python"][1][1]) >= 1, res["python"][1]
+    for hooked in hooks:
+        out = os.path.join(tmp, f"fail{hooked}.txt")
+        ps = [mp.get_context("spawn").Process(target=fail, args=(r, 2, hooked, os.path.join(tmp, f"fs{hooked}"), out))
+              for r in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join(60)
+        said = open(out).read() if os.path.exists(out) else "rank 0 wrote nothing"
+        assert said.startswith("raised at 2 ok=True colls=[1, 2]: "), (hooked, said)
+    print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default "
+          "(C++ and Python hooks alike)")
 
 
 if __name__ == "__main__":
     main()
 PYEOF
-"$PY" "$TMP/units.py" "$TMP" "$BUILD/tests/tool_wire" || die "adapter units"
+"$PY" "$TMP/units.py" "$TMP" "$BUILD/tests/tool_wire" "$(py_hooks)" || die "adapter units"
 echo "PASS: adapter units"

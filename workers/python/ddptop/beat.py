@@ -63,6 +63,8 @@ def beat_once(r):
         fr = _FR.in_flight(top)
         if fr:
             seq, op, since = fr
+    if r.collect is not None:
+        r.collect(r)
     if r.later_colls:     # a backward without an optimizer step: its buckets do not wait for one
         collectives.send_later(r, host_only=True)
     r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top), bucket=bucket)

@@ -36,6 +36,14 @@ WRAPPED = {
 UNNUMBERED = {"monitored_barrier"}
 _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
+_counter = None     # the C++ hook's counter, shared with its buckets (cxx_hook.py); None: the Run's
+_cxx_oldest = None  # the C++ hook's oldest bucket in flight
+
+
+def use_counter(next_key, oldest):
+    """Number collectives with the C++ hook's counter, and see its buckets in flight."""
+    global _counter, _cxx_oldest
+    _counter, _cxx_oldest = next_key, oldest
 
 
 def begin(op, group=None, numbered=True, bucket=-1):
@@ -47,8 +55,11 @@ def begin(op, group=None, numbered=True, bucket=-1):
     if tseq is not None and not numbered:
         tseq = -1
     with r.coll_lock:
-        r.coll_seq += 1
-        key = r.coll_seq
+        if _counter is None:
+            r.coll_seq += 1
+            key = r.coll_seq
+        else:
+            key = _counter()
         r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq, bucket)
     return key
 
@@ -67,11 +78,12 @@ def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False
             r.later_colls.append((timer, (seq, op, nbytes, bucket, r.step if step is None else step, factor, start,
                                           done)))
             return (done - start) / 1e9
-    _send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
+    send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
     return (done - start) / 1e9
 
 
-def _send(r, seq, op, nbytes, bucket, step, factor, start, done):
+def send(r, seq, op, nbytes, bucket, step, factor, start, done):
+    """One coll message (bandwidths from bytes and time, nccl-tests' factors)."""
     n = max(r.world, 1)
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
@@ -92,11 +104,11 @@ def send_later(r, keep_step=None, host_only=False):
     keep = []
     for timer, (seq, op, nbytes, bucket, step, factor, start, done) in later:
         if timer is None:
-            _send(r, seq, op, nbytes, bucket, step, factor, start, done)
+            send(r, seq, op, nbytes, bucket, step, factor, start, done)
         elif host_only or step == keep_step:
             keep.append((timer, (seq, op, nbytes, bucket, step, factor, start, done)))
         else:
-            _send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
+            send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
     if keep:
         with r.coll_lock:
             r.later_colls[:0] = keep
@@ -104,13 +116,19 @@ def send_later(r, keep_step=None, host_only=False):
 
 def oldest_in_flight():
     """(seq, op, since_ns, bucket) of the oldest collective in flight (bucket
-    -1 outside DDP's buckets), or (-1, "", 0, -1)."""
+    -1 outside DDP's buckets), or (-1, "", 0, -1): the wrapped calls', and
+    the C++ hook's buckets, by the number they were started with."""
     r = run()
+    cxx = _cxx_oldest() if _cxx_oldest is not None else None
     with r.coll_lock:
-        if not r.in_flight:
-            return -1, "", 0, -1
-        op, since, seq, bucket = r.in_flight[min(r.in_flight)]
-    return seq, op, since, bucket
+        key = min(r.in_flight) if r.in_flight else None
+        if key is not None and (cxx is None or key < cxx[0]):
+            op, since, seq, bucket = r.in_flight[key]
+            return seq, op, since, bucket
+    if cxx is None:
+        return -1, "", 0, -1
+    _, seq, since, bucket = cxx
+    return seq, "allreduce", since, bucket
 
 
 def tensor_bytes(args, kwargs):

@@ -12,6 +12,10 @@ registered at the first forward, so a script that registers its own comm
 hook keeps it (DDP takes one): then the flags go through steer's own small
 all-reduce instead, and buckets are not reported.
 
+Where the adapter's C++ hook fits this torch (cxx_hook.py: torch 1.13 on
+the CPU), DDP gets that one instead, doing the same without the GIL; this
+Python hook is the one for torch 2.x, CUDA and the fallback.
+
 The bucket layout is logged once and again whenever DDP rebuilds its
 buckets (it does after the first iteration), so the buckets ddptop shows
 can be checked against the ones the hook saw.
@@ -22,7 +26,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import collectives, compat
+from . import collectives, compat, cxx_hook
 from .state import run
 from .steer import STEER, FL_COUNT
 
@@ -109,6 +113,8 @@ def _ensure_hook(ddp):
     if getattr(ddp, "__ddptop_user_hook__", False):
         run().log("info", "DDP: the script registered its own comm hook; buckets are not reported")
         return
+    if cxx_hook.register(ddp):      # the same work in C++, without the GIL, where it fits this torch
+        return
     pg = ddp.process_group
     _ORIG["register_comm_hook"](ddp, HookState(pg, pg.size()), comm_hook)
 
@@ -117,6 +123,7 @@ _ORIG = {}
 
 
 def install():
+    cxx_hook.load()
     _ORIG.update(init=DDP.__init__, forward=DDP.forward, register_comm_hook=DDP.register_comm_hook,
                  builtin=DDP._register_builtin_comm_hook)
 

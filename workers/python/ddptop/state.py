@@ -60,6 +60,7 @@ class Run:
         self.ckpt_step = -1             # the step of the last checkpoint ddptop asked for (rank 0)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
+        self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0
 
     # ---- messages ----
@@ -82,9 +83,12 @@ class Run:
         ev.record()
         self.deferred = (fields, wire.wall_ns(), host, ev)
 
-    def flush_step(self, keep_step=None):
+    def flush_step(self, keep_step=None, collect=True):
         """The colls that waited and the deferred step out (CUDA-timed colls
-        of keep_step stay: waiting for them would wait for the device)."""
+        of keep_step stay: waiting for them would wait for the device);
+        collect=False: the C++ hook's buckets were just collected."""
+        if collect and self.collect is not None:
+            self.collect(self)
         if self.later_colls:
             from . import collectives
             collectives.send_later(self, keep_step)

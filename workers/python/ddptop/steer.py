@@ -3,7 +3,8 @@
 A rank never acts on a command alone (workers/train/trainer.c, "command
 agreement"): each rank puts its view of the commands in five numbers, the
 process group sums them, and the sums decide. The numbers ride at the end
-of the first gradient bucket's all-reduce (ddp_hook.py), so with DDP the
+of the first gradient bucket's all-reduce (ddp_hook.py; the C++ hook,
+cxx_hook.py, gets them from arm_next at the end of the step before), so with DDP the
 agreement costs no extra collective; without DDP a five-float all-reduce
 is started before the optimizer step and waited for after it. Either way
 every rank acts right after the same optimizer step (steps.py calls
@@ -60,6 +61,7 @@ class Steer:
         self.next_at = 1         # the step whose backward (or optimizer step) agrees next; 0: not known yet
         self.step_s = 0.0        # this rank's step time (moving average), for its FL_EVERY proposal
         self.step_end = 0.0
+        self.arm = None          # the C++ comm hook's arm(flags): its next first bucket carries them (cxx_hook.py)
 
     def agrees(self, step):
         """Whether step `step` carries the agreement (the same answer on every rank)."""
@@ -101,13 +103,23 @@ class Steer:
         self.ckpt_seen = max(self.ckpt_seen, self.ckpt_acted + 1)
         self.stop_seen = True
 
-    def flags(self, dtype=torch.float32, device="cpu"):
-        """This rank's view, to be summed over ranks."""
+    def view(self):
+        """This rank's view, to be summed over ranks: FL_COUNT floats."""
         self.poll()
         pending = self.ckpt_seen > self.ckpt_acted
-        v = [float(self.ckpt_seen) if pending else 0.0, 1.0 if pending else 0.0,
-             1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0, self._every()]
-        return torch.tensor(v, dtype=dtype, device=device)
+        return [float(self.ckpt_seen) if pending else 0.0, 1.0 if pending else 0.0,
+                1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0, self._every()]
+
+    def flags(self, dtype=torch.float32, device="cpu"):
+        """view() as a tensor."""
+        return torch.tensor(self.view(), dtype=dtype, device=device)
+
+    def arm_next(self):
+        """With the C++ comm hook: when the next step agrees, its first
+        bucket carries this rank's view (taken now, at the end of the step
+        before, where the Python hook takes it in the backward)."""
+        if self.arm is not None and self.agrees(run().step + 1):
+            self.arm(self.view())
 
     def _decide(self, fl):
         """Sums, identical on every rank, into (ckpt, stop, pause); and the
@@ -148,6 +160,11 @@ class Steer:
     def after_step(self):
         """Act on what the ranks agreed for the step just finished (steps.py
         calls it after every optimizer step; most have nothing to read)."""
+        self._after_step()
+        if self.arm is not None:
+            self.arm_next()
+
+    def _after_step(self):
         self._time_step()
         if self.pending is not None:
             work, t = self.pending

@@ -72,7 +72,7 @@ def _report(r, opt, opt_s):
     if cuda:
         r.send_step_later(fields, loss)
     else:
-        r.flush_step()            # this step's buckets first, as they completed
+        r.flush_step(collect=False)   # this step's buckets first, as they completed (collected before the step)
         r.up.send("step", fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -97,6 +97,8 @@ def _wrap_step(fn):
         r = run()
         if r is None or getattr(_depth, "n", 0):
             return fn(self, *args, **kwargs)
+        if r.collect is not None:     # the C++ hook's buckets: the step's times and the carried flags
+            r.collect(r)
         STEER.before_step()
         _depth.n = 1
         t0 = time.monotonic()

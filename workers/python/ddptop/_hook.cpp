@@ -1,0 +1,348 @@
+// _hook.cpp — DDP's comm hook in C++ for the torch adapter (ddptop._hook).
+//
+// Owns: the hook torch calls for every gradient bucket (the bucket times
+// 1/world as DDP's default does, Gloo's all-reduce, the steering flags on
+// the first bucket of an agreeing step), each bucket's record in a
+// fixed-size lock-free ring, the buckets in flight for the heartbeat, the
+// bucket layout, and the adapter's collective counter (collectives.py takes
+// its numbers here too, so DDP's buckets and the script's own collectives
+// share one sequence). Not: the wire, the steering decisions, CUDA (the
+// Python hook, ddp_hook.py, does those on torch 2.x and on GPUs).
+//
+// Threads: runHook runs on the script's thread (the autograd engine, GIL
+// released); the completion callback on Gloo's worker threads, or inline on
+// the script's thread when the work is done before the callback is added:
+// neither takes the GIL. drain/oldest/arm are called from Python (the
+// script's thread or the heartbeat thread) with the GIL held, which
+// serialises the consumers. Only for the torch it was built against: the
+// adapter compares DDPTOP_TORCH_VERSION with torch.__version__ (cxx_hook.py).
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/extension.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#ifndef DDPTOP_TORCH_VERSION
+#error "build with -DDDPTOP_TORCH_VERSION=\"the torch.__version__ the headers belong to\""
+#endif
+
+namespace c10d
+{
+// Debian's libtorch-dev 1.13 lacks headers reducer.hpp includes: only the
+// member used is declared (exported by libtorch_cpu.so).
+class Reducer
+{
+  public:
+    void register_comm_hook(std::unique_ptr<CommHookInterface> iface);
+
+  private:
+    Reducer() = delete;
+};
+} // namespace c10d
+
+namespace
+{
+
+constexpr int FLAGS_N = 5;      // steer.py's FL_COUNT
+constexpr size_t RING_N = 4096; // records between two drains (a step's buckets, or a second's at the beat)
+constexpr size_t FLIGHT_N = 64; // buckets in flight at once
+
+int64_t wall_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+int64_t mono_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// ---- the collective counter (collectives.py's numbers) ----
+std::atomic<int64_t> g_key{ 0 };
+
+// ---- one bucket's all-reduce, done ----
+struct Record {
+    int64_t key; // the adapter's number: ordering, and the seq unless torch numbers
+    int64_t seq; // what goes on the wire
+    int64_t bucket;
+    int64_t bytes;
+    int64_t start_ns;   // wall, at launch
+    int64_t done_ns;    // wall, in the completion callback
+    int64_t exposed_ns; // the last bucket's: launch to completion (monotonic), else -1
+    bool error;
+};
+
+// Multi-producer (Gloo's threads), one consumer at a time (under the GIL).
+// A producer claims a slot by CAS on head while there is room, writes it,
+// then publishes it by its ready stamp (position + 1). A full ring drops
+// the record and counts it: it never blocks Gloo's thread.
+struct Slot {
+    std::atomic<uint64_t> ready{ 0 };
+    Record rec;
+};
+std::array<Slot, RING_N> g_ring;
+std::atomic<uint64_t> g_head{ 0 }, g_tail{ 0 };
+std::atomic<int64_t> g_dropped{ 0 };
+
+void ring_push(const Record &rec)
+{
+    uint64_t pos = g_head.load(std::memory_order_relaxed);
+    do {
+        if (pos - g_tail.load(std::memory_order_acquire) >= RING_N) {
+            g_dropped.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    } while (!g_head.compare_exchange_weak(pos, pos + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+    Slot &s = g_ring[pos % RING_N];
+    s.rec = rec;
+    s.ready.store(pos + 1, std::memory_order_release);
+}
+
+// ---- buckets in flight, for the heartbeat ----
+struct Flight {
+    std::atomic<int64_t> key{ 0 }; // 0: free
+    std::atomic<int64_t> seq{ 0 }, bucket{ 0 }, start_ns{ 0 };
+};
+std::array<Flight, FLIGHT_N> g_flight;
+
+Flight *flight_take(int64_t key, int64_t seq, int64_t bucket, int64_t start_ns)
+{
+    for (size_t k = 0; k < FLIGHT_N; k++) {
+        Flight &f = g_flight[(static_cast<size_t>(key) + k) % FLIGHT_N];
+        int64_t zero = 0;
+        if (f.key.load(std::memory_order_relaxed) == 0 &&
+            f.key.compare_exchange_strong(zero, -1, std::memory_order_acquire)) {
+            f.seq.store(seq, std::memory_order_relaxed);
+            f.bucket.store(bucket, std::memory_order_relaxed);
+            f.start_ns.store(start_ns, std::memory_order_relaxed);
+            f.key.store(key, std::memory_order_release);
+            return &f;
+        }
+    }
+    return nullptr; // more in flight than slots: the beat names an older one
+}
+
+// ---- the steering flags (steer.py): armed by Python, carried by the first bucket ----
+std::mutex g_flags_mu;
+bool g_armed = false;
+std::atomic<bool> g_armed_fast{ false };
+std::array<double, FLAGS_N> g_flags_out{};
+bool g_have_in = false;
+std::array<double, FLAGS_N> g_flags_in{};
+
+// ---- the bucket layout (logged by Python when it changes) ----
+std::mutex g_layout_mu;
+bool g_layout_new = false;
+std::atomic<bool> g_layout_new_fast{ false };
+std::vector<std::pair<int64_t, int64_t>> g_layout; // (bytes, tensors) per index, as last logged
+
+class Hook : public c10d::CommHookInterface
+{
+  public:
+    // numbering: 0 the adapter counts, 1 torch's numbers of this group, 2 none (-1)
+    Hook(c10::intrusive_ptr<c10d::ProcessGroup> pg, int numbering)
+        : pg_(std::move(pg)), world_(pg_->getSize()), scale_(1.0 / pg_->getSize()), numbering_(numbering)
+    {
+    }
+
+    c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket &bucket) override
+    {
+        at::Tensor &buf = bucket.getBufferRef();
+        const int64_t n = buf.numel();
+        const int64_t nbytes = n * static_cast<int64_t>(buf.element_size());
+        const int64_t index = static_cast<int64_t>(bucket.getIndex());
+        const bool last = bucket.isLast();
+        note_layout(bucket, index, nbytes, last);
+        // DDP's default: grad times 1/world as it fills the bucket (reducer.cpp), bit for bit
+        if (world_ > 1) buf.mul_(scale_);
+        at::Tensor t = buf;
+        bool carry = false;
+        if (index == 0 && g_armed_fast.load(std::memory_order_acquire)) {
+            std::array<double, FLAGS_N> v;
+            {
+                std::lock_guard<std::mutex> lk(g_flags_mu);
+                carry = g_armed;
+                v = g_flags_out;
+            }
+            if (carry) {
+                t = at::cat({ buf, at::tensor(c10::ArrayRef<double>(v.data(), FLAGS_N), buf.options()) });
+            }
+        }
+        const int64_t key = g_key.fetch_add(1, std::memory_order_relaxed) + 1;
+        int64_t seq = key;
+        if (numbering_ == 1)
+            seq = static_cast<int64_t>(pg_->getSequenceNumberForGroup()) + 1;
+        else if (numbering_ == 2)
+            seq = -1;
+        const int64_t start = wall_ns();
+        const int64_t launch_mono = last ? mono_ns() : 0;
+        Flight *fl = flight_take(key, seq, index, start);
+        std::vector<at::Tensor> ts{ t };
+        c10::intrusive_ptr<c10::ivalue::Future> fut;
+        try {
+            fut = pg_->allreduce(ts)->getFuture();
+        } catch (...) {
+            if (fl) fl->key.store(0, std::memory_order_release);
+            throw;
+        }
+        auto child = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+        // The record is pushed before the future DDP waits for completes, so a
+        // step's buckets are all in the ring when its backward returns.
+        fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono, carry, n](c10::ivalue::Future &f) {
+            Record rec{ key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false };
+            if (fl) fl->key.store(0, std::memory_order_release);
+            if (f.hasError()) {
+                rec.error = true;
+                ring_push(rec);
+                child->setError(f.exception_ptr()); // DDP sees the all-reduce's own error
+                return;
+            }
+            try {
+                if (!carry) {
+                    ring_push(rec);
+                    child->markCompleted(f.value());
+                    return;
+                }
+                at::Tensor out = f.value().toTensorVector()[0];
+                at::Tensor tail = out.narrow(0, n, FLAGS_N).to(at::kDouble).contiguous();
+                const double *p = tail.data_ptr<double>();
+                {
+                    std::lock_guard<std::mutex> lk(g_flags_mu);
+                    std::copy(p, p + FLAGS_N, g_flags_in.begin());
+                    g_have_in = true;
+                }
+                ring_push(rec);
+                child->markCompleted(c10::IValue(std::vector<at::Tensor>{ out.narrow(0, 0, n) }));
+            } catch (...) {
+                child->setError(std::current_exception());
+            }
+        });
+        return child;
+    }
+
+    at::Tensor parseHookResult(const c10::IValue &result) override { return result.toTensorVector()[0]; }
+
+  private:
+    // The layout, cheaply: a bucket's tensors are counted only when its size
+    // is new (DDP rebuilds its buckets once, after the first step).
+    void note_layout(c10d::GradBucket &bucket, int64_t index, int64_t nbytes, bool last)
+    {
+        if (static_cast<size_t>(index) >= known_.size()) known_.resize(index + 1, { -1, 0 });
+        if (known_[index].first != nbytes) {
+            known_[index] = { nbytes, static_cast<int64_t>(bucket.getGradients().size()) };
+            changed_ = true;
+        }
+        if (!last || (!changed_ && known_.size() == static_cast<size_t>(index) + 1)) return;
+        known_.resize(index + 1);
+        changed_ = false;
+        std::lock_guard<std::mutex> lk(g_layout_mu);
+        g_layout = known_;
+        g_layout_new = true;
+        g_layout_new_fast.store(true, std::memory_order_release);
+    }
+
+    c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+    int world_;
+    double scale_;
+    int numbering_;
+    std::vector<std::pair<int64_t, int64_t>> known_;
+    bool changed_ = true;
+};
+
+void hook_register(py::object reducer, py::object pg, int numbering)
+{
+    auto &r = reducer.cast<c10d::Reducer &>();
+    auto p = pg.cast<c10::intrusive_ptr<c10d::ProcessGroup>>();
+    r.register_comm_hook(std::make_unique<Hook>(std::move(p), numbering));
+}
+
+// (records, layout or None, carried flags or None, dropped): one call a step.
+py::tuple drain()
+{
+    py::list recs;
+    uint64_t tail = g_tail.load(std::memory_order_relaxed);
+    for (;;) {
+        Slot &s = g_ring[tail % RING_N];
+        if (s.ready.load(std::memory_order_acquire) != tail + 1) break;
+        const Record &r = s.rec;
+        recs.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error));
+        tail++;
+        g_tail.store(tail, std::memory_order_release);
+    }
+    py::object layout = py::none();
+    if (g_layout_new_fast.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lk(g_layout_mu);
+        py::list l;
+        for (auto &b : g_layout) l.append(py::make_tuple(b.first, b.second));
+        layout = l;
+        g_layout_new = false;
+        g_layout_new_fast.store(false, std::memory_order_release);
+    }
+    py::object flags = py::none();
+    {
+        std::lock_guard<std::mutex> lk(g_flags_mu);
+        if (g_have_in) {
+            py::list l;
+            for (double v : g_flags_in) l.append(v);
+            flags = l;
+            g_have_in = false;
+            g_armed = false; // carried: the next agreement arms again
+            g_armed_fast.store(false, std::memory_order_release);
+        }
+    }
+    return py::make_tuple(recs, layout, flags, g_dropped.exchange(0));
+}
+
+// The next agreeing backward's first bucket carries these (None: disarm).
+void arm(py::object flags)
+{
+    std::lock_guard<std::mutex> lk(g_flags_mu);
+    if (flags.is_none()) {
+        g_armed = false;
+    } else {
+        auto v = flags.cast<std::vector<double>>();
+        if (v.size() != FLAGS_N) throw std::invalid_argument("arm: 5 flags");
+        std::copy(v.begin(), v.end(), g_flags_out.begin());
+        g_armed = true;
+    }
+    g_armed_fast.store(g_armed, std::memory_order_release);
+}
+
+// (key, seq, since wall ns, bucket) of the oldest bucket in flight, or None.
+py::object oldest()
+{
+    int64_t best = 0, seq = 0, since = 0, bucket = -1;
+    for (auto &f : g_flight) {
+        int64_t k = f.key.load(std::memory_order_acquire);
+        if (k <= 0 || (best && k >= best)) continue;
+        int64_t s = f.seq.load(std::memory_order_relaxed), b = f.bucket.load(std::memory_order_relaxed),
+                t = f.start_ns.load(std::memory_order_relaxed);
+        if (f.key.load(std::memory_order_acquire) != k) continue; // reused meanwhile
+        best = k, seq = s, bucket = b, since = t;
+    }
+    if (!best) return py::none();
+    return py::make_tuple(best, seq, since, bucket);
+}
+
+} // namespace
+
+PYBIND11_MODULE(_hook, m)
+{
+    m.doc() = "ddptop's DDP comm hook in C++ (workers/python/ddptop/cxx_hook.py uses it)";
+    m.attr("TORCH_VERSION") = DDPTOP_TORCH_VERSION;
+    m.attr("FLAGS") = FLAGS_N;
+    m.def("register", &hook_register, "register(reducer, process_group, numbering): the hook on a DDP's reducer");
+    m.def(
+        "next_key", []() { return g_key.fetch_add(1, std::memory_order_relaxed) + 1; },
+        "the adapter's next collective number (shared with the buckets)");
+    m.def("drain", &drain, "(records, layout or None, carried flags or None, dropped) since the last drain");
+    m.def("arm", &arm, "arm(flags or None): the next first bucket carries them");
+    m.def("oldest", &oldest, "(key, seq, since_ns, bucket) of the oldest bucket in flight, or None");
+}
