@@ -387,6 +387,60 @@ static void test_snapshot_and_forwarding(void *ctx, void *router)
     TEST_END();
 }
 
+/* The snapshot keeps a rank's steps in the same blobs (no malloc per step)
+ * while nobody holds them, and never writes over a frame a viewer's queue
+ * still holds: a newcomer's snapshot, queued behind its first burst, is
+ * the steps as they were when it attached, byte for byte, then the newer
+ * steps as forwarded. */
+static void test_steps_kept_in_place(void *ctx, void *router)
+{
+    TEST_BEGIN("steps_kept_in_place_never_over_a_queued_frame");
+    enum { WORLD = 64, RANKS = 16, KEEP = 2048 / WORLD, ROUNDS = 3 };
+    Viewers *v = viewers_new(WORLD);
+    static Frame old[KEEP][RANKS], cur[KEEP][RANKS];
+    /* ROUNDS of KEEP steps each: every slot filled, then written over */
+    for (int k = 0; k < ROUNDS * KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            Frame f = step(r, 1 + k);
+            viewers_on_frame(v, router, f.data, f.len);
+            if (k >= (ROUNDS - 1) * KEEP)
+                old[k - (ROUNDS - 1) * KEEP][r] = f;
+            else
+                free(f.data);
+        }
+    uint64_t reused = viewers_reused(v);
+    CHECK(reused == (uint64_t)(ROUNDS - 1) * KEEP * RANKS, "%llu steps kept in place, want %d",
+          (unsigned long long)reused, (ROUNDS - 1) * KEEP * RANKS);
+    void *a = dealer(ctx, "view-500-eeee");
+    knock(v, router, a, 0, 1000);
+    char who[96];
+    route_one(v, router, 1000, who, sizeof who); /* the snapshot: 512 steps, 400 sent, the rest queued */
+    for (int k = 0; k < KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            cur[k][r] = step(r, 1 + ROUNDS * KEEP + k);
+            viewers_on_frame(v, router, cur[k][r].data, cur[k][r].len);
+        }
+    collect(v, a, 150, 1000);
+    int want = 2 * KEEP * RANKS + 1, bad = 0; /* + the welcome line */
+    CHECK(got.n == want, "got %d frames, want %d", got.n, want);
+    for (int k = 0; k < KEEP && got.n == want; k++)
+        for (int r = 0; r < RANKS; r++) {
+            bad += !same(&got.f[k * RANKS + r], &old[k][r]);
+            bad += !same(&got.f[KEEP * RANKS + 1 + k * RANKS + r], &cur[k][r]);
+        }
+    CHECK(bad == 0, "%d steps not the frames sent", bad);
+    CHECK(viewers_reused(v) > reused, "steps already sent are kept in place again");
+    for (int k = 0; k < KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            free(old[k][r].data);
+            free(cur[k][r].data);
+        }
+    zmq_close(a);
+    viewers_free(&v);
+    got_reset(&got);
+    TEST_END();
+}
+
 static void test_commands(void *ctx, void *router)
 {
     TEST_BEGIN("read_only_refused_control_applied");
@@ -666,6 +720,7 @@ int main(void)
     }
     test_idents();
     test_snapshot_and_forwarding(ctx, router);
+    test_steps_kept_in_place(ctx, router);
     test_commands(ctx, router);
     test_cap_and_timeout(ctx, router);
     test_blind_viewers_expire(ctx, router);

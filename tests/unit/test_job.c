@@ -254,6 +254,74 @@ static void test_rank_rate_kept(void)
     TEST_END();
 }
 
+/* The job's samples/s as it was computed before its window's base was kept
+ * from one message to the next: snapshots of the summed counters at least
+ * 100 ms apart in a ring of 32, the rate from the newest one at least 2 s
+ * old (else the oldest), the old figure kept under half a second. */
+typedef struct {
+    int64_t t[32], s[32];
+    int len, head;
+    double rate;
+} RateWalk;
+
+static void rate_walk(RateWalk *w, int64_t now, int64_t total)
+{
+    int newest = (w->head + 31) % 32;
+    if (w->len == 0 || now - w->t[newest] >= 100 * MS) {
+        w->t[w->head] = now;
+        w->s[w->head] = total;
+        w->head = (w->head + 1) % 32;
+        if (w->len < 32) w->len++;
+    }
+    int base = -1;
+    for (int i = 0; i < w->len; i++) {
+        base = (w->head + 31 - i) % 32;
+        if (now - w->t[base] >= 2 * SEC) break;
+    }
+    int64_t dt = now - w->t[base];
+    if (dt < SEC / 2) return;
+    double r = (double)(total - w->s[base]) * 1e9 / (double)dt;
+    w->rate = r > 0 ? r : 0;
+}
+
+/* The window's base found from the last message's (O(1) amortised) gives
+ * the figure the walk over every snapshot gave: steady paces, bursts at one
+ * instant, gaps longer than the window and than the ring, beats alone. */
+static void test_samples_per_s_matches_the_walk(void)
+{
+    TEST_BEGIN("samples_per_s_base_kept_matches_the_walk");
+    int64_t t;
+    Job *j = started_job(&t);
+    RateWalk w = { .len = 0 };
+    rate_walk(&w, j->start_ns + MS, 0); /* started_job's first message: the first snapshot */
+    int64_t last[2] = { 0, 0 }, step[2] = { 0, 0 };
+    unsigned seed = 5;
+    int bad = 0, nonzero = 0;
+    for (int n = 0; n < 20000; n++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 1000;
+        t += k < 100 ? 0 : k < 900 ? 5 * MS : k < 990 ? 120 * MS : k < 997 ? 2500 * MS : 4 * SEC;
+        int r = (int)((seed >> 8) & 1);
+        if (k % 7 == 3) {
+            Msg m;
+            msg_init(&m, MSG_BEAT);
+            m.rank = r;
+            job_apply(j, &m, t, WALL);
+        } else {
+            send_step(j, r, 0, ++step[r], 1.0, t);
+            last[r] = step[r] * 64;
+        }
+        rate_walk(&w, t, last[0] + last[1]);
+        if (j->samples_per_s != w.rate && bad++ < 3)
+            CHECK(false, "message %d: %.3f samples/s, the walk %.3f", n, j->samples_per_s, w.rate);
+        nonzero += w.rate > 0;
+    }
+    CHECK(bad == 0, "%d of 20000 figures differ", bad);
+    CHECK(nonzero > 15000, "only %d figures above 0: the sequence does not exercise the window", nonzero);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_samples_per_s(void)
 {
     TEST_BEGIN("samples_per_s_sliding_window");
@@ -1160,6 +1228,7 @@ int main(void)
     test_clean_run();
     test_step_min();
     test_samples_per_s();
+    test_samples_per_s_matches_the_walk();
     test_rank_rate_kept();
     test_coll_shard_ckpt();
     test_log_and_error_phase();

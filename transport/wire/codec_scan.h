@@ -18,8 +18,32 @@
 /* ---- reading objects in place ---------------------------------------------
  * read_one trusts the lengths: only for what scan_one (below) checked. */
 
+/* A big-endian integer of n bytes (msgpack's widths: 1, 2, 4, 8). One load
+ * and a byte swap: the byte-by-byte loop was a fifth of the decoder's own
+ * time (perf, 64 ranks). */
 static uint64_t be(const uint8_t *p, size_t n)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (n) {
+    case 1: return p[0];
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return __builtin_bswap16(v);
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return __builtin_bswap32(v);
+    }
+    case 8: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return __builtin_bswap64(v);
+    }
+    default: break;
+    }
+#endif
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) v = (v << 8) | p[i];
     return v;

@@ -70,7 +70,7 @@
 
 typedef struct {
     int refs;
-    size_t len;
+    size_t len, cap; /* cap: the bytes data[] has room for */
     unsigned char data[];
 } Blob;
 
@@ -114,6 +114,7 @@ struct Viewers {
     size_t snap_bytes;
     uint64_t skipped; /* frames not kept for the snapshot (size caps) */
     uint64_t bad;     /* malformed frames (neither kept nor forwarded) */
+    uint64_t reused;  /* frames kept in a slot's own blob, without an allocation */
     Viewer v[VIEWERS_MAX];
     int n; /* attached */
     int next_seq;
@@ -126,12 +127,16 @@ struct Viewers {
 
 /* ---- blobs ---- */
 
+/* Room for len bytes rounded up to 64, so a slot's next frame of about the
+ * same size (a step whose numbers grew a digit) fits in the same blob. */
 static Blob *blob_new(const void *data, size_t len)
 {
-    Blob *b = malloc(sizeof *b + len);
+    size_t cap = (len + 63) & ~(size_t)63;
+    Blob *b = malloc(sizeof *b + cap);
     if (!b) return NULL;
     b->refs = 1;
     b->len = len;
+    b->cap = cap;
     memcpy(b->data, data, len);
     return b;
 }
@@ -157,6 +162,26 @@ static void slot_set(Viewers *v, Blob **slot, Blob *b)
     }
     *slot = b;
     if (b) v->snap_bytes += b->len;
+}
+
+/* The frame into *slot: copied over the blob already there when the slot
+ * holds the only reference (no viewer's queue, no caller) and it has room,
+ * so a job's steady stream of steps keeps the same blobs (no malloc, no
+ * free per message); else into a new blob. Returns the slot's blob, or
+ * NULL out of memory (the slot then unchanged). */
+static Blob *slot_put(Viewers *v, Blob **slot, const void *frame, size_t len)
+{
+    Blob *b = *slot;
+    if (b && b->refs == 1 && b->cap >= len) {
+        v->snap_bytes = v->snap_bytes - b->len + len;
+        memcpy(b->data, frame, len);
+        b->len = len;
+        v->reused++;
+        return b;
+    }
+    if (!(b = blob_new(frame, len))) return NULL;
+    slot_set(v, slot, b);
+    return b;
 }
 
 /* ---- lifetime ---- */
@@ -232,6 +257,8 @@ bool viewers_is_viewer_ident(const void *ident, size_t ident_len)
 int viewers_count(const Viewers *v) { return v ? v->n : 0; }
 
 uint64_t viewers_drops(const Viewers *v) { return v ? v->drops : 0; }
+
+uint64_t viewers_reused(const Viewers *v) { return v ? v->reused : 0; }
 
 /* ---- sending ---- */
 
@@ -370,31 +397,45 @@ static MsgKind peek_kind(const unsigned char *p, size_t len)
     return msg_kind_from_name(name);
 }
 
-static void keep_eval(Viewers *v, Blob *b, const MsgEval *e)
+/* Every rank sends the same all-reduced eval: one of each is kept. */
+static bool eval_kept(const Viewers *v, const MsgEval *e)
 {
-    /* every rank sends the same all-reduced eval: keep one of each */
     for (int i = 0; i < v->evals_len; i++) {
         const SnapEval *s = &v->evals[(v->evals_head + i) % VIEWERS_EVALS];
-        if (s->epoch == e->epoch && s->step == e->step) {
-            blob_unref(b);
-            return;
-        }
+        if (s->epoch == e->epoch && s->step == e->step) return true;
     }
-    int slot;
-    if (v->evals_len < VIEWERS_EVALS) {
-        slot = (v->evals_head + v->evals_len) % VIEWERS_EVALS;
-        v->evals_len++;
-    } else {
-        slot = v->evals_head;
+    return false;
+}
+
+static Blob *keep_eval(Viewers *v, const MsgEval *e, const void *frame, size_t len)
+{
+    bool full = v->evals_len == VIEWERS_EVALS;
+    int slot = full ? v->evals_head : (v->evals_head + v->evals_len) % VIEWERS_EVALS;
+    Blob *b = slot_put(v, &v->evals[slot].blob, frame, len);
+    if (!b) return NULL;
+    if (full)
         v->evals_head = (v->evals_head + 1) % VIEWERS_EVALS;
-    }
-    slot_set(v, &v->evals[slot].blob, b);
+    else
+        v->evals_len++;
     v->evals[slot].epoch = e->epoch;
     v->evals[slot].step = e->step;
+    return b;
+}
+
+/* The next slot of a ring of cap (head, len: oldest first), the oldest
+ * one when the ring is full; *advance runs once the slot is filled. */
+static int ring_slot(int head, int len, int cap) { return len == cap ? head : (head + len) % cap; }
+
+static void ring_advance(int *head, int *len, int cap)
+{
+    if (*len == cap)
+        *head = (*head + 1) % cap;
+    else
+        (*len)++;
 }
 
 /* Keep the frame for the snapshot when it is of a kind it holds. Returns
- * the blob when one was made (a reference the caller releases), else NULL. */
+ * a reference to the kept blob (the caller releases it), else NULL. */
 static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
 {
     int r = m->rank;
@@ -405,49 +446,38 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
         v->skipped++;
         return NULL;
     }
-    Blob *b = blob_new(frame, len);
-    if (!b) {
-        v->skipped++;
-        return NULL;
-    }
     SnapRank *s = &v->ranks[r];
-    blob_ref(b); /* the slot's reference; the caller keeps one */
+    Blob *b = NULL;
     switch (m->kind) {
     case MSG_HELLO:
-        /* a rank that says hello again was restarted: its old end is history */
-        slot_set(v, &s->bye, NULL);
-        slot_set(v, &s->hello, b);
+        if ((b = slot_put(v, &s->hello, frame, len)))
+            slot_set(v, &s->bye, NULL); /* a rank that says hello again was restarted: its old end is history */
         break;
-    case MSG_PHASE: slot_set(v, &s->phase, b); break;
-    case MSG_SHARD: slot_set(v, &s->shard, b); break;
-    case MSG_CKPT: slot_set(v, &s->ckpt, b); break;
-    case MSG_BYE: slot_set(v, &s->bye, b); break;
-    case MSG_EVAL: keep_eval(v, b, &m->u.eval); break;
+    case MSG_PHASE: b = slot_put(v, &s->phase, frame, len); break;
+    case MSG_SHARD: b = slot_put(v, &s->shard, frame, len); break;
+    case MSG_CKPT: b = slot_put(v, &s->ckpt, frame, len); break;
+    case MSG_BYE: b = slot_put(v, &s->bye, frame, len); break;
+    case MSG_EVAL:
+        if (eval_kept(v, &m->u.eval)) return NULL; /* another rank's copy */
+        b = keep_eval(v, &m->u.eval, frame, len);
+        break;
     case MSG_LOG: {
-        int at = (v->logs_head + v->logs_len) % VIEWERS_LOGS;
-        if (v->logs_len == VIEWERS_LOGS) {
-            at = v->logs_head;
-            v->logs_head = (v->logs_head + 1) % VIEWERS_LOGS;
-        } else {
-            v->logs_len++;
-        }
-        slot_set(v, &v->logs[at], b);
+        int at = ring_slot(v->logs_head, v->logs_len, VIEWERS_LOGS);
+        if ((b = slot_put(v, &v->logs[at], frame, len))) ring_advance(&v->logs_head, &v->logs_len, VIEWERS_LOGS);
         break;
     }
     case MSG_STEP: {
-        int at = (s->steps_head + s->steps_len) % v->step_keep;
-        if (s->steps_len == v->step_keep) {
-            at = s->steps_head;
-            s->steps_head = (s->steps_head + 1) % v->step_keep;
-        } else {
-            s->steps_len++;
-        }
-        slot_set(v, &s->steps[at], b);
+        int at = ring_slot(s->steps_head, s->steps_len, v->step_keep);
+        if ((b = slot_put(v, &s->steps[at], frame, len))) ring_advance(&s->steps_head, &s->steps_len, v->step_keep);
         break;
     }
-    default: blob_unref(b); break;
+    default: break;
     }
-    return b;
+    if (!b) {
+        v->skipped++; /* out of memory */
+        return NULL;
+    }
+    return blob_ref(b); /* the caller's reference; the slot keeps its own */
 }
 
 static void send_all(Viewers *v, const void *frame, size_t len, Blob *kept);

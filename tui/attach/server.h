@@ -83,5 +83,9 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
 int viewers_tick(Viewers *v, int64_t now_ms);
 int viewers_count(const Viewers *v);
 uint64_t viewers_drops(const Viewers *v);
+/* Frames the snapshot kept by copying them over a slot's own earlier frame
+ * (no allocation): a job's steady stream of steps, while no viewer's queue
+ * still holds that earlier frame. */
+uint64_t viewers_reused(const Viewers *v);
 
 #endif

@@ -72,6 +72,8 @@ struct JobBook {
     int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
     int rate_len, rate_head;  /* snapshots of samples_total; head = next write */
+    int64_t rate_taken;       /* snapshots ever taken: the newest is number rate_taken - 1 */
+    int64_t rate_base;        /* the number of the window's base at the last update */
     double rate_before_pause; /* samples_per_s when the job paused: back on resume */
     /* lints (job_lint.c) */
     unsigned lints_told;        /* JobLint bits already told as events */

@@ -6,9 +6,19 @@
  */
 #include "model/job_priv.h"
 
+/* Snapshot number n's time (n within the ring's live ones). */
+static int64_t snap_t(const JobBook *b, int64_t n)
+{
+    return b->rate_t_ns[(b->rate_head + JOB_RATE_RING - (int)(b->rate_taken - n)) % JOB_RATE_RING];
+}
+
 /* Sliding-window samples/s: snapshots of the summed sample counters, and the
- * rate between now and the newest snapshot at least a window old. Called on
- * every message so the figure falls to zero when steps stop but beats go on. */
+ * rate between now and the newest snapshot at least a window old (the
+ * oldest when none is). Called on every message so the figure falls to zero
+ * when steps stop but beats go on. Snapshot times only grow, so the base
+ * only moves forward while it stays a window old: found from the last
+ * update's in O(1) amortised, by a walk over the ring only when that one is
+ * gone or too new. */
 void job_rate_update(Job *j, int64_t now_ns)
 {
     JobBook *b = j->book;
@@ -19,17 +29,21 @@ void job_rate_update(Job *j, int64_t now_ns)
         b->rate_samples[b->rate_head] = b->samples_total;
         b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
         if (b->rate_len < JOB_RATE_RING) b->rate_len++;
+        b->rate_taken++;
     }
-    int base = -1;
-    for (int i = 0; i < b->rate_len; i++) { /* newest first */
-        int k = (b->rate_head + JOB_RATE_RING - 1 - i) % JOB_RATE_RING;
-        base = k;
-        if (now_ns - b->rate_t_ns[k] >= JOB_RATE_WINDOW_NS) break;
+    int64_t oldest = b->rate_taken - b->rate_len, base = b->rate_base;
+    if (base < oldest || base >= b->rate_taken || now_ns - snap_t(b, base) < JOB_RATE_WINDOW_NS) {
+        for (base = b->rate_taken - 1; base > oldest; base--) /* newest first */
+            if (now_ns - snap_t(b, base) >= JOB_RATE_WINDOW_NS) break;
+    } else {
+        while (base + 1 < b->rate_taken && now_ns - snap_t(b, base + 1) >= JOB_RATE_WINDOW_NS) base++;
     }
-    int64_t dt = now_ns - b->rate_t_ns[base];
+    b->rate_base = base;
+    int k = (b->rate_head + JOB_RATE_RING - (int)(b->rate_taken - base)) % JOB_RATE_RING;
+    int64_t dt = now_ns - b->rate_t_ns[k];
     /* under a quarter window the figure is mostly noise: keep the old one */
     if (dt < JOB_RATE_WINDOW_NS / 4) return;
-    double rate = (double)(b->samples_total - b->rate_samples[base]) * 1e9 / (double)dt;
+    double rate = (double)(b->samples_total - b->rate_samples[k]) * 1e9 / (double)dt;
     j->samples_per_s = rate > 0 ? rate : 0;
 }
 

@@ -153,7 +153,10 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
      * bars and plots (no letter or digit left out) are cut plainly. */
     int keep = lim;
     bool ellipsis = false;
-    {
+    /* No character takes more columns than its bytes (wide ones are 3 or 4
+     * bytes in UTF-8, anything invalid a '?' a byte), so text of at most
+     * lim bytes fits and needs no look for a cut: most of a frame's text */
+    if (strlen(s) > (size_t)lim) {
         CharIter it;
         iter_init(&it, c, s);
         uint32_t cp;

@@ -201,6 +201,13 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
         return -1;
     }
     set_term(v->scr);
+    /* ncurses 6.4 flushes after every cursor move (a write(2) each, ~100 a
+     * frame at 64 ranks) until the screen has once been suspended and
+     * resumed: its "not initialized yet" test in mvcur. One endwin and
+     * refresh here, before anything is drawn, leaves it buffering a frame
+     * into one write (docs/BENCHMARKS.md, "Frames in one write"). */
+    endwin();
+    refresh();
     const char *cs = nl_langinfo(CODESET);
     v->utf8 = cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
     const char *nc = getenv("NO_COLOR");
