@@ -75,6 +75,11 @@ def train(rank, world, hooked, store_path, out):
         assert [c["seq"] for c in colls] == sorted(c["seq"] for c in colls), colls
         assert min(c["bucket"] for c in colls) == 0, colls
         assert all(c["op"] == "allreduce" and c["bytes"] > 0 and c["done"] >= c["start"] for c in colls), colls
+        if hooked == "cxx":
+            # the carried flags wait for the step wrapper, right before steer.before_step: taken by the
+            # beat, one rank alone once started the flags' own all-reduce (Gloo paired it with a bucket)
+            assert steer.STEER.agreed is None, ("the beat took the carried flags", steer.STEER.agreed)
+            r.collect(r, flags=True)
         # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
         assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
         # what the user sees does not depend on the hook: the same buckets, numbers and layout logs

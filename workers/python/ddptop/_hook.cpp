@@ -264,7 +264,11 @@ void hook_register(py::object reducer, py::object pg, int numbering)
 }
 
 // (records, layout or None, carried flags or None, dropped): one call a step.
-py::tuple drain()
+// The carried flags are taken only with take_flags (the script's thread before
+// its optimizer step): a drain elsewhere (the beat, a message's flush) that took
+// them would leave that step's steer.before_step without them for a moment,
+// and it would start the flags' own all-reduce where the other ranks do not.
+py::tuple drain(bool take_flags)
 {
     py::list recs;
     uint64_t tail = g_tail.load(std::memory_order_relaxed);
@@ -286,7 +290,7 @@ py::tuple drain()
         g_layout_new_fast.store(false, std::memory_order_release);
     }
     py::object flags = py::none();
-    {
+    if (take_flags) {
         std::lock_guard<std::mutex> lk(g_flags_mu);
         if (g_have_in) {
             py::list l;
@@ -342,7 +346,8 @@ PYBIND11_MODULE(_hook, m)
     m.def(
         "next_key", []() { return g_key.fetch_add(1, std::memory_order_relaxed) + 1; },
         "the adapter's next collective number (shared with the buckets)");
-    m.def("drain", &drain, "(records, layout or None, carried flags or None, dropped) since the last drain");
+    m.def("drain", &drain, py::arg("take_flags"),
+          "(records, layout or None, carried flags (with take_flags) or None, dropped) since the last drain");
     m.def("arm", &arm, "arm(flags or None): the next first bucket carries them");
     m.def("oldest", &oldest, "(key, seq, since_ns, bucket) of the oldest bucket in flight, or None");
 }

@@ -97,12 +97,20 @@ def register(ddp):
     return True
 
 
-def collect(r):
+def collect(r, flags=False):
     """The buckets done since the last call as coll messages (queued
     behind any that wait, else sent now, on the script's thread before its
     optimizer step, or by the beat), their time into the step's comm and
-    exposed time; the carried flags to steer; a new layout to the log."""
-    recs, layout, flags, dropped = _MOD.drain()
+    exposed time; a new layout to the log; with flags (only the step
+    wrapper, on the script's thread, right before steer.before_step), the
+    carried flags to steer. Taken by another thread (the beat, a flush),
+    they were not yet in STEER.agreed when before_step looked, and that rank
+    alone started the flags' own all-reduce: Gloo then paired it with the
+    other rank's next bucket (a rank aborted, "op.preamble.length <=
+    op.nbytes. 101772 vs 8", 1 run of 6 in make bench-torch)."""
+    recs, layout, flags, dropped = _MOD.drain(flags)
+    if flags is not None:
+        STEER.agreed = flags
     if recs:
         step = r.step + 1       # the step whose backward they belong to
         comm = exposed = 0.0
@@ -122,8 +130,6 @@ def collect(r):
         else:
             for c in out:
                 collectives.send(r, *c)
-    if flags is not None:
-        STEER.agreed = flags
     if layout is not None:
         parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, (b, n) in enumerate(layout))
         r.log("info", f"DDP gradient buckets from step {r.step + 1}: {len(layout)} buckets; {parts}")

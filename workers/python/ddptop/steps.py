@@ -98,7 +98,7 @@ def _wrap_step(fn):
         if r is None or getattr(_depth, "n", 0):
             return fn(self, *args, **kwargs)
         if r.collect is not None:     # the C++ hook's buckets: the step's times and the carried flags
-            r.collect(r)
+            r.collect(r, flags=True)
         STEER.before_step()
         _depth.n = 1
         t0 = time.monotonic()
