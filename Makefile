@@ -262,12 +262,15 @@ $(PYENV)/.ok:
 	$(Q)$(PY_SYS) -m venv --system-site-packages $(PYENV) && \
 	 $(PYENV)/bin/pip install -q --disable-pip-version-check safetensors && touch $@
 
+# The build before `make run` and `make test` takes every core (a fresh clone's
+# build was two of CI's twelve minutes one file at a time); tests run one at a time.
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 run: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all
 	$(Q)./$(BUILD)/ddptop
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory all pydeps
+	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all pydeps
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)PY=$(PY) BUILD=$(BUILD) bash tests/run.sh $(T)
 
