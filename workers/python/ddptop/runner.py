@@ -153,14 +153,14 @@ def main(argv):
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, compat, ddp_hook, lifecycle, sampler, state, steps
+    from . import beat, collectives, ckpt, compat, ddp_hook, lifecycle, sampler, state, steer, steps
     from .steer import StopTraining
     from .uplink import Uplink, StoreError
 
     up = Uplink(ctl, tel, rank, keys)
     r = state.Run(up, rank, world, local_rank, local_world, timeout_s)
     state.set_run(r)
-    for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
+    for m in (collectives, ddp_hook, sampler, steps, steer, ckpt, lifecycle):
         m.install()
     for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)

@@ -25,6 +25,13 @@ acted on is still the same everywhere.
   pause every rank waits, agreeing every PAUSE_ROUND_S on the flags alone,
         until a round where nobody wants the pause (or a stop, or a ckpt,
         written at once). `pause` n and `resume` n pair up by id.
+
+Inside torch's Join context (uneven inputs) the ranks do not agree at all:
+a rank that has joined takes no optimizer steps, so the ranks' step counts
+part, and DDP shadows the others' bucket all-reduces with buckets of its
+own: flags carried by one rank and not by another paired buckets of
+different sizes (Gloo aborted). Commands wait; when the context ends,
+together on every rank, the next step agrees.
 """
 import math
 import time
@@ -62,10 +69,30 @@ class Steer:
         self.step_s = 0.0        # this rank's step time (moving average), for its FL_EVERY proposal
         self.step_end = 0.0
         self.arm = None          # the C++ comm hook's arm(flags): its next first bucket carries them (cxx_hook.py)
+        self.in_join = 0         # depth of torch Join contexts: no agreement inside one
 
     def agrees(self, step):
         """Whether step `step` carries the agreement (the same answer on every rank)."""
-        return step == self.next_at
+        return step == self.next_at and not self.in_join
+
+    def join_enter(self):
+        """A Join context begins (at the same point on every rank): nothing
+        carried from now on, an armed carry taken back."""
+        self.in_join += 1
+        if self.in_join == 1:
+            if self.arm is not None:
+                self.arm(None)
+            run().log("info", "Join: the ranks' steps may part; ddptop's commands wait for the end of the Join context")
+
+    def join_exit(self):
+        """The Join context ended, together on every rank (every rank has
+        joined): the next step agrees, whatever each rank's step count."""
+        self.in_join = max(0, self.in_join - 1)
+        if not self.in_join:
+            self.agreed = None
+            self.next_at = run().step + 1
+            if self.arm is not None:
+                self.arm_next()
 
     def _every(self):
         """This rank's proposal: steps to the next agreement."""
@@ -228,3 +255,31 @@ class Steer:
 
 
 STEER = Steer()
+
+
+def install():
+    """torch's Join context manager (torch.distributed.algorithms.join),
+    seen entering and leaving: no agreement inside it (module docstring)."""
+    try:
+        from torch.distributed.algorithms.join import Join
+    except ImportError:
+        return
+    if getattr(Join, "__ddptop_wrapped__", False):
+        return
+    orig_enter, orig_exit = Join.__enter__, Join.__exit__
+
+    def enter(self):
+        out = orig_enter(self)
+        if run() is not None:
+            STEER.join_enter()
+        return out
+
+    def exit_(self, *exc):
+        try:
+            return orig_exit(self, *exc)
+        finally:
+            if run() is not None:
+                STEER.join_exit()
+
+    Join.__enter__, Join.__exit__ = enter, exit_
+    Join.__ddptop_wrapped__ = True
