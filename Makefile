@@ -263,8 +263,11 @@ $(PYENV)/.ok:
 	 $(PYENV)/bin/pip install -q --disable-pip-version-check safetensors && touch $@
 
 # The build before `make run` and `make test` takes every core (a fresh clone's
-# build was two of CI's twelve minutes one file at a time); tests run one at a time.
+# build was two of CI's twelve minutes one file at a time). The scenario tests
+# run TEST_JOBS at a time (tests/run.sh; they mostly wait: 14 minutes one at a
+# time on the 2-core VM, under 7 two at a time), TEST_JOBS=1 one after the other.
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_JOBS ?= 2
 run: deps
 	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all
 	$(Q)./$(BUILD)/ddptop
@@ -272,7 +275,7 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all pydeps
 	$(Q)$(MAKE) --no-print-directory check-layers
-	$(Q)PY=$(PY) BUILD=$(BUILD) bash tests/run.sh $(T)
+	$(Q)PY=$(PY) BUILD=$(BUILD) TEST_JOBS=$(TEST_JOBS) bash tests/run.sh $(T)
 
 # The layering, proven: the job model links with msgpack and libm alone (no
 # ncurses, no ZeroMQ), transport without workers/ or tui/, and an include

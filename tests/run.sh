@@ -6,7 +6,12 @@
 #   prints PASS:/FAIL: lines per case); test_gpu* from tests/gpu/.
 # Scenario tests: tests/scenario/<subsystem>/t_*.sh (each one case; exit 0
 #   passes, 77 skips). PATTERN matches "screen/t_tui_keys" too.
-# Env: BUILD (default build), PY (python with msgpack, numpy, safetensors).
+#   They run TEST_JOBS at a time (default 2: they mostly wait on their
+#   jobs' pace, timeouts and ranks), each with its own DDPTOP_TEST_TAG
+#   (RUN.NAME), so a test's no-leftover checks see only its own workers;
+#   each result is printed when it ends, the counts last.
+# Env: BUILD (default build), PY (python with msgpack, numpy, safetensors),
+#   TEST_JOBS (scenario tests at once; 1: one after the other).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -17,6 +22,8 @@ export OPENBLAS_NUM_THREADS=1
 export DDPTOP_TEST_TAG="run-$$-$RANDOM"
 . tests/lib_tag.sh
 pat=${1:-}
+jobs_max=${TEST_JOBS:-2}
+case $jobs_max in ''|*[!0-9]*|0) echo "run.sh: TEST_JOBS=$jobs_max: want a count of 1 or more"; exit 2;; esac
 pass=0; fail=0; skip=0; ran=0
 log=$BUILD/test-logs; rm -rf "$log"; mkdir -p "$log"
 
@@ -37,24 +44,45 @@ for t in "$BUILD"/tests/test_*; do
     fi
 done
 
+# One scenario test: its result block printed in one write when it ends,
+# its exit code kept for the counts.
+scenario() {
+    local t=$1 name=$2 out=$log/$2.out start rc secs
+    start=$(date +%s)
+    DDPTOP_TEST_TAG="$DDPTOP_TEST_TAG.$name" timeout 300 bash "$t" >"$out" 2>&1; rc=$?
+    secs=$(( $(date +%s) - start ))
+    {
+        if [ $rc -eq 0 ]; then echo "  PASS: $name (${secs}s)"
+        elif [ $rc -eq 77 ]; then echo "  SKIP: $name: $(tail -1 "$out")"
+        else echo "  FAIL: $name (exit $rc, ${secs}s)"; tail -30 "$out" | sed 's/^/    | /'
+        fi
+    } >"$log/$name.res"
+    echo $rc >"$log/$name.rc"
+    cat "$log/$name.res"
+}
+
+names=()
 for t in tests/scenario/*/t_*.sh; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .sh)
     case "${t#tests/scenario/}" in *"$pat"*) ;; *) continue;; esac
     ran=$((ran + 1))
-    out=$log/$name.out
-    start=$(date +%s)
-    timeout 300 bash "$t" >"$out" 2>&1; rc=$?
-    secs=$(( $(date +%s) - start ))
-    if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "  PASS: $name (${secs}s)"
-    elif [ $rc -eq 77 ]; then skip=$((skip + 1)); echo "  SKIP: $name: $(tail -1 "$out")"
-    else fail=$((fail + 1)); echo "  FAIL: $name (exit $rc, ${secs}s)"; tail -30 "$out" | sed 's/^/    | /'
+    names+=("$name")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    scenario "$t" "$name" &
+done
+wait
+for name in "${names[@]+"${names[@]}"}"; do
+    rc=$(cat "$log/$name.rc" 2>/dev/null || echo 1)
+    if [ "$rc" -eq 0 ]; then pass=$((pass + 1))
+    elif [ "$rc" -eq 77 ]; then skip=$((skip + 1))
+    else fail=$((fail + 1))
     fi
 done
 
 # Leftover workers of this run mean a test leaked processes: a failure too.
 # (Workers carry DDPTOP_TEST_TAG, so other jobs on the machine do not count.)
-left=$(our_workers)
+left=$(run_workers)
 if [ -n "$left" ]; then
     fail=$((fail + 1)); echo "  FAIL: leftover ddptop-worker processes: $left"
     kill -9 $left 2>/dev/null

@@ -10,7 +10,8 @@ ldd "$B/cpu/ddptop-worker" | grep -qiE "cudart|cublas|nccl" && die "the CPU-only
     --no-final-ckpt >"$TMP/out" 2>&1 &
 pd=$!
 CLEANUPS+=("kill -9 $pd")
-wait_for 10 sh -c "[ \$(pgrep -x ddptop-worker | wc -l) -ge 1 ]" || die "no worker started"
+some_worker() { [ -n "$(our_workers)" ]; }
+wait_for 10 some_worker || die "no worker started"
 wait_for 10 grep -q "broadcast -> train" "$TMP/out" || { cat "$TMP/out"; die "the job did not train"; }
 n=0
 for p in $(our_workers); do
