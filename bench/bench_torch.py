@@ -16,8 +16,11 @@ the machine's mood.
 Each rank of the script prints "first step done at unix T" and its steps/s
 after the first step; reported are the medians over the repetitions of
 rank 0's steps/s, of the time from launch (just before the first
-process is started) to the slowest rank's first step and of the ranks'
-CPU time per step (what the hooks cost, whatever the machine's load),
+process is started) to the slowest rank's first step, of the ranks'
+CPU time per step and of their main threads' alone (the script's thread,
+where the adapter's work is: Gloo's loop thread spins in epoll_wait while
+its rank waits for the other, hundreds of us a step that follow the
+ranks' timing, not any work; docs/BENCHMARKS.md),
 and the targets:
 at most 2% slower, at most 0.3 s more to the first step; beside the
 medians, the mean of the per-rep slowdowns (each rep runs both modes back
@@ -49,7 +52,7 @@ from common import FMNIST, free_port, machine, median  # noqa: E402
 SCRIPT = os.path.join(ROOT, "examples", "ddp_basics.py")
 SHIM = os.path.join(ROOT, "workers", "python", "ddptop-worker-py")
 LINE = re.compile(r"^rank (\d+) trained (\d+) steps; first step done at unix ([0-9.]+); ([0-9.]+) steps/s after the "
-                  r"first; cpu ([0-9.]+) ms per step", re.M)
+                  r"first; cpu ([0-9.]+) ms per step(?:; main thread ([0-9.]+) ms per step)?", re.M)
 
 
 HOOK = re.compile(r"DDP comm hook: (C\+\+|Python)")
@@ -60,11 +63,12 @@ def results(texts, world, t0, what):
     for text in texts:
         for m in LINE.finditer(text):
             got[int(m[1])] = dict(steps=int(m[2]), first_unix=float(m[3]), steps_per_s=float(m[4]),
-                                  cpu_ms=float(m[5]))
+                                  cpu_ms=float(m[5]), main_ms=float(m[6] or "nan"))
     if sorted(got) != list(range(world)):
         raise RuntimeError(f"{what}: no throughput line from every rank:\n" + "\n".join(t[-1500:] for t in texts))
     return dict(first_s=max(g["first_unix"] for g in got.values()) - t0, steps_per_s=got[0]["steps_per_s"],
-                cpu_ms=sum(g["cpu_ms"] for g in got.values()) / world)
+                cpu_ms=sum(g["cpu_ms"] for g in got.values()) / world,
+                main_ms=sum(g["main_ms"] for g in got.values()) / world)
 
 
 # Student's t at 97.5% for 2..30 degrees of freedom (index = df), then ~1.96.
@@ -232,12 +236,17 @@ def main():
     row("steps/s after the first (rank 0)", "steps_per_s", "{:.1f}",
         lambda m: f"{-100 * (1 - m['steps_per_s'] / t['steps_per_s']):+.1f}%")
     row("CPU per step, per rank (ms)", "cpu_ms", "{:.3f}", lambda m: f"{1e3 * (m['cpu_ms'] - t['cpu_ms']):+.0f} us")
+    # the script's thread alone: where the adapter's work is, without Gloo's
+    # threads, whose CPU follows how long a rank waits (docs/BENCHMARKS.md)
+    row("the script's thread's CPU per step, per rank (ms)", "main_ms", "{:.3f}",
+        lambda m: f"{1e3 * (m['main_ms'] - t['main_ms']):+.0f} us")
     for mode in runs:
         v = [r["steps_per_s"] for r in runs[mode]]
         f = [r["first_s"] for r in runs[mode]]
         c = [r["cpu_ms"] for r in runs[mode]]
+        mt = [r["main_ms"] for r in runs[mode]]
         print(f"{mode}: steps/s {min(v):.1f}..{max(v):.1f}, first step {min(f):.3f}..{max(f):.3f} s, "
-              f"CPU per step {min(c):.3f}..{max(c):.3f} ms")
+              f"CPU per step {min(c):.3f}..{max(c):.3f} ms, the script's thread {min(mt):.3f}..{max(mt):.3f} ms")
     if bd:
         print(f"hooks in one process (world 1, medians of 3): CPU {bd['bare_cpu_ms']:.3f} ms per step bare, "
               f"{bd['hooked_cpu_ms']:.3f} hooked: {bd['hook_us_per_step']:+.0f} us per step")
@@ -247,6 +256,12 @@ def main():
     pm, ph = paired_ci(pairs)
     print(f"paired (rep by rep): ddptop {100 * pm:+.2f}% slower, 95% interval {100 * (pm - ph):+.2f}%.."
           f"{100 * (pm + ph):+.2f}% over {len(pairs)} pairs")
+    for mode in [m for m in runs if m != "torchrun"]:
+        d_main = [1e3 * (dd["main_ms"] - tt["main_ms"]) for tt, dd in zip(runs["torchrun"], runs[mode])]
+        mm, mh = paired_ci(d_main)
+        print(f"paired (rep by rep), {mode} - torchrun-style, the script's thread's CPU per step: "
+              f"{', '.join(f'{x:+.0f}' for x in sorted(d_main))} us (mean {mm:+.0f}, 95% interval "
+              f"{mm - mh:+.0f}..{mm + mh:+.0f})")
     if "pyhook" in runs:
         cpu = sorted(1e3 * (dd["cpu_ms"] - pp["cpu_ms"]) for pp, dd in zip(runs["pyhook"], runs["ddptop"]))
         sp = [dd["steps_per_s"] / pp["steps_per_s"] - 1 for pp, dd in zip(runs["pyhook"], runs["ddptop"])]

@@ -9,7 +9,8 @@ CPU), wrap in DDP, shard with DistributedSampler and set_epoch, meet at a
 barrier when done, save on rank 0 and destroy in a finally block. Fashion-MNIST from
 /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist, gz IDX)
 when present, else a synthetic set of the same shape. Each rank prints its
-parameter count, every step's loss, its steps/s and DDP's own bucket sizes
+parameter count, every step's loss, its steps/s, its CPU time a step (the
+process's and the main thread's alone) and DDP's own bucket sizes
 (tests and `make bench-torch` compare them with what ddptop received).
 --crash-at-step N raises on every rank at step N (a failing script, for
 the tests).
@@ -95,7 +96,7 @@ def main():
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    step, t_first, cpu_first = 0, 0.0, 0.0
+    step, t_first, cpu_first, thread_first = 0, 0.0, 0.0, 0.0
     try:
         for epoch in range(args.epochs):
             sampler.set_epoch(epoch)
@@ -107,7 +108,7 @@ def main():
                 opt.step()
                 step += 1
                 if step == 1:
-                    t_first, cpu_first = time.time(), time.process_time()
+                    t_first, cpu_first, thread_first = time.time(), time.process_time(), time.thread_time()
                 print(f"rank {rank} epoch {epoch} step {step} loss {loss.item()!r}", flush=True)
                 if step == args.crash_at_step:
                     raise RuntimeError(f"crash asked for at step {step}")
@@ -116,9 +117,11 @@ def main():
             if step == args.steps:
                 break
         secs, cpu = time.time() - t_first, time.process_time() - cpu_first
+        thread = time.thread_time() - thread_first     # this thread's alone: Gloo's threads left out
         print(f"rank {rank} trained {step} steps; first step done at unix {t_first:.6f}; "
               f"{(step - 1) / secs if step > 1 and secs > 0 else 0.0:.3f} steps/s after the first; "
-              f"cpu {1e3 * cpu / max(step - 1, 1):.3f} ms per step", flush=True)
+              f"cpu {1e3 * cpu / max(step - 1, 1):.3f} ms per step; "
+              f"main thread {1e3 * thread / max(step - 1, 1):.3f} ms per step", flush=True)
         # DDP's own record of its gradient buckets (rebuilt after the first step)
         ddp_log = model._get_ddp_logging_data()
         print(f"rank {rank} ddp buckets {ddp_log.get('rebuilt_bucket_sizes') or ddp_log.get('bucket_sizes')}",

@@ -109,7 +109,6 @@ def comm_hook(st, bucket):
 def _ensure_hook(ddp):
     """Ours, at the first forward, unless the script registered its own by
     then (DDP takes one hook, and only before the first backward)."""
-    ddp.__ddptop_hook__ = True
     if getattr(ddp, "__ddptop_user_hook__", False):
         run().log("info", "DDP: the script registered its own comm hook; buckets are not reported")
         return
@@ -122,9 +121,19 @@ def _ensure_hook(ddp):
 _ORIG = {}
 
 
+def _first_forward(ddp, *args, **kwargs):
+    """A DDP's first forward (an attribute of the instance until then, so
+    that the steps after it call DDP's own forward with nothing in between):
+    our hook goes on, then the forward runs."""
+    ddp.__dict__.pop("forward", None)
+    if run() is not None:
+        _ensure_hook(ddp)
+    return ddp.forward(*args, **kwargs)
+
+
 def install():
     cxx_hook.load()
-    _ORIG.update(init=DDP.__init__, forward=DDP.forward, register_comm_hook=DDP.register_comm_hook,
+    _ORIG.update(init=DDP.__init__, register_comm_hook=DDP.register_comm_hook,
                  builtin=DDP._register_builtin_comm_hook)
 
     @functools.wraps(_ORIG["init"])
@@ -134,16 +143,10 @@ def install():
         if r is None:
             return
         r.ddp = self
-        self.__ddptop_hook__ = False
+        self.__dict__["forward"] = functools.partial(_first_forward, self)
         params = sum(p.numel() for p in self.module.parameters())
         r.log("info", f"DDP: {type(self.module).__name__}, {params} parameters, "
                       f"bucket cap {self.bucket_bytes_cap} B")
-
-    @functools.wraps(_ORIG["forward"])
-    def forward(self, *args, **kwargs):
-        if not getattr(self, "__ddptop_hook__", True) and run() is not None:
-            _ensure_hook(self)
-        return _ORIG["forward"](self, *args, **kwargs)
 
     def user_hook(name):
         @functools.wraps(_ORIG[name])
@@ -153,6 +156,5 @@ def install():
         return register
 
     DDP.__init__ = init
-    DDP.forward = forward
     DDP.register_comm_hook = user_hook("register_comm_hook")
     DDP._register_builtin_comm_hook = user_hook("builtin")

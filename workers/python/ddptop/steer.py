@@ -100,8 +100,7 @@ class Steer:
             return 1.0
         return float(max(1, min(AGREE_MAX_STEPS, int(AGREE_S / self.step_s))))
 
-    def _time_step(self):
-        now = time.monotonic()
+    def _time_step(self, now):
         if self.step_end:
             dt = now - self.step_end
             self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
@@ -184,15 +183,16 @@ class Steer:
             t = self.flags()
             self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
 
-    def after_step(self):
+    def after_step(self, now):
         """Act on what the ranks agreed for the step just finished (steps.py
-        calls it after every optimizer step; most have nothing to read)."""
-        self._after_step()
+        calls it after every optimizer step, `now` when the step returned;
+        most have nothing to read)."""
+        self._after_step(now)
         if self.arm is not None:
             self.arm_next()
 
-    def _after_step(self):
-        self._time_step()
+    def _after_step(self, now):
+        self._time_step(now)
         if self.pending is not None:
             work, t = self.pending
             work.wait()

@@ -52,8 +52,8 @@ def _dev_mem(r, now):
     return r.dev_mem
 
 
-def _report(r, opt, opt_s):
-    now = time.monotonic()
+def _report(r, opt, opt_s, now):
+    """The step's message; now: when the optimizer step returned (monotonic)."""
     r.step += 1
     losses = r.losses
     cuda = bool(losses) and type(losses[0]) is not float
@@ -72,7 +72,8 @@ def _report(r, opt, opt_s):
     if cuda:
         r.send_step_later(fields, loss)
     else:
-        r.flush_step(collect=False)   # this step's buckets first, as they completed (collected before the step)
+        if r.later_colls or r.deferred is not None:
+            r.flush_step(collect=False)   # this step's buckets first, as they completed (collected before the step)
         r.up.send("step", fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -110,8 +111,9 @@ def _wrap_step(fn):
             self.__dict__["_ddptop_run"] = r
             r.optimizers.append(weakref.ref(self))
         had_batch = bool(r.batch_t)
-        _report(r, self, time.monotonic() - t0)
-        STEER.after_step()
+        now = time.monotonic()
+        _report(r, self, now - t0, now)
+        STEER.after_step(now)
         if PLAN.faults:
             _faults_after_step(r, had_batch)
         return out

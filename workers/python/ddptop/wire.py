@@ -8,6 +8,7 @@ only together with transport/wire/protocol.h.
 
 No sockets here, so tests check it against msgpack and the C codec alone.
 """
+import threading
 import time
 
 import msgpack
@@ -35,6 +36,20 @@ def cut(s, size):
     return b[:size - 1].decode("utf-8", "ignore")
 
 
+_TLS = threading.local()
+
+
+def _packer():
+    """This thread's Packer: msgpack.packb builds one for every frame, with
+    a 1 MiB buffer malloc'ed and freed each time; a Packer is not
+    thread-safe, and the script's thread, DDP's callbacks and the beat all
+    encode."""
+    p = getattr(_TLS, "p", None)
+    if p is None:
+        p = _TLS.p = msgpack.Packer(use_bin_type=True)
+    return p
+
+
 def encode(kind, rank, fields, t_ns=0):
     """One frame: envelope first, then `fields` (a dict, in its own order).
     rank < 0 leaves "r" out (ddptop itself); t_ns 0 stamps now."""
@@ -43,14 +58,13 @@ def encode(kind, rank, fields, t_ns=0):
         m["r"] = rank
     m["t"] = t_ns or wall_ns()
     m.update(fields)
-    return msgpack.packb(m, use_bin_type=True)
+    return _packer().pack(m)
 
 
 def burst(rank, frames):
     """Several encoded tel frames of this rank as one `burst` frame: each
     element of "m" a bin holding one frame exactly as it would travel alone."""
-    return msgpack.packb({"v": PROTO_VERSION, "k": "burst", "r": rank, "t": wall_ns(), "m": frames},
-                         use_bin_type=True)
+    return _packer().pack({"v": PROTO_VERSION, "k": "burst", "r": rank, "t": wall_ns(), "m": frames})
 
 
 def decode(frame):
