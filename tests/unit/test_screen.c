@@ -579,7 +579,7 @@ static void test_canvas_memo(void)
         int x = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 26 - 1;
         int maxw = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
         /* the warm canvas keeps its memo across puts; only the cells are blanked */
-        for (int i = 0; i < warm.w; i++) warm.cells[i] = (Cell){ ' ', ST_NORMAL };
+        for (int i = 0; i < warm.w; i++) warm.cells[i] = (Cell){ .ch = ' ', .style = ST_NORMAL };
         Canvas cold;
         canvas_init(&cold, true);
         canvas_reset(&cold, 24, 1);
@@ -612,6 +612,20 @@ static void test_canvas_memo(void)
                     canvas_done(&b);
                 }
     CHECK(bad == 0, "%d rules differ from a put per column", bad);
+    /* the view compares a row with the last frame's by its bytes: every way
+     * of writing a cell leaves its spare bytes 0 */
+    Canvas z;
+    canvas_init(&z, true);
+    canvas_reset(&z, 30, 2);
+    canvas_put(&z, 0, 0, 30, ST_BOLD, "\xe6\x97\xa5 waiting for hello, a longer text");
+    canvas_fill(&z, 1, 2, 5, ST_SEL);
+    canvas_restyle(&z, 1, 0, 30, ST_WARN);
+    canvas_repeat(&z, 1, 10, 8, ST_RULE, "\xe2\x94\x80");
+    canvas_set(&z, 1, 29, 'x', ST_OK);
+    int spare = 0;
+    for (int i = 0; i < z.w * z.h; i++) spare += z.cells[i].zero_[0] | z.cells[i].zero_[1] | z.cells[i].zero_[2];
+    CHECK(spare == 0, "a cell's spare bytes are not 0");
+    canvas_done(&z);
     TEST_END();
 }
 

@@ -41,7 +41,7 @@ int canvas_reset(Canvas *c, int w, int h)
     }
     c->w = w;
     c->h = h;
-    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ ' ', ST_NORMAL };
+    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ .ch = ' ', .style = ST_NORMAL };
     /* a frame decodes with the locale of its time */
     memset(c->glyph, 0, sizeof c->glyph);
     return 0;
@@ -199,11 +199,11 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
     while (iter_next(&it, &cp, &cw)) {
         if (cw == 0) continue; /* combining marks: dropped, never misplaced */
         if (cols + cw > keep) break;
-        *at(c, y, x + cols) = (Cell){ cp, (uint8_t)style };
-        if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ 0, (uint8_t)style };
+        *at(c, y, x + cols) = (Cell){ .ch = cp, .style = (uint8_t)style };
+        if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ .ch = 0, .style = (uint8_t)style };
         cols += cw;
     }
-    if (ellipsis) *at(c, y, x + cols++) = (Cell){ c->utf8 ? 0x2026u : '~', (uint8_t)style };
+    if (ellipsis) *at(c, y, x + cols++) = (Cell){ .ch = c->utf8 ? 0x2026u : '~', .style = (uint8_t)style };
     return cols;
 }
 
@@ -232,13 +232,13 @@ void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style)
 {
     if (y < 0 || y >= c->h || x < 0 || x >= c->w) return;
     if (!c->utf8 && (ch < 0x20 || ch > 0x7e)) ch = '?';
-    *at(c, y, x) = (Cell){ ch, (uint8_t)style };
+    *at(c, y, x) = (Cell){ .ch = ch, .style = (uint8_t)style };
 }
 
 void canvas_fill(Canvas *c, int y, int x, int w, int style)
 {
     if (y < 0 || y >= c->h) return;
-    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) *at(c, y, i) = (Cell){ ' ', (uint8_t)style };
+    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) *at(c, y, i) = (Cell){ .ch = ' ', .style = (uint8_t)style };
 }
 
 void canvas_restyle(Canvas *c, int y, int x, int w, int style)

@@ -49,6 +49,7 @@ typedef enum {
 typedef struct {
     uint32_t ch; /* Unicode code point; 0 on the right half of a wide character */
     uint8_t style;
+    uint8_t zero_[3]; /* never set, so always 0: equal rows are equal bytes (memcmp) */
 } Cell;
 
 /* A character decoded before: its bytes (packed), code point and columns. */
