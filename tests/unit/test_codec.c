@@ -15,6 +15,7 @@
 #include <msgpack.h>
 
 #include "check.h"
+#include "base/utf8.h"
 #include "wire/codec.h"
 #include "wire/codec_priv.h"
 #include "wire/protocol.h"
@@ -1811,6 +1812,64 @@ static void test_burst(void)
     TEST_END();
 }
 
+/* codec_utf8_copy copies ASCII a byte at a time without asking utf8_seq:
+ * the same bytes and length as the walk that asks for every character, for
+ * random strings of ASCII, NULs, well- and ill-formed sequences and every
+ * capacity from 0 to past the string (a cut ASCII run, a sequence cut at
+ * the end of the field). */
+static size_t utf8_copy_walk(char *out, size_t cap, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    if (cap == 0) return 0;
+    while (i < n && u[i] != 0) {
+        size_t k = utf8_seq(u + i, n - i);
+        if (k == 0) {
+            if (o + 1 >= cap) break;
+            out[o++] = '?';
+            i++;
+            continue;
+        }
+        if (o + k >= cap) break;
+        memcpy(out + o, u + i, k);
+        o += k;
+        i += k;
+    }
+    out[o] = 0;
+    return o;
+}
+
+static void test_utf8_copy(void)
+{
+    TEST_BEGIN("utf8_copy_ascii_bytes_as_the_checked_walk");
+    static const char *pieces[] = { "a", "allreduce", " ", "\x7f", "\x01", "\xc3\xa9", "\xe2\x94\x80", "\xf0\x9f\x98\x80",
+                                    "\xe2\x94", "\xc0\xaf", "\xed\xa0\x80", "\xff", "\x80", "\0", "\xf4\x90\x80\x80" };
+    const unsigned np = sizeof pieces / sizeof pieces[0];
+    uint32_t seed = 7;
+    int diffs = 0, cases = 0;
+    for (int n = 0; n < 20000; n++) {
+        char s[96];
+        size_t len = 0;
+        int k = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 8;
+        for (int i = 0; i < k; i++) {
+            const char *p = pieces[((seed = seed * 1103515245u + 12345u) >> 16) % np];
+            size_t pl = p[0] ? strlen(p) : 1; /* "\0": one NUL byte */
+            memcpy(s + len, p, pl);
+            len += pl;
+        }
+        for (size_t cap = 0; cap <= len + 2; cap++) {
+            char a[100], b[100];
+            memset(a, 'x', sizeof a);
+            memset(b, 'x', sizeof b);
+            size_t ra = codec_utf8_copy(a, cap, s, len), rb = utf8_copy_walk(b, cap, s, len);
+            if (ra != rb || memcmp(a, b, sizeof a)) diffs++;
+            cases++;
+        }
+    }
+    CHECK(diffs == 0, "%d of %d copies differ from the checked walk", diffs, cases);
+    TEST_END();
+}
+
 int main(void)
 {
     test_names();
@@ -1820,6 +1879,7 @@ int main(void)
     test_envelope_optional();
     test_extremes();
     test_truncate_strings();
+    test_utf8_copy();
     test_truncations();
     test_wrong_types();
     test_accepted_forms();

@@ -545,6 +545,90 @@ static void test_canvas(void)
     TEST_END();
 }
 
+/* The canvas's memo of decoded characters and its rules (canvas_repeat)
+ * change no cell: text put into a canvas whose memo is warm from thousands
+ * of puts before is cell for cell what a fresh canvas makes of it, invalid,
+ * cut, wide and combining sequences included; a rule is cell for cell a put
+ * per column, at and past the edges. */
+static bool same_cells(const Canvas *a, const Canvas *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a->cells[i].ch != b->cells[i].ch || a->cells[i].style != b->cells[i].style) return false;
+    return true;
+}
+
+static void test_canvas_memo(void)
+{
+    TEST_BEGIN("canvas_memo_and_rules_change_no_cell");
+    static const char *pieces[] = {
+        "\xe2\x94\x80", "\xe2\x94\x82", "\xe2\x80\xa6", "\xe2\x96\x81", "\xe2\x96\x88", "\xc3\xa9", "\xce\xbb",
+        "\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xcc\x81", "\xe2\x94", "\xe2\x94\x41", "\xe0\x80\x80", "\xed\xa0\x80",
+        "\xf4\x90\x80\x80", "\xc0\xaf", "\xc2", "\xff", "\x01", "\t", "a", "7", " ", "word", "\xef\xbf\xbd",
+        "\xe2\x80\x8b", "\xf0\x9f\x87\xa9",
+    };
+    const int np = (int)(sizeof pieces / sizeof pieces[0]);
+    Canvas warm;
+    canvas_init(&warm, true);
+    canvas_reset(&warm, 24, 1);
+    uint32_t seed = 12345;
+    int diffs = 0, cases = 0, hits_possible = 0;
+    for (int n = 0; n < 20000; n++) {
+        char s[64] = "";
+        int k = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 6;
+        for (int i = 0; i < k; i++) strcat(s, pieces[((seed = seed * 1103515245u + 12345u) >> 16) % (unsigned)np]);
+        int x = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 26 - 1;
+        int maxw = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
+        /* the warm canvas keeps its memo across puts; only the cells are blanked */
+        for (int i = 0; i < warm.w; i++) warm.cells[i] = (Cell){ .ch = ' ', .style = ST_NORMAL };
+        Canvas cold;
+        canvas_init(&cold, true);
+        canvas_reset(&cold, 24, 1);
+        int a = canvas_put(&warm, 0, x, maxw, ST_BOLD, s), b = canvas_put(&cold, 0, x, maxw, ST_BOLD, s);
+        if (a != b || !same_cells(&warm, &cold, 24)) diffs++;
+        if (canvas_text_width(&warm, s) != canvas_text_width(&cold, s)) diffs++;
+        cases++;
+        canvas_done(&cold);
+    }
+    for (int i = 0; i < CANVAS_GLYPHS; i++) hits_possible += warm.glyph[i].len > 0;
+    CHECK(diffs == 0, "%d of %d puts differ from a fresh canvas's", diffs, cases);
+    CHECK(hits_possible > 0, "the memo kept nothing");
+    canvas_done(&warm);
+
+    static const char *rules[] = { "\xe2\x94\x80", "-", "\xe6\x97\xa5", "", "ab", "\xcc\x81", "\xe2\x94", "word" };
+    int bad = 0;
+    for (int r = 0; r < (int)(sizeof rules / sizeof rules[0]); r++)
+        for (int x = -3; x <= 12; x++)
+            for (int n = -1; n <= 14; n++)
+                for (int y = -1; y <= 1; y++) {
+                    Canvas a, b;
+                    canvas_init(&a, true);
+                    canvas_init(&b, true);
+                    canvas_reset(&a, 10, 1);
+                    canvas_reset(&b, 10, 1);
+                    int cols = canvas_repeat(&a, y, x, n, ST_RULE, rules[r]), want = 0;
+                    for (int i = 0; i < n; i++) want += canvas_put(&b, y, x + i, 1, ST_RULE, rules[r]);
+                    if (cols != want || !same_cells(&a, &b, 10)) bad++;
+                    canvas_done(&a);
+                    canvas_done(&b);
+                }
+    CHECK(bad == 0, "%d rules differ from a put per column", bad);
+    /* the view compares a row with the last frame's by its bytes: every way
+     * of writing a cell leaves its spare bytes 0 */
+    Canvas z;
+    canvas_init(&z, true);
+    canvas_reset(&z, 30, 2);
+    canvas_put(&z, 0, 0, 30, ST_BOLD, "\xe6\x97\xa5 waiting for hello, a longer text");
+    canvas_fill(&z, 1, 2, 5, ST_SEL);
+    canvas_restyle(&z, 1, 0, 30, ST_WARN);
+    canvas_repeat(&z, 1, 10, 8, ST_RULE, "\xe2\x94\x80");
+    canvas_set(&z, 1, 29, 'x', ST_OK);
+    int spare = 0;
+    for (int i = 0; i < z.w * z.h; i++) spare += z.cells[i].zero_[0] | z.cells[i].zero_[1] | z.cells[i].zero_[2];
+    CHECK(spare == 0, "a cell's spare bytes are not 0");
+    canvas_done(&z);
+    TEST_END();
+}
+
 /* A Python rank's line on its row and detail, a lint on the rows, and the
  * w page: asked by the key, filled by the run loop, scrolled, closed. */
 static void test_python_rank(void)
@@ -696,6 +780,7 @@ int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
     test_canvas();
+    test_canvas_memo();
     test_panels_120x40();
     test_loss_now();
     test_one_rank_bandwidth();

@@ -210,6 +210,12 @@ size_t codec_utf8_copy(char *out, size_t cap, const char *s, size_t n)
     size_t i = 0, o = 0;
     if (cap == 0) return 0;
     while (i < n && u[i] != 0) {
+        /* ASCII, most of any string on the wire: a byte, no sequence to check */
+        if (u[i] < 0x80) {
+            if (o + 1 >= cap) break;
+            out[o++] = (char)u[i++];
+            continue;
+        }
         size_t k = utf8_seq(u + i, n - i);
         if (k == 0) {
             if (o + 1 >= cap) break;

@@ -41,7 +41,9 @@ int canvas_reset(Canvas *c, int w, int h)
     }
     c->w = w;
     c->h = h;
-    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ ' ', ST_NORMAL };
+    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ .ch = ' ', .style = ST_NORMAL };
+    /* a frame decodes with the locale of its time */
+    memset(c->glyph, 0, sizeof c->glyph);
     return 0;
 }
 
@@ -64,6 +66,21 @@ static size_t next_char(const Canvas *c, const char *s, size_t left, mbstate_t *
         *cp = b0;
         *cols = 1;
         return 1;
+    }
+    /* a multi-byte character decoded before: its bytes give the same
+     * answer again (UTF-8 has no shift state: st is initial here) */
+    size_t want = b0 >= 0xc2 && b0 <= 0xdf ? 2 : b0 >= 0xe0 && b0 <= 0xef ? 3 : b0 >= 0xf0 && b0 <= 0xf4 ? 4 : 0;
+    CanvasGlyph *g = NULL;
+    uint32_t bytes = 0;
+    if (c->utf8 && want && left >= want) {
+        for (size_t i = 0; i < want; i++) bytes = bytes << 8 | (unsigned char)s[i];
+        /* a cache, not the canvas's content: kept in the canvas, written through a const view */
+        g = (CanvasGlyph *)&c->glyph[(bytes * 2654435761u) >> 28];
+        if (g->len == want && g->bytes == bytes) {
+            *cp = g->cp;
+            *cols = g->cols;
+            return want;
+        }
     }
     wchar_t wc;
     size_t k;
@@ -89,6 +106,7 @@ static size_t next_char(const Canvas *c, const char *s, size_t left, mbstate_t *
     }
     *cp = (uint32_t)wc;
     *cols = w;
+    if (g && k == want) *g = (CanvasGlyph){ bytes, (uint32_t)wc, (uint8_t)want, (uint8_t)w };
     return k;
 }
 
@@ -181,11 +199,11 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
     while (iter_next(&it, &cp, &cw)) {
         if (cw == 0) continue; /* combining marks: dropped, never misplaced */
         if (cols + cw > keep) break;
-        *at(c, y, x + cols) = (Cell){ cp, (uint8_t)style };
-        if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ 0, (uint8_t)style };
+        *at(c, y, x + cols) = (Cell){ .ch = cp, .style = (uint8_t)style };
+        if (cw == 2) *at(c, y, x + cols + 1) = (Cell){ .ch = 0, .style = (uint8_t)style };
         cols += cw;
     }
-    if (ellipsis) *at(c, y, x + cols++) = (Cell){ c->utf8 ? 0x2026u : '~', (uint8_t)style };
+    if (ellipsis) *at(c, y, x + cols++) = (Cell){ .ch = c->utf8 ? 0x2026u : '~', .style = (uint8_t)style };
     return cols;
 }
 
@@ -199,17 +217,28 @@ int canvas_printf(Canvas *c, int y, int x, int maxw, int style, const char *fmt,
     return canvas_put(c, y, x, maxw, style, buf);
 }
 
+int canvas_repeat(Canvas *c, int y, int x, int n, int style, const char *s)
+{
+    /* each copy would be the same cell: the first one put, the rest copied */
+    int i = x < 0 ? -x : 0;
+    if (i >= n || canvas_put(c, y, x + i, 1, style, s) != 1) return 0;
+    Cell first = *at(c, y, x + i);
+    int cols = 1;
+    for (i++; i < n && x + i < c->w; i++, cols++) *at(c, y, x + i) = first;
+    return cols;
+}
+
 void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style)
 {
     if (y < 0 || y >= c->h || x < 0 || x >= c->w) return;
     if (!c->utf8 && (ch < 0x20 || ch > 0x7e)) ch = '?';
-    *at(c, y, x) = (Cell){ ch, (uint8_t)style };
+    *at(c, y, x) = (Cell){ .ch = ch, .style = (uint8_t)style };
 }
 
 void canvas_fill(Canvas *c, int y, int x, int w, int style)
 {
     if (y < 0 || y >= c->h) return;
-    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) *at(c, y, i) = (Cell){ ' ', (uint8_t)style };
+    for (int i = x < 0 ? 0 : x; i < x + w && i < c->w; i++) *at(c, y, i) = (Cell){ .ch = ' ', .style = (uint8_t)style };
 }
 
 void canvas_restyle(Canvas *c, int y, int x, int w, int style)

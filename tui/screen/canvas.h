@@ -49,13 +49,26 @@ typedef enum {
 typedef struct {
     uint32_t ch; /* Unicode code point; 0 on the right half of a wide character */
     uint8_t style;
+    uint8_t zero_[3]; /* never set, so always 0: equal rows are equal bytes (memcmp) */
 } Cell;
+
+/* A character decoded before: its bytes (packed), code point and columns. */
+typedef struct {
+    uint32_t bytes, cp;
+    uint8_t len, cols;
+} CanvasGlyph;
+
+#define CANVAS_GLYPHS 16
 
 typedef struct {
     int w, h;
     bool utf8;   /* else anything outside printable ASCII becomes '?' */
     Cell *cells; /* [h][w] */
     size_t cap;
+    /* the last multi-byte characters mbrtowc and wcwidth decoded (rules,
+     * plot blocks, ellipses: the same few a frame), by their bytes;
+     * emptied by canvas_reset */
+    CanvasGlyph glyph[CANVAS_GLYPHS];
 } Canvas;
 
 void canvas_init(Canvas *c, bool utf8);
@@ -75,6 +88,9 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s);
 /* Like canvas_put, with a printf format. */
 int canvas_printf(Canvas *c, int y, int x, int maxw, int style, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* canvas_put(c, y, x + i, 1, style, s) for i in [0, n): a rule of n copies
+ * of one character along row y, decoded once. Returns the columns written. */
+int canvas_repeat(Canvas *c, int y, int x, int n, int style, const char *s);
 /* One code point (width 1) at (y, x). */
 void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style);
 /* Blank w cells from (y, x) in a style (bars, selections). */

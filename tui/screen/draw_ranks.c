@@ -541,7 +541,7 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
     const JobRank *r = &j->ranks[rank];
     Canvas *cv = d->cv;
     int end = y + h;
-    for (int i = 0; i < w; i++) canvas_put(cv, y, x + i, 1, ST_RULE, d->g->hline);
+    canvas_repeat(cv, y, x, w, ST_RULE, d->g->hline);
     int cx = x + 1 + canvas_printf(cv, y, x + 1, w - 1, ST_RULE_FOCUS, " rank %d ", rank);
     canvas_put(cv, y, cx, x + w - cx, ST_RULE, " Esc closes, Up/Down: other ranks ");
     int row = y + 1;

@@ -162,7 +162,7 @@ int draw_rule(DrawCtx *d, PanelId p, int x, int y, int w, const char *extra)
 {
     bool focus = d->ui->focus == p && d->ui->overlay == UI_NO_OVERLAY;
     int st = focus ? ST_RULE_FOCUS : ST_RULE;
-    for (int i = 0; i < w; i++) canvas_put(d->cv, y, x + i, 1, ST_RULE, d->g->hline);
+    canvas_repeat(d->cv, y, x, w, ST_RULE, d->g->hline);
     char label[96];
     snprintf(label, sizeof label, " %d %s ", (int)p + 1, ui_panel_name(p));
     int cx = x + 1;
@@ -458,10 +458,8 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
     int x0 = (w - bw) / 2, y0 = (h - bh) / 2;
     if (y0 < 1) y0 = 1;
     for (int y = y0; y < y0 + bh; y++) canvas_fill(d->cv, y, x0, bw, ST_NORMAL);
-    for (int i = 0; i < bw; i++) {
-        canvas_put(d->cv, y0, x0 + i, 1, ST_RULE_FOCUS, d->g->hline);
-        canvas_put(d->cv, y0 + bh - 1, x0 + i, 1, ST_RULE, d->g->hline);
-    }
+    canvas_repeat(d->cv, y0, x0, bw, ST_RULE_FOCUS, d->g->hline);
+    canvas_repeat(d->cv, y0 + bh - 1, x0, bw, ST_RULE, d->g->hline);
     for (int y = y0 + 1; y < y0 + bh - 1; y++) {
         canvas_put(d->cv, y, x0, 1, ST_RULE, d->g->vline);
         canvas_put(d->cv, y, x0 + bw - 1, 1, ST_RULE, d->g->vline);

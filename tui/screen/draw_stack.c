@@ -29,7 +29,7 @@ void draw_stack(DrawCtx *d, int x, int y, int w, int h)
     Ui *u = d->ui;
     Canvas *cv = d->cv;
     int end = y + h;
-    for (int i = 0; i < w; i++) canvas_put(cv, y, x + i, 1, ST_RULE, d->g->hline);
+    canvas_repeat(cv, y, x, w, ST_RULE, d->g->hline);
     int cx = x + 1 + canvas_printf(cv, y, x + 1, w - 1, ST_RULE_FOCUS, " rank %d Python stacks ", u->stack_rank);
     cx += canvas_put(cv, y, cx, x + w - cx, ST_RULE, " Esc closes, Up/Down/PgUp/PgDn scroll, w asks again ");
     int row = y + 1;

@@ -377,6 +377,8 @@ static void blit_row(ViewTui *v, int y, bool full)
         return;
     }
     const Cell *now = &c->cells[(size_t)y * (size_t)c->w], *was = &v->prev.cells[(size_t)y * (size_t)c->w];
+    /* an unchanged row (most of a frame's): one comparison of its bytes */
+    if (!memcmp(now, was, (size_t)c->w * sizeof *now)) return;
     int x = 0;
     while (x < c->w) {
         if (now[x].ch == was[x].ch && now[x].style == was[x].style) {
