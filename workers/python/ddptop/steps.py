@@ -72,8 +72,7 @@ def _report(r, opt, opt_s, now):
     if cuda:
         r.send_step_later(fields, loss)
     else:
-        if r.later_colls or r.deferred is not None:
-            r.flush_step(collect=False)   # this step's buckets first, as they completed (collected before the step)
+        r.flush_step(collect=False)   # this step's buckets first, as they completed (collected before the step)
         r.up.send("step", fields)
     r.step_t0 = now
     r.losses, r.batch_samples, r.batch_t, r.bwd_s, r.first_bwd_t, r.comm_s, r.exposed_s = [], 0, 0.0, 0.0, 0.0, 0.0, 0.0
