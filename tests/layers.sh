@@ -41,7 +41,7 @@ probe() { # layer header
     local tree=$1 layer=$2 hdr=$3
     printf '#include "%s"\nint probe_x;\n' "$hdr" > "$tmp/probe.c"
     # shellcheck disable=SC2086
-    if $CC $CFLAGS -I"$BUILD/inc/$layer" -fsyntax-only "$tmp/probe.c" 2>/dev/null; then
+    if $CC $CFLAGS -I"$BUILD/inc/$layer" -fsyntax-only -MF "$tmp/probe.d" "$tmp/probe.c" 2>/dev/null; then
         say "FAIL: $tree/$layer/ may include $hdr"; fail=1
     fi
 }
@@ -51,10 +51,11 @@ probe transport wire model/job.h
 probe transport net train/trainer.h
 probe workers nn comm/comm.h
 probe tui view launch/launcher.h
-# ...and an allowed one compiles (the probe itself works).
+# ...and an allowed one compiles (the probe itself works). -MF: CFLAGS's -MMD
+# would leave a-ok.d in the checkout.
 printf '#include "wire/protocol.h"\nint probe_x;\n' > "$tmp/ok.c"
 # shellcheck disable=SC2086
-$CC $CFLAGS -I"$BUILD/inc/model" -fsyntax-only "$tmp/ok.c" || { say "FAIL: model cannot include wire/protocol.h"; fail=1; }
+$CC $CFLAGS -I"$BUILD/inc/model" -fsyntax-only -MF "$tmp/ok.d" "$tmp/ok.c" || { say "FAIL: model cannot include wire/protocol.h"; fail=1; }
 
 # The job model is told the time; it never reads a clock (replay feeds it recorded times).
 clocky=$(grep -lE 'clock_gettime|base/clock\.h|\btime\(|gettimeofday' tui/model/*.[ch] 2>/dev/null)
