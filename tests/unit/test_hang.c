@@ -268,6 +268,42 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("a_waiting_rank_that_ends_first_is_not_blamed");
+    {
+        /* rank 1 of 4 stalls; ranks 0,2,3 wait in all-reduce #12. The ladder
+         * (or its own timeout) ends rank 2 first, and the next look at the
+         * same hang sees it outside the collective: the hang still names
+         * rank 1 alone, its event keeps what it said, the verdict blames 1. */
+        int64_t t = 100 * S, wall = 1700000000LL * S;
+        Job *j = stepped_job(4, 10, &t, wall);
+        HangRank snap[4];
+        for (int k = 0; k < 4; k++) rank(&snap[k], k, 10, k == 1 ? -1 : 12, "allreduce", wall - 3 * S);
+        HangReport rep;
+        CHECK(hang_analyze(snap, 4, wall, 2 * S, &rep) == 1, "hang expected");
+        CHECK(hang_note(j, &rep, t += S, wall), "a new hang is new");
+        job_rank_exited(j, 2, 102, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
+        hang_snapshot(j, t, snap, 4);
+        for (int k = 0; k < 4; k++)
+            if (k != 2) rank(&snap[k], k, 10, k == 1 ? -1 : 12, "allreduce", wall - 3 * S);
+        CHECK(snap[2].exited && snap[2].inflight_seq < 0, "rank 2 exited, outside the collective");
+        CHECK(hang_analyze(snap, 4, wall + S, 2 * S, &rep) == 1 && rep.n_missing == 2, "missing %d: %s",
+              rep.n_missing, rep.verdict);
+        CHECK(!hang_note(j, &rep, t += S, wall + S), "the same hang");
+        CHECK(j->hang.n_missing == 1 && j->hang.missing[0] == 1, "missing %d, first %d", j->hang.n_missing,
+              j->hang.missing[0]);
+        const JobEvent *e = job_event_nth(j, j->hang.ev);
+        CHECK(e && strstr(e->text, "hang: ranks 0,2,3 wait in all-reduce #12"), "event: %s", e ? e->text : "");
+        for (int k = 0; k < 4; k++)
+            if (k != 2) job_rank_exited(j, k, 100 + k, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
+        char v[512];
+        job_verdict(j, v, sizeof v);
+        CHECK(!strcmp(v, "job failed: rank 1 stalled at step 10 (ranks 0,2,3 waited for it in all-reduce #12); "
+                         "ranks 0-3 were stopped by ddptop (SIGTERM)"),
+              "verdict: %s", v);
+        job_free(&j);
+    }
+    TEST_END();
+
     TEST_BEGIN("an_unsafe_stop_is_blamed_on_the_rank_that_left");
     {
         /* rank 1 of 2 left after step 10 (unsafe stop) and waits in barrier

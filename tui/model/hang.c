@@ -315,11 +315,38 @@ static bool same_hang(const JobHang *h, const HangReport *rep)
     return h->active && h->seq == rep->seq && !strcmp(h->op, rep->op);
 }
 
+/* The same hang a second later names a rank that was waiting as missing:
+ * it left the collective since (its own timeout, ddptop's SIGTERM in the
+ * ladder), which makes it no new culprit. The list only shrinks then (a
+ * missing rank may have arrived meanwhile) and the event keeps what it said
+ * while the picture was whole. Returns true when that was the case. */
+static bool shrink_missing(JobHang *h, const HangReport *rep)
+{
+    int nh = h->n_missing < JOB_HANG_LIST ? h->n_missing : JOB_HANG_LIST;
+    int nr = rep->n_missing < HANG_LIST_MAX ? rep->n_missing : HANG_LIST_MAX;
+    bool grows = false;
+    for (int i = 0; i < nr && !grows; i++) {
+        bool was = false;
+        for (int k = 0; k < nh && !was; k++) was = h->missing[k] == rep->missing[i];
+        grows = !was;
+    }
+    if (!grows) return false;
+    int kept = 0;
+    for (int k = 0; k < nh; k++) {
+        bool still = false;
+        for (int i = 0; i < nr && !still; i++) still = rep->missing[i] == h->missing[k];
+        if (still) h->missing[kept++] = h->missing[k];
+    }
+    if (kept > 0) h->n_missing = kept;
+    return true;
+}
+
 bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
 {
     if (!j || !rep || !rep->hung) return false;
     JobHang *h = &j->hang;
     bool fresh = !same_hang(h, rep) || !job_event_nth(j, h->ev);
+    if (!fresh && shrink_missing(h, rep)) return false;
     h->active = true;
     h->seq = rep->seq;
     snprintf(h->op, sizeof h->op, "%s", rep->op);
