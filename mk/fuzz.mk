@@ -22,7 +22,7 @@ FUZZ_LIBS  := $(shell pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) 
 
 FUZZ_SRC_codec       := $(FUZZ_BASE)
 FUZZ_SRC_store       := $(FUZZ_BASE)
-FUZZ_SRC_safetensors := $(FUZZ_BASE) workers/ckpt/safetensors.c
+FUZZ_SRC_safetensors := $(FUZZ_BASE) workers/ckpt/safetensors.c workers/ckpt/st_json.c
 FUZZ_SRC_record      := $(FUZZ_BASE) tui/record/record.c
 FUZZ_NAMES := codec store safetensors record
 FUZZ_BINS  := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)

@@ -2,8 +2,8 @@
  * everything in the file.
  *
  * Owns: the file format (u64 LE header length, JSON header padded with spaces
- * to a multiple of 8, tensor bytes), a small strict JSON parser for the
- * header, validation. Does not own: atomic replacement of checkpoints (the
+ * to a multiple of 8, tensor bytes), validation of the header (read by the
+ * strict JSON reader of st_json.c). Does not own: atomic replacement of checkpoints (the
  * caller writes into a temporary directory and renames), byte order of the
  * tensor data (little-endian, as on every machine we build for).
  * No globals: any thread, one StFile per thread at a time.
@@ -15,9 +15,11 @@
  * are skipped, as serde does there.
  */
 #include "ckpt/safetensors.h"
+#include "ckpt/st_json.h"
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +34,6 @@
 #define ST_MAX_HEADER_BYTES (100u << 20) /* the reference reader's limit */
 #define ST_MAX_TENSORS      (1 << 17)
 #define ST_MAX_META         (1 << 16)
-#define ST_MAX_DEPTH        64 /* nesting inside skipped values */
 #define ST_ALIGN            64 /* data section alignment in memory */
 
 typedef struct {
@@ -82,35 +83,12 @@ static const char *shown(char *dst, size_t cap, const char *s)
     return dst;
 }
 
-/* Length of the valid UTF-8 prefix of b[0..n). */
+/* Length of the valid UTF-8 prefix of b[0..n), by ddptop's one rule. */
 static size_t utf8_valid_prefix(const unsigned char *b, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = b[i];
-        size_t len;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            len = 2, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            len = 3, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            len = 4, min = 0x10000, c &= 0x07;
-        } else {
-            return i;
-        }
-        if (n - i < len) return i;
-        for (size_t k = 1; k < len; k++) {
-            if ((b[i + k] & 0xc0) != 0x80) return i;
-            c = c << 6 | (b[i + k] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return i;
-        i += len;
-    }
-    return n;
+    size_t i = 0, k;
+    while (i < n && (k = utf8_seq(b + i, n - i)) > 0) i += k;
+    return i;
 }
 
 /* ---- writer ---- */
@@ -231,277 +209,6 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
         return -1;
     }
     return 0;
-}
-
-/* ---- strict JSON, just what a header needs ---- */
-
-typedef struct {
-    const char *start, *p, *end;
-    const char *path;
-    char *err;
-    size_t errlen;
-    bool failed;
-} Js;
-
-static int js_fail(Js *j, const char *fmt, ...)
-{
-    if (j->failed) return -1;
-    j->failed = true;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(j->err, j->errlen, "%s: bad header at byte %zu: %s", j->path, (size_t)(j->p - j->start), msg);
-    return -1;
-}
-
-static void js_ws(Js *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
-}
-
-/* Consume c (after whitespace) or fail. */
-static int js_expect(Js *j, char c)
-{
-    js_ws(j);
-    if (j->p >= j->end) return js_fail(j, "expected '%c', header ends", c);
-    if (*j->p != c) return js_fail(j, "expected '%c'", c);
-    j->p++;
-    return 0;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static int js_hex4(Js *j, unsigned *out)
-{
-    if (j->end - j->p < 4) return js_fail(j, "short \\u escape");
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hexval(j->p[i]);
-        if (h < 0) return js_fail(j, "bad \\u escape");
-        v = v << 4 | (unsigned)h;
-    }
-    j->p += 4;
-    *out = v;
-    return 0;
-}
-
-/* Parse a string into a malloc'd, NUL-terminated *out (NULL: skip it).
- * Embedded NULs are refused: names and metadata are C strings here. */
-static int js_string(Js *j, char **out)
-{
-    if (js_expect(j, '"') < 0) return -1;
-    char *buf = NULL;
-    size_t len = 0;
-    if (out) {
-        /* decoded text is never longer than the encoded text */
-        const char *q = j->p;
-        while (q < j->end && *q != '"') {
-            if (*q == '\\' && q + 1 < j->end) q++;
-            q++;
-        }
-        if (!(buf = malloc((size_t)(q - j->p) + 1))) return js_fail(j, "out of memory");
-    }
-    for (;;) {
-        if (j->p >= j->end) {
-            free(buf);
-            return js_fail(j, "unterminated string");
-        }
-        unsigned char c = (unsigned char)*j->p++;
-        if (c == '"') break;
-        if (c < 0x20) {
-            free(buf);
-            return js_fail(j, "control character in string");
-        }
-        if (c != '\\') {
-            if (buf) buf[len++] = (char)c;
-            continue;
-        }
-        if (j->p >= j->end) {
-            free(buf);
-            return js_fail(j, "unterminated escape");
-        }
-        char e = *j->p++;
-        unsigned cp;
-        switch (e) {
-        case '"': cp = '"'; break;
-        case '\\': cp = '\\'; break;
-        case '/': cp = '/'; break;
-        case 'b': cp = '\b'; break;
-        case 'f': cp = '\f'; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'u':
-            if (js_hex4(j, &cp) < 0) {
-                free(buf);
-                return -1;
-            }
-            if (cp >= 0xdc00 && cp <= 0xdfff) {
-                free(buf);
-                return js_fail(j, "lone low surrogate");
-            }
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                unsigned lo;
-                if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u') {
-                    free(buf);
-                    return js_fail(j, "lone high surrogate");
-                }
-                j->p += 2;
-                if (js_hex4(j, &lo) < 0) {
-                    free(buf);
-                    return -1;
-                }
-                if (lo < 0xdc00 || lo > 0xdfff) {
-                    free(buf);
-                    return js_fail(j, "bad surrogate pair");
-                }
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            }
-            if (cp == 0) {
-                free(buf);
-                return js_fail(j, "NUL in string");
-            }
-            break;
-        default: free(buf); return js_fail(j, "bad escape '\\%c'", e >= 0x20 && e < 0x7f ? e : '?');
-        }
-        if (!buf) continue;
-        /* UTF-8 of cp; an escape is at least 2 source bytes, a surrogate
-         * pair 12, so the output still fits in the buffer. */
-        if (cp < 0x80) {
-            buf[len++] = (char)cp;
-        } else if (cp < 0x800) {
-            buf[len++] = (char)(0xc0 | cp >> 6);
-            buf[len++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            buf[len++] = (char)(0xe0 | cp >> 12);
-            buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            buf[len++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            buf[len++] = (char)(0xf0 | cp >> 18);
-            buf[len++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-            buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            buf[len++] = (char)(0x80 | (cp & 0x3f));
-        }
-    }
-    if (buf) {
-        buf[len] = '\0';
-        *out = buf;
-    }
-    return 0;
-}
-
-/* A non-negative integer without sign, fraction or exponent, < 2^63. */
-static int js_uint(Js *j, uint64_t *out)
-{
-    js_ws(j);
-    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return js_fail(j, "expected a non-negative integer");
-    if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9') return js_fail(j, "leading zero");
-    uint64_t v = 0;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-        unsigned d = (unsigned)(*j->p - '0');
-        if (v > (UINT64_C(0x7fffffffffffffff) - d) / 10) return js_fail(j, "integer too large");
-        v = v * 10 + d;
-        j->p++;
-    }
-    if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
-        return js_fail(j, "expected an integer, not a fraction");
-    *out = v;
-    return 0;
-}
-
-static int js_skip_value(Js *j, int depth);
-
-/* Any JSON number, skipped (only inside keys we do not use). */
-static int js_skip_number(Js *j)
-{
-    const char *p = j->p;
-    if (p < j->end && *p == '-') p++;
-    if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad value");
-    if (*p == '0')
-        p++;
-    else
-        while (p < j->end && *p >= '0' && *p <= '9') p++;
-    if (p < j->end && *p == '.') {
-        p++;
-        if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad number");
-        while (p < j->end && *p >= '0' && *p <= '9') p++;
-    }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < j->end && (*p == '+' || *p == '-')) p++;
-        if (p >= j->end || *p < '0' || *p > '9') return js_fail(j, "bad number");
-        while (p < j->end && *p >= '0' && *p <= '9') p++;
-    }
-    j->p = p;
-    return 0;
-}
-
-static int js_skip_value(Js *j, int depth)
-{
-    if (depth > ST_MAX_DEPTH) return js_fail(j, "nested too deeply");
-    js_ws(j);
-    if (j->p >= j->end) return js_fail(j, "expected a value, header ends");
-    char c = *j->p;
-    if (c == '"') return js_string(j, NULL);
-    if (c == '{' || c == '[') {
-        char close = c == '{' ? '}' : ']';
-        j->p++;
-        js_ws(j);
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            return 0;
-        }
-        for (;;) {
-            if (c == '{' && (js_string(j, NULL) < 0 || js_expect(j, ':') < 0)) return -1;
-            if (js_skip_value(j, depth + 1) < 0) return -1;
-            js_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            return js_expect(j, close);
-        }
-    }
-    static const char *const lits[] = { "true", "false", "null" };
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(lits[i]);
-        if ((size_t)(j->end - j->p) >= n && memcmp(j->p, lits[i], n) == 0) {
-            j->p += n;
-            return 0;
-        }
-    }
-    return js_skip_number(j);
-}
-
-/* After an element: ',' (returns 1: more) or the closing char (returns 0). */
-static int js_next(Js *j, char close)
-{
-    js_ws(j);
-    if (j->p < j->end && *j->p == ',') {
-        j->p++;
-        return 1;
-    }
-    return js_expect(j, close) < 0 ? -1 : 0;
-}
-
-/* '{' then either '}' (returns 0: empty) or nothing consumed (returns 1). */
-static int js_open(Js *j, char open, char close)
-{
-    if (js_expect(j, open) < 0) return -1;
-    js_ws(j);
-    if (j->p < j->end && *j->p == close) {
-        j->p++;
-        return 0;
-    }
-    return 1;
 }
 
 /* ---- header -> StFile ---- */
