@@ -304,6 +304,89 @@ static void test_set_epoch_rows(void)
     TEST_END();
 }
 
+/* Uneven inputs without a hang (Gloo): rank 1 finishes after step 20 and
+ * destroys its process group; rank 0 trains on and its next all-reduce
+ * fails with Gloo's "Connection closed by peer". One warning, both rows
+ * marked, the verdict says why. Not told for an error that is not a peer
+ * gone, nor when the peer that went had failed itself, nor for a rank
+ * that fails behind the finished one. */
+static Job *early_job(int64_t *t, int64_t steps0, int64_t steps1)
+{
+    Job *j = started(2, t);
+    for (int64_t s = 1; s <= steps0 || s <= steps1; s++) {
+        if (s <= steps0) step(j, 0, 0, s, *t += MS);
+        if (s <= steps1) step(j, 1, 0, s, *t += MS);
+    }
+    return j;
+}
+
+static void error_phase(Job *j, int rank, const char *text, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_PHASE);
+    m.u.phase.phase = PHASE_ERROR;
+    snprintf(m.u.phase.detail, sizeof m.u.phase.detail, "%s", text);
+    apply(j, &m, rank, t);
+}
+
+static void test_early(void)
+{
+    TEST_BEGIN("a_rank_that_trains_on_after_another_finished");
+    const char *gloo = "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:45224";
+    int64_t t;
+    Job *j = early_job(&t, 20, 20);
+    phase(j, 1, PHASE_DESTROYING, t += MS);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    error_phase(j, 0, gloo, t += MS);
+    const JobEvent *e = event_with(j, "rank 1 had finished after step 20 while rank 0 trained on");
+    CHECK(e && e->level == EV_WARN && strstr(e->text, "Join"), "no warning: %s", e ? e->text : "");
+    CHECK((j->ranks[0].lints & JOB_LINT_EARLY) && (j->ranks[1].lints & JOB_LINT_EARLY), "rows: %u %u",
+          j->ranks[0].lints, j->ranks[1].lints);
+    CHECK(!strcmp(job_lint_brief(j->ranks[0].lints), "steps differ (Join?)"), "brief '%s'",
+          job_lint_brief(j->ranks[0].lints));
+    job_free(&j);
+
+    /* the same, the finished rank said bye and ended first: the verdict says why */
+    j = early_job(&t, 20, 20);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    Msg m;
+    msg_init(&m, MSG_BYE);
+    apply(j, &m, 1, t += MS);
+    job_rank_exited(j, 1, 501, W_EXITCODE(0, 0), NULL, t += MS, WALL);
+    error_phase(j, 0, gloo, t += MS);
+    job_rank_exited(j, 0, 500, W_EXITCODE(1, 0), NULL, t += MS, WALL);
+    char v[512];
+    job_verdict(j, v, sizeof v);
+    CHECK(strstr(v, "job failed: rank 0 exit 1 at step 20: RuntimeError:") == v &&
+              strstr(v, "; rank 1 had finished after step 20 while rank 0 trained on: the ranks ran different "
+                        "numbers of steps (uneven inputs: Join)"),
+          "verdict: %s", v);
+    CHECK(events_with(j, "had finished after step") == 1, "told %d times", events_with(j, "had finished after step"));
+    job_free(&j);
+
+    /* an error that is not a peer gone (the script's own bug after the loop) */
+    j = early_job(&t, 20, 20);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    error_phase(j, 0, "ValueError: bad accuracy", t += MS);
+    CHECK(events_with(j, "had finished") == 0 && j->ranks[0].lints == 0, "a script error told as uneven");
+    job_free(&j);
+
+    /* the peer failed itself first: it is the cause */
+    j = early_job(&t, 20, 20);
+    error_phase(j, 1, "RuntimeError: CUDA out of memory", t += MS);
+    error_phase(j, 0, gloo, t += MS);
+    CHECK(events_with(j, "had finished") == 0, "a failed peer told as finished");
+    job_free(&j);
+
+    /* rank 0 fails behind the finished rank (step 12 of its 20): not this */
+    j = early_job(&t, 12, 20);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    error_phase(j, 0, gloo, t += MS);
+    CHECK(events_with(j, "had finished") == 0, "a rank behind told as training on");
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     test_where();
@@ -312,5 +395,6 @@ int main(void)
     test_alone_at_scale();
     test_alone();
     test_set_epoch_rows();
+    test_early();
     CHECK_EXIT();
 }

@@ -121,6 +121,7 @@ Job *job_new(int world, int64_t now_ns)
     j->book->fill.epoch = -1;
     j->book->fill_done_epoch = -1;
     j->book->ep_rank = -1;
+    j->book->early_rank = j->book->early_by = -1;
     if (job_comm_init(j)) {
         job_free(&j);
         return NULL;
@@ -345,7 +346,10 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
     bool has_detail = p->detail[0] != '\0';
     /* an error's text outlives the phases after it: the verdict needs it */
     if (has_detail && (p->phase == PHASE_ERROR || !r->had_error)) copy_str(r->detail, sizeof r->detail, p->detail);
-    if (p->phase == PHASE_ERROR) r->had_error = true;
+    if (p->phase == PHASE_ERROR) {
+        if (!r->had_error) job_lint_early(j, r, p->detail, at); /* r->phase: the one it failed in */
+        r->had_error = true;
+    }
     if (p->phase == r->phase) return;
     Phase old = r->phase;
     r->phase = p->phase;
@@ -614,6 +618,7 @@ void job_restart(Job *j, int64_t now_ns)
     j->restarts++;
     j->state = JOB_STARTING;
     j->first_failed = -1;
+    j->book->early_rank = j->book->early_by = -1;
     j->pause_wanted = false;
     j->paused = false;
     j->version++;
@@ -735,8 +740,10 @@ void job_verdict(const Job *j, char *buf, size_t len)
             snprintf(at, sizeof at, "before its first step");
         if (nfailed > 1) snprintf(more, sizeof more, " (%d ranks failed)", nfailed);
         bool err = r->had_error && r->detail[0];
-        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s", r->rank, r->how_ended, at, err ? ": " : "",
-                 err ? r->detail : "", more);
+        char early[192] = "";
+        job_lint_early_clause(j, early, sizeof early);
+        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s%s", r->rank, r->how_ended, at, err ? ": " : "",
+                 err ? r->detail : "", more, early);
         return;
     }
     int running = 0;

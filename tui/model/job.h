@@ -144,6 +144,8 @@ typedef enum {
     JOB_LINT_UNEVEN = 1u << 1,    /* another number of steps in an epoch than another rank */
     JOB_LINT_DESYNC = 1u << 2,    /* a collective number carried another op than on another rank */
     JOB_LINT_ALONE = 1u << 3,     /* inside a collective the other ranks will never reach: they finished */
+    JOB_LINT_EARLY = 1u << 4,     /* failed while training after another rank had finished at the same step or
+                                     earlier: the ranks ran different numbers of steps */
 } JobLint;
 
 typedef struct {

@@ -38,6 +38,7 @@ void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt
 const char *job_lint_brief(unsigned lints)
 {
     if (lints & JOB_LINT_ALONE) return "alone: the others finished";
+    if (lints & JOB_LINT_EARLY) return "steps differ (Join?)";
     if (lints & JOB_LINT_DESYNC) return "desync: other ops, same #";
     if (lints & JOB_LINT_UNEVEN) return "uneven epochs (Join?)";
     if (lints & JOB_LINT_SET_EPOCH) return "set_epoch not called?";
@@ -142,4 +143,56 @@ void job_lint_alone(Job *j, JobTime at)
                   "ranks reach (e.g. under `if rank == 0:`) is the classic shutdown hang: call it on every rank",
                   n_wait == 1 ? "" : "s", who, n_wait == 1 ? "is" : "are",
                   r->beat.coll_op[0] ? r->beat.coll_op : "a collective", (long long)seq);
+}
+
+/* The error text of a collective whose peer went away: Gloo's "Connection
+ * closed by peer" / "reset by peer", a broken pipe. */
+static bool peer_gone(const char *error)
+{
+    return error && (strstr(error, "by peer") || strstr(error, "Connection closed") ||
+                     strstr(error, "Connection reset") || strstr(error, "Broken pipe"));
+}
+
+/* The uneven-inputs failure that does not hang: rank r was still training
+ * when another rank finished (a shorter loop, fewer batches) and destroyed
+ * its process group; r's next collective then had no partner and failed
+ * (Gloo: "Connection closed by peer"; NCCL would hang, which the hang view
+ * and the alone lint tell). Judged on the job's first error only, when no
+ * other rank has failed (then that one may be the peer that went). A stop
+ * agreed through ddptop is no such case: every rank leaves training (phase
+ * stopping) after the same step, so r would not be training past it. */
+void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
+{
+    JobBook *b = j->book;
+    if (j->world < 2 || j->first_failed >= 0 || b->early_by >= 0) return;
+    if (r->phase != PHASE_TRAIN || !r->have_step || !peer_gone(error)) return;
+    int best = -1;
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *o = &j->ranks[k];
+        if (k == r->rank) continue;
+        if (o->had_error || o->state == RANK_FAILED) return;
+        if (!finished(o) || !o->have_step || o->last.step > r->last.step) continue;
+        if (best < 0 || o->last.step < j->ranks[best].last.step) best = k;
+    }
+    if (best < 0) return;
+    b->early_rank = best;
+    b->early_by = r->rank;
+    b->early_step = j->ranks[best].last.step;
+    job_lint_mark(j, &j->ranks[best], JOB_LINT_EARLY, at, NULL);
+    job_lint_mark(j, r, JOB_LINT_EARLY, at,
+                  "rank %d had finished after step %lld while rank %d trained on: its next collective had no "
+                  "partner. The ranks ran different numbers of steps: the same number of batches on each "
+                  "(DistributedSampler, drop_last) or torch's Join",
+                  best, (long long)b->early_step, r->rank);
+}
+
+bool job_lint_early_clause(const Job *j, char *buf, size_t len)
+{
+    const JobBook *b = j->book;
+    if (b->early_by < 0 || b->early_by != j->first_failed) return false;
+    snprintf(buf, len,
+             "; rank %d had finished after step %lld while rank %d trained on: the ranks ran different numbers of "
+             "steps (uneven inputs: Join)",
+             b->early_rank, (long long)b->early_step, b->early_by);
+    return true;
 }

@@ -79,6 +79,8 @@ struct JobBook {
     unsigned lints_told;        /* JobLint bits already told as events */
     int64_t ep_epoch, ep_steps; /* the newest finished epoch's steps, as the first rank to */
     int ep_rank;                /* finish it counted them (-1: none yet) */
+    int early_rank, early_by;   /* JOB_LINT_EARLY: the rank that had finished, the one that failed (-1) */
+    int64_t early_step;         /* the finished rank's last step */
     JobRankBook ranks[];        /* [world]: JobRank.book points here */
 };
 
@@ -114,6 +116,13 @@ void job_comm_restart(Job *j);
 void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev_step, int64_t prev_epoch, JobTime at);
 void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b);
 void job_lint_alone(Job *j, JobTime at);
+/* Rank r reports an error (its text `error`) while training: had another
+ * rank finished by then at r's step or before, and does the error say a
+ * peer went away? (JOB_LINT_EARLY) */
+void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at);
+/* "; rank D had finished after step S while rank F trained on: ..." when the
+ * job's first failure was that one, else false. */
+bool job_lint_early_clause(const Job *j, char *buf, size_t len);
 void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
