@@ -1,8 +1,8 @@
 # What a rank reports while it trains, read from the wire (tests/tools/fake_front.py):
 # one coll message per gradient bucket per optimizer step (with --grad-accum 2,
 # none for the micro-batch that only accumulates), numbered alike on both
-# ranks, with nccl-tests bandwidths; buckets launched during backward hide
-# part of the communication (exposed < total); an eval message after each
+# ranks, with nccl-tests bandwidths; buckets launched during backward (the
+# first leaves well before the last); an eval message after each
 # epoch with counts all-reduced over the ranks.
 . tests/lib.sh
 "$PY" -c 'import zmq, msgpack' 2>/dev/null || skip "skip: $PY lacks zmq or msgpack"
@@ -30,6 +30,7 @@ n = len(steps[0])
 if n != 24 or len(steps[1]) != 24:
     fail(f"{n} / {len(steps[1])} steps, want 24")
 comm = exposed = 0.0
+gaps = []   # ns from bucket 0's launch to the last bucket's, each step
 for r in (0, 1):
     colls = [m for m in f.of("coll", r) if m["bucket"] >= 0]
     by_step = collections.defaultdict(list)
@@ -57,14 +58,24 @@ for r in (0, 1):
         if st["exposed_ms"] > st["comm_ms"] + 1e-9:
             fail(f"exposed {st['exposed_ms']} > comm {st['comm_ms']}")
         comm += st["comm_ms"]; exposed += st["exposed_ms"]
+        gaps.append(b[-1]["enq"] - b[0]["enq"])
 seqs0 = [(c["seq"], c["bucket"], c["step"]) for c in f.of("coll", 0)]
 seqs1 = [(c["seq"], c["bucket"], c["step"]) for c in f.of("coll", 1)]
 if seqs0 != seqs1:
     fail("collectives numbered differently on the two ranks")
+gaps.sort()
 print(f"{n} steps x 3 buckets; communication {comm:.1f} ms, exposed {exposed:.1f} ms "
-      f"({100 * (1 - exposed / comm):.0f}% hidden behind backward)")
-if not exposed < 0.99 * comm:
-    fail("no communication was hidden behind backward: buckets do not overlap")
+      f"({100 * (1 - exposed / comm):.0f}% hidden behind backward); bucket 0 launched "
+      f"{gaps[len(gaps) // 2] / 1e3:.0f} us (median) before the last")
+# Overlap, told by the launches, not by how much hid: on a saturated machine
+# the all-reduces get no core while backward runs, and what hides goes to 0
+# (1% seen at load 8) though every bucket left during backward. Bucket 0
+# leaves when layers 6 and 4 are done, the last after layers 2 and 0 (a
+# 512x512 GEMM pair, hundreds of us); launched after backward, all three go
+# within microseconds of each other.
+if gaps[len(gaps) // 2] < 50_000:
+    fail(f"bucket 0 launched only {gaps[len(gaps) // 2] / 1e3:.1f} us (median) before the last: "
+         "buckets are not launched during backward")
 ev = f.of("eval")
 if [(e["r"], e["epoch"], e["step"]) for e in ev] != [(0, 0, 12), (0, 1, 24)]:
     fail(f"eval messages {ev}")
