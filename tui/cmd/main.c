@@ -50,7 +50,9 @@ static const char HELP_BODY[] =
     "\n"
     "run options:\n"
     "  -n, --nproc-per-node N  ranks to launch on this node (default: one per GPU when the job\n"
-    "                          runs on GPUs, else 2, or the core count if smaller)\n"
+    "                          runs on GPUs, else 2, or the core count if smaller); torchrun's\n"
+    "                          words too: auto (the default), gpu (one per GPU, --device cuda),\n"
+    "                          cpu (one per core)\n"
     "  --device cpu|cuda|auto  compute device (default auto: cuda when a GPU is usable, else cpu)\n"
     "  --backend gloo|nccl|auto  collectives (default auto: nccl on cuda, gloo on cpu; gloo on\n"
     "                          cuda stages through host memory: more ranks than GPUs)\n"
@@ -79,6 +81,9 @@ static const char HELP_BODY[] =
     "  --keys FILE             the job's CURVE key file (0600); node 0 writes it when absent,\n"
     "                          the other nodes, workers and viewers need a copy\n"
     "  -h, --help, --version\n"
+    "\n"
+    "torchrun's spellings work too: --name=value, '_' for '-' (--nproc_per_node=4,\n"
+    "--max_restarts=3, --node_rank=1, --rdzv_endpoint=HOST:PORT), --standalone (one node)\n"
     "\n";
 
 static const char HELP_TAIL[] = "\n"

@@ -30,6 +30,7 @@
 /* What the parse saw beyond RunOptions. */
 typedef struct {
     bool node_rank_set, nproc_set, stop_grace_set;
+    bool standalone;   /* --standalone (torchrun's): one node, which is the default */
     bool help;         /* -h: print the help, exit 0 */
     bool no_python;    /* --no-python: the first argument is a command */
     bool dashdash;     /* "--" came: the built-in trainer's options follow */
@@ -105,6 +106,45 @@ static const RunOpt *find_opt(const char *a)
     return NULL;
 }
 
+/* torchrun's spellings of a long option, as its argparse takes them:
+ * "--name=value", and '_' for '-' ("--nproc_per_node=4", the form of most
+ * tutorials). The name goes into buf with '-'; *inline_v the text after
+ * '=', or NULL. Returns buf, or a itself when neither form is used. */
+static const char *torchrun_spelling(const char *a, char *buf, size_t len, const char **inline_v)
+{
+    *inline_v = NULL;
+    if (strncmp(a, "--", 2) || !a[2]) return a;
+    const char *eq = strchr(a, '=');
+    size_t n = eq ? (size_t)(eq - a) : strlen(a);
+    if (!eq && !strchr(a, '_')) return a;
+    if (n >= len) return a; /* too long for any option: unknown as typed */
+    for (size_t k = 0; k < n; k++) buf[k] = k >= 2 && a[k] == '_' ? '-' : a[k];
+    buf[n] = '\0';
+    if (eq) *inline_v = eq + 1;
+    return buf;
+}
+
+/* -n's words, as torchrun's --nproc-per-node takes them: auto (the
+ * default: one rank per GPU when the job runs on GPUs, else as without
+ * -n), gpu (one per GPU; the job on GPUs), cpu (one per core). Returns 1
+ * when v was one of them (o and p set), else 0. */
+static int nproc_word(const char *v, RunOptions *o, RunParse *p)
+{
+    if (!v) return 0;
+    if (!strcmp(v, "auto")) return 1;
+    if (!strcmp(v, "gpu")) {
+        if (!strcmp(o->device, "auto")) o->device = "cuda";
+        return 1;
+    }
+    if (!strcmp(v, "cpu")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        o->nproc = cores < 1 ? 1 : cores > 256 ? 256 : (int)cores;
+        p->nproc_set = true;
+        return 1;
+    }
+    return 0;
+}
+
 /* Option d (as typed: a) with value v into o. Returns 0 or 2 (said why). */
 static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
 {
@@ -166,13 +206,28 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
             i++;
             break;
         }
+        char name[40];
+        const char *inl, *typed = a;
+        a = torchrun_spelling(typed, name, sizeof name, &inl);
+        if (!strcmp(a, "--standalone")) {
+            if (inl) return cmd_usage_error("%s takes no value", typed);
+            p->standalone = true;
+            continue;
+        }
         const RunOpt *d = find_opt(a);
-        if (!d) return cmd_usage_error("unknown option \"%s\"", a);
-        if (set_opt(d, a, v, o)) return 2;
-        p->nproc_set |= d->off == offsetof(RunOptions, nproc);
+        if (!d) return cmd_usage_error("unknown option \"%s\"", typed);
+        if (inl && d->kind == OPT_FLAG) return cmd_usage_error("%s takes no value", typed);
+        const char *val = inl ? inl : v;
+        bool is_nproc = d->off == offsetof(RunOptions, nproc);
+        if (is_nproc && nproc_word(val, o, p)) {
+            i += !inl;
+            continue;
+        }
+        if (set_opt(d, a, val, o)) return 2;
+        p->nproc_set |= is_nproc;
         p->node_rank_set |= d->off == offsetof(RunOptions, node_rank);
         p->stop_grace_set |= d->off == offsetof(RunOptions, stop_grace_s);
-        if (d->kind != OPT_FLAG) i++;
+        if (d->kind != OPT_FLAG && !inl) i++;
     }
     p->first_trainer = i;
     if (p->no_python) {
@@ -202,6 +257,8 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
             return 2;
         }
     }
+    if (p->standalone && (o->nnodes > 1 || o->rdzv || p->node_rank_set))
+        return cmd_usage_error("%s is one node (torchrun's): drop --nnodes, --node-rank and --rdzv", "--standalone");
     if (o->nnodes > 1 && !o->rdzv) return cmd_usage_error("%s needs --rdzv HOST:PORT (node 0's address)", "--nnodes");
     if (o->nnodes == 1 && (o->rdzv || p->node_rank_set))
         return cmd_usage_error("%s is for several nodes: add --nnodes M", o->rdzv ? "--rdzv" : "--node-rank");

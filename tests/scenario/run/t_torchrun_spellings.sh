@@ -1,0 +1,33 @@
+# torchrun's spellings of ddptop's run options, as tutorials type them:
+# "--name=value", '_' for '-' (--nproc_per_node=3, --max_restarts=0),
+# --standalone (one node: ddptop's default) and -n auto|cpu (torchrun's
+# --nproc-per-node words). Each job runs as the plain spelling would, and a
+# spelling torchrun would refuse is refused in one line with exit 2.
+. tests/lib.sh
+TRAIN=(--dataset synthetic --model mlp:8,8,2 --steps 3 --no-final-ckpt --ckpt-dir "$TMP/ck")
+ranks_of() { # ddptop run args...: how many ranks ended cleanly
+    timeout 120 "$DDPTOP" run --headless "$@" -- "${TRAIN[@]}" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; die "ddptop run $* failed"; }
+    grep -c '^rank [0-9]*: exit 0' "$TMP/out"
+}
+[ "$(ranks_of --nproc_per_node=3)" = 3 ] || die "--nproc_per_node=3 did not run 3 ranks"
+[ "$(ranks_of --nproc-per-node=3 --max_restarts=0 --stop_grace=5)" = 3 ] || die "--nproc-per-node=3 with = forms"
+[ "$(ranks_of --standalone --nproc_per_node 2)" = 2 ] || die "--standalone"
+[ "$(ranks_of -n auto)" = "$(ranks_of)" ] || die "-n auto is not the default"
+cores=$(getconf _NPROCESSORS_ONLN)
+[ "$cores" -le 8 ] && { [ "$(ranks_of -n cpu)" = "$cores" ] || die "-n cpu is not one rank per core ($cores)"; }
+check() { # description cmd...: exit 2 and one line
+    "${@:2}" >"$TMP/out" 2>"$TMP/err"; local rc=$?
+    [ $rc -eq 2 ] || die "$1: exit $rc, want 2: $(cat "$TMP/err")"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || die "$1: not one line: $(cat "$TMP/err")"
+    echo "ok: $1 -> $(cat "$TMP/err")"
+}
+check "a flag with a value" "$DDPTOP" run --headless=1
+check "--standalone with a value" "$DDPTOP" run --standalone=yes
+check "--standalone with several nodes" "$DDPTOP" run --standalone --nnodes 2 --rdzv 127.0.0.1:9
+check "an empty value" "$DDPTOP" run --nproc_per_node= --headless
+check "a word -n does not know" "$DDPTOP" run -n many --headless
+check "an unknown option with =" "$DDPTOP" run --bogus_opt=3
+grep -q 'unknown option "--bogus_opt=3"' "$TMP/err" || die "the unknown option not named as typed: $(cat "$TMP/err")"
+wait_for 5 no_workers || die "workers left: $(our_workers)"
+echo "torchrun's spellings run as ddptop's"
