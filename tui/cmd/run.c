@@ -179,7 +179,9 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
 {
     int i = 0;
     for (; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *typed = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *inl;
+        char name[40];
+        const char *a = torchrun_spelling(typed, name, sizeof name, &inl);
         if (!strcmp(a, "--")) {
             p->dashdash = true;
             i++;
@@ -190,6 +192,7 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
             return 0;
         }
         if (!strcmp(a, "--no-python")) {
+            if (inl) return cmd_usage_error("%s takes no value", typed);
             p->no_python = true;
             continue;
         }
@@ -206,9 +209,6 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
             i++;
             break;
         }
-        char name[40];
-        const char *inl, *typed = a;
-        a = torchrun_spelling(typed, name, sizeof name, &inl);
         if (!strcmp(a, "--standalone")) {
             if (inl) return cmd_usage_error("%s takes no value", typed);
             p->standalone = true;

@@ -1,5 +1,6 @@
 # torchrun's spellings of ddptop's run options, as tutorials type them:
-# "--name=value", '_' for '-' (--nproc_per_node=3, --max_restarts=0),
+# "--name=value", '_' for '-' (--nproc_per_node=3, --max_restarts=0,
+# --no_python: torch 1.13's torchrun knows only these),
 # --standalone (one node: ddptop's default) and -n auto|cpu (torchrun's
 # --nproc-per-node words). Each job runs as the plain spelling would, and a
 # spelling torchrun would refuse is refused in one line with exit 2.
@@ -14,6 +15,10 @@ ranks_of() { # ddptop run args...: how many ranks ended cleanly
 [ "$(ranks_of --nproc-per-node=3 --max_restarts=0 --stop_grace=5)" = 3 ] || die "--nproc-per-node=3 with = forms"
 [ "$(ranks_of --standalone --nproc_per_node 2)" = 2 ] || die "--standalone"
 [ "$(ranks_of -n auto)" = "$(ranks_of)" ] || die "-n auto is not the default"
+# torch 1.13's torchrun knows only the '_' forms: --no_python too
+timeout 60 "$DDPTOP" run -n 2 --headless --no_python /bin/sh -c 'exit 0' >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; die "--no_python /bin/sh failed"; }
+grep -q "job done: all 2 ranks ended cleanly" "$TMP/out" || { cat "$TMP/out"; die "--no_python: no clean verdict"; }
 cores=$(getconf _NPROCESSORS_ONLN)
 [ "$cores" -le 8 ] && { [ "$(ranks_of -n cpu)" = "$cores" ] || die "-n cpu is not one rank per core ($cores)"; }
 check() { # description cmd...: exit 2 and one line
@@ -24,6 +29,7 @@ check() { # description cmd...: exit 2 and one line
 }
 check "a flag with a value" "$DDPTOP" run --headless=1
 check "--standalone with a value" "$DDPTOP" run --standalone=yes
+check "--no_python with a value" "$DDPTOP" run --no_python=1 /bin/true
 check "--standalone with several nodes" "$DDPTOP" run --standalone --nnodes 2 --rdzv 127.0.0.1:9
 check "an empty value" "$DDPTOP" run --nproc_per_node= --headless
 check "a word -n does not know" "$DDPTOP" run -n many --headless
