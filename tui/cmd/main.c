@@ -45,6 +45,7 @@ static const char HELP_BODY[] =
     "  --no-python CMD         run any executable as every rank (its arguments follow)\n"
     "  --python PATH           the interpreter (default: python3 on PATH); it needs torch,\n"
     "                          pyzmq and msgpack\n"
+    "  --master-port P         the ranks' MASTER_PORT (default: a free port; one node only)\n"
     "  --no-inject             run PYTHON SCRIPT bare, without the adapter: ddptop shows the\n"
     "                          processes, exit codes and log tails only; a stop is SIGTERM\n"
     "\n"

@@ -95,6 +95,7 @@ static const RunOpt run_opts[] = {
     {"--device", NULL, OPT_CHOICE, AT(device), 0, 0, "--device: unknown device \"%s\" (cpu, cuda, auto)", devices},
     {"--python", NULL, OPT_STR, AT(python), 0, 0, "%s: missing value (the interpreter, e.g. python3)", NULL},
     {"--no-inject", NULL, OPT_FLAG, AT(no_inject), 0, 0, NULL, NULL},
+    {"--master-port", NULL, OPT_INT, AT(master_port), 1, 65535, "--master-port", NULL},
 };
 // clang-format on
 #undef AT
@@ -260,6 +261,8 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
     if (p->standalone && (o->nnodes > 1 || o->rdzv || p->node_rank_set))
         return cmd_usage_error("%s is one node (torchrun's): drop --nnodes, --node-rank and --rdzv", "--standalone");
     if (o->nnodes > 1 && !o->rdzv) return cmd_usage_error("%s needs --rdzv HOST:PORT (node 0's address)", "--nnodes");
+    if (o->master_port && o->nnodes > 1)
+        return cmd_usage_error("%s is for one node: several nodes use --rdzv's PORT+2", "--master-port");
     if (o->nnodes == 1 && (o->rdzv || p->node_rank_set))
         return cmd_usage_error("%s is for several nodes: add --nnodes M", o->rdzv ? "--rdzv" : "--node-rank");
     if (o->node_rank >= o->nnodes) {
@@ -269,6 +272,8 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
     }
     if (o->listen_ep && o->target != RUN_TRAINER)
         return cmd_usage_error("listen %s: workers started elsewhere connect to it; it starts no script", o->program);
+    if (o->listen_ep && o->master_port)
+        return cmd_usage_error("%s: listen starts no rank to tell it", "--master-port");
     if (o->listen_ep && o->nnodes > 1)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
     if (o->rdzv && strrchr(o->rdzv, ':') == NULL) return cmd_usage_error("--rdzv %s: expected HOST:PORT", o->rdzv);

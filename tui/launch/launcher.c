@@ -123,12 +123,18 @@ static void child(const LaunchConfig *c, int local, const char *log, pid_t paren
 
 int launcher_free_port(const char *addr, int *port, char *err, size_t errlen)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
+    int want = *port;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)want) };
     if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    /* as TCPStore binds: a port left in TIME_WAIT by the last run is free */
+    if (fd >= 0 && want) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     socklen_t len = sizeof sa;
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &len)) {
-        err_set(err, errlen, "no free port for MASTER_PORT on %s: %s", addr, strerror(errno));
+        if (want)
+            err_set(err, errlen, "--master-port %d: not free on %s: %s", want, addr, strerror(errno));
+        else
+            err_set(err, errlen, "no free port for MASTER_PORT on %s: %s", addr, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }

@@ -45,8 +45,9 @@ typedef struct Launcher Launcher;
  * and the node agents alike). */
 #define LAUNCH_KILL_GRACE_MS 5000
 
-/* A TCP port nobody listens on at addr now (the kernel's pick), for
- * MASTER_PORT: torch's TCPStore binds it on rank 0. Returns 0 or -1 with err. */
+/* A TCP port nobody listens on at addr now, for MASTER_PORT: torch's
+ * TCPStore binds it on rank 0. *port 0: the kernel's pick; else that port
+ * (--master-port), checked free. Returns 0 or -1 with err. */
 int launcher_free_port(const char *addr, int *port, char *err, size_t errlen);
 /* TORCHELASTIC_RUN_ID of a job id: the same on every node and restart
  * ("ddptop-PID-NS" -> "ddptop-PID", node 0's ddptop). */

@@ -37,6 +37,7 @@ typedef struct {
     const char *program;     /* SCRIPT.py, MODULE or CMD; NULL for RUN_TRAINER */
     const char *python;      /* --python PATH as given (default "python3", found on PATH) */
     bool no_inject;          /* --no-inject: PYTHON SCRIPT ARGS bare, no adapter */
+    int master_port;         /* --master-port P (one node): the ranks' MASTER_PORT; 0: a free one */
     const char *adapter_dir; /* the torch adapter's directory, first on the ranks' PYTHONPATH */
     const char *device;      /* --device cpu|cuda|auto, to workers as DDPTOP_DEVICE */
     const char *backend;     /* --backend gloo|nccl|auto, to workers as DDPTOP_BACKEND */

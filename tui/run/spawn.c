@@ -69,7 +69,7 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
     const RunOptions *o = r->o;
     snprintf(r->job_id, sizeof r->job_id, "ddptop-%d-%" PRId64, (int)getpid(), proto_now_ns());
     static char master[256];
-    int master_port = 0;
+    int master_port = o->master_port; /* 0: a free one */
     snprintf(master, sizeof master, "127.0.0.1");
     if (o->nnodes > 1) {
         char ep[300];

@@ -19,6 +19,22 @@ ranks_of() { # ddptop run args...: how many ranks ended cleanly
 timeout 60 "$DDPTOP" run -n 2 --headless --no_python /bin/sh -c 'exit 0' >"$TMP/out" 2>&1 ||
     { cat "$TMP/out"; die "--no_python /bin/sh failed"; }
 grep -q "job done: all 2 ranks ended cleanly" "$TMP/out" || { cat "$TMP/out"; die "--no_python: no clean verdict"; }
+# --master_port=P: every rank's MASTER_PORT; a port in use is named before launch
+port=$(free_port)
+timeout 60 "$DDPTOP" run -n 2 --headless --master_port=$port --no-python /bin/sh -c 'echo "$MASTER_PORT" >"$0.$RANK"' \
+    "$TMP/mp" >"$TMP/out" 2>&1 || { cat "$TMP/out"; die "--master_port failed"; }
+[ "$(cat "$TMP/mp.0" "$TMP/mp.1")" = "$port
+$port" ] || die "MASTER_PORT $(cat "$TMP"/mp.*), want $port on both ranks"
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$port" &
+holder=$!
+CLEANUPS+=("kill $holder")
+wait_for 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || die "the port holder did not listen"
+timeout 60 "$DDPTOP" run -n 2 --headless --master-port "$port" -- "${TRAIN[@]}" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "master-port $port: not free" "$TMP/err" ||
+    die "a busy --master-port: exit $rc: $(cat "$TMP/err")"
+kill $holder 2>/dev/null
 cores=$(getconf _NPROCESSORS_ONLN)
 [ "$cores" -le 8 ] && { [ "$(ranks_of -n cpu)" = "$cores" ] || die "-n cpu is not one rank per core ($cores)"; }
 check() { # description cmd...: exit 2 and one line
@@ -33,6 +49,8 @@ check "--no_python with a value" "$DDPTOP" run --no_python=1 /bin/true
 check "--standalone with several nodes" "$DDPTOP" run --standalone --nnodes 2 --rdzv 127.0.0.1:9
 check "an empty value" "$DDPTOP" run --nproc_per_node= --headless
 check "a word -n does not know" "$DDPTOP" run -n many --headless
+check "--master-port with several nodes" "$DDPTOP" run --master-port 29500 --nnodes 2 --rdzv 127.0.0.1:9
+check "--master-port 0" "$DDPTOP" run --master-port 0
 check "an unknown option with =" "$DDPTOP" run --bogus_opt=3
 grep -q 'unknown option "--bogus_opt=3"' "$TMP/err" || die "the unknown option not named as typed: $(cat "$TMP/err")"
 wait_for 5 no_workers || die "workers left: $(our_workers)"
