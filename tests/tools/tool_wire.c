@@ -103,6 +103,11 @@ static void sample(Msg *m, MsgKind k)
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
         break;
+    case MSG_INFO:
+        snprintf(m->u.info.dataset, sizeof m->u.info.dataset, "FashionMNIST");
+        snprintf(m->u.info.model, sizeof m->u.info.model, "Sequential");
+        m->u.info.params = 101770, m->u.info.batch_size = 64, m->u.info.dataset_size = 60000;
+        break;
     case MSG_CMD:
         m->rank = -1; /* ddptop -> worker: no rank */
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
@@ -319,6 +324,13 @@ static void print_msg(const Msg *m)
     case MSG_BYE:
         put_i("status", m->u.bye.status);
         put_i("step", m->u.bye.step);
+        break;
+    case MSG_INFO:
+        put_str("dataset", m->u.info.dataset);
+        put_str("model", m->u.info.model);
+        put_i("params", m->u.info.params);
+        put_i("batch", m->u.info.batch_size);
+        put_i("dataset_size", m->u.info.dataset_size);
         break;
     case MSG_EVAL:
         put_i("epoch", m->u.eval.epoch);

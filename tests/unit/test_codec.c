@@ -113,6 +113,11 @@ static void fill_sample(Msg *m, MsgKind k)
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
         break;
+    case MSG_INFO:
+        snprintf(m->u.info.dataset, sizeof m->u.info.dataset, "FashionMNIST");
+        snprintf(m->u.info.model, sizeof m->u.info.model, "Sequential");
+        m->u.info.params = 101770, m->u.info.batch_size = 64, m->u.info.dataset_size = 60000;
+        break;
     case MSG_CMD:
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
         snprintf(m->u.cmd.op, sizeof m->u.cmd.op, "ckpt");
@@ -299,6 +304,13 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQS(u.cmd.op);
         EQI(u.cmd.arg);
         break;
+    case MSG_INFO:
+        EQS(u.info.dataset);
+        EQS(u.info.model);
+        EQI(u.info.params);
+        EQI(u.info.batch_size);
+        EQI(u.info.dataset_size);
+        break;
     case MSG_EVAL:
         EQI(u.eval.epoch);
         EQI(u.eval.step);
@@ -435,7 +447,7 @@ static void test_names(void)
 {
     TEST_BEGIN("names");
     const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",  "beat", "bye",
-                           "cmd",   "set",   "get",  "wait", "val",   "eval", "node", "burst" };
+                           "cmd",   "set",   "get",  "wait", "val",   "eval", "node", "burst", "info" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
         CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k, msg_kind_name((MsgKind)k));
         CHECK(msg_kind_from_name(wire[k - 1]) == (MsgKind)k, "from \"%s\"", wire[k - 1]);

@@ -115,6 +115,58 @@ static void test_new_free(void)
     TEST_END();
 }
 
+/* A torch script's hello names no model or data; its infos do, later and
+ * in parts (the model at DDP, the data at the first batch), and each field
+ * is taken once: a hello's fields (the built-in trainer's) are not
+ * overwritten, nor the first rank's by another's. */
+static void test_info(void)
+{
+    TEST_BEGIN("info_fills_what_the_hello_did_not_say");
+    Job *j = job_new(2, T0);
+    int64_t t = T0;
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_HELLO);
+        m.rank = r;
+        m.u.hello.world = 2;
+        m.u.hello.pid = 100 + r;
+        job_apply(j, &m, t += MS, WALL);
+    }
+    CHECK(!j->model[0] && !j->dataset[0] && j->params == 0, "a script's hello said a model");
+    msg_init(&m, MSG_INFO);
+    m.rank = 1;
+    snprintf(m.u.info.model, sizeof m.u.info.model, "Sequential");
+    m.u.info.params = 101770;
+    job_apply(j, &m, t += MS, WALL);
+    CHECK(!strcmp(j->model, "Sequential") && j->params == 101770 && !j->dataset[0], "model '%s' %lld, data '%s'",
+          j->model, (long long)j->params, j->dataset);
+    snprintf(m.u.info.dataset, sizeof m.u.info.dataset, "TensorDataset");
+    m.u.info.dataset_size = 60000, m.u.info.batch_size = 64;
+    job_apply(j, &m, t += MS, WALL);
+    CHECK(!strcmp(j->dataset, "TensorDataset") && j->dataset_size == 60000 && j->batch_size == 64, "data '%s' %lld %lld",
+          j->dataset, (long long)j->dataset_size, (long long)j->batch_size);
+    msg_init(&m, MSG_INFO); /* another rank, another story: the first one told stays */
+    m.rank = 0;
+    snprintf(m.u.info.model, sizeof m.u.info.model, "Other");
+    m.u.info.params = 5;
+    job_apply(j, &m, t += MS, WALL);
+    CHECK(!strcmp(j->model, "Sequential") && j->params == 101770, "overwritten: '%s' %lld", j->model,
+          (long long)j->params);
+    job_free(&j);
+
+    j = job_new(1, T0); /* the built-in trainer's hello said it all */
+    send_hello(j, 0, 100, t);
+    msg_init(&m, MSG_INFO);
+    m.rank = 0;
+    snprintf(m.u.info.model, sizeof m.u.info.model, "Sequential");
+    m.u.info.params = 7;
+    job_apply(j, &m, t += MS, WALL);
+    CHECK(!strcmp(j->model, "mlp:784,256,256,10") && j->params == 269322, "the hello's model replaced: '%s'",
+          j->model);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_clean_run(void)
 {
     TEST_BEGIN("clean_run_two_ranks");
@@ -1225,6 +1277,7 @@ static void test_rank_histories(void)
 int main(void)
 {
     test_new_free();
+    test_info();
     test_clean_run();
     test_step_min();
     test_samples_per_s();

@@ -123,7 +123,7 @@ int codec_burst_next(const MsgBurst *bu, size_t *pos, const uint8_t **frame, siz
 static bool tel_kind(MsgKind k)
 {
     return k == MSG_PHASE || k == MSG_STEP || k == MSG_COLL || k == MSG_SHARD || k == MSG_CKPT || k == MSG_EVAL ||
-           k == MSG_LOG || k == MSG_BEAT || k == MSG_BYE;
+           k == MSG_LOG || k == MSG_BEAT || k == MSG_BYE || k == MSG_INFO;
 }
 
 int codec_burst_decode(const Msg *burst, const void *frame, size_t len, Msg *out, char *err, size_t errlen)

@@ -178,6 +178,16 @@ static const CodecField node_fields[] = {
 };
 // clang-format on
 
+// clang-format off
+static const CodecField info_fields[] = {
+    FLD("dataset", F_STR, info.dataset),
+    FLD("model", F_STR, info.model),
+    FLD("params", F_I64, info.params),
+    FLD("batch", F_I64, info.batch_size),
+    FLD("dataset_size", F_I64, info.dataset_size),
+};
+// clang-format on
+
 /* A burst's messages travel as bins inside "m"; codec_burst.c's rules. */
 static const CodecField burst_fields[] = {
     FLD("m", F_BURST, burst),
@@ -193,7 +203,7 @@ const CodecFields codec_kind_fields[MSG__COUNT] = {
     [MSG_LOG] = TABLE(log_fields),     [MSG_BEAT] = TABLE(beat_fields),   [MSG_BYE] = TABLE(bye_fields),
     [MSG_CMD] = TABLE(cmd_fields),     [MSG_SET] = TABLE(set_fields),     [MSG_GET] = TABLE(get_fields),
     [MSG_WAIT] = TABLE(get_fields),    [MSG_VAL] = TABLE(val_fields),     [MSG_EVAL] = TABLE(eval_fields),
-    [MSG_NODE] = TABLE(node_fields),   [MSG_BURST] = TABLE(burst_fields),
+    [MSG_NODE] = TABLE(node_fields),   [MSG_BURST] = TABLE(burst_fields), [MSG_INFO] = TABLE(info_fields),
 };
 
 /* ---- UTF-8 ---------------------------------------------------------------

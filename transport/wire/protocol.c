@@ -35,6 +35,7 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_EVAL] = "eval",
     [MSG_NODE] = "node",
     [MSG_BURST] = "burst",
+    [MSG_INFO] = "info",
 };
 // clang-format on
 

@@ -64,6 +64,9 @@ typedef enum {
     MSG_NODE,
     /* worker -> ddptop: several tel messages of one rank in one frame */
     MSG_BURST,
+    /* worker -> ddptop: what it learned of the job after its hello (a torch
+     * script's model at DDP, its data at the first batch) */
+    MSG_INFO,
     MSG__COUNT
 } MsgKind;
 
@@ -178,6 +181,17 @@ typedef struct {
     int64_t correct, total; /* all-reduced over ranks */
 } MsgEval;
 
+/* hello's job fields, learned later: a torch script's model when DDP
+ * wraps it, its data at the first batch. Every field optional: "" or 0 is
+ * not known (yet); the job takes each the first time one is known. */
+typedef struct {
+    char dataset[PROTO_STR_SHORT]; /* the dataset's class, "FashionMNIST" */
+    char model[PROTO_STR_MED];     /* the DDP module's class, "Sequential" */
+    int64_t params;                /* its parameter count */
+    int64_t batch_size;            /* per rank */
+    int64_t dataset_size;          /* samples in the dataset (len) */
+} MsgInfo;
+
 /* Between node 0's ddptop and the agent of node K (ops, see PROTOCOL.md):
  * agent -> node 0: "join" (nnodes, nproc, host, pid), "started" (r, pid),
  * "exit" (r, pid, status: a wait status), "log" (r, text: a line of a rank's
@@ -242,6 +256,7 @@ typedef struct {
         MsgEval eval;
         MsgNode node;
         MsgBurst burst;
+        MsgInfo info;
     } u;
 } Msg;
 

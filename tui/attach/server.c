@@ -75,7 +75,7 @@ typedef struct {
 } Blob;
 
 typedef struct {
-    Blob *hello, *phase, *shard, *ckpt, *bye;
+    Blob *hello, *info, *phase, *shard, *ckpt, *bye;
     Blob **steps; /* ring of step_keep */
     int steps_head, steps_len;
 } SnapRank;
@@ -234,6 +234,7 @@ void viewers_free(Viewers **pv)
     for (int r = 0; r < v->world; r++) {
         SnapRank *s = &v->ranks[r];
         slot_set(v, &s->hello, NULL);
+        slot_set(v, &s->info, NULL);
         slot_set(v, &s->phase, NULL);
         slot_set(v, &s->shard, NULL);
         slot_set(v, &s->ckpt, NULL);
@@ -348,11 +349,12 @@ static void enqueue_each_rank(Viewers *v, Viewer *w, size_t off)
 }
 
 /* The snapshot, in the order a fresh job model digests it: hellos (the
- * ranks and the job's shape), phases, shards, checkpoints, log lines,
+ * ranks and the job's shape), infos (a script's model and data), phases, shards, checkpoints, log lines,
  * evals, steps (oldest first), byes. */
 static void enqueue_snapshot(Viewers *v, Viewer *w)
 {
     enqueue_each_rank(v, w, offsetof(SnapRank, hello));
+    enqueue_each_rank(v, w, offsetof(SnapRank, info));
     enqueue_each_rank(v, w, offsetof(SnapRank, phase));
     enqueue_each_rank(v, w, offsetof(SnapRank, shard));
     enqueue_each_rank(v, w, offsetof(SnapRank, ckpt));
@@ -440,7 +442,8 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
 {
     int r = m->rank;
     bool kept_kind = m->kind == MSG_HELLO || m->kind == MSG_PHASE || m->kind == MSG_SHARD || m->kind == MSG_CKPT ||
-                     m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE || m->kind == MSG_LOG;
+                     m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE || m->kind == MSG_LOG ||
+                     m->kind == MSG_INFO;
     if (!kept_kind || r < 0 || r >= v->world) return NULL;
     if ((m->kind == MSG_SHARD && len > VIEWERS_SHARD_MAX_BYTES) || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) {
         v->skipped++;
@@ -453,6 +456,7 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
         if ((b = slot_put(v, &s->hello, frame, len)))
             slot_set(v, &s->bye, NULL); /* a rank that says hello again was restarted: its old end is history */
         break;
+    case MSG_INFO: b = slot_put(v, &s->info, frame, len); break; /* each info says all its rank knows */
     case MSG_PHASE: b = slot_put(v, &s->phase, frame, len); break;
     case MSG_SHARD: b = slot_put(v, &s->shard, frame, len); break;
     case MSG_CKPT: b = slot_put(v, &s->ckpt, frame, len); break;

@@ -340,6 +340,17 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
                    j->world);
 }
 
+/* A script's model and data, learned after its hello: each field the job
+ * does not know yet is taken from the first rank that tells it. */
+static void apply_info(Job *j, const MsgInfo *in)
+{
+    if (!j->dataset[0]) copy_str(j->dataset, sizeof j->dataset, in->dataset);
+    if (!j->model[0]) copy_str(j->model, sizeof j->model, in->model);
+    if (j->params <= 0 && in->params > 0) j->params = in->params;
+    if (j->batch_size <= 0 && in->batch_size > 0) j->batch_size = in->batch_size;
+    if (j->dataset_size <= 0 && in->dataset_size > 0) j->dataset_size = in->dataset_size;
+}
+
 static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
 {
     if ((int)p->phase <= PHASE_NONE || (int)p->phase >= PHASE__COUNT) return; /* a phase this build does not know */
@@ -493,6 +504,7 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
     case MSG_CKPT: job_apply_ckpt(j, r, &m->u.ckpt, at); break;
     case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
     case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
+    case MSG_INFO: apply_info(j, &m->u.info); break;
     case MSG_BEAT:
         r->beat = m->u.beat;
         r->beat.where[sizeof r->beat.where - 1] = '\0';

@@ -3,7 +3,8 @@
 # torchrun would.
 # From the recording: every message kind arrives; each step's loss is the
 # one the script printed; the DDP buckets reported are the ones the comm
-# hook logged and add up to the model; each epoch's shard is
+# hook logged and add up to the model; the model and data told (info) are
+# DDP's module and the DataLoader's dataset; each epoch's shard is
 # DistributedSampler's; beats say where the script is. The job ends clean.
 . tests/lib.sh
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
@@ -27,7 +28,7 @@ tmp, n = sys.argv[1], int(sys.argv[2])
 steps = 2 * math.ceil(math.ceil(2000 / n) / 64)
 msgs = [json.loads(l) for l in open(f"{tmp}/rec.jsonl")]
 of = lambda k, r=None: [m for m in msgs if m.get("k") == k and (r is None or m.get("r") == r)]
-kinds = {"hello", "phase", "step", "coll", "shard", "ckpt", "log", "beat", "bye"}
+kinds = {"hello", "info", "phase", "step", "coll", "shard", "ckpt", "log", "beat", "bye"}
 assert kinds <= {m.get("k") for m in msgs}, kinds - {m.get("k") for m in msgs}
 for r in range(n):
     printed = re.findall(r"^rank %d epoch (\d+) step (\d+) loss (\S+)$" % r, open(f"{tmp}/logs/rank-{r}.log").read(), re.M)
@@ -56,6 +57,10 @@ for r in range(n):
     assert beats and all(b["where"] for b in beats), beats
     assert any("ddp_basics.py:" in b["where"] for b in beats), [b["where"] for b in beats]
     assert [m["status"] for m in of("bye", r)] == [0]
+    # the model and data the header shows: DDP's module, the DataLoader's dataset
+    info = of("info", r)[-1]
+    assert (info["model"], info["params"], info["dataset"], info["dataset_size"], info["batch"]) == \
+        ("Sequential", params, "TensorDataset", 2000, 64), info
 h = of("hello", 0)[0]
 assert h["backend"] == "gloo" and h["device"] == "cpu" and "torch" in h["version"], h
 ck = of("ckpt", 0)

@@ -63,7 +63,10 @@ def train(rank, world, hooked, store_path, out):
         said = [t for t in r.up.logs if t.startswith("DDP comm hook: ")]
         want = "DDP comm hook: C++" if hooked == "cxx" else "DDP comm hook: Python (DDPTOP_PY_HOOK=python)"
         assert len(said) == 1 and said[0].startswith(want), (hooked, r.up.logs)
-        assert not r.up.sent, r.up.sent
+        # nothing sent but the model's info (DDP's module and its parameters, for the job line)
+        params = sum(p.numel() for p in model.parameters())
+        assert r.up.sent == [("info", {"model": "Sequential", "params": params})], r.up.sent
+        r.up.sent.clear()
         if hooked == "python":
             assert len(r.later_colls) >= 5, r.later_colls     # 5 backwards
         else:

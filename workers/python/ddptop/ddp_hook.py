@@ -26,7 +26,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import collectives, compat, cxx_hook
+from . import collectives, compat, cxx_hook, wire
 from .state import run
 from .steer import STEER, FL_COUNT
 
@@ -147,6 +147,7 @@ def install():
         params = sum(p.numel() for p in self.module.parameters())
         r.log("info", f"DDP: {type(self.module).__name__}, {params} parameters, "
                       f"bucket cap {self.bucket_bytes_cap} B")
+        r.tell(model=wire.cut(type(self.module).__name__, wire.STR_MED), params=params)
 
     def user_hook(name):
         @functools.wraps(_ORIG[name])

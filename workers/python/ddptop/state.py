@@ -62,6 +62,17 @@ class Run:
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0
+        self.info = {}                  # the job's fields learned after hello (tell)
+        self.data_told = False          # the first batch's dataset told
+
+    def tell(self, **fields):
+        """hello's job fields learned later (a script's model at DDP, its
+        data at the first batch) as an `info` message; each one carries all
+        this rank knows, so the last is the whole picture."""
+        new = {k: v for k, v in fields.items() if v and self.info.get(k) != v}
+        if new:
+            self.info.update(new)
+            self.send("info", **self.info)
 
     # ---- messages ----
     def send(self, kind, **fields):

@@ -18,6 +18,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
+from . import wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -38,6 +39,20 @@ def _batch_size(b):
     if isinstance(b, dict):
         return _batch_size(list(b.values()))
     return 0
+
+
+def _tell_data(r, it):
+    """The first batch's DataLoader: its dataset's class and size, the
+    batch size (what ddptop's header shows for the built-in trainer)."""
+    r.data_told = True
+    ds = getattr(it, "_dataset", None)
+    try:
+        size = len(ds) if ds is not None else 0
+    except TypeError:       # an IterableDataset without __len__
+        size = 0
+    batch = getattr(getattr(it, "_index_sampler", None), "batch_size", None)
+    r.tell(dataset=wire.cut(type(ds).__name__, wire.STR_SHORT) if ds is not None else "",
+           dataset_size=size, batch=batch if isinstance(batch, int) else 0)
 
 
 def _dev_mem(r, now):
@@ -159,6 +174,8 @@ def install():
                 PLAN.before_step(r)
         b = orig_next(self)
         if r is not None:
+            if not r.data_told:
+                _tell_data(r, self)
             r.batch_samples += _batch_size(b)
             if not r.batch_t:      # the step's first batch: its forward starts now
                 r.batch_t = time.monotonic()
