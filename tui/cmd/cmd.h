@@ -13,6 +13,7 @@
 #ifndef DDPTOP_CMD_H
 #define DDPTOP_CMD_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct {
@@ -42,8 +43,11 @@ int cmd_usage_error(const char *fmt, const char *arg);
 /* A number in [lo, hi] from the value v of option opt into *out; 0, or 2
  * after one line on stderr (v missing, not a number, out of range). */
 int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out);
-/* The same for a whole number; `name` is the option as the error names it
- * ("-n" for --nproc-per-node too). */
+/* The same for a whole number, digits only; `name` is the option as the
+ * error names it ("-n" for --nproc-per-node too). lo >= 0. */
 int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out);
+/* A whole number in [lo, hi], digits only and exact (no sign, no blanks, no
+ * exponent, no hex), into *out; 0, or 2 after one line on stderr. */
+int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 
 #endif

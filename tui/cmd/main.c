@@ -8,6 +8,7 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -133,14 +134,27 @@ int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *
     return parse_bounded(opt, "a number", v, lo, hi, out);
 }
 
-int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out)
+/* Digits only, read exactly: strtod took "0x10" as 16, " 2" as 2 and
+ * "2.5" as 2 (sampler), and lost a seed's low bits above 2^53. */
+int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    double d;
-    if (parse_bounded(opt, "an integer", v, lo, hi, &d)) return 2;
-    if (d != floor(d)) {
-        fprintf(stderr, "ddptop: %s: expected a whole number, got \"%s\" (see ddptop --help)\n", name, v);
+    if (!v) return cmd_usage_error("%s: missing value", opt);
+    char *end;
+    errno = 0;
+    unsigned long long d = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+    if (v[0] < '0' || v[0] > '9' || errno || *end || d < lo || d > hi) {
+        fprintf(stderr, "ddptop: %s: expected an integer in [%" PRIu64 ", %" PRIu64 "], got \"%s\"\n", opt, lo, hi, v);
         return 2;
     }
+    *out = d;
+    return 0;
+}
+
+int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out)
+{
+    uint64_t d;
+    if (cmd_parse_u64(name, v, lo > 0 ? (uint64_t)lo : 0, hi > 0 ? (uint64_t)hi : 0, &d)) return 2;
+    (void)opt;
     *out = (int)d;
     return 0;
 }

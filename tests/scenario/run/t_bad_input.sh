@@ -9,6 +9,9 @@ check() { # expected-exit description cmd...
 }
 check 2 "unknown ddptop option" "$DDPTOP" run --bogus
 check 2 "zero ranks" "$DDPTOP" run -n 0 --headless
+check 2 "ranks in hex" "$DDPTOP" run -n 0x10 --headless -- --dataset synthetic --model mlp:20,3 --steps 1
+check 2 "a fraction of a rank" "$DDPTOP" run -n 2.5 --headless -- --dataset synthetic --model mlp:20,3 --steps 1
+check 2 "--max-restarts with an exponent" "$DDPTOP" run --max-restarts 1e1 --headless -- --dataset synthetic --model mlp:20,3 --steps 1
 check 2 "unknown trainer option" "$DDPTOP" run --headless -- --bogus
 check 2 "bad model" "$DDPTOP" run --headless -- --model mlp:10
 check 2 "bad lr" "$DDPTOP" run --headless -- --lr abc
