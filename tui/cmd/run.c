@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -225,12 +226,29 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
     if (!strcmp(o->backend, "nccl") && !strcmp(o->device, "cpu"))
         return cmd_usage_error("%s: NCCL reduces GPU memory; use --backend gloo with --device cpu",
                                "--backend nccl --device cpu");
+    /* The logs must be writable there: a file, /proc or a read-only
+     * directory gave every rank no log at all, and the run still said
+     * "logs in DIR". A file created and removed proves it, even for root. */
     if (o->log_dir) {
         struct stat st;
         if (stat(o->log_dir, &st) && mkdir(o->log_dir, 0755)) {
             fprintf(stderr, "ddptop: --log-dir %s: %s\n", o->log_dir, strerror(errno));
             return 2;
         }
+        if (stat(o->log_dir, &st) || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "ddptop: --log-dir %s: not a directory\n", o->log_dir);
+            return 2;
+        }
+        char probe[PATH_MAX];
+        int fd = -1;
+        errno = ENAMETOOLONG;
+        if (snprintf(probe, sizeof probe, "%s/.ddptop-log-XXXXXX", o->log_dir) < (int)sizeof probe) fd = mkstemp(probe);
+        if (fd < 0) {
+            fprintf(stderr, "ddptop: --log-dir %s: cannot write a log there: %s\n", o->log_dir, strerror(errno));
+            return 2;
+        }
+        close(fd);
+        unlink(probe);
     }
     /* A bad --record path is a usage error, found before anything runs;
      * an existing file is never overwritten (it may be someone's only copy). */

@@ -22,6 +22,10 @@ check 2 "corrupt init file" "$DDPTOP" run --headless -- --init-from "$TMP/bad.sa
 check 2 "fashion-mnist with a model that does not fit" "$DDPTOP" run --headless -- --dataset fashion-mnist --model mlp:20,3
 check 2 "missing dataset dir" "$DDPTOP" run --headless -- --dataset fashion-mnist --data-dir "$TMP/none"
 check 2 "unknown command" "$DDPTOP" frobnicate
+# --log-dir where no log can be written: refused, not "logs in DIR" and none
+touch "$TMP/afile"
+check 2 "--log-dir a file" "$DDPTOP" run --headless --log-dir "$TMP/afile" -- --dataset synthetic --model mlp:20,3 --steps 1
+check 2 "--log-dir in /proc" "$DDPTOP" run --headless --log-dir /proc -- --dataset synthetic --model mlp:20,3 --steps 1
 # beyond one machine (docs/CLUSTER.md)
 check 2 "listen without endpoint" "$DDPTOP" listen
 check 2 "listen on an unknown transport" "$DDPTOP" listen foo://x --headless
