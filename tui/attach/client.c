@@ -446,7 +446,7 @@ static int loop_tui(Attach *A)
         }
     }
     view_tui_close(&A->tui);
-    return 0;
+    return A->ended_silent ? 1 : 0;
 }
 
 static int loop_headless(Attach *A)
@@ -466,7 +466,8 @@ static int loop_headless(Attach *A)
     view_headless_tick(&A->hl, A->job, mono_ns());
     view_headless_summary(&A->hl, A->job, mono_ns());
     fflush(stdout);
-    return 0;
+    /* a job not seen to end (ddptop killed, the link cut) is no success */
+    return A->ended_silent ? 1 : 0;
 }
 
 /* Until the first hello, or --wait seconds. 0 model made, 1 none (said
