@@ -13,6 +13,7 @@
 #endif
 #include "net/publish.h"
 #include "net/curve.h"
+#include "net/zsock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,13 +33,20 @@ struct Publisher {
 };
 
 /* ipc://PATH: PATH's directory must exist (zmq_bind would fail later, and
- * the run with it). */
+ * the run with it), and PATH be free. */
 static int check_ipc_dir(const char *ep, char *err, size_t errlen)
 {
     char dir[4096];
     const char *path = ep + 6, *slash = strrchr(path, '/');
     if (!*path) {
         snprintf(err, errlen, "--publish %s: missing path (ipc:///tmp/ddptop.pub)", ep);
+        return -1;
+    }
+    /* binding would unlink what is there (zs_bind) */
+    int taken = zs_ipc_taken(path);
+    if (taken) {
+        snprintf(err, errlen, "--publish %s: %s", ep,
+                 taken == EADDRINUSE ? "in use by another process" : "a file that is not a socket is there");
         return -1;
     }
     if (!slash) return 0; /* relative to the working directory */
@@ -121,7 +129,7 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
         goto fail;
     }
     if (curve && keys_server_socket(p->sock, keys, err, errlen)) goto fail;
-    if (zmq_bind(p->sock, endpoint)) {
+    if (zs_bind(p->sock, endpoint)) {
         snprintf(err, errlen, "--publish %s: cannot bind: %s", endpoint, zmq_strerror(errno));
         goto fail;
     }

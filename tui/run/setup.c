@@ -154,9 +154,9 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
         (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
         return ERR_FAIL;
     /* an address in use or not ours is the user's to change: exit 2 */
-    if (zmq_bind(r->ctl, bind_ctl))
+    if (zs_bind(r->ctl, bind_ctl))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
-    if (zmq_bind(r->tel, bind_tel))
+    if (zs_bind(r->tel, bind_tel))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
                         bind_tel, zmq_strerror(errno));
     return ERR_OK;

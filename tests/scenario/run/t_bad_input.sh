@@ -31,6 +31,20 @@ check 2 "listen without endpoint" "$DDPTOP" listen
 check 2 "listen on an unknown transport" "$DDPTOP" listen foo://x --headless
 check 2 "listen on port 99999" "$DDPTOP" listen tcp://127.0.0.1:99999 --headless
 check 2 "listen on ipc outside a private dir" "$DDPTOP" listen ipc:///tmp/ddptop-open.sock --headless
+# an ipc:// path already taken: a user's file stays, a live listener keeps its endpoint
+mkdir -m 700 "$TMP/priv"; printf 'precious\n' >"$TMP/priv/data.txt"
+check 2 "listen onto a file" timeout 20 "$DDPTOP" listen "ipc://$TMP/priv/data.txt" --headless
+[ "$(cat "$TMP/priv/data.txt")" = precious ] || die "listen replaced $TMP/priv/data.txt"
+check 2 "--publish onto a file" "$DDPTOP" run --headless --publish "ipc://$TMP/priv/data.txt" -- --dataset synthetic --model mlp:20,3 --steps 1
+[ "$(cat "$TMP/priv/data.txt")" = precious ] || die "--publish replaced $TMP/priv/data.txt"
+"$DDPTOP" listen "ipc://$TMP/priv/ep" --headless >"$TMP/l1.out" 2>&1 &
+l1=$!
+CLEANUPS+=("kill $l1")
+wait_for 20 test -S "$TMP/priv/ep.tel" || die "the first listen did not bind: $(cat "$TMP/l1.out")"
+ino=$(stat -c %i "$TMP/priv/ep")
+check 2 "a second listen on one endpoint" timeout 20 "$DDPTOP" listen "ipc://$TMP/priv/ep" --headless
+[ "$(stat -c %i "$TMP/priv/ep")" = "$ino" ] && kill -0 $l1 || die "the second listen took the first one's endpoint"
+kill $l1
 touch "$TMP/open.keys"; chmod 644 "$TMP/open.keys"
 check 2 "a key file others can read" "$DDPTOP" listen tcp://127.0.0.1:$(free_port) --headless --keys "$TMP/open.keys"
 printf 'ddptop-keys v1\nserver-public short\n' >"$TMP/bad.keys"; chmod 600 "$TMP/bad.keys"
