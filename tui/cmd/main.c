@@ -169,6 +169,10 @@ static const CmdEntry *cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
+    /* The user's characters (UTF-8 or not), never their decimal comma:
+     * under de_DE.UTF-8 --json printed "t":0,219 (not JSON), export's CSV
+     * split every number in two, and "--hang-after 0.5" was refused. */
+    setlocale(LC_NUMERIC, "C");
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         printf("ddptop " DDPTOP_VERSION "\n");
         return 0;
