@@ -84,8 +84,9 @@ static const char HELP_BODY[] =
 
 static const char HELP_TAIL[] = "\n"
                                 "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
-                                "  2 usage; 3 a checkpoint lost (full disk, ...); 130/143/129 stopped by Ctrl-C/SIGTERM/\n"
-                                "  SIGHUP with the clean stop (the last line says at which step, and the checkpoint)\n"
+                                "  2 usage; 3 a checkpoint or the recording lost (full disk, ...); 130/143/129\n"
+                                "  stopped by Ctrl-C/SIGTERM/SIGHUP with the clean stop (the last line says at which\n"
+                                "  step, and the checkpoint)\n"
                                 "\n"
                                 "trainer options: see `ddptop-worker --help` (--steps and --epochs are the built-in\n"
                                 "trainer's; a script's own arguments are the script's).\n";

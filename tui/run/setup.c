@@ -213,9 +213,11 @@ void run_teardown(Run *r)
         char err[512];
         unsigned long long n = (unsigned long long)recorder_records(r->rec);
         bool cut = recorder_failed(r->rec); /* n is then what reads back, up to the error */
-        if (recorder_close(&r->rec, err, sizeof err))
+        r->rec_lost = cut;
+        if (recorder_close(&r->rec, err, sizeof err)) {
             fprintf(stderr, "ddptop: --record: %s\n", err);
-        else
+            r->rec_lost = true;
+        } else
             fprintf(stderr, "ddptop: recorded %llu records to %s%s\n", n, r->o->record_path,
                     cut ? " (then a write failed: the recording ends there)" : "");
     }
