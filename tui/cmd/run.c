@@ -215,6 +215,13 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
         return cmd_usage_error("listen %s: workers started elsewhere connect to it; it starts no script", o->program);
     if (o->listen_ep && o->nnodes > 1)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
+    /* what only a launch uses was taken and dropped without a word */
+    if (o->listen_ep && p->dashdash)
+        return cmd_usage_error("%s: the workers started elsewhere bring their own options; drop them", "listen --");
+    if (o->listen_ep && p->nproc_set)
+        return cmd_usage_error("%s: the world size comes from the workers' hello; drop it", "listen -n");
+    if (o->listen_ep && o->max_restarts > 0)
+        return cmd_usage_error("%s: only ranks ddptop launched can be restarted; drop it", "listen --max-restarts");
     if (o->rdzv && strrchr(o->rdzv, ':') == NULL) return cmd_usage_error("--rdzv %s: expected HOST:PORT", o->rdzv);
     if (o->node_rank > 0 && !o->keys_path) {
         fprintf(stderr,

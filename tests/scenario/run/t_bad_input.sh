@@ -30,6 +30,10 @@ check 2 "--log-dir in /proc" "$DDPTOP" run --headless --log-dir /proc -- --datas
 check 2 "listen without endpoint" "$DDPTOP" listen
 check 2 "listen on an unknown transport" "$DDPTOP" listen foo://x --headless
 check 2 "listen on port 99999" "$DDPTOP" listen tcp://127.0.0.1:99999 --headless
+# what only a launch uses is refused by listen, not dropped without a word
+check 2 "listen with trainer options" timeout 20 "$DDPTOP" listen "ipc://$TMP/l.sock" --headless -- --steps 5
+check 2 "listen with -n" timeout 20 "$DDPTOP" listen "ipc://$TMP/l.sock" --headless -n 4
+check 2 "listen with --max-restarts" timeout 20 "$DDPTOP" listen "ipc://$TMP/l.sock" --headless --max-restarts 2
 check 2 "listen on ipc outside a private dir" "$DDPTOP" listen ipc:///tmp/ddptop-open.sock --headless
 # an ipc:// path already taken: a user's file stays, a live listener keeps its endpoint
 mkdir -m 700 "$TMP/priv"; printf 'precious\n' >"$TMP/priv/data.txt"
