@@ -154,8 +154,13 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
         (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
         return ERR_FAIL;
     /* an address in use or not ours is the user's to change: exit 2 */
-    if (zs_bind(r->ctl, bind_ctl))
-        return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
+    if (zs_bind(r->ctl, bind_ctl)) {
+        /* ZeroMQ binds an address or an interface, never a name to look up */
+        bool named = errno == ENODEV && !strncmp(bind_ctl, "tcp://", 6);
+        return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s%s", bind_ctl, zmq_strerror(errno),
+                        named ? " (bind a numeric address or an interface: tcp://127.0.0.1:PORT, tcp://0.0.0.0:PORT)"
+                              : "");
+    }
     if (zs_bind(r->tel, bind_tel))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
                         bind_tel, zmq_strerror(errno));
