@@ -13,6 +13,7 @@
 #ifndef DDPTOP_CMD_H
 #define DDPTOP_CMD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +21,7 @@ typedef struct {
     const char *name;
     int (*exec)(int argc, char **argv); /* returns the exit status */
     const char *usage;                  /* after "ddptop " in the usage lines */
+    bool output_is_result;              /* stdout is what was asked for: a failed write is exit 1 */
 } CmdEntry;
 
 /* The subcommands in --help's order; the first one is what `ddptop` with

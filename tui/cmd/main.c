@@ -21,12 +21,12 @@
 
 // clang-format off
 const CmdEntry cmd_table[] = {
-    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]"},
-    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]"},
-    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]"},
-    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]"},
-    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)"},
-    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]"},
+    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]", false},
+    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]", true},
+    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]", true},
+    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]", true},
+    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)", false},
+    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]", true},
 };
 // clang-format on
 const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);
@@ -160,6 +160,18 @@ int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int 
     return 0;
 }
 
+/* A command whose output is what was asked for and that could not write
+ * it (a full disk, a closed stdout) did not do it: exit 1, not 0 (run and
+ * listen are judged by their ranks; their lines are a view). */
+static int stdout_done(int rc, const char *who)
+{
+    int e = fflush(stdout) ? errno : 0;
+    bool earlier = !e && ferror(stdout); /* an earlier flush failed: its errno is gone */
+    if ((!e && !earlier) || rc != 0) return rc;
+    fprintf(stderr, "ddptop %s: writing to stdout: %s\n", who, earlier ? "a write failed" : strerror(e));
+    return 1;
+}
+
 static const CmdEntry *cmd_find(const char *name)
 {
     for (int i = 0; i < cmd_table_len; i++)
@@ -176,16 +188,17 @@ int main(int argc, char **argv)
     setlocale(LC_NUMERIC, "C");
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         printf("ddptop " DDPTOP_VERSION "\n");
-        return 0;
+        return stdout_done(0, "--version");
     }
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         cmd_print_help(stdout);
-        return 0;
+        return stdout_done(0, "--help");
     }
     if (argc > 1 && argv[1][0] != '-') {
         const CmdEntry *c = cmd_find(argv[1]);
         if (!c) return cmd_usage_error("unknown command \"%s\"", argv[1]);
-        return c->exec(argc - 2, argv + 2);
+        int rc = c->exec(argc - 2, argv + 2);
+        return c->output_is_result ? stdout_done(rc, c->name) : rc;
     }
     /* no subcommand: run, with every argument its own */
     return cmd_table[0].exec(argc - 1, argv + 1);
