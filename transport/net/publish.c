@@ -63,10 +63,34 @@ static int check_ipc_dir(const char *ep, char *err, size_t errlen)
     return 0;
 }
 
+/* What zmq_bind would take otherwise than asked: a port beyond 65535 (99999
+ * bound 34463, mod 65536), or not at all: a host name (it binds an address
+ * or an interface, never a name to look up). 0, or -1 with err. */
+static int check_tcp_bind(const char *ep, const char *host, const char *port, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long pv = strcmp(port, "*") && port[0] >= '0' && port[0] <= '9' ? strtol(port, &end, 10) : -1;
+    if (strcmp(port, "*") && (pv < 1 || pv > 65535 || errno || *end)) {
+        snprintf(err, errlen, "--publish %s: PORT must be 1..65535 or * (any free one)", ep);
+        return -1;
+    }
+    if (!strcasecmp(host, "localhost")) {
+        snprintf(err, errlen, "--publish %s: bind a numeric address: tcp://127.0.0.1:%s", ep, port);
+        return -1;
+    }
+    return 0;
+}
+
 int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
 {
-    /* with keys, any tcp://HOST:PORT (PORT may be *); zmq_bind judges the rest */
-    if (have_keys && ep && !strncmp(ep, "tcp://", 6) && strrchr(ep + 6, ':') && strrchr(ep + 6, ':')[1]) return 0;
+    /* with keys, any tcp://HOST:PORT (PORT may be *) a bind takes as asked */
+    const char *colon = ep && !strncmp(ep, "tcp://", 6) ? strrchr(ep + 6, ':') : NULL;
+    if (have_keys && colon && colon[1]) {
+        char host[256];
+        snprintf(host, sizeof host, "%.*s", (int)(colon - (ep + 6)), ep + 6);
+        return check_tcp_bind(ep, host, colon + 1, err, errlen);
+    }
     return publisher_check_endpoint(ep, err, errlen);
 }
 
@@ -96,6 +120,7 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
     }
     memcpy(host, h, n);
     host[n] = 0;
+    if (check_tcp_bind(ep, host, colon + 1, err, errlen)) return -1;
     if (!keys_host_is_loopback(host)) {
         snprintf(err, errlen,
                  "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
