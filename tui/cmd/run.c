@@ -215,6 +215,14 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
         return cmd_usage_error("listen %s: workers started elsewhere connect to it; it starts no script", o->program);
     if (o->listen_ep && o->nnodes > 1)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
+    /* a key file guards tcp sockets: a one-node job binds none (ipc://),
+     * so --keys there was read by nothing and guarded nothing */
+    bool tcp_listen = o->listen_ep && !strncmp(o->listen_ep, "tcp://", 6);
+    bool tcp_publish = o->publish_ep && !strncmp(o->publish_ep, "tcp://", 6);
+    if (o->keys_path && o->nnodes == 1 && !tcp_listen && !tcp_publish)
+        return cmd_usage_error("%s: a one-node job has no tcp socket to guard (its sockets are ipc://, private); "
+                               "keys are for --nnodes, listen tcp:// and --publish tcp://",
+                               "--keys");
     /* what only a launch uses was taken and dropped without a word */
     if (o->listen_ep && p->dashdash)
         return cmd_usage_error("%s: the workers started elsewhere bring their own options; drop them", "listen --");

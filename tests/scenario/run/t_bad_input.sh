@@ -58,6 +58,7 @@ check 2 "--rdzv without a port" "$DDPTOP" run --nnodes 2 --rdzv hostonly
 check 2 "--rdzv port 0" "$DDPTOP" run --headless --nnodes 2 --rdzv 127.0.0.1:0
 check 2 "--node-rank out of range" "$DDPTOP" run --nnodes 2 --node-rank 2 --rdzv h:1
 check 2 "--rdzv for one node" "$DDPTOP" run --rdzv h:1
+check 2 "--keys for one node" "$DDPTOP" run --headless --keys "$TMP/k.keys" -- --dataset synthetic --model mlp:20,3 --steps 1
 check 2 "an agent without keys" "$DDPTOP" run --nnodes 2 --node-rank 1 --rdzv 127.0.0.1:9
 check 2 "attach without endpoint" "$DDPTOP" attach
 check 2 "attach over tcp without keys" "$DDPTOP" attach tcp://127.0.0.1:9 --headless
