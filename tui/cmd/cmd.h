@@ -47,7 +47,7 @@ int cmd_usage_error(const char *fmt, const char *arg);
 int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out);
 /* The same for a whole number, digits only; `name` is the option as the
  * error names it ("-n" for --nproc-per-node too). lo >= 0. */
-int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out);
+int cmd_parse_int(const char *name, const char *v, int lo, int hi, int *out);
 /* A whole number in [lo, hi], digits only and exact (no sign, no blanks, no
  * exponent, no hex), into *out; 0, or 2 after one line on stderr. */
 int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);

@@ -151,11 +151,10 @@ int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint
     return 0;
 }
 
-int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out)
+int cmd_parse_int(const char *name, const char *v, int lo, int hi, int *out)
 {
     uint64_t d;
     if (cmd_parse_u64(name, v, lo > 0 ? (uint64_t)lo : 0, hi > 0 ? (uint64_t)hi : 0, &d)) return 2;
-    (void)opt;
     *out = (int)d;
     return 0;
 }

@@ -113,7 +113,7 @@ static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
     switch (d->kind) {
     case OPT_FLAG: *(bool *)field = true; return 0;
     case OPT_NUM: return cmd_parse_num(a, v, d->lo, d->hi, (double *)field);
-    case OPT_INT: return cmd_parse_int(a, d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
+    case OPT_INT: return cmd_parse_int(d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
     case OPT_STR:
     case OPT_PATH:
         /* "--record --": the "--" that starts the trainer's options is no value */

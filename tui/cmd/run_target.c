@@ -261,6 +261,12 @@ static int run_check(const Check *c, int *gpus, char *resolved, size_t rlen)
     }
     msg[got] = 0;
     close(pfd[0]);
+    /* its output closed: its exit, still within the deadline */
+    while (!timed_out && !reaped) {
+        reaped = waitpid(pid, &st, WNOHANG) == pid;
+        if (!reaped && mono_ms() >= deadline) timed_out = true;
+        if (!reaped && !timed_out) poll(NULL, 0, 20);
+    }
     kill(-pid, SIGKILL); /* whatever the check left running */
     if (!reaped)
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
