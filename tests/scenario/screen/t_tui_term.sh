@@ -36,9 +36,9 @@ wait_for 10 no_feeders || die "feeders left running: $(our_feeders)"
 setsid "$DDPTOP" replay "$TMP/job.rec" </dev/null >"$TMP/o" 2>&1; rc=$?
 [ $rc = 2 ] && grep -q "not a terminal (use --headless)" "$TMP/o" || die "replay without a terminal: exit $rc: $(cat "$TMP/o")"
 sed 's/to=100 /to=100000 /' "$TMP/t.feed" >"$TMP/long.feed"
-DDPTOP_WORKER=$FEED timeout 60 "$DDPTOP" run --headless -n 2 -- --script "$TMP/long.feed" >"$TMP/job.out" 2>&1 &
+DDPTOP_WORKER=$FEED "$DDPTOP" run --headless -n 2 -- --script "$TMP/long.feed" >"$TMP/job.out" 2>&1 &
 job=$!
-CLEANUPS+=("kill $job")
+CLEANUPS+=("kill -9 $job")
 wait_for 20 grep -q 'ddptop attach: ddptop attach ipc://' "$TMP/job.out" || die "no attach endpoint: $(cat "$TMP/job.out")"
 ep=$(sed -n 's/.*ddptop attach: ddptop attach \(ipc:[^ ]*\).*/\1/p' "$TMP/job.out" | head -1)
 setsid "$DDPTOP" attach "$ep" </dev/null >"$TMP/o" 2>&1; rc=$?
@@ -46,6 +46,7 @@ setsid "$DDPTOP" attach "$ep" </dev/null >"$TMP/o" 2>&1; rc=$?
     || die "attach without a terminal: exit $rc: $(cat "$TMP/o")"
 echo "ok: no terminal: replay and attach exit 2"
 kill -INT $job
+wait_for 30 sh -c "! kill -0 $job 2>/dev/null" || die "the job did not stop after Ctrl-C"
 wait $job; rc=$?
 [ $rc = 130 ] || die "the job attached to: exit $rc after Ctrl-C, want 130: $(tail -3 "$TMP/job.out")"
 no_feeders || die "feeders left running: $(our_feeders)"
