@@ -158,7 +158,7 @@ typedef struct {
     const char *device, *backend;
     const char *pythonpath; /* NULL: PYTHONPATH left alone */
     bool bare;              /* --no-inject: only the script, not the adapter's needs */
-    double timeout_s;       /* --timeout: the check's deadline when under RUN_CHECK_TIMEOUT_S */
+    double timeout_s;       /* --timeout: the check's deadline, within RUN_CHECK_MIN_S..RUN_CHECK_TIMEOUT_S */
 } Check;
 
 /* The child of run_check: the program in its check mode, its stdout and
@@ -192,11 +192,13 @@ static void exec_check(const Check *c, int pfd[2])
     _exit(127);
 }
 
-/* How long a check may take at most (less with a shorter --timeout):
- * importing torch on a loaded machine takes seconds; an interpreter that
- * never answers (a sitecustomize that waits, a wrapper that hangs) must not
- * hold ddptop forever. */
+/* How long a check may take: --timeout, within [RUN_CHECK_MIN_S,
+ * RUN_CHECK_TIMEOUT_S]. Importing torch on a loaded machine takes seconds
+ * (a short --timeout for the collectives must not refuse a good script);
+ * an interpreter that never answers (a sitecustomize that waits, a wrapper
+ * that hangs) must not hold ddptop forever. */
 #define RUN_CHECK_TIMEOUT_S 60.0
+#define RUN_CHECK_MIN_S     10.0
 
 /* Ask the program to validate its options and the device (no usable GPU
  * for --device cuda, no NCCL; a missing script), so a typo is one line
@@ -225,7 +227,9 @@ static int run_check(const Check *c, int *gpus, char *resolved, size_t rlen)
     char msg[1024] = "", chunk[4096];
     size_t got = 0;
     bool timed_out = false;
-    double limit_s = c->timeout_s > 0 && c->timeout_s < RUN_CHECK_TIMEOUT_S ? c->timeout_s : RUN_CHECK_TIMEOUT_S;
+    double limit_s = c->timeout_s < RUN_CHECK_MIN_S       ? RUN_CHECK_MIN_S
+                     : c->timeout_s > RUN_CHECK_TIMEOUT_S ? RUN_CHECK_TIMEOUT_S
+                                                          : c->timeout_s;
     int64_t deadline = mono_ms() + (int64_t)(limit_s * 1000);
     int st = 0;
     bool reaped = false;

@@ -1,7 +1,7 @@
 # The options check before launch (cmd/run_target.c asks the interpreter or
 # the worker to validate everything) against interpreters that misbehave:
-# one that hangs (ddptop waited forever) ends at the check's deadline (60 s,
-# less with a shorter --timeout); one whose traceback is longer than 1 KiB is
+# one that hangs (ddptop waited forever) ends at the check's deadline
+# (--timeout, within 10..60 s); one whose traceback is longer than 1 KiB is
 # named by its last line (ddptop kept the first 1 KiB and closed the pipe);
 # one that exits 1 or dies by a signal without a word is named as such (it
 # said "the trainer options were refused"). Each: one line, exit 2, nothing
@@ -24,7 +24,7 @@ check() { # description want cmd...
     grep -q launched "$TMP/out" && die "$what: ranks were launched: $(cat "$TMP/out")"
     echo "ok: $what ($(( $(date +%s) - t0 )) s) -> $(cat "$TMP/err")"
 }
-check "a hung interpreter" "$TMP/hang did not answer the options check within 2 s" \
+check "a hung interpreter" "$TMP/hang did not answer the options check within 10 s" \
     "$DDPTOP" run --headless --timeout 2 --python "$TMP/hang" "$TMP/s.py"
 pid=$(cat "$TMP/hang.pid" 2>/dev/null)
 [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null || die "the hung check (pid $pid) was left running"
