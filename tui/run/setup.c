@@ -161,9 +161,14 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
                         named ? " (bind a numeric address or an interface: tcp://127.0.0.1:PORT, tcp://0.0.0.0:PORT)"
                               : "");
     }
+    /* a listen's ipc files are at the user's path, not in a directory of
+     * ours that teardown removes: they are removed one by one */
+    bool user_ipc = r->o->listen_ep && !r->tcp;
+    r->own_ipc[0] = user_ipc;
     if (zs_bind(r->tel, bind_tel))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
                         bind_tel, zmq_strerror(errno));
+    r->own_ipc[1] = user_ipc;
     return ERR_OK;
 }
 
@@ -236,6 +241,8 @@ void run_teardown(Run *r)
     nodes_free(&r->nodes);
     if (r->ctl) zmq_close(r->ctl);
     if (r->tel) zmq_close(r->tel);
+    if (r->own_ipc[0]) unlink(r->ctl_ep + 6);
+    if (r->own_ipc[1]) unlink(r->tel_ep + 6);
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);

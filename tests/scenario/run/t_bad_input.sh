@@ -48,7 +48,13 @@ wait_for 20 test -S "$TMP/priv/ep.tel" || die "the first listen did not bind: $(
 ino=$(stat -c %i "$TMP/priv/ep")
 check 2 "a second listen on one endpoint" timeout 20 "$DDPTOP" listen "ipc://$TMP/priv/ep" --headless
 [ "$(stat -c %i "$TMP/priv/ep")" = "$ino" ] && kill -0 $l1 || die "the second listen took the first one's endpoint"
-kill $l1
+kill -INT $l1
+wait_for 20 sh -c "! kill -0 $l1 2>/dev/null" || die "listen did not leave on Ctrl-C"
+# a listen that leaves removes its own socket files, and only its own
+[ ! -e "$TMP/priv/ep" ] && [ ! -e "$TMP/priv/ep.tel" ] || die "listen left its sockets: $(ls "$TMP/priv")"
+printf 'precious\n' >"$TMP/priv/p.tel"
+check 2 "listen whose telemetry path is a file" timeout 20 "$DDPTOP" listen "ipc://$TMP/priv/p" --headless
+[ ! -e "$TMP/priv/p" ] && [ "$(cat "$TMP/priv/p.tel")" = precious ] || die "after a refused listen: $(ls -l "$TMP/priv")"
 touch "$TMP/open.keys"; chmod 644 "$TMP/open.keys"
 check 2 "a key file others can read" "$DDPTOP" listen tcp://127.0.0.1:$(free_port) --headless --keys "$TMP/open.keys"
 printf 'ddptop-keys v1\nserver-public short\n' >"$TMP/bad.keys"; chmod 600 "$TMP/bad.keys"
