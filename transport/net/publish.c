@@ -23,11 +23,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
 struct Publisher {
     void *sock;
+    bool bound; /* endpoint is bound: an ipc file there is ours */
     char endpoint[256];
     uint64_t sent, drops;
 };
@@ -158,6 +160,7 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
         snprintf(err, errlen, "--publish %s: cannot bind: %s", endpoint, zmq_strerror(errno));
         goto fail;
     }
+    p->bound = true;
     size_t len = sizeof p->endpoint;
     if (zmq_getsockopt(p->sock, ZMQ_LAST_ENDPOINT, p->endpoint, &len))
         snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
@@ -190,6 +193,9 @@ void publisher_close(Publisher **pp)
     Publisher *p = pp ? *pp : NULL;
     if (!p) return;
     if (p->sock) zmq_close(p->sock);
+    /* an ipc socket file it bound is its own to remove (endpoint is set only
+     * by a bind that succeeded) */
+    if (p->bound && !strncmp(p->endpoint, "ipc://", 6)) unlink(p->endpoint + 6);
     free(p);
     *pp = NULL;
 }
