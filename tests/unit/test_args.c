@@ -95,6 +95,10 @@ static void test_refusals(void)
     CHECK(parse(&a, "--lr", err, sizeof err) == -1 && !strcmp(err, "--lr: missing value"), "%s", err);
     CHECK(parse(&a, "--timeout 0.01", err, sizeof err) == -1 && strstr(err, "--timeout: expected a number"), "%s", err);
     CHECK(parse(&a, "--betas 0.9", err, sizeof err) == -1 && strstr(err, "--betas: expected B1,B2"), "%s", err);
+    /* a beta left out is not a beta of 0 */
+    CHECK(parse(&a, "--betas 0.9,", err, sizeof err) == -1 && strstr(err, "--betas: expected B1,B2"), "%s", err);
+    CHECK(parse(&a, "--betas ,0.9", err, sizeof err) == -1 && strstr(err, "--betas: expected B1,B2"), "%s", err);
+    CHECK(parse(&a, "--betas ,", err, sizeof err) == -1 && strstr(err, "--betas: expected B1,B2"), "%s", err);
     CHECK(parse(&a, "--seed -1", err, sizeof err) == -1 && strstr(err, "--seed:"), "%s", err);
     CHECK(parse(&a, "--bogus --help", err, sizeof err) == -1 && strstr(err, "unknown trainer option \"--bogus\""), "%s",
           err);

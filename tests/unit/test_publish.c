@@ -28,7 +28,7 @@ static void test_endpoint_policy(void)
     TEST_BEGIN("endpoint_policy");
     char err[512];
     const char *ok[] = { "ipc:///tmp/ddptop.pub", "inproc://x",       "tcp://127.0.0.1:5555",
-                         "tcp://127.1.2.3:*",     "tcp://[::1]:5555", "tcp://localhost:5555" };
+                         "tcp://127.1.2.3:*",     "tcp://[::1]:5555", "tcp://127.0.0.1:65535" };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         CHECK(publisher_check_endpoint(ok[i], err, sizeof err) == 0, "%s refused: %s", ok[i], err);
     const char *curve[] = { "tcp://0.0.0.0:5555", "tcp://*:5555",        "tcp://192.168.1.10:5555", "tcp://eth0:5555",
@@ -45,6 +45,18 @@ static void test_endpoint_policy(void)
     CHECK(publisher_check_endpoint("tcp://127.0.0.1", err, sizeof err) < 0 && strstr(err, "HOST:PORT"), "no port: %s",
           err);
     CHECK(publisher_check_endpoint("", err, sizeof err) < 0, "empty endpoint");
+    /* what ZeroMQ would bind otherwise than asked (port 99999 as 34463) or not at all (a name) */
+    const char *bad_port[] = { "tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1:-1", "tcp://127.0.0.1:5x" };
+    for (size_t i = 0; i < sizeof bad_port / sizeof bad_port[0]; i++)
+        CHECK(publisher_check_endpoint(bad_port[i], err, sizeof err) < 0 && strstr(err, "PORT must be 1..65535"),
+              "%s: \"%s\"", bad_port[i], err);
+    CHECK(publisher_check_endpoint("tcp://localhost:5555", err, sizeof err) < 0 &&
+              strstr(err, "bind a numeric address: tcp://127.0.0.1:5555"),
+          "localhost: %s", err);
+    CHECK(publisher_check_endpoint_keys("tcp://0.0.0.0:99999", true, err, sizeof err) < 0 &&
+              strstr(err, "PORT must be 1..65535"),
+          "with keys, port 99999: %s", err);
+    CHECK(publisher_check_endpoint_keys("tcp://0.0.0.0:5555", true, err, sizeof err) == 0, "with keys: %s", err);
     void *ctx = zmq_ctx_new();
     CHECK(publisher_open(ctx, "tcp://0.0.0.0:5555", 0, err, sizeof err) == NULL && strstr(err, "CURVE"),
           "open refuses too: %s", err);

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,6 +312,54 @@ static void test_drop(void *ctx, const char *dir)
     TEST_END();
 }
 
+/* zs_bind leaves what is at an ipc:// path alone: a user's file is not
+ * unlinked, a socket another process listens on is not taken from it; a
+ * stale socket (its listener gone) is replaced. */
+static void test_bind_taken(void *ctx, const char *dir)
+{
+    TEST_BEGIN("bind_leaves_a_file_and_a_live_socket_alone");
+    char path[300], ep[320];
+    snprintf(path, sizeof path, "%s/data.txt", dir);
+    snprintf(ep, sizeof ep, "ipc://%s", path);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("precious\n", f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+    void *a = zmq_socket(ctx, ZMQ_PULL), *b = zmq_socket(ctx, ZMQ_PULL);
+    int zero = 0;
+    zmq_setsockopt(a, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(b, ZMQ_LINGER, &zero, sizeof zero);
+    CHECK(zs_ipc_taken(path) == EEXIST, "a regular file: %d", zs_ipc_taken(path));
+    CHECK(zs_bind(a, ep) == -1 && errno == EEXIST, "bound over a file (errno %d)", errno);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 9, "the file was replaced");
+    unlink(path);
+
+    snprintf(path, sizeof path, "%s/live", dir);
+    snprintf(ep, sizeof ep, "ipc://%s", path);
+    CHECK(zs_ipc_taken(path) == 0, "a free path: %d", zs_ipc_taken(path));
+    CHECK(zs_bind(a, ep) == 0, "bind %s: %s", ep, zmq_strerror(errno));
+    ino_t ino = stat(path, &st) == 0 ? st.st_ino : 0;
+    CHECK(zs_ipc_taken(path) == EADDRINUSE, "a live socket: %d", zs_ipc_taken(path));
+    CHECK(zs_bind(b, ep) == -1 && errno == EADDRINUSE, "a second bind took a live endpoint (errno %d)", errno);
+    CHECK(stat(path, &st) == 0 && st.st_ino == ino, "the live socket's file was replaced");
+    zmq_close(a);
+    /* a stale socket file: nobody accepts on it */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(path, sizeof path, "%s/stale", dir);
+    CHECK(strlen(path) < sizeof sa.sun_path, "socket path too long: %s", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1 < sizeof sa.sun_path ? strlen(path) + 1 : sizeof sa.sun_path - 1);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "stale socket: %s", strerror(errno));
+    close(fd);
+    snprintf(ep, sizeof ep, "ipc://%s", path);
+    CHECK(zs_ipc_taken(path) == 0, "a stale socket counted as taken");
+    CHECK(zs_bind(b, ep) == 0, "bind over a stale socket: %s", zmq_strerror(errno));
+    zmq_close(b);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/live", dir);
+    unlink(path);
+    TEST_END();
+}
+
 int main(void)
 {
     test_private_dir();
@@ -324,6 +374,7 @@ int main(void)
     test_push_pull(ctx, dir);
     test_router_dealer(ctx, dir);
     test_drop(ctx, dir);
+    test_bind_taken(ctx, dir);
     zmq_ctx_term(ctx);
 
     TEST_BEGIN("private_dir_removed_after_use");

@@ -13,6 +13,7 @@
 #endif
 #include "net/publish.h"
 #include "net/curve.h"
+#include "net/zsock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,23 +23,32 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
 struct Publisher {
     void *sock;
+    bool bound; /* endpoint is bound: an ipc file there is ours */
     char endpoint[256];
     uint64_t sent, drops;
 };
 
 /* ipc://PATH: PATH's directory must exist (zmq_bind would fail later, and
- * the run with it). */
+ * the run with it), and PATH be free. */
 static int check_ipc_dir(const char *ep, char *err, size_t errlen)
 {
     char dir[4096];
     const char *path = ep + 6, *slash = strrchr(path, '/');
     if (!*path) {
         snprintf(err, errlen, "--publish %s: missing path (ipc:///tmp/ddptop.pub)", ep);
+        return -1;
+    }
+    /* binding would unlink what is there (zs_bind) */
+    int taken = zs_ipc_taken(path);
+    if (taken) {
+        snprintf(err, errlen, "--publish %s: %s", ep,
+                 taken == EADDRINUSE ? "in use by another process" : "a file that is not a socket is there");
         return -1;
     }
     if (!slash) return 0; /* relative to the working directory */
@@ -55,10 +65,34 @@ static int check_ipc_dir(const char *ep, char *err, size_t errlen)
     return 0;
 }
 
+/* What zmq_bind would take otherwise than asked: a port beyond 65535 (99999
+ * bound 34463, mod 65536), or not at all: a host name (it binds an address
+ * or an interface, never a name to look up). 0, or -1 with err. */
+static int check_tcp_bind(const char *ep, const char *host, const char *port, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long pv = strcmp(port, "*") && port[0] >= '0' && port[0] <= '9' ? strtol(port, &end, 10) : -1;
+    if (strcmp(port, "*") && (pv < 1 || pv > 65535 || errno || *end)) {
+        snprintf(err, errlen, "--publish %s: PORT must be 1..65535 or * (any free one)", ep);
+        return -1;
+    }
+    if (!strcasecmp(host, "localhost")) {
+        snprintf(err, errlen, "--publish %s: bind a numeric address: tcp://127.0.0.1:%s", ep, port);
+        return -1;
+    }
+    return 0;
+}
+
 int publisher_check_endpoint_keys(const char *ep, bool have_keys, char *err, size_t errlen)
 {
-    /* with keys, any tcp://HOST:PORT (PORT may be *); zmq_bind judges the rest */
-    if (have_keys && ep && !strncmp(ep, "tcp://", 6) && strrchr(ep + 6, ':') && strrchr(ep + 6, ':')[1]) return 0;
+    /* with keys, any tcp://HOST:PORT (PORT may be *) a bind takes as asked */
+    const char *colon = ep && !strncmp(ep, "tcp://", 6) ? strrchr(ep + 6, ':') : NULL;
+    if (have_keys && colon && colon[1]) {
+        char host[256];
+        snprintf(host, sizeof host, "%.*s", (int)(colon - (ep + 6)), ep + 6);
+        return check_tcp_bind(ep, host, colon + 1, err, errlen);
+    }
     return publisher_check_endpoint(ep, err, errlen);
 }
 
@@ -88,6 +122,7 @@ int publisher_check_endpoint(const char *ep, char *err, size_t errlen)
     }
     memcpy(host, h, n);
     host[n] = 0;
+    if (check_tcp_bind(ep, host, colon + 1, err, errlen)) return -1;
     if (!keys_host_is_loopback(host)) {
         snprintf(err, errlen,
                  "--publish %s: publishing beyond this machine needs CURVE keys: add --keys FILE "
@@ -121,10 +156,11 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
         goto fail;
     }
     if (curve && keys_server_socket(p->sock, keys, err, errlen)) goto fail;
-    if (zmq_bind(p->sock, endpoint)) {
+    if (zs_bind(p->sock, endpoint)) {
         snprintf(err, errlen, "--publish %s: cannot bind: %s", endpoint, zmq_strerror(errno));
         goto fail;
     }
+    p->bound = true;
     size_t len = sizeof p->endpoint;
     if (zmq_getsockopt(p->sock, ZMQ_LAST_ENDPOINT, p->endpoint, &len))
         snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
@@ -157,6 +193,9 @@ void publisher_close(Publisher **pp)
     Publisher *p = pp ? *pp : NULL;
     if (!p) return;
     if (p->sock) zmq_close(p->sock);
+    /* an ipc socket file it bound is its own to remove (endpoint is set only
+     * by a bind that succeeded) */
+    if (p->bound && !strncmp(p->endpoint, "ipc://", 6)) unlink(p->endpoint + 6);
     free(p);
     *pp = NULL;
 }

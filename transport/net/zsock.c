@@ -21,10 +21,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <zmq.h>
+
+int zs_ipc_taken(const char *path)
+{
+    struct stat st;
+    if (!*path || lstat(path, &st)) return 0;
+    if (!S_ISSOCK(st.st_mode)) return EEXIST;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path) return 0; /* zmq_bind will say */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return live ? EADDRINUSE : 0;
+}
+
+int zs_bind(void *sock, const char *endpoint)
+{
+    /* ZeroMQ unlinks whatever is at an ipc:// path before it binds: a
+     * user's file, or the socket another process is listening on, taken
+     * from it without a word (a second `ddptop listen` on one endpoint
+     * left the first waiting for workers that could no longer reach it). */
+    int taken = strncmp(endpoint, "ipc://", 6) ? 0 : zs_ipc_taken(endpoint + 6);
+    if (taken) {
+        errno = taken;
+        return -1;
+    }
+    return zmq_bind(sock, endpoint);
+}
 
 /* sun_path is 108 bytes; keep room for "/" and a socket name like "ctl". */
 #define ZS_DIR_MAX 90

@@ -68,6 +68,16 @@ int zs_recv_from_peer(void *router, void *ident, size_t *ident_len, Msg *out, in
  * on ipc:// the kernel's SO_PEERCRED, else 0. */
 int64_t zs_peer_pid(void *zmq_msg);
 
+/* Whether an ipc:// socket path is taken: 0 free (nothing there, or a
+ * stale socket nobody accepts on), EEXIST a file that is not a socket,
+ * EADDRINUSE a socket some process accepts on. */
+int zs_ipc_taken(const char *path);
+/* zmq_bind, except that an ipc:// path already there is left alone: a
+ * file that is not a socket fails with EEXIST, a socket some process
+ * accepts on with EADDRINUSE (a stale one, nobody listening, is replaced as
+ * ZeroMQ does). Returns 0, or -1 with errno (zmq_strerror names it). */
+int zs_bind(void *sock, const char *endpoint);
+
 /* Create a fresh private directory (mode 0700) under $TMPDIR or /tmp for
  * ipc:// endpoints (under /tmp when $TMPDIR is too long for a socket path).
  * out gets its path. Returns 0 or -1 with err. */

@@ -398,7 +398,7 @@ static int loop_tui(Attach *A)
     char err[256], status[700];
     if (view_tui_open(&A->tui, A->job->world, err, sizeof err)) {
         fprintf(stderr, "ddptop attach: %s (use --headless)\n", err);
-        return 1;
+        return 2; /* no screen here: bad usage, as for ddptop run */
     }
     view_tui_set_keys(A->tui, A->control ? KEYS_ATTACH_CONTROL : KEYS_ATTACH, on_key, A);
     int64_t last_draw = 0;
@@ -446,7 +446,7 @@ static int loop_tui(Attach *A)
         }
     }
     view_tui_close(&A->tui);
-    return 0;
+    return A->ended_silent ? 1 : 0;
 }
 
 static int loop_headless(Attach *A)
@@ -466,7 +466,8 @@ static int loop_headless(Attach *A)
     view_headless_tick(&A->hl, A->job, mono_ns());
     view_headless_summary(&A->hl, A->job, mono_ns());
     fflush(stdout);
-    return 0;
+    /* a job not seen to end (ddptop killed, the link cut) is no success */
+    return A->ended_silent ? 1 : 0;
 }
 
 /* Until the first hello, or --wait seconds. 0 model made, 1 none (said
@@ -643,7 +644,7 @@ int attach_main(int argc, char **argv)
     }
     if (w != 0) goto done;
     rc = A.headless ? loop_headless(&A) : loop_tui(&A);
-    if (!A.headless) {
+    if (!A.headless && rc != 2) { /* 2: no screen opened, its line said why */
         /* the screen is gone: one line for the terminal */
         char verdict[200];
         job_verdict(A.job, verdict, sizeof verdict);

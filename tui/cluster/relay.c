@@ -79,7 +79,7 @@ int relay_open(Relay **out, void *zctx, const char *dir, const char *up_ctl, con
     int64_t maxmsg = 8 << 20; /* PROTO_MAX_FRAME_BYTES: larger frames are refused upstream anyway */
     zmq_setsockopt(r->tel, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(r->ctl, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    if (zmq_bind(r->ctl, r->ctl_ep) || zmq_bind(r->tel, r->tel_ep)) {
+    if (zs_bind(r->ctl, r->ctl_ep) || zs_bind(r->tel, r->tel_ep)) {
         err_set(err, errlen, "cannot bind the relay's sockets in %s: %s", dir, zmq_strerror(errno));
         goto fail;
     }

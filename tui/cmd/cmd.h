@@ -13,12 +13,15 @@
 #ifndef DDPTOP_CMD_H
 #define DDPTOP_CMD_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct {
     const char *name;
     int (*exec)(int argc, char **argv); /* returns the exit status */
     const char *usage;                  /* after "ddptop " in the usage lines */
+    bool output_is_result;              /* stdout is what was asked for: a failed write is exit 1 */
 } CmdEntry;
 
 /* The subcommands in --help's order; the first one is what `ddptop` with
@@ -42,8 +45,11 @@ int cmd_usage_error(const char *fmt, const char *arg);
 /* A number in [lo, hi] from the value v of option opt into *out; 0, or 2
  * after one line on stderr (v missing, not a number, out of range). */
 int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *out);
-/* The same for a whole number; `name` is the option as the error names it
- * ("-n" for --nproc-per-node too). */
-int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out);
+/* The same for a whole number, digits only; `name` is the option as the
+ * error names it ("-n" for --nproc-per-node too). lo >= 0. */
+int cmd_parse_int(const char *name, const char *v, int lo, int hi, int *out);
+/* A whole number in [lo, hi], digits only and exact (no sign, no blanks, no
+ * exponent, no hex), into *out; 0, or 2 after one line on stderr. */
+int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,12 +21,12 @@
 
 // clang-format off
 const CmdEntry cmd_table[] = {
-    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]"},
-    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]"},
-    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]"},
-    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]"},
-    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)"},
-    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]"},
+    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]", false},
+    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]", true},
+    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]", true},
+    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]", true},
+    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)", false},
+    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]", true},
 };
 // clang-format on
 const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);
@@ -89,8 +90,9 @@ static const char HELP_BODY[] =
 
 static const char HELP_TAIL[] = "\n"
                                 "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
-                                "  2 usage; 3 a checkpoint lost (full disk, ...); 130/143/129 stopped by Ctrl-C/SIGTERM/\n"
-                                "  SIGHUP with the clean stop (the last line says at which step, and the checkpoint)\n"
+                                "  2 usage; 3 a checkpoint or the recording lost (full disk, ...); 130/143/129\n"
+                                "  stopped by Ctrl-C/SIGTERM/SIGHUP with the clean stop (the last line says at which\n"
+                                "  step, and the checkpoint)\n"
                                 "\n"
                                 "trainer options: see `ddptop-worker --help` (--steps and --epochs are the built-in\n"
                                 "trainer's; a script's own arguments are the script's).\n";
@@ -139,16 +141,40 @@ int cmd_parse_num(const char *opt, const char *v, double lo, double hi, double *
     return parse_bounded(opt, "a number", v, lo, hi, out);
 }
 
-int cmd_parse_int(const char *opt, const char *name, const char *v, int lo, int hi, int *out)
+/* Digits only, read exactly: strtod took "0x10" as 16, " 2" as 2 and
+ * "2.5" as 2 (sampler), and lost a seed's low bits above 2^53. */
+int cmd_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    double d;
-    if (parse_bounded(opt, "an integer", v, lo, hi, &d)) return 2;
-    if (d != floor(d)) {
-        fprintf(stderr, "ddptop: %s: expected a whole number, got \"%s\" (see ddptop --help)\n", name, v);
+    if (!v) return cmd_usage_error("%s: missing value", opt);
+    char *end;
+    errno = 0;
+    unsigned long long d = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+    if (v[0] < '0' || v[0] > '9' || errno || *end || d < lo || d > hi) {
+        fprintf(stderr, "ddptop: %s: expected an integer in [%" PRIu64 ", %" PRIu64 "], got \"%s\"\n", opt, lo, hi, v);
         return 2;
     }
+    *out = d;
+    return 0;
+}
+
+int cmd_parse_int(const char *name, const char *v, int lo, int hi, int *out)
+{
+    uint64_t d;
+    if (cmd_parse_u64(name, v, lo > 0 ? (uint64_t)lo : 0, hi > 0 ? (uint64_t)hi : 0, &d)) return 2;
     *out = (int)d;
     return 0;
+}
+
+/* A command whose output is what was asked for and that could not write
+ * it (a full disk, a closed stdout) did not do it: exit 1, not 0 (run and
+ * listen are judged by their ranks; their lines are a view). */
+static int stdout_done(int rc, const char *who)
+{
+    int e = fflush(stdout) ? errno : 0;
+    bool earlier = !e && ferror(stdout); /* an earlier flush failed: its errno is gone */
+    if ((!e && !earlier) || rc != 0) return rc;
+    fprintf(stderr, "ddptop %s: writing to stdout: %s\n", who, earlier ? "a write failed" : strerror(e));
+    return 1;
 }
 
 static const CmdEntry *cmd_find(const char *name)
@@ -161,18 +187,23 @@ static const CmdEntry *cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
+    /* The user's characters (UTF-8 or not), never their decimal comma:
+     * under de_DE.UTF-8 --json printed "t":0,219 (not JSON), export's CSV
+     * split every number in two, and "--hang-after 0.5" was refused. */
+    setlocale(LC_NUMERIC, "C");
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         printf("ddptop " DDPTOP_VERSION "\n");
-        return 0;
+        return stdout_done(0, "--version");
     }
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         cmd_print_help(stdout);
-        return 0;
+        return stdout_done(0, "--help");
     }
     if (argc > 1 && argv[1][0] != '-') {
         const CmdEntry *c = cmd_find(argv[1]);
         if (!c) return cmd_usage_error("unknown command \"%s\"", argv[1]);
-        return c->exec(argc - 2, argv + 2);
+        int rc = c->exec(argc - 2, argv + 2);
+        return c->output_is_result ? stdout_done(rc, c->name) : rc;
     }
     /* no subcommand: run, with every argument its own */
     return cmd_table[0].exec(argc - 1, argv + 1);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -153,7 +154,7 @@ static int set_opt(const RunOpt *d, const char *a, const char *v, RunOptions *o)
     switch (d->kind) {
     case OPT_FLAG: *(bool *)field = true; return 0;
     case OPT_NUM: return cmd_parse_num(a, v, d->lo, d->hi, (double *)field);
-    case OPT_INT: return cmd_parse_int(a, d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
+    case OPT_INT: return cmd_parse_int(d->msg, v, (int)d->lo, (int)d->hi, (int *)field);
     case OPT_STR:
     case OPT_PATH:
         /* "--record --": the "--" that starts the trainer's options is no value */
@@ -276,6 +277,21 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
         return cmd_usage_error("%s: listen starts no rank to tell it", "--master-port");
     if (o->listen_ep && o->nnodes > 1)
         return cmd_usage_error("%s: workers started elsewhere connect to it; drop --nnodes", "listen");
+    /* a key file guards tcp sockets: a one-node job binds none (ipc://),
+     * so --keys there was read by nothing and guarded nothing */
+    bool tcp_listen = o->listen_ep && !strncmp(o->listen_ep, "tcp://", 6);
+    bool tcp_publish = o->publish_ep && !strncmp(o->publish_ep, "tcp://", 6);
+    if (o->keys_path && o->nnodes == 1 && !tcp_listen && !tcp_publish)
+        return cmd_usage_error("%s: a one-node job has no tcp socket to guard (its sockets are ipc://, private); "
+                               "keys are for --nnodes, listen tcp:// and --publish tcp://",
+                               "--keys");
+    /* what only a launch uses was taken and dropped without a word */
+    if (o->listen_ep && p->dashdash)
+        return cmd_usage_error("%s: the workers started elsewhere bring their own options; drop them", "listen --");
+    if (o->listen_ep && p->nproc_set)
+        return cmd_usage_error("%s: the world size comes from the workers' hello; drop it", "listen -n");
+    if (o->listen_ep && o->max_restarts > 0)
+        return cmd_usage_error("%s: only ranks ddptop launched can be restarted; drop it", "listen --max-restarts");
     if (o->rdzv && strrchr(o->rdzv, ':') == NULL) return cmd_usage_error("--rdzv %s: expected HOST:PORT", o->rdzv);
     if (o->node_rank > 0 && !o->keys_path) {
         fprintf(stderr,
@@ -287,12 +303,29 @@ static int check_run_options(const RunOptions *o, const RunParse *p)
     if (!strcmp(o->backend, "nccl") && !strcmp(o->device, "cpu"))
         return cmd_usage_error("%s: NCCL reduces GPU memory; use --backend gloo with --device cpu",
                                "--backend nccl --device cpu");
+    /* The logs must be writable there: a file, /proc or a read-only
+     * directory gave every rank no log at all, and the run still said
+     * "logs in DIR". A file created and removed proves it, even for root. */
     if (o->log_dir) {
         struct stat st;
         if (stat(o->log_dir, &st) && mkdir(o->log_dir, 0755)) {
             fprintf(stderr, "ddptop: --log-dir %s: %s\n", o->log_dir, strerror(errno));
             return 2;
         }
+        if (stat(o->log_dir, &st) || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "ddptop: --log-dir %s: not a directory\n", o->log_dir);
+            return 2;
+        }
+        char probe[PATH_MAX];
+        int fd = -1;
+        errno = ENAMETOOLONG;
+        if (snprintf(probe, sizeof probe, "%s/.ddptop-log-XXXXXX", o->log_dir) < (int)sizeof probe) fd = mkstemp(probe);
+        if (fd < 0) {
+            fprintf(stderr, "ddptop: --log-dir %s: cannot write a log there: %s\n", o->log_dir, strerror(errno));
+            return 2;
+        }
+        close(fd);
+        unlink(probe);
     }
     /* A bad --record path is a usage error, found before anything runs;
      * an existing file is never overwritten (it may be someone's only copy). */

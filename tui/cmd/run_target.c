@@ -4,6 +4,9 @@
 #include "cmd/run_target.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "base/clock.h"
 
 /* The directory ddptop runs from (empty when /proc cannot say). */
 static void self_dir(char *out, size_t n)
@@ -154,6 +158,7 @@ typedef struct {
     const char *device, *backend;
     const char *pythonpath; /* NULL: PYTHONPATH left alone */
     bool bare;              /* --no-inject: only the script, not the adapter's needs */
+    double timeout_s;       /* --timeout: the check's deadline, within RUN_CHECK_MIN_S..RUN_CHECK_TIMEOUT_S */
 } Check;
 
 /* The child of run_check: the program in its check mode, its stdout and
@@ -187,6 +192,14 @@ static void exec_check(const Check *c, int pfd[2])
     _exit(127);
 }
 
+/* How long a check may take: --timeout, within [RUN_CHECK_MIN_S,
+ * RUN_CHECK_TIMEOUT_S]. Importing torch on a loaded machine takes seconds
+ * (a short --timeout for the collectives must not refuse a good script);
+ * an interpreter that never answers (a sitecustomize that waits, a wrapper
+ * that hangs) must not hold ddptop forever. */
+#define RUN_CHECK_TIMEOUT_S 60.0
+#define RUN_CHECK_MIN_S     10.0
+
 /* Ask the program to validate its options and the device (no usable GPU
  * for --device cuda, no NCCL; a missing script), so a typo is one line
  * before anything is launched. Returns 0 when valid (also when the check
@@ -203,26 +216,84 @@ static int run_check(const Check *c, int *gpus, char *resolved, size_t rlen)
         close(pfd[1]);
         return 0;
     }
-    if (pid == 0) exec_check(c, pfd);
+    if (pid == 0) {
+        setpgid(0, 0); /* a timeout ends what it started too */
+        exec_check(c, pfd);
+    }
+    setpgid(pid, pid);
     close(pfd[1]);
-    char msg[1024] = "";
+    /* All of it is read (a child left writing into a full pipe would never
+     * exit), the last 1 KiB kept: a Python traceback ends with the reason. */
+    char msg[1024] = "", chunk[4096];
     size_t got = 0;
-    ssize_t k;
-    while (got < sizeof msg - 1 && (k = read(pfd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)k;
+    bool timed_out = false;
+    double limit_s = c->timeout_s < RUN_CHECK_MIN_S       ? RUN_CHECK_MIN_S
+                     : c->timeout_s > RUN_CHECK_TIMEOUT_S ? RUN_CHECK_TIMEOUT_S
+                                                          : c->timeout_s;
+    int64_t deadline = mono_ms() + (int64_t)(limit_s * 1000);
+    int st = 0;
+    bool reaped = false;
+    for (;;) {
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+        /* a check that exited but left a process holding the pipe (a
+         * wrapper's background job) is done: what it wrote is there */
+        int pr = poll(&pf, 1, reaped ? 0 : (int)(left < 100 ? left : 100));
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr == 0) {
+            if (reaped) break;
+            reaped = waitpid(pid, &st, WNOHANG) == pid;
+            continue;
+        }
+        ssize_t k = pr > 0 ? read(pfd[0], chunk, sizeof chunk) : -1;
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        size_t n = (size_t)k;
+        if (n >= sizeof msg - 1) {
+            memcpy(msg, chunk + n - (sizeof msg - 1), sizeof msg - 1);
+            got = sizeof msg - 1;
+        } else {
+            size_t keep = got + n > sizeof msg - 1 ? sizeof msg - 1 - n : got;
+            memmove(msg, msg + got - keep, keep);
+            memcpy(msg + keep, chunk, n);
+            got = keep + n;
+        }
+    }
     msg[got] = 0;
     close(pfd[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    /* its output closed: its exit, still within the deadline */
+    while (!timed_out && !reaped) {
+        reaped = waitpid(pid, &st, WNOHANG) == pid;
+        if (!reaped && mono_ms() >= deadline) timed_out = true;
+        if (!reaped && !timed_out) poll(NULL, 0, 20);
+    }
+    kill(-pid, SIGKILL); /* whatever the check left running */
+    if (!reaped)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (timed_out) {
+        fprintf(stderr, "ddptop: %s did not answer the options check within %g s (a hung interpreter?)\n", c->bin,
+                limit_s);
+        return 2;
+    }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         read_check_answer(msg, gpus, resolved, rlen);
         return 0;
     }
     /* the last line says why (a Python traceback ends with it) */
-    while (got > 0 && msg[got - 1] == '\n') msg[--got] = 0;
+    while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r')) msg[--got] = 0;
     const char *p = strrchr(msg, '\n') ? strrchr(msg, '\n') + 1 : msg;
     if (!strncmp(p, "ddptop-worker: ", 15)) p += 15;
     if (!strncmp(p, "ddptop-py: ", 11)) p += 11;
-    fprintf(stderr, "ddptop: %s\n", *p ? p : "the trainer options were refused");
+    if (*p)
+        fprintf(stderr, "ddptop: %s\n", p);
+    else if (WIFSIGNALED(st))
+        fprintf(stderr, "ddptop: %s was killed by signal %d while checking the options\n", c->bin, WTERMSIG(st));
+    else
+        fprintf(stderr, "ddptop: %s refused the options (exit %d, without a word)\n", c->bin, WEXITSTATUS(st));
     return 2;
 }
 
@@ -242,7 +313,8 @@ static int choose_worker(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                 .n = o->n_trainer_args,
                 .world = o->nproc * o->nnodes,
                 .device = o->device,
-                .backend = o->backend };
+                .backend = o->backend,
+                .timeout_s = o->timeout_s };
     o->worker_path = c.bin;
     o->trainer_resumes = worker_is_trainer(b->bin);
     /* listen starts nothing: the workers bring their own options */
@@ -289,7 +361,8 @@ static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                 .device = !strcmp(o->device, "auto") && !maybe_gpu ? "cpu" : o->device,
                 .backend = o->backend,
                 .pythonpath = b->adapter,
-                .bare = o->no_inject };
+                .bare = o->no_inject,
+                .timeout_s = o->timeout_s };
     if (o->target == RUN_SCRIPT) {
         check_args[4] = (char *)o->program;
         c.n = 5;

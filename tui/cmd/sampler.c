@@ -13,9 +13,9 @@
 
 #include "wire/sampler.h"
 
-static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, double *epoch, bool *help)
+static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, uint64_t *epoch, bool *help)
 {
-    double d;
+    uint64_t d;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -23,19 +23,20 @@ static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, double *e
             return 0;
         }
         if (!strcmp(a, "--size")) {
-            if (cmd_parse_num(a, v, 0, 1 << 30, &d)) return 2;
+            if (cmd_parse_u64(a, v, 0, 1 << 30, &d)) return 2;
             c->size = (int64_t)d;
             i++;
         } else if (!strcmp(a, "--world")) {
-            if (cmd_parse_num(a, v, 1, 1 << 16, &d)) return 2;
+            if (cmd_parse_u64(a, v, 1, 1 << 16, &d)) return 2;
             c->world = (int)d;
             i++;
         } else if (!strcmp(a, "--epoch")) {
-            if (cmd_parse_num(a, v, 0, 1e15, epoch)) return 2;
+            if (cmd_parse_u64(a, v, 0, 1000000000000000ull, epoch)) return 2;
             i++;
         } else if (!strcmp(a, "--seed")) {
-            if (cmd_parse_num(a, v, 0, 1.8e19, &d)) return 2;
-            c->seed = (uint64_t)d;
+            /* torch seeds its generator with (seed + epoch) & 0xffffffff: every
+             * bit of a large seed counts */
+            if (cmd_parse_u64(a, v, 0, UINT64_MAX, &c->seed)) return 2;
             i++;
         } else if (!strcmp(a, "--no-shuffle"))
             c->shuffle = false;
@@ -52,7 +53,7 @@ static int parse_sampler_args(int argc, char **argv, SamplerConfig *c, double *e
 int cmd_sampler(int argc, char **argv)
 {
     SamplerConfig c = { .size = -1, .world = 0, .rank = 0, .seed = 0, .shuffle = true, .drop_last = false };
-    double epoch = 0;
+    uint64_t epoch = 0;
     bool help = false;
     int rc = parse_sampler_args(argc, argv, &c, &epoch, &help);
     if (rc) return rc;

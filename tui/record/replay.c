@@ -366,7 +366,7 @@ static int play_tui(Replay *R)
     char err[256], status[512];
     if (view_tui_open(&R->tui, R->world, err, sizeof err)) {
         fprintf(stderr, "ddptop replay: %s (use --headless)\n", err);
-        return 1;
+        return 2; /* no screen here: bad usage, as for ddptop run */
     }
     view_tui_set_keys(R->tui, KEYS_REPLAY, on_key, R);
     int64_t last = mono_ms(), last_draw = 0;

@@ -81,6 +81,8 @@ typedef struct {
     bool external;     /* listen: ranks are not ours to start or signal */
     char dir[256];     /* the private directory: sockets, and logs unless --log-dir */
     bool keep_dir;     /* the run failed: keep the logs in dir (run_teardown) */
+    bool rec_lost;     /* a write of the --record file failed: it ends early (run_teardown) */
+    bool own_ipc[2];   /* listen ipc://: ctl_ep, tel_ep bound by us, their files ours to remove */
     bool launched_any; /* this node started ranks (their logs are in dir) */
     char ctl_ep[300], tel_ep[300];
     RunRank *rk;                 /* [world] */

@@ -373,5 +373,7 @@ int run_job(const RunOptions *o)
         code = end_job(&run);
     }
     run_teardown(&run);
+    /* the recording asked for ends early (a full disk): not all was done */
+    if (code == 0 && run.rec_lost) code = RUN_EXIT_CKPT_LOST;
     return code;
 }

@@ -11,11 +11,11 @@
 #include "launch/options.h"
 
 /* The exit status of a run whose ranks all ended cleanly but one of whose
- * checkpoints could not be written. */
+ * checkpoints, or its --record recording, could not be written. */
 #define RUN_EXIT_CKPT_LOST 3
 
 /* Run the job; returns ddptop's exit status: 0 only when every rank ended
- * cleanly and every checkpoint asked for was written; 1 when the job
+ * cleanly and every checkpoint asked for (and the recording) was written; 1 when the job
  * failed; 2 for bad input found before launch; RUN_EXIT_CKPT_LOST; 128 + N
  * when stop signal N (Ctrl-C: 130, SIGTERM: 143) interrupted it. */
 int run_job(const RunOptions *o);

@@ -154,11 +154,21 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
         (keys_server_socket(r->ctl, &r->keys, err, errlen) || keys_server_socket(r->tel, &r->keys, err, errlen)))
         return ERR_FAIL;
     /* an address in use or not ours is the user's to change: exit 2 */
-    if (zmq_bind(r->ctl, bind_ctl))
-        return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s", bind_ctl, zmq_strerror(errno));
-    if (zmq_bind(r->tel, bind_tel))
+    if (zs_bind(r->ctl, bind_ctl)) {
+        /* ZeroMQ binds an address or an interface, never a name to look up */
+        bool named = errno == ENODEV && !strncmp(bind_ctl, "tcp://", 6);
+        return err_setv(ERR_USAGE, err, errlen, "cannot bind %s: %s%s", bind_ctl, zmq_strerror(errno),
+                        named ? " (bind a numeric address or an interface: tcp://127.0.0.1:PORT, tcp://0.0.0.0:PORT)"
+                              : "");
+    }
+    /* a listen's ipc files are at the user's path, not in a directory of
+     * ours that teardown removes: they are removed one by one */
+    bool user_ipc = r->o->listen_ep && !r->tcp;
+    r->own_ipc[0] = user_ipc;
+    if (zs_bind(r->tel, bind_tel))
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
                         bind_tel, zmq_strerror(errno));
+    r->own_ipc[1] = user_ipc;
     return ERR_OK;
 }
 
@@ -213,9 +223,11 @@ void run_teardown(Run *r)
         char err[512];
         unsigned long long n = (unsigned long long)recorder_records(r->rec);
         bool cut = recorder_failed(r->rec); /* n is then what reads back, up to the error */
-        if (recorder_close(&r->rec, err, sizeof err))
+        r->rec_lost = cut;
+        if (recorder_close(&r->rec, err, sizeof err)) {
             fprintf(stderr, "ddptop: --record: %s\n", err);
-        else
+            r->rec_lost = true;
+        } else
             fprintf(stderr, "ddptop: recorded %llu records to %s%s\n", n, r->o->record_path,
                     cut ? " (then a write failed: the recording ends there)" : "");
     }
@@ -229,6 +241,8 @@ void run_teardown(Run *r)
     nodes_free(&r->nodes);
     if (r->ctl) zmq_close(r->ctl);
     if (r->tel) zmq_close(r->tel);
+    if (r->own_ipc[0]) unlink(r->ctl_ep + 6);
+    if (r->own_ipc[1]) unlink(r->tel_ep + 6);
     zap_stop(&r->zap);
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);

@@ -201,6 +201,19 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
         return -1;
     }
     set_term(v->scr);
+    /* A terminal that cannot place the cursor (TERM=dumb, emacs' shell):
+     * ncurses "draws" there by writing every frame one after the other,
+     * a scroll of garbage; say so and point at --headless instead. */
+    const char *cup = tigetstr("cup");
+    if (!cup || cup == (char *)-1) {
+        if (err && errlen) snprintf(err, errlen, "terminal type '%.40s' cannot place the cursor", term);
+        endwin();
+        delscreen(v->scr);
+        if (v->tty) fclose(v->tty);
+        ui_done(&v->ui);
+        free(v);
+        return -1;
+    }
     /* ncurses 6.4 flushes after every cursor move (a write(2) each, ~100 a
      * frame at 64 ranks) until the screen has once been suspended and
      * resumed: its "not initialized yet" test in mvcur. One endwin and

@@ -191,11 +191,14 @@ static int opt_optimizer(Pending *p, const char *opt, const char *v, char *err, 
 static int opt_betas(Pending *p, const char *opt, const char *v, char *err, size_t errlen)
 {
     (void)opt;
+    /* both numbers there: strtod reads "" as 0 without moving, so ",0.9"
+     * and "0.9," were beta 0 without a word */
     char *end;
     p->b1 = strtod(v, &end);
-    if (*end == ',' && p->b1 >= 0 && p->b1 < 1) {
-        p->b2 = strtod(end + 1, &end);
-        if (!*end && p->b2 >= 0 && p->b2 < 1) return 0;
+    if (end != v && *end == ',' && p->b1 >= 0 && p->b1 < 1) {
+        const char *b2 = end + 1;
+        p->b2 = strtod(b2, &end);
+        if (end != b2 && !*end && p->b2 >= 0 && p->b2 < 1) return 0;
     }
     snprintf(err, errlen, "--betas: expected B1,B2 in [0,1), got \"%s\"", v);
     return -1;

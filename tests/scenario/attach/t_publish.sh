@@ -43,6 +43,7 @@ PYEOF
 }
 one_run "tcp://127.0.0.1:*" tcp
 one_run "ipc://$TMP/pub.sock" ipc
+[ ! -e "$TMP/pub.sock" ] || die "the publisher left its ipc socket file"
 
 # Not loopback: refused in one line that says why.
 "$TOOL" "tcp://0.0.0.0:5555" "$TMP/never" >"$TMP/refused" 2>&1; rc=$?

@@ -16,7 +16,18 @@ check 2 "--publish ipc into a missing directory" "/missing/dir: No such file or 
     "$DDPTOP" run --headless --publish ipc:///missing/dir/x -- $JOB --steps 1
 check 2 "-n out of range" "-n: expected an integer in [1, 256]" "$DDPTOP" run -n 1e6
 check 2 "a trainer range" "--lr: expected a number in [0, 1000000]" "$DDPTOP" run --headless -- $JOB --lr 1e9
-check 2 "sampler --size out of range" "expected a number in [0, 1073741824]" "$DDPTOP" sampler --size 1e20 --world 2
+check 2 "sampler --size out of range" "expected an integer in [0, 1073741824]" "$DDPTOP" sampler --size 1e20 --world 2
+check 2 "listen on a host name" "bind a numeric address or an interface: tcp://127.0.0.1:PORT" \
+    timeout 20 "$DDPTOP" listen tcp://localhost:5555 --headless
+# A command whose output is the result, onto a full disk or a closed
+# stdout: exit 1 and one line, not 0 with nothing written.
+if [ -w /dev/full ]; then
+    check 1 "sampler onto a full disk" "ddptop sampler: writing to stdout: No space left on device" \
+        sh -c '"$0" sampler --size 10 --world 2 >/dev/full' "$DDPTOP"
+    check 1 "--help onto a full disk" "ddptop --help: writing to stdout" sh -c '"$0" --help >/dev/full' "$DDPTOP"
+fi
+check 1 "sampler onto a closed stdout" "ddptop sampler: writing to stdout: Bad file descriptor" \
+    sh -c '"$0" sampler --size 10 --world 2 >&-' "$DDPTOP"
 "$DDPTOP" listen --help >"$TMP/help" 2>&1 || die "listen --help: exit $?: $(cat "$TMP/help")"
 grep -q '^usage: ddptop' "$TMP/help" && grep -q 'ddptop listen ENDPOINT' "$TMP/help" || die "listen --help: $(head -3 "$TMP/help")"
 echo "ok: listen --help prints the help"

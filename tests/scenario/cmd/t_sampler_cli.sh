@@ -31,3 +31,20 @@ PYEOF
 [ $rc -eq 2 ] || die "--world 0 exited $rc"
 [ "$(wc -l <"$TMP/e")" -eq 1 ] || die "error is not one line: $(cat "$TMP/e")"
 "$DDPTOP" sampler --size 10 --world 2 --bogus >/dev/null 2>&1; [ $? -eq 2 ] || die "unknown option not refused"
+# Whole numbers, read exactly: a seed above 2^53 keeps its low bits (torch
+# seeds with (seed + epoch) & 0xffffffff), and a fraction or a hex number is
+# refused, not truncated.
+s1=$("$DDPTOP" sampler --size 10 --world 2 --seed 9007199254740993) || die "big seed: exit $?"
+s0=$("$DDPTOP" sampler --size 10 --world 2 --seed 9007199254740992) || die "big seed: exit $?"
+[ "$s1" != "$s0" ] || die "seeds 2^53 and 2^53+1 gave the same shards: $s1"
+if "$PY" -c 'import torch' 2>/dev/null; then
+    want=$("$PY" -c 'from torch.utils.data.distributed import DistributedSampler as D
+for r in (0, 1): print("rank %d: %s" % (r, ",".join(map(str, D(range(10), num_replicas=2, rank=r, seed=9007199254740993)))))')
+    [ "$s1" = "$want" ] || die "seed 2^53+1: $s1, torch: $want"
+fi
+for bad in "--size 2.5" "--world 1.5" "--seed 1.5" "--size 0x10" "--epoch 1e3"; do
+    "$DDPTOP" sampler --size 10 --world 2 $bad >/dev/null 2>"$TMP/e"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "expected an integer" "$TMP/e" \
+        || die "sampler $bad: exit $rc: $(cat "$TMP/e")"
+done
+echo "ok: sampler's whole numbers are exact"

@@ -204,5 +204,19 @@ if [ -w /dev/full ]; then
     [ -c /dev/full ] || die "/dev/full is gone"
 fi
 [ ! -e "$TMP/x.csv" ] || die "a refused export left $TMP/x.csv"
+# Two spellings of one output: refused, not written over each other.
+bad "same output file twice" "$REC" --csv "$TMP/x.csv" --jsonl "$TMP/./x.csv"
+( cd "$TMP" && "${EXPORT[@]}" "$REC" --csv x.csv --jsonl "$TMP/x.csv" >/dev/null 2>&1 ); [ $? = 2 ] || die "x.csv and \$TMP/x.csv: not refused"
+[ ! -e "$TMP/x.csv" ] || die "a refused export left $TMP/x.csv"
+# A file already there keeps what it held when the export fails, here on a
+# later output that cannot be opened; when it succeeds it is replaced whole,
+# with its mode, and nothing is left beside it.
+printf 'precious\n' >"$TMP/old.jsonl"; chmod 640 "$TMP/old.jsonl"
+bad "No such file or directory" "$REC" --jsonl "$TMP/old.jsonl" --csv "$TMP/no/dir/x.csv"
+[ "$(cat "$TMP/old.jsonl")" = precious ] || die "a failed export damaged the file it would have replaced: $(head -c 80 "$TMP/old.jsonl")"
+"${EXPORT[@]}" "$REC" --jsonl "$TMP/old.jsonl" 2>"$TMP/e" || die "export over a file: exit $?: $(cat "$TMP/e")"
+cmp -s "$TMP/old.jsonl" "$TMP/job.jsonl" || die "export over a file: not the export"
+[ "$(stat -c %a "$TMP/old.jsonl")" = 640 ] || die "export over a file: mode $(stat -c %a "$TMP/old.jsonl")"
+ls -A "$TMP" | grep -q '^\.old\.jsonl\.' && die "a temporary left beside the output: $(ls -A "$TMP")"
 cmp -s "$REC" "$REC" && [ -s "$REC" ] || die "the recording was damaged"
 echo "export: trace, jsonl, csv, truncated and bad input all as expected"
