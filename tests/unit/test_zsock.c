@@ -92,13 +92,38 @@ static void test_private_dir(void)
     TEST_END();
 }
 
-/* A ddptop killed with -9 leaves its private directory; the next one removes
- * it, but never one whose ddptop still runs, nor one without an owner file. */
+/* A ddptop killed with -9 leaves its private directory; the next one clears
+ * it (its sockets and owner file; the directory when that was all), but
+ * keeps the ranks' logs (a crashed run's only record, maybe still being
+ * written), and never touches one whose ddptop still runs, nor one without
+ * an owner file. */
+static void dead_owner(const char *dir, pid_t pid)
+{
+    char f[300];
+    snprintf(f, sizeof f, "%s/owner.pid", dir);
+    FILE *fp = fopen(f, "w");
+    if (fp) {
+        fprintf(fp, "%ld\n", (long)pid);
+        fclose(fp);
+    }
+}
+
+static void a_socket(const char *dir, const char *name)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", dir, name);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(n > 0 && (size_t)n < sizeof sa.sun_path && fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0,
+          "socket %s/%s: %s", dir, name, strerror(errno));
+    if (fd >= 0) close(fd);
+}
+
 static void test_private_dir_sweep(void)
 {
-    TEST_BEGIN("private_dir_sweep_removes_only_the_dead_ones");
-    char dead[256], alive[256], unowned[256], err[256];
+    TEST_BEGIN("private_dir_sweep_clears_only_the_dead_ones_and_keeps_logs");
+    char dead[256], dead_logs[256], alive[256], unowned[256], err[256];
     CHECK(zs_private_dir(dead, sizeof dead, err, sizeof err) == 0, "zs_private_dir: %s", err);
+    CHECK(zs_private_dir(dead_logs, sizeof dead_logs, err, sizeof err) == 0, "zs_private_dir: %s", err);
     CHECK(zs_private_dir(alive, sizeof alive, err, sizeof err) == 0, "zs_private_dir: %s", err);
     CHECK(zs_private_dir(unowned, sizeof unowned, err, sizeof err) == 0, "zs_private_dir: %s", err);
     /* a pid that is gone: a child that has exited and been reaped */
@@ -106,25 +131,34 @@ static void test_private_dir_sweep(void)
     if (child == 0) _exit(0);
     waitpid(child, NULL, 0);
     char f[300];
-    snprintf(f, sizeof f, "%s/owner.pid", dead);
+    dead_owner(dead, child);
+    a_socket(dead, "ctl");
+    dead_owner(dead_logs, child);
+    a_socket(dead_logs, "ctl");
+    a_socket(dead_logs, "tel");
+    snprintf(f, sizeof f, "%s/rank-0.log", dead_logs);
     FILE *fp = fopen(f, "w");
     if (fp) {
-        fprintf(fp, "%ld\n", (long)child);
+        fputs("rank 0: ddptop is gone\n", fp);
         fclose(fp);
     }
-    snprintf(f, sizeof f, "%s/rank-0.log", dead);
-    fp = fopen(f, "w");
-    if (fp) fclose(fp);
     snprintf(f, sizeof f, "%s/owner.pid", unowned);
     unlink(f);
     int n = zs_private_dir_sweep();
     struct stat st;
-    CHECK(n >= 1, "swept %d", n);
-    CHECK(stat(dead, &st) == -1 && errno == ENOENT, "%s (owner gone) still exists", dead);
+    CHECK(n >= 2, "swept %d", n);
+    CHECK(stat(dead, &st) == -1 && errno == ENOENT, "%s (owner gone, sockets only) still exists", dead);
+    snprintf(f, sizeof f, "%s/rank-0.log", dead_logs);
+    CHECK(stat(f, &st) == 0 && st.st_size > 0, "%s: the killed run's rank log was removed", f);
+    snprintf(f, sizeof f, "%s/ctl", dead_logs);
+    CHECK(stat(f, &st) == -1, "%s: the killed run's socket was left", f);
+    snprintf(f, sizeof f, "%s/owner.pid", dead_logs);
+    CHECK(stat(f, &st) == -1, "%s: its owner file was left (every sweep would look again)", f);
     CHECK(stat(alive, &st) == 0, "%s (owner alive) was removed", alive);
     CHECK(stat(unowned, &st) == 0, "%s (no owner file) was removed", unowned);
     zs_private_dir_remove(alive);
     zs_private_dir_remove(unowned);
+    zs_private_dir_remove(dead_logs);
     TEST_END();
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -273,6 +274,26 @@ int zs_private_dir(char *out, size_t outlen, char *err, size_t errlen)
     return 0;
 }
 
+/* A killed ddptop's directory: its sockets and owner file go, and the
+ * directory with them when nothing else is there; its ranks' logs stay (the
+ * only record of a run that ended that way, and its ranks may still be
+ * writing them: they outlive a ddptop killed with -9 to stop cleanly). */
+static void sweep_dead(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        int fd = dirfd(d);
+        struct dirent *e;
+        struct stat st;
+        while ((e = readdir(d))) {
+            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW)) continue;
+            if (S_ISSOCK(st.st_mode) || !strcmp(e->d_name, ZS_OWNER_FILE)) unlinkat(fd, e->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(dir); /* fails, and keeps it, when logs are left */
+}
+
 int zs_private_dir_sweep(void)
 {
     const char *base = private_base();
@@ -295,7 +316,7 @@ int zs_private_dir_sweep(void)
         fclose(f);
         if (got != 1 || pid <= 0 || pid > INT32_MAX) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to ask) */
-        zs_private_dir_remove(dir);
+        sweep_dead(dir);
         removed++;
     }
     closedir(d);

@@ -88,10 +88,12 @@ void zs_private_dir_remove(const char *dir);
  * socket files given (names in it, NULL-terminated) and its owner file go,
  * so no later sweep takes it for a killed ddptop's. */
 void zs_private_dir_keep(const char *dir, const char *const *sockets);
-/* Remove the private directories (same base as zs_private_dir) whose ddptop
+/* Clear the private directories (same base as zs_private_dir) whose ddptop
  * no longer exists: this user's, mode 0700, with an owner file naming a pid
- * that is gone (a ddptop killed with -9 never removed its own). Returns how
- * many were removed. */
+ * that is gone (a ddptop killed with -9 never removed its own). Their
+ * sockets and owner file are removed, the directory too when nothing else
+ * is left; the ranks' logs are kept, as a failed run keeps them. Returns how
+ * many were cleared. */
 int zs_private_dir_sweep(void);
 
 #endif
