@@ -16,6 +16,7 @@ hands it to the others through ddptop's store before the script runs.
 """
 import datetime
 import functools
+import inspect
 import os
 import platform
 import socket
@@ -115,23 +116,35 @@ def wait_for_store(addr, limit_s):
 def install():
     _ORIG.update(init=dist.init_process_group, destroy=dist.destroy_process_group)
 
+    try:
+        init_sig = inspect.signature(_ORIG["init"])
+    except (TypeError, ValueError):
+        init_sig = None
+
     @functools.wraps(_ORIG["init"])
     def init_process_group(*args, **kwargs):
         r = run()
         if r is None:
             return _ORIG["init"](*args, **kwargs)
-        backend = kwargs.get("backend", args[0] if args else "")
-        hello(backend or "")
+        # the call as torch reads it, whichever arguments came by position; a
+        # call torch refuses (a missing backend in 1.13) fails here at once, as
+        # it would bare, not after waiting for a store no rank may ever start
+        try:
+            kwargs = init_sig.bind(*args, **kwargs).arguments if init_sig is not None else dict(kwargs)
+        except TypeError:
+            return _ORIG["init"](*args, **kwargs)
+        args = ()
+        hello(kwargs.get("backend") or "")
         r.set_phase("init")
-        if "timeout" not in kwargs and r.timeout_s:
+        if kwargs.get("timeout") is None and r.timeout_s:
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
         r.set_phase("rendezvous")
-        addr = store_addr(args, kwargs) if r.rank != 0 else None
+        addr = store_addr((), kwargs) if r.rank != 0 else None
         if addr:
-            timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
+            timeout = kwargs.get("timeout")
             limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else STORE_PROBE_MAX_S
             wait_for_store(addr, min(STORE_PROBE_MAX_S, limit))
-        out = _ORIG["init"](*args, **kwargs)
+        out = _ORIG["init"](**kwargs)
         compat.after_init()
         r.set_phase("train")
         return out
