@@ -2,10 +2,11 @@
 
 One Run per process, made by runner.py before the script starts; hooks
 read `run()` and do nothing when it is None (the package imported without
-`python -m ddptop`, or a DataLoader worker process). Counters written by
+`python -m ddptop`, or a process the script forked: a DataLoader worker). Counters written by
 the script's thread, read by the heartbeat thread: plain attributes, whose
 reads and writes are atomic under the GIL.
 """
+import os
 import threading
 import time
 
@@ -21,6 +22,17 @@ def run():
 def set_run(r):
     global _RUN
     _RUN = r
+
+
+def _forked_child():
+    # a process the script forks (a DataLoader worker, multiprocessing's fork,
+    # os.fork) is not the rank: its hooks do nothing, it sends nothing (the
+    # rank's sockets and locks are the parent's), and runner.py leaves its end alone
+    set_run(None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child)
 
 
 class Run:

@@ -1,0 +1,149 @@
+# Scripts written the ways users write them, not the way examples/ does,
+# under `ddptop run -n 2`:
+# - init_process_group with its timeout by position (torch's own signature):
+#   the adapter's default timeout is not passed a second time;
+# - a BatchNorm model under DDP (broadcast_buffers, the default): DDP's
+#   buffer broadcast before every forward, and its broadcast of the model at
+#   construction, arrive as `broadcast` colls with the buffers' bytes;
+# - sys.exit("message") on one rank: the message is in the rank's log and
+#   ddptop's events and verdict, as Python would print it, exit 1;
+# - a child the script forks (os.fork, as DataLoader workers are made) while
+#   another thread holds the rank's socket lock (the heartbeat flushing):
+#   ddptop.log and torch.save in the child are the child's own, a child
+#   that runs to the script's end exits with its own status, neither hangs,
+#   and nothing of the children's reaches ddptop;
+# - the explicit API (`import ddptop`) in a script run bare by an
+#   interpreter without zmq or msgpack: a no-op, not an ImportError.
+. tests/lib.sh
+. tests/lib_py.sh
+
+# run NAME SCRIPT ARGS: ddptop run -n 2 headless, recorded; $TMP/NAME/{out.jsonl,rec.jsonl,logs}
+run() {
+    local name=$1; shift
+    local d=$TMP/$name
+    mkdir -p "$d"
+    timeout 120 "$DDPTOP" run -n 2 --python "$PY" --headless --json --record "$d/rec" --log-dir "$d/logs" \
+        "$@" >"$d/out.jsonl" 2>&1
+    echo $? >"$d/rc"
+    "$DDPTOP" export "$d/rec" --jsonl "$d/rec.jsonl" >/dev/null 2>&1 || die "$name: export failed"
+}
+rc_of() { cat "$TMP/$1/rc"; }
+
+cat >"$TMP/bn.py" <<'PYEOF'
+import datetime, torch, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo", "env://", datetime.timedelta(seconds=120))
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1))
+state_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+buf_bytes = sum(b.numel() * b.element_size() for b in model.buffers())
+ddp = DDP(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+for step in range(4):
+    loss = ddp(torch.randn(8, 8)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(f"rank {rank} state {state_bytes} buffers {buf_bytes}", flush=True)
+dist.destroy_process_group()
+PYEOF
+run bn "$TMP/bn.py"
+[ "$(rc_of bn)" = 0 ] || { cat "$TMP/bn/out.jsonl" "$TMP"/bn/logs/*; die "BatchNorm, timeout by position: exit $(rc_of bn)"; }
+"$PY" - "$TMP/bn" <<'PYEOF' || die "DDP's broadcasts are not what ddptop shows"
+import json, re, sys
+d = sys.argv[1]
+msgs = [json.loads(l) for l in open(f"{d}/rec.jsonl")]
+for r in (0, 1):
+    state, bufs = map(int, re.search(r"^rank %d state (\d+) buffers (\d+)$" % r, open(f"{d}/logs/rank-{r}.log").read(), re.M).groups())
+    bc = [(m["step"], m["bytes"]) for m in msgs if m.get("k") == "coll" and m.get("r") == r and m["op"] == "broadcast"]
+    # the model's state at construction (step 0), then the buffers before each of the 4 forwards
+    assert bc == [(0, state)] + [(s, bufs) for s in range(4)], (r, bc, state, bufs)
+    assert [m["status"] for m in msgs if m.get("k") == "bye" and m.get("r") == r] == [0]
+PYEOF
+
+cat >"$TMP/exitmsg.py" <<'PYEOF'
+import sys, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 1:
+    sys.exit("bad config: no data on rank 1")
+dist.barrier()
+PYEOF
+run exitmsg "$TMP/exitmsg.py"
+[ "$(rc_of exitmsg)" = 1 ] || { cat "$TMP/exitmsg/out.jsonl"; die "sys.exit(message): ddptop exited $(rc_of exitmsg), not 1"; }
+grep -qx "bad config: no data on rank 1" "$TMP/exitmsg/logs/rank-1.log" || { cat "$TMP/exitmsg/logs/rank-1.log"; die "sys.exit's message not in the rank's log"; }
+grep -q '"r":1,"level":"error","text":"rank 1: train -> error: sys.exit: bad config: no data on rank 1"' "$TMP/exitmsg/out.jsonl" \
+    || { cat "$TMP/exitmsg/out.jsonl"; die "sys.exit's message not in ddptop's events"; }
+grep -q '"verdict":"job failed: rank 1 exit 1[^"]*bad config: no data on rank 1' "$TMP/exitmsg/out.jsonl" \
+    || { grep summary "$TMP/exitmsg/out.jsonl"; die "the verdict does not say why rank 1 exited"; }
+
+cat >"$TMP/forks.py" <<'PYEOF'
+import os, sys, threading, time, torch, torch.distributed as dist, ddptop
+from ddptop import state
+rank = int(os.environ["RANK"])
+
+def fork_while_held(child):
+    """Fork while another thread holds the rank's socket lock (what the
+    heartbeat thread does once a second, for a moment); the child's exit status."""
+    lock, held, done = state.run().up.lock, threading.Event(), threading.Event()
+    def hold():
+        with lock:
+            held.set()
+            done.wait()
+    threading.Thread(target=hold, daemon=True).start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        child()
+    done.set()
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    sys.exit(f"rank {rank}: the forked child hung")
+
+def saves():
+    ddptop.log(child=os.getpid())
+    torch.save({"x": 1}, os.path.join(sys.argv[1], f"child{rank}.pt"))
+    os._exit(0)
+
+def ends():                  # the child runs to the script's end (no process group yet: torch's own pg would hang it)
+    sys.exit(4)
+
+print(f"rank {rank} ending child exit {fork_while_held(ends)}", flush=True)
+dist.init_process_group("gloo")
+print(f"rank {rank} saving child exit {fork_while_held(saves)}", flush=True)
+dist.barrier()
+dist.destroy_process_group()
+PYEOF
+run forks "$TMP/forks.py" "$TMP"
+[ "$(rc_of forks)" = 0 ] || { cat "$TMP/forks/out.jsonl" "$TMP"/forks/logs/*; die "a forked child: exit $(rc_of forks)"; }
+for r in 0 1; do
+    grep -qx "rank $r ending child exit 4" "$TMP/forks/logs/rank-$r.log" || { cat "$TMP/forks/logs/rank-$r.log"; die "rank $r: the child that ran to the end did not exit 4"; }
+    grep -qx "rank $r saving child exit 0" "$TMP/forks/logs/rank-$r.log" || { cat "$TMP/forks/logs/rank-$r.log"; die "rank $r: the child did not exit 0"; }
+    [ -s "$TMP/child$r.pt" ] || die "rank $r: the child's torch.save did not write"
+done
+! grep -q '"k":"ckpt"\|child=' "$TMP/forks/rec.jsonl" || die "a forked child spoke to ddptop as the rank"
+"$PY" - "$TMP/forks/rec.jsonl" <<'PYEOF' || die "a forked child spoke to ddptop as the rank"
+import json, sys
+msgs = [json.loads(l) for l in open(sys.argv[1])]
+for k in ("hello", "bye"):
+    assert sorted(m["r"] for m in msgs if m.get("k") == k) == [0, 1], (k, [m for m in msgs if m.get("k") == k])
+PYEOF
+
+cat >"$TMP/api.py" <<'PYEOF'
+import sys
+sys.modules["zmq"] = sys.modules["msgpack"] = None      # an interpreter without them
+import ddptop
+ddptop.on_checkpoint(lambda d: None)
+ddptop.log(acc=0.5)
+print("should_stop", ddptop.should_stop())
+PYEOF
+out=$(PYTHONPATH=$PWD/workers/python "$PY" "$TMP/api.py" 2>&1) || die "the API outside ddptop: $out"
+[ "$out" = "should_stop False" ] || die "the API outside ddptop: $out"
+
+wait_for 10 no_workers || die "workers left running"
+echo "PASS: scripts as users write them: positional timeout, DDP's broadcasts, sys.exit(message), forks, the API bare"
