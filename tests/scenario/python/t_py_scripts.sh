@@ -1,7 +1,8 @@
 # Scripts written the ways users write them, not the way examples/ does,
 # under `ddptop run -n 2`:
 # - init_process_group with its timeout by position (torch's own signature):
-#   the adapter's default timeout is not passed a second time;
+#   the adapter's default timeout is not passed a second time; a call torch
+#   refuses (an unknown keyword) fails on every rank at once;
 # - a BatchNorm model under DDP (broadcast_buffers, the default): DDP's
 #   buffer broadcast before every forward, and its broadcast of the model at
 #   construction, arrive as `broadcast` colls with the buffers' bytes;
@@ -61,6 +62,24 @@ for r in (0, 1):
     assert bc == [(0, state)] + [(s, bufs) for s in range(4)], (r, bc, state, bufs)
     assert [m["status"] for m in msgs if m.get("k") == "bye" and m.get("r") == r] == [0]
 PYEOF
+
+# a call torch refuses fails on every rank at once, as it does bare: no rank
+# waits for a store rank 0 never starts (30 s, then ddptop's SIGTERM)
+cat >"$TMP/badinit.py" <<'PYEOF'
+import torch.distributed as dist
+dist.init_process_group("gloo", no_such_argument=1)
+PYEOF
+start=$(date +%s)
+run badinit "$TMP/badinit.py"
+secs=$(( $(date +%s) - start ))
+[ "$(rc_of badinit)" = 1 ] || { cat "$TMP/badinit/out.jsonl"; die "a refused init_process_group: exit $(rc_of badinit), not 1"; }
+for r in 0 1; do
+    grep -q "\"r\":$r,\"level\":\"error\",\"text\":\"rank $r (pid [0-9]*) ended: exit 1" "$TMP/badinit/out.jsonl" \
+        || { cat "$TMP/badinit/out.jsonl"; die "rank $r did not fail by itself (${secs}s)"; }
+done
+grep -q "TypeError: init_process_group() got an unexpected keyword argument 'no_such_argument'" "$TMP/badinit/out.jsonl" \
+    || { cat "$TMP/badinit/out.jsonl"; die "torch's TypeError not shown"; }
+[ $secs -lt 25 ] || die "a refused init_process_group took ${secs}s"
 
 cat >"$TMP/exitmsg.py" <<'PYEOF'
 import sys, torch.distributed as dist
