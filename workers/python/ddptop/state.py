@@ -61,7 +61,7 @@ class Run:
         self.in_flight = {}
         self.coll_lock = threading.Lock()
         self.main_thread = threading.main_thread().ident
-        self.ddp = None                 # the last DistributedDataParallel built
+        self.ddps = []                  # weakrefs to the DistributedDataParallels built, in order
         self.optimizers = []            # weakrefs, in the order they stepped
         self.ckpt_callbacks = []
         self.ckpt_dir = "checkpoints"
