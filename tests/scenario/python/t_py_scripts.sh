@@ -3,6 +3,8 @@
 # - init_process_group with its timeout by position (torch's own signature):
 #   the adapter's default timeout is not passed a second time; a call torch
 #   refuses (an unknown keyword) fails on every rank at once;
+# - gradient accumulation with no_sync and loss / K: the step's loss is the
+#   sum of the backwards' scalars, the loss the script prints;
 # - a BatchNorm model under DDP (broadcast_buffers, the default): DDP's
 #   buffer broadcast before every forward, and its broadcast of the model at
 #   construction, arrive as `broadcast` colls with the buffers' bytes;
@@ -61,6 +63,41 @@ for r in (0, 1):
     # the model's state at construction (step 0), then the buffers before each of the 4 forwards
     assert bc == [(0, state)] + [(s, bufs) for s in range(4)], (r, bc, state, bufs)
     assert [m["status"] for m in msgs if m.get("k") == "bye" and m.get("r") == r] == [0]
+PYEOF
+
+# gradient accumulation (no_sync, loss / K): the step's loss is the sum of
+# the K backwards' scalars, what the script prints as its loss
+cat >"$TMP/accum.py" <<'PYEOF'
+import contextlib, torch, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(rank)
+ddp = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
+opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+K = 4
+for step in range(5):
+    opt.zero_grad(set_to_none=True)
+    total = 0.0
+    for micro in range(K):
+        with ddp.no_sync() if micro < K - 1 else contextlib.nullcontext():
+            loss = nn.functional.mse_loss(ddp(torch.randn(8, 8)), torch.randn(8, 1)) / K
+            loss.backward()
+        total += loss.item()
+    opt.step()
+    print(f"rank {rank} step {step + 1} loss {total!r}", flush=True)
+dist.destroy_process_group()
+PYEOF
+run accum "$TMP/accum.py"
+[ "$(rc_of accum)" = 0 ] || { cat "$TMP/accum/out.jsonl" "$TMP"/accum/logs/*; die "accumulation: exit $(rc_of accum)"; }
+"$PY" - "$TMP/accum" <<'PYEOF' || die "an accumulated step's loss is not the script's"
+import json, re, sys
+d = sys.argv[1]
+msgs = [json.loads(l) for l in open(f"{d}/rec.jsonl")]
+for r in (0, 1):
+    printed = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, open(f"{d}/logs/rank-{r}.log").read(), re.M)]
+    got = [(m["step"], m["loss"]) for m in msgs if m.get("k") == "step" and m.get("r") == r]
+    assert len(got) == len(printed) == 5 and all(g[0] == p[0] and abs(g[1] - p[1]) < 1e-9 for g, p in zip(got, printed)), (r, got, printed)
 PYEOF
 
 # a call torch refuses fails on every rank at once, as it does bare: no rank

@@ -3,8 +3,9 @@ commands acted on right after it.
 
 What a step is made of, seen from three hooks: the DataLoader's batches
 (samples, and when the forward began), Tensor.backward on a scalar (the
-loss; several backwards before one step, as in gradient accumulation,
-report their mean) and Optimizer.step (its time, the learning rate of the
+loss; several backwards before one step, as in gradient accumulation of
+`loss / K` or a GAN's real and fake halves, report their sum: the
+objective whose gradient the step applies) and Optimizer.step (its time, the learning rate of the
 first parameter group, and the step itself). Optimizer.step is wrapped on
 each optimizer class the first time one is built, as torch's own profiler
 hook is, so schedulers that wrap an instance's step still see a bound
@@ -58,9 +59,9 @@ def _report(r, opt, opt_s, now):
     losses = r.losses
     cuda = bool(losses) and type(losses[0]) is not float
     if cuda:
-        loss = torch.stack([x.detach() for x in losses]).float().mean()
+        loss = torch.stack([x.detach() for x in losses]).float().sum()
     else:
-        loss = sum(losses) / len(losses) if losses else float("nan")
+        loss = sum(losses) if losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
