@@ -15,6 +15,8 @@
 #   ddptop.log and torch.save in the child are the child's own, a child
 #   that runs to the script's end exits with its own status, neither hangs,
 #   and nothing of the children's reaches ddptop;
+# - a script with no process group (-n 1): hello and phase train at its
+#   first optimizer step;
 # - the explicit API (`import ddptop`) in a script run bare by an
 #   interpreter without zmq or msgpack: a no-op, not an ImportError.
 . tests/lib.sh
@@ -189,6 +191,31 @@ msgs = [json.loads(l) for l in open(sys.argv[1])]
 for k in ("hello", "bye"):
     assert sorted(m["r"] for m in msgs if m.get("k") == k) == [0, 1], (k, [m for m in msgs if m.get("k") == k])
 PYEOF
+
+# no process group at all (-n 1, a plain training loop): the hello and phase
+# train come with the first optimizer step, not only at the exit, so ddptop
+# knows the rank (and its beats flow) while it trains
+cat >"$TMP/nopg.py" <<'PYEOF'
+import torch, torch.nn as nn
+m = nn.Linear(4, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(3):
+    loss = m(torch.randn(8, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+PYEOF
+d=$TMP/nopg
+mkdir -p "$d"
+timeout 60 "$DDPTOP" run -n 1 --python "$PY" --headless --json --record "$d/rec" --log-dir "$d/logs" "$TMP/nopg.py" >"$d/out.jsonl" 2>&1 \
+    || { cat "$d/out.jsonl" "$d"/logs/*; die "no process group: ddptop exited $?"; }
+"$DDPTOP" export "$d/rec" --jsonl "$d/rec.jsonl" >/dev/null 2>&1 || die "nopg: export failed"
+"$PY" - "$d/rec.jsonl" <<'PYEOF' || die "no process group: the rank said hello only at its end"
+import json, sys
+kinds = [m["k"] for m in map(json.loads, open(sys.argv[1])) if m.get("r") == 0 and m.get("k") in ("hello", "phase", "step", "bye")]
+assert kinds == ["hello", "phase", "step", "step", "step", "bye"], kinds
+PYEOF
+grep -q '"phase":"train"' "$d/rec.jsonl" || die "no process group: no phase train"
 
 cat >"$TMP/api.py" <<'PYEOF'
 import sys

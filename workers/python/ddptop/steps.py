@@ -19,6 +19,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
+from . import lifecycle
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -110,6 +111,9 @@ def _wrap_step(fn):
         if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
             self.__dict__["_ddptop_run"] = r
             r.optimizers.append(weakref.ref(self))
+            if not r.hello_sent:      # no process group (world 1): training says hello, not init_process_group
+                lifecycle.hello()
+                r.set_phase("train")
         had_batch = bool(r.batch_t)
         now = time.monotonic()
         _report(r, self, now - t0, now)
