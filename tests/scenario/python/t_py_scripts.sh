@@ -5,6 +5,8 @@
 #   refuses (an unknown keyword) fails on every rank at once;
 # - gradient accumulation with no_sync and loss / K: the step's loss is the
 #   sum of the backwards' scalars, the loss the script prints;
+# - a validation sampler iterated mid-epoch leaves the epoch and the shard
+#   view to the training sampler;
 # - a BatchNorm model under DDP (broadcast_buffers, the default): DDP's
 #   buffer broadcast before every forward, and its broadcast of the model at
 #   construction, arrive as `broadcast` colls with the buffers' bytes;
@@ -100,6 +102,46 @@ for r in (0, 1):
     printed = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, open(f"{d}/logs/rank-{r}.log").read(), re.M)]
     got = [(m["step"], m["loss"]) for m in msgs if m.get("k") == "step" and m.get("r") == r]
     assert len(got) == len(printed) == 5 and all(g[0] == p[0] and abs(g[1] - p[1]) < 1e-9 for g, p in zip(got, printed)), (r, got, printed)
+PYEOF
+
+# a validation set's DistributedSampler (shuffle=False, never set_epoch)
+# iterated mid-epoch: the steps keep the training sampler's epoch and the
+# shard view keeps the training set's shards, one an epoch
+cat >"$TMP/midval.py" <<'PYEOF'
+import torch, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+ddp = DDP(nn.Linear(4, 2))
+opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+train = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+val = TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+train_sampler, val_sampler = DistributedSampler(train), DistributedSampler(val, shuffle=False)
+val_loader = DataLoader(val, batch_size=8, sampler=val_sampler)
+for epoch in range(2):
+    train_sampler.set_epoch(epoch)
+    for i, (x, y) in enumerate(DataLoader(train, batch_size=8, sampler=train_sampler)):
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i % 2 == 1:            # evaluate every 2 steps
+            with torch.no_grad():
+                for x, y in val_loader:
+                    ddp(x)
+dist.destroy_process_group()
+PYEOF
+run midval "$TMP/midval.py"
+[ "$(rc_of midval)" = 0 ] || { cat "$TMP/midval/out.jsonl" "$TMP"/midval/logs/*; die "mid-epoch validation: exit $(rc_of midval)"; }
+"$PY" - "$TMP/midval/rec.jsonl" <<'PYEOF' || die "a validation sampler moved the epoch"
+import json, sys
+msgs = [json.loads(l) for l in open(sys.argv[1])]
+for r in (0, 1):
+    epochs = [m["epoch"] for m in msgs if m.get("k") == "step" and m.get("r") == r]
+    assert epochs == [0] * 4 + [1] * 4, (r, epochs)
+    shards = [(m["epoch"], m["size"]) for m in msgs if m.get("k") == "shard" and m.get("r") == r]
+    assert shards == [(0, 64), (1, 64)], (r, shards)
 PYEOF
 
 # a call torch refuses fails on every rank at once, as it does bare: no rank
@@ -212,7 +254,9 @@ timeout 60 "$DDPTOP" run -n 1 --python "$PY" --headless --json --record "$d/rec"
 "$DDPTOP" export "$d/rec" --jsonl "$d/rec.jsonl" >/dev/null 2>&1 || die "nopg: export failed"
 "$PY" - "$d/rec.jsonl" <<'PYEOF' || die "no process group: the rank said hello only at its end"
 import json, sys
-kinds = [m["k"] for m in map(json.loads, open(sys.argv[1])) if m.get("r") == 0 and m.get("k") in ("hello", "phase", "step", "bye")]
+# in the order the rank sent them (hello comes on another socket than the rest: it may arrive later)
+msgs = [m for m in map(json.loads, open(sys.argv[1])) if m.get("r") == 0 and m.get("k") in ("hello", "phase", "step", "bye")]
+kinds = [m["k"] for m in sorted(msgs, key=lambda m: m["t"])]
 assert kinds == ["hello", "phase", "step", "step", "step", "bye"], kinds
 PYEOF
 grep -q '"phase":"train"' "$d/rec.jsonl" || die "no process group: no phase train"

@@ -46,6 +46,7 @@ class Run:
         self.backend, self.device = "", "cpu"
         self.step = 0                   # optimizer steps done
         self.epoch = 0
+        self.epoch_set = False          # a DistributedSampler had set_epoch: only such a one says the epoch
         self.samples = 0
         # the step in progress
         self.step_t0 = time.monotonic()
