@@ -7,6 +7,8 @@
 #   sum of the backwards' scalars, the loss the script prints;
 # - a validation sampler iterated mid-epoch leaves the epoch and the shard
 #   view to the training sampler;
+# - a collective on a subgroup (dist.new_group) takes no number of the
+#   default group's: no false desync;
 # - a BatchNorm model under DDP (broadcast_buffers, the default): DDP's
 #   buffer broadcast before every forward, and its broadcast of the model at
 #   construction, arrive as `broadcast` colls with the buffers' bytes;
@@ -142,6 +144,33 @@ for r in (0, 1):
     assert epochs == [0] * 4 + [1] * 4, (r, epochs)
     shards = [(m["epoch"], m["size"]) for m in msgs if m.get("k") == "shard" and m.get("r") == r]
     assert shards == [(0, 64), (1, 64)], (r, shards)
+PYEOF
+
+# collectives on a group of rank 0 alone (dist.new_group): no number of
+# the default group's (-1), so the ranks' numbers still pair up and ddptop
+# sees no desync
+cat >"$TMP/subgroup.py" <<'PYEOF'
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+alone = dist.new_group([0])
+if rank == 0:
+    dist.all_reduce(torch.ones(2), group=alone)
+for i in range(2):
+    dist.barrier()
+    dist.broadcast(torch.ones(3), 0)
+dist.destroy_process_group()
+PYEOF
+run subgroup "$TMP/subgroup.py"
+[ "$(rc_of subgroup)" = 0 ] || { cat "$TMP/subgroup/out.jsonl" "$TMP"/subgroup/logs/*; die "a subgroup: exit $(rc_of subgroup)"; }
+! grep -q desync "$TMP/subgroup/out.jsonl" || { grep desync "$TMP/subgroup/out.jsonl"; die "a subgroup's collective read as a desync"; }
+"$PY" - "$TMP/subgroup/rec.jsonl" <<'PYEOF' || die "a subgroup's collective took a number of the default group's"
+import json, sys
+msgs = [json.loads(l) for l in open(sys.argv[1])]
+seqs = {r: [(m["seq"], m["op"]) for m in msgs if m.get("k") == "coll" and m.get("r") == r] for r in (0, 1)}
+# the same numbers on both ranks (1.13: the adapter's 1..4; 2.x: torch's)
+assert seqs[0] == [(-1, "allreduce")] + seqs[1], seqs
+assert [op for _, op in seqs[1]] == ["barrier", "broadcast"] * 2 and 0 < seqs[1][0][0] < seqs[1][1][0] < seqs[1][2][0] < seqs[1][3][0], seqs
 PYEOF
 
 # a call torch refuses fails on every rank at once, as it does bare: no rank

@@ -8,13 +8,16 @@ DDP's broadcast of the model at construction and of its buffers before
 each forward (broadcast_buffers); DDP's gradient buckets come through
 ddp_hook.py, which calls begin/end directly. Sequence numbers count calls in
 the order this rank makes them, so the same call has the same seq on every
-rank and a rank whose seq stays put names itself in a hang. A call made
+rank and a rank whose seq stays put names itself in a hang; a collective
+on another group than the default (dist.new_group), made by its members
+only, goes without a number (-1), as torch 2.x's numbering has it. A call made
 inside another wrapped call (all_gather_object's all_gather) is not counted
 twice. Where torch numbers its collectives (2.x, compat.py), `seq` is
 torch's number instead. Bandwidths follow nccl-tests.
 """
 import functools
 import inspect
+import itertools
 import threading
 
 import torch
@@ -45,6 +48,7 @@ _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 _counter = None     # the C++ hook's counter, shared with its buckets (cxx_hook.py); None: the Run's
 _cxx_oldest = None  # the C++ hook's oldest bucket in flight
+_other_keys = itertools.count(-1, -1)     # in_flight keys of collectives on another group (seq -1)
 
 
 def use_counter(next_key, oldest):
@@ -62,7 +66,12 @@ def begin(op, group=None, numbered=True, bucket=-1):
     if tseq is not None and not numbered:
         tseq = -1
     with r.coll_lock:
-        if _counter is None:
+        if tseq is None and not compat.is_default_group(group):
+            # the adapter counts the default group's collectives only: another
+            # group's are made by its members alone, and counted in with the
+            # rest they would part the ranks' numbers (a false desync)
+            key, tseq = next(_other_keys), -1
+        elif _counter is None:
             r.coll_seq += 1
             key = r.coll_seq
         else:

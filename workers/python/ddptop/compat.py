@@ -64,6 +64,16 @@ def after_destroy():
     _seq_pg = None
 
 
+def is_default_group(group):
+    """Whether `group` (None: the default) is the default process group."""
+    if group is None:
+        return True
+    try:
+        return group is c10d._get_default_group()
+    except (AttributeError, RuntimeError, ValueError):
+        return True
+
+
 def torch_numbering():
     return _seq_pg is not None
 
