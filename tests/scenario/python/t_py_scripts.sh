@@ -4,7 +4,8 @@
 #   the adapter's default timeout is not passed a second time; a call torch
 #   refuses (an unknown keyword) fails on every rank at once;
 # - gradient accumulation with no_sync and loss / K: the step's loss is the
-#   sum of the backwards' scalars, the loss the script prints;
+#   sum of the backwards' scalars, the loss the script prints; LBFGS's
+#   step(closure) evaluating it 5 times: the first, which step() returns;
 # - a validation sampler iterated mid-epoch leaves the epoch and the shard
 #   view to the training sampler;
 # - a collective on a subgroup (dist.new_group) takes no number of the
@@ -104,6 +105,39 @@ for r in (0, 1):
     printed = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, open(f"{d}/logs/rank-{r}.log").read(), re.M)]
     got = [(m["step"], m["loss"]) for m in msgs if m.get("k") == "step" and m.get("r") == r]
     assert len(got) == len(printed) == 5 and all(g[0] == p[0] and abs(g[1] - p[1]) < 1e-9 for g, p in zip(got, printed)), (r, got, printed)
+PYEOF
+
+# LBFGS: step(closure) evaluates the closure (a backward each) up to
+# max_iter times; the step's loss is the first, the one step() returns
+cat >"$TMP/lbfgs.py" <<'PYEOF'
+import torch, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+ddp = DDP(nn.Linear(4, 1))
+opt = torch.optim.LBFGS(ddp.parameters(), lr=0.5, max_iter=5)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+def closure():
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(ddp(x), y)
+    loss.backward()
+    return loss
+for step in range(3):
+    loss = opt.step(closure)
+    print(f"rank {rank} step {step + 1} loss {loss.item()!r}", flush=True)
+dist.destroy_process_group()
+PYEOF
+run lbfgs "$TMP/lbfgs.py"
+[ "$(rc_of lbfgs)" = 0 ] || { cat "$TMP/lbfgs/out.jsonl" "$TMP"/lbfgs/logs/*; die "LBFGS: exit $(rc_of lbfgs)"; }
+"$PY" - "$TMP/lbfgs" 3 <<'PYEOF' || die "an LBFGS step's loss is not what step() returned"
+import json, re, sys
+d, n = sys.argv[1], int(sys.argv[2])
+msgs = [json.loads(l) for l in open(f"{d}/rec.jsonl")]
+for r in (0, 1):
+    printed = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, open(f"{d}/logs/rank-{r}.log").read(), re.M)]
+    got = [(m["step"], m["loss"]) for m in msgs if m.get("k") == "step" and m.get("r") == r]
+    assert len(got) == len(printed) == n and all(g[0] == p[0] and abs(g[1] - p[1]) < 1e-6 for g, p in zip(got, printed)), (r, got, printed)
 PYEOF
 
 # a validation set's DistributedSampler (shuffle=False, never set_epoch)

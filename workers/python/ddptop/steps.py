@@ -5,7 +5,9 @@ What a step is made of, seen from three hooks: the DataLoader's batches
 (samples, and when the forward began), Tensor.backward on a scalar (the
 loss; several backwards before one step, as in gradient accumulation of
 `loss / K` or a GAN's real and fake halves, report their sum: the
-objective whose gradient the step applies) and Optimizer.step (its time, the learning rate of the
+objective whose gradient the step applies; of a closure the step
+evaluates several times, as LBFGS does, the first, which step() returns)
+and Optimizer.step (its time, the learning rate of the
 first parameter group, and the step itself). Optimizer.step is wrapped on
 each optimizer class the first time one is built, as torch's own profiler
 hook is, so schedulers that wrap an instance's step still see a bound
@@ -103,11 +105,16 @@ def _wrap_step(fn):
             r.collect(r, flags=True)
         STEER.before_step()
         _depth.n = 1
+        n_losses = len(r.losses)
         t0 = time.monotonic()
         try:
             out = fn(self, *args, **kwargs)
         finally:
             _depth.n = 0
+        if len(r.losses) > n_losses + 1:
+            # a closure evaluated several times inside the step (LBFGS): the
+            # step's loss is its first evaluation, the one step() returns
+            del r.losses[n_losses + 1:]
         if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
             self.__dict__["_ddptop_run"] = r
             r.optimizers.append(weakref.ref(self))
