@@ -2,6 +2,8 @@
 # `ddptop run -n 2`:
 # - init_process_group that torch refuses (an unknown keyword) fails on
 #   every rank at once;
+# - a print without flush before a SIGKILL reaches the rank's log (stdout
+#   line-buffered, as on a terminal);
 # - sys.exit("message") on one rank: the message is in the rank's log and
 #   ddptop's events and verdict, as Python would print it, exit 1;
 # - a child the script forks (os.fork, as DataLoader workers are made) while
@@ -32,6 +34,23 @@ done
 grep -q "TypeError: init_process_group() got an unexpected keyword argument 'no_such_argument'" "$TMP/badinit/out.jsonl" \
     || { cat "$TMP/badinit/out.jsonl"; die "torch's TypeError not shown"; }
 [ $secs -lt 25 ] || die "a refused init_process_group took ${secs}s"
+
+# a print without flush before the rank dies (SIGKILL: no exit to flush
+# at) is in the rank's log and ddptop's log tail, as it is on the terminal
+# torchrun's ranks print to (PYTHONUNBUFFERED unset, as users have it)
+cat >"$TMP/noflush.py" <<'PYEOF'
+import os, signal, torch.distributed as dist
+dist.init_process_group("gloo")
+print(f"rank {dist.get_rank()} loaded the data")
+if dist.get_rank() == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+dist.barrier()
+PYEOF
+PYTHONUNBUFFERED= py_rec noflush "$TMP/noflush.py"
+[ "$(rc_of noflush)" = 1 ] || { cat "$TMP/noflush/out.jsonl"; die "a killed rank: ddptop exited $(rc_of noflush), not 1"; }
+grep -qx "rank 1 loaded the data" "$TMP/noflush/logs/rank-1.log" || { cat "$TMP/noflush/logs/rank-1.log"; die "the killed rank's print was lost"; }
+grep -q '"r":1,"level":"error","text":"log: rank 1 loaded the data"' "$TMP/noflush/out.jsonl" \
+    || { cat "$TMP/noflush/out.jsonl"; die "the killed rank's print is not in ddptop's log tail"; }
 
 cat >"$TMP/exitmsg.py" <<'PYEOF'
 import sys, torch.distributed as dist

@@ -150,6 +150,14 @@ def orderly_stop(r, unsafe=False):
 
 def run_script(module, script, argv):
     sys.argv = list(argv)
+    # a rank's stdout is its log file, not the terminal torchrun's children
+    # print to: line-buffered as on a terminal, so a print before a hang or a
+    # kill is in the log (and ddptop's log tail) instead of lost in the buffer
+    try:
+        if not sys.stdout.isatty():
+            sys.stdout.reconfigure(line_buffering=True)
+    except (AttributeError, OSError, ValueError):
+        pass
     if module is not None:
         sys.path.insert(0, os.getcwd())
         runpy.run_module(module, run_name="__main__", alter_sys=True)
