@@ -120,6 +120,8 @@ def install():
         init_sig = inspect.signature(_ORIG["init"])
     except (TypeError, ValueError):
         init_sig = None
+    if init_sig is not None and any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in init_sig.parameters.values()):
+        init_sig = None     # bound arguments would not pass back as keywords: the call goes as it came
 
     @functools.wraps(_ORIG["init"])
     def init_process_group(*args, **kwargs):
@@ -129,22 +131,22 @@ def install():
         # the call as torch reads it, whichever arguments came by position; a
         # call torch refuses (a missing backend in 1.13) fails here at once, as
         # it would bare, not after waiting for a store no rank may ever start
-        try:
-            kwargs = init_sig.bind(*args, **kwargs).arguments if init_sig is not None else dict(kwargs)
-        except TypeError:
-            return _ORIG["init"](*args, **kwargs)
-        args = ()
-        hello(kwargs.get("backend") or "")
+        if init_sig is not None:
+            try:
+                kwargs, args = dict(init_sig.bind(*args, **kwargs).arguments), ()
+            except TypeError:
+                return _ORIG["init"](*args, **kwargs)
+        hello(kwargs.get("backend", args[0] if args else "") or "")
         r.set_phase("init")
-        if kwargs.get("timeout") is None and r.timeout_s:
+        if kwargs.get("timeout") is None and len(args) <= 2 and r.timeout_s:
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
         r.set_phase("rendezvous")
-        addr = store_addr((), kwargs) if r.rank != 0 else None
+        addr = store_addr(args, kwargs) if r.rank != 0 else None
         if addr:
-            timeout = kwargs.get("timeout")
+            timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
             limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else STORE_PROBE_MAX_S
             wait_for_store(addr, min(STORE_PROBE_MAX_S, limit))
-        out = _ORIG["init"](**kwargs)
+        out = _ORIG["init"](*args, **kwargs)
         compat.after_init()
         r.set_phase("train")
         return out
