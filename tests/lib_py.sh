@@ -42,3 +42,15 @@ py_rank_pid() {
     done
     return 1
 }
+# py_rec NAME SCRIPT ARGS: `ddptop run -n 2 --headless --json` of a script,
+# recorded: $TMP/NAME/{out.jsonl,rec.jsonl,logs/,rc}; rc_of NAME: its exit status.
+py_rec() {
+    local name=$1; shift
+    local d=$TMP/$name
+    mkdir -p "$d"
+    timeout 120 "$DDPTOP" run -n 2 --python "$PY" --headless --json --record "$d/rec" --log-dir "$d/logs" \
+        "$@" >"$d/out.jsonl" 2>&1
+    echo $? >"$d/rc"
+    "$DDPTOP" export "$d/rec" --jsonl "$d/rec.jsonl" >/dev/null 2>&1 || die "$name: export failed"
+}
+rc_of() { cat "$TMP/$1/rc"; }

@@ -154,6 +154,21 @@ static void test_info(void)
           (long long)j->params);
     job_free(&j);
 
+    j = job_new(1, T0); /* no process group: the data's info before the hello, which says none */
+    msg_init(&m, MSG_INFO);
+    m.rank = 0;
+    snprintf(m.u.info.dataset, sizeof m.u.info.dataset, "MNIST");
+    m.u.info.dataset_size = 60000;
+    job_apply(j, &m, t += MS, WALL);
+    msg_init(&m, MSG_HELLO);
+    m.rank = 0;
+    m.u.hello.world = 1;
+    m.u.hello.pid = 100;
+    job_apply(j, &m, t += MS, WALL);
+    CHECK(!strcmp(j->dataset, "MNIST") && j->dataset_size == 60000, "the hello erased the info: '%s' %lld", j->dataset,
+          (long long)j->dataset_size);
+    job_free(&j);
+
     j = job_new(1, T0); /* the built-in trainer's hello said it all */
     send_hello(j, 0, 100, t);
     msg_init(&m, MSG_INFO);

@@ -231,6 +231,15 @@ static void remove_shm_of(pid_t pid)
     closedir(d);
 }
 
+/* sig to the rank and what it started in its process group (each rank
+ * leads one: DataLoader workers, a script's own subprocesses), as torchrun
+ * signals its workers' groups; the rank alone if it left its group. */
+static int signal_rank(const Proc *p, int sig)
+{
+    if (kill(-p->pid, sig) == 0) return 0;
+    return kill(p->pid, sig);
+}
+
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx)
 {
     int running = 0;
@@ -238,9 +247,17 @@ int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int stat
     for (int r = 0; r < l->world; r++) {
         Proc *p = &l->p[r];
         if (!p->running) continue;
-        int st;
-        pid_t w = waitpid(p->pid, &st, WNOHANG);
-        if (w == p->pid) {
+        /* seen exited, not yet reaped: while its zombie holds the pid (and
+         * so its group's id) what the rank left running in its group (a
+         * script's subprocess, a stuck forked child) goes with it, and no one
+         * else can have that group id; then it is reaped */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int w = waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if (w == 0 && si.si_pid == p->pid) {
+            kill(-p->pid, SIGKILL);
+            int st = 0;
+            while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {}
             p->running = false;
             remove_shm_of(p->pid);
             if (cb) cb(ctx, r, (int)p->pid, st);
@@ -259,7 +276,7 @@ int launcher_signal_all(Launcher *l, int sig)
     int n = 0;
     if (!l) return 0;
     for (int r = 0; r < l->world; r++)
-        if (l->p[r].running && kill(l->p[r].pid, sig) == 0) n++;
+        if (l->p[r].running && signal_rank(&l->p[r], sig) == 0) n++;
     return n;
 }
 
@@ -285,7 +302,7 @@ void launcher_free(Launcher **pl)
     for (int r = 0; r < l->world; r++) {
         Proc *p = &l->p[r];
         if (!p->running || p->pid <= 0) continue;
-        kill(p->pid, SIGKILL);
+        signal_rank(p, SIGKILL);
         while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) {}
         remove_shm_of(p->pid);
         p->running = false;

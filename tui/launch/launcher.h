@@ -59,7 +59,9 @@ int launcher_start(Launcher **out, const LaunchConfig *c, char *err, size_t errl
 /* Reap children that exited, without blocking: cb(ctx, rank, pid, status)
  * for each. Returns how many are still running. */
 int launcher_reap(Launcher *l, void (*cb)(void *ctx, int rank, int pid, int status), void *ctx);
-/* Send sig to every rank still running; returns how many got it. */
+/* Send sig to every rank still running and its process group (what it
+ * started); returns how many got it. A rank reaped takes what it left in
+ * its group with it (SIGKILL). */
 int launcher_signal_all(Launcher *l, int sig);
 int launcher_running(const Launcher *l);
 pid_t launcher_pid(const Launcher *l, int rank);

@@ -303,17 +303,19 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
     for (int i = 0; i < j->world && !first; i++)
         if (j->ranks[i].hello && &j->ranks[i] != r) first = &j->ranks[i];
     if (!first && !r->hello) {
-        copy_str(j->dataset, sizeof j->dataset, h->dataset);
-        copy_str(j->model, sizeof j->model, h->model);
+        /* a torch script's hello names no model or data: an info that came
+         * first (a script without a process group says hello late) stays */
+        if (h->dataset[0]) copy_str(j->dataset, sizeof j->dataset, h->dataset);
+        if (h->model[0]) copy_str(j->model, sizeof j->model, h->model);
         copy_str(j->backend, sizeof j->backend, h->backend);
         copy_str(j->device, sizeof j->device, h->device);
         copy_str(j->precision, sizeof j->precision, h->precision);
         copy_str(j->grad_dtype, sizeof j->grad_dtype, h->grad_dtype);
-        j->params = h->params;
-        j->batch_size = h->batch_size;
+        if (h->params > 0) j->params = h->params;
+        if (h->batch_size > 0) j->batch_size = h->batch_size;
         j->max_steps = h->max_steps;
         j->steps_per_epoch = h->steps_per_epoch;
-        j->dataset_size = h->dataset_size;
+        if (h->dataset_size > 0) j->dataset_size = h->dataset_size;
     } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
         /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
         job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)", r->rank,

@@ -7,12 +7,16 @@ Scripts need not import this; the few calls below are for those who want
 more than the hooks see. Each does nothing when the script runs without
 ddptop. workers/python/README.md has the whole story.
 """
+import sys
+
 __version__ = "0.1.0"
 
 
 def _run():
-    from .state import run
-    return run()
+    # only `python -m ddptop` imports the state (and with it zmq and msgpack):
+    # a script run bare, in an environment without them, gets the no-ops
+    state = sys.modules.get(__name__ + ".state")
+    return state.run() if state is not None else None
 
 
 def log(level="info", **kv):

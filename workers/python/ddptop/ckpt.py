@@ -3,7 +3,9 @@
 `ckpt` (agreed by steer.py): rank 0 writes CKPT_DIR/step-NNNNNNNN/ with
 model.safetensors (the DDP module's state_dict under PyTorch's own names,
 "module." stripped) and trainer.safetensors (optimizer state as
-"state.<param>.<buffer>" tensors, the rest as metadata), the same scheme as
+"state.<param>.<buffer>" tensors, the rest as metadata); a script with
+several DDP modules or optimizers gets model-1, trainer-1, ... for the
+others (_write_files). The same scheme as
 workers/ckpt/ckpt.c: built in a temp dir, files and dir fsynced, renamed
 into place, then `latest` (a symlink) swapped by rename. Callbacks from
 ddptop.on_checkpoint(fn) run with the temp dir before the rename, so what
@@ -53,22 +55,30 @@ def _optimizer_tensors(opt, names):
                      "scalars": json.dumps(scalars, default=str)}
 
 
+def numbered(name, i):
+    """model.safetensors, model-1.safetensors, ...: the i-th of its kind."""
+    return f"{name}.safetensors" if i == 0 else f"{name}-{i}.safetensors"
+
+
 def _write_files(d, r):
-    ddp = r.ddp
-    model = {}
-    names = {}
-    if ddp is not None:
+    """Every live DDP module (in the order they were built: a GAN's
+    generator and discriminator) and every optimizer that stepped (in the
+    order they first stepped), one file each: model.safetensors and
+    trainer.safetensors for the first, model-1 / trainer-1 for the next."""
+    ddps = [m for m in (w() for w in r.ddps) if m is not None]
+    names = {id(p): n for m in ddps for n, p in m.module.named_parameters()}
+    models = []
+    for i, ddp in enumerate(ddps):
         model = {k[len("module."):] if k.startswith("module.") else k: v for k, v in ddp.state_dict().items()}
-        names = {id(p): n for n, p in ddp.module.named_parameters()}
-    opt_t, meta = {}, {}
-    opts = [o() for o in r.optimizers if o() is not None]
-    if opts:
-        opt_t, meta = _optimizer_tensors(opts[0], names)
-    meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples,
-                world_size=r.world, torch=torch.__version__)
-    if model:
-        safetensors_io.save(model, os.path.join(d, "model.safetensors"), {"format": "pt"})
-    safetensors_io.save(opt_t, os.path.join(d, "trainer.safetensors"), meta)
+        if model:
+            safetensors_io.save(model, os.path.join(d, numbered("model", i)), {"format": "pt"})
+            models.append([numbered("model", i), type(ddp.module).__name__])
+    opts = [o for o in (w() for w in r.optimizers) if o is not None] or [None]
+    for i, opt in enumerate(opts):
+        opt_t, meta = _optimizer_tensors(opt, names) if opt is not None else ({}, {})
+        meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples,
+                    world_size=r.world, torch=torch.__version__, models=json.dumps(models))
+        safetensors_io.save(opt_t, os.path.join(d, numbered("trainer", i)), meta)
     for fn in r.ckpt_callbacks:
         fn(d)
     total = 0

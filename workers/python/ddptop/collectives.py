@@ -3,16 +3,21 @@ flight for the heartbeat.
 
 The user's own `dist.*` calls (barrier, broadcast, all_reduce, ...) are
 wrapped in torch.distributed's namespace and in distributed_c10d's (where
-torch's own helpers look them up); DDP's gradient buckets come through
+torch's own helpers look them up), and so is `dist._broadcast_coalesced`,
+DDP's broadcast of the model at construction and of its buffers before
+each forward (broadcast_buffers); DDP's gradient buckets come through
 ddp_hook.py, which calls begin/end directly. Sequence numbers count calls in
 the order this rank makes them, so the same call has the same seq on every
-rank and a rank whose seq stays put names itself in a hang. A call made
+rank and a rank whose seq stays put names itself in a hang; a collective
+on another group than the default (dist.new_group), made by its members
+only, goes without a number (-1), as torch 2.x's numbering has it. A call made
 inside another wrapped call (all_gather_object's all_gather) is not counted
 twice. Where torch numbers its collectives (2.x, compat.py), `seq` is
 torch's number instead. Bandwidths follow nccl-tests.
 """
 import functools
 import inspect
+import itertools
 import threading
 
 import torch
@@ -31,13 +36,19 @@ WRAPPED = {
     "_reduce_scatter_base": ("reducescatter", 1), "reduce": ("reduce", 0), "gather": ("gather", 0),
     "scatter": ("scatter", 0), "all_to_all": ("alltoall", 1), "all_to_all_single": ("alltoall", 1),
     "all_gather_object": ("allgather", 1), "broadcast_object_list": ("broadcast", 0),
+    # DDP's own broadcasts: the model's state at construction, and the buffers
+    # (BatchNorm's running stats) before every forward with broadcast_buffers
+    "_broadcast_coalesced": ("broadcast", 0),
 }
+# where a function that signature() cannot read (torch's C++ bindings) takes its group
+GROUP_AT = {"_broadcast_coalesced": 0}
 # made of send/recv, which torch's collective count skips: no torch number (compat.py)
 UNNUMBERED = {"monitored_barrier"}
 _depth = threading.local()
 ORIG = {}      # name -> torch's own function, for the adapter's own collectives
 _counter = None     # the C++ hook's counter, shared with its buckets (cxx_hook.py); None: the Run's
 _cxx_oldest = None  # the C++ hook's oldest bucket in flight
+_other_keys = itertools.count(-1, -1)     # in_flight keys of collectives on another group (seq -1)
 
 
 def use_counter(next_key, oldest):
@@ -55,7 +66,12 @@ def begin(op, group=None, numbered=True, bucket=-1):
     if tseq is not None and not numbered:
         tseq = -1
     with r.coll_lock:
-        if _counter is None:
+        if tseq is None and not compat.is_default_group(group):
+            # the adapter counts the default group's collectives only: another
+            # group's are made by its members alone, and counted in with the
+            # rest they would part the ranks' numbers (a false desync)
+            key, tseq = next(_other_keys), -1
+        elif _counter is None:
             r.coll_seq += 1
             key = r.coll_seq
         else:
@@ -151,7 +167,7 @@ def _group_at(fn):
 
 
 def _wrap(name, fn, op, factor):
-    at = _group_at(fn)
+    at = GROUP_AT.get(name, _group_at(fn))
     numbered = name not in UNNUMBERED
 
     @functools.wraps(fn)
@@ -181,14 +197,14 @@ def _wrap(name, fn, op, factor):
 
 def install():
     for name, (op, factor) in WRAPPED.items():
-        fn = getattr(c10d, name, None)
+        fn = getattr(c10d, name, None) or getattr(dist, name, None)     # _broadcast_coalesced: dist's only
         if fn is None or getattr(fn, "__ddptop_wrapped__", False):
             continue
         ORIG[name] = fn
         w = _wrap(name, fn, op, factor)
-        setattr(c10d, name, w)
-        if getattr(dist, name, None) is fn:
-            setattr(dist, name, w)
+        for mod in (c10d, dist):
+            if getattr(mod, name, None) is fn:
+                setattr(mod, name, w)
 
 
 def orig(name):

@@ -13,7 +13,7 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
   fr    Flight Recorder (2.x records Gloo's collectives itself, 2000 of them
         unless TORCH_FR_BUFFER_SIZE says otherwise): when the main thread
         has sat for FR_AFTER_S in torch.distributed's or DDP's own code
-        outside any collective the adapter wrapped (DDP's buffer broadcast,
+        outside any collective the adapter wrapped (one on the group itself,
         a collective torch makes from C++), the beat names the newest
         collective torch has not retired, if it is the group's latest. A
         dump of a full recorder costs about 0.1 s (1 MB of JSON): it runs
@@ -62,6 +62,16 @@ def after_init():
 def after_destroy():
     global _seq_pg
     _seq_pg = None
+
+
+def is_default_group(group):
+    """Whether `group` (None: the default) is the default process group."""
+    if group is None:
+        return True
+    try:
+        return group is c10d._get_default_group()
+    except (AttributeError, RuntimeError, ValueError):
+        return True
 
 
 def torch_numbering():

@@ -22,6 +22,7 @@ can be checked against the ones the hook saw.
 """
 import functools
 import time
+import weakref
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -142,7 +143,7 @@ def install():
         r = run()
         if r is None:
             return
-        r.ddp = self
+        r.ddps.append(weakref.ref(self))
         self.__dict__["forward"] = functools.partial(_first_forward, self)
         params = sum(p.numel() for p in self.module.parameters())
         r.log("info", f"DDP: {type(self.module).__name__}, {params} parameters, "

@@ -16,6 +16,7 @@ hands it to the others through ddptop's store before the script runs.
 """
 import datetime
 import functools
+import inspect
 import os
 import platform
 import socket
@@ -115,15 +116,29 @@ def wait_for_store(addr, limit_s):
 def install():
     _ORIG.update(init=dist.init_process_group, destroy=dist.destroy_process_group)
 
+    try:
+        init_sig = inspect.signature(_ORIG["init"])
+    except (TypeError, ValueError):
+        init_sig = None
+    if init_sig is not None and any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in init_sig.parameters.values()):
+        init_sig = None     # bound arguments would not pass back as keywords: the call goes as it came
+
     @functools.wraps(_ORIG["init"])
     def init_process_group(*args, **kwargs):
         r = run()
         if r is None:
             return _ORIG["init"](*args, **kwargs)
-        backend = kwargs.get("backend", args[0] if args else "")
-        hello(backend or "")
+        # the call as torch reads it, whichever arguments came by position; a
+        # call torch refuses (a missing backend in 1.13) fails here at once, as
+        # it would bare, not after waiting for a store no rank may ever start
+        if init_sig is not None:
+            try:
+                kwargs, args = dict(init_sig.bind(*args, **kwargs).arguments), ()
+            except TypeError:
+                return _ORIG["init"](*args, **kwargs)
+        hello(kwargs.get("backend", args[0] if args else "") or "")
         r.set_phase("init")
-        if "timeout" not in kwargs and r.timeout_s:
+        if kwargs.get("timeout") is None and len(args) <= 2 and r.timeout_s:
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)
         r.set_phase("rendezvous")
         addr = store_addr(args, kwargs) if r.rank != 0 else None

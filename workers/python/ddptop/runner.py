@@ -112,6 +112,29 @@ def script_traceback(e, most=8):
     return [head] + lines + ["".join(traceback.format_exception_only(type(e), e)).strip()]
 
 
+def exit_status(code):
+    """The process's exit status for sys.exit(code), as Python computes it:
+    None 0, an int (True 1) modulo 256, anything else (a message) 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code) & 0xFF
+    return 1
+
+
+def child_status(e):
+    """A process the script forked (os.fork) got to the end of the script:
+    it is not the rank, so it ends as bare Python would, saying nothing to
+    ddptop (the rank's sockets are its parent's)."""
+    if isinstance(e, SystemExit):
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr, flush=True)
+        return exit_status(e.code)
+    if e is not None:
+        traceback.print_exception(type(e), e, e.__traceback__)
+    return 1
+
+
 def orderly_stop(r, unsafe=False):
     """After a stop raised from the optimizer step: the script's finally
     blocks have run; meet the others and destroy, unless the script did."""
@@ -127,6 +150,14 @@ def orderly_stop(r, unsafe=False):
 
 def run_script(module, script, argv):
     sys.argv = list(argv)
+    # a rank's stdout is its log file, not the terminal torchrun's children
+    # print to: line-buffered as on a terminal, so a print before a hang or a
+    # kill is in the log (and ddptop's log tail) instead of lost in the buffer
+    try:
+        if not sys.stdout.isatty():
+            sys.stdout.reconfigure(line_buffering=True)
+    except (AttributeError, OSError, ValueError):
+        pass
     if module is not None:
         sys.path.insert(0, os.getcwd())
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -165,10 +196,18 @@ def main(argv):
     for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)
     status = 0
+    forked = False
     beater = beat.start(env)
     try:
         lifecycle.agree_master_port(r, env)
-        run_script(module, script, sargv)
+        try:
+            run_script(module, script, sargv)
+        except BaseException as e:
+            if state.run() is r:
+                raise
+            forked, status = True, child_status(e)
+        else:
+            forked = state.run() is not r
     except StopTraining as e:
         orderly_stop(r, e.unsafe)
         if beater.front_gone():      # saved and torn down cleanly, but nobody watched the end
@@ -177,7 +216,12 @@ def main(argv):
             print(f"ddptop-py rank {r.rank}: ddptop is gone: stopped after step {r.step}{ck}; exit 1",
                   file=sys.stderr, flush=True)
     except SystemExit as e:
-        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        status = exit_status(e.code)
+        if e.code is not None and not isinstance(e.code, int):
+            # what Python prints for sys.exit("message"): the rank's log, and ddptop's events
+            print(e.code, file=sys.stderr, flush=True)
+            lifecycle.hello()
+            r.set_phase("error", f"sys.exit: {e.code}")
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why
         status = 1
         traceback.print_exc()
@@ -187,12 +231,13 @@ def main(argv):
         for line in script_traceback(e):
             r.log("error", line)
     finally:
-        # no torch callback left to take the GIL as the interpreter exits (after an
-        # error a collective may never complete: its callback is not waited for long)
-        compat.quiesce(2.0 if status == 0 else 0.5)
-        beater.stop()
-        lifecycle.hello()
-        r.important("bye", status=status, step=r.step)
-        up.close(2000)
-        state.set_run(None)
+        if not forked:
+            # no torch callback left to take the GIL as the interpreter exits (after an
+            # error a collective may never complete: its callback is not waited for long)
+            compat.quiesce(2.0 if status == 0 else 0.5)
+            beater.stop()
+            lifecycle.hello()
+            r.important("bye", status=status, step=r.step)
+            up.close(2000)
+            state.set_run(None)
     return status

@@ -6,7 +6,11 @@ __iter__, called once, replayed to the DataLoader), so what ddptop shows is
 what the script trains on. An epoch is one pass over the sampler: a
 shuffled sampler iterated again without set_epoch in between gives the same
 order as the pass before, which is the classic bug; the epoch reported is
-then the pass count, so ddptop sees two epochs with one order.
+then the pass count, so ddptop sees two epochs with one order. Once some
+sampler had set_epoch, it alone says the epoch: another one that never
+had it (a validation set's, shuffle=False) sends no shard and leaves the
+epoch alone, so evaluating mid-epoch does not move the steps' epoch nor
+put the validation set in the epoch's shard view.
 """
 import functools
 
@@ -26,6 +30,9 @@ def install():
         if PLAN.faults and run() is not None and PLAN.skip_set_epoch(epoch):
             return None     # the skip-set-epoch fault: the script's call is forgotten
         self.__ddptop_set__ = True
+        r = run()
+        if r is not None:
+            r.epoch_set = True
         return orig_set_epoch(self, epoch)
 
     @functools.wraps(orig_iter)
@@ -49,6 +56,11 @@ def install():
                               f"(call sampler.set_epoch(epoch) before each epoch)")
         elif not explicit:
             epoch = passes
+        if not explicit and r.epoch_set:
+            # another sampler has set_epoch (the training one): this one (a
+            # validation set's, iterated mid-epoch) neither says the epoch
+            # nor takes the epoch's place in ddptop's shard view
+            return iter(idx)
         r.epoch = epoch
         n = len(self.dataset)
         r.send("shard", epoch=epoch, seed=int(self.seed), shuffle=bool(self.shuffle),

@@ -2,10 +2,11 @@
 
 One Run per process, made by runner.py before the script starts; hooks
 read `run()` and do nothing when it is None (the package imported without
-`python -m ddptop`, or a DataLoader worker process). Counters written by
+`python -m ddptop`, or a process the script forked: a DataLoader worker). Counters written by
 the script's thread, read by the heartbeat thread: plain attributes, whose
 reads and writes are atomic under the GIL.
 """
+import os
 import threading
 import time
 
@@ -23,6 +24,17 @@ def set_run(r):
     _RUN = r
 
 
+def _forked_child():
+    # a process the script forks (a DataLoader worker, multiprocessing's fork,
+    # os.fork) is not the rank: its hooks do nothing, it sends nothing (the
+    # rank's sockets and locks are the parent's), and runner.py leaves its end alone
+    set_run(None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child)
+
+
 class Run:
     def __init__(self, up, rank, world, local_rank, local_world, timeout_s):
         self.up = up
@@ -34,6 +46,7 @@ class Run:
         self.backend, self.device = "", "cpu"
         self.step = 0                   # optimizer steps done
         self.epoch = 0
+        self.epoch_set = False          # a DistributedSampler had set_epoch: only such a one says the epoch
         self.samples = 0
         # the step in progress
         self.step_t0 = time.monotonic()
@@ -49,7 +62,7 @@ class Run:
         self.in_flight = {}
         self.coll_lock = threading.Lock()
         self.main_thread = threading.main_thread().ident
-        self.ddp = None                 # the last DistributedDataParallel built
+        self.ddps = []                  # weakrefs to the DistributedDataParallels built, in order
         self.optimizers = []            # weakrefs, in the order they stepped
         self.ckpt_callbacks = []
         self.ckpt_dir = "checkpoints"

@@ -3,8 +3,11 @@ commands acted on right after it.
 
 What a step is made of, seen from three hooks: the DataLoader's batches
 (samples, and when the forward began), Tensor.backward on a scalar (the
-loss; several backwards before one step, as in gradient accumulation,
-report their mean) and Optimizer.step (its time, the learning rate of the
+loss; several backwards before one step, as in gradient accumulation of
+`loss / K` or a GAN's real and fake halves, report their sum: the
+objective whose gradient the step applies; of a closure the step
+evaluates several times, as LBFGS does, the first, which step() returns)
+and Optimizer.step (its time, the learning rate of the
 first parameter group, and the step itself). Optimizer.step is wrapped on
 each optimizer class the first time one is built, as torch's own profiler
 hook is, so schedulers that wrap an instance's step still see a bound
@@ -18,7 +21,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import wire
+from . import lifecycle, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -73,9 +76,9 @@ def _report(r, opt, opt_s, now):
     losses = r.losses
     cuda = bool(losses) and type(losses[0]) is not float
     if cuda:
-        loss = torch.stack([x.detach() for x in losses]).float().mean()
+        loss = torch.stack([x.detach() for x in losses]).float().sum()
     else:
-        loss = sum(losses) / len(losses) if losses else float("nan")
+        loss = sum(losses) if losses else float("nan")
     r.samples += r.batch_samples
     lr = float(opt.param_groups[0].get("lr", 0.0)) if opt.param_groups else 0.0
     fwd_s = max(0.0, r.first_bwd_t - r.batch_t) if r.batch_t and r.first_bwd_t else 0.0
@@ -116,14 +119,22 @@ def _wrap_step(fn):
             r.collect(r, flags=True)
         STEER.before_step()
         _depth.n = 1
+        n_losses = len(r.losses)
         t0 = time.monotonic()
         try:
             out = fn(self, *args, **kwargs)
         finally:
             _depth.n = 0
+        if len(r.losses) > n_losses + 1:
+            # a closure evaluated several times inside the step (LBFGS): the
+            # step's loss is its first evaluation, the one step() returns
+            del r.losses[n_losses + 1:]
         if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
             self.__dict__["_ddptop_run"] = r
             r.optimizers.append(weakref.ref(self))
+            if not r.hello_sent:      # no process group (world 1): training says hello, not init_process_group
+                lifecycle.hello()
+                r.set_phase("train")
         had_batch = bool(r.batch_t)
         now = time.monotonic()
         _report(r, self, now - t0, now)
