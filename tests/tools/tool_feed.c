@@ -372,6 +372,10 @@ static void late_bye(int status, int delay_ms)
     fflush(stdout);
     pid_t pid = fork();
     if (pid != 0) return; /* parent (or no child): go on exiting */
+    /* out of the rank's process group, which ddptop kills when the rank
+     * exits (what a rank leaves running goes with it): this child stands
+     * for a bye still in the socket, not for a leftover */
+    setpgid(0, 0);
     usleep((useconds_t)delay_ms * 1000);
     void *ctx = zmq_ctx_new();
     void *push = zmq_socket(ctx, ZMQ_PUSH);
