@@ -20,6 +20,7 @@ import os
 import runpy
 import sys
 import traceback
+import zipfile
 
 from . import env as envmod
 from . import faults
@@ -73,7 +74,10 @@ def check(module, script, env):
     bare, DDPTOP_NO_INJECT) what the adapter needs; the device line for
     ddptop. find_spec finds a package without importing it (torch takes a
     second or more to import)."""
-    if script is not None and not os.path.isfile(script):
+    if script is not None and os.path.isdir(script):
+        if not os.path.isfile(os.path.join(script, "__main__.py")):
+            raise envmod.EnvError(f"{script}: a directory without __main__.py (python runs only such a one)")
+    elif script is not None and not os.path.isfile(script):
         raise envmod.EnvError(f"{script}: no such script")
     if module is not None:
         sys.path.insert(0, os.getcwd())      # where run_script looks for it
@@ -162,7 +166,10 @@ def run_script(module, script, argv):
         sys.path.insert(0, os.getcwd())
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     else:
-        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        # python's sys.path[0]: the script's directory, or for a directory or
+        # zip file with a __main__.py (as `python DIR` runs one) the path itself
+        whole = os.path.isdir(script) or zipfile.is_zipfile(script)
+        sys.path[0] = os.path.abspath(script) if whole else os.path.dirname(os.path.abspath(script))
         runpy.run_path(script, run_name="__main__")
 
 
