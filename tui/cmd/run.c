@@ -225,6 +225,8 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
             i += !inl;
             continue;
         }
+        if (is_nproc && val && *val && strspn(val, "0123456789") != strlen(val))
+            return cmd_usage_error("-n %s: expected a count of ranks (1 to 256) or auto, gpu, cpu", val);
         if (set_opt(d, a, val, o)) return 2;
         p->nproc_set |= is_nproc;
         p->node_rank_set |= d->off == offsetof(RunOptions, node_rank);

@@ -14,7 +14,8 @@ check() { # expected-exit description wanted-text cmd...
 check 2 "--record --" "--record: missing file name" "$DDPTOP" run --headless --record -- $JOB --steps 1
 check 2 "--publish ipc into a missing directory" "/missing/dir: No such file or directory" \
     "$DDPTOP" run --headless --publish ipc:///missing/dir/x -- $JOB --steps 1
-check 2 "-n out of range" "-n: expected an integer in [1, 256]" "$DDPTOP" run -n 1e6
+check 2 "-n not a count" "-n 1e6: expected a count of ranks (1 to 256) or auto, gpu, cpu" "$DDPTOP" run -n 1e6
+check 2 "-n out of range" "-n: expected an integer in [1, 256]" "$DDPTOP" run -n 300
 check 2 "a trainer range" "--lr: expected a number in [0, 1000000]" "$DDPTOP" run --headless -- $JOB --lr 1e9
 check 2 "sampler --size out of range" "expected an integer in [0, 1073741824]" "$DDPTOP" sampler --size 1e20 --world 2
 check 2 "listen on a host name" "bind a numeric address or an interface: tcp://127.0.0.1:PORT" \

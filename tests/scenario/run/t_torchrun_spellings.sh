@@ -49,6 +49,7 @@ check "--no_python with a value" "$DDPTOP" run --no_python=1 /bin/true
 check "--standalone with several nodes" "$DDPTOP" run --standalone --nnodes 2 --rdzv 127.0.0.1:9
 check "an empty value" "$DDPTOP" run --nproc_per_node= --headless
 check "a word -n does not know" "$DDPTOP" run -n many --headless
+grep -q -- "-n many: expected a count of ranks (1 to 256) or auto, gpu, cpu" "$TMP/err" || die "-n many: $(cat "$TMP/err")"
 check "--master-port with several nodes" "$DDPTOP" run --master-port 29500 --nnodes 2 --rdzv 127.0.0.1:9
 check "--master-port 0" "$DDPTOP" run --master-port 0
 check "an unknown option with =" "$DDPTOP" run --bogus_opt=3
