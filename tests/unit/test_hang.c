@@ -137,10 +137,13 @@ int main(void)
               strstr(h.verdict, "rank 1, which is stopped (SIGSTOP) at train.py:61 in save_checkpoint after step 8411"),
           "verdict: %s", h.verdict);
     r[1].proc_state = 'S';
-    r[1].inflight_seq = 9000; /* elsewhere: the line says where that call is */
+    /* elsewhere (the same number, another op: a desync; a number two or more
+     * ahead of the others' cannot be, see a_beat_older_...): the line says
+     * where that call is */
+    r[1].inflight_seq = 8412;
     snprintf(r[1].inflight_op, sizeof r[1].inflight_op, "barrier");
     CHECK(hang_analyze(r, 4, now, 10 * S, &h) == 1 && h.mismatch &&
-              strstr(h.verdict, "which waits in barrier #9000 instead, at train.py:61 in save_checkpoint"),
+              strstr(h.verdict, "which waits in barrier #8412 instead, at train.py:61 in save_checkpoint"),
           "verdict: %s", h.verdict);
     TEST_END();
 
@@ -265,6 +268,36 @@ int main(void)
                          "ranks 0-3 were stopped by ddptop (SIGTERM)"),
               "verdict: %s", v);
         job_free(&j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_beat_older_than_the_others_progress_is_no_wait");
+    {
+        /* rank 1 was SIGSTOPped a second after its last beat, which was
+         * inside all-reduce #509; rank 0 has since finished #509 and #510
+         * (with rank 1) and waits in #511. Rank 1's claim is older, so taken
+         * at its word it was the oldest wait and the verdict blamed rank 0. */
+        int64_t wall = 1700000000LL * S;
+        HangRank snap[2];
+        rank(&snap[0], 0, 10, 511, "allreduce", wall - 5 * S);
+        rank(&snap[1], 1, 9, 509, "allreduce", wall - 6 * S);
+        snap[1].proc_state = 'T';
+        HangReport rep;
+        CHECK(hang_analyze(snap, 2, wall, 2 * S, &rep) == 1, "hang expected");
+        CHECK(rep.seq == 511 && rep.n_waiting == 1 && rep.waiting[0] == 0 && rep.n_missing == 1 && rep.missing[0] == 1,
+              "seq %lld waiting %d (%d) missing %d (%d): %s", (long long)rep.seq, rep.n_waiting, rep.waiting[0],
+              rep.n_missing, rep.missing[0], rep.verdict);
+        CHECK(strstr(rep.verdict, "rank 0 waits in all-reduce #511") && strstr(rep.verdict, "rank 1, which is stopped"),
+              "verdict: %s", rep.verdict);
+        CHECK(snap[1].inflight_seq == 509, "the caller's snapshot changed");
+        /* not stopped, silent in Python: still not "waits in #509 instead" */
+        snap[1].proc_state = 'S';
+        CHECK(hang_analyze(snap, 2, wall, 2 * S, &rep) == 1 && !strstr(rep.verdict, "#509"), "verdict: %s",
+              rep.verdict);
+        /* one behind is no contradiction: rank 1 may still be leaving #510 as rank 0 enters #511 */
+        rank(&snap[1], 1, 9, 510, "allreduce", wall - 6 * S);
+        CHECK(hang_analyze(snap, 2, wall, 2 * S, &rep) == 1 && rep.seq == 510, "seq %lld: %s", (long long)rep.seq,
+              rep.verdict);
     }
     TEST_END();
 

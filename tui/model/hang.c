@@ -103,15 +103,17 @@ void hang_format_ranks(const int *ranks, int n, char *buf, size_t len)
 /* What a rank that is not in the collective is doing, as a clause:
  * "which exited (signal 9 (Killed)) after step 811". A live rank's Python
  * line, when it sent one, says where: "which is at train.py:61 in save
- * (after step 811, sleeping)". */
-static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
+ * (after step 811, sleeping)". A missing rank inside a collective is in
+ * another one: another number, or the same number with another op (a
+ * desync). */
+static void why_missing(const HangRank *r, char *buf, size_t len)
 {
     const char *w = r->where;
     if (w[0] && !r->exited && r->proc_state != 'Z') {
         if (r->proc_state == 'T' || r->proc_state == 't')
             snprintf(buf, len, "which is %s at %s after step %" PRId64, hang_state_name(r->proc_state), w,
                      r->last_step);
-        else if (r->inflight_seq >= 0 && r->inflight_seq != seq)
+        else if (r->inflight_seq >= 0)
             snprintf(buf, len, "which waits in %s #%" PRId64 " instead, at %s (after step %" PRId64 ")",
                      op_name(r->inflight_op), r->inflight_seq, w, r->last_step);
         else if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED)
@@ -136,7 +138,7 @@ static void why_missing(const HangRank *r, int64_t seq, char *buf, size_t len)
         snprintf(buf, len, "which is %s after step %" PRId64, hang_state_name(r->proc_state), r->last_step);
     } else if (r->proc_state == 'Z') {
         snprintf(buf, len, "which died after step %" PRId64, r->last_step);
-    } else if (r->inflight_seq >= 0 && r->inflight_seq != seq) {
+    } else if (r->inflight_seq >= 0) {
         snprintf(buf, len, "which waits in %s #%" PRId64 " instead (after step %" PRId64 ")", op_name(r->inflight_op),
                  r->inflight_seq, r->last_step);
     } else if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED) {
@@ -171,7 +173,7 @@ static size_t other_missing(const HangRank *r, int n, HangReport *out, int from,
             break;
         }
         char why[400];
-        why_missing(m, out->seq, why, sizeof why);
+        why_missing(m, why, sizeof why);
         int w = snprintf(out->verdict + o, sizeof out->verdict - o, "%s rank %d, %s", shown || from ? ";" : " for",
                          m->rank, why);
         if (w < 0) break;
@@ -207,7 +209,37 @@ static int left_verdict(const HangRank *r, int n, HangReport *out, const char *w
     return 1;
 }
 
+static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
+
+/* A beat's "in collective #s" that the others' progress contradicts: ranks
+ * number their collectives alike and one can finish #s+1 only once every
+ * rank has entered it, so a rank inside #s+2 or later means this one has
+ * left #s. Its beat is older than that (a rank SIGSTOPped a second after
+ * its last beat had been inside the bucket before): taken at its word it
+ * was the oldest wait, and the verdict read "rank 1 waits in #509 for rank
+ * 0" while rank 0 waited in #511 for the stopped rank 1. Such a claim is
+ * read as "in no collective"; the analysis runs on a copy without them. */
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
+{
+    int64_t top = -1;
+    int stale = 0;
+    for (int i = 0; i < n; i++)
+        if (!r[i].exited && r[i].inflight_seq > top) top = r[i].inflight_seq;
+    for (int i = 0; i < n; i++) stale += !r[i].exited && r[i].inflight_seq >= 0 && r[i].inflight_seq + 2 <= top;
+    HangRank *c = stale ? malloc(sizeof *c * (size_t)n) : NULL;
+    if (!c) return analyze(r, n, now_ns, hang_after_ns, out);
+    memcpy(c, r, sizeof *c * (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (!c[i].exited && c[i].inflight_seq >= 0 && c[i].inflight_seq + 2 <= top) {
+            c[i].inflight_seq = c[i].inflight_bucket = -1;
+            c[i].inflight_op[0] = '\0';
+        }
+    int rc = analyze(c, n, now_ns, hang_after_ns, out);
+    free(c);
+    return rc;
+}
+
+static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
 {
     memset(out, 0, sizeof *out);
     out->seq = out->bucket = -1;
