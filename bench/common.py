@@ -29,11 +29,12 @@ def torch_job(py, world, args, timeout=600):
         try:
             return _torch_job_once(py, world, args, timeout)
         except subprocess.TimeoutExpired as e:
-            # the reference, not what is tested: a port taken between free_port() and
-            # rank 0's bind (another job on the machine) leaves its ranks waiting for good
+            # the reference, not what is tested: torch 1.13 can deadlock as a rank exits
+            # (the main thread, holding the GIL, joins a Gloo worker thread that waits for
+            # the GIL to free a tensor; gdb on a rank hung so, 2026-12-02)
             if attempt:
                 raise
-            print(f"torch reference timed out ({e.timeout:.0f} s); once more on a new port", file=sys.stderr)
+            print(f"torch reference timed out ({e.timeout:.0f} s); its ranks killed, once more", file=sys.stderr)
 
 
 def _torch_job_once(py, world, args, timeout):
