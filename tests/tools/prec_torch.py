@@ -7,7 +7,13 @@ plain SGD lr 0.1, from the same initial weights (--init-from), --steps
 steps, three ways on each side:
 
   fp32   ddptop --precision fp32   vs torch FP32
-  bf16   ddptop --precision bf16   vs torch.autocast("cpu", dtype=torch.bfloat16)
+  bf16   ddptop --precision bf16   vs torch.autocast("cpu", dtype=torch.bfloat16) where
+         torch 1.13 runs autocast's GEMMs in oneDNN (a CPU with AVX-512 BW, VL and
+         DQ), else vs an emulation in torch of the same rules (a Linear with
+         bf16-rounded inputs, FP32 sums, one rounding of each output and
+         gradient; docs/TRAINING.md, "Precision"): without AVX-512, torch 1.13's
+         bf16 GEMMs run in ATen's own loops, some of which sum in bf16, and
+         autocast is then not the rule ddptop follows
   tf32   ddptop --precision tf32   vs an emulation in torch: a Linear whose GEMM
          inputs are rounded to TF32 (round to nearest even, the bit recipe of
          nn/bf16.h) with FP32 accumulation and outputs (torch's CPU has no
@@ -74,6 +80,63 @@ class Tf32Linear(torch.autograd.Function):
         return dyq @ wq, dyq.t() @ xq, dy.sum(0)
 
 
+def bf16(t):
+    """Round float32 to bfloat16 (nearest even) and back: the value, kept in FP32."""
+    return t.to(torch.bfloat16).float()
+
+
+class Bf16Linear(torch.autograd.Function):
+    """autocast(bf16)'s Linear as ddptop computes it (docs/TRAINING.md,
+    "Precision"): a holds bf16 values; y = bf16(a bf16(W)^T + bf16(b)), FP32
+    sums; backward: dA = bf16(dy bf16(W)), dW = bf16(dy^T a), db = bf16(sum dy)."""
+
+    @staticmethod
+    def forward(ctx, a, w, b):
+        wb = bf16(w)
+        ctx.save_for_backward(a, wb)
+        return bf16(torch.addmm(bf16(b), a, wb.t()))
+
+    @staticmethod
+    def backward(ctx, dy):
+        a, wb = ctx.saved_tensors
+        return bf16(dy @ wb), bf16(dy.t() @ a), bf16(dy.sum(0))
+
+
+class Bf16Grad(torch.autograd.Function):
+    """The logits' cast to FP32 for the loss: identity forward, its gradient
+    rounded to bf16 (the backward of autocast's cast)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return bf16(g)
+
+
+def onednn_bf16():
+    """Whether torch 1.13 runs autocast's bf16 GEMMs in oneDNN on this CPU
+    (ATen's mkldnn_bf16_device_check: AVX-512 BW, VL and DQ)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return torch.backends.mkldnn.is_available() and all(x in flags for x in ("avx512bw", "avx512vl", "avx512dq"))
+
+
+def linear_stack(net, h, lin_fn, first=lambda t: t):
+    """The MLP's Linear layers through lin_fn, ReLU between; h through first() before."""
+    h = first(h)
+    lin = [m for m in net if isinstance(m, nn.Linear)]
+    for i, m in enumerate(lin):
+        h = lin_fn.apply(h, m.weight, m.bias)
+        if i < len(lin) - 1:
+            h = torch.relu(h)
+    return h
+
+
 def torch_run(mode, dims, init, x, y, steps, batch, lr, momentum):
     torch.manual_seed(0)
     net = model(dims)
@@ -87,14 +150,10 @@ def torch_run(mode, dims, init, x, y, steps, batch, lr, momentum):
         if mode == "bf16":
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 loss = nn.functional.cross_entropy(net(xb), yb)
+        elif mode == "bf16-emulated":
+            loss = nn.functional.cross_entropy(Bf16Grad.apply(linear_stack(net, xb, Bf16Linear, bf16)), yb)
         elif mode == "tf32":
-            h = xb
-            lin = [m for m in net if isinstance(m, nn.Linear)]
-            for i, m in enumerate(lin):
-                h = Tf32Linear.apply(h, m.weight, m.bias)
-                if i < len(lin) - 1:
-                    h = torch.relu(h)
-            loss = nn.functional.cross_entropy(h, yb)
+            loss = nn.functional.cross_entropy(linear_stack(net, xb, Tf32Linear), yb)
         else:
             loss = nn.functional.cross_entropy(net(xb), yb)
         loss.backward()
@@ -163,7 +222,12 @@ def main():
         print(f"torch {torch.__version__}; MLP {a.model}, batch {a.batch}, {a.steps} steps, SGD lr {a.lr} "
               f"momentum {a.momentum}; torch fp32 loss {t32[0]:.4f} -> {t32[-1]:.4f}")
         for mode in a.modes.split(","):
-            tl, tw = (t32, w32) if mode == "fp32" else torch_run(mode, dims, init, x, y, a.steps, a.batch, a.lr,
+            ref = mode
+            if mode == "bf16" and not onednn_bf16():
+                ref = "bf16-emulated"
+                print("bf16: this CPU has no AVX-512 BW/VL/DQ, so torch 1.13's autocast GEMMs do not run in oneDNN "
+                      "(some of ATen's own sum in bf16): the reference is autocast's rules emulated in torch")
+            tl, tw = (t32, w32) if mode == "fp32" else torch_run(ref, dims, init, x, y, a.steps, a.batch, a.lr,
                                                                   a.momentum)
             dl, dw = ddptop_run(a, mode, init, tmp)
             if len(dl) != a.steps:
