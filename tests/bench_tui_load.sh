@@ -11,15 +11,17 @@
 # ("single": a build without bursts) for another ddptop build. A wire may
 # end in "+spread": the ranks' flushes spread over the 50 ms (ranks out of
 # step, clocks apart) instead of the wall clock's 50 ms marks the worker
-# flushes on (tool_load --flush).
-# Env: BUILD, ROWS ("64 256 1024"), WIRES ("single burst+spread burst"), RATE (100),
+# flushes on (tool_load --flush). A wire may also end in "+zmq": telemetry
+# over ZeroMQ's tel PUSH instead of ddptop's telemetry stream (tool_load
+# --tel zmq; the worker before the stream), e.g. "burst+zmq", "burst+spread+zmq".
+# Env: BUILD, ROWS ("64 256 1024"), WIRES ("burst+zmq burst"), RATE (100),
 # BUCKETS (1), SECS (20), WARMUP (6), PROCS (2), BEFORE, BEFORE_WIRES,
 # OUT (a directory that keeps each row's JSON).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 ROWS=${ROWS:-64 256 1024}
-WIRES=${WIRES:-single burst+spread burst}
+WIRES=${WIRES:-burst+zmq burst}
 RATE=${RATE:-100}
 BUCKETS=${BUCKETS:-1}
 SECS=${SECS:-20}
@@ -41,8 +43,11 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # one row: BINARY LABEL RANKS WIRE
 row() {
-    local bin=$1 label=$2 n=$3 wire=${4%+spread} flush=grid d
-    [ "$wire" != "$4" ] && flush=spread
+    local bin=$1 label=$2 n=$3 wire=${4%+zmq} flush=grid tel=stream d
+    [ "$wire" != "$4" ] && tel=zmq
+    local w2=${wire%+spread}
+    [ "$w2" != "$wire" ] && flush=spread
+    wire=$w2
     d=$(mktemp -d "$TMP/r.XXXXXX") && chmod 700 "$d"
     rows=$((rows + 1))
     local TS=$TS0.$rows
@@ -58,7 +63,7 @@ row() {
     while [ $first -lt "$n" ]; do
         local cnt=$(( n - first < per ? n - first : per ))
         "$LOAD" "ipc://$d/ctl" --ranks "$n" --first $first --count $cnt --rate "$RATE" --buckets "$BUCKETS" \
-            --start $start --wire "$wire" --flush $flush --secs $((WARMUP + SECS + 30)) >"$d/gen.$first" 2>&1 &
+            --start $start --wire "$wire" --flush $flush --tel $tel --secs $((WARMUP + SECS + 30)) >"$d/gen.$first" 2>&1 &
         gens+=($!)
         first=$((first + cnt))
     done

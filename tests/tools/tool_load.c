@@ -3,7 +3,7 @@
  *
  *   tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S]
  *             [--buckets B] [--secs T] [--start UNIX_S] [--wire burst|single]
- *             [--flush spread|grid] [--stall R@S]
+ *             [--flush spread|grid] [--tel stream|zmq] [--stall R@S]
  *
  * Ranks first..first+count-1 of a world of N (default all of them) each get
  * their own ctl DEALER (routing id "rank-R", a hello claiming this process,
@@ -21,6 +21,9 @@
  *   --wire burst   one burst frame per rank and flush (today's worker)
  *   --wire single  one frame per message, all handed to ZeroMQ at the flush
  *                  (the worker before bursts), for the side-by-side figure
+ *   --tel stream   telemetry over ddptop's telemetry stream (net/tstream.h)
+ *                  where it offers one, as the worker sends (default)
+ *   --tel zmq      over ZeroMQ's tel PUSH (the worker before the stream)
  * A full queue drops and counts, as a worker does (step.drops).
  * --stall R@S: from S seconds (after time 0) on rank R stops stepping outside any
  * collective while the others wait inside the next all-reduce (their beats
@@ -47,6 +50,7 @@
 
 #include "base/clock.h"
 #include "net/curve.h"
+#include "net/tstream.h"
 #include "net/zsock.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
@@ -58,6 +62,7 @@
 typedef struct {
     int r;
     void *ctl, *tel;
+    TStream *ts; /* the telemetry stream (--tel stream), else tel */
     CodecBuf out;   /* burst: the burst being built; single: [u32 len][frame]... */
     uint32_t n_out; /* messages waiting */
     int64_t next_flush_ns;
@@ -72,6 +77,7 @@ static struct {
     double rate, secs, start_s;
     bool single;
     bool spread;
+    bool zmq_tel;
     int stall_rank;
     double stall_s;
     void *zctx;
@@ -88,7 +94,8 @@ static int usage(const char *fmt, const char *arg)
     fprintf(stderr, "tool_load: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (usage: tool_load CTL_ENDPOINT --ranks N [--first R] [--count K] [--rate S] [--buckets B] "
-                    "[--secs T] [--start UNIX_S] [--wire burst|single] [--flush spread|grid] [--stall R@S])\n");
+                    "[--secs T] [--start UNIX_S] [--wire burst|single] [--flush spread|grid] [--tel stream|zmq] "
+                    "[--stall R@S])\n");
     return 2;
 }
 
@@ -137,6 +144,11 @@ static void queue(Rank *k, Msg *m)
 
 static bool send_tel(Rank *k, const void *p, size_t n)
 {
+    if (k->ts) {
+        if (tsc_send(k->ts, p, n)) return false;
+        L.frames++;
+        return true;
+    }
     for (;;) {
         if (zmq_send(k->tel, p, n, ZMQ_DONTWAIT) >= 0) {
             L.frames++;
@@ -148,6 +160,7 @@ static bool send_tel(Rank *k, const void *p, size_t n)
 
 static void flush(Rank *k)
 {
+    if (k->ts) tsc_flush(k->ts); /* what the stream did not take at the last flush */
     if (!k->n_out) return;
     if (!L.single) {
         codec_burst_finish(&k->out, proto_now_ns());
@@ -248,6 +261,9 @@ static int open_rank(Rank *k, const char *ctl_ep, const char *tel_ep)
     zmq_setsockopt(k->tel, ZMQ_SNDHWM, &hwm, sizeof hwm);
     int linger = 2000;
     zmq_setsockopt(k->tel, ZMQ_LINGER, &linger, sizeof linger);
+    char path[300];
+    if (!L.zmq_tel && !tstream_path(tel_ep, path, sizeof path) && tsc_open(&k->ts, path) == 0)
+        return zmq_connect(k->ctl, ctl_ep) ? -1 : 0;
     if (zmq_connect(k->ctl, ctl_ep) || zmq_connect(k->tel, tel_ep)) return -1;
     return 0;
 }
@@ -315,6 +331,8 @@ int main(int argc, char **argv)
             L.single = !strcmp(val, "single");
         else if (!strcmp(a, "--flush") && (!strcmp(val, "spread") || !strcmp(val, "grid")))
             L.spread = !strcmp(val, "spread");
+        else if (!strcmp(a, "--tel") && (!strcmp(val, "stream") || !strcmp(val, "zmq")))
+            L.zmq_tel = !strcmp(val, "zmq");
         else if (!strcmp(a, "--stall")) {
             char *at = strchr(val, '@');
             char r[16];
@@ -428,6 +446,7 @@ int main(int argc, char **argv)
            (unsigned long long)L.msgs, (unsigned long long)L.frames, (unsigned long long)L.drops);
     fflush(stdout);
     for (int i = 0; i < L.count; i++) {
+        tsc_close(&L.rk[i].ts, 2000);
         zmq_close(L.rk[i].ctl);
         zmq_close(L.rk[i].tel);
         codec_buf_done(&L.rk[i].out);

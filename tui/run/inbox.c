@@ -335,6 +335,62 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arri
 /* Telemetry frames read between two looks at the clock. */
 #define DRAIN_CLOCK_EVERY 64
 
+/* One frame of a rank's telemetry stream: what zs_recv_peer does for a
+ * ZeroMQ frame (decoded in place, tapped, checked against its sender's
+ * pid), then what run_drain does with it. */
+typedef struct {
+    Run *r;
+    Tap *tap;
+    int64_t *pid;
+    char err[256];
+} StreamTake;
+
+static void take_stream_frame(void *ctx, const uint8_t *frame, size_t len, int64_t pid)
+{
+    StreamTake *st = ctx;
+    Run *r = st->r;
+    Msg m;
+    *st->pid = pid;
+    int rc = codec_decode(frame, len, &m, st->err, sizeof st->err);
+    tap_frame(st->tap, frame, len, &m, rc);
+    if (rc != 0) {
+        msg_done(&m);
+        r->job->bad_frames++;
+        r->job->version++;
+        return;
+    }
+    if (st->tap->verdict == FROM_OK)
+        handle_msg(r, NULL, 0, &m, arrival_now());
+    else if (st->tap->verdict != FROM_STALE && st->tap->verdict != FROM_TAKEN)
+        refused(r, st->tap, &m);
+    msg_done(&m);
+}
+
+/* The telemetry streams: every connection with data read once a drain
+ * (tstream.h). A connection closed for what it sent is named once. */
+static int drain_streams(Run *r, Tap *tap, int64_t *pid, bool *more)
+{
+    StreamTake st = { .r = r, .tap = tap, .pid = pid };
+    int n = tss_drain(r->tss, 4096, take_stream_frame, &st, more);
+    TssStats s;
+    tss_stats(r->tss, &s);
+    if (s.bad + s.refused != r->tss_bad) {
+        if (!r->tss_bad)
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "telemetry stream: closed a connection: %s%s",
+                      s.bad ? s.last_bad : "more connections than ranks",
+                      "; such connections are closed and counted in bad frames");
+        r->job->bad_frames += s.bad + s.refused - r->tss_bad;
+        r->job->version++;
+        r->tss_bad = s.bad + s.refused;
+    }
+    if (s.cut != r->tss_cut) {
+        r->job->bad_frames += s.cut - r->tss_cut;
+        r->job->version++;
+        r->tss_cut = s.cut;
+    }
+    return n;
+}
+
 int run_drain(Run *r, int64_t until_ms)
 {
     int n_ctl = 0;
@@ -366,6 +422,14 @@ int run_drain(Run *r, int64_t until_ms)
         else if (tel_tap.verdict != FROM_STALE && tel_tap.verdict != FROM_TAKEN)
             refused(r, &tel_tap, &m);
         msg_done(&m);
+    }
+    if (r->tss) {
+        bool more = false;
+        int n = drain_streams(r, &tel_tap, &pid, &more);
+        if (more) {
+            r->tel_emptied = false;
+            n_tel += n;
+        }
     }
     if (!r->tel_emptied) r->backlog_frames += n_tel;
     for (int i = 0; i < 1024; i++) {

@@ -29,6 +29,7 @@
 #include "model/job.h"
 #include "net/curve.h"
 #include "net/publish.h"
+#include "net/tstream.h"
 #include "net/zsock.h"
 #include "record/record.h"
 #include "run/bench.h"
@@ -58,6 +59,9 @@ typedef struct {
 typedef struct {
     const RunOptions *o;
     void *zctx, *ctl, *tel;
+    TStreamServer *tss; /* the ranks' telemetry streams on this host (ipc only; NULL: ZeroMQ's tel alone) */
+    char tss_note[200]; /* why there is none, told once the job model exists */
+    uint64_t tss_bad, tss_cut; /* its connections closed and frames cut, counted in bad frames so far */
     Store *store;
     Launcher *l;
     Job *job;

@@ -145,10 +145,16 @@ static void wait_input(Run *r, const Turns *t)
         int64_t until = t->last_draw_ms + FRAME_MS - mono_ms();
         timeout = until < 0 ? 0 : until > FRAME_MS ? FRAME_MS : (long)until;
     }
-    zmq_pollitem_t items[3] = {
+    zmq_pollitem_t items[4] = {
         { r->tel, 0, ZMQ_POLLIN, 0 }, { r->ctl, 0, ZMQ_POLLIN, 0 }, { NULL, 0, ZMQ_POLLIN, 0 }, /* fd 0: the keys */
+        { NULL, -1, ZMQ_POLLIN, 0 }, /* the telemetry streams (an epoll set) */
     };
-    if (zmq_poll(items, r->tui ? 3 : 2, timeout) < 0 && errno != EINTR)
+    int n = r->tui ? 3 : 2;
+    if (r->tss) {
+        if (!r->tui) items[2] = items[3];
+        items[n++].fd = tss_fd(r->tss);
+    }
+    if (zmq_poll(items, n, timeout) < 0 && errno != EINTR)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "poll: %s", zmq_strerror(errno));
 }
 

@@ -110,6 +110,20 @@ static int endpoints(Run *r, char *bind_ctl, char *bind_tel, size_t n, char *err
     return ERR_OK;
 }
 
+/* The ranks' telemetry streams beside tel (ipc only): not binding one is no
+ * error, the ranks then send over ZeroMQ's tel (r->tss_note says why). A
+ * connection a rank, a little more for restarts and strays; listen does
+ * not know the world yet. */
+static void open_stream(Run *r)
+{
+    char path[300], err[256];
+    if (r->tcp || tstream_path(r->tel_ep, path, sizeof path)) return;
+    if (getenv("DDPTOP_TEL_STREAM") && !strcmp(getenv("DDPTOP_TEL_STREAM"), "0")) return;
+    int max = r->o->listen_ep ? 2 * 4096 + 64 : 2 * r->o->nproc + 64;
+    if (tss_open(&r->tss, path, max, err, sizeof err))
+        snprintf(r->tss_note, sizeof r->tss_note, "%.150s; the ranks send over ZeroMQ", err);
+}
+
 int run_setup_sockets(Run *r, char *err, size_t errlen)
 {
     /* Directories a ddptop killed with -9 left behind (sockets, logs): ours to remove. */
@@ -169,6 +183,7 @@ int run_setup_sockets(Run *r, char *err, size_t errlen)
         return err_setv(ERR_USAGE, err, errlen, "cannot bind %.150s (telemetry, beside the control socket): %s",
                         bind_tel, zmq_strerror(errno));
     r->own_ipc[1] = user_ipc;
+    open_stream(r);
     return ERR_OK;
 }
 
@@ -200,6 +215,7 @@ int run_setup_job(Run *r, int w, char *err, size_t errlen)
     if (st) return st;
     if (!r->store || !r->job || !r->rk || !r->viewers || (o->nnodes > 1 && !r->nodes))
         return err_set(err, errlen, "out of memory");
+    if (r->tss_note[0]) job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "telemetry stream: %s", r->tss_note);
     r->job->max_restarts = o->max_restarts;
     r->job->bare = o->no_inject || o->target == RUN_COMMAND;
     return ERR_OK;
@@ -239,6 +255,7 @@ void run_teardown(Run *r)
     }
     viewers_free(&r->viewers);
     nodes_free(&r->nodes);
+    tss_close(&r->tss); /* removes its socket file */
     if (r->ctl) zmq_close(r->ctl);
     if (r->tel) zmq_close(r->tel);
     if (r->own_ipc[0]) unlink(r->ctl_ep + 6);

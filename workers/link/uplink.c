@@ -39,6 +39,7 @@
 #include <zmq.h>
 
 #include "wire/codec.h"
+#include "net/tstream.h"
 #include "net/zsock.h"
 #include "base/clock.h"
 
@@ -55,6 +56,7 @@
 
 struct Uplink {
     void *zctx, *ctl, *tel;
+    TStream *ts;        /* the telemetry stream, when ddptop offers one on this host (tel then unused) */
     int rank;
     uint64_t drops;
     CodecBuf buf;
@@ -79,6 +81,17 @@ struct Uplink {
 /* The parent's death, from the SIGHUP handler (one process, one uplink). */
 static volatile sig_atomic_t parent_died;
 static pid_t watched_parent;
+
+/* The telemetry stream of an ipc:// tel endpoint (tstream.h), unless
+ * DDPTOP_TEL_STREAM=0 or there is none (an older ddptop, tcp://, keys):
+ * true when telemetry goes there. */
+static bool open_stream(Uplink *u, const char *tel_ep, const JobKeys *keys)
+{
+    char path[300];
+    const char *off = getenv("DDPTOP_TEL_STREAM");
+    if (keys || (off && !strcmp(off, "0")) || tstream_path(tel_ep, path, sizeof path)) return false;
+    return tsc_open(&u->ts, path) == 0;
+}
 
 int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, const JobKeys *keys, char *err,
                 size_t errlen)
@@ -118,7 +131,9 @@ int uplink_open(Uplink **out, const char *ctl_ep, const char *tel_ep, int rank, 
         snprintf(err, errlen, "uplink: cannot connect ctl to %s: %s", ctl_ep, zmq_strerror(errno));
         goto fail;
     }
-    if (zmq_connect(u->tel, tel_ep)) {
+    if (open_stream(u, tel_ep, keys)) {
+        /* telemetry over the stream: ZeroMQ's tel stays unconnected */
+    } else if (zmq_connect(u->tel, tel_ep)) {
         snprintf(err, errlen, "uplink: cannot connect tel to %s: %s", tel_ep, zmq_strerror(errno));
         goto fail;
     }
@@ -137,6 +152,7 @@ void uplink_close(Uplink **up, int linger_ms)
     if (!u) return;
     if (u->tel) uplink_flush(u);
     if (u->gone) linger_ms = 0; /* nobody to flush to */
+    tsc_close(&u->ts, linger_ms);
     if (u->tel) {
         zmq_setsockopt(u->tel, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
         zmq_close(u->tel);
@@ -160,6 +176,7 @@ static int64_t stamp(Uplink *u, Msg *m)
 
 static int send_now(Uplink *u, const void *data, size_t len)
 {
+    if (u->ts) return tsc_send(u->ts, data, len);
     for (;;) {
         if (zmq_send(u->tel, data, len, ZMQ_DONTWAIT) >= 0) return 0;
         if (errno != EINTR) return 1;
@@ -179,9 +196,11 @@ static void flush_burst(Uplink *u)
 
 void uplink_flush(Uplink *u)
 {
-    if (!codec_burst_count(&u->burst)) return;
+    /* what the stream's socket did not take at once goes with the next flush */
+    if (!codec_burst_count(&u->burst) && !(u->ts && tsc_flush(u->ts))) return;
     int64_t t0 = mono_ns();
     flush_burst(u);
+    if (u->ts) tsc_flush(u->ts);
     u->cost_ns += mono_ns() - t0;
 }
 
@@ -250,6 +269,22 @@ int uplink_send_important(Uplink *u, Msg *m)
     void *s = (m->kind == MSG_HELLO) ? u->ctl : u->tel;
     uplink_flush(u); /* what came before goes first (and is telemetry's cost) */
     int64_t deadline = mono_ms() + 2000;
+    if (s == u->tel && u->ts) {
+        /* the stream queues it behind what waits; only a full queue waits */
+        if (codec_encode(m, &u->buf, err, sizeof err) < 0) {
+            u->drops++;
+            return 1;
+        }
+        while (tsc_send(u->ts, u->buf.data, u->buf.len)) {
+            if (tsc_broken(u->ts) || mono_ms() >= deadline || u->gone || u->stopped || front_stopped_now(u)) {
+                u->drops++;
+                return 1;
+            }
+            tsc_wait(u->ts, 5);
+        }
+        tsc_flush(u->ts);
+        return 0;
+    }
     for (;;) {
         int rc = zs_send(s, m, &u->buf, ZMQ_DONTWAIT, err, sizeof err);
         if (rc == 0) return 0;

@@ -2,7 +2,7 @@
 # SAN=1, in build-san/): lying pyzmq peers and a squatter, strangers without
 # the keys and oversized frames, a Python peer's whole wire, FIFOs as
 # files, corrupt checkpoints, damaged recordings, a rank killed in the
-# connect. Any sanitizer report fails them (UBSan halts, ASan aborts, and
+# connect, strangers on the telemetry stream. Any sanitizer report fails them (UBSan halts, ASan aborts, and
 # the output is searched for a report too). Skipped when build-san/ is
 # missing or older than the sources: `make test-san` builds it, then runs
 # this. docs/RELIABILITY.md, "Sanitizers".
@@ -21,7 +21,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # measures ddptop rather than ASan's hold on freed 48 MB frames.
 export ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=1:allocator_release_to_os_interval_ms=0
 failed=()
-for t in cluster/t_rogue_peers cluster/t_rogue wire/t_wire_python run/t_fifo train/t_resume_bad record/t_replay \
+for t in cluster/t_rogue_peers cluster/t_rogue wire/t_wire_python wire/t_tel_stream run/t_fifo train/t_resume_bad record/t_replay \
     train/t_connect_dead; do
     start=$(date +%s)
     BUILD=$SAN_BUILD timeout 240 bash "tests/scenario/$t.sh" >"$TMP/out" 2>&1

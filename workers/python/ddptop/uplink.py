@@ -2,7 +2,10 @@
 workers/link/uplink.c).
 
 ctl is a DEALER with routing id "rank-R.PID.NONCE" (hello, store requests; ddptop's
-cmd and val come back on it), tel a PUSH (everything else). Telemetry never
+cmd and val come back on it), tel a PUSH (everything else), or, where ddptop
+offers it on this host, its telemetry stream (a unix stream socket ddptop's own
+thread reads: transport/net/tstream.h, docs/PROTOCOL.md; no ZeroMQ I/O thread
+woken per burst on either side). Telemetry never
 waits: frames wait for the next 50 ms mark of the wall clock (the same
 marks on every rank, so the ranks' bursts leave together and ddptop's I/O
 thread serves them in one wake-up) and go with DONTWAIT as one `burst`
@@ -19,6 +22,7 @@ sockets are not thread-safe). Store requests release it between polls.
 """
 import os
 import secrets
+import socket
 import threading
 import time
 
@@ -39,6 +43,98 @@ class StoreError(Exception):
     """ddptop's store did not answer, or refused."""
 
 
+STREAM_MAGIC = b"DDPTEL1\n"     # transport/net/tstream.h
+STREAM_PENDING_MAX = 16 << 20
+MAX_FRAME = 8 << 20
+
+
+def stream_path(tel_ep):
+    """The telemetry stream beside an ipc:// tel endpoint (tstream_path), else None."""
+    if not tel_ep.startswith("ipc://"):
+        return None
+    p = tel_ep[6:] + ".stream"
+    return p if 0 < len(p.encode()) < 108 else None
+
+
+class Stream:
+    """A rank's end of ddptop's telemetry stream (the Python twin of
+    tstream.c's client): each frame a 4-byte little-endian length and its
+    bytes, after the greeting. Never blocks: what the socket does not take
+    waits here (at most STREAM_PENDING_MAX bytes, then a frame is dropped
+    whole) and goes with the next send or flush."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.setblocking(False)
+        for tries in range(50):
+            try:
+                self.sock.connect(path)
+                break
+            except BlockingIOError:     # a full backlog: a thousand ranks at once
+                if tries == 49:
+                    self.sock.close()
+                    raise
+                time.sleep(0.01)
+            except OSError:
+                self.sock.close()
+                raise
+        self.q = bytearray(STREAM_MAGIC)
+        self.broken = False
+        self.write()
+
+    def write(self):
+        """What waits, as far as the socket takes it; the bytes still waiting."""
+        while self.q and not self.broken:
+            try:
+                w = self.sock.send(self.q)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.broken = True
+                self.q = bytearray()
+                break
+            del self.q[:w]
+        return len(self.q)
+
+    def send(self, frame):
+        """True when taken (sent, or queued behind what waits)."""
+        n = len(frame)
+        if self.broken or not 0 < n <= MAX_FRAME:
+            return False
+        hdr = n.to_bytes(4, "little")
+        if self.q and self.write():
+            if len(self.q) + 4 + n > STREAM_PENDING_MAX:
+                return False
+            self.q += hdr
+            self.q += frame
+            return True
+        if self.broken:
+            return False
+        try:
+            w = self.sock.sendmsg([hdr, frame])
+        except (BlockingIOError, InterruptedError):
+            w = 0
+        except OSError:
+            self.broken = True
+            return False
+        if w < 4 + n:
+            self.q += (hdr + bytes(frame))[w:]
+        return True
+
+    def wait(self, timeout_s):
+        """Write what waits, waiting for the socket up to timeout_s."""
+        import select
+        deadline = time.monotonic() + timeout_s
+        while self.write() and time.monotonic() < deadline:
+            select.select([], [self.sock], [], min(0.1, max(0.0, deadline - time.monotonic())))
+        return len(self.q)
+
+    def close(self, linger_s):
+        if linger_s > 0:
+            self.wait(linger_s)
+        self.sock.close()
+
+
 class Uplink:
     def __init__(self, ctl_ep, tel_ep, rank, keys=None):
         self.rank = rank
@@ -57,7 +153,15 @@ class Uplink:
                 s.curve_publickey = keys["client-public"].encode()
                 s.curve_secretkey = keys["client-secret"].encode()
         self.ctl.connect(ctl_ep)
-        self.tel.connect(tel_ep)
+        self.stream = None
+        path = None if keys or os.environ.get("DDPTOP_TEL_STREAM") == "0" else stream_path(tel_ep)
+        if path:
+            try:
+                self.stream = Stream(path)
+            except OSError:     # none there (an older ddptop): ZeroMQ's tel
+                self.stream = None
+        if self.stream is None:
+            self.tel.connect(tel_ep)
         self.burst = []
         self.burst_bytes = 0
         self.burst_slot = 0
@@ -93,14 +197,24 @@ class Uplink:
             return
         frame = self.burst[0] if n == 1 else wire.burst(self.rank, self.burst)
         self.burst, self.burst_bytes = [], 0
+        if not self._tel_send(frame):
+            self.drops += n
+
+    def _tel_send(self, frame):
+        """One tel frame out without waiting: False when it was dropped."""
+        if self.stream is not None:
+            return self.stream.send(frame)
         try:
             self.tel.send(frame, zmq.DONTWAIT)
+            return True
         except zmq.Again:
-            self.drops += n
+            return False
 
     def flush(self):
         with self.lock:
             self._flush()
+            if self.stream is not None:
+                self.stream.write()      # what the socket did not take before
 
     def send_important(self, kind, fields):
         """hello (on ctl, so ddptop learns the routing id), phase, ckpt,
@@ -111,11 +225,18 @@ class Uplink:
         while True:
             with self.lock:
                 self._flush()
-                try:
-                    sock.send(frame, zmq.DONTWAIT)
-                    return True
-                except zmq.Again:
-                    pass
+                if sock is self.tel:
+                    if self._tel_send(frame):
+                        return True
+                    if self.stream is not None and self.stream.broken:     # ddptop went away
+                        self.drops += 1
+                        return False
+                else:
+                    try:
+                        sock.send(frame, zmq.DONTWAIT)
+                        return True
+                    except zmq.Again:
+                        pass
             if time.monotonic() >= deadline:
                 self.drops += 1
                 return False
@@ -191,6 +312,8 @@ class Uplink:
     def close(self, linger_ms=2000):
         with self.lock:
             self._flush()
+            if self.stream is not None:
+                self.stream.close(min(linger_ms, self.linger_ms) / 1000.0)
             self.tel.setsockopt(zmq.LINGER, min(linger_ms, self.linger_ms))
             self.tel.close()
             self.ctl.close()
