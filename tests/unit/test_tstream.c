@@ -31,11 +31,13 @@ typedef struct {
     bool in_order;
     uint32_t next; /* the first 4 bytes of each frame count up from 0 */
     size_t last_len;
+    uint64_t conn; /* the last frame's connection */
 } Got;
 
-static void on_frame(void *ctx, const uint8_t *f, size_t len, int64_t pid)
+static void on_frame(void *ctx, const uint8_t *f, size_t len, int64_t pid, uint64_t conn)
 {
     Got *g = ctx;
+    g->conn = conn;
     uint32_t k = 0;
     if (len >= 4) memcpy(&k, f, 4);
     if (len >= 4 && k != g->next) g->in_order = false;
@@ -310,6 +312,94 @@ static void test_backpressure(const char *dir)
     TEST_END();
 }
 
+typedef struct {
+    int n;
+    char last[64];
+} Down;
+
+static void on_down(void *ctx, const uint8_t *f, size_t len)
+{
+    Down *d = ctx;
+    d->n++;
+    snprintf(d->last, sizeof d->last, "%.*s", (int)len, (const char *)f);
+}
+
+static void test_down(const char *dir)
+{
+    TEST_BEGIN("frames_down_a_connection_never_wait");
+    char path[300], err[256];
+    snprintf(path, sizeof path, "%s/down.stream", dir);
+    TStreamServer *s = NULL;
+    CHECK(tss_open(&s, path, 8, err, sizeof err) == 0, "open: %s", err);
+    TStream *c = NULL, *mute = NULL;
+    CHECK(s && tsc_open(&c, path) == 0 && tsc_open(&mute, path) == 0, "connect");
+    if (!c || !mute) {
+        tss_close(&s);
+        TEST_END();
+        return;
+    }
+    Got g = { .in_order = true };
+    uint8_t *f = frame_of(0, 10);
+    tsc_send(c, f, 10);
+    drain_until(s, &g, 1, 2);
+    uint64_t conn_c = g.conn;
+    g.next = 0;
+    tsc_send(mute, f, 10);
+    drain_until(s, &g, 2, 2);
+    uint64_t conn_mute = g.conn;
+    CHECK(conn_c && conn_mute && conn_c != conn_mute, "connection ids %llx %llx", (unsigned long long)conn_c,
+          (unsigned long long)conn_mute);
+    /* pings down one connection arrive whole, in order, on that one only */
+    for (int i = 0; i < 5; i++) {
+        char ping[32];
+        int n = snprintf(ping, sizeof ping, "ping %d", i);
+        CHECK(tss_send(s, conn_c, ping, (size_t)n) == 0, "ping %d not sent", i);
+    }
+    Down d = { 0 };
+    for (int i = 0; i < 200 && d.n < 5; i++) {
+        CHECK(tsc_read(c, on_down, &d) >= 0, "read broke");
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    CHECK(d.n == 5 && !strcmp(d.last, "ping 4"), "got %d, last \"%s\"", d.n, d.last);
+    /* a rank that never reads: its buffer fills and tss_send drops, at once */
+    int rc = 0, sent = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint8_t big[TSTREAM_DOWN_MAX];
+    memset(big, 'x', sizeof big);
+    for (int i = 0; i < 100000 && rc == 0; i++)
+        if ((rc = tss_send(s, conn_mute, big, sizeof big)) == 0) sent++;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(rc == 1 && sent > 10, "rc %d after %d frames", rc, sent);
+    CHECK((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 < 2.0, "tss_send waited");
+    /* a frame too large, an unknown or closed connection */
+    CHECK(tss_send(s, conn_c, big, TSTREAM_DOWN_MAX + 1) == -1, "a frame over TSTREAM_DOWN_MAX sent");
+    CHECK(tss_send(s, 0, "p", 1) == -1 && tss_send(s, conn_c + 1, "p", 1) == -1, "an unknown connection");
+    tsc_close(&c, 0);
+    for (int i = 0; i < 200; i++) {
+        tss_drain(s, 4096, on_frame, &g, NULL);
+        if (tss_send(s, conn_c, "p", 1) == -1) break;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    CHECK(tss_send(s, conn_c, "p", 1) == -1, "a closed connection still taken");
+    /* a later connection in the same slot is not the closed one */
+    TStream *c2 = NULL;
+    CHECK(tsc_open(&c2, path) == 0, "reconnect");
+    g.next = 0;
+    if (c2) tsc_send(c2, f, 10);
+    drain_until(s, &g, g.n + 1, 2);
+    CHECK(g.conn != conn_c && tss_send(s, conn_c, "p", 1) == -1, "the old id reaches the new connection");
+    /* the frontend goes away: the rank reads what was sent, then the end */
+    tss_close(&s);
+    CHECK(tsc_read(mute, on_down, &d) == -1, "a closed frontend not noticed");
+    free(f);
+    tsc_close(&c2, 0);
+    tsc_close(&mute, 0);
+    TEST_END();
+}
+
 static void test_taken_paths(const char *dir)
 {
     TEST_BEGIN("a_path_in_use_or_not_a_socket_is_left_alone");
@@ -346,6 +436,7 @@ int main(void)
     test_round_trip(dir);
     test_hostile(dir);
     test_backpressure(dir);
+    test_down(dir);
     test_taken_paths(dir);
     zs_private_dir_remove(dir);
     CHECK_EXIT();

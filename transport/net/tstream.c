@@ -57,10 +57,13 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] 
 typedef struct {
     int fd;
     int64_t pid;
+    uint64_t id; /* generation << 32 | slot + 1 */
     uint8_t *buf;
     size_t len, cap;
     bool magic_ok;
     int slot;
+    uint8_t down[4 + TSTREAM_DOWN_MAX]; /* the tail of a frame tss_send could not write whole */
+    size_t down_off, down_len;
 } Conn;
 
 struct TStreamServer {
@@ -68,6 +71,7 @@ struct TStreamServer {
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     Conn **conns; /* [max_conns], NULL: free */
     int max_conns;
+    uint32_t gen; /* connections accepted: the high half of a connection's id */
     TssStats st;
 };
 
@@ -169,6 +173,7 @@ static void accept_all(TStreamServer *s)
         socklen_t cl = sizeof cred;
         c->fd = fd;
         c->slot = slot;
+        c->id = (uint64_t)++s->gen << 32 | (uint32_t)(slot + 1);
         c->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid > 0 ? cred.pid : 0;
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
         if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
@@ -258,7 +263,7 @@ static int read_conn(TStreamServer *s, Conn *c, TssFrameFn fn, void *ctx, bool *
             }
             break;
         }
-        fn(ctx, c->buf + pos + 4, flen, c->pid);
+        fn(ctx, c->buf + pos + 4, flen, c->pid, c->id);
         s->st.frames++;
         s->st.bytes += flen;
         n++;
@@ -312,6 +317,35 @@ int tss_drain(TStreamServer *s, int max_frames, TssFrameFn fn, void *ctx, bool *
     return total;
 }
 
+/* What waits of the last frame down; true when nothing waits any more. */
+static bool down_out(Conn *c)
+{
+    while (c->down_off < c->down_len) {
+        ssize_t w = send(c->fd, c->down + c->down_off, c->down_len - c->down_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false; /* full, or broken: the read side will see the end */
+        }
+        c->down_off += (size_t)w;
+    }
+    c->down_off = c->down_len = 0;
+    return true;
+}
+
+int tss_send(TStreamServer *s, uint64_t conn, const void *frame, size_t len)
+{
+    uint32_t slot = (uint32_t)conn;
+    if (!slot || slot > (uint32_t)s->max_conns || !len || len > TSTREAM_DOWN_MAX) return -1;
+    Conn *c = s->conns[slot - 1];
+    if (!c || c->id != conn) return -1;
+    if (!down_out(c)) return 1;
+    c->down[0] = (uint8_t)len, c->down[1] = (uint8_t)(len >> 8), c->down[2] = 0, c->down[3] = 0;
+    memcpy(c->down + 4, frame, len);
+    c->down_len = 4 + len;
+    down_out(c);
+    return 0;
+}
+
 /* ---- client ---- */
 
 struct TStream {
@@ -319,6 +353,8 @@ struct TStream {
     uint8_t *q;
     size_t qoff, qlen, qcap; /* bytes waiting: q[qoff..qlen) */
     bool broken;
+    uint8_t in[4 * (4 + TSTREAM_DOWN_MAX)]; /* what ddptop sent down, not yet a whole frame */
+    size_t in_len;
 };
 
 static void broke(TStream *c)
@@ -448,6 +484,36 @@ size_t tsc_wait(TStream *c, int timeout_ms)
 }
 
 bool tsc_broken(const TStream *c) { return c->broken; }
+
+int tsc_read(TStream *c, TscFrameFn fn, void *ctx)
+{
+    int n = 0;
+    while (!c->broken) {
+        ssize_t got = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, MSG_DONTWAIT);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (got <= 0) {
+            broke(c);
+            return -1;
+        }
+        c->in_len += (size_t)got;
+        size_t pos = 0;
+        while (c->in_len - pos >= 4) {
+            uint32_t flen = le32(c->in + pos);
+            if (flen == 0 || flen > TSTREAM_DOWN_MAX) {
+                broke(c);
+                return -1;
+            }
+            if (c->in_len - pos - 4 < flen) break;
+            fn(ctx, c->in + pos + 4, flen);
+            n++;
+            pos += 4 + (size_t)flen;
+        }
+        memmove(c->in, c->in + pos, c->in_len - pos);
+        c->in_len -= pos;
+    }
+    return c->broken ? -1 : n;
+}
 
 void tsc_close(TStream **cp, int linger_ms)
 {

@@ -18,6 +18,14 @@
  * only that frame (counted). Who sent a frame is the pid the kernel gave
  * at accept (SO_PEERCRED), as ZeroMQ's ipc reports it.
  *
+ * ddptop also writes down the stream, in the same framing (no greeting):
+ * its once-a-second `cmd` ping to the rank on that connection, so a rank on
+ * the stream hears ddptop without a message a second queued in ZeroMQ's
+ * pipe to it (a pipe touches new memory for its first ~500 messages: +29 KB
+ * a rank over 7.5 minutes, docs/BENCHMARKS.md). A rank reads them with
+ * tsc_read; one that never reads leaves them in the kernel's buffer, where
+ * they stop at its size (ddptop's writes never wait).
+ *
  * The client never blocks the caller: what the socket does not take at
  * once waits in the client's own queue (bounded: past TSTREAM_PENDING_MAX
  * a new frame is dropped whole and the caller counts it, as a full ZeroMQ
@@ -61,9 +69,10 @@ void tss_close(TStreamServer **s);
  * zmq_poll's raw-fd items). */
 int tss_fd(const TStreamServer *s);
 
-/* One frame as received: its bytes (valid during the call only) and the
- * sending process's pid (0 where the kernel did not say). */
-typedef void (*TssFrameFn)(void *ctx, const uint8_t *frame, size_t len, int64_t pid);
+/* One frame as received: its bytes (valid during the call only), the
+ * sending process's pid (0 where the kernel did not say) and its
+ * connection (for tss_send; never 0, never reused by a later connection). */
+typedef void (*TssFrameFn)(void *ctx, const uint8_t *frame, size_t len, int64_t pid, uint64_t conn);
 
 /* Accept what connects and read what waits: every connection that has data
  * is read once (up to its buffer), and each whole frame goes to fn, in the
@@ -71,6 +80,13 @@ typedef void (*TssFrameFn)(void *ctx, const uint8_t *frame, size_t len, int64_t 
  * waits for the next call). Returns the frames handed to fn; *more (if not
  * NULL) says whether data may still wait. Never blocks. */
 int tss_drain(TStreamServer *s, int max_frames, TssFrameFn fn, void *ctx, bool *more);
+
+/* Write one frame (at most TSTREAM_DOWN_MAX bytes) down connection conn,
+ * never waiting: 0 written (or its tail queued behind nothing else), 1
+ * dropped (the last one is not out yet: the rank does not read), -1 no such
+ * connection (closed, or a frame too large). */
+#define TSTREAM_DOWN_MAX 256
+int tss_send(TStreamServer *s, uint64_t conn, const void *frame, size_t len);
 
 typedef struct {
     int conns;               /* open now */
@@ -104,5 +120,11 @@ size_t tsc_flush(TStream *c);
 size_t tsc_wait(TStream *c, int timeout_ms);
 /* Whether the connection broke (the frontend went away): every send drops. */
 bool tsc_broken(const TStream *c);
+/* Read what ddptop sent down (tss_send) without waiting: fn gets each whole
+ * frame (valid during the call). Returns the frames, -1 when the
+ * connection broke or ddptop sent something that is not a frame of at most
+ * TSTREAM_DOWN_MAX bytes (the stream is then broken). */
+typedef void (*TscFrameFn)(void *ctx, const uint8_t *frame, size_t len);
+int tsc_read(TStream *c, TscFrameFn fn, void *ctx);
 
 #endif

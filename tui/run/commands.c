@@ -127,16 +127,44 @@ void run_request_ckpt(Run *r)
     run_flush_cmds(r);
 }
 
+/* A ping down the rank's telemetry stream: no ZeroMQ pipe holds it (a
+ * ROUTER's pipe to each rank touches new memory over its first ~500
+ * messages: +29 KB a rank, docs/BENCHMARKS.md). False when the rank has no
+ * stream, it closed, or the rank does not read it (its buffer is full):
+ * then ctl. */
+static bool ping_stream(Run *r, int k, const CodecBuf *frame)
+{
+    RunRank *rk = &r->rk[k];
+    if (!r->tss || !rk->stream_conn) return false;
+    int rc = tss_send(r->tss, rk->stream_conn, frame->data, frame->len);
+    if (rc < 0) rk->stream_conn = 0;
+    if (rc) return false;
+    char err[160];
+    if (r->rec) recorder_write(r->rec, REC_SRC_SENT, frame->data, frame->len, mono_ns(), 0, err, sizeof err);
+    return true;
+}
+
 void run_ping_ranks(Run *r)
 {
     int64_t now = mono_ms();
     if (now - r->last_ping_ms < PING_MS) return;
     r->last_ping_ms = now;
     r->ping_id++;
+    Msg ping;
+    char err[160];
+    CodecBuf frame;
+    codec_buf_init(&frame);
+    msg_init(&ping, MSG_CMD);
+    ping.u.cmd.id = r->ping_id;
+    snprintf(ping.u.cmd.op, sizeof ping.u.cmd.op, "ping");
+    ping.t_ns = proto_now_ns();
+    bool encoded = r->tss && codec_encode(&ping, &frame, err, sizeof err) == 0;
     for (int k = 0; k < r->job->world; k++) {
         RankState st = r->job->ranks[k].state;
-        if (r->rk[k].routable && st != RANK_EXITED_OK && st != RANK_FAILED) send_cmd(r, k, "ping", r->ping_id, 0);
+        if (!r->rk[k].routable || st == RANK_EXITED_OK || st == RANK_FAILED) continue;
+        if (!(encoded && ping_stream(r, k, &frame))) send_cmd(r, k, "ping", r->ping_id, 0);
     }
+    codec_buf_done(&frame);
 }
 
 /* The f menu's choice as a fault.h Fault: step 0 is "at the next step". */

@@ -345,7 +345,7 @@ typedef struct {
     char err[256];
 } StreamTake;
 
-static void take_stream_frame(void *ctx, const uint8_t *frame, size_t len, int64_t pid)
+static void take_stream_frame(void *ctx, const uint8_t *frame, size_t len, int64_t pid, uint64_t conn)
 {
     StreamTake *st = ctx;
     Run *r = st->r;
@@ -359,6 +359,11 @@ static void take_stream_frame(void *ctx, const uint8_t *frame, size_t len, int64
         r->job->version++;
         return;
     }
+    /* the rank's own frame (a burst's envelope checked too): its pings go
+     * down this connection (run_ping_ranks) */
+    if ((st->tap->verdict == FROM_OK || st->tap->verdict == FROM_TAKEN) && m.rank >= 0 && m.rank < r->job->world &&
+        r->rk)
+        r->rk[m.rank].stream_conn = conn;
     if (st->tap->verdict == FROM_OK)
         handle_msg(r, NULL, 0, &m, arrival_now());
     else if (st->tap->verdict != FROM_STALE && st->tap->verdict != FROM_TAKEN)

@@ -54,6 +54,7 @@ typedef struct {
     char ident[ZS_IDENT_MAX];
     size_t ident_len;
     int64_t pid, prev_pid;
+    uint64_t stream_conn; /* its telemetry stream's connection (tss_send), 0: none seen */
 } RunRank;
 
 typedef struct {

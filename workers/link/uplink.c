@@ -550,6 +550,20 @@ int64_t uplink_stopped_ms(const Uplink *u) { return u->stopped_total_ms; }
 /* While ddptop is known stopped, /proc is read at most this often. */
 #define STOPPED_LOOK_MS 200
 
+/* A frame ddptop sent down the telemetry stream (its pings, when this rank
+ * is on the stream): heard, and a command queued as on ctl. */
+static void stream_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+    Uplink *u = ctx;
+    Msg m;
+    char err[160];
+    if (codec_decode(frame, len, &m, err, sizeof err) == 0) {
+        heard(u);
+        if (m.kind == MSG_CMD) queue_cmd(u, &m.u.cmd);
+    }
+    msg_done(&m);
+}
+
 UplinkFront uplink_front(Uplink *u, char *why, size_t whylen)
 {
     char tmp[8];
@@ -559,6 +573,7 @@ UplinkFront uplink_front(Uplink *u, char *why, size_t whylen)
         return UPLINK_FRONT_GONE;
     }
     while (read_ctl(u) == 0) {}
+    if (u->ts) tsc_read(u->ts, stream_frame, u);
     if (parent_gone(u)) {
         snprintf(why, whylen, "ddptop (pid %d) is gone", (int)u->parent);
         return UPLINK_FRONT_GONE;

@@ -80,6 +80,7 @@ class Stream:
                 raise
         self.q = bytearray(STREAM_MAGIC)
         self.broken = False
+        self.inbuf = bytearray()
         self.write()
 
     def write(self):
@@ -120,6 +121,34 @@ class Stream:
         if w < 4 + n:
             self.q += (hdr + bytes(frame))[w:]
         return True
+
+    def read(self):
+        """The frames ddptop sent down (its pings): a list of bytes, never
+        waiting. A broken stream or something that is not a frame of at
+        most 256 bytes breaks it (sends then drop)."""
+        out = []
+        while not self.broken:
+            try:
+                b = self.sock.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                b = b""
+            if not b:
+                self.broken = True
+                self.q = bytearray()
+                break
+            self.inbuf += b
+            while len(self.inbuf) >= 4:
+                n = int.from_bytes(self.inbuf[:4], "little")
+                if not 0 < n <= 256:
+                    self.broken = True
+                    return out
+                if len(self.inbuf) < 4 + n:
+                    break
+                out.append(bytes(self.inbuf[4:4 + n]))
+                del self.inbuf[:4 + n]
+        return out
 
     def wait(self, timeout_s):
         """Write what waits, waiting for the socket up to timeout_s."""
@@ -275,11 +304,27 @@ class Uplink:
             out, self.cmds = self.cmds, []
         return out
 
+    def _read_stream(self):
+        """ddptop's pings down the telemetry stream (when this rank is on
+        it): heard, as on ctl. Caller holds the lock."""
+        for frame in self.stream.read():
+            m = wire.decode(frame)
+            if m is None:
+                continue
+            self.last_heard = time.monotonic()
+            if m["k"] == "cmd":
+                if m.get("op") == "ping":
+                    self.pinged = True
+                elif len(self.cmds) < CMD_QUEUE:
+                    self.cmds.append(m)
+
     def silent_s(self, timeout_s):
         """Seconds ddptop has been silent when that exceeds timeout_s after
         its first ping, else 0 (a ddptop that never pings is never judged)."""
         with self.lock:
             self._read_ctl()
+            if self.stream is not None:
+                self._read_stream()
             if not self.pinged or timeout_s <= 0:
                 return 0.0
             s = time.monotonic() - self.last_heard
