@@ -2,9 +2,11 @@
  *
  * Owns: the worker's ZeroMQ context and sockets (tel PUSH for telemetry, ctl
  * DEALER for commands and store operations; CURVE clients when given the
- * job's keys), the count of dropped telemetry, the queue of commands that
- * arrived while a store reply was awaited, and when ddptop was last heard
- * from (any ctl message is a sign of life; its "ping" commands are absorbed
+ * job's keys), the telemetry stream used instead of tel where ddptop offers
+ * one on this host (net/tstream.h; DDPTOP_TEL_STREAM=0: tel), the count of
+ * dropped telemetry, the queue of commands that arrived while a store reply
+ * was awaited, and when ddptop was last heard from (any ctl message, or a
+ * frame down the stream, is a sign of life; its "ping" commands are absorbed
  * here, never handed to the trainer), and whether ddptop is there at all:
  * a ddptop that launched this worker is its parent, and a parent that is
  * stopped (Ctrl-Z, SIGSTOP: state T) is told from one that is gone.
@@ -23,7 +25,8 @@
 
 typedef struct Uplink Uplink;
 
-/* Connect to ddptop's ctl (ROUTER) and tel (PULL) endpoints as `rank`.
+/* Connect to ddptop's ctl (ROUTER) and tel (PULL) endpoints as `rank`; an
+ * ipc:// tel's telemetry stream (TEL.stream) is used instead when it is there.
  * keys: the job's keys, making both sockets CURVE clients of ddptop (what
  * its tcp:// sockets demand); NULL for none (ipc://). Returns 0 or -1 with
  * err. */
