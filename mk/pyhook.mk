@@ -30,15 +30,27 @@ all: $(PY_HOOK_SO)
 # (_hook.torch-version), which the adapter compares with torch.__version__ before it
 # imports it: a 1.13 extension loaded into a torch 2.x process would bring a second
 # libtorch into it (cxx_hook.py).
-$(PY_HOOK_SO): workers/python/ddptop/_hook.cpp mk/pyhook.mk
+# The step engine (_steps.cpp) encodes with transport/wire's own codec: those C files are
+# compiled position-independent into the extension (one codec, in C, on both ends).
+PY_HOOK_C   := transport/base/err.c transport/base/utf8.c transport/wire/protocol.c \
+               $(wildcard transport/wire/codec_*.c)
+PY_HOOK_COBJ := $(PY_HOOK_C:%.c=$(BUILD)/pyhook/%.o)
+PY_HOOK_CXX := workers/python/ddptop/_hook.cpp workers/python/ddptop/_steps.cpp
+
+$(BUILD)/pyhook/%.o: %.c mk/pyhook.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -fPIC -std=c11 -D_GNU_SOURCE -Wall -Wextra -Itransport -MMD -MP -c $< -o $@
+
+$(PY_HOOK_SO): $(PY_HOOK_CXX) workers/python/ddptop/_hook.h $(PY_HOOK_COBJ) mk/pyhook.mk
 	@mkdir -p $(BUILD)/pyhook
-	@$(if $(Q),echo "  CXX   $@ (the C++ comm hook, ~30 s)")
+	@$(if $(Q),echo "  CXX   $@ (the C++ comm hook and step engine, ~60 s)")
 	$(Q)ver=$$($(PY_SYS) -c 'import torch; print(torch.__version__)' 2>/dev/null) || \
 	  { echo "pyhook: no torch for $(PY_SYS): the adapter keeps its Python comm hook"; exit 0; }; \
 	$(CXX) -O2 -shared -fPIC -std=c++17 -Wall -Wextra -D_GLIBCXX_USE_CXX11_ABI=1 \
-	  -DDDPTOP_TORCH_VERSION="\"$$ver\"" -I$(PY_HOOK_INC) -I/usr/include/torch/csrc/api/include \
-	  -MMD -MP -MF $(BUILD)/pyhook/_hook.d -MT $@ $< -o $@.tmp -ltorch_cpu -lc10 -ltorch -ltorch_python && \
+	  -DDDPTOP_TORCH_VERSION="\"$$ver\"" -I$(PY_HOOK_INC) -I/usr/include/torch/csrc/api/include -Itransport \
+	  -MMD -MP -MF $(BUILD)/pyhook/_hook.d -MT $@ $(PY_HOOK_CXX) $(PY_HOOK_COBJ) -o $@.tmp \
+	  -ltorch_cpu -lc10 -ltorch -ltorch_python -lmsgpackc && \
 	echo "$$ver" >workers/python/ddptop/_hook.torch-version && mv $@.tmp $@
 
--include $(BUILD)/pyhook/_hook.d
+-include $(BUILD)/pyhook/_hook.d $(PY_HOOK_COBJ:.o=.d)
 endif

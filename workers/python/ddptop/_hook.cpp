@@ -20,6 +20,8 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/extension.h>
 
+#include "_hook.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -48,7 +50,7 @@ class Reducer
 namespace
 {
 
-constexpr int FLAGS_N = 5;      // steer.py's FL_COUNT
+constexpr int FLAGS_N = HOOK_FLAGS_N; // steer.py's FL_COUNT
 constexpr size_t RING_N = 4096; // records between two drains (a step's buckets, or a second's at the beat)
 constexpr size_t FLIGHT_N = 64; // buckets in flight at once
 
@@ -66,18 +68,6 @@ int64_t mono_ns()
 
 // ---- the collective counter (collectives.py's numbers) ----
 std::atomic<int64_t> g_key{ 0 };
-
-// ---- one bucket's all-reduce, done ----
-struct Record {
-    int64_t key; // the adapter's number: ordering, and the seq unless torch numbers
-    int64_t seq; // what goes on the wire
-    int64_t bucket;
-    int64_t bytes;
-    int64_t start_ns;   // wall, at launch
-    int64_t done_ns;    // wall, in the completion callback
-    int64_t exposed_ns; // the last bucket's: launch to completion (monotonic), else -1
-    bool error;
-};
 
 // Multi-producer (Gloo's threads), one consumer at a time (under the GIL).
 // A producer claims a slot by CAS on head while there is room, writes it,
@@ -263,45 +253,67 @@ void hook_register(py::object reducer, py::object pg, int numbering)
     r.register_comm_hook(std::make_unique<Hook>(std::move(p), numbering));
 }
 
-// (records, layout or None, carried flags or None, dropped): one call a step.
+} // namespace
+
+size_t hook_drain_records(std::vector<Record> &out)
+{
+    size_t n = 0;
+    uint64_t tail = g_tail.load(std::memory_order_relaxed);
+    for (;;) {
+        Slot &s = g_ring[tail % RING_N];
+        if (s.ready.load(std::memory_order_acquire) != tail + 1) break;
+        out.push_back(s.rec);
+        n++;
+        tail++;
+        g_tail.store(tail, std::memory_order_release);
+    }
+    return n;
+}
+
+py::object hook_take_layout()
+{
+    if (!g_layout_new_fast.load(std::memory_order_acquire)) return py::none();
+    std::lock_guard<std::mutex> lk(g_layout_mu);
+    py::list l;
+    for (auto &b : g_layout) l.append(py::make_tuple(b.first, b.second));
+    g_layout_new = false;
+    g_layout_new_fast.store(false, std::memory_order_release);
+    return l;
+}
+
+py::object hook_take_flags()
+{
+    std::lock_guard<std::mutex> lk(g_flags_mu);
+    if (!g_have_in) return py::none();
+    py::list l;
+    for (double v : g_flags_in) l.append(v);
+    g_have_in = false;
+    g_armed = false; // carried: the next agreement arms again
+    g_armed_fast.store(false, std::memory_order_release);
+    return l;
+}
+
+int64_t hook_take_dropped() { return g_dropped.exchange(0); }
+
+namespace
+{
+
+// (records, layout or None, carried flags or None, dropped): one call a step
+// (the Python step path; the step engine, _steps.cpp, drains records itself).
 // The carried flags are taken only with take_flags (the script's thread before
 // its optimizer step): a drain elsewhere (the beat, a message's flush) that took
 // them would leave that step's steer.before_step without them for a moment,
 // and it would start the flags' own all-reduce where the other ranks do not.
 py::tuple drain(bool take_flags)
 {
-    py::list recs;
-    uint64_t tail = g_tail.load(std::memory_order_relaxed);
-    for (;;) {
-        Slot &s = g_ring[tail % RING_N];
-        if (s.ready.load(std::memory_order_acquire) != tail + 1) break;
-        const Record &r = s.rec;
-        recs.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error));
-        tail++;
-        g_tail.store(tail, std::memory_order_release);
-    }
-    py::object layout = py::none();
-    if (g_layout_new_fast.load(std::memory_order_acquire)) {
-        std::lock_guard<std::mutex> lk(g_layout_mu);
-        py::list l;
-        for (auto &b : g_layout) l.append(py::make_tuple(b.first, b.second));
-        layout = l;
-        g_layout_new = false;
-        g_layout_new_fast.store(false, std::memory_order_release);
-    }
-    py::object flags = py::none();
-    if (take_flags) {
-        std::lock_guard<std::mutex> lk(g_flags_mu);
-        if (g_have_in) {
-            py::list l;
-            for (double v : g_flags_in) l.append(v);
-            flags = l;
-            g_have_in = false;
-            g_armed = false; // carried: the next agreement arms again
-            g_armed_fast.store(false, std::memory_order_release);
-        }
-    }
-    return py::make_tuple(recs, layout, flags, g_dropped.exchange(0));
+    std::vector<Record> recs;
+    hook_drain_records(recs);
+    py::list l;
+    for (const Record &r : recs)
+        l.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error));
+    py::object layout = hook_take_layout();
+    py::object flags = take_flags ? hook_take_flags() : py::object(py::none());
+    return py::make_tuple(l, layout, flags, hook_take_dropped());
 }
 
 // The next agreeing backward's first bucket carries these (None: disarm).
@@ -350,4 +362,5 @@ PYBIND11_MODULE(_hook, m)
           "(records, layout or None, carried flags (with take_flags) or None, dropped) since the last drain");
     m.def("arm", &arm, "arm(flags or None): the next first bucket carries them");
     m.def("oldest", &oldest, "(key, seq, since_ns, bucket) of the oldest bucket in flight, or None");
+    steps_bind(m);
 }

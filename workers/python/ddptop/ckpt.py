@@ -76,7 +76,7 @@ def _write_files(d, r):
     opts = [o for o in (w() for w in r.optimizers) if o is not None] or [None]
     for i, opt in enumerate(opts):
         opt_t, meta = _optimizer_tensors(opt, names) if opt is not None else ({}, {})
-        meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples,
+        meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples_done(),
                     world_size=r.world, torch=torch.__version__, models=json.dumps(models))
         safetensors_io.save(opt_t, os.path.join(d, numbered("trainer", i)), meta)
     for fn in r.ckpt_callbacks:

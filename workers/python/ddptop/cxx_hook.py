@@ -19,6 +19,13 @@ any flush before a message; by the beat): the finished buckets' coll
 messages go out from there, on the script's thread as the Python hook's do
 (sending them there rather than queueing them for the step's end took
 about 5 us off the step's pieces, docs/BENCHMARKS.md).
+
+Where the hook runs, the extension also takes the rank's telemetry burst
+(attach: _hook.Burst, filled by uplink.py) and each step's bookkeeping and
+messages (register: _hook.Steps, r.engine, which steps.py's wrappers feed
+and which encodes the buckets' coll messages and the step message with
+transport/wire's codec straight into the burst, _steps.cpp): the ~1000
+Python bytecodes a step cost the script's thread become a few calls.
 """
 import os
 import sys
@@ -68,6 +75,12 @@ def why():
     return _WHY
 
 
+def attach(up):
+    """The rank's telemetry burst in C++, where the extension loaded."""
+    if _MOD is not None:
+        up.use_burst(_MOD.Burst(up.rank))
+
+
 def _say(text):
     """Once a process: in ddptop's events and in the rank's own log."""
     global _SAID
@@ -90,11 +103,47 @@ def register(ddp):
         numbering = 1 if compat.next_seq(pg) != -1 else 2
     _MOD.register(ddp.reducer, pg, numbering)
     r = run()
-    r.collect = collect
+    # the step engine takes over at the end of the step in progress (this
+    # forward may be inside it: LBFGS's closure), so that no step is kept by
+    # halves in Python and in C++ (activate)
+    r.engine_next = getattr(r.up, "cburst", None) is not None and r.engine is None
+    if r.engine is None:
+        r.collect = collect
     STEER.arm = _MOD.arm
     STEER.arm_next()
     _say(f"DDP comm hook: C++ (ddptop._hook for torch {_MOD.TORCH_VERSION})")
     return True
+
+
+def activate(r):
+    """At a step's end (steps.py), once a DDP got the C++ hook: the step
+    engine keeps the books from the next step on."""
+    r.engine_next = False
+    r.engine = _MOD.Steps(r.up.cburst, r.rank, r.world, r.step, r.samples, r.step_t0)
+    r.collect = collect_engine
+    # the rank's log only (not an event): which path kept the books is a debugging question
+    sys.stderr.write(f"ddptop-py rank {r.rank}: steps kept in C++ from step {r.step + 1}\n")
+
+
+def extras(r, got):
+    """What a step engine's drain brought besides its buckets: (carried flags
+    or None, a new layout or None, records lost)."""
+    flags, layout, dropped = got
+    if flags is not None:
+        STEER.agreed = flags
+    if layout is not None:
+        parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, (b, n) in enumerate(layout))
+        r.log("info", f"DDP gradient buckets from step {r.step + 1}: {len(layout)} buckets; {parts}")
+    if dropped:
+        r.log("warn", f"DDP comm hook: {dropped} bucket records lost (the ring was full)")
+
+
+def collect_engine(r, flags=False):
+    """collect() where the step engine runs: the buckets done so far go into
+    the burst as coll messages (the beat, a flush; the step wrapper drains
+    them itself with Steps.before)."""
+    r.engine.drain()
+    r.up.pump()
 
 
 def collect(r, flags=False):

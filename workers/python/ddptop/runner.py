@@ -191,7 +191,7 @@ def main(argv):
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, compat, ddp_hook, lifecycle, sampler, state, steer, steps
+    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, state, steer, steps
     from .steer import StopTraining
     from .uplink import Uplink, StoreError
 
@@ -200,6 +200,7 @@ def main(argv):
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, steer, ckpt, lifecycle):
         m.install()
+    cxx_hook.attach(up)
     for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)
     status = 0

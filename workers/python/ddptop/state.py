@@ -74,9 +74,15 @@ class Run:
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs
+        self.engine = None              # the C++ step engine (_hook.Steps, cxx_hook.activate), if it runs
+        self.engine_next = False        # it takes over at the end of the step in progress
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0
         self.info = {}                  # the job's fields learned after hello (tell)
         self.data_told = False          # the first batch's dataset told
+
+    def samples_done(self):
+        """Samples this rank has trained on (the step engine's count where it runs)."""
+        return self.engine.samples if self.engine is not None else self.samples
 
     def tell(self, **fields):
         """hello's job fields learned later (a script's model at DDP, its

@@ -100,12 +100,6 @@ class Steer:
             return 1.0
         return float(max(1, min(AGREE_MAX_STEPS, int(AGREE_S / self.step_s))))
 
-    def _time_step(self, now):
-        if self.step_end:
-            dt = now - self.step_end
-            self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
-        self.step_end = now
-
     def poll(self):
         """ddptop's commands into this rank's view."""
         for c in run().up.commands():
@@ -178,21 +172,33 @@ class Steer:
     def before_step(self):
         """No DDP bucket carried the flags of an agreeing step: start their own all-reduce."""
         r = run()
-        if (self.agrees(r.step + 1) and self.agreed is None and self.pending is None and r.world > 1
-                and dist.is_initialized()):
+        if r.step + 1 != self.next_at or self.in_join:     # not agrees(): most steps, one comparison
+            return
+        if self.agreed is None and self.pending is None and r.world > 1 and dist.is_initialized():
             t = self.flags()
             self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
 
     def after_step(self, now):
         """Act on what the ranks agreed for the step just finished (steps.py
         calls it after every optimizer step, `now` when the step returned;
-        most have nothing to read)."""
-        self._after_step(now)
+        most have nothing to read: they leave at the first test, and the
+        next step's carry is armed when it agrees, as arm_next does)."""
+        if self.step_end:      # this rank's step time (a moving average), for its FL_EVERY proposal
+            dt = now - self.step_end
+            self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
+        self.step_end = now
+        if self.pending is None and self.agreed is None and self.late is None:
+            r = run()
+            step = r.step
+            if step != self.next_at or self.in_join or (r.world > 1 and dist.is_initialized()):
+                if self.arm is not None and step + 1 == self.next_at and not self.in_join:
+                    self.arm(self.view())
+                return
+        self._after_step()
         if self.arm is not None:
             self.arm_next()
 
-    def _after_step(self, now):
-        self._time_step(now)
+    def _after_step(self):
         if self.pending is not None:
             work, t = self.pending
             work.wait()
@@ -251,6 +257,8 @@ class Steer:
             if not pause:
                 r.set_phase("train", "resumed")
                 r.step_t0 = time.monotonic()
+                if r.engine is not None:
+                    r.engine.reset_t0(r.step_t0)
                 return
 
 

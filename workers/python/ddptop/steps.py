@@ -21,7 +21,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import lifecycle, wire
+from . import cxx_hook, lifecycle, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -30,8 +30,13 @@ _depth = threading.local()
 
 
 def _batch_size(b):
-    if type(b) in (list, tuple) and b and type(b[0]) is torch.Tensor and b[0].dim() and b[0].shape[0]:
-        return b[0].shape[0]        # (inputs, labels): the usual batch, in a few attribute reads
+    t = type(b)
+    if (t is tuple or t is list) and b:      # (inputs, labels): the usual batch, in a few reads
+        x = b[0]
+        if type(x) is torch.Tensor:
+            shape = x.shape
+            if shape and shape[0]:
+                return shape[0]
     if isinstance(b, torch.Tensor):
         return b.shape[0] if b.dim() else 1
     if isinstance(b, (list, tuple)):
@@ -109,12 +114,50 @@ def _faults_after_step(r, had_batch):
         PLAN.before_step(r)
 
 
+def _first_step_of(r, opt):
+    """An optimizer's first step in this run: it is kept for checkpoints, and
+    a script with no process group (world 1) says hello now."""
+    opt.__dict__["_ddptop_run"] = r
+    r.optimizers.append(weakref.ref(opt))
+    if not r.hello_sent:
+        lifecycle.hello()
+        r.set_phase("train")
+
+
+def _engine_step(r, E, fn, opt, args, kwargs):
+    """The step where the C++ engine keeps the books (cxx_hook.register):
+    the buckets' coll messages and the step message are encoded in C++
+    straight into the burst; here only what Python must decide."""
+    got = E.before(True)      # the buckets so far, and the flags the first one carried back
+    if got is not None:
+        cxx_hook.extras(r, got)
+    STEER.before_step()
+    _depth.n = 1
+    try:
+        out = fn(opt, *args, **kwargs)
+    finally:
+        _depth.n = 0
+    if opt.__dict__.get("_ddptop_run") is not r:
+        _first_step_of(r, opt)
+    had_batch = bool(E.batch_t) if PLAN.faults else True
+    groups = opt.param_groups
+    r.step, now, ready = E.after(r.epoch, float(groups[0].get("lr", 0.0)) if groups else 0.0, r.up.drops)
+    if ready:
+        r.up.pump()
+    STEER.after_step(now)
+    if PLAN.faults:
+        _faults_after_step(r, had_batch)
+    return out
+
+
 def _wrap_step(fn):
     @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
     def step(self, *args, **kwargs):
         r = run()
         if r is None or getattr(_depth, "n", 0):
             return fn(self, *args, **kwargs)
+        if r.engine is not None:
+            return _engine_step(r, r.engine, fn, self, args, kwargs)
         if r.collect is not None:     # the C++ hook's buckets: the step's times and the carried flags
             r.collect(r, flags=True)
         STEER.before_step()
@@ -130,14 +173,12 @@ def _wrap_step(fn):
             # step's loss is its first evaluation, the one step() returns
             del r.losses[n_losses + 1:]
         if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
-            self.__dict__["_ddptop_run"] = r
-            r.optimizers.append(weakref.ref(self))
-            if not r.hello_sent:      # no process group (world 1): training says hello, not init_process_group
-                lifecycle.hello()
-                r.set_phase("train")
+            _first_step_of(r, self)
         had_batch = bool(r.batch_t)
         now = time.monotonic()
         _report(r, self, now - t0, now)
+        if r.engine_next:       # a DDP got the C++ hook during this step: the engine from the next
+            cxx_hook.activate(r)
         STEER.after_step(now)
         if PLAN.faults:
             _faults_after_step(r, had_batch)
@@ -163,6 +204,13 @@ def install():
         r = run()
         if r is None or self.numel() != 1 or gradient is not None:
             return orig_backward(self, gradient, *args, **kwargs)
+        E = r.engine
+        if E is not None and not self.is_cuda:
+            E.loss(float(self))
+            try:
+                return orig_backward(self, gradient, *args, **kwargs)
+            finally:
+                E.bwd_done()
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
@@ -181,15 +229,18 @@ def install():
         if r is not None and PLAN.faults:
             if PLAN.dry:        # unsafe-stop: this rank's loops end here
                 raise StopIteration
-            if not r.batch_t:
+            if not (r.engine.batch_t if r.engine is not None else r.batch_t):
                 PLAN.before_step(r)
         b = orig_next(self)
         if r is not None:
             if not r.data_told:
                 _tell_data(r, self)
-            r.batch_samples += _batch_size(b)
-            if not r.batch_t:      # the step's first batch: its forward starts now
-                r.batch_t = time.monotonic()
+            if r.engine is not None:
+                r.engine.batch(_batch_size(b))
+            else:
+                r.batch_samples += _batch_size(b)
+                if not r.batch_t:      # the step's first batch: its forward starts now
+                    r.batch_t = time.monotonic()
         return b
 
     torch.optim.Optimizer.__init__ = opt_init

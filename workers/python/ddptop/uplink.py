@@ -194,6 +194,7 @@ class Uplink:
         self.burst = []
         self.burst_bytes = 0
         self.burst_slot = 0
+        self.cburst = None      # the C++ burst (_hook.Burst) where the extension runs: use_burst
         self.cmds = []
         self.last_heard = time.monotonic()
         self.pinged = False
@@ -201,11 +202,35 @@ class Uplink:
         self.linger_ms = 2000
 
     # ---- telemetry ----
+    def use_burst(self, cburst):
+        """From now on frames wait in cburst (the extension's _hook.Burst, the
+        same 50 ms slots and limits), which the step engine (_steps.cpp)
+        fills with its own messages too."""
+        with self.lock:
+            self._flush()
+            self.cburst = cburst
+
+    def pump(self):
+        """Send the bursts the C++ burst finished (the step engine says when)."""
+        with self.lock:
+            self._pump()
+
+    def _pump(self):
+        ready = self.cburst.take()
+        if ready:
+            for frame, n in ready:
+                if not self._tel_send(frame):
+                    self.drops += n
+
     def send(self, kind, fields, t_ns=0):
         """Queue a telemetry frame; never blocks. Returns False if dropped."""
         now = time.time_ns()
         frame = wire.encode(kind, self.rank, fields, t_ns or now)
         with self.lock:
+            if self.cburst is not None:
+                self.cburst.add(frame, now)
+                self._pump()
+                return True
             slot = now // BURST_NS
             # a frame of a later slot (or an earlier one: the clock was set
             # back) sends what waits first and starts the next burst
@@ -221,6 +246,10 @@ class Uplink:
 
     def _flush(self):
         """The waiting frames as one burst (a lone frame as itself)."""
+        if self.cburst is not None:
+            self.cburst.finish()
+            self._pump()
+            return
         n = len(self.burst)
         if not n:
             return
