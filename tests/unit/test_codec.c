@@ -1824,8 +1824,9 @@ static void test_burst(void)
     TEST_END();
 }
 
-/* codec_utf8_copy copies ASCII a byte at a time without asking utf8_seq:
- * the same bytes and length as the walk that asks for every character, for
+/* codec_utf8_copy copies ASCII eight bytes or one at a time without asking
+ * utf8_seq: the same bytes and length as the walk that asks for every
+ * character, for
  * random strings of ASCII, NULs, well- and ill-formed sequences and every
  * capacity from 0 to past the string (a cut ASCII run, a sequence cut at
  * the end of the field). */

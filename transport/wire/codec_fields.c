@@ -9,6 +9,7 @@
 #include "wire/codec_priv.h"
 #include "base/utf8.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define FLD(key, type, member)                                                            \
@@ -220,6 +221,17 @@ size_t codec_utf8_copy(char *out, size_t cap, const char *s, size_t n)
     size_t i = 0, o = 0;
     if (cap == 0) return 0;
     while (i < n && u[i] != 0) {
+        /* eight ASCII bytes, none a NUL, with room for them and the NUL
+         * after: copied as one word, as the byte loop below would */
+        if (n - i >= 8 && cap - o > 8) {
+            uint64_t w;
+            memcpy(&w, u + i, 8);
+            if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) == 0) {
+                memcpy(out + o, &w, 8);
+                o += 8, i += 8;
+                continue;
+            }
+        }
         /* ASCII, most of any string on the wire: a byte, no sequence to check */
         if (u[i] < 0x80) {
             if (o + 1 >= cap) break;
