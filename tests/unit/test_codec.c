@@ -1505,8 +1505,9 @@ static void heap_part(Msg *m, void ***ptr, size_t *bytes)
     }
 }
 
-/* Same Msg, byte for byte (both start from msg_init's memset), heap parts
- * compared by content. */
+/* Same Msg, byte for byte over what a decode defines (the envelope and the
+ * kind's member, msg_defined_bytes: the fast path leaves the union's other
+ * bytes as they were), heap parts compared by content. */
 static bool same_msg(const Msg *a, const Msg *b)
 {
     Msg x = *a, y = *b;
@@ -1519,7 +1520,7 @@ static bool same_msg(const Msg *a, const Msg *b)
         if (!*px != !*py || (nx && memcmp(*px, *py, nx))) return false;
         *px = *py = NULL;
     }
-    return !memcmp(&x, &y, sizeof x);
+    return !memcmp(&x, &y, msg_defined_bytes(x.kind));
 }
 
 /* 1 when codec_decode and ref_decode agree on p[0..n) (return code, error
