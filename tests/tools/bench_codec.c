@@ -6,13 +6,20 @@
  * Not part of the test suite; `make bench-codec` runs it
  * (docs/BENCHMARKS.md).
  *
- *   bench_codec [-n FRAMES] [-r REPS]
+ *   bench_codec [-n FRAMES] [-r REPS] [-k CASE]
+ *   bench_codec -c COUNT -k CASE
  *
- * Each rep times FRAMES decodes of every case, the old decoder and the new
- * one taking turns every CHUNK frames (so a busy machine slows both alike);
- * one row per case and rep (mean ns per message, old / new), then the
- * median of each case's ratios and the fastest chunk of each. Single-
- * threaded.
+ * Each rep times FRAMES decodes of every case (or of CASE alone), the old
+ * decoder and the new one taking turns every CHUNK frames (so a busy
+ * machine slows both alike); one row per case and rep (mean ns per message,
+ * old / new), then the median of each case's ratios and the fastest chunk
+ * of each. Single-threaded.
+ *
+ * -c decodes CASE's frame COUNT times with codec_decode alone and reads no
+ * clock: for callgrind, whose instruction counts do not move with the
+ * machine's load as times do. Two counts' difference over their messages is
+ * the Ir a message, the setup cancelled (docs/BENCHMARKS.md).
+ * "envelope" is the burst's own frame alone (codec_decode, msg_done).
  */
 #include "base/clock.h"
 #include "base/usage.h"
@@ -23,12 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SEE   "bench_codec -n FRAMES -r REPS"
+#define SEE   "bench_codec [-n FRAMES] [-r REPS] [-k CASE] [-c COUNT]"
 /* frames timed in one go before the other decoder takes its turn */
 #define CHUNK 1000
 
-enum { CASE_STEP, CASE_COLL, CASE_BEAT, CASE_BURST, N_CASES };
-static const char *const case_names[N_CASES] = { "step", "coll", "beat", "burst" };
+enum { CASE_STEP, CASE_COLL, CASE_BEAT, CASE_BURST, CASE_ENVELOPE, N_CASES };
+static const char *const case_names[N_CASES] = { "step", "coll", "beat", "burst", "envelope" };
 
 /* What tool_load's rank 17 of 64 sends at step 4711 (100 steps/s, one bucket). */
 static void encode_case(int c, CodecBuf *b, int64_t t_ns, int64_t s)
@@ -59,9 +66,9 @@ static void encode_case(int c, CodecBuf *b, int64_t t_ns, int64_t s)
     }
 }
 
-/* Decode the case's frame (for a burst: the burst, then each message) once;
- * returns the messages decoded, 0 on a failure. */
-static int run_once(bool old, const CodecBuf *f, int64_t *sink)
+/* Decode the case's frame (for a burst: the burst, then each message, but
+ * for an envelope alone) once; returns the messages decoded, 0 on a failure. */
+static int run_once(bool old, const CodecBuf *f, bool envelope, int64_t *sink)
 {
     Msg m, in;
     char err[256];
@@ -69,7 +76,7 @@ static int run_once(bool old, const CodecBuf *f, int64_t *sink)
         old ? ref_decode(f->data, f->len, &m, err, sizeof err) : codec_decode(f->data, f->len, &m, err, sizeof err);
     if (rc != 0) return 0;
     int n = 1;
-    if (m.kind == MSG_BURST) {
+    if (m.kind == MSG_BURST && !envelope) {
         size_t pos = 0, len;
         const uint8_t *p;
         n = 0;
@@ -83,19 +90,19 @@ static int run_once(bool old, const CodecBuf *f, int64_t *sink)
             n++;
         }
     } else {
-        *sink += m.u.step.epoch;
+        *sink += m.kind == MSG_BURST ? (int64_t)m.u.burst.len : m.u.step.epoch; /* every kind's first field */
     }
     msg_done(&m);
     return n;
 }
 
 /* ns per message over frames runs of the case. */
-static double time_case(bool old, const CodecBuf *f, long frames, int64_t *sink)
+static double time_case(bool old, const CodecBuf *f, bool envelope, long frames, int64_t *sink)
 {
     long msgs = 0;
     int64_t t0 = mono_ns();
     for (long i = 0; i < frames; i++) {
-        int n = run_once(old, f, sink);
+        int n = run_once(old, f, envelope, sink);
         if (n == 0) {
             fprintf(stderr, "bench_codec: a %s frame did not decode\n", old ? "reference" : "new");
             exit(1);
@@ -120,17 +127,46 @@ static bool parse_pos(const char *s, long max, long *out)
     return true;
 }
 
+/* -c: COUNT decodes of case c by codec_decode, untimed (callgrind). */
+static int count_case(int c, const CodecBuf *f, long count)
+{
+    int64_t sink = 0;
+    long msgs = 0;
+    for (long i = 0; i < count; i++) {
+        int n = run_once(false, f, c == CASE_ENVELOPE, &sink);
+        if (n == 0) {
+            fprintf(stderr, "bench_codec: a %s frame did not decode\n", case_names[c]);
+            return 1;
+        }
+        msgs += n;
+    }
+    printf("bench_codec: %s (%zu bytes) decoded %ld times, %ld messages (checksum %lld)\n", case_names[c], f->len,
+           count, msgs, (long long)sink);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    long frames = 200000, reps = 5;
+    long frames = 200000, reps = 5, count = 0;
+    int only = -1;
     for (int i = 1; i < argc; i++) {
-        long *dst = !strcmp(argv[i], "-n") ? &frames : !strcmp(argv[i], "-r") ? &reps : NULL;
-        if (!dst) return usage_fail("bench_codec", SEE, "unknown option %s", argv[i]);
+        bool is_k = !strcmp(argv[i], "-k");
+        long *dst = !strcmp(argv[i], "-n")   ? &frames
+                    : !strcmp(argv[i], "-r") ? &reps
+                    : !strcmp(argv[i], "-c") ? &count
+                                             : NULL;
+        if (!dst && !is_k) return usage_fail("bench_codec", SEE, "unknown option %s", argv[i]);
         if (i + 1 >= argc) return usage_fail("bench_codec", SEE, "%s needs a value", argv[i]);
-        if (!parse_pos(argv[i + 1], dst == &reps ? 101 : 100000000, dst))
+        if (is_k) {
+            for (int c = 0; c < N_CASES; c++)
+                if (!strcmp(argv[i + 1], case_names[c])) only = c;
+            if (only < 0) return usage_fail("bench_codec", SEE, "-k: no case %s", argv[i + 1]);
+        } else if (!parse_pos(argv[i + 1], dst == &reps ? 101 : 100000000, dst)) {
             return usage_fail("bench_codec", SEE, "not a count in range: %s", argv[i + 1]);
+        }
         i++;
     }
+    if (count && only < 0) return usage_fail("bench_codec", SEE, "%s needs a case (-k)", "-c");
 
     int64_t t_ns = 1764590000123456789LL, s = 4711;
     CodecBuf f[N_CASES], item;
@@ -151,49 +187,61 @@ int main(int argc, char **argv)
         }
     }
     codec_burst_finish(&f[CASE_BURST], t_ns + 50000000LL);
+    codec_buf_init(&f[CASE_ENVELOPE]); /* the same frame, its messages left alone */
+    codec_buf_grow(&f[CASE_ENVELOPE], f[CASE_BURST].len);
+    memcpy(f[CASE_ENVELOPE].data, f[CASE_BURST].data, f[CASE_BURST].len);
+    f[CASE_ENVELOPE].len = f[CASE_BURST].len;
 
+    int rc = 0;
+    if (count) {
+        rc = count_case(only, &f[only], count);
+        goto done;
+    }
+    int c0 = only < 0 ? 0 : only, c1 = only < 0 ? N_CASES : only + 1;
     printf("bench_codec: %ld frames a case and rep, %ld reps, old and new in turn every %d frames; ns per message (a "
-           "burst: its 11 messages)\n",
+           "burst: its 11 messages; an envelope: the burst's frame alone)\n",
            frames, reps, CHUNK);
-    printf("%-6s %5s %4s %10s %10s %7s\n", "case", "bytes", "rep", "old ns", "new ns", "old/new");
+    printf("%-8s %5s %4s %10s %10s %7s\n", "case", "bytes", "rep", "old ns", "new ns", "old/new");
     double *ratios = calloc((size_t)(N_CASES * reps), sizeof *ratios);
     double best[N_CASES][2];
     int64_t sink = 0;
-    for (int c = 0; c < N_CASES; c++) { /* warm-up */
-        time_case(true, &f[c], frames / 10 + 1, &sink);
-        time_case(false, &f[c], frames / 10 + 1, &sink);
+    for (int c = c0; c < c1; c++) { /* warm-up */
+        time_case(true, &f[c], c == CASE_ENVELOPE, frames / 10 + 1, &sink);
+        time_case(false, &f[c], c == CASE_ENVELOPE, frames / 10 + 1, &sink);
         best[c][0] = best[c][1] = 1e30;
     }
     for (long r = 0; r < reps; r++) {
-        for (int c = 0; c < N_CASES; c++) {
+        for (int c = c0; c < c1; c++) {
             /* in turn, a chunk each: the machine's load falls on both alike */
+            bool env = c == CASE_ENVELOPE;
             double o = 0, n = 0;
             long chunks = (frames + CHUNK - 1) / CHUNK;
             for (long k = 0; k < chunks; k++) {
-                double a = time_case(true, &f[c], CHUNK, &sink), b = time_case(false, &f[c], CHUNK, &sink);
+                double a = time_case(true, &f[c], env, CHUNK, &sink), b = time_case(false, &f[c], env, CHUNK, &sink);
                 o += a, n += b;
                 if (a < best[c][0]) best[c][0] = a;
                 if (b < best[c][1]) best[c][1] = b;
             }
             o /= (double)chunks, n /= (double)chunks;
             ratios[c * reps + r] = o / n;
-            printf("%-6s %5zu %4ld %10.1f %10.1f %7.2f\n", case_names[c], f[c].len, r + 1, o, n, o / n);
+            printf("%-8s %5zu %4ld %10.1f %10.1f %7.2f\n", case_names[c], f[c].len, r + 1, o, n, o / n);
         }
     }
     printf("median old/new:");
-    for (int c = 0; c < N_CASES; c++) {
+    for (int c = c0; c < c1; c++) {
         qsort(ratios + c * reps, (size_t)reps, sizeof *ratios, cmp_double);
         double med = reps % 2 ? ratios[c * reps + reps / 2]
                               : (ratios[c * reps + reps / 2 - 1] + ratios[c * reps + reps / 2]) / 2;
         printf(" %s %.2fx", case_names[c], med);
     }
     printf("\nfastest chunk, old / new ns:");
-    for (int c = 0; c < N_CASES; c++)
+    for (int c = c0; c < c1; c++)
         printf(" %s %.1f / %.1f (%.2fx)", case_names[c], best[c][0], best[c][1], best[c][0] / best[c][1]);
     printf("  (checksum %lld)\n", (long long)sink);
     free(ratios);
+done:
     ref_unpack_release();
     for (int c = 0; c < N_CASES; c++) codec_buf_done(&f[c]);
     codec_buf_done(&item);
-    return 0;
+    return rc;
 }

@@ -483,6 +483,22 @@ static void test_init_and_time(void)
     CHECK(m.u.node.spent == -1, "node spent defaults to -1 (no faults spent)");
     msg_init(&m, (MsgKind)1234);
     CHECK(m.kind == MSG_UNKNOWN, "bad kind becomes MSG_UNKNOWN");
+    /* msg_init_member (the decoders'): the same envelope, member and
+     * defaults, the union's other bytes as they were */
+    static const MsgKind member_kinds[] = { MSG_COLL, MSG_BEAT, MSG_NODE, MSG_STEP, MSG_BURST };
+    for (size_t i = 0; i < sizeof member_kinds / sizeof member_kinds[0]; i++) {
+        Msg a, b;
+        memset(&a, 0xee, sizeof a);
+        msg_init_member(&a, member_kinds[i]);
+        msg_init(&b, member_kinds[i]);
+        size_t def = msg_defined_bytes(member_kinds[i]);
+        bool kept = true; /* a node's member is the union's largest: nothing past it */
+        for (size_t j = def; j < sizeof a; j++) kept = kept && ((uint8_t *)&a)[j] == 0xee;
+        CHECK(!memcmp(&a, &b, def) && kept, "%s: msg_init_member is not msg_init over %zu bytes",
+              msg_kind_name(member_kinds[i]), def);
+    }
+    CHECK(msg_defined_bytes(MSG_UNKNOWN) == sizeof m, "no kind: the whole Msg");
+    CHECK(msg_defined_bytes(MSG_STEP) < sizeof m, "a step: %zu of %zu bytes", msg_defined_bytes(MSG_STEP), sizeof m);
     msg_done(&m);
     msg_done(&m); /* idempotent */
     msg_done(NULL);
@@ -1489,8 +1505,9 @@ static void heap_part(Msg *m, void ***ptr, size_t *bytes)
     }
 }
 
-/* Same Msg, byte for byte (both start from msg_init's memset), heap parts
- * compared by content. */
+/* Same Msg, byte for byte over what a decode defines (the envelope and the
+ * kind's member, msg_defined_bytes: the fast path leaves the union's other
+ * bytes as they were), heap parts compared by content. */
 static bool same_msg(const Msg *a, const Msg *b)
 {
     Msg x = *a, y = *b;
@@ -1503,7 +1520,7 @@ static bool same_msg(const Msg *a, const Msg *b)
         if (!*px != !*py || (nx && memcmp(*px, *py, nx))) return false;
         *px = *py = NULL;
     }
-    return !memcmp(&x, &y, sizeof x);
+    return !memcmp(&x, &y, msg_defined_bytes(x.kind));
 }
 
 /* 1 when codec_decode and ref_decode agree on p[0..n) (return code, error
@@ -1824,8 +1841,9 @@ static void test_burst(void)
     TEST_END();
 }
 
-/* codec_utf8_copy copies ASCII a byte at a time without asking utf8_seq:
- * the same bytes and length as the walk that asks for every character, for
+/* codec_utf8_copy copies ASCII eight bytes or one at a time without asking
+ * utf8_seq: the same bytes and length as the walk that asks for every
+ * character, for
  * random strings of ASCII, NULs, well- and ill-formed sequences and every
  * capacity from 0 to past the string (a cut ASCII run, a sequence cut at
  * the end of the field). */

@@ -31,7 +31,8 @@ int codec_encode(const Msg *m, CodecBuf *b, char *err, size_t errlen);
  * Returns 0 on success; 1 when the frame is well formed but of a kind this
  * build does not know (out->kind == MSG_UNKNOWN; skip it; err names the
  * kind); -1 with a reason in err for anything malformed. On -1 nothing needs
- * freeing. */
+ * freeing. Of out's union only the member of out->kind is defined (as
+ * msg_init_member leaves it; the rest may hold what *out held before). */
 int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen);
 
 /* For a frame codec_decode refused: when it is a store request (set, get or

@@ -10,6 +10,9 @@
  * turns out to be.
  * Results and error texts are those of the tree-based decoder this
  * replaced (tests/ref/codec_ref.h, compared in tests/unit/test_codec.c).
+ * codec_decode tries the fast path first (codec_fast.c: the common kinds
+ * as our encoders write them, in one pass) and runs this walk for every
+ * frame it does not take; codec_decode_checked is the walk alone.
  * Does not own encoding (codec_encode.c) or burst rules (codec_burst.c).
  * Pure functions, no globals: safe from any thread.
  */
@@ -68,6 +71,8 @@ static int name_index(const char *(*name)(int), int count, const char *s, size_t
 
 static const char *kind_name_at(int i) { return msg_kind_name((MsgKind)i); }
 static const char *phase_name_at(int i) { return phase_name((Phase)i); }
+
+Phase codec_phase_from(const char *s, size_t n) { return (Phase)name_index(phase_name_at, PHASE__COUNT, s, n); }
 
 /* ---- the fields ----------------------------------------------------------- */
 
@@ -177,7 +182,7 @@ static int decode_field(const uint8_t *p, const Val *val, Msg *m, const char *ki
     case F_PHASE: {
         if (o->type != MSGPACK_OBJECT_STR) return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
         /* A phase a newer peer added reads as PHASE_NONE, not as an error. */
-        Phase ph = (Phase)name_index(phase_name_at, PHASE__COUNT, o->via.str.ptr, o->via.str.size);
+        Phase ph = codec_phase_from(o->via.str.ptr, o->via.str.size);
         memcpy(base, &ph, sizeof ph);
         return 0;
     }
@@ -433,7 +438,7 @@ static int decode_map(const uint8_t *p, size_t len, Msg *m, bool *inited, char *
     return 0;
 }
 
-int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
+int codec_decode_checked(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
 {
     if (!frame || len == 0) {
         msg_init(out, MSG_UNKNOWN);
@@ -451,6 +456,15 @@ int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errl
         msg_init(out, MSG_UNKNOWN);
     }
     return rc;
+}
+
+/* The frames ddptop meets by the thousand a second (step, coll, beat and
+ * burst, as our encoders write them) take the fast path; it vouches only
+ * for frames the walk accepts, and leaves every other to the walk. */
+int codec_decode(const void *frame, size_t len, Msg *out, char *err, size_t errlen)
+{
+    if (frame && len && len <= PROTO_MAX_FRAME_BYTES && codec_fast_decode(frame, len, out) == 0) return 0;
+    return codec_decode_checked(frame, len, out, err, errlen);
 }
 
 /* Only the envelope and "key": a refused set still names the key it was

@@ -1,6 +1,8 @@
 /* codec_fields.c — the key names and msgpack types of every kind's fields
- * (the tables below ARE the wire format; docs/PROTOCOL.md documents them)
- * and the UTF-8 hygiene of strings in both directions. codec_encode.c and
+ * (the tables below ARE the wire format; docs/PROTOCOL.md documents them;
+ * step's, coll's, beat's and burst's are made of lists in codec_priv.h,
+ * which codec_fast.c also compiles into its decoders) and the UTF-8
+ * hygiene of strings in both directions. codec_encode.c and
  * codec_decode.c are both driven by these tables, so the two directions
  * cannot drift apart. Renaming a key or changing its type is an
  * incompatible change: bump PROTO_VERSION in protocol.h. Constant data and
@@ -9,12 +11,15 @@
 #include "wire/codec_priv.h"
 #include "base/utf8.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define FLD(key, type, member)                                                            \
     {                                                                                     \
         key, sizeof(key) - 1, type, offsetof(Msg, u.member), sizeof(((Msg *)0)->u.member) \
     }
+/* An entry of a list in codec_priv.h (CODEC_STEP_FIELDS, ...). */
+#define FLD_ITEM(key, type, member) FLD(key, type, member),
 
 // clang-format off
 static const CodecField hello_fields[] = {
@@ -43,39 +48,11 @@ static const CodecField phase_fields[] = {
     FLD("detail", F_STR, phase.detail),
 };
 
-// clang-format off
-static const CodecField step_fields[] = {
-    FLD("epoch", F_I64, step.epoch),
-    FLD("step", F_I64, step.step),
-    FLD("loss", F_F64, step.loss),
-    FLD("lr", F_F64, step.lr),
-    FLD("samples", F_I64, step.samples),
-    FLD("step_ms", F_F64, step.step_ms),
-    FLD("fwd_ms", F_F64, step.fwd_ms),
-    FLD("bwd_ms", F_F64, step.bwd_ms),
-    FLD("opt_ms", F_F64, step.opt_ms),
-    FLD("comm_ms", F_F64, step.comm_ms),
-    FLD("exposed_ms", F_F64, step.exposed_ms),
-    FLD("drops", F_U64, step.drops),
-    FLD("dev_mem", F_I64, step.dev_mem),
-    FLD("dev_mem_total", F_I64, step.dev_mem_total),
-};
-// clang-format on
+/* listed in codec_priv.h: codec_fast.c decodes it in line */
+static const CodecField step_fields[] = { CODEC_STEP_FIELDS(FLD_ITEM) };
 
-// clang-format off
-static const CodecField coll_fields[] = {
-    FLD("seq", F_I64, coll.seq),
-    FLD("op", F_STR, coll.op),
-    FLD("bucket", F_I32, coll.bucket),
-    FLD("step", F_I64, coll.step),
-    FLD("bytes", F_I64, coll.bytes),
-    FLD("enq", F_I64, coll.enq_ns),
-    FLD("start", F_I64, coll.start_ns),
-    FLD("done", F_I64, coll.done_ns),
-    FLD("algbw", F_F64, coll.algbw_gbs),
-    FLD("busbw", F_F64, coll.busbw_gbs),
-};
-// clang-format on
+/* listed in codec_priv.h: codec_fast.c decodes it in line */
+static const CodecField coll_fields[] = { CODEC_COLL_FIELDS(FLD_ITEM) };
 
 // clang-format off
 static const CodecField shard_fields[] = {
@@ -108,17 +85,8 @@ static const CodecField log_fields[] = {
     FLD("text", F_STR, log.text),
 };
 
-// clang-format off
-static const CodecField beat_fields[] = {
-    FLD("step", F_I64, beat.step),
-    FLD("phase", F_PHASE, beat.phase),
-    FLD("seq", F_I64, beat.coll_seq),
-    FLD("op", F_STR, beat.coll_op),
-    FLD("since", F_I64, beat.coll_since_ns),
-    FLD("where", F_STR, beat.where),
-    FLD("bucket", F_I64, beat.coll_bucket),
-};
-// clang-format on
+/* listed in codec_priv.h: codec_fast.c decodes it in line */
+static const CodecField beat_fields[] = { CODEC_BEAT_FIELDS(FLD_ITEM) };
 
 static const CodecField bye_fields[] = {
     FLD("status", F_I32, bye.status),
@@ -188,10 +156,8 @@ static const CodecField info_fields[] = {
 };
 // clang-format on
 
-/* A burst's messages travel as bins inside "m"; codec_burst.c's rules. */
-static const CodecField burst_fields[] = {
-    FLD("m", F_BURST, burst),
-};
+/* A burst's messages travel as bins inside "m" (listed in codec_priv.h). */
+static const CodecField burst_fields[] = { CODEC_BURST_FIELDS(FLD_ITEM) };
 
 #define TABLE(a)                  \
     {                             \
@@ -220,6 +186,17 @@ size_t codec_utf8_copy(char *out, size_t cap, const char *s, size_t n)
     size_t i = 0, o = 0;
     if (cap == 0) return 0;
     while (i < n && u[i] != 0) {
+        /* eight ASCII bytes, none a NUL, with room for them and the NUL
+         * after: copied as one word, as the byte loop below would */
+        if (n - i >= 8 && cap - o > 8) {
+            uint64_t w;
+            memcpy(&w, u + i, 8);
+            if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) == 0) {
+                memcpy(out + o, &w, 8);
+                o += 8, i += 8;
+                continue;
+            }
+        }
         /* ASCII, most of any string on the wire: a byte, no sequence to check */
         if (u[i] < 0x80) {
             if (o + 1 >= cap) break;

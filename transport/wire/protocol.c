@@ -8,8 +8,8 @@
 #include "wire/protocol.h"
 #include "base/clock.h"
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
-
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,9 +56,10 @@ static const char *const phase_names[PHASE__COUNT] = {
 };
 // clang-format on
 
-void msg_init(Msg *m, MsgKind kind)
+/* The envelope's and kind's defaults, what a missing key reads as, over a
+ * cleared Msg. */
+static void msg_defaults(Msg *m, MsgKind kind)
 {
-    memset(m, 0, sizeof *m);
     m->kind = ((int)kind > MSG_UNKNOWN && (int)kind < MSG__COUNT) ? kind : MSG_UNKNOWN;
     m->version = PROTO_VERSION;
     m->rank = -1;
@@ -66,6 +67,46 @@ void msg_init(Msg *m, MsgKind kind)
     if (m->kind == MSG_COLL) m->u.coll.bucket = -1;
     if (m->kind == MSG_BEAT) m->u.beat.coll_seq = m->u.beat.coll_bucket = -1;
     if (m->kind == MSG_NODE) m->u.node.spent = -1;
+}
+
+void msg_init(Msg *m, MsgKind kind)
+{
+    memset(m, 0, sizeof *m);
+    msg_defaults(m, kind);
+}
+
+/* Bytes of the union a kind's member takes; all of it for no kind. */
+static size_t member_bytes(MsgKind kind)
+{
+    switch (kind) {
+    case MSG_HELLO: return sizeof(MsgHello);
+    case MSG_PHASE: return sizeof(MsgPhaseInfo);
+    case MSG_STEP: return sizeof(MsgStep);
+    case MSG_COLL: return sizeof(MsgColl);
+    case MSG_SHARD: return sizeof(MsgShard);
+    case MSG_CKPT: return sizeof(MsgCkpt);
+    case MSG_LOG: return sizeof(MsgLog);
+    case MSG_BEAT: return sizeof(MsgBeat);
+    case MSG_BYE: return sizeof(MsgBye);
+    case MSG_CMD: return sizeof(MsgCmd);
+    case MSG_SET:
+    case MSG_GET:
+    case MSG_WAIT:
+    case MSG_VAL: return sizeof(MsgStore);
+    case MSG_EVAL: return sizeof(MsgEval);
+    case MSG_NODE: return sizeof(MsgNode);
+    case MSG_BURST: return sizeof(MsgBurst);
+    case MSG_INFO: return sizeof(MsgInfo);
+    default: return sizeof(((Msg *)0)->u);
+    }
+}
+
+size_t msg_defined_bytes(MsgKind kind) { return offsetof(Msg, u) + member_bytes(kind); }
+
+void msg_init_member(Msg *m, MsgKind kind)
+{
+    memset(m, 0, msg_defined_bytes(kind));
+    msg_defaults(m, kind);
 }
 
 void msg_done(Msg *m)

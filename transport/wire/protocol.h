@@ -262,6 +262,14 @@ typedef struct {
 
 /* Initialise *m as an empty message of the given kind (rank -1). */
 void msg_init(Msg *m, MsgKind kind);
+/* As msg_init, but only the envelope and the kind's member of the union
+ * (msg_defined_bytes) are cleared and given their defaults; the union's
+ * other bytes keep what they held. For decoders, which fill one message a
+ * frame: a step's 136 bytes, not the Msg's 872. */
+void msg_init_member(Msg *m, MsgKind kind);
+/* Bytes from the start of a Msg of this kind that msg_init_member defines:
+ * the envelope and the kind's member (the whole Msg for no kind). */
+size_t msg_defined_bytes(MsgKind kind);
 /* Free heap parts a decode allocated (shard indices, store values, burst items). It frees
  * idx/val whoever set them: on a message built around your own arrays, don't. */
 void msg_done(Msg *m);
