@@ -17,6 +17,8 @@
 // its own all the same.
 #include "_hook.h"
 
+#include <torch/csrc/autograd/python_variable.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -197,6 +199,9 @@ class Burst
     std::vector<std::pair<std::string, uint32_t>> ready_;
 };
 
+class Steps;
+Steps *g_eng = nullptr; // the engine the eng_* calls act on (Steps.activate)
+
 // One step's bookkeeping, as steps.py keeps it on the Python path (the
 // same fields, the same rules), and its messages.
 class Steps
@@ -207,6 +212,12 @@ class Steps
     {
         (void)rank;
     }
+    ~Steps()
+    {
+        if (g_eng == this) g_eng = nullptr;
+    }
+    Steps(const Steps &) = delete;
+    Steps &operator=(const Steps &) = delete;
 
     // A DataLoader batch of n samples: the step's first marks its forward's start.
     void batch(int64_t n)
@@ -328,6 +339,125 @@ class Steps
     std::vector<Record> recs_;
 };
 
+// ---- the calls the wrappers make every step, without pybind11's dispatch ----
+// (about a thousand instructions a call: a step makes five). They act on
+// the engine Steps.activate() named, the process's one.
+
+// A tuple or list whose first item is a tensor of at least one dimension:
+// its first size (steps.py's _batch_size, the usual case), else -1.
+int64_t usual_batch(PyObject *b)
+{
+    PyObject *first = nullptr;
+    if (PyTuple_CheckExact(b) && PyTuple_GET_SIZE(b) > 0)
+        first = PyTuple_GET_ITEM(b, 0);
+    else if (PyList_CheckExact(b) && PyList_GET_SIZE(b) > 0)
+        first = PyList_GET_ITEM(b, 0);
+    if (!first || !THPVariable_CheckExact(first)) return -1;
+    const at::Tensor &t = THPVariable_Unpack(first);
+    if (t.dim() == 0 || t.size(0) == 0) return -1;
+    return t.size(0);
+}
+
+// eng_batch(batch) -> bool: a DataLoader batch of the usual shape counted
+// (False: steps.py counts it itself, eng_batch_n).
+PyObject *py_batch(PyObject *, PyObject *b)
+{
+    int64_t n = g_eng ? usual_batch(b) : -1;
+    if (n < 0) Py_RETURN_FALSE;
+    g_eng->batch(n);
+    Py_RETURN_TRUE;
+}
+
+PyObject *py_batch_n(PyObject *, PyObject *n)
+{
+    long long v = PyLong_AsLongLong(n);
+    if (v == -1 && PyErr_Occurred()) return nullptr;
+    if (g_eng) g_eng->batch(v);
+    Py_RETURN_NONE;
+}
+
+// eng_loss(tensor) -> bool: a backward on a scalar on the CPU begins: its
+// value is the step's loss (False: not such a tensor, steps.py decides).
+PyObject *py_loss(PyObject *, PyObject *obj)
+{
+    if (!g_eng || !THPVariable_Check(obj)) Py_RETURN_FALSE;
+    try {
+        const at::Tensor &t = THPVariable_Unpack(obj);
+        if (t.numel() != 1 || !t.device().is_cpu()) Py_RETURN_FALSE;
+        g_eng->loss(t.item<double>());
+    } catch (const std::exception &e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+        return nullptr;
+    }
+    Py_RETURN_TRUE;
+}
+
+PyObject *py_bwd_done(PyObject *, PyObject *)
+{
+    if (g_eng) g_eng->bwd_done();
+    Py_RETURN_NONE;
+}
+
+// eng_before() -> None or (flags, layout, dropped): Steps.before(True).
+PyObject *py_before(PyObject *, PyObject *)
+{
+    if (!g_eng) Py_RETURN_NONE;
+    try {
+        return g_eng->before(true).release().ptr();
+    } catch (py::error_already_set &e) {
+        e.restore();
+        return nullptr;
+    } catch (const std::exception &e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+        return nullptr;
+    }
+}
+
+// eng_after(optimizer, epoch, drops) -> (step, now, ready): Steps.after with
+// the learning rate of the optimizer's first parameter group.
+PyObject *py_after(PyObject *, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "eng_after(optimizer, epoch, drops)");
+        return nullptr;
+    }
+    if (!g_eng) Py_RETURN_NONE;
+    double lr = 0.0;
+    PyObject *groups = PyObject_GetAttrString(args[0], "param_groups");
+    if (!groups) return nullptr;
+    if (PyList_Check(groups) && PyList_GET_SIZE(groups) > 0 && PyDict_Check(PyList_GET_ITEM(groups, 0))) {
+        PyObject *v = PyDict_GetItemString(PyList_GET_ITEM(groups, 0), "lr"); // borrowed
+        if (v) {
+            lr = PyFloat_AsDouble(v);
+            if (lr == -1.0 && PyErr_Occurred()) PyErr_Clear(), lr = 0.0; // a tensor lr: as 0, not an error
+        }
+    }
+    Py_DECREF(groups);
+    long long epoch = PyLong_AsLongLong(args[1]);
+    unsigned long long drops = PyLong_AsUnsignedLongLong(args[2]);
+    if (PyErr_Occurred()) return nullptr;
+    try {
+        return g_eng->after(epoch, lr, drops).release().ptr();
+    } catch (py::error_already_set &e) {
+        e.restore();
+        return nullptr;
+    } catch (const std::exception &e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+        return nullptr;
+    }
+}
+
+PyMethodDef g_fast[] = {
+    { "eng_batch", py_batch, METH_O, "a DataLoader batch of the usual shape counted: bool" },
+    { "eng_batch_n", py_batch_n, METH_O, "a batch of n samples counted" },
+    { "eng_loss", py_loss, METH_O, "a backward on a CPU scalar begins: bool" },
+    { "eng_bwd_done", py_bwd_done, METH_NOARGS, "the backward returned" },
+    { "eng_before", py_before, METH_NOARGS, "the optimizer step begins: None or (flags, layout, dropped)" },
+    { "eng_after", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_after)), METH_FASTCALL,
+      "eng_after(optimizer, epoch, drops) -> (step, now, ready)" },
+    { nullptr, nullptr, 0, nullptr },
+};
+
 } // namespace
 
 void steps_bind(py::module_ &m)
@@ -357,7 +487,11 @@ void steps_bind(py::module_ &m)
         .def("after", &Steps::after, py::arg("epoch"), py::arg("lr"), py::arg("drops"))
         .def("drain", &Steps::drain_colls)
         .def("reset_t0", &Steps::reset_t0)
+        .def(
+            "activate", [](Steps &s) { g_eng = &s; },
+            "the eng_* calls act on this engine from now on (keep it alive: r.engine)")
         .def_property_readonly("step", &Steps::step)
         .def_property_readonly("samples", &Steps::samples)
         .def_property_readonly("batch_t", &Steps::batch_t);
+    if (PyModule_AddFunctions(m.ptr(), g_fast)) throw py::error_already_set();
 }

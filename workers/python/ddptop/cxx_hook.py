@@ -75,6 +75,11 @@ def why():
     return _WHY
 
 
+def fast():
+    """The extension's eng_* calls (steps.py binds them once), or None."""
+    return _MOD
+
+
 def attach(up):
     """The rank's telemetry burst in C++, where the extension loaded."""
     if _MOD is not None:
@@ -120,6 +125,7 @@ def activate(r):
     engine keeps the books from the next step on."""
     r.engine_next = False
     r.engine = _MOD.Steps(r.up.cburst, r.rank, r.world, r.step, r.samples, r.step_t0)
+    r.engine.activate()         # the module's eng_* calls (steps.py) act on it
     r.collect = collect_engine
     # the rank's log only (not an event): which path kept the books is a debugging question
     sys.stderr.write(f"ddptop-py rank {r.rank}: steps kept in C++ from step {r.step + 1}\n")

@@ -21,12 +21,16 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import cxx_hook, lifecycle, wire
+from . import cxx_hook, lifecycle, state, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
 
-_depth = threading.local()
+class _Depth(threading.local):
+    n = 0       # inside a wrapped step (a subclass's super().step() counts once), per thread
+
+
+_depth = _Depth()
 
 
 def _batch_size(b):
@@ -124,11 +128,16 @@ def _first_step_of(r, opt):
         r.set_phase("train")
 
 
-def _engine_step(r, E, fn, opt, args, kwargs):
-    """The step where the C++ engine keeps the books (cxx_hook.register):
+# The C++ engine's per-step calls (_steps.cpp's eng_*), bound at install
+# where the extension loaded; they act on r.engine once cxx_hook.activate ran.
+_eng_batch = _eng_batch_n = _eng_loss = _eng_bwd_done = _eng_before = _eng_after = None
+
+
+def _engine_step(r, fn, opt, args, kwargs):
+    """The step where the C++ engine keeps the books (cxx_hook.activate):
     the buckets' coll messages and the step message are encoded in C++
     straight into the burst; here only what Python must decide."""
-    got = E.before(True)      # the buckets so far, and the flags the first one carried back
+    got = _eng_before()       # the buckets so far, and the flags the first one carried back
     if got is not None:
         cxx_hook.extras(r, got)
     STEER.before_step()
@@ -139,13 +148,13 @@ def _engine_step(r, E, fn, opt, args, kwargs):
         _depth.n = 0
     if opt.__dict__.get("_ddptop_run") is not r:
         _first_step_of(r, opt)
-    had_batch = bool(E.batch_t) if PLAN.faults else True
-    groups = opt.param_groups
-    r.step, now, ready = E.after(r.epoch, float(groups[0].get("lr", 0.0)) if groups else 0.0, r.up.drops)
+    faulty = PLAN.faults
+    had_batch = bool(r.engine.batch_t) if faulty else True
+    r.step, now, ready = _eng_after(opt, r.epoch, r.up.drops)
     if ready:
         r.up.pump()
     STEER.after_step(now)
-    if PLAN.faults:
+    if faulty:
         _faults_after_step(r, had_batch)
     return out
 
@@ -153,11 +162,11 @@ def _engine_step(r, E, fn, opt, args, kwargs):
 def _wrap_step(fn):
     @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
     def step(self, *args, **kwargs):
-        r = run()
-        if r is None or getattr(_depth, "n", 0):
+        r = state._RUN
+        if r is None or _depth.n:
             return fn(self, *args, **kwargs)
         if r.engine is not None:
-            return _engine_step(r, r.engine, fn, self, args, kwargs)
+            return _engine_step(r, fn, self, args, kwargs)
         if r.collect is not None:     # the C++ hook's buckets: the step's times and the carried flags
             r.collect(r, flags=True)
         STEER.before_step()
@@ -197,20 +206,27 @@ def install():
         if not getattr(cls.step, "__ddptop_wrapped__", False):
             cls.step = _wrap_step(cls.step)
 
+    global _eng_batch, _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
+    m = cxx_hook.fast()
+    if m is not None:
+        _eng_batch, _eng_batch_n, _eng_loss = m.eng_batch, m.eng_batch_n, m.eng_loss
+        _eng_bwd_done, _eng_before, _eng_after = m.eng_bwd_done, m.eng_before, m.eng_after
     orig_backward = torch.Tensor.backward
 
     @functools.wraps(orig_backward)
     def backward(self, gradient=None, *args, **kwargs):
-        r = run()
-        if r is None or self.numel() != 1 or gradient is not None:
+        r = state._RUN
+        if r is None or gradient is not None:
             return orig_backward(self, gradient, *args, **kwargs)
-        E = r.engine
-        if E is not None and not self.is_cuda:
-            E.loss(float(self))
+        # the engine: a CPU scalar's value and times kept in C++ (False: not
+        # a CPU scalar, and the Python path below decides)
+        if r.engine is not None and _eng_loss(self):
             try:
                 return orig_backward(self, gradient, *args, **kwargs)
             finally:
-                E.bwd_done()
+                _eng_bwd_done()
+        if self.numel() != 1:
+            return orig_backward(self, gradient, *args, **kwargs)
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
@@ -225,7 +241,7 @@ def install():
 
     @functools.wraps(orig_next)
     def next_batch(self):
-        r = run()
+        r = state._RUN
         if r is not None and PLAN.faults:
             if PLAN.dry:        # unsafe-stop: this rank's loops end here
                 raise StopIteration
@@ -236,7 +252,8 @@ def install():
             if not r.data_told:
                 _tell_data(r, self)
             if r.engine is not None:
-                r.engine.batch(_batch_size(b))
+                if not _eng_batch(b):       # not (tensor, ...): counted here
+                    _eng_batch_n(_batch_size(b))
             else:
                 r.batch_samples += _batch_size(b)
                 if not r.batch_t:      # the step's first batch: its forward starts now
