@@ -24,8 +24,14 @@ ranks' timing, not any work; docs/BENCHMARKS.md),
 and the targets:
 at most 2% slower, at most 0.3 s more to the first step; beside the
 medians, the mean of the per-rep slowdowns (each rep runs both modes back
-to back) with its 95% confidence interval. --breakdown
-also times the adapter's hooks per step in-process (one rank, no ddptop).
+to back) with its 95% confidence interval. --instructions also counts, with
+valgrind's callgrind, the script's thread's instructions a step (world 1,
+STEPS_A and STEPS_B steps, the difference over the steps between, so start-up
+cancels): the script bare against the script under ddptop with the adapter.
+Instruction counts do not move with the machine's load, as steps/s do on a
+shared VM (+-20% between runs); they take ~20 minutes.
+--no-inject adds `ddptop run --no-inject` (ddptop's launcher and frontend,
+the script bare) as a mode: what ddptop costs a script without the adapter.
 --baseline DIR adds a third mode, ddptop with the adapter in DIR (a
 workers/python folder of another commit: `git archive REV workers/python |
 tar -x -C /tmp/base`, then --baseline /tmp/base/workers/python), so a
@@ -106,17 +112,22 @@ def run_torchrun(py, world, args, tmp, timeout):
     return results([open(l).read() for l in logs], world, t0, "torchrun")
 
 
-def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM, py_hook=False):
+def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM, py_hook=False, bare=False):
     logs = os.path.join(tmp, f"ddptop-logs-{n}-{len(os.listdir(tmp))}")
     env = dict(os.environ, DDPTOP_WORKER=shim, DDPTOP_PYTHON=py, DDPTOP_CKPT_DIR=os.path.join(tmp, "ck"),
                DDPTOP_PY_HOOK="python" if py_hook else "")
+    cmd = [ddptop, "run", "-n", str(world), "--headless", "--log-dir", logs, "--"] + [SCRIPT] + args
+    if bare:        # ddptop's launcher and frontend, the script without the adapter
+        cmd = [ddptop, "run", "-n", str(world), "--headless", "--no-inject", "--python", py, "--log-dir", logs,
+               SCRIPT] + args
     t0 = time.time()
-    p = subprocess.run([ddptop, "run", "-n", str(world), "--headless", "--log-dir", logs, "--"] + [SCRIPT] + args,
-                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"ddptop exited {p.returncode}:\n{p.stdout[-3000:]}")
     texts = [open(os.path.join(logs, f)).read() for f in sorted(os.listdir(logs)) if f.startswith("rank-")]
     res = results(texts, world, t0, "ddptop")
+    if bare:
+        return res
     hooks = {m[1] for t in texts for m in HOOK.finditer(t)}
     if len(hooks) != 1:
         raise RuntimeError(f"ddptop: the ranks' logs name the comm hooks {sorted(hooks)}, not one")
@@ -124,40 +135,47 @@ def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM, py_hook=Fals
     return res
 
 
-def breakdown(py, steps, args):
-    """The adapter's hooks timed in one process: the same steps with the
-    hooks installed and without, world 1 (no all-reduce to hide them)."""
-    code = r'''
-import os, sys, time, runpy
-sys.path.insert(0, os.path.join(sys.argv[1], "workers", "python"))
-os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                  MASTER_PORT=sys.argv[2], OMP_NUM_THREADS="1")
-hooked = sys.argv[3] == "1"
-if hooked:
-    from ddptop import state, collectives, ddp_hook, sampler, steps, ckpt, lifecycle
-    from ddptop import wire
-    class Quiet:      # encodes what it is given, as the real uplink does, and sends nothing
-        drops = 0
-        def send(self, kind, fields, t_ns=0): wire.encode(kind, 0, fields, t_ns)
-        def send_important(self, kind, fields): wire.encode(kind, 0, fields)
-        def commands(self): return []
-        def flush(self): pass
-    state.set_run(state.Run(Quiet(), 0, 1, 0, 1, 0))
-    for m in (collectives, ddp_hook, sampler, steps, ckpt, lifecycle):
-        m.install()
-sys.argv = [sys.argv[4]] + sys.argv[5:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-'''
+def instructions(ddptop, py, args, steps_a=100, steps_b=400):
+    """callgrind: the script's thread's instructions per step, bare and
+    under ddptop with the adapter (world 1): {"bare": Ir, "ddptop": Ir}."""
+    if not shutil.which("valgrind"):
+        raise RuntimeError("--instructions needs valgrind")
+    tmp = tempfile.mkdtemp(prefix="ddptop-bench-ir-")
+    wrap = os.path.join(tmp, "vg-python")
+    with open(wrap, "w") as f:     # ddptop's options check runs the interpreter without RANK: not under valgrind
+        f.write("#!/bin/sh\n[ -n \"$RANK\" ] && exec valgrind --tool=callgrind --separate-threads=yes "
+                f"--callgrind-out-file=\"$CG_OUT.%p\" {py} \"$@\"\nexec {py} \"$@\"\n")
+    os.chmod(wrap, 0o755)
     out = {}
-    for hooked in ("0", "1", "0", "1", "0", "1"):
-        p = subprocess.run([py, "-c", code, ROOT, str(free_port()), hooked, SCRIPT] + args,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        m = LINE.search(p.stdout)
-        if not m:
-            raise RuntimeError(f"breakdown: {p.stdout[-2000:]}")
-        out.setdefault(hooked, []).append(float(m[5]))
-    a, b = median(out["0"]), median(out["1"])
-    return dict(bare_cpu_ms=a, hooked_cpu_ms=b, hook_us_per_step=1e3 * (b - a))
+    try:
+        for mode in ("bare", "ddptop"):
+            ir = {}
+            for n in (steps_a, steps_b):
+                cg = os.path.join(tmp, f"cg-{mode}-{n}")
+                env = dict(os.environ, CG_OUT=cg)
+                run_args = args + ["--steps", str(n), "--out", os.path.join(tmp, "m.pt")]
+                if mode == "bare":
+                    env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
+                               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
+                    p = subprocess.run([wrap, SCRIPT] + run_args, env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, timeout=3600)
+                else:
+                    env.update(DDPTOP_WORKER=SHIM, DDPTOP_PYTHON=py)
+                    p = subprocess.run([ddptop, "run", "-n", "1", "--headless", "--timeout", "3000", "--python", wrap,
+                                        "--log-dir", os.path.join(tmp, f"logs-{n}"), SCRIPT] + run_args, env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+                if p.returncode != 0:
+                    raise RuntimeError(f"--instructions, {mode} {n} steps: exit {p.returncode}\n{p.stdout[-2000:]}")
+                main = [f for f in os.listdir(tmp) if f.startswith(f"cg-{mode}-{n}.") and f.endswith("-01")]
+                if len(main) != 1:
+                    raise RuntimeError(f"--instructions, {mode} {n} steps: no main thread's profile ({main})")
+                with open(os.path.join(tmp, main[0])) as f:
+                    tot = next(int(ln.split()[1]) for ln in f if ln.startswith(("summary:", "totals:")))
+                ir[n] = tot
+            out[mode] = (ir[steps_b] - ir[steps_a]) / (steps_b - steps_a)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 def main():
@@ -168,7 +186,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--limit", type=int, default=8192)
-    ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also the script's thread's instructions a step, bare and with the adapter (callgrind)")
+    ap.add_argument("--no-inject", action="store_true", help="also `ddptop run --no-inject` as a mode")
     ap.add_argument("--baseline", default="", help="a workers/python folder: ddptop with that adapter as a third mode")
     ap.add_argument("--py-hook", action="store_true", help="ddptop with the Python comm hook forced as a mode")
     ap.add_argument("--json", default="", help="also write the raw figures here")
@@ -193,6 +213,8 @@ def main():
         runs = {"torchrun": [], "baseline": [], "ddptop": []}
     if a.py_hook:
         runs = dict(list(runs.items())[:-1] + [("pyhook", []), ("ddptop", [])])
+    if a.no_inject:
+        runs = dict(list(runs.items())[:-1] + [("noinject", []), ("ddptop", [])])
     try:
         for rep in range(a.reps):
             order = list(runs) if rep % 2 == 0 else list(reversed(runs))
@@ -202,12 +224,13 @@ def main():
                     res = run_torchrun(a.py, a.world, args + ["--out", out], tmp, 600)
                 else:
                     res = run_ddptop(a.ddptop, a.py, a.world, args + ["--out", out], tmp, 600, rep,
-                                     base_shim if mode == "baseline" else SHIM, py_hook=mode == "pyhook")
+                                     base_shim if mode == "baseline" else SHIM, py_hook=mode == "pyhook",
+                                     bare=mode == "noinject")
                 runs[mode].append(res)
                 hook = f"  ({res['hook']} hook)" if "hook" in res else ""
                 print(f"  rep {rep + 1} {mode:9s} first step {res['first_s']:6.3f} s  {res['steps_per_s']:7.1f} steps/s"
                       f"  cpu {res['cpu_ms']:.3f} ms/step{hook}", flush=True)
-        bd = breakdown(a.py, a.steps, args + ["--out", os.path.join(tmp, "bd.pt")]) if a.breakdown else None
+        bd = instructions(a.ddptop, a.py, args) if a.instructions else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {m: {k: median([r[k] for r in v]) for k in v[0] if k != "hook"} for m, v in runs.items()}
@@ -220,8 +243,9 @@ def main():
     print(f"job: examples/ddp_basics.py --data {data} --limit {a.limit} --steps {a.steps} --batch-size 64, "
           f"{a.world} ranks, Gloo, CPU; medians of {a.reps}, alternating")
     print()
-    extra = [m for m in ("baseline", "pyhook") if m in med]
-    names = {"baseline": "ddptop + baseline adapter", "pyhook": "ddptop + Python hook"}
+    extra = [m for m in ("baseline", "pyhook", "noinject") if m in med]
+    names = {"baseline": "ddptop + baseline adapter", "pyhook": "ddptop + Python hook",
+             "noinject": "ddptop --no-inject"}
     bh = "".join(f" {names[m]} | difference |" for m in extra)
     bs = "---:|---:|" * len(extra)
     print(f"| | torchrun-style |{bh} ddptop + adapter ({runs['ddptop'][0]['hook']} hook) | difference |")
@@ -248,8 +272,9 @@ def main():
         print(f"{mode}: steps/s {min(v):.1f}..{max(v):.1f}, first step {min(f):.3f}..{max(f):.3f} s, "
               f"CPU per step {min(c):.3f}..{max(c):.3f} ms, the script's thread {min(mt):.3f}..{max(mt):.3f} ms")
     if bd:
-        print(f"hooks in one process (world 1, medians of 3): CPU {bd['bare_cpu_ms']:.3f} ms per step bare, "
-              f"{bd['hooked_cpu_ms']:.3f} hooked: {bd['hook_us_per_step']:+.0f} us per step")
+        print(f"the script's thread's instructions a step (callgrind, world 1): {bd['bare']:,.0f} bare, "
+              f"{bd['ddptop']:,.0f} under ddptop with the adapter: {bd['ddptop'] - bd['bare']:+,.0f} "
+              f"({100 * (bd['ddptop'] / bd['bare'] - 1):+.2f}%)")
     # Each rep ran both modes back to back: the pairs share the machine's
     # mood, so their ratios vary far less than either mode's steps/s.
     pairs = [1 - dd["steps_per_s"] / tt["steps_per_s"] for tt, dd in zip(runs["torchrun"], runs["ddptop"])]

@@ -310,6 +310,10 @@ class Uplink:
         """Read what waits on ctl; queue commands. Returns the "val" for
         want_key when it came, else None. Caller holds the lock."""
         while True:
+            # nothing waiting is the usual answer: asked without an exception
+            # (a raised zmq.Again, its traceback and message, cost more than the read)
+            if not self.ctl.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                return None
             try:
                 frame = self.ctl.recv(zmq.DONTWAIT)
             except zmq.Again:
