@@ -379,6 +379,16 @@ static void put_cells(ViewTui *v, int y, int x0, int x1)
     attrset(A_NORMAL);
 }
 
+/* Two cells alike: one 8-byte comparison (Cell's spare bytes are always 0). */
+_Static_assert(sizeof(Cell) == 8, "a cell compares as one 64-bit word");
+static inline bool same_cell(const Cell *a, const Cell *b)
+{
+    uint64_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    return x == y;
+}
+
 /* Row y, only where it differs from what the terminal shows (all of it
  * when full): spans of changed cells, bridging gaps of a few unchanged
  * ones, widened so a wide character is never cut in half. */
@@ -394,7 +404,7 @@ static void blit_row(ViewTui *v, int y, bool full)
     if (!memcmp(now, was, (size_t)c->w * sizeof *now)) return;
     int x = 0;
     while (x < c->w) {
-        if (now[x].ch == was[x].ch && now[x].style == was[x].style) {
+        if (same_cell(&now[x], &was[x])) {
             x++;
             continue;
         }
@@ -402,7 +412,7 @@ static void blit_row(ViewTui *v, int y, bool full)
          * the 4 cells that follow */
         int start = x, last = x;
         for (int k = x + 1; k < c->w && k - last <= 4; k++)
-            if (now[k].ch != was[k].ch || now[k].style != was[k].style) last = k;
+            if (!same_cell(&now[k], &was[k])) last = k;
         int end = last + 1;
         while (start > 0 && now[start].ch == 0) start--; /* the left half of a wide character */
         while (end < c->w && now[end].ch == 0) end++;    /* its right half */
@@ -447,8 +457,9 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
     if (full) erase();
     for (int y = 0; y < h; y++) blit_row(v, y, full);
     refresh();
-    if (canvas_reset(&v->prev, w, h) == 0)
-        memcpy(v->prev.cells, v->cv.cells, (size_t)w * (size_t)h * sizeof *v->cv.cells);
-    else
-        v->prev.w = -1; /* no copy: the next frame is a full one */
+    /* this frame is what the terminal shows now; the next one is drawn
+     * into the other canvas (blanked by canvas_reset), not copied */
+    Canvas shown = v->cv;
+    v->cv = v->prev;
+    v->prev = shown;
 }
