@@ -36,6 +36,7 @@
 
 #include "screen/canvas.h"
 #include "screen/draw.h"
+#include "screen/tty_frame.h"
 #include "view/keys.h"
 #include "base/clock.h"
 
@@ -67,6 +68,10 @@ struct ViewTui {
     Ui ui;
     Canvas cv;
     Canvas prev; /* what the terminal shows now */
+    TtyFrame out;       /* frames written by ddptop (tty_frame.h), when the terminal allows */
+    int out_fd;         /* the terminal ncurses writes to */
+    bool direct;        /* this frame's cells go to out (and to ncurses's copy, unrefreshed) */
+    bool curscr_stale;  /* frames went past ncurses's refresh: its idea of the screen is old */
     /* another mode's keys (view_tui_set_keys): its hook sees them first */
     ViewKeyHook hook;
     void *hook_ctx;
@@ -226,6 +231,10 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
     const char *nc = getenv("NO_COLOR");
     v->color = !(nc && *nc) && has_colors();
     setup_styles(v);
+    unsigned long attrs[ST__COUNT];
+    for (int i = 0; i < ST__COUNT; i++) attrs[i] = v->attr[i];
+    tty_frame_init(&v->out, attrs, v->utf8, v->color);
+    v->out_fd = fileno(outf);
     canvas_init(&v->cv, v->utf8);
     canvas_init(&v->prev, v->utf8);
     noecho();
@@ -254,6 +263,7 @@ void view_tui_close(ViewTui **pv)
     if (v->tty) fclose(v->tty);
     canvas_done(&v->cv);
     canvas_done(&v->prev);
+    tty_frame_done(&v->out);
     ui_done(&v->ui);
     free(v);
     *pv = NULL;
@@ -362,6 +372,7 @@ static void put_cells(ViewTui *v, int y, int x0, int x1)
     const Canvas *c = &v->cv;
     const Cell *row = &c->cells[(size_t)y * (size_t)c->w];
     if (y == c->h - 1 && x1 == c->w) x1--;
+    if (v->direct) tty_frame_cells(&v->out, y, x0, row + x0, x1 - x0);
     wchar_t run[1024];
     int x = x0;
     while (x < x1) {
@@ -452,11 +463,30 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
     getmaxyx(stdscr, h, w);
     if (canvas_reset(&v->cv, w, h)) return;
     draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
-    /* a new size or Ctrl-L: everything; else the rows that changed */
+    /* a new size or Ctrl-L: everything, through ncurses; else the rows
+     * that changed, written by tty_frame when it can */
     bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
-    if (full) erase();
+    v->direct = !full && v->out.ok;
+    if (full) {
+        /* ncurses's copy of the screen is older than the terminal's: its
+         * diff would skip cells it thinks are right. Repaint it all. */
+        if (v->curscr_stale) clearok(curscr, TRUE);
+        erase();
+    }
+    if (v->direct) tty_frame_begin(&v->out);
     for (int y = 0; y < h; y++) blit_row(v, y, full);
-    refresh();
+    if (v->direct) {
+        /* ncurses's copy gets the cells (a repaint of its own, resuming
+         * after Ctrl-Z, shows this frame), the terminal gets our bytes */
+        wnoutrefresh(stdscr);
+        int cy, cx;
+        getyx(curscr, cy, cx);
+        tty_frame_end(&v->out, v->out_fd, cy, cx);
+        v->curscr_stale = true;
+    } else {
+        refresh();
+        v->curscr_stale = false;
+    }
     /* this frame is what the terminal shows now; the next one is drawn
      * into the other canvas (blanked by canvas_reset), not copied */
     Canvas shown = v->cv;
