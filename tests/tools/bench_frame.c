@@ -2,14 +2,16 @@
  * fed the messages tool_load.c's simulated ranks send (a hello each, phase
  * train, per step a coll per bucket and a step, a beat a second, on the
  * worker's 50 ms flushes), drawn through the real view (view_tui_draw_at)
- * on a pseudo-terminal of COLSxROWS with TERM=xterm-256color in C.UTF-8, a
+ * on a pseudo-terminal of COLSxROWS with TERM=xterm-256color in C.UTF-8
+ * (--term, --locale; --mono 1: NO_COLOR), a
  * frame every 100 ms of the job's time (ddptop's pace), every rank a few
  * steps further each frame. `make bench-frame` runs it at 64, 256 and 1024
  * ranks, natively and under callgrind (tests/bench_frame.sh;
  * docs/BENCHMARKS.md).
  *
  *   bench_frame [--ranks N] [--frames K] [--warmup-s S] [--cols C] [--rows R]
- *               [--rate STEPS_PER_S] [--buckets B] [--tty-out FILE]
+ *               [--rate STEPS_PER_S] [--buckets B] [--tty-out FILE] [--marks 0|1]
+ *               [--term TERM] [--locale LOCALE] [--mono 0|1]
  *
  * Every clock is the job's own (no clock is read but the CPU time), so two
  * runs, or two builds, draw the same frames: callgrind's counts repeat, and
@@ -19,7 +21,10 @@
  * --toggle-collect); the warm-up and the first (full) frame do not.
  * Prints one line: frames, CPU per frame (process CPU time, noisy), the
  * terminal's bytes and their FNV-1a hash (--tty-out: the bytes themselves,
- * e.g. for `cat` in a terminal of that size). Bad options: one line, exit 2.
+ * e.g. for `cat` in a terminal of that size; --marks 1 ends each measured
+ * frame's bytes with an OSC that sets the window title, so a copy can be
+ * cut into frames: tests/bench_frame_screens.py compares two builds' copies
+ * screen by screen). Bad options: one line, exit 2.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -52,7 +57,12 @@ static struct {
     int world, frames, cols, rows, buckets;
     double warmup_s, rate;
     const char *tty_out; /* a copy of the terminal's bytes */
-} B = { .world = 64, .frames = 50, .cols = 200, .rows = 60, .buckets = 1, .warmup_s = 3, .rate = 100 };
+    bool marks;          /* a title-setting OSC after each frame: where to cut the copy */
+    const char *term, *locale;
+    bool mono;
+} B = { .world = 64, .frames = 50, .cols = 200, .rows = 60, .buckets = 1, .warmup_s = 3, .rate = 100,
+        .term = "xterm-256color", .locale = "C.UTF-8" };
+
 
 static struct {
     Job *j;
@@ -66,7 +76,8 @@ static int usage(const char *what)
 {
     fprintf(stderr,
             "bench_frame: %s (usage: bench_frame [--ranks N] [--frames K] [--warmup-s S] [--cols C] [--rows R] "
-            "[--rate STEPS_PER_S] [--buckets B] [--tty-out FILE])\n",
+            "[--rate STEPS_PER_S] [--buckets B] [--tty-out FILE] [--marks 0|1] [--term TERM] [--locale LOCALE] "
+            "[--mono 0|1])\n",
             what);
     return 2;
 }
@@ -254,17 +265,28 @@ int main(int argc, char **argv)
             B.buckets = (int)v;
         else if (!strcmp(a, "--tty-out"))
             B.tty_out = val;
+        else if (!strcmp(a, "--marks") && num(val, 0, 1, &v))
+            B.marks = v > 0;
+        else if (!strcmp(a, "--term"))
+            B.term = val;
+        else if (!strcmp(a, "--locale"))
+            B.locale = val;
+        else if (!strcmp(a, "--mono") && num(val, 0, 1, &v))
+            B.mono = v > 0;
         else
             return usage("bad option or value");
     }
     /* the terminal of make bench-tui's tmux pane */
-    setenv("TERM", "xterm-256color", 1);
+    setenv("TERM", B.term, 1);
     unsetenv("LINES");
     unsetenv("COLUMNS");
-    unsetenv("NO_COLOR");
+    if (B.mono)
+        setenv("NO_COLOR", "1", 1);
+    else
+        unsetenv("NO_COLOR");
     setenv("TZ", "UTC", 1);
     tzset();
-    if (!setlocale(LC_ALL, "C.UTF-8")) return usage("no C.UTF-8 locale");
+    if (!setlocale(LC_ALL, B.locale)) return usage("no such locale");
     setlocale(LC_NUMERIC, "C");
 
     int master = posix_openpt(O_RDWR | O_NOCTTY);
@@ -303,11 +325,17 @@ int main(int argc, char **argv)
         double c0 = cpu_s();
         bench_frame_draw(view, S.j, now, T0_WALL + (now - T0_MONO));
         cpu += cpu_s() - c0;
+        /* invisible on screen: a terminal only retitles the window */
+        if (B.marks && write(STDOUT_FILENO, "\033]2;bench-frame\007", 16) != 16) return 1;
     }
     view_tui_close(&view);
     fflush(stdout);
     close(STDIN_FILENO);
     close(STDOUT_FILENO);
+    /* anything else still open on the pty (TERM=linux: ncurses's GPM mouse
+     * keeps one) would keep the reader waiting for its end */
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != pipe_rd && isatty(fd)) close(fd);
     char got[64] = "";
     ssize_t k = read(pipe_rd, got, sizeof got - 1);
     got[k > 0 ? k : 0] = '\0';
