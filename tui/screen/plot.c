@@ -50,9 +50,10 @@ int plot_begin(Plot *p, Canvas *cv, int x, int y, int w, int h, bool braille)
     return 0;
 }
 
-static void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
+/* Inlined: a frame's chart sets ~2,000 dots, a call each was a fifth of it. */
+static inline __attribute__((always_inline)) void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
 {
-    if (!p->dots || px < 0 || py < 0 || px >= p->px_w || py >= p->px_h) return;
+    if (px < 0 || py < 0 || px >= p->px_w || py >= p->px_h) return;
     int cx = p->braille ? px / 2 : px, cy = p->braille ? py / 4 : py;
     size_t i = (size_t)cy * (size_t)p->w + (size_t)cx;
     if (p->braille)
@@ -68,7 +69,7 @@ static void dot(Plot *p, int px, int py, int style, int layer, uint32_t glyph)
 
 void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph)
 {
-    if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
+    if (!p->dots || !isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
     int ax = px_round(x0), ay = px_round(y0), bx = px_round(x1), by = px_round(y1);
     /* clip far-off coordinates before stepping through them */
     if ((ax < 0 && bx < 0) || (ax >= p->px_w && bx >= p->px_w)) return;
@@ -92,7 +93,7 @@ void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, i
 
 void plot_vspan(Plot *p, int x, double y0, double y1, int style, int layer, uint32_t glyph)
 {
-    if (!isfinite(y0) || !isfinite(y1)) return;
+    if (!p->dots || !isfinite(y0) || !isfinite(y1)) return;
     int a = px_round(fmin(y0, y1)), b = px_round(fmax(y0, y1));
     if (a < 0) a = 0;
     if (b >= p->px_h) b = p->px_h - 1;

@@ -400,6 +400,16 @@ static inline bool same_cell(const Cell *a, const Cell *b)
     return x == y;
 }
 
+/* Four cells alike (the unchanged stretches of a changed row, skipped
+ * four at a time). */
+static inline bool same_four(const Cell *a, const Cell *b)
+{
+    uint64_t x[4], y[4];
+    memcpy(x, a, sizeof x);
+    memcpy(y, b, sizeof y);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
 /* Row y, only where it differs from what the terminal shows (all of it
  * when full): spans of changed cells, bridging gaps of a few unchanged
  * ones, widened so a wide character is never cut in half. */
@@ -415,6 +425,10 @@ static void blit_row(ViewTui *v, int y, bool full)
     if (!memcmp(now, was, (size_t)c->w * sizeof *now)) return;
     int x = 0;
     while (x < c->w) {
+        if (x + 4 <= c->w && same_four(&now[x], &was[x])) {
+            x += 4;
+            continue;
+        }
         if (same_cell(&now[x], &was[x])) {
             x++;
             continue;
