@@ -7,7 +7,9 @@
 # and the screen still, it is captured with attributes and colours, Ctrl-L
 # repaints every cell through ncurses, and the two captures are the same
 # (the title's elapsed clock aside). A stale cell, a cell put at the wrong
-# place or in the wrong style would show as a difference.
+# place or in the wrong style would show as a difference. Then Ctrl-Z and
+# fg (SIGTSTP, SIGCONT): ncurses leaves the screen and repaints it from its
+# own copy, which the direct frames kept current; the same comparison.
 . tests/lib.sh
 . tests/lib_tui.sh
 cat >"$TMP/d.feed" <<'FEED'
@@ -37,6 +39,25 @@ after=$(body)
 if [ "$before" != "$after" ]; then
     diff <(echo "$before") <(echo "$after") | head -20
     dies "the screen written frame by frame differs from its full repaint"
+fi
+pane=$(tmux display -p -t "$TS" '#{pane_pid}')
+pid=$(pgrep -P "$pane" -x ddptop) || dies "no ddptop process"
+# ncurses catches SIGTSTP (leaves the screen, stops, repaints on SIGCONT);
+# in the pane's orphaned process group the stop itself is discarded, the
+# leaving and the repaint are not
+caught=$(awk '/^SigCgt/ {print $2}' "/proc/$pid/status")
+(( (16#$caught >> 19) & 1 )) || dies "ncurses does not catch SIGTSTP here (SigCgt $caught)"
+kill -TSTP "$pid"
+sleep 0.5
+kill -CONT "$pid"
+sleep 1.5
+resumed=$(body)
+keys C-l
+sleep 1.5
+after=$(body)
+if [ "$resumed" != "$after" ]; then
+    diff <(echo "$resumed") <(echo "$after") | head -20
+    dies "the screen repainted after SIGCONT differs from a full repaint"
 fi
 keys q
 left_with 0
