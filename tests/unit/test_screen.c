@@ -20,6 +20,7 @@
 #include "check.h"
 #include "screen/draw.h"
 #include "screen/numfmt.h"
+#include "screen/plot.h"
 
 #define MS   1000000LL
 #define SEC  1000000000LL
@@ -744,6 +745,56 @@ static void test_spark_put(void)
     TEST_END();
 }
 
+/* A path (plot_path) sets the dots, styles and glyphs that plot_line from
+ * each point to the next sets (a dot for a first point), for points on and
+ * off the plot, repeated, not finite, in braille and in glyph mode. */
+static void test_plot_path(void)
+{
+    TEST_BEGIN("plot_path_dots_are_plot_lines");
+    uint64_t seed = 99991;
+    int bad = 0;
+    for (int n = 0; n < 3000; n++) {
+        bool braille = n % 2;
+        Canvas ca, cb;
+        canvas_init(&ca, true);
+        canvas_init(&cb, true);
+        canvas_reset(&ca, 20, 6);
+        canvas_reset(&cb, 20, 6);
+        Plot pa, pb;
+        plot_begin(&pa, &ca, 1, 1, 18, 5, braille);
+        plot_begin(&pb, &cb, 1, 1, 18, 5, braille);
+        int k = (int)(rng_next(&seed) % 30);
+        double x[30], y[30];
+        for (int i = 0; i < k; i++) {
+            uint64_t r = rng_next(&seed);
+            x[i] = r % 13 == 0 ? NAN : (double)(r % 500) / 10.0 - 5.0;
+            y[i] = r % 17 == 0 ? INFINITY : (double)((r >> 20) % 300) / 10.0 - 4.0;
+            if (i > 0 && r % 5 == 0) x[i] = x[i - 1], y[i] = y[i - 1] + 0.1; /* the same dot again */
+        }
+        /* another layer underneath, so a style and glyph taken over shows */
+        plot_line(&pa, 0, 0, 40, 20, ST_BAND, PLOT_BAND, ':');
+        plot_line(&pb, 0, 0, 40, 20, ST_BAND, PLOT_BAND, ':');
+        plot_path(&pa, x, y, k, ST_MEAN, PLOT_MEAN, '*');
+        /* the reference: plot_series as it was, a line from the last point */
+        double px = NAN, py = NAN;
+        for (int i = 0; i < k; i++) {
+            if (isfinite(px))
+                plot_line(&pb, px, py, x[i], y[i], ST_MEAN, PLOT_MEAN, '*');
+            else
+                plot_line(&pb, x[i], y[i], x[i], y[i], ST_MEAN, PLOT_MEAN, '*');
+            px = isfinite(y[i]) ? x[i] : NAN;
+            py = y[i];
+        }
+        plot_end(&pa);
+        plot_end(&pb);
+        if (!same_cells(&ca, &cb, 20 * 6)) bad++;
+        canvas_done(&ca);
+        canvas_done(&cb);
+    }
+    CHECK(bad == 0, "%d of 3000 paths differ from their lines", bad);
+    TEST_END();
+}
+
 /* The events panel keeps the text of the seconds it formatted: events of
  * different seconds that share a memo slot (16 s apart) and of the same
  * second each show their own time, frame after frame. */
@@ -938,6 +989,7 @@ int main(void)
     test_numfmt();
     test_spark_put();
     test_event_times();
+    test_plot_path();
     test_panels_120x40();
     test_loss_now();
     test_one_rank_bandwidth();

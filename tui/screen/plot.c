@@ -67,10 +67,9 @@ static inline __attribute__((always_inline)) void dot(Plot *p, int px, int py, i
     }
 }
 
-void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph)
+/* The dots from (ax, ay) to (bx, by), rounded already. */
+static void segment(Plot *p, int ax, int ay, int bx, int by, int style, int layer, uint32_t glyph)
 {
-    if (!p->dots || !isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
-    int ax = px_round(x0), ay = px_round(y0), bx = px_round(x1), by = px_round(y1);
     /* clip far-off coordinates before stepping through them */
     if ((ax < 0 && bx < 0) || (ax >= p->px_w && bx >= p->px_w)) return;
     int dx = abs(bx - ax), dy = -abs(by - ay);
@@ -88,6 +87,35 @@ void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, i
             err += dx;
             ay += sy;
         }
+    }
+}
+
+void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph)
+{
+    if (!p->dots || !isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
+    segment(p, px_round(x0), px_round(y0), px_round(x1), px_round(y1), style, layer, glyph);
+}
+
+void plot_path(Plot *p, const double *x, const double *y, int n, int style, int layer, uint32_t glyph)
+{
+    if (!p->dots) return;
+    int ax = 0, ay = 0;
+    bool joined = false;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(y[i])) {
+            joined = false; /* plot_line draws nothing to or from it */
+            continue;
+        }
+        int bx = px_round(x[i]), by = px_round(y[i]);
+        /* a segment that stays on the last dot: that dot is set already,
+         * in this style and layer (or was off the plot) */
+        if (!joined)
+            segment(p, bx, by, bx, by, style, layer, glyph);
+        else if (bx != ax || by != ay)
+            segment(p, ax, ay, bx, by, style, layer, glyph);
+        ax = bx;
+        ay = by;
+        joined = true;
     }
 }
 
