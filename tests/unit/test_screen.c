@@ -339,6 +339,17 @@ static void test_many_ranks(void)
     CHECK(u.sort == JOB_SORT_HEALTH && u.order[0] == 200 && u.order[1] == 3 && u.sel == 200 && u.ranks_top == 0,
           "health order: %d %d sel %d", u.order[0], u.order[1], u.sel);
     CHECK(strstr(s, "sorted by health"), "rule does not say the order");
+    /* the rows' notes take the summary's statistics (job_outliers_stats):
+     * the same outliers as job_outliers computing its own */
+    JobOutlier o1[256], o2[256];
+    JobStat st[JOB_METRIC__COUNT];
+    job_rank_stats(j, t, st);
+    int n1 = job_outliers(j, t, WALL, o1, 256), n2 = job_outliers_stats(j, st, t, WALL, o2, 256);
+    bool same = n1 == n2 && n1 == 2;
+    for (int i = 0; same && i < n1; i++)
+        same = o1[i].rank == o2[i].rank && o1[i].kind == o2[i].kind && !strcmp(o1[i].text, o2[i].text) &&
+               !strcmp(o1[i].brief, o2[i].brief);
+    CHECK(same, "outliers from the stats differ");
     canvas_done(&cv);
     ui_done(&u);
     job_free(&j);
