@@ -7,10 +7,12 @@
  * thread only; never called from a signal handler (resize arrives as
  * KEY_RESIZE through view_tui_poll_key).
  *
- * A frame is: canvas (every cell decided in memory) -> the rows that differ
- * from the last frame, in runs of one style, one call each -> one refresh;
- * curses sends only the difference, so there is no flicker, and an
- * unchanged row costs a comparison, not a trip through curses.
+ * A frame is: canvas (every cell decided in memory) -> the spans of cells
+ * that differ from the last frame -> one write of them to the terminal
+ * (tty_frame.h), the same cells handed to curses's copy of the screen
+ * (wnoutrefresh, no doupdate: its own repaints stay right); an unchanged
+ * row costs a comparison. The first frame, a new size and Ctrl-L go through
+ * curses's refresh, as do all frames on a terminal tty_frame cannot drive.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
