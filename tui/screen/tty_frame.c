@@ -23,11 +23,13 @@
 #include <term.h>
 #include <unistd.h>
 
-/* A capability's string, NULL when the terminal has none. */
+/* A capability's string, NULL when the terminal has none, or when it asks
+ * for padding ("$<5>": delays tputs would make, printed as they stand here):
+ * such a terminal keeps ncurses writing its frames. */
 static const char *cap(const char *name)
 {
     const char *s = tigetstr(name);
-    return s && s != (const char *)-1 && *s ? s : NULL;
+    return s && s != (const char *)-1 && *s && !strstr(s, "$<") ? s : NULL;
 }
 
 static int grow(TtyFrame *t, size_t more)
@@ -36,7 +38,10 @@ static int grow(TtyFrame *t, size_t more)
     size_t cap = t->cap ? t->cap : 4096;
     while (cap < t->len + more) cap *= 2;
     char *nb = realloc(t->buf, cap);
-    if (!nb) return -1;
+    if (!nb) {
+        t->failed = true; /* a frame short: tty_frame_end says so */
+        return -1;
+    }
     t->buf = nb;
     t->cap = cap;
     return 0;
@@ -44,12 +49,12 @@ static int grow(TtyFrame *t, size_t more)
 
 static void put(TtyFrame *t, const char *s, size_t n)
 {
-    if (grow(t, n)) return; /* out of memory: a frame short, the next full one repairs it */
+    if (grow(t, n)) return;
     memcpy(t->buf + t->len, s, n);
     t->len += n;
 }
 
-static void puts_(TtyFrame *t, const char *s) { put(t, s, strlen(s)); }
+static void put_str(TtyFrame *t, const char *s) { put(t, s, strlen(s)); }
 
 /* ncv (no_color_video): the attributes a colour turns off, as ncurses
  * drops them, in terminfo's bit order */
@@ -71,26 +76,26 @@ static bool build_style(TtyFrame *t, int s, unsigned long a, const char *sgr0, c
         for (int b = 0; ncv > 0 && b < (int)(sizeof ncv_attr / sizeof ncv_attr[0]); b++)
             if (ncv & (1 << b)) a &= ~ncv_attr[b];
     }
-    puts_(t, sgr0);
-    if (op) puts_(t, op);
+    put_str(t, sgr0);
+    if (op) put_str(t, op);
     unsigned long known = A_COLOR;
     for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
         known |= on[i].attr;
         if (!(a & on[i].attr)) continue;
         const char *c = cap(on[i].name);
         if (!c) return false;
-        puts_(t, c);
+        put_str(t, c);
     }
     if (a & ~known & A_ATTRIBUTES) return false; /* an attribute the view never uses */
     if (pair != 0) {
         short fg, bg;
         const char *af = cap("setaf"), *ab = cap("setab");
         if (pair_content((short)pair, &fg, &bg) != OK || !af || !ab) return false;
-        if (fg >= 0) puts_(t, tiparm(af, fg));
-        if (bg >= 0) puts_(t, tiparm(ab, bg));
+        if (fg >= 0) put_str(t, tiparm(af, fg));
+        if (bg >= 0) put_str(t, tiparm(ab, bg));
     }
     size_t n = t->len - start;
-    t->style[s] = malloc(n);
+    t->style[s] = t->failed ? NULL : malloc(n);
     if (!t->style[s]) return false;
     memcpy(t->style[s], t->buf + start, n);
     t->style_len[s] = n;
@@ -127,6 +132,7 @@ void tty_frame_done(TtyFrame *t)
 void tty_frame_begin(TtyFrame *t)
 {
     t->len = 0;
+    t->failed = false;
     t->cur_style = ST_NORMAL; /* where ncurses and the last frame left the terminal */
 }
 
@@ -134,7 +140,7 @@ void tty_frame_begin(TtyFrame *t)
 static void move_to(TtyFrame *t, int y, int x)
 {
     if (!t->cup_ansi) {
-        puts_(t, tiparm(t->cup, y, x));
+        put_str(t, tiparm(t->cup, y, x));
         return;
     }
     char s[32], *p = s + sizeof s;
@@ -155,8 +161,9 @@ static void move_to(TtyFrame *t, int y, int x)
 
 void tty_frame_cells(TtyFrame *t, int y, int x, const Cell *cells, int n)
 {
-    if (n <= 0 || grow(t, 32 + (size_t)n * 4)) return;
+    if (n <= 0) return;
     move_to(t, y, x);
+    if (grow(t, (size_t)n * 4)) return; /* room for every cell's character */
     for (int i = 0; i < n; i++) {
         uint32_t ch = cells[i].ch;
         if (ch == 0) continue; /* a wide character's right half: written with its left */
@@ -188,6 +195,7 @@ void tty_frame_cells(TtyFrame *t, int y, int x, const Cell *cells, int n)
 
 int tty_frame_end(TtyFrame *t, int fd, int cur_y, int cur_x)
 {
+    if (t->failed) return -1;
     if (t->len == 0) return 0;
     /* back to what ncurses believes: normal attributes (its doupdate ends
      * there too), the cursor where it left it */

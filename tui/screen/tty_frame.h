@@ -34,6 +34,7 @@ typedef struct {
     const char *cup;             /* cursor_address */
     bool cup_ansi;               /* cup is "\E[%i%p1%d;%p2%dH": formatted here, without tparm */
     int cur_style;               /* the style the terminal is in within a frame */
+    bool failed;                 /* out of memory within this frame: some of it is missing */
     char *buf;
     size_t len, cap;
 } TtyFrame;
@@ -52,7 +53,8 @@ void tty_frame_begin(TtyFrame *t);
 void tty_frame_cells(TtyFrame *t, int y, int x, const Cell *cells, int n);
 /* Finish: normal attributes, the cursor to (cur_y, cur_x) (where ncurses
  * believes it is), and one write of the whole to fd. Returns 0, or -1 when
- * the write failed. */
+ * the terminal may not show the frame (out of memory, the write failed):
+ * the caller repaints everything next time. */
 int tty_frame_end(TtyFrame *t, int fd, int cur_y, int cur_x);
 
 #endif

@@ -497,7 +497,7 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
         wnoutrefresh(stdscr);
         int cy, cx;
         getyx(curscr, cy, cx);
-        tty_frame_end(&v->out, v->out_fd, cy, cx);
+        if (tty_frame_end(&v->out, v->out_fd, cy, cx)) v->clear_next = true; /* not all of it got there */
         v->curscr_stale = true;
     } else {
         refresh();
