@@ -15,8 +15,9 @@
 
 /* An event's time, "HH:MM:SS " (local time). localtime_r and strftime were
  * most of an event row's cost and a panel's events share a few seconds:
- * the last ones formatted are kept by their second (localtime_r reads the
- * zone once per process, so a second's text never changes). Main thread. */
+ * the last ones formatted are kept by their second, which formats the same
+ * while the time zone does (glibc's localtime_r reads TZ once; ddptop never
+ * sets it). Main thread. */
 #define WHEN_MEMO 16
 static struct {
     bool used;

@@ -9,7 +9,6 @@
 #define DDPTOP_NUMFMT_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* snprintf(buf, n, "%lld", v). Returns the length written (buf always
  * terminated when n > 0; truncated like snprintf when n is short). */
