@@ -60,9 +60,15 @@ static struct {
     bool marks;          /* a title-setting OSC after each frame: where to cut the copy */
     const char *term, *locale;
     bool mono;
-} B = { .world = 64, .frames = 50, .cols = 200, .rows = 60, .buckets = 1, .warmup_s = 3, .rate = 100,
-        .term = "xterm-256color", .locale = "C.UTF-8" };
-
+} B = { .world = 64,
+        .frames = 50,
+        .cols = 200,
+        .rows = 60,
+        .buckets = 1,
+        .warmup_s = 3,
+        .rate = 100,
+        .term = "xterm-256color",
+        .locale = "C.UTF-8" };
 
 static struct {
     Job *j;

@@ -661,9 +661,11 @@ static void test_numfmt(void)
     TEST_BEGIN("numfmt_writes_what_printf_writes");
     uint64_t seed = 88172645463325252ULL;
     int bad = 0, cases = 0;
+    // clang-format off
     static const double fixed[] = { 0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.375, 1.0005, 2.675, 1e-7, -1e-7,
                                     0.05, 0.15, 0.25, 0.35, 9.995, 99.995, 999999999.4, 1e9, 1e15, 1e300, -1e300,
                                     123456.789, 4.35, 0.045, NAN, INFINITY, -INFINITY, 5e-324, 1.7976931348623157e308 };
+    // clang-format on
     for (int n = 0; n < 400000; n++) {
         double x;
         int kind = n % 4;

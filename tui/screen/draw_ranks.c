@@ -469,8 +469,8 @@ static void draw_list(DrawCtx *d, const Cols *c, int x, int title_y, int row, in
     JobOutlier *outs = malloc((size_t)j->world * sizeof *outs);
     int *out_of = malloc((size_t)j->world * sizeof *out_of);
     int nout = !outs || !out_of ? 0
-               : d->sum     ? job_outliers_stats(j, d->sum->stats, d->now_ns, d->wall_ns, outs, j->world)
-                            : job_outliers(j, d->now_ns, d->wall_ns, outs, j->world);
+               : d->sum         ? job_outliers_stats(j, d->sum->stats, d->now_ns, d->wall_ns, outs, j->world)
+                                : job_outliers(j, d->now_ns, d->wall_ns, outs, j->world);
     if (out_of) {
         for (int i = 0; i < j->world; i++) out_of[i] = -1;
         for (int i = 0; i < nout && i < j->world; i++) out_of[outs[i].rank] = i;

@@ -58,7 +58,7 @@ static void put_str(TtyFrame *t, const char *s) { put(t, s, strlen(s)); }
 
 /* ncv (no_color_video): the attributes a colour turns off, as ncurses
  * drops them, in terminfo's bit order */
-static const unsigned long ncv_attr[] = { A_STANDOUT, A_UNDERLINE, A_REVERSE, A_BLINK,  A_DIM,
+static const unsigned long ncv_attr[] = { A_STANDOUT, A_UNDERLINE, A_REVERSE, A_BLINK,     A_DIM,
                                           A_BOLD,     A_INVIS,     A_PROTECT, A_ALTCHARSET };
 
 /* One style's string into t->style[s]; false when the terminal lacks a

@@ -27,14 +27,14 @@
 #include "screen/canvas.h"
 
 typedef struct {
-    bool ok;                     /* the terminal has every capability needed; else ncurses writes frames */
-    bool utf8;                   /* cells as UTF-8, else bytes (the canvas is ASCII then) */
-    char *style[ST__COUNT];      /* from normal attributes: sgr0 [op] then the style's own */
+    bool ok;                /* the terminal has every capability needed; else ncurses writes frames */
+    bool utf8;              /* cells as UTF-8, else bytes (the canvas is ASCII then) */
+    char *style[ST__COUNT]; /* from normal attributes: sgr0 [op] then the style's own */
     size_t style_len[ST__COUNT];
-    const char *cup;             /* cursor_address */
-    bool cup_ansi;               /* cup is "\E[%i%p1%d;%p2%dH": formatted here, without tparm */
-    int cur_style;               /* the style the terminal is in within a frame */
-    bool failed;                 /* out of memory within this frame: some of it is missing */
+    const char *cup; /* cursor_address */
+    bool cup_ansi;   /* cup is "\E[%i%p1%d;%p2%dH": formatted here, without tparm */
+    int cur_style;   /* the style the terminal is in within a frame */
+    bool failed;     /* out of memory within this frame: some of it is missing */
     char *buf;
     size_t len, cap;
 } TtyFrame;

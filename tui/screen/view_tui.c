@@ -69,11 +69,11 @@ struct ViewTui {
     attr_t attr[ST__COUNT]; /* style -> curses attributes */
     Ui ui;
     Canvas cv;
-    Canvas prev; /* what the terminal shows now */
-    TtyFrame out;       /* frames written by ddptop (tty_frame.h), when the terminal allows */
-    int out_fd;         /* the terminal ncurses writes to */
-    bool direct;        /* this frame's cells go to out (and to ncurses's copy, unrefreshed) */
-    bool curscr_stale;  /* frames went past ncurses's refresh: its idea of the screen is old */
+    Canvas prev;       /* what the terminal shows now */
+    TtyFrame out;      /* frames written by ddptop (tty_frame.h), when the terminal allows */
+    int out_fd;        /* the terminal ncurses writes to */
+    bool direct;       /* this frame's cells go to out (and to ncurses's copy, unrefreshed) */
+    bool curscr_stale; /* frames went past ncurses's refresh: its idea of the screen is old */
     /* another mode's keys (view_tui_set_keys): its hook sees them first */
     ViewKeyHook hook;
     void *hook_ctx;
