@@ -26,3 +26,18 @@ bench-tui: $(BUILD)/ddptop $(BUILD)/tests/tool_feed $(BUILD)/tests/tool_load
 	  bash tests/bench_tui.sh
 	$(Q)BUILD=$(BUILD) ROWS="$(BENCH_TUI_ROWS)" RATE=$(BENCH_TUI_RATE) BUCKETS=$(BENCH_TUI_BUCKETS) SECS=$(BENCH_TUI_SECS) \
 	  WIRES="$(BENCH_TUI_WIRES)" BEFORE=$(BENCH_TUI_BEFORE) BEFORE_WIRES="$(BENCH_TUI_BEFORE_WIRES)" bash tests/bench_tui_load.sh
+
+# `make bench-frame` (also run by `make bench`, ~30 s): what one frame of the
+# screen costs in instructions (callgrind: the same count every run), at 64,
+# 256 and 1024 ranks, the canvas apart from the terminal's share, and the
+# bytes the terminal got with their hash (tests/bench_frame.sh,
+# tests/tools/bench_frame.c; docs/BENCHMARKS.md). BENCH_FRAME_BIN=PATH: another
+# build's bench_frame (e.g. main's) for the before column.
+BENCH_FRAME_RANKS  ?= 64 256 1024
+BENCH_FRAME_FRAMES ?= 50
+BENCH_FRAME_BIN    ?= $(BUILD)/tests/bench_frame
+
+.PHONY: bench-frame
+bench: bench-frame
+bench-frame: $(BUILD)/tests/bench_frame
+	$(Q)BUILD=$(BUILD) RANKS="$(BENCH_FRAME_RANKS)" FRAMES=$(BENCH_FRAME_FRAMES) BIN=$(BENCH_FRAME_BIN) bash tests/bench_frame.sh

@@ -8,14 +8,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "check.h"
 #include "screen/draw.h"
+#include "screen/numfmt.h"
+#include "screen/plot.h"
 
 #define MS   1000000LL
 #define SEC  1000000000LL
@@ -334,6 +339,17 @@ static void test_many_ranks(void)
     CHECK(u.sort == JOB_SORT_HEALTH && u.order[0] == 200 && u.order[1] == 3 && u.sel == 200 && u.ranks_top == 0,
           "health order: %d %d sel %d", u.order[0], u.order[1], u.sel);
     CHECK(strstr(s, "sorted by health"), "rule does not say the order");
+    /* the rows' notes take the summary's statistics (job_outliers_stats):
+     * the same outliers as job_outliers computing its own */
+    JobOutlier o1[256], o2[256];
+    JobStat st[JOB_METRIC__COUNT];
+    job_rank_stats(j, t, st);
+    int n1 = job_outliers(j, t, WALL, o1, 256), n2 = job_outliers_stats(j, st, t, WALL, o2, 256);
+    bool same = n1 == n2 && n1 == 2;
+    for (int i = 0; same && i < n1; i++)
+        same = o1[i].rank == o2[i].rank && o1[i].kind == o2[i].kind && !strcmp(o1[i].text, o2[i].text) &&
+               !strcmp(o1[i].brief, o2[i].brief);
+    CHECK(same, "outliers from the stats differ");
     canvas_done(&cv);
     ui_done(&u);
     job_free(&j);
@@ -629,6 +645,205 @@ static void test_canvas_memo(void)
     TEST_END();
 }
 
+/* numfmt writes what printf writes: every %.*f and %lld byte for byte, the
+ * return value too, for values near rounding ties, negative zero, huge
+ * values, non-finite ones and buffers too short for the text. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_numfmt(void)
+{
+    TEST_BEGIN("numfmt_writes_what_printf_writes");
+    uint64_t seed = 88172645463325252ULL;
+    int bad = 0, cases = 0;
+    // clang-format off
+    static const double fixed[] = { 0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.375, 1.0005, 2.675, 1e-7, -1e-7,
+                                    0.05, 0.15, 0.25, 0.35, 9.995, 99.995, 999999999.4, 1e9, 1e15, 1e300, -1e300,
+                                    123456.789, 4.35, 0.045, NAN, INFINITY, -INFINITY, 5e-324, 1.7976931348623157e308 };
+    // clang-format on
+    for (int n = 0; n < 400000; n++) {
+        double x;
+        int kind = n % 4;
+        uint64_t r = rng_next(&seed);
+        if (n < (int)(sizeof fixed / sizeof fixed[0]) * 10)
+            x = fixed[n / 10];
+        else if (kind == 0) /* any magnitude a frame shows */
+            x = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * pow(10, (int)(r % 13) - 4);
+        else if (kind == 1) /* exactly on a tie of some decimal: k + 0.5 over a power of ten */
+            x = ((double)(r % 2000000) + 0.5) / pow(10, (int)(r >> 40) % 7);
+        else if (kind == 2) /* an ulp either side of such a tie */
+            x = nextafter(((double)(r % 200000) + 0.5) / pow(10, (int)(r >> 40) % 5), (r >> 63) ? INFINITY : -INFINITY);
+        else { /* any bit pattern */
+            memcpy(&x, &r, sizeof x);
+        }
+        int d = n % 10;
+        size_t sizes[] = { 48, 1 + (size_t)(r >> 58) % 8 };
+        for (int k = 0; k < 2; k++) {
+            char a[64], b[64];
+            memset(a, 'x', sizeof a);
+            memset(b, 'x', sizeof b);
+            int ra = numfmt_fixed(a, sizes[k], x, d), rb = snprintf(b, sizes[k], "%.*f", d, x);
+            if (ra != rb || memcmp(a, b, sizeof a)) {
+                if (bad++ < 5) printf("  %.17g %%.%df: '%s' (%d) against '%s' (%d)\n", x, d, a, ra, b, rb);
+            }
+            cases++;
+        }
+        long long v = (long long)r;
+        if (kind == 1) v = (long long)(r % 100000) - 50000;
+        if (n == 1) v = LLONG_MIN;
+        if (n == 2) v = LLONG_MAX;
+        if (n == 3) v = 0;
+        char a[32], b[32];
+        memset(a, 'x', sizeof a);
+        memset(b, 'x', sizeof b);
+        size_t sz = n % 3 ? sizeof a : (size_t)(r >> 59);
+        int ra = numfmt_int(a, sz, v), rb = snprintf(b, sz, "%lld", v);
+        if (ra != rb || memcmp(a, b, sizeof a)) {
+            if (bad++ < 5) printf("  %lld: '%s' against '%s'\n", v, a, b);
+        }
+        cases++;
+    }
+    CHECK(bad == 0, "%d of %d numbers written otherwise than printf", bad, cases);
+    TEST_END();
+}
+
+/* A sparkline written cell by cell (draw_spark_put) is the text draw_spark
+ * makes, put: the same cells and columns for every width, cut, edge and
+ * non-finite value, in UTF-8 and in ASCII. */
+static void test_spark_put(void)
+{
+    TEST_BEGIN("sparkline_cells_are_its_text_put");
+    static const Glyphs g8 = { .spark = { "\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587",
+                                          "\u2588" } };
+    static const Glyphs ga = { .spark = { "_", ".", ",", "-", "~", "=", "*", "#" } };
+    uint64_t seed = 1234567;
+    int bad = 0, cases = 0;
+    for (int n = 0; n < 20000; n++) {
+        bool utf8 = n % 2;
+        Canvas a, b;
+        canvas_init(&a, utf8);
+        canvas_init(&b, utf8);
+        canvas_reset(&a, 30, 2);
+        canvas_reset(&b, 30, 2);
+        DrawCtx da = { .cv = &a, .g = utf8 ? &g8 : &ga }, db = { .cv = &b, .g = utf8 ? &g8 : &ga };
+        int k = (int)(rng_next(&seed) % 40);
+        double v[40];
+        bool blank[40];
+        for (int i = 0; i < k; i++) {
+            uint64_t r = rng_next(&seed);
+            v[i] = r % 9 == 0 ? NAN : r % 11 == 0 ? INFINITY : (double)(r % 1000) / (r % 3 ? 7.0 : 1e9);
+            blank[i] = r % 2;
+        }
+        if (n % 7 == 0)
+            for (int i = 0; i < k; i++) v[i] = 3.0; /* flat */
+        int y = (int)(rng_next(&seed) % 4) - 1, x = (int)(rng_next(&seed) % 34) - 2;
+        int maxw = (int)(rng_next(&seed) % 45) - 2;
+        bool zero = rng_next(&seed) % 2;
+        const bool *bl = n % 3 ? blank : NULL;
+        char text[4 * DRAW_SPARK_MAX + 1] = "";
+        if (k > 0) draw_spark(&db, v, bl, k, zero, text, sizeof text);
+        int ca = draw_spark_put(&da, y, x, maxw, ST_SERIES(3), v, bl, k, zero);
+        int cb = canvas_put(&b, y, x, maxw, ST_SERIES(3), text);
+        if (ca != cb || !same_cells(&a, &b, 60)) bad++;
+        cases++;
+        canvas_done(&a);
+        canvas_done(&b);
+    }
+    CHECK(bad == 0, "%d of %d sparklines differ from their text put", bad, cases);
+    TEST_END();
+}
+
+/* A path (plot_path) sets the dots, styles and glyphs that plot_line from
+ * each point to the next sets (a dot for a first point), for points on and
+ * off the plot, repeated, not finite, in braille and in glyph mode. */
+static void test_plot_path(void)
+{
+    TEST_BEGIN("plot_path_dots_are_plot_lines");
+    uint64_t seed = 99991;
+    int bad = 0;
+    for (int n = 0; n < 3000; n++) {
+        bool braille = n % 2;
+        Canvas ca, cb;
+        canvas_init(&ca, true);
+        canvas_init(&cb, true);
+        canvas_reset(&ca, 20, 6);
+        canvas_reset(&cb, 20, 6);
+        Plot pa, pb;
+        plot_begin(&pa, &ca, 1, 1, 18, 5, braille);
+        plot_begin(&pb, &cb, 1, 1, 18, 5, braille);
+        int k = (int)(rng_next(&seed) % 30);
+        double x[30], y[30];
+        for (int i = 0; i < k; i++) {
+            uint64_t r = rng_next(&seed);
+            x[i] = r % 13 == 0 ? NAN : (double)(r % 500) / 10.0 - 5.0;
+            y[i] = r % 17 == 0 ? INFINITY : (double)((r >> 20) % 300) / 10.0 - 4.0;
+            if (i > 0 && r % 5 == 0) x[i] = x[i - 1], y[i] = y[i - 1] + 0.1; /* the same dot again */
+        }
+        /* another layer underneath, so a style and glyph taken over shows */
+        plot_line(&pa, 0, 0, 40, 20, ST_BAND, PLOT_BAND, ':');
+        plot_line(&pb, 0, 0, 40, 20, ST_BAND, PLOT_BAND, ':');
+        plot_path(&pa, x, y, k, ST_MEAN, PLOT_MEAN, '*');
+        /* the reference: plot_series as it was, a line from the last point */
+        double px = NAN, py = NAN;
+        for (int i = 0; i < k; i++) {
+            if (isfinite(px))
+                plot_line(&pb, px, py, x[i], y[i], ST_MEAN, PLOT_MEAN, '*');
+            else
+                plot_line(&pb, x[i], y[i], x[i], y[i], ST_MEAN, PLOT_MEAN, '*');
+            px = isfinite(y[i]) ? x[i] : NAN;
+            py = y[i];
+        }
+        plot_end(&pa);
+        plot_end(&pb);
+        if (!same_cells(&ca, &cb, 20 * 6)) bad++;
+        canvas_done(&ca);
+        canvas_done(&cb);
+    }
+    CHECK(bad == 0, "%d of 3000 paths differ from their lines", bad);
+    TEST_END();
+}
+
+/* The events panel keeps the text of the seconds it formatted: events of
+ * different seconds that share a memo slot (16 s apart) and of the same
+ * second each show their own time, frame after frame. */
+static void test_event_times(void)
+{
+    TEST_BEGIN("event_times_memo_never_shows_another_second");
+    Job *j = job_new(2, T0);
+    int64_t t0 = (WALL / SEC / 86400) * 86400 * SEC; /* 00:00:00 UTC that day */
+    job_event(j, T0, t0 + 1 * SEC, 0, EV_INFO, "first");
+    job_event(j, T0, t0 + 17 * SEC, 0, EV_INFO, "second");
+    job_event(j, T0, t0 + 33 * SEC + 999 * MS, 1, EV_INFO, "third");
+    job_event(j, T0, t0 + 17 * SEC + 500 * MS, 1, EV_INFO, "fourth");
+    bool ok = true;
+    for (int frame = 0; frame < 3; frame++) {
+        Canvas cv;
+        canvas_init(&cv, true);
+        canvas_reset(&cv, 80, 24);
+        Ui u;
+        ui_init(&u, 2);
+        u.zoom = PANEL_EVENTS;
+        draw_screen(&cv, &u, j, T0 + SEC, t0 + 40 * SEC, NULL, true);
+        const char *t = dump(&cv);
+        ok &= strstr(line_with(t, "first"), "00:00:01 r0 first") != NULL;
+        ok &= strstr(line_with(t, "second"), "00:00:17 r0 second") != NULL;
+        ok &= strstr(line_with(t, "third"), "00:00:33 r1 third") != NULL;
+        ok &= strstr(line_with(t, "fourth"), "00:00:17 r1 fourth") != NULL;
+        if (!ok) printf("%s", t);
+        ui_done(&u);
+        canvas_done(&cv);
+        if (!ok) break;
+    }
+    CHECK(ok, "an event shows another second's time");
+    job_free(&j);
+    TEST_END();
+}
+
 /* A Python rank's line on its row and detail, a lint on the rows, and the
  * w page: asked by the key, filled by the run loop, scrolled, closed. */
 static void test_python_rank(void)
@@ -779,8 +994,15 @@ static void test_rank_map(void)
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
+    setlocale(LC_NUMERIC, "C");
+    setenv("TZ", "UTC", 1); /* the events' times */
+    tzset();
     test_canvas();
     test_canvas_memo();
+    test_numfmt();
+    test_spark_put();
+    test_event_times();
+    test_plot_path();
     test_panels_120x40();
     test_loss_now();
     test_one_rank_bandwidth();

@@ -477,6 +477,11 @@ typedef struct {
  * its last 8 steps) exceeds the others' median by 2 ms and 20%, and a rank
  * waiting for it spends half that excess or more waiting. */
 int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out, int max);
+/* The same with st = job_rank_stats(j, now_ns) already at hand (a big job's
+ * JobSummary.stats): the ranks' statistics, a sort of every metric, are
+ * most of job_outliers' cost at 1024 ranks. */
+int job_outliers_stats(const Job *j, const JobStat st[JOB_METRIC__COUNT], int64_t now_ns, int64_t wall_ns,
+                       JobOutlier *out, int max);
 /* Does rank r stand out (any outlier kind)? */
 bool job_rank_is_outlier(const Job *j, const JobRank *r, int64_t now_ns, int64_t wall_ns);
 

@@ -286,7 +286,15 @@ static int outlier_of(const JobRank *r, const Ctx *c, int64_t now_ns, int64_t wa
 
 int job_outliers(const Job *j, int64_t now_ns, int64_t wall_ns, JobOutlier *out, int max)
 {
-    Ctx c = ctx_of(j, now_ns);
+    JobStat st[JOB_METRIC__COUNT];
+    job_rank_stats(j, now_ns, st);
+    return job_outliers_stats(j, st, now_ns, wall_ns, out, max);
+}
+
+int job_outliers_stats(const Job *j, const JobStat st[JOB_METRIC__COUNT], int64_t now_ns, int64_t wall_ns,
+                       JobOutlier *out, int max)
+{
+    Ctx c = ctx_from(j, st);
     int total = 0, kept = 0;
     /* worst kind first, then by rank: one pass per kind keeps it stable
      * without sorting text */

@@ -41,7 +41,9 @@ int canvas_reset(Canvas *c, int w, int h)
     }
     c->w = w;
     c->h = h;
-    for (size_t i = 0; i < n; i++) c->cells[i] = (Cell){ .ch = ' ', .style = ST_NORMAL };
+    /* one blank row, then copies of it: a frame starts here */
+    for (int x = 0; x < w && h > 0; x++) c->cells[x] = (Cell){ .ch = ' ', .style = ST_NORMAL };
+    for (int y = 1; y < h; y++) memcpy(&c->cells[(size_t)y * (size_t)w], c->cells, (size_t)w * sizeof *c->cells);
     /* a frame decodes with the locale of its time */
     memset(c->glyph, 0, sizeof c->glyph);
     return 0;
@@ -135,6 +137,17 @@ static bool iter_next(CharIter *it, uint32_t *cp, int *cw)
     return true;
 }
 
+/* The length of s when every byte is printable ASCII (one column each,
+ * no decoding), else -1: most of a frame's text takes this path. */
+static long ascii_len(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (;; p++) {
+        if (!*p) return (long)(p - (const unsigned char *)s);
+        if (*p < 0x20 || *p >= 0x7f) return -1;
+    }
+}
+
 static bool ascii_alnum(uint32_t cp) { return cp < 0x80 && ((cp | 0x20) - 'a' < 26 || cp - '0' < 10); }
 
 /* Where a cut through text ends: before the word it would split (back to
@@ -166,6 +179,12 @@ int canvas_put(Canvas *c, int y, int x, int maxw, int style, const char *s)
     int lim = c->w - x;
     if (maxw < lim) lim = maxw;
     if (lim <= 0) return 0;
+    long alen = ascii_len(s);
+    if (alen >= 0 && alen <= lim) {
+        Cell *row = at(c, y, x);
+        for (long i = 0; i < alen; i++) row[i] = (Cell){ .ch = (unsigned char)s[i], .style = (uint8_t)style };
+        return (int)alen;
+    }
     /* Text cut at the edge never reads as another word ("waiting for hell",
      * "eta 00:1"): it loses whole words and ends with an ellipsis. Lines,
      * bars and plots (no letter or digit left out) are cut plainly. */
@@ -228,6 +247,15 @@ int canvas_repeat(Canvas *c, int y, int x, int n, int style, const char *s)
     return cols;
 }
 
+bool canvas_char(const Canvas *c, const char *s, uint32_t *cp)
+{
+    CharIter it;
+    iter_init(&it, c, s);
+    int cw;
+    uint32_t next;
+    return iter_next(&it, cp, &cw) && cw == 1 && !iter_next(&it, &next, &cw);
+}
+
 void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style)
 {
     if (y < 0 || y >= c->h || x < 0 || x >= c->w) return;
@@ -279,6 +307,8 @@ void canvas_row_text(const Canvas *c, int y, char *buf, size_t n)
 
 int canvas_text_width(const Canvas *c, const char *s)
 {
+    long alen = s ? ascii_len(s) : 0;
+    if (alen >= 0) return (int)alen;
     int cols = 0;
     CharIter it;
     iter_init(&it, c, s);

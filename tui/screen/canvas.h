@@ -91,6 +91,10 @@ int canvas_printf(Canvas *c, int y, int x, int maxw, int style, const char *fmt,
 /* canvas_put(c, y, x + i, 1, style, s) for i in [0, n): a rule of n copies
  * of one character along row y, decoded once. Returns the columns written. */
 int canvas_repeat(Canvas *c, int y, int x, int n, int style, const char *s);
+/* True when s is one character of one column, as canvas_put decodes it:
+ * its code point (out), for canvas_set to write it many times over without
+ * decoding it each time (a map's cells, a plot's dots). */
+bool canvas_char(const Canvas *c, const char *s, uint32_t *cp);
 /* One code point (width 1) at (y, x). */
 void canvas_set(Canvas *c, int y, int x, uint32_t ch, int style);
 /* Blank w cells from (y, x) in a style (bars, selections). */

@@ -100,6 +100,14 @@ void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, boo
  * out; zero_based: the scale starts at 0 (magnitudes such as latency),
  * else at the smallest value shown. */
 void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_based, char *out, size_t n);
+/* canvas_put(cv, y, x, maxw, style, the sparkline draw_spark makes of v)
+ * cell for cell, without building the text and decoding it again. Returns
+ * the columns written. */
+int draw_spark_put(const DrawCtx *d, int y, int x, int maxw, int style, const double *v, const bool *blank, int k,
+                   bool zero_based);
+/* The same for draw_spark_series's sparkline of s. */
+int draw_spark_series_put(const DrawCtx *d, int y, int x, int maxw, int style, const Series *s, int width,
+                          bool zero_based);
 /* The label of a panel's title line; returns the column after it. */
 int draw_rule(DrawCtx *d, PanelId p, int x, int y, int w, const char *extra);
 

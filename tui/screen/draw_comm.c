@@ -150,12 +150,8 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         else
             cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
                                 lat, alg, bus);
-        char spark[4 * 200];
         int sw = x + w - cx;
-        if (sw > 2) {
-            draw_spark_series(d, &k->ms, sw > 200 ? 200 : sw, true, spark, sizeof spark);
-            canvas_put(cv, row, cx, sw, ST_SERIES(b), spark);
-        }
+        if (sw > 2) draw_spark_series_put(d, row, cx, sw, ST_SERIES(b), &k->ms, sw > 200 ? 200 : sw, true);
         row++;
     }
     if (nb == 0 && row < bucket_end) canvas_put(cv, row++, x, w, ST_DIM, "no gradient all-reduce yet");

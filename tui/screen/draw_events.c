@@ -8,20 +8,48 @@
 #include "screen/draw.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
+
+#include "screen/numfmt.h"
+
+/* An event's time, "HH:MM:SS " (local time). localtime_r and strftime were
+ * most of an event row's cost and a panel's events share a few seconds:
+ * the last ones formatted are kept by their second, which formats the same
+ * while the time zone does (glibc's localtime_r reads TZ once; ddptop never
+ * sets it). Main thread. */
+#define WHEN_MEMO 16
+static struct {
+    bool used;
+    time_t secs;
+    char text[16];
+} when_memo[WHEN_MEMO];
+
+static const char *event_when(int64_t t_ns)
+{
+    time_t secs = (time_t)(t_ns / 1000000000LL);
+    unsigned slot = (unsigned)((uint64_t)secs % WHEN_MEMO);
+    if (when_memo[slot].used && when_memo[slot].secs == secs) return when_memo[slot].text;
+    char when[16] = "--:--:--";
+    struct tm tm;
+    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
+    /* what "%s " made of it */
+    snprintf(when_memo[slot].text, sizeof when_memo[slot].text, "%s ", when);
+    when_memo[slot].secs = secs;
+    when_memo[slot].used = true;
+    return when_memo[slot].text;
+}
 
 static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w)
 {
-    char when[16] = "--:--:--";
-    time_t secs = (time_t)(e->t_ns / 1000000000LL);
-    struct tm tm;
-    if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
-    int cx = x + canvas_printf(d->cv, y, x, w, ST_DIM, "%s ", when);
-    char who[16];
-    if (e->rank < 0)
-        snprintf(who, sizeof who, "ddptop ");
-    else
-        snprintf(who, sizeof who, "r%d ", e->rank);
+    int cx = x + canvas_put(d->cv, y, x, w, ST_DIM, event_when(e->t_ns));
+    char who[16] = "ddptop ";
+    if (e->rank >= 0) { /* "r%d " */
+        who[0] = 'r';
+        int len = 1 + numfmt_int(who + 1, sizeof who - 2, e->rank);
+        who[len] = ' ';
+        who[len + 1] = '\0';
+    }
     cx += canvas_put(d->cv, y, cx, x + w - cx, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
     int st = e->level == EV_ERROR ? ST_ERR : e->level == EV_WARN ? ST_WARN : ST_NORMAL;
     canvas_put(d->cv, y, cx, x + w - cx, st, e->text);

@@ -48,44 +48,44 @@ static double px_y(const Scale *s, double v)
 /* x at the middle of a bin */
 static double bin_xc(const Series *se, int i) { return (double)series_bin_x(se, i) + (double)(se->stride - 1) / 2.0; }
 
+/* A series as one path through its bins' means (plot_path: each point
+ * rounded once). */
 static void plot_series(Plot *p, const Scale *sc, const Series *se, int style, int layer, uint32_t glyph)
 {
-    double px = NAN, py = NAN;
-    for (int i = 0; i < se->len; i++) {
+    double xs[SERIES_CAP], ys[SERIES_CAP];
+    int n = 0;
+    for (int i = 0; i < se->len && n < SERIES_CAP; i++) {
         double v = series_bin_mean(&se->bin[i]);
         double x = px_x(sc, bin_xc(se, i)), y = px_y(sc, v);
         if (!isfinite(y)) continue;
-        if (isfinite(px))
-            plot_line(p, px, py, x, y, style, layer, glyph);
-        else
-            plot_line(p, x, y, x, y, style, layer, glyph);
-        px = x;
-        py = y;
+        xs[n] = x;
+        ys[n++] = y;
     }
+    plot_path(p, xs, ys, n, style, layer, glyph);
 }
 
 /* The min..max band as its two edges: a filled area would swallow the
- * mean line (a braille cell has one colour) and read as noise in mono. */
+ * mean line (a braille cell has one colour) and read as noise in mono.
+ * The first bin is a vertical slice; the edges are paths from it (one
+ * style and layer: the order of their dots does not matter). */
 static void plot_band(Plot *p, const Scale *sc, const Series *se)
 {
-    double px = NAN, plo = NAN, phi = NAN;
-    for (int i = 0; i < se->len; i++) {
+    double xs[SERIES_CAP], lo[SERIES_CAP], hi[SERIES_CAP];
+    int n = 0;
+    for (int i = 0; i < se->len && n < SERIES_CAP; i++) {
         const SeriesBin *b = &se->bin[i];
         if (b->n == 0) continue;
-        double x = px_x(sc, bin_xc(se, i));
-        double lo = px_y(sc, b->min), hi = px_y(sc, b->max);
-        if (!isfinite(lo)) lo = (double)(sc->px_h - 1); /* a non-positive minimum on a log scale: to the floor */
-        if (!isfinite(hi)) continue;
-        if (isfinite(px)) {
-            plot_line(p, px, plo, x, lo, ST_BAND, PLOT_BAND, ':');
-            plot_line(p, px, phi, x, hi, ST_BAND, PLOT_BAND, ':');
-        } else {
-            plot_vspan(p, (int)lround(x), lo, hi, ST_BAND, PLOT_BAND, ':');
-        }
-        px = x;
-        plo = lo;
-        phi = hi;
+        double x = px_x(sc, bin_xc(se, i)); /* finite: the scale's x range is never empty */
+        double l = px_y(sc, b->min), h = px_y(sc, b->max);
+        if (!isfinite(l)) l = (double)(sc->px_h - 1); /* a non-positive minimum on a log scale: to the floor */
+        if (!isfinite(h)) continue;
+        if (n == 0) plot_vspan(p, (int)lround(x), l, h, ST_BAND, PLOT_BAND, ':');
+        xs[n] = x;
+        lo[n] = l;
+        hi[n++] = h;
     }
+    plot_path(p, xs, lo, n, ST_BAND, PLOT_BAND, ':');
+    plot_path(p, xs, hi, n, ST_BAND, PLOT_BAND, ':');
 }
 
 /* The legend on the panel's title line. */

@@ -81,12 +81,20 @@ void draw_map(DrawCtx *d, int x, int y, int w, int rows, int per_cell)
     d->ui->map_per_cell = per_cell;
     int cells = (j->world + per_cell - 1) / per_cell;
     int sel_cell = d->ui->sel >= 0 && d->ui->sel < j->world ? d->ui->sel / per_cell : -1;
+    /* each state's glyph decoded once, not once per cell (1024 a frame) */
+    uint32_t cp[JOB_CELL__COUNT];
+    bool one_col[JOB_CELL__COUNT];
+    for (int e = 0; e < JOB_CELL__COUNT; e++) one_col[e] = canvas_char(d->cv, glyph(d, e), &cp[e]);
     for (int i = 0; i < cells; i++) {
         int row = i / w, col = i % w;
         if (row >= rows) break;
         int worst = JOB_CELL__COUNT - 1;
         for (int r = i * per_cell; r < (i + 1) * per_cell && r < j->world; r++)
             if (d->cell[r] < worst) worst = d->cell[r];
-        canvas_put(d->cv, y + 1 + row, x + col, 1, i == sel_cell ? ST_SEL : cell_look[worst].style, glyph(d, worst));
+        int st = i == sel_cell ? ST_SEL : cell_look[worst].style;
+        if (one_col[worst])
+            canvas_set(d->cv, y + 1 + row, x + col, cp[worst], st);
+        else
+            canvas_put(d->cv, y + 1 + row, x + col, 1, st, glyph(d, worst));
     }
 }

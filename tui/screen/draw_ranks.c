@@ -12,6 +12,7 @@
  * cannot push the others out of line.
  */
 #include "screen/draw.h"
+#include "screen/numfmt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -81,6 +82,27 @@ placed:;
     c->end = x;
 }
 
+/* snprintf(dst, n, "%s", s): at most n - 1 bytes of s ("%.40s": n 41). */
+static void copy_str(char *dst, size_t n, const char *s)
+{
+    size_t k = strnlen(s, n - 1);
+    memcpy(dst, s, k);
+    dst[k] = '\0';
+}
+
+/* snprintf(dst, n, "%s/%s", a, b). */
+static void join_slash(char *dst, size_t n, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + 1 + lb >= n) {
+        snprintf(dst, n, "%s/%s", a, b);
+        return;
+    }
+    memcpy(dst, a, la);
+    dst[la] = '/';
+    memcpy(dst + la + 1, b, lb + 1);
+}
+
 static void put_field(DrawCtx *d, const Cols *c, int k, int x0, int y, int st, const char *s)
 {
     if (!c->on[k]) return;
@@ -108,7 +130,7 @@ static int sort_col(JobSort s)
 static void fmt_age(char *buf, size_t n, double s)
 {
     if (s < 1)
-        snprintf(buf, n, "<1s");
+        copy_str(buf, n, "<1s");
     else if (s < 10)
         snprintf(buf, n, "%.1fs", s);
     else if (s < 600)
@@ -117,16 +139,16 @@ static void fmt_age(char *buf, size_t n, double s)
         snprintf(buf, n, "%.0fm", s / 60);
 }
 
-/* Recent losses of a rank as a sparkline, oldest left. */
-static void loss_spark(const DrawCtx *d, const JobRank *r, int width, char *out, size_t n)
+/* Recent losses of a rank as a sparkline, oldest left, at (y, x): at most
+ * width glyphs, in maxw columns. */
+static void loss_spark(const DrawCtx *d, const JobRank *r, int width, int y, int x, int maxw, int style)
 {
-    out[0] = '\0';
     int k = r->ring_len < width ? r->ring_len : width;
     if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
     if (k < 2) return;
     double v[DRAW_SPARK_MAX];
     for (int i = 0; i < k; i++) v[i] = job_rank_step_at(r, k - 1 - i)->loss;
-    draw_spark(d, v, NULL, k, false, out, n);
+    draw_spark_put(d, y, x, maxw, style, v, NULL, k, false);
 }
 
 static void draw_head(DrawCtx *d, const Cols *c, int x0, int y, int w)
@@ -155,18 +177,18 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
 {
     char f[C__N][48];
     memset(f, 0, sizeof f);
-    snprintf(f[C_RANK], sizeof f[0], "%d", r->rank);
-    snprintf(f[C_HOST], sizeof f[0], "%.40s", r->host[0] ? r->host : "-");
+    numfmt_int(f[C_RANK], sizeof f[0], r->rank);
+    copy_str(f[C_HOST], 41, r->host[0] ? r->host : "-");
     if (r->pid > 0)
-        snprintf(f[C_PID], sizeof f[0], "%lld", (long long)r->pid);
+        numfmt_int(f[C_PID], sizeof f[0], (long long)r->pid);
     else
-        snprintf(f[C_PID], sizeof f[0], "-");
+        copy_str(f[C_PID], sizeof f[0], "-");
     if (r->have_step && r->last.dev_mem_total > 0) /* "cuda:0 1.2G" */
         snprintf(f[C_DEV], sizeof f[0], "%.12s %.1fG", r->device[0] ? r->device : "-",
                  (double)r->last.dev_mem / (1 << 30));
     else
-        snprintf(f[C_DEV], sizeof f[0], "%.20s", r->device[0] ? r->device : "-");
-    snprintf(f[C_PHASE], sizeof f[0], "%s",
+        copy_str(f[C_DEV], 21, r->device[0] ? r->device : "-");
+    copy_str(f[C_PHASE], sizeof f[0],
              r->phase != PHASE_NONE     ? phase_name(r->phase)
              : r->state == RANK_WAITING ? (r->pid > 0 ? "launched" : "pending")
                                         : "-");
@@ -176,17 +198,17 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     job_rank_shown_step(d->j, r, d->now_ns, &shown);
     bool old = r->state == RANK_ALIVE && r->have_step && shown.age_s * 1e9 >= (double)JOB_FIGURES_OLD_NS;
     if (r->have_step) {
-        snprintf(f[C_EPOCH], sizeof f[0], "%lld", (long long)shown.epoch);
-        snprintf(f[C_STEP], sizeof f[0], "%lld", (long long)shown.step);
+        numfmt_int(f[C_EPOCH], sizeof f[0], (long long)shown.epoch);
+        numfmt_int(f[C_STEP], sizeof f[0], (long long)shown.step);
         draw_fmt_fit(f[C_LOSS], sizeof f[0], 8, r->last.loss, 4);
         draw_fmt_fit(f[C_STEPMS], sizeof f[0], 7, r->last.step_ms, 1);
         char a[24], b[24];
         draw_fmt_fit(a, sizeof a, 5, r->last.exposed_ms, 2);
         draw_fmt_fit(b, sizeof b, 5, r->last.comm_ms, 2);
-        snprintf(f[C_COMM], sizeof f[0], "%s/%s", a, b);
+        join_slash(f[C_COMM], sizeof f[0], a, b);
         draw_fmt_count(f[C_SPS], sizeof f[0], job_rank_samples_per_s(r, d->now_ns));
     } else {
-        for (int k = C_EPOCH; k <= C_SPS; k++) snprintf(f[k], sizeof f[0], "-");
+        for (int k = C_EPOCH; k <= C_SPS; k++) copy_str(f[k], sizeof f[0], "-");
     }
     bool live = r->state == RANK_ALIVE || (r->state == RANK_WAITING && r->pid > 0);
     if (live)
@@ -197,6 +219,7 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
     const char *mark = " ";
     int st = ST_NORMAL, nst = ST_LABEL;
     char note[256] = "";
+    bool spark = false;
     int64_t seq;
     double secs;
     bool inflight = job_rank_in_flight(r, d->wall_ns, &seq, &secs);
@@ -268,8 +291,7 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         nst = ST_DIM; /* its figures are that old: no step since */
         snprintf(note, sizeof note, "last step %.1f s ago", shown.age_s);
     } else {
-        int sw = w - c->end;
-        loss_spark(d, r, sw < SPARK_MAX ? sw : SPARK_MAX, note, sizeof note);
+        spark = true; /* drawn below, in the note's style */
         nst = ST_SERIES(r->rank);
     }
     if (selected) {
@@ -284,7 +306,12 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         bool figure = k == C_LOSS || k == C_STEPMS || k == C_COMM || k == C_SPS;
         put_field(d, c, k, x0, y, old && figure && st == ST_NORMAL ? ST_DIM : st, f[k]);
     }
-    if (note[0] && c->end < w) canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
+    if (spark && c->end < w) {
+        int sw = w - c->end;
+        loss_spark(d, r, sw < SPARK_MAX ? sw : SPARK_MAX, y, x0 + c->end, sw, nst);
+    } else if (note[0] && c->end < w) {
+        canvas_put(d->cv, y, x0 + c->end, w - c->end, nst, note);
+    }
 }
 
 /* min / median / max rows; the note says which rank holds the extremes. */
@@ -441,7 +468,9 @@ static void draw_list(DrawCtx *d, const Cols *c, int x, int title_y, int row, in
     /* who stands out, once per frame: rows say why */
     JobOutlier *outs = malloc((size_t)j->world * sizeof *outs);
     int *out_of = malloc((size_t)j->world * sizeof *out_of);
-    int nout = outs && out_of ? job_outliers(j, d->now_ns, d->wall_ns, outs, j->world) : 0;
+    int nout = !outs || !out_of ? 0
+               : d->sum         ? job_outliers_stats(j, d->sum->stats, d->now_ns, d->wall_ns, outs, j->world)
+                                : job_outliers(j, d->now_ns, d->wall_ns, outs, j->world);
     if (out_of) {
         for (int i = 0; i < j->world; i++) out_of[i] = -1;
         for (int i = 0; i < nout && i < j->world; i++) out_of[outs[i].rank] = i;

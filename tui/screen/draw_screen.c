@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "screen/numfmt.h"
 #include "view/keys.h"
 
 static const Glyphs glyphs_utf8 = {
@@ -75,8 +76,8 @@ void draw_fmt_fit(char *buf, size_t n, int width, double x, int decimals)
         return;
     }
     for (int d = decimals; d >= 0; d--) {
-        snprintf(buf, n, "%.*f", d, x);
-        if ((int)strlen(buf) <= width) return;
+        size_t len = (size_t)numfmt_fixed(buf, n, x, d);
+        if ((len < n ? len : n - 1) <= (size_t)width) return; /* the text as written, cut or not */
     }
     snprintf(buf, n, "%.*g", width > 6 ? width - 5 : 1, x);
 }
@@ -87,20 +88,30 @@ void draw_fmt_hms(char *buf, size_t n, int64_t ns)
     snprintf(buf, n, "%02lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
 }
 
+/* A number with a unit suffix ("1.25k"), as "%.*f%s" would print it. */
+static void fmt_suffixed(char *buf, size_t n, double x, int decimals, const char *suffix)
+{
+    size_t len = (size_t)numfmt_fixed(buf, n, x, decimals), sl = strlen(suffix);
+    if (len + sl < n)
+        memcpy(buf + len, suffix, sl + 1);
+    else
+        snprintf(buf, n, "%.*f%s", decimals, x, suffix);
+}
+
 void draw_fmt_count(char *buf, size_t n, double x)
 {
     if (!isfinite(x))
         snprintf(buf, n, "-");
     else if (x >= 1e9)
-        snprintf(buf, n, "%.2fG", x / 1e9);
+        fmt_suffixed(buf, n, x / 1e9, 2, "G");
     else if (x >= 1e6)
-        snprintf(buf, n, "%.2fM", x / 1e6);
+        fmt_suffixed(buf, n, x / 1e6, 2, "M");
     else if (x >= 1e4)
-        snprintf(buf, n, "%.1fk", x / 1e3);
+        fmt_suffixed(buf, n, x / 1e3, 1, "k");
     else if (x >= 1e3)
-        snprintf(buf, n, "%.2fk", x / 1e3); /* three digits: steady on screen */
+        fmt_suffixed(buf, n, x / 1e3, 2, "k"); /* three digits: steady on screen */
     else
-        snprintf(buf, n, "%.0f", x);
+        numfmt_fixed(buf, n, x, 0);
 }
 
 void draw_fmt_bytes(char *buf, size_t n, double b)
@@ -115,7 +126,9 @@ void draw_fmt_bytes(char *buf, size_t n, double b)
         snprintf(buf, n, "%.0fB", b);
 }
 
-void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, bool zero_based, char *out, size_t n)
+/* Each value's glyph: its level 0..7, or SPARK_BAD ("?") or SPARK_GAP (" "). */
+enum { SPARK_BAD = 8, SPARK_GAP = 9 };
+static void spark_levels(const double *v, const bool *blank, int k, bool zero_based, uint8_t *lv)
 {
     double lo = zero_based ? 0 : INFINITY, hi = -INFINITY;
     for (int i = 0; i < k; i++)
@@ -123,15 +136,29 @@ void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, boo
             lo = v[i] < lo ? v[i] : lo;
             hi = v[i] > hi ? v[i] : hi;
         }
+    for (int i = 0; i < k; i++) {
+        if (!isfinite(v[i]))
+            lv[i] = blank && blank[i] ? SPARK_GAP : SPARK_BAD;
+        else if (hi - lo < 1e-12)
+            lv[i] = 3;
+        else
+            lv[i] = (uint8_t)(int)((v[i] - lo) / (hi - lo) * 7 + 0.5);
+    }
+}
+
+static const char *spark_glyph(const DrawCtx *d, int level)
+{
+    return level == SPARK_GAP ? " " : level == SPARK_BAD ? "?" : d->g->spark[level];
+}
+
+void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, bool zero_based, char *out, size_t n)
+{
+    uint8_t lv[DRAW_SPARK_MAX];
+    if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
+    spark_levels(v, blank, k, zero_based, lv);
     size_t used = 0;
     for (int i = 0; i < k; i++) {
-        const char *gl;
-        if (!isfinite(v[i]))
-            gl = blank && blank[i] ? " " : "?";
-        else if (hi - lo < 1e-12)
-            gl = d->g->spark[3];
-        else
-            gl = d->g->spark[(int)((v[i] - lo) / (hi - lo) * 7 + 0.5)];
+        const char *gl = spark_glyph(d, lv[i]);
         size_t gl_len = strlen(gl);
         if (used + gl_len + 1 > n) break;
         memcpy(out + used, gl, gl_len);
@@ -140,22 +167,63 @@ void draw_spark(const DrawCtx *d, const double *v, const bool *blank, int k, boo
     out[used] = '\0';
 }
 
-void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_based, char *out, size_t n)
+int draw_spark_put(const DrawCtx *d, int y, int x, int maxw, int style, const double *v, const bool *blank, int k,
+                   bool zero_based)
 {
-    out[0] = '\0';
+    Canvas *cv = d->cv;
+    if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
+    /* the glyphs decoded once: each one column, as they are in UTF-8 and in ASCII */
+    uint32_t cp[SPARK_GAP + 1];
+    bool one_col = true;
+    for (int i = 0; i <= SPARK_GAP && one_col; i++) one_col = canvas_char(cv, spark_glyph(d, i), &cp[i]);
+    if (!one_col) {
+        char s[4 * DRAW_SPARK_MAX + 1];
+        draw_spark(d, v, blank, k, zero_based, s, sizeof s);
+        return canvas_put(cv, y, x, maxw, style, s);
+    }
+    /* canvas_put's clipping; a sparkline has no word to lose, so a cut is plain */
+    if (y < 0 || y >= cv->h || x < 0 || x >= cv->w) return 0;
+    int lim = cv->w - x < maxw ? cv->w - x : maxw;
+    if (k <= 0 || lim <= 0) return 0;
+    uint8_t lv[DRAW_SPARK_MAX];
+    spark_levels(v, blank, k, zero_based, lv); /* scaled over all k, then cut */
+    int n = k < lim ? k : lim;
+    for (int i = 0; i < n; i++) canvas_set(cv, y, x + i, cp[lv[i]], style);
+    return n;
+}
+
+/* The newest complete bins of s, up to width of them, into v and blank
+ * (out); returns how many. */
+static int series_values(const Series *s, int width, double *v, bool *blank)
+{
     /* the newest bin is still filling (some ranks not in yet): leave it out */
     int len = s->len > 1 ? s->len - 1 : s->len;
     int k = len < width ? len : width;
     if (k > DRAW_SPARK_MAX) k = DRAW_SPARK_MAX;
-    if (k < 1) return;
-    double v[DRAW_SPARK_MAX];
-    bool blank[DRAW_SPARK_MAX];
     for (int i = 0; i < k; i++) {
         const SeriesBin *b = &s->bin[len - k + i];
         v[i] = series_bin_mean(b);
         blank[i] = b->n_bad == 0; /* no data yet: a gap, not a bad value */
     }
-    draw_spark(d, v, blank, k, zero_based, out, n);
+    return k < 0 ? 0 : k;
+}
+
+void draw_spark_series(const DrawCtx *d, const Series *s, int width, bool zero_based, char *out, size_t n)
+{
+    out[0] = '\0';
+    double v[DRAW_SPARK_MAX];
+    bool blank[DRAW_SPARK_MAX];
+    int k = series_values(s, width, v, blank);
+    if (k >= 1) draw_spark(d, v, blank, k, zero_based, out, n);
+}
+
+int draw_spark_series_put(const DrawCtx *d, int y, int x, int maxw, int style, const Series *s, int width,
+                          bool zero_based)
+{
+    double v[DRAW_SPARK_MAX];
+    bool blank[DRAW_SPARK_MAX];
+    int k = series_values(s, width, v, blank);
+    return k >= 1 ? draw_spark_put(d, y, x, maxw, style, v, blank, k, zero_based) : 0;
 }
 
 int draw_rule(DrawCtx *d, PanelId p, int x, int y, int w, const char *extra)

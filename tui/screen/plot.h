@@ -31,6 +31,10 @@ int plot_begin(Plot *p, Canvas *cv, int x, int y, int w, int h, bool braille);
 /* A line between two dot positions (x right, y down), in a style and
  * layer; glyph is the character used in glyph mode. */
 void plot_line(Plot *p, double x0, double y0, double x1, double y1, int style, int layer, uint32_t glyph);
+/* plot_line from each point to the next, a dot for a point that follows
+ * none (the first, or one after a point that is not finite): the same dots,
+ * each point rounded once and a line that stays on one dot not stepped. */
+void plot_path(Plot *p, const double *x, const double *y, int n, int style, int layer, uint32_t glyph);
 /* Dots from y0 to y1 in column x (a band's slice). */
 void plot_vspan(Plot *p, int x, double y0, double y1, int style, int layer, uint32_t glyph);
 /* Write the cells that have anything in them onto the canvas, free scratch. */

@@ -7,10 +7,12 @@
  * thread only; never called from a signal handler (resize arrives as
  * KEY_RESIZE through view_tui_poll_key).
  *
- * A frame is: canvas (every cell decided in memory) -> the rows that differ
- * from the last frame, in runs of one style, one call each -> one refresh;
- * curses sends only the difference, so there is no flicker, and an
- * unchanged row costs a comparison, not a trip through curses.
+ * A frame is: canvas (every cell decided in memory) -> the spans of cells
+ * that differ from the last frame -> one write of them to the terminal
+ * (tty_frame.h), the same cells handed to curses's copy of the screen
+ * (wnoutrefresh, no doupdate: its own repaints stay right); an unchanged
+ * row costs a comparison. The first frame, a new size and Ctrl-L go through
+ * curses's refresh, as do all frames on a terminal tty_frame cannot drive.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +38,7 @@
 
 #include "screen/canvas.h"
 #include "screen/draw.h"
+#include "screen/tty_frame.h"
 #include "view/keys.h"
 #include "base/clock.h"
 
@@ -66,7 +69,11 @@ struct ViewTui {
     attr_t attr[ST__COUNT]; /* style -> curses attributes */
     Ui ui;
     Canvas cv;
-    Canvas prev; /* what the terminal shows now */
+    Canvas prev;       /* what the terminal shows now */
+    TtyFrame out;      /* frames written by ddptop (tty_frame.h), when the terminal allows */
+    int out_fd;        /* the terminal ncurses writes to */
+    bool direct;       /* this frame's cells go to out (and to ncurses's copy, unrefreshed) */
+    bool curscr_stale; /* frames went past ncurses's refresh: its idea of the screen is old */
     /* another mode's keys (view_tui_set_keys): its hook sees them first */
     ViewKeyHook hook;
     void *hook_ctx;
@@ -226,6 +233,10 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
     const char *nc = getenv("NO_COLOR");
     v->color = !(nc && *nc) && has_colors();
     setup_styles(v);
+    unsigned long attrs[ST__COUNT];
+    for (int i = 0; i < ST__COUNT; i++) attrs[i] = v->attr[i];
+    tty_frame_init(&v->out, attrs, v->utf8, v->color);
+    v->out_fd = fileno(outf);
     canvas_init(&v->cv, v->utf8);
     canvas_init(&v->prev, v->utf8);
     noecho();
@@ -254,6 +265,7 @@ void view_tui_close(ViewTui **pv)
     if (v->tty) fclose(v->tty);
     canvas_done(&v->cv);
     canvas_done(&v->prev);
+    tty_frame_done(&v->out);
     ui_done(&v->ui);
     free(v);
     *pv = NULL;
@@ -362,6 +374,7 @@ static void put_cells(ViewTui *v, int y, int x0, int x1)
     const Canvas *c = &v->cv;
     const Cell *row = &c->cells[(size_t)y * (size_t)c->w];
     if (y == c->h - 1 && x1 == c->w) x1--;
+    if (v->direct) tty_frame_cells(&v->out, y, x0, row + x0, x1 - x0);
     wchar_t run[1024];
     int x = x0;
     while (x < x1) {
@@ -379,6 +392,26 @@ static void put_cells(ViewTui *v, int y, int x0, int x1)
     attrset(A_NORMAL);
 }
 
+/* Two cells alike: one 8-byte comparison (Cell's spare bytes are always 0). */
+_Static_assert(sizeof(Cell) == 8, "a cell compares as one 64-bit word");
+static inline bool same_cell(const Cell *a, const Cell *b)
+{
+    uint64_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    return x == y;
+}
+
+/* Four cells alike (the unchanged stretches of a changed row, skipped
+ * four at a time). */
+static inline bool same_four(const Cell *a, const Cell *b)
+{
+    uint64_t x[4], y[4];
+    memcpy(x, a, sizeof x);
+    memcpy(y, b, sizeof y);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
 /* Row y, only where it differs from what the terminal shows (all of it
  * when full): spans of changed cells, bridging gaps of a few unchanged
  * ones, widened so a wide character is never cut in half. */
@@ -394,7 +427,11 @@ static void blit_row(ViewTui *v, int y, bool full)
     if (!memcmp(now, was, (size_t)c->w * sizeof *now)) return;
     int x = 0;
     while (x < c->w) {
-        if (now[x].ch == was[x].ch && now[x].style == was[x].style) {
+        if (x + 4 <= c->w && same_four(&now[x], &was[x])) {
+            x += 4;
+            continue;
+        }
+        if (same_cell(&now[x], &was[x])) {
             x++;
             continue;
         }
@@ -402,7 +439,7 @@ static void blit_row(ViewTui *v, int y, bool full)
          * the 4 cells that follow */
         int start = x, last = x;
         for (int k = x + 1; k < c->w && k - last <= 4; k++)
-            if (now[k].ch != was[k].ch || now[k].style != was[k].style) last = k;
+            if (!same_cell(&now[k], &was[k])) last = k;
         int end = last + 1;
         while (start > 0 && now[start].ch == 0) start--; /* the left half of a wide character */
         while (end < c->w && now[end].ch == 0) end++;    /* its right half */
@@ -442,13 +479,33 @@ void view_tui_draw_at(ViewTui *v, const Job *j, int64_t now_ns, int64_t wall_ns,
     getmaxyx(stdscr, h, w);
     if (canvas_reset(&v->cv, w, h)) return;
     draw_screen(&v->cv, &v->ui, j, now_ns, wall_ns, status, v->color);
-    /* a new size or Ctrl-L: everything; else the rows that changed */
+    /* a new size or Ctrl-L: everything, through ncurses; else the rows
+     * that changed, written by tty_frame when it can */
     bool full = v->prev.w != w || v->prev.h != h || v->prev.cells == NULL;
-    if (full) erase();
+    v->direct = !full && v->out.ok;
+    if (full) {
+        /* ncurses's copy of the screen is older than the terminal's: its
+         * diff would skip cells it thinks are right. Repaint it all. */
+        if (v->curscr_stale) clearok(curscr, TRUE);
+        erase();
+    }
+    if (v->direct) tty_frame_begin(&v->out);
     for (int y = 0; y < h; y++) blit_row(v, y, full);
-    refresh();
-    if (canvas_reset(&v->prev, w, h) == 0)
-        memcpy(v->prev.cells, v->cv.cells, (size_t)w * (size_t)h * sizeof *v->cv.cells);
-    else
-        v->prev.w = -1; /* no copy: the next frame is a full one */
+    if (v->direct) {
+        /* ncurses's copy gets the cells (a repaint of its own, resuming
+         * after Ctrl-Z, shows this frame), the terminal gets our bytes */
+        wnoutrefresh(stdscr);
+        int cy, cx;
+        getyx(curscr, cy, cx);
+        if (tty_frame_end(&v->out, v->out_fd, cy, cx)) v->clear_next = true; /* not all of it got there */
+        v->curscr_stale = true;
+    } else {
+        refresh();
+        v->curscr_stale = false;
+    }
+    /* this frame is what the terminal shows now; the next one is drawn
+     * into the other canvas (blanked by canvas_reset), not copied */
+    Canvas shown = v->cv;
+    v->cv = v->prev;
+    v->prev = shown;
 }
