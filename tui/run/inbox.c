@@ -184,6 +184,21 @@ static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
     if (r->pub) publisher_send(r->pub, frame, len);
 }
 
+/* One message of a burst, decoded from its own frame f: checked against
+ * its sender, kept for the viewers' snapshot and applied when it passes
+ * (t->verdict says whether it did). The work every telemetry message costs
+ * after its decode; tests/tools/bench_model.c drives it through
+ * run_take_msg. */
+static FromVerdict take_msg(Tap *t, const uint8_t *f, size_t flen, Msg *m, Arrival at)
+{
+    Run *r = t->r;
+    t->verdict = check_sender(t, m);
+    if (t->verdict != FROM_OK) return t->verdict;
+    if (r->viewers) viewers_keep_msg(r->viewers, f, flen, m);
+    handle_msg(r, t->ident, t->ident_len ? *t->ident_len : 0, m, at);
+    return FROM_OK;
+}
+
 /* A burst whose sender is rank b->rank's (checked): each message is checked
  * like a frame of its own and handled; one that fails to decode is counted
  * bad, one claiming another rank (or failing the checks) is refused. The
@@ -192,7 +207,6 @@ static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
 static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
 {
     Run *r = t->r;
-    size_t ident_len = t->ident_len ? *t->ident_len : 0;
     uint8_t dropped[PROTO_MAX_BURST / 8];
     bool whole = true;
     size_t pos = 0, flen;
@@ -212,12 +226,9 @@ static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
             t->verdict = FROM_FOREIGN;
             snprintf(t->why, sizeof t->why, "a burst of rank %d", (int)b->rank);
         } else {
-            t->verdict = check_sender(t, &m);
+            take_msg(t, f, flen, &m, at);
         }
-        if (t->verdict == FROM_OK) {
-            if (r->viewers) viewers_keep_msg(r->viewers, f, flen, &m);
-            handle_msg(r, t->ident, ident_len, &m, at);
-        } else {
+        if (t->verdict != FROM_OK) {
             whole = false;
             dropped[i / 8] |= (uint8_t)(1u << (i % 8));
             if (t->verdict != FROM_STALE) refused(r, t, &m);
@@ -477,4 +488,21 @@ void run_take_hello(Run *r, RunHello *h)
         refused(r, &t, &h->msg);
     msg_done(&h->msg);
     h->have = false;
+}
+
+int run_take_msg(Run *r, const void *ident, size_t ident_len, int64_t pid, const void *frame, size_t len, Msg *m,
+                 int64_t now_ns, int64_t wall_ns)
+{
+    /* only what the checks read: the rest (why, key: 700 bytes) is written
+     * on a refusal, and clearing it would cost more than the message */
+    Tap t;
+    t.r = r;
+    t.src = ident ? REC_SRC_CTL : REC_SRC_TEL;
+    t.ident = ident;
+    t.ident_len = &ident_len;
+    t.pid = &pid;
+    t.store_key = false;
+    FromVerdict v = take_msg(&t, frame, len, m, (Arrival){ now_ns, wall_ns });
+    if (v != FROM_OK && v != FROM_STALE) refused(r, &t, m);
+    return v == FROM_OK ? 0 : -1;
 }

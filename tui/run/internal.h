@@ -185,6 +185,15 @@ int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t er
 int run_drain(Run *r, int64_t until_ms);
 /* listen: the first hello, as if it had just arrived; frees it. */
 void run_take_hello(Run *r, RunHello *h);
+/* One rank's message m, decoded from frame (on ctl: from routing id ident;
+ * ident NULL: telemetry, from process pid, 0 unknown), as a burst's
+ * messages are taken: checked against its sender, kept for the viewers'
+ * snapshot and applied to the job model at now_ns / wall_ns; a refused one
+ * is counted as run_drain counts it. 0 taken, -1 refused. m stays the
+ * caller's. What each telemetry message costs after its decode:
+ * tests/tools/bench_model.c measures it. */
+int run_take_msg(Run *r, const void *ident, size_t ident_len, int64_t pid, const void *frame, size_t len, Msg *m,
+                 int64_t now_ns, int64_t wall_ns);
 
 /* ---- commands.c ---- */
 /* Bring every routable rank up to date with the commands issued so far. */
