@@ -1251,6 +1251,129 @@ static void test_series(void)
     TEST_END();
 }
 
+/* series_add as it was before its bin was found with a shift and its rare
+ * cases were moved out of the way: the reference for the one that
+ * replaced it. */
+static void ref_compact(Series *s)
+{
+    int half = (s->len + 1) / 2;
+    for (int i = 0; i < half; i++) {
+        SeriesBin m, *a = &s->bin[2 * i], *b = &s->bin[2 * i + 1];
+        memset(&m, 0, sizeof m);
+        for (int k = 0; k < 2; k++) {
+            const SeriesBin *x = k ? b : a;
+            if (k && 2 * i + 1 >= s->len) break;
+            if (x->n > 0) {
+                if (m.n == 0) {
+                    m.min = x->min;
+                    m.max = x->max;
+                } else {
+                    if (x->min < m.min) m.min = x->min;
+                    if (x->max > m.max) m.max = x->max;
+                }
+            }
+            m.sum += x->sum;
+            m.n += x->n;
+            m.n_bad += x->n_bad;
+        }
+        s->bin[i] = m;
+    }
+    memset(&s->bin[half], 0, sizeof s->bin[0] * (size_t)(SERIES_CAP - half));
+    s->len = half;
+    s->stride *= 2;
+}
+
+static void ref_series_add(Series *s, int64_t x, double v)
+{
+    if (s->stride < 1) series_init(s);
+    if (s->len == 0) s->first = x;
+    int64_t off = x - s->first;
+    if (off < 0) off = 0;
+    while (off / s->stride >= SERIES_CAP) ref_compact(s);
+    int i = (int)(off / s->stride);
+    SeriesBin *b = &s->bin[i];
+    if (!isfinite(v)) {
+        b->n_bad++;
+    } else {
+        float f = (float)v;
+        if (b->n == 0 || f < b->min) b->min = f;
+        if (b->n == 0 || f > b->max) b->max = f;
+        b->sum += v;
+        b->n++;
+    }
+    if (i + 1 > s->len) s->len = i + 1;
+}
+
+/* Bin by bin, bit for bit (a sum's or a bound's sign of zero included). */
+static bool series_same(const Series *a, const Series *b)
+{
+    if (a->first != b->first || a->stride != b->stride || a->len != b->len) return false;
+    for (int i = 0; i < SERIES_CAP; i++) {
+        const SeriesBin *x = &a->bin[i], *y = &b->bin[i];
+        if (memcmp(&x->sum, &y->sum, sizeof x->sum) || memcmp(&x->min, &y->min, sizeof x->min) ||
+            memcmp(&x->max, &y->max, sizeof x->max) || x->n != y->n || x->n_bad != y->n_bad)
+            return false;
+    }
+    return true;
+}
+
+/* The series every step adds to (a rank's loss, the job's, a bucket's
+ * times) hold what the division they replaced put there: steps in order, at
+ * one x, back before the first, jumps of thousands to 2^40 (compactions
+ * one after the other), from a first x below zero or far above it, values
+ * of every kind (negative, -0, huge for a float, NaN, infinite). */
+static void test_series_as_before(void)
+{
+    TEST_BEGIN("series_add_bins_as_the_division_it_replaced");
+    static Series got, want;
+    unsigned seed = 99;
+    int bad = 0, adds = 0, compactions = 0;
+    const int64_t starts[] = { 1, 0, -5000, (int64_t)1 << 50, 7 };
+    for (unsigned run = 0; run < sizeof starts / sizeof starts[0]; run++) {
+        series_init(&got);
+        series_init(&want);
+        int64_t x = starts[run];
+        for (int n = 0; n < 40000; n++) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned k = (seed >> 16) % 1000;
+            int64_t was = x;
+            x += k < 700 ? 1 : k < 850 ? 0 : k < 950 ? 2 + (int64_t)(k % 7) : k < 985 ? -(int64_t)(k % 40) :
+                 k < 997 ? 1000 + (int64_t)k : (int64_t)1 << (20 + k % 21);
+            if (x < was && k % 2) x = got.first - 3; /* before the first x seen */
+            double v = k % 97 == 0 ? NAN : k % 89 == 0 ? INFINITY : k % 83 == 0 ? -INFINITY : k % 79 == 0 ? 1e300 :
+                       k % 73 == 0 ? -0.0 : k % 71 == 0 ? 0.0 : (double)(int)(seed % 20001 - 10000) / 997.0;
+            int64_t stride = want.stride;
+            series_add(&got, x, v);
+            ref_series_add(&want, x, v);
+            compactions += __builtin_ctzll((uint64_t)want.stride) - __builtin_ctzll((uint64_t)stride);
+            adds++;
+            if (!series_same(&got, &want) && bad++ < 3)
+                CHECK(false, "run %u add %d (x %lld, v %g): len %d/%d stride %lld/%lld", run, n, (long long)x, v,
+                      got.len, want.len, (long long)got.stride, (long long)want.stride);
+        }
+    }
+    /* bins whose bounds are zeros of both signs: the first one a bin gets
+     * stays its bound, as a compare that only moves on smaller keeps it */
+    series_init(&got);
+    series_init(&want);
+    for (int64_t x = 1; x <= 3000; x++) {
+        double v = x % 3 == 0 ? -0.0 : x % 5 == 0 ? 0.0 : x % 7 == 0 ? 2.0 : (x & 1) ? 0.0 : -0.0;
+        series_add(&got, x, v);
+        ref_series_add(&want, x, v);
+        adds++;
+        if (!series_same(&got, &want) && bad++ < 3) CHECK(false, "zeros: add at x %lld", (long long)x);
+    }
+    CHECK(bad == 0, "%d of %d adds left other bins", bad, adds);
+    CHECK(compactions > 100, "only %d compactions: the sequence does not exercise them", compactions);
+    /* a series never initialised (zeroed) starts as series_init would */
+    memset(&got, 0, sizeof got);
+    memset(&want, 0, sizeof want);
+    series_add(&got, 12, 3.5);
+    ref_series_add(&want, 12, 3.5);
+    CHECK(series_same(&got, &want) && got.stride == 1 && got.first == 12, "a zeroed series");
+    TEST_END();
+}
+
 static void test_rank_histories(void)
 {
     TEST_BEGIN("rank_histories_nodes_rate");
@@ -1316,6 +1439,7 @@ int main(void)
     test_stats_outliers_order();
     test_straggler();
     test_series();
+    test_series_as_before();
     test_rank_histories();
     CHECK_EXIT();
 }
