@@ -1374,6 +1374,114 @@ static void test_series_as_before(void)
     TEST_END();
 }
 
+/* The job's samples/s as the walk over its snapshots gives it, and as
+ * job_rate_pause sets it (0 while paused, the figure from before on resume,
+ * the window starting over at both). */
+typedef struct {
+    RateWalk w;
+    bool paused;
+    double before;
+} PausedWalk;
+
+static void paused_walk(PausedWalk *p, int64_t now, int64_t total)
+{
+    if (!p->paused) rate_walk(&p->w, now, total);
+}
+
+static void paused_walk_set(PausedWalk *p, bool paused)
+{
+    if (paused) p->before = p->w.rate;
+    p->w.rate = paused ? 0 : p->before;
+    p->w.len = 0;
+    p->paused = paused;
+}
+
+/* Telemetry comes in bursts, every message of one at its frame's arrival:
+ * the update that shares the last one's time takes the figure from the
+ * base it kept, which must be the walk's. Bursts of 1-12 steps, colls and
+ * beats from 3 ranks, frames at one instant, ms, 120 ms, seconds apart; a
+ * pause and a resume at the instant of a burst (the window starts over
+ * there: the next update at that same time may not use the base kept from
+ * before it), and every rank gone and a late frame after that. */
+static void test_samples_per_s_in_bursts(void)
+{
+    TEST_BEGIN("samples_per_s_in_bursts_matches_the_walk");
+    Job *j = job_new(3, T0);
+    int64_t t = j->start_ns;
+    PausedWalk p;
+    memset(&p, 0, sizeof p);
+    int64_t step[3] = { 0, 0, 0 }, total = 0;
+    for (int r = 0; r < 3; r++) {
+        job_rank_started(j, r, 100 + r, t);
+        send_hello(j, r, 100 + r, t += MS);
+        paused_walk(&p, t, total);
+        send_phase(j, r, PHASE_TRAIN, NULL, t += MS);
+        paused_walk(&p, t, total);
+    }
+    unsigned seed = 3;
+    int bad = 0, checked = 0, nonzero = 0, same_time = 0, pauses = 0;
+    for (int frame = 0; frame < 6000; frame++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 1000;
+        t += k < 150 ? 0 : k < 700 ? 2 * MS : k < 900 ? 17 * MS : k < 980 ? 120 * MS : k < 995 ? 700 * MS : 2500 * MS;
+        int r = (int)((seed >> 4) % 3), n = 1 + (int)((seed >> 8) % 12);
+        for (int i = 0; i < n; i++) {
+            unsigned kind = (seed >> (i % 16)) % 3;
+            Msg m;
+            if (kind == 0) {
+                send_step(j, r, 0, ++step[r], 1.0, t);
+                total += 64;
+            } else {
+                msg_init(&m, kind == 1 ? MSG_COLL : MSG_BEAT);
+                m.rank = r;
+                if (kind == 1) snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+                job_apply(j, &m, t, WALL);
+            }
+            paused_walk(&p, t, total);
+            same_time += i > 0;
+            checked++;
+            nonzero += p.w.rate > 0;
+            if (j->samples_per_s != p.w.rate && bad++ < 3)
+                CHECK(false, "frame %d message %d: %.3f samples/s, the walk %.3f", frame, i, j->samples_per_s,
+                      p.w.rate);
+        }
+        if (frame % 500 == 250) { /* every rank pauses and resumes at this burst's instant */
+            for (int q = 0; q < 3; q++) {
+                send_phase(j, q, PHASE_PAUSED, NULL, t);
+                if (q == 2) paused_walk_set(&p, true);
+                paused_walk(&p, t, total);
+            }
+            CHECK(j->paused && j->samples_per_s == 0, "frame %d: not paused (%.1f samples/s)", frame,
+                  j->samples_per_s);
+            for (int q = 0; q < 3; q++) {
+                send_phase(j, q, PHASE_TRAIN, NULL, t);
+                if (q == 0) paused_walk_set(&p, false);
+                paused_walk(&p, t, total);
+                if (j->samples_per_s != p.w.rate && bad++ < 3)
+                    CHECK(false, "frame %d resume %d: %.3f samples/s, the walk %.3f", frame, q, j->samples_per_s,
+                          p.w.rate);
+            }
+            pauses++;
+        }
+    }
+    CHECK(bad == 0, "%d of %d figures differ", bad, checked);
+    CHECK(nonzero > checked / 2 && same_time > checked / 2 && pauses > 5,
+          "%d figures above 0, %d at a burst's shared time, %d pauses of %d: the sequence does not exercise them",
+          nonzero, same_time, pauses, checked);
+    /* every rank gone: 0; a late frame at that instant computes it again, as
+     * every update does once the window is measurable */
+    for (int r = 0; r < 3; r++) job_rank_exited(j, r, 100 + r, 0, NULL, t, WALL);
+    CHECK(j->samples_per_s == 0, "%.1f samples/s with every rank gone", j->samples_per_s);
+    Msg m;
+    msg_init(&m, MSG_BEAT);
+    m.rank = 1;
+    job_apply(j, &m, t, WALL);
+    paused_walk(&p, t, total);
+    CHECK(j->samples_per_s == p.w.rate, "a late beat: %.3f samples/s, the walk %.3f", j->samples_per_s, p.w.rate);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_rank_histories(void)
 {
     TEST_BEGIN("rank_histories_nodes_rate");
@@ -1440,6 +1548,7 @@ int main(void)
     test_straggler();
     test_series();
     test_series_as_before();
+    test_samples_per_s_in_bursts();
     test_rank_histories();
     CHECK_EXIT();
 }

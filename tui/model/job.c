@@ -413,7 +413,7 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     series_add(&j->loss_all, s->step, s->loss);
     r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
     if (r->ring_len < JOB_STEP_RING) r->ring_len++;
-    job_rate_rank_push(r);
+    job_rate_rank_push(r, now_ns);
     step_min_update(j, r, had, old_step);
     if (!had) update_state_from_phases(j);
 }

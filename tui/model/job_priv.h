@@ -13,6 +13,9 @@
 #define JOB_RATE_SNAP_NS 100000000LL
 #define JOB_RATE_RING    32
 
+/* Step number n (0 = the first pushed) sits in ring slot n & (size - 1). */
+_Static_assert((JOB_STEP_RING & (JOB_STEP_RING - 1)) == 0, "JOB_STEP_RING must be a power of two");
+
 /* A rank's histories (the counts are JobRank's *_len; each head is the next
  * write position) and what the set_epoch check remembers of its shards. */
 struct JobRankBook {
@@ -75,6 +78,9 @@ struct JobBook {
     int64_t rate_taken;       /* snapshots ever taken: the newest is number rate_taken - 1 */
     int64_t rate_base;        /* the number of the window's base at the last update */
     double rate_before_pause; /* samples_per_s when the job paused: back on resume */
+    /* the last update's time, and its base's samples and age, for the next
+     * update at that same time (a burst's messages share their arrival) */
+    int64_t rate_at_ns, rate_dt, rate_base_samples;
     /* lints (job_lint.c) */
     unsigned lints_told;        /* JobLint bits already told as events */
     int64_t ep_epoch, ep_steps; /* the newest finished epoch's steps, as the first rank to */
@@ -126,14 +132,52 @@ bool job_lint_early_clause(const Job *j, char *buf, size_t len);
 void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* job_rate.c: fold the time of a message into samples/s (on every message,
- * so the figure falls to zero when steps stop but beats go on); the job has
- * just paused (paused) or stopped being paused (training: ranks train again). */
-void job_rate_update(Job *j, int64_t now_ns);
+/* job_rate.c: fold the time of a message into samples/s (job_rate_update,
+ * on every message, so the figure falls to zero when steps stop but beats
+ * go on; job_rate_update_long when the time is not the last update's); the
+ * job has just paused (paused) or stopped being paused (training: ranks
+ * train again). */
+void job_rate_update_long(Job *j, int64_t now_ns);
+static inline void job_rate_update(Job *j, int64_t now_ns)
+{
+    JobBook *b = j->book;
+    if (j->paused) return; /* 0 until resumed (pause_update) */
+    /* A burst's messages share their frame's arrival: at the time of the
+     * last update no snapshot is due, the base stays where that update left
+     * it (a fixpoint of job_rate_update_long's search) and so do its samples
+     * and age; only the summed counters may have moved. job_rate_pause
+     * empties the ring (rate_len 0), which sends the next update the long
+     * way. Inline: every message comes here. */
+    if (now_ns != b->rate_at_ns || b->rate_len == 0) {
+        job_rate_update_long(j, now_ns);
+        return;
+    }
+    if (b->rate_dt < JOB_RATE_WINDOW_NS / 4) return; /* as the long way: the old figure stays */
+    double rate = (double)(b->samples_total - b->rate_base_samples) * 1e9 / (double)b->rate_dt;
+    j->samples_per_s = rate > 0 ? rate : 0;
+}
 void job_rate_pause(Job *j, bool paused, bool training);
-/* After a step was pushed on r's ring: moves r's samples/s window (amortised
- * O(1); arrival times never go back). */
-void job_rate_rank_push(JobRank *r);
+/* Each rank's samples/s is over its newest steps spanning about a second:
+ * fast enough to follow a change of pace, long enough to smooth single slow
+ * steps. */
+#define JOB_RANK_RATE_NS 1000000000LL
+
+/* After a step that arrived at t_ns was pushed on r's ring: moves r's
+ * samples/s window (amortised O(1); arrival times never go back), which
+ * job_rank_samples_per_s reads. Inline: every step message comes here. */
+static inline void job_rate_rank_push(JobRank *r, int64_t t_ns)
+{
+    JobRankBook *bk = r->book;
+    int64_t n = bk->ring_pushed++;
+    /* a second between two steps is a pause (or a stall), not a pace: the
+     * rate is of the steps after it */
+    if (n > 0 && t_ns - bk->ring[(uint64_t)(n - 1) & (JOB_STEP_RING - 1)].t_ns > JOB_RANK_RATE_NS) bk->rate_gap = n;
+    int64_t lo = bk->ring_pushed - r->ring_len;
+    if (lo < bk->rate_gap) lo = bk->rate_gap;
+    int64_t old = bk->rate_old < lo - 1 ? lo - 1 : bk->rate_old;
+    while (old + 1 < n && t_ns - bk->ring[(uint64_t)(old + 1) & (JOB_STEP_RING - 1)].t_ns >= JOB_RANK_RATE_NS) old++;
+    bk->rate_old = old;
+}
 
 /* job_shard.c: fold a rank's shard into its summary and the index map;
  * warns when an epoch's order repeats the previous one's. */

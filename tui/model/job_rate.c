@@ -2,7 +2,9 @@
  * summed sample counters) and each rank's (over its newest steps), both of
  * training time only: a pause (or a stall) is not a slower pace.
  *
- * Owns: Job.samples_per_s and the rate ring in Job.book. Main thread.
+ * Owns: Job.samples_per_s and the rate ring in Job.book. Main thread. The
+ * per-message parts, job_rate_update's usual case and the rank's window
+ * kept per step (job_rate_rank_push), are inline in job_priv.h.
  */
 #include "model/job_priv.h"
 
@@ -15,14 +17,14 @@ static int64_t snap_t(const JobBook *b, int64_t n)
 /* Sliding-window samples/s: snapshots of the summed sample counters, and the
  * rate between now and the newest snapshot at least a window old (the
  * oldest when none is). Called on every message so the figure falls to zero
- * when steps stop but beats go on. Snapshot times only grow, so the base
- * only moves forward while it stays a window old: found from the last
- * update's in O(1) amortised, by a walk over the ring only when that one is
- * gone or too new. */
-void job_rate_update(Job *j, int64_t now_ns)
+ * when steps stop but beats go on (job_rate_update in job_priv.h, which
+ * comes here unless the message shares the last one's time). Snapshot times
+ * only grow, so the base only moves forward while it stays a window old:
+ * found from the last update's in O(1) amortised, by a walk over the ring
+ * only when that one is gone or too new. */
+void job_rate_update_long(Job *j, int64_t now_ns)
 {
     JobBook *b = j->book;
-    if (j->paused) return; /* 0 until resumed (pause_update) */
     int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
     if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
         b->rate_t_ns[b->rate_head] = now_ns;
@@ -41,6 +43,9 @@ void job_rate_update(Job *j, int64_t now_ns)
     b->rate_base = base;
     int k = (b->rate_head + JOB_RATE_RING - (int)(b->rate_taken - base)) % JOB_RATE_RING;
     int64_t dt = now_ns - b->rate_t_ns[k];
+    b->rate_at_ns = now_ns;
+    b->rate_dt = dt;
+    b->rate_base_samples = b->rate_samples[k];
     /* under a quarter window the figure is mostly noise: keep the old one */
     if (dt < JOB_RATE_WINDOW_NS / 4) return;
     double rate = (double)(b->samples_total - b->rate_samples[k]) * 1e9 / (double)dt;
@@ -56,26 +61,6 @@ void job_rate_pause(Job *j, bool paused, bool training)
     if (paused) b->rate_before_pause = j->samples_per_s;
     j->samples_per_s = paused || !training ? 0 : b->rate_before_pause;
     b->rate_len = 0;
-}
-
-/* Each rank's samples/s is over its newest steps spanning about a second:
- * fast enough to follow a change of pace, long enough to smooth single slow
- * steps. */
-#define RANK_RATE_NS 1000000000LL
-
-void job_rate_rank_push(JobRank *r)
-{
-    JobRankBook *bk = r->book;
-    int64_t n = bk->ring_pushed++;
-    const JobStepRec *a = &bk->ring[n % JOB_STEP_RING];
-    /* a second between two steps is a pause (or a stall), not a pace: the
-     * rate is of the steps after it */
-    if (n > 0 && a->t_ns - bk->ring[(n - 1) % JOB_STEP_RING].t_ns > RANK_RATE_NS) bk->rate_gap = n;
-    int64_t lo = bk->ring_pushed - r->ring_len;
-    if (lo < bk->rate_gap) lo = bk->rate_gap;
-    if (bk->rate_old < lo - 1) bk->rate_old = lo - 1;
-    while (bk->rate_old + 1 < n && a->t_ns - bk->ring[(bk->rate_old + 1) % JOB_STEP_RING].t_ns >= RANK_RATE_NS)
-        bk->rate_old++;
 }
 
 double job_rank_samples_per_s(const JobRank *r, int64_t now_ns)
