@@ -1482,6 +1482,39 @@ static void test_samples_per_s_in_bursts(void)
     TEST_END();
 }
 
+/* Collectives whose op is exactly "allreduce" feed the buckets, whatever
+ * the bytes after the string (a compare of its 10 bytes replaced strcmp). */
+static void test_allreduce_bucket_op(void)
+{
+    TEST_BEGIN("only_allreduce_feeds_the_buckets_whatever_follows_it");
+    struct {
+        const char *op;
+        bool garbage, bucket;
+    } cases[] = {
+        { "allreduce", false, true }, { "allreduce", true, true },   { "allreduce2", false, false },
+        { "allreduc", false, false }, { "allreduc", true, false },   { "Allreduce", false, false },
+        { "", false, false },         { "broadcast", false, false },
+    };
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Job *j = job_new(2, T0);
+        Msg m;
+        msg_init(&m, MSG_COLL);
+        m.rank = 1;
+        m.u.coll.seq = 1;
+        m.u.coll.bucket = 0;
+        m.u.coll.step = 1;
+        if (cases[c].garbage) memset(m.u.coll.op, 'x', sizeof m.u.coll.op);
+        size_t n = strlen(cases[c].op);
+        memcpy(m.u.coll.op, cases[c].op, n + 1);
+        job_apply(j, &m, T0 + MS, WALL);
+        CHECK(j->buckets[0].used == cases[c].bucket && (j->n_buckets == 1) == cases[c].bucket,
+              "op \"%s\"%s: bucket %s", cases[c].op, cases[c].garbage ? " (bytes after it)" : "",
+              j->buckets[0].used ? "fed" : "not fed");
+        job_free(&j);
+    }
+    TEST_END();
+}
+
 static void test_rank_histories(void)
 {
     TEST_BEGIN("rank_histories_nodes_rate");
@@ -1549,6 +1582,7 @@ int main(void)
     test_series();
     test_series_as_before();
     test_samples_per_s_in_bursts();
+    test_allreduce_bucket_op();
     test_rank_histories();
     CHECK_EXIT();
 }

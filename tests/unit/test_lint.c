@@ -190,6 +190,65 @@ static void test_desync(void)
     TEST_END();
 }
 
+/* A collective's op as decoded into its field: the string, then fill
+ * bytes (zeros as decoded, or anything a hand-built message left there). */
+static void coll_field(Job *j, int rank, int64_t seq, const char *op, char fill, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    memset(m.u.coll.op, fill, sizeof m.u.coll.op);
+    memcpy(m.u.coll.op, op, strlen(op) + 1);
+    m.u.coll.seq = seq;
+    m.u.coll.enq_ns = m.u.coll.start_ns = WALL - 2 * MS;
+    m.u.coll.done_ns = WALL;
+    apply(j, &m, rank, t);
+}
+
+/* Ops are compared as strings (strncmp over the field), though the usual
+ * case is now one compare of the two fields' bytes: bytes after the string
+ * never make a desync, a difference anywhere in the string always does,
+ * at its first byte, its 16th or its 31st. */
+static void test_desync_ops_as_strings(void)
+{
+    TEST_BEGIN("desync_compares_ops_as_strings_whatever_follows_them");
+    const char *l31 = "reduce_scatter_tensor_coalesced"; /* 31 characters: the field's longest */
+    struct {
+        const char *a, *b;
+        char fill_a, fill_b;
+    } cases[] = {
+        { "allreduce", "allreduce", 0, 0 },
+        { "allreduce", "allreduce", 0, 'x' },
+        { "allreduce", "allreduce", 'q', 'x' },
+        { "allreduce", "allreducf", 0, 0 },
+        { "allreduce", "Allreduce", 0, 0 },
+        { "allreduce", "allreduce_coalesced", 0, 0 },
+        { "allreduce_coalesced", "allreduce", 0, 'd' },
+        { "reduce_scatter_1", "reduce_scatter_1", 0, 'x' }, /* 16 bytes, then the end */
+        { "reduce_scatter_1", "reduce_scatter_12", 0, 0 },
+        { "reduce_scatter_", "reduce_scatter_", 'a', 'b' }, /* 15: the end in the 16th byte */
+        { "reduce_scatter_", "reduce_scatter_x", 0, 0 },
+        { l31, l31, 0, 0 },
+        { l31, "reduce_scatter_tensor_coalesceX", 0, 0 },
+        { l31, "reduce_scatter_tEnsor_coalesced", 0, 0 },
+    };
+    int n = 0;
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t t;
+        Job *j = started(2, &t);
+        coll_field(j, 0, 9, cases[c].a, cases[c].fill_a, t += MS);
+        coll_field(j, 1, 9, cases[c].b, cases[c].fill_b, t += MS);
+        bool want = strncmp(cases[c].a, cases[c].b, PROTO_STR_SHORT) != 0;
+        bool got = (j->ranks[1].lints & JOB_LINT_DESYNC) && events_with(j, "desync") == 1;
+        CHECK(got == want, "\"%s\" (then '%c') against \"%s\" (then '%c'): %s", cases[c].a,
+              cases[c].fill_a ? cases[c].fill_a : '0', cases[c].b, cases[c].fill_b ? cases[c].fill_b : '0',
+              got ? "a desync" : "none");
+        n += want;
+        job_free(&j);
+    }
+    CHECK(n > 5, "only %d cases with a desync", n);
+    TEST_END();
+}
+
 static void test_alone(void)
 {
     TEST_BEGIN("alone_in_a_barrier_after_the_others_finished");
@@ -392,6 +451,7 @@ int main(void)
     test_where();
     test_uneven();
     test_desync();
+    test_desync_ops_as_strings();
     test_alone_at_scale();
     test_alone();
     test_set_epoch_rows();

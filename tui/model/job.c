@@ -420,17 +420,17 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
 
 static void apply_coll(Job *j, JobRank *r, const MsgColl *c, JobTime at)
 {
+    double ms = job_coll_ms(c);
     r->coll = *c;
     r->have_coll = true;
-    int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
-    r->coll_ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
+    r->coll_ms = ms;
     JobCollRec *rec = &r->book->colls[r->book->colls_head];
     rec->c = *c;
-    rec->ms = r->coll_ms;
+    rec->ms = ms;
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
-    r->book->colls_head = (r->book->colls_head + 1) % JOB_RANK_COLLS;
+    r->book->colls_head = r->book->colls_head + 1 < JOB_RANK_COLLS ? r->book->colls_head + 1 : 0;
     if (r->colls_len < JOB_RANK_COLLS) r->colls_len++;
-    job_comm_on_coll(j, r->rank, c, at);
+    job_comm_on_coll(j, r->rank, c, ms, at);
 }
 
 /* The line keeps the rank's own wall time when it sent one; the event is

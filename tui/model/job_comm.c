@@ -15,11 +15,11 @@
 
 static size_t seen_words(const Job *j) { return ((size_t)j->world + 63) / 64; }
 
+/* Slot k's arrival bitset. */
+static uint64_t *seen_at(const Job *j, size_t k) { return j->book->seen + seen_words(j) * k; }
+
 /* Slot c's arrival bitset. */
-static uint64_t *seen_of(const Job *j, const JobColl *c)
-{
-    return j->book->seen + seen_words(j) * (size_t)(c - j->book->colls);
-}
+static uint64_t *seen_of(const Job *j, const JobColl *c) { return seen_at(j, (size_t)(c - j->book->colls)); }
 
 int job_comm_init(Job *j)
 {
@@ -41,13 +41,10 @@ void job_comm_done(Job *j)
     j->book->seen = NULL;
 }
 
-/* The slot for seq, claimed (and cleared) when it held an older one; NULL
- * when the slot has moved on past seq already. */
-static JobColl *slot_for(Job *j, int64_t seq)
+/* slot_for's slot c claimed for seq (cleared) when it held an older one;
+ * NULL when it has moved on past seq already. Once per collective. */
+__attribute__((noinline)) static JobColl *slot_claim(Job *j, JobColl *c, int64_t seq)
 {
-    if (seq < 0 || !j->book->seen) return NULL;
-    JobColl *c = &j->book->colls[seq % JOB_COLL_RING];
-    if (c->seq == seq) return c;
     if (c->seq > seq) return NULL;
     memset(seen_of(j, c), 0, seen_words(j) * sizeof *j->book->seen);
     memset(c, 0, sizeof *c);
@@ -58,10 +55,22 @@ static JobColl *slot_for(Job *j, int64_t seq)
     return c;
 }
 
-static void arrive(const Job *j, JobColl *c, int rank, int64_t at_ns)
+/* The slot for seq, claimed (and cleared) when it held an older one; NULL
+ * when the slot has moved on past seq already. Every rank's report of a
+ * collective after the first finds it in place, without a call. */
+static inline JobColl *slot_for(Job *j, int64_t seq)
 {
-    uint64_t bit = 1ULL << (rank % 64);
-    uint64_t *w = &seen_of(j, c)[rank / 64];
+    if (seq < 0 || !j->book->seen) return NULL;
+    JobColl *c = &j->book->colls[(uint64_t)seq % JOB_COLL_RING];
+    if (c->seq == seq) return c;
+    return slot_claim(j, c, seq);
+}
+
+/* Rank (0..world-1) arrived in c (its bitset seen) at at_ns. */
+static inline void arrive(JobColl *c, uint64_t *seen, int rank, int64_t at_ns)
+{
+    uint64_t bit = 1ULL << ((unsigned)rank % 64);
+    uint64_t *w = &seen[(unsigned)rank / 64];
     if (*w & bit) return;
     *w |= bit;
     if (c->arrived++ == 0) {
@@ -114,11 +123,21 @@ static void bucket_add(Job *j, const MsgColl *c, double ms)
     if (i + 1 > j->n_buckets) j->n_buckets = i + 1;
 }
 
+/* strncmp(a, b, PROTO_STR_SHORT) == 0 for two op fields (PROTO_STR_SHORT
+ * bytes each), without the call in the usual case: every rank's
+ * "allreduce", both fields as decoded (zeros after the string), are the
+ * same bytes, one inline compare. Fields that differ anywhere (another op,
+ * or bytes after the string) take strncmp. */
+static inline bool op_equal(const char *a, const char *b)
+{
+    return memcmp(a, b, PROTO_STR_SHORT) == 0 || strncmp(a, b, PROTO_STR_SHORT) == 0;
+}
+
 /* A rank's report of e's op: the first one sets it; another rank's
  * different op is the desync lint. */
-static void check_op(Job *j, JobColl *e, int rank, const char *op, JobTime at)
+static inline void check_op(Job *j, JobColl *e, int rank, const char *op, JobTime at)
 {
-    if (e->op[0] && e->op_rank >= 0 && e->op_rank != rank && op[0] && strncmp(e->op, op, sizeof e->op) != 0)
+    if (e->op[0] && e->op_rank >= 0 && e->op_rank != rank && op[0] && !op_equal(e->op, op))
         job_lint_desync(j, at, e->seq, e->op_rank, e->op, rank, op);
 }
 
@@ -133,11 +152,12 @@ void job_comm_restart(Job *j)
     j->book->coll_max_seq = -1;
 }
 
-void job_comm_on_coll(Job *j, int rank, const MsgColl *c, JobTime at)
+void job_comm_on_coll(Job *j, int rank, const MsgColl *c, double ms, JobTime at)
 {
     int64_t from = c->start_ns ? c->start_ns : c->enq_ns;
-    double ms = (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
-    if (c->bucket >= 0 && strcmp(c->op, "allreduce") == 0) bucket_add(j, c, ms);
+    /* strcmp(op, "allreduce") == 0, as one compare of its 10 bytes (op is
+     * PROTO_STR_SHORT long): no call for every collective */
+    if (c->bucket >= 0 && memcmp(c->op, "allreduce", sizeof "allreduce") == 0) bucket_add(j, c, ms);
     JobColl *e = slot_for(j, c->seq);
     if (!e) return;
     check_op(j, e, rank, c->op, at);
@@ -149,7 +169,7 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c, JobTime at)
         e->step = c->step;
         e->bytes = c->bytes;
     }
-    arrive(j, e, rank, c->enq_ns ? c->enq_ns : from);
+    arrive(e, seen_of(j, e), rank, c->enq_ns ? c->enq_ns : from);
     e->done++;
     e->ms_sum += ms;
     if (e->ms_max_rank < 0 || ms > e->ms_max) {
@@ -172,7 +192,7 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at)
         e->op_rank = rank;
         e->step = b->step + 1; /* in flight: part of the step after the last one done */
     }
-    arrive(j, e, rank, b->coll_since_ns);
+    arrive(e, seen_of(j, e), rank, b->coll_since_ns);
 }
 
 void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw)

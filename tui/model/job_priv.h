@@ -104,10 +104,16 @@ void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *f
 void job_apply_ckpt(Job *j, JobRank *r, const MsgCkpt *c, JobTime at);
 
 /* job_comm.c: allocate/free the collective tables; fold a completed
- * collective or a heartbeat (collective in flight) into them. */
+ * collective (ms: its duration, job_coll_ms) or a heartbeat (collective in
+ * flight) into them. */
+static inline double job_coll_ms(const MsgColl *c)
+{
+    int64_t from = c->start_ns ? c->start_ns : c->enq_ns; /* the start; the enqueue when it is unknown */
+    return (c->done_ns > from && from > 0) ? (double)(c->done_ns - from) / 1e6 : 0.0;
+}
 int job_comm_init(Job *j);
 void job_comm_done(Job *j);
-void job_comm_on_coll(Job *j, int rank, const MsgColl *c, JobTime at);
+void job_comm_on_coll(Job *j, int rank, const MsgColl *c, double ms, JobTime at);
 void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at);
 /* A restart: the ranks number their collectives from 0 again, so the
  * matched collectives of the run before go (bucket histories stay). */
