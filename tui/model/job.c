@@ -388,7 +388,8 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     int64_t now_ns = at.mono_ns;
     bool had = r->have_step;
     int64_t old_step = had ? r->last.step : 0, old_epoch = had ? r->last.epoch : 0;
-    job_lint_epoch(j, r, s, had, old_step, old_epoch, at);
+    /* the lint looks at a rank's first step and at each new epoch only */
+    if (!had || s->epoch > old_epoch) job_lint_epoch(j, r, s, had, old_step, old_epoch, at);
     /* wire integers are within +-2^61 (PROTO_INT_MAX), so the difference fits;
      * the running total saturates rather than wrap on a hostile peer's counts */
     int64_t d = s->samples - (had ? r->last.samples : 0), sum;
@@ -411,7 +412,7 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     };
     series_add(&r->loss_hist, s->step, s->loss);
     series_add(&j->loss_all, s->step, s->loss);
-    r->book->ring_head = (r->book->ring_head + 1) % JOB_STEP_RING;
+    r->book->ring_head = (r->book->ring_head + 1) & (JOB_STEP_RING - 1);
     if (r->ring_len < JOB_STEP_RING) r->ring_len++;
     job_rate_rank_push(r, now_ns);
     step_min_update(j, r, had, old_step);
