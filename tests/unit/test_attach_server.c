@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <msgpack.h>
 #include <zmq.h>
 
 #include "check.h"
@@ -441,6 +442,131 @@ static void test_steps_kept_in_place(void *ctx, void *router)
     TEST_END();
 }
 
+/* A step frame of about `size` bytes: a worker's step with a key this
+ * build does not know ("pad", which decoders skip) padding it out, so
+ * frames can grow past the room a kept blob has (their size rounded up to
+ * 64) and shrink back. */
+static Frame step_sized(int rank, int64_t s, size_t size)
+{
+    static char pad[1024];
+    memset(pad, 'p', sizeof pad);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    const char *keys[] = { "v", "k", "r", "step", "loss", "pad" };
+    msgpack_pack_map(&pk, 6);
+    for (int i = 0; i < 6; i++) {
+        msgpack_pack_str(&pk, strlen(keys[i]));
+        msgpack_pack_str_body(&pk, keys[i], strlen(keys[i]));
+        switch (i) {
+        case 0: msgpack_pack_int(&pk, PROTO_VERSION); break;
+        case 1:
+            msgpack_pack_str(&pk, 4);
+            msgpack_pack_str_body(&pk, "step", 4);
+            break;
+        case 2: msgpack_pack_int(&pk, rank); break;
+        case 3: msgpack_pack_int64(&pk, s); break;
+        case 4: msgpack_pack_double(&pk, 2.0 / (double)s); break;
+        default: {
+            size_t n = size > sb.size + 8 ? size - sb.size - 8 : 1;
+            msgpack_pack_str(&pk, n < sizeof pad ? n : sizeof pad);
+            msgpack_pack_str_body(&pk, pad, n < sizeof pad ? n : sizeof pad);
+        }
+        }
+    }
+    Frame f = { malloc(sb.size), sb.size };
+    memcpy(f.data, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    return f;
+}
+
+/* What take_burst does with a step it let through: kept for the snapshot
+ * from its decoded message (viewers_keep_msg), its frame passed on. */
+static void take_step(Viewers *v, void *router, const Frame *f)
+{
+    Msg m;
+    char err[128];
+    if (codec_decode(f->data, f->len, &m, err, sizeof err)) {
+        CHECK(false, "decode: %s", err);
+        return;
+    }
+    viewers_keep_msg(v, f->data, f->len, &m);
+    viewers_forward(v, router, f->data, f->len);
+    msg_done(&m);
+}
+
+/* Steps kept the way take_burst keeps them (viewers_keep_msg, which copies
+ * a step over its slot's blob without keep()'s detour) are kept as
+ * viewers_on_frame keeps them: in place exactly when the slot's blob is the
+ * snapshot's alone and has room (frames that grow past it and shrink back),
+ * and a newcomer's snapshot is the last steps byte for byte, never written
+ * over while its queue holds them. */
+static void test_steps_kept_by_keep_msg(void *ctx, void *router)
+{
+    TEST_BEGIN("steps_kept_by_keep_msg_as_by_on_frame");
+    enum { WORLD = 64, RANKS = 16, KEEP = 2048 / WORLD, ROUNDS = 4 };
+    Viewers *v = viewers_new(WORLD), *ref = viewers_new(WORLD);
+    static Frame old[KEEP][RANKS], cur[KEEP][RANKS];
+    int big = 0;
+    for (int k = 0; k < ROUNDS * KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            /* sizes that move a slot's frame past its blob's room and back */
+            size_t size = (k / 3 + r) % 4 == 0 ? 300 + (size_t)(k % 5) * 70 : 60 + (size_t)(k % 3) * 20;
+            Frame f = step_sized(r, 1 + k, size);
+            big += size > 128;
+            take_step(v, router, &f);
+            viewers_on_frame(ref, router, f.data, f.len);
+            if (k >= (ROUNDS - 1) * KEEP)
+                old[k - (ROUNDS - 1) * KEEP][r] = f;
+            else
+                free(f.data);
+        }
+    uint64_t reused = viewers_reused(v), total = (uint64_t)ROUNDS * KEEP * RANKS;
+    CHECK(reused == viewers_reused(ref), "%llu steps kept in place, viewers_on_frame's way %llu",
+          (unsigned long long)reused, (unsigned long long)viewers_reused(ref));
+    CHECK(reused > total / 4 && reused < total - (uint64_t)KEEP * RANKS - 100 && big > 0,
+          "%llu of %llu in place: the sizes do not exercise both ways", (unsigned long long)reused,
+          (unsigned long long)total);
+    void *a = dealer(ctx, "view-501-ffff");
+    knock(v, router, a, 0, 1000);
+    char who[96];
+    route_one(v, router, 1000, who, sizeof who); /* the snapshot: 400 sent, the rest queued */
+    for (int k = 0; k < KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            cur[k][r] = step_sized(r, 1 + ROUNDS * KEEP + k, (k + r) % 2 ? 80 : 500);
+            take_step(v, router, &cur[k][r]);
+        }
+    collect(v, a, 150, 1000);
+    int want = 2 * KEEP * RANKS + 1, bad = 0; /* + the welcome line */
+    CHECK(got.n == want, "got %d frames, want %d", got.n, want);
+    for (int k = 0; k < KEEP && got.n == want; k++)
+        for (int r = 0; r < RANKS; r++) {
+            bad += !same(&got.f[k * RANKS + r], &old[k][r]);
+            bad += !same(&got.f[KEEP * RANKS + 1 + k * RANKS + r], &cur[k][r]);
+        }
+    CHECK(bad == 0, "%d steps not the frames sent", bad);
+    /* a message the snapshot does not hold leaves it as it was */
+    uint64_t before = viewers_reused(v);
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = 3;
+    Frame c = frame_of(&m);
+    viewers_keep_msg(v, c.data, c.len, &m);
+    CHECK(viewers_reused(v) == before, "a coll was kept");
+    free(c.data);
+    for (int k = 0; k < KEEP; k++)
+        for (int r = 0; r < RANKS; r++) {
+            free(old[k][r].data);
+            free(cur[k][r].data);
+        }
+    zmq_close(a);
+    viewers_free(&v);
+    viewers_free(&ref);
+    got_reset(&got);
+    TEST_END();
+}
+
 static void test_commands(void *ctx, void *router)
 {
     TEST_BEGIN("read_only_refused_control_applied");
@@ -721,6 +847,7 @@ int main(void)
     test_idents();
     test_snapshot_and_forwarding(ctx, router);
     test_steps_kept_in_place(ctx, router);
+    test_steps_kept_by_keep_msg(ctx, router);
     test_commands(ctx, router);
     test_cap_and_timeout(ctx, router);
     test_blind_viewers_expire(ctx, router);

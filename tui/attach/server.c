@@ -424,27 +424,37 @@ static Blob *keep_eval(Viewers *v, const MsgEval *e, const void *frame, size_t l
     return b;
 }
 
-/* The next slot of a ring of cap (head, len: oldest first), the oldest
- * one when the ring is full; *advance runs once the slot is filled. */
-static int ring_slot(int head, int len, int cap) { return len == cap ? head : (head + len) % cap; }
+/* The next slot of a ring of cap (head, len: oldest first; head < cap,
+ * len <= cap), the oldest one when the ring is full; *advance runs once the
+ * slot is filled. Wrapped by a compare: a step per message comes here. */
+static int ring_slot(int head, int len, int cap)
+{
+    int at = head + len;
+    return len == cap ? head : at >= cap ? at - cap : at;
+}
 
 static void ring_advance(int *head, int *len, int cap)
 {
     if (*len == cap)
-        *head = (*head + 1) % cap;
+        *head = *head + 1 < cap ? *head + 1 : 0;
     else
         (*len)++;
 }
+
+/* The kinds the snapshot holds. */
+#define KEPT_KINDS                                                                                                    \
+    (1u << MSG_HELLO | 1u << MSG_PHASE | 1u << MSG_SHARD | 1u << MSG_CKPT | 1u << MSG_EVAL | 1u << MSG_STEP |         \
+     1u << MSG_BYE | 1u << MSG_LOG | 1u << MSG_INFO)
+_Static_assert(MSG__COUNT <= 32, "KEPT_KINDS is a 32-bit mask");
+
+static bool kept_kind(MsgKind k) { return (unsigned)k < MSG__COUNT && (KEPT_KINDS >> k & 1u); }
 
 /* Keep the frame for the snapshot when it is of a kind it holds. Returns
  * a reference to the kept blob (the caller releases it), else NULL. */
 static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
 {
     int r = m->rank;
-    bool kept_kind = m->kind == MSG_HELLO || m->kind == MSG_PHASE || m->kind == MSG_SHARD || m->kind == MSG_CKPT ||
-                     m->kind == MSG_EVAL || m->kind == MSG_STEP || m->kind == MSG_BYE || m->kind == MSG_LOG ||
-                     m->kind == MSG_INFO;
-    if (!kept_kind || r < 0 || r >= v->world) return NULL;
+    if (!kept_kind(m->kind) || r < 0 || r >= v->world) return NULL;
     if ((m->kind == MSG_SHARD && len > VIEWERS_SHARD_MAX_BYTES) || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) {
         v->skipped++;
         return NULL;
@@ -547,9 +557,30 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
     blob_unref(b);
 }
 
+/* keep() of a step in the steady state, without its reference dance: the
+ * frame copied over the blob of its rank's next step slot when that blob
+ * is the snapshot's alone (no viewer's queue holds it) and has room. False
+ * (nothing done) for anything else, which keep() then decides. */
+static bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
+{
+    if (r < 0 || r >= v->world || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) return false;
+    SnapRank *s = &v->ranks[r];
+    Blob *b = s->steps[ring_slot(s->steps_head, s->steps_len, v->step_keep)];
+    if (!b || b->refs != 1 || b->cap < len) return false;
+    v->snap_bytes = v->snap_bytes - b->len + len;
+    memcpy(b->data, frame, len);
+    b->len = len;
+    v->reused++;
+    ring_advance(&s->steps_head, &s->steps_len, v->step_keep);
+    return true;
+}
+
 void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m)
 {
-    if (!v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    /* every telemetry message comes here: a coll or a beat (which the
+     * snapshot does not hold) leaves at once, a step in a few instructions */
+    if (!kept_kind(m->kind) || !v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    if (m->kind == MSG_STEP && keep_step_in_place(v, m->rank, frame, len)) return;
     blob_unref(keep(v, m, frame, len));
 }
 
