@@ -70,7 +70,7 @@ static int ident_rank(const char *ident, size_t len) { return proto_rank_ident_p
 
 /* Values no worker sends: a "drops" past DROPS_PER_STEP_MAX a step, an eval
  * that is not rank 0's or whose counts do not add up. */
-static bool implausible(const Msg *m)
+static inline bool implausible(const Msg *m)
 {
     if (m->kind == MSG_STEP) {
         const MsgStep *s = &m->u.step;
@@ -139,9 +139,8 @@ static FromVerdict check_hello(Tap *t, const Msg *m, const char *ident, size_t i
     return FROM_BAD_HELLO;
 }
 
-/* May this sender send m? Sets t->verdict (and t->why); no side effects,
- * so the tap and handle_msg agree. */
-static FromVerdict check_sender(Tap *t, const Msg *m)
+/* check_sender's every case; check_sender answers most messages without it. */
+__attribute__((noinline)) static FromVerdict check_sender_all(Tap *t, const Msg *m)
 {
     Run *r = t->r;
     const char *ident = t->ident;
@@ -172,8 +171,26 @@ static FromVerdict check_sender(Tap *t, const Msg *m)
     return FROM_OK;
 }
 
+/* May this sender send m? Sets t->verdict (and t->why); no side effects,
+ * so the tap and handle_msg agree. Every telemetry message asks, so the
+ * usual answer comes first: a rank's telemetry (no routing id) of a kind
+ * with nothing to weigh, or a plausible step, from its rank's own process
+ * (or from a process the transport does not name). Anything else, and
+ * every refusal, is check_sender_all's. */
+static inline FromVerdict check_sender(Tap *t, const Msg *m)
+{
+    Run *r = t->r;
+    if (!t->ident && r->rk && m->rank >= 0 && m->rank < r->job->world &&
+        (m->kind == MSG_COLL || m->kind == MSG_BEAT || (m->kind == MSG_STEP && !implausible(m)))) {
+        int64_t pid = t->pid ? *t->pid : 0;
+        if (!pid || pid == r->rk[m->rank].pid) return FROM_OK;
+    }
+    return check_sender_all(t, m);
+}
+
 static void refused(Run *r, const Tap *t, const Msg *m);
 static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arrival at);
+static void handle_tel(Run *r, Msg *m, Arrival at);
 
 /* A frame the checks let through, as received: to the recording and --publish. */
 static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
@@ -196,7 +213,10 @@ __attribute__((noinline)) static FromVerdict take_msg(Tap *t, const uint8_t *f, 
     t->verdict = check_sender(t, m);
     if (t->verdict != FROM_OK) return t->verdict;
     if (r->viewers) viewers_keep_msg(r->viewers, f, flen, m);
-    handle_msg(r, t->ident, t->ident_len ? *t->ident_len : 0, m, at);
+    if (t->ident)
+        handle_msg(r, t->ident, *t->ident_len, m, at);
+    else
+        handle_tel(r, m, at);
     return FROM_OK;
 }
 
@@ -298,20 +318,55 @@ static void refused(Run *r, const Tap *t, const Msg *m)
               msg_kind_name(m->kind), (int)m->rank, t->why);
 }
 
-/* listen: a rank's word is its only sign of life, and its bye its exit. */
-static bool listen_heard(Run *r, const Msg *m, Arrival at)
+/* listen: a rank's bye is its exit. */
+static void listen_bye(Run *r, const Msg *m, Arrival at)
+{
+    job_apply(r->job, m, at.mono_ns, at.wall_ns);
+    r->rk[m->rank].ext_ended = true;
+    run_rank_ended(r, m->rank, (int)r->job->ranks[m->rank].pid, (m->u.bye.status & 0xff) << 8);
+}
+
+/* listen: a rank's word is its only sign of life, and its bye its exit
+ * (true: the bye, applied and ended). */
+static inline bool listen_heard(Run *r, const Msg *m, Arrival at)
 {
     RunRank *rk = &r->rk[m->rank];
     rk->heard_ms = at.mono_ns / 1000000;
     if (m->kind != MSG_BYE || rk->ext_ended) return false;
-    job_apply(r->job, m, at.mono_ns, at.wall_ns);
-    rk->ext_ended = true;
-    run_rank_ended(r, m->rank, (int)r->job->ranks[m->rank].pid, (m->u.bye.status & 0xff) << 8);
+    listen_bye(r, m, at);
     return true;
+}
+
+/* A rank's own message, to the job model (and the bench). */
+static inline void apply_rank_msg(Run *r, Msg *m, Arrival at)
+{
+    if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, at)) return;
+    job_apply(r->job, m, at.mono_ns, at.wall_ns);
+    if (r->bench) bench_on_msg(r->bench, m, at.mono_ns);
+}
+
+/* handle_msg for a message without a routing id (telemetry): only a rank's
+ * own kinds go anywhere, to the job model; agents, viewers, the store and
+ * a hello's routing id all need one. The path of nearly every message. */
+static inline void handle_tel(Run *r, Msg *m, Arrival at)
+{
+    switch (m->kind) {
+    case MSG_SET:
+    case MSG_GET:
+    case MSG_WAIT:
+    case MSG_NODE:
+    case MSG_CMD:
+    case MSG_BURST: return; /* not a rank's to apply */
+    default: apply_rank_msg(r, m, at);
+    }
 }
 
 static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arrival at)
 {
+    if (!ident) {
+        handle_tel(r, m, at);
+        return;
+    }
     int node;
     if (ident && r->nodes && nodes_ident(ident, ident_len, &node)) {
         NodeEvents ev = run_node_events(r);
@@ -331,10 +386,8 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arri
         return;
     }
     if (m->kind == MSG_NODE || m->kind == MSG_CMD || m->kind == MSG_BURST) return; /* not a rank's to apply */
-    if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, at)) return;
-    job_apply(r->job, m, at.mono_ns, at.wall_ns);
-    bench_on_msg(r->bench, m, at.mono_ns);
-    if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world && ident) {
+    apply_rank_msg(r, m, at);
+    if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world) {
         RunRank *rk = &r->rk[m->rank];
         rk->routable = true;
         memcpy(rk->ident, ident, ident_len);
