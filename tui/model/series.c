@@ -47,51 +47,13 @@ static void compact(Series *s)
     s->stride *= 2;
 }
 
-/* v into bin i (i < SERIES_CAP), which the series then covers. */
-static inline void bin_add(Series *s, int i, double v)
-{
-    SeriesBin *b = &s->bin[i];
-    if (!isfinite(v)) {
-        b->n_bad++;
-    } else {
-        float f = (float)v; /* finite v: f is finite or infinite, never NaN, so a < b picks as min/max do */
-        if (b->n == 0) {
-            b->min = b->max = f;
-        } else {
-            b->min = f < b->min ? f : b->min;
-            b->max = f > b->max ? f : b->max;
-        }
-        b->sum += v;
-        b->n++;
-    }
-    if (i + 1 > s->len) s->len = i + 1;
-}
-
-/* series_add's rare cases: the first value (or a series never
- * initialised), and an x past the last bin (compacted until it fits). */
-__attribute__((noinline)) static void add_slow(Series *s, int64_t x, double v)
+void series_add_slow(Series *s, int64_t x, double v)
 {
     if (s->stride < 1) series_init(s);
     if (s->len == 0) s->first = x;
     uint64_t off = x > s->first ? (uint64_t)(x - s->first) : 0;
     while (off / (uint64_t)s->stride >= SERIES_CAP) compact(s);
-    bin_add(s, (int)(off / (uint64_t)s->stride), v);
-}
-
-/* Every step adds to a few series (each rank's loss, the job's, a bucket's
- * all-reduce time), so the usual case is kept short, without a call: the
- * bin found with a shift, the stride being a power of two (1, doubled by
- * each compaction; nothing else writes it). */
-void series_add(Series *s, int64_t x, double v)
-{
-    /* x and first are wire integers (within +-2^61): the difference fits */
-    uint64_t off = x > s->first ? (uint64_t)(x - s->first) : 0;
-    uint64_t i = off >> __builtin_ctzll((uint64_t)s->stride | (1ull << 63));
-    if (__builtin_expect(s->len == 0 || s->stride < 1 || i >= SERIES_CAP, 0)) {
-        add_slow(s, x, v);
-        return;
-    }
-    bin_add(s, (int)i, v);
+    series_bin_add(s, (int)(off / (uint64_t)s->stride), v);
 }
 
 double series_bin_mean(const SeriesBin *b) { return b->n > 0 ? b->sum / b->n : NAN; }
