@@ -1515,6 +1515,242 @@ static void test_allreduce_bucket_op(void)
     TEST_END();
 }
 
+/* ---- job_apply_burst against job_apply one message at a time ---- */
+
+static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* The first difference between what two models show (figures, events,
+ * every rank's histories and rates, buckets, matched collectives) into
+ * why; false when there is none. */
+static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size_t n)
+{
+#define DIFF(cond, ...)                        \
+    do {                                       \
+        if (cond) {                            \
+            snprintf(why, n, __VA_ARGS__);     \
+            return true;                       \
+        }                                      \
+    } while (0)
+    DIFF(a->step != b->step || a->epoch != b->epoch, "step %lld/%lld epoch %lld/%lld", (long long)a->step,
+         (long long)b->step, (long long)a->epoch, (long long)b->epoch);
+    DIFF(!same_bits(a->samples_per_s, b->samples_per_s), "samples/s %.6f/%.6f", a->samples_per_s, b->samples_per_s);
+    DIFF(a->version != b->version || a->bad_frames != b->bad_frames || a->drops != b->drops, "version %llu/%llu bad %llu/%llu",
+         (unsigned long long)a->version, (unsigned long long)b->version, (unsigned long long)a->bad_frames,
+         (unsigned long long)b->bad_frames);
+    DIFF(a->state != b->state || a->paused != b->paused || a->n_stepped != b->n_stepped || a->nodes != b->nodes ||
+             a->n_evals != b->n_evals || a->n_buckets != b->n_buckets,
+         "state %d/%d paused %d/%d", a->state, b->state, a->paused, b->paused);
+    DIFF(!series_same(&a->loss_all, &b->loss_all), "the job's loss series");
+    DIFF(a->ev_total != b->ev_total, "events %llu/%llu", (unsigned long long)a->ev_total,
+         (unsigned long long)b->ev_total);
+    for (int i = 0; job_event_at(a, i); i++) {
+        const JobEvent *x = job_event_at(a, i), *y = job_event_at(b, i);
+        DIFF(x->t_ns != y->t_ns || x->mono_ns != y->mono_ns || x->rank != y->rank || x->level != y->level ||
+                 strcmp(x->text, y->text),
+             "event %d: \"%.100s\" / \"%.100s\"", i, x->text, y->text);
+    }
+    for (int k = 0; k < a->world; k++) {
+        const JobRank *x = &a->ranks[k], *y = &b->ranks[k];
+        DIFF(x->state != y->state || x->phase != y->phase || x->phase_since_ns != y->phase_since_ns ||
+                 x->have_step != y->have_step || x->last_msg_ns != y->last_msg_ns || x->have_coll != y->have_coll ||
+                 x->have_beat != y->have_beat || x->beat_ns != y->beat_ns || x->python != y->python ||
+                 x->lints != y->lints || x->ring_len != y->ring_len || x->colls_len != y->colls_len ||
+                 x->phases_len != y->phases_len || x->logs_len != y->logs_len || x->bye != y->bye,
+             "rank %d's state", k);
+        DIFF(memcmp(&x->last, &y->last, sizeof x->last) || memcmp(&x->beat, &y->beat, sizeof x->beat),
+             "rank %d's last step or beat", k);
+        DIFF(!series_same(&x->loss_hist, &y->loss_hist), "rank %d's loss series", k);
+        DIFF(!same_bits(job_rank_samples_per_s(x, now), job_rank_samples_per_s(y, now)) ||
+                 !same_bits(job_rank_allreduce_ms(x), job_rank_allreduce_ms(y)) ||
+                 job_rank_beat_in_coll(x) != job_rank_beat_in_coll(y),
+             "rank %d's rate %.3f/%.3f", k, job_rank_samples_per_s(x, now), job_rank_samples_per_s(y, now));
+        for (int i = 0; i < x->ring_len; i++)
+            DIFF(memcmp(job_rank_step_at(x, i), job_rank_step_at(y, i), sizeof(JobStepRec)), "rank %d's step %d", k, i);
+        for (int i = 0; i < x->colls_len; i++) {
+            const JobCollRec *c = job_rank_coll_at(x, i), *e = job_rank_coll_at(y, i);
+            DIFF(c->c.seq != e->c.seq || strcmp(c->c.op, e->c.op) || !same_bits(c->ms, e->ms) ||
+                     !same_bits(c->wait_ms, e->wait_ms),
+                 "rank %d's collective %d", k, i);
+        }
+    }
+    for (int k = 0; k < JOB_MAX_BUCKETS; k++) {
+        double m1, a1, b1, m2, a2, b2;
+        job_bucket_means(a, k, &m1, &a1, &b1);
+        job_bucket_means(b, k, &m2, &a2, &b2);
+        DIFF(!same_bits(m1, m2) || !same_bits(a1, a2) || !same_bits(b1, b2) || !series_same(&a->buckets[k].ms, &b->buckets[k].ms),
+             "bucket %d", k);
+    }
+    const JobColl *ca[JOB_COLL_RING], *cb[JOB_COLL_RING];
+    int na = job_colls_recent(a, ca, JOB_COLL_RING), nb = job_colls_recent(b, cb, JOB_COLL_RING);
+    DIFF(na != nb, "%d/%d collectives", na, nb);
+    for (int i = 0; i < na; i++) {
+        const JobColl *x = ca[i], *y = cb[i];
+        DIFF(x->seq != y->seq || x->arrived != y->arrived || x->done != y->done || x->first_rank != y->first_rank ||
+                 x->last_rank != y->last_rank || x->first_ns != y->first_ns || x->last_ns != y->last_ns ||
+                 !same_bits(x->ms_sum, y->ms_sum) || strcmp(x->op, y->op),
+             "collective #%lld", (long long)x->seq);
+        for (int r = 0; r < a->world; r++)
+            DIFF(job_coll_arrived(a, x, r) != job_coll_arrived(b, y, r), "collective #%lld rank %d", (long long)x->seq, r);
+    }
+    return false;
+#undef DIFF
+}
+
+/* One message of a burst: mostly steps and collectives, some beats (in a
+ * collective or not), and now and then everything else a rank sends or a
+ * frame the model must refuse: phases (a pause of every rank, a resume,
+ * an error), logs, evals, an info, a checkpoint, a bye, another rank's
+ * message, a rank outside the world, a command. */
+static void burst_msg(Msg *m, unsigned k, int rank, int world, int64_t *step, int64_t *seq, int64_t wall)
+{
+    unsigned what = k % 100;
+    if (what < 40) {
+        msg_init(m, MSG_STEP);
+        /* forward one or a few, now and then the same again or back (a restart) */
+        step[rank] += what < 34 ? 1 : what < 37 ? 3 : what < 39 ? 0 : -5;
+        if (step[rank] < 1) step[rank] = 1;
+        m->u.step.step = step[rank];
+        m->u.step.epoch = step[rank] / 40 + (what == 38); /* an epoch that disagrees, now and then */
+        m->u.step.samples = 64 * step[rank];
+        m->u.step.loss = what == 39 ? NAN : 1.0 / (double)(1 + step[rank]);
+        m->u.step.step_ms = 10 + what % 3;
+        m->u.step.comm_ms = 2;
+        m->u.step.drops = (uint64_t)(k % 7 == 0);
+    } else if (what < 80) {
+        msg_init(m, MSG_COLL);
+        m->u.coll.seq = ++seq[rank];
+        snprintf(m->u.coll.op, sizeof m->u.coll.op, "%s", what == 79 ? "broadcast" : "allreduce");
+        m->u.coll.bucket = (int32_t)(what % 3) - (what == 78);
+        m->u.coll.step = step[rank];
+        m->u.coll.bytes = 1 << 20;
+        m->u.coll.enq_ns = wall - 3 * MS - (int64_t)(k % 5) * MS;
+        m->u.coll.start_ns = what % 9 ? wall - 2 * MS : 0;
+        m->u.coll.done_ns = wall - (int64_t)(k % 4) * 100000;
+        m->u.coll.algbw_gbs = 1.0 + what % 4;
+        m->u.coll.busbw_gbs = 1.5;
+    } else if (what < 90) {
+        msg_init(m, MSG_BEAT);
+        m->u.beat.step = step[rank];
+        m->u.beat.phase = PHASE_TRAIN;
+        if (what % 2) {
+            m->u.beat.coll_seq = seq[rank] + 1;
+            snprintf(m->u.beat.coll_op, sizeof m->u.beat.coll_op, "allreduce");
+            m->u.beat.coll_since_ns = wall - 2 * SEC;
+        }
+        if (what == 89) snprintf(m->u.beat.where, sizeof m->u.beat.where, "t.py:9 step");
+    } else if (what < 93) {
+        msg_init(m, MSG_PHASE);
+        m->u.phase.phase = what == 90 ? PHASE_PAUSED : what == 91 ? PHASE_TRAIN : PHASE_CHECKPOINT;
+    } else if (what == 93) {
+        msg_init(m, MSG_LOG);
+        snprintf(m->u.log.level, sizeof m->u.log.level, "warn");
+        snprintf(m->u.log.text, sizeof m->u.log.text, "line %u", k);
+    } else if (what == 94) {
+        msg_init(m, MSG_EVAL);
+        m->u.eval.epoch = step[rank] / 40;
+        m->u.eval.step = step[rank];
+        m->u.eval.total = 10;
+    } else if (what == 95) {
+        msg_init(m, MSG_CKPT);
+        m->u.ckpt.step = step[rank];
+        m->u.ckpt.ok = true;
+    } else if (what == 96) {
+        msg_init(m, MSG_CMD);
+    } else if (what == 97) {
+        msg_init(m, MSG_INFO);
+        m->u.info.params = 7;
+    } else {
+        msg_init(m, MSG_STEP);
+        m->u.step.step = 1;
+        rank = what == 98 ? world + 3 : (rank + 1) % world; /* outside the world, or another rank's */
+    }
+    m->rank = rank;
+    m->t_ns = wall;
+}
+
+/* A burst's messages applied together leave the model as job_apply on
+ * each in turn does: bursts of 1-24 messages of every kind (and of other
+ * ranks, or none's) at one arrival, frames at one instant, ms or seconds
+ * apart, every rank pausing and resuming at a burst's instant, two ranks
+ * ending and one starting again. It fails if samples/s's update is put off
+ * past a message that reads it (a pause keeps the figure) or skipped at
+ * the end, or if a step or a collective goes a way of its own. */
+static void test_apply_burst(void)
+{
+    TEST_BEGIN("apply_burst_leaves_the_model_as_one_message_at_a_time");
+    enum { WORLD = 4, MAXB = 24 };
+    Job *a = job_new(WORLD, T0), *b = job_new(WORLD, T0);
+    int64_t t = T0, step[WORLD] = { 0 }, seq[WORLD] = { 0 };
+    for (int r = 0; r < WORLD; r++) {
+        job_rank_started(a, r, 100 + r, t);
+        job_rank_started(b, r, 100 + r, t);
+        Msg m;
+        msg_init(&m, MSG_HELLO);
+        m.rank = r;
+        m.u.hello.pid = 100 + r;
+        m.u.hello.world = WORLD;
+        snprintf(m.u.hello.host, sizeof m.u.hello.host, "h%d", r % 2);
+        t += MS;
+        job_apply(a, &m, t, WALL);
+        job_apply_burst(b, &m, 1, t, WALL);
+        msg_init(&m, MSG_PHASE);
+        m.rank = r;
+        m.u.phase.phase = PHASE_TRAIN;
+        job_apply(a, &m, t, WALL);
+        job_apply_burst(b, &m, 1, t, WALL);
+    }
+    unsigned seed = 11;
+    int bad = 0, bursts = 0, pauses = 0;
+    char why[256];
+    Msg ms[MAXB];
+    for (int f = 0; f < 4000 && bad < 3; f++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 1000;
+        t += k < 200 ? 0 : k < 700 ? 3 * MS : k < 950 ? 60 * MS : k < 990 ? 400 * MS : 2500 * MS;
+        int64_t wall = WALL + (t - T0);
+        int n = 0, r = (int)((seed >> 8) % WORLD);
+        if (f % 400 == 200) { /* every rank pauses, then trains again, at this instant */
+            for (int q = 0; q < WORLD; q++) {
+                msg_init(&ms[n], MSG_PHASE);
+                ms[n].rank = q;
+                ms[n++].u.phase.phase = PHASE_PAUSED;
+            }
+            for (int q = 0; q < 3; q++) burst_msg(&ms[n++], q * 7, r, WORLD, step, seq, wall);
+            msg_init(&ms[n], MSG_PHASE);
+            ms[n].rank = r;
+            ms[n++].u.phase.phase = PHASE_TRAIN;
+            pauses++;
+        }
+        for (int q = 1 + (int)((seed >> 4) % 20); q > 0 && n < MAXB; q--) {
+            seed = seed * 1103515245u + 12345u;
+            burst_msg(&ms[n++], (seed >> 12) % 1000, r, WORLD, step, seq, wall);
+        }
+        for (int i = 0; i < n; i++) job_apply(a, &ms[i], t, wall);
+        job_apply_burst(b, ms, n, t, wall);
+        bursts++;
+        if (jobs_differ(a, b, t, why, sizeof why)) {
+            bad++;
+            CHECK(false, "burst %d (%d messages): %s", f, n, why);
+        }
+        if (f == 3000) /* two ranks end, one comes back */
+            for (int q = 0; q < 2; q++) {
+                job_rank_exited(a, q, 100 + q, 0, NULL, t, wall);
+                job_rank_exited(b, q, 100 + q, 0, NULL, t, wall);
+            }
+        if (f == 3100) {
+            job_restart(a, t);
+            job_restart(b, t);
+        }
+    }
+    CHECK(bad == 0 && bursts > 3000 && pauses >= 9 && a->n_evals > 0 && a->ckpts > 0, "%d bad, %d bursts, %d pauses",
+          bad, bursts, pauses);
+    job_apply_burst(b, ms, 0, t, WALL); /* nothing: nothing changes */
+    CHECK(!jobs_differ(a, b, t, why, sizeof why), "an empty burst: %s", why);
+    job_free(&a);
+    job_free(&b);
+    TEST_END();
+}
+
 static void test_rank_histories(void)
 {
     TEST_BEGIN("rank_histories_nodes_rate");
@@ -1583,6 +1819,7 @@ int main(void)
     test_series_as_before();
     test_samples_per_s_in_bursts();
     test_allreduce_bucket_op();
+    test_apply_burst();
     test_rank_histories();
     CHECK_EXIT();
 }

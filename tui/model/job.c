@@ -274,7 +274,8 @@ static void step_min_recompute(Job *j)
 /* Keep job step = min over stepped ranks without scanning every rank on
  * every step message: ranks move in near lockstep, so the minimum only moves
  * when the last rank sitting on it leaves (one scan per step round). */
-static void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step)
+__attribute__((always_inline)) static inline void step_min_update(Job *j, const JobRank *r, bool had,
+                                                                  int64_t old_step)
 {
     int64_t s = r->last.step;
     if (!had) {
@@ -383,7 +384,8 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
     if (p->phase == PHASE_DESTROYING || p->phase == PHASE_DESTROYED) job_lint_alone(j, at);
 }
 
-static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
+/* Inline into both job_apply and job_apply_burst: every step comes here. */
+__attribute__((always_inline)) static inline void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
 {
     int64_t now_ns = at.mono_ns;
     bool had = r->have_step;
@@ -419,7 +421,8 @@ static void apply_step(Job *j, JobRank *r, const MsgStep *s, JobTime at)
     if (!had) update_state_from_phases(j);
 }
 
-static void apply_coll(Job *j, JobRank *r, const MsgColl *c, JobTime at)
+/* Inline into both job_apply and job_apply_burst: every collective comes here. */
+__attribute__((always_inline)) static inline void apply_coll(Job *j, JobRank *r, const MsgColl *c, JobTime at)
 {
     double ms = job_coll_ms(c);
     r->coll = *c;
@@ -478,25 +481,39 @@ static JobEventLevel level_from_name(const char *s)
     return EV_INFO;
 }
 
-void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
+static void apply_beat(Job *j, JobRank *r, const MsgBeat *b, JobTime at)
 {
-    JobTime at = { now_ns, wall_ns };
-    if (!j || !m) return;
+    r->beat = *b;
+    r->beat.where[sizeof r->beat.where - 1] = '\0';
+    r->have_beat = true;
+    r->beat_ns = at.mono_ns;
+    if (r->beat.where[0]) r->python = true;
+    job_comm_on_beat(j, r->rank, b, at);
+    job_lint_alone(j, at);
+}
+
+/* A message into the model, all but samples/s: job_apply's and
+ * job_apply_burst's common part (inline in both: every message that is not
+ * a burst's comes here). False when it was none of the model's (a command,
+ * store traffic) or its rank is outside the world (counted): no update of
+ * samples/s follows it. */
+__attribute__((always_inline)) static inline bool apply_msg(Job *j, const Msg *m, JobTime at)
+{
     switch (m->kind) {
     case MSG_CMD:
     case MSG_SET:
     case MSG_GET:
     case MSG_WAIT:
-    case MSG_VAL: return; /* commands and store traffic: not the model's */
+    case MSG_VAL: return false; /* commands and store traffic: not the model's */
     default: break;
     }
     if (m->rank < 0 || m->rank >= j->world) {
         j->bad_frames++;
         j->version++;
-        return;
+        return false;
     }
     JobRank *r = &j->ranks[m->rank];
-    r->last_msg_ns = now_ns;
+    r->last_msg_ns = at.mono_ns;
     j->version++;
     switch (m->kind) {
     case MSG_HELLO: apply_hello(j, r, &m->u.hello, at); break;
@@ -506,17 +523,9 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
     case MSG_SHARD: job_shard_on_shard(j, r, &m->u.shard, at); break;
     case MSG_CKPT: job_apply_ckpt(j, r, &m->u.ckpt, at); break;
     case MSG_LOG: apply_log(j, r, &m->u.log, m->t_ns, at); break;
-    case MSG_EVAL: apply_eval(j, &m->u.eval, now_ns); break;
+    case MSG_EVAL: apply_eval(j, &m->u.eval, at.mono_ns); break;
     case MSG_INFO: apply_info(j, &m->u.info); break;
-    case MSG_BEAT:
-        r->beat = m->u.beat;
-        r->beat.where[sizeof r->beat.where - 1] = '\0';
-        r->have_beat = true;
-        r->beat_ns = now_ns;
-        if (r->beat.where[0]) r->python = true;
-        job_comm_on_beat(j, r->rank, &m->u.beat, at);
-        job_lint_alone(j, at);
-        break;
+    case MSG_BEAT: apply_beat(j, r, &m->u.beat, at); break;
     case MSG_BYE:
         r->bye = true;
         r->bye_status = m->u.bye.status;
@@ -527,7 +536,62 @@ void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
         break;
     default: break; /* unknown kind: it still proves the rank is there */
     }
-    job_rate_update(j, now_ns);
+    return true;
+}
+
+void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns)
+{
+    if (!j || !m) return;
+    if (apply_msg(j, m, (JobTime){ now_ns, wall_ns })) job_rate_update(j, now_ns);
+}
+
+/* Kinds whose application reads nothing of samples/s (its figure, its
+ * window): a step, a collective, a beat. */
+static bool rate_blind(MsgKind k) { return k == MSG_STEP || k == MSG_COLL || k == MSG_BEAT; }
+
+void job_apply_burst(Job *j, const Msg *ms, int n, int64_t now_ns, int64_t wall_ns)
+{
+    if (!j || !ms) return;
+    JobTime at = { now_ns, wall_ns };
+    /* job_apply updates samples/s after each message. An update at now_ns
+     * with no snapshot due (one after another at that time, or the first
+     * when the newest is recent) reads the counters only for the figure:
+     * its base and the window's age depend on the time alone. So after a
+     * rate-blind message that update can wait for the next one, owed until
+     * a message that may read the figure (a phase: a pause keeps it) or the
+     * end. One that takes a snapshot (of the counters as they are) runs in
+     * its place. A pause empties the window inside its own message, whose
+     * update then runs the long way as job_apply's would. */
+    bool may_wait = !job_rate_snap_due(j, now_ns), owed = false;
+    for (int i = 0; i < n; i++) {
+        const Msg *m = &ms[i];
+        bool blind;
+        if ((m->kind == MSG_STEP || m->kind == MSG_COLL) && m->rank >= 0 && m->rank < j->world) {
+            /* the most of them, without apply_msg's call and switch */
+            JobRank *r = &j->ranks[m->rank];
+            r->last_msg_ns = now_ns;
+            j->version++;
+            if (m->kind == MSG_STEP)
+                apply_step(j, r, &m->u.step, at);
+            else
+                apply_coll(j, r, &m->u.coll, at);
+            blind = true;
+        } else {
+            blind = rate_blind(m->kind);
+            if (owed && !blind) {
+                job_rate_update(j, now_ns);
+                owed = false;
+            }
+            if (!apply_msg(j, m, at)) continue;
+        }
+        if (may_wait && blind) {
+            owed = true;
+            continue;
+        }
+        job_rate_update(j, now_ns);
+        may_wait = true;
+    }
+    if (owed) job_rate_update(j, now_ns);
 }
 
 /* ---- processes ---- */

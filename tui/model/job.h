@@ -292,6 +292,11 @@ void job_free(Job **j);
 /* Apply one message that arrived at now_ns / wall_ns. Messages with a rank
  * outside the world are counted as bad frames and ignored. */
 void job_apply(Job *j, const Msg *m, int64_t now_ns, int64_t wall_ns);
+/* Apply ms[0..n), in order, that all arrived at now_ns / wall_ns (a burst's
+ * messages): the model ends as job_apply on each in turn would leave it,
+ * with the sample rate's update, which only the last of a run of steps,
+ * collectives and beats decides, done once for them. */
+void job_apply_burst(Job *j, const Msg *ms, int n, int64_t now_ns, int64_t wall_ns);
 /* A rank's process ended with a waitpid status; `how` may be NULL or say who
  * ended it ("SIGKILL by ddptop"). */
 void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how, int64_t now_ns, int64_t wall_ns);

@@ -162,6 +162,13 @@ static inline void job_rate_update(Job *j, int64_t now_ns)
     double rate = (double)(b->samples_total - b->rate_base_samples) * 1e9 / (double)b->rate_dt;
     j->samples_per_s = rate > 0 ? rate : 0;
 }
+/* Would an update at now_ns take a snapshot of the summed counters (the
+ * ring empty, or its newest JOB_RATE_SNAP_NS old)? */
+static inline bool job_rate_snap_due(const Job *j, int64_t now_ns)
+{
+    const JobBook *b = j->book;
+    return b->rate_len == 0 || now_ns - b->rate_t_ns[(b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING] >= JOB_RATE_SNAP_NS;
+}
 void job_rate_pause(Job *j, bool paused, bool training);
 /* Each rank's samples/s is over its newest steps spanning about a second:
  * fast enough to follow a change of pace, long enough to smooth single slow

@@ -8,11 +8,12 @@
  */
 #include "model/job_priv.h"
 
-/* Snapshot number n's time (n within the ring's live ones). */
-static int64_t snap_t(const JobBook *b, int64_t n)
-{
-    return b->rate_t_ns[(b->rate_head + JOB_RATE_RING - (int)(b->rate_taken - n)) % JOB_RATE_RING];
-}
+/* Snapshot number n's slot (n within the ring's live ones): the head and
+ * the count of snapshots taken move together from 0 (job_rate_pause only
+ * forgets the ones kept), so snapshot n sits where the head was at n. */
+static int snap_slot(int64_t n) { return (int)((uint64_t)n % JOB_RATE_RING); }
+
+static int64_t snap_t(const JobBook *b, int64_t n) { return b->rate_t_ns[snap_slot(n)]; }
 
 /* Sliding-window samples/s: snapshots of the summed sample counters, and the
  * rate between now and the newest snapshot at least a window old (the
@@ -25,8 +26,7 @@ static int64_t snap_t(const JobBook *b, int64_t n)
 void job_rate_update_long(Job *j, int64_t now_ns)
 {
     JobBook *b = j->book;
-    int newest = (b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING;
-    if (b->rate_len == 0 || now_ns - b->rate_t_ns[newest] >= JOB_RATE_SNAP_NS) {
+    if (job_rate_snap_due(j, now_ns)) {
         b->rate_t_ns[b->rate_head] = now_ns;
         b->rate_samples[b->rate_head] = b->samples_total;
         b->rate_head = (b->rate_head + 1) % JOB_RATE_RING;
@@ -41,7 +41,7 @@ void job_rate_update_long(Job *j, int64_t now_ns)
         while (base + 1 < b->rate_taken && now_ns - snap_t(b, base + 1) >= JOB_RATE_WINDOW_NS) base++;
     }
     b->rate_base = base;
-    int k = (b->rate_head + JOB_RATE_RING - (int)(b->rate_taken - base)) % JOB_RATE_RING;
+    int k = snap_slot(base);
     int64_t dt = now_ns - b->rate_t_ns[k];
     b->rate_at_ns = now_ns;
     b->rate_dt = dt;
