@@ -252,11 +252,12 @@ static void step_min_recompute(Job *j)
 {
     bool any = false;
     int count = 0;
-    int64_t min = 0, epoch = 0;
+    int64_t min = 0, epoch = 0, above = INT64_MAX; /* above: the least step past min */
     for (int i = 0; i < j->world; i++) {
         const JobRank *r = &j->ranks[i];
         if (!r->have_step) continue;
         if (!any || r->last.step < min) {
+            if (any) above = min;
             any = true;
             min = r->last.step;
             epoch = r->last.epoch;
@@ -264,28 +265,42 @@ static void step_min_recompute(Job *j)
         } else if (r->last.step == min) {
             count++;
             if (r->last.epoch < epoch) epoch = r->last.epoch;
+        } else if (r->last.step < above) {
+            above = r->last.step;
         }
     }
     j->step = min;
     j->epoch = epoch;
     j->book->step_min_count = count;
+    j->book->step_above = above;
 }
 
 /* Keep job step = min over stepped ranks without scanning every rank on
  * every step message: ranks move in near lockstep, so the minimum only moves
- * when the last rank sitting on it leaves (one scan per step round). */
+ * when the last rank sitting on it leaves; and every other stepped rank is
+ * at step_above or past it, so while that last rank's new step is short of
+ * step_above it is the new minimum, alone (a burst carries a rank through
+ * several steps: one scan per step round, not one per step). */
 __attribute__((always_inline)) static inline void step_min_update(Job *j, const JobRank *r, bool had,
                                                                   int64_t old_step)
 {
+    JobBook *b = j->book;
     int64_t s = r->last.step;
     if (!had) {
         j->n_stepped++;
+        if (j->n_stepped == 1) {
+            b->step_above = INT64_MAX;
+        } else if (s < j->step) { /* the ranks at the old minimum are above it now */
+            if (j->step < b->step_above) b->step_above = j->step;
+        } else if (s > j->step && s < b->step_above) {
+            b->step_above = s;
+        }
         if (j->n_stepped == 1 || s < j->step) {
             j->step = s;
             j->epoch = r->last.epoch;
-            j->book->step_min_count = 1;
+            b->step_min_count = 1;
         } else if (s == j->step) {
-            j->book->step_min_count++;
+            b->step_min_count++;
         }
         return;
     }
@@ -293,7 +308,16 @@ __attribute__((always_inline)) static inline void step_min_update(Job *j, const 
         step_min_recompute(j);
         return;
     }
-    if (old_step == j->step && s != old_step && --j->book->step_min_count <= 0) step_min_recompute(j);
+    if (old_step != j->step || s == old_step) return; /* a rank past the minimum stays at step_above or past it */
+    if (--b->step_min_count > 0) {
+        if (s < b->step_above) b->step_above = s;
+    } else if (s < b->step_above) { /* the last one at the minimum, still short of every other rank */
+        j->step = s;
+        j->epoch = r->last.epoch;
+        b->step_min_count = 1;
+    } else {
+        step_min_recompute(j);
+    }
 }
 
 /* ---- messages ---- */
@@ -425,9 +449,7 @@ __attribute__((always_inline)) static inline void apply_step(Job *j, JobRank *r,
 __attribute__((always_inline)) static inline void apply_coll(Job *j, JobRank *r, const MsgColl *c, JobTime at)
 {
     double ms = job_coll_ms(c);
-    r->coll = *c;
     r->have_coll = true;
-    r->coll_ms = ms;
     JobCollRec *rec = &r->book->colls[r->book->colls_head];
     rec->c = *c;
     rec->ms = ms;
@@ -741,7 +763,8 @@ bool job_rank_stale(const JobRank *r, int64_t now_ns)
 
 double job_rank_allreduce_ms(const JobRank *r)
 {
-    if (r->have_coll && strcmp(r->coll.op, "allreduce") == 0) return r->coll_ms;
+    const JobCollRec *c = job_rank_coll_at(r, 0);
+    if (c && strcmp(c->c.op, "allreduce") == 0) return c->ms;
     return r->have_step ? r->last.comm_ms : 0.0;
 }
 
@@ -779,7 +802,8 @@ bool job_rank_beat_in_coll(const JobRank *r)
 {
     if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0) return false;
     /* a completed collective with that number means the beat is old news */
-    return !(r->have_coll && r->coll.seq >= r->beat.coll_seq);
+    const JobCollRec *c = job_rank_coll_at(r, 0);
+    return !(c && c->c.seq >= r->beat.coll_seq);
 }
 
 bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)

@@ -169,7 +169,7 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c, double ms, JobTime at)
         e->step = c->step;
         e->bytes = c->bytes;
     }
-    arrive(e, seen_of(j, e), rank, c->enq_ns ? c->enq_ns : from);
+    arrive(e, seen_at(j, (uint64_t)c->seq % JOB_COLL_RING), rank, c->enq_ns ? c->enq_ns : from); /* e is seq's slot */
     e->done++;
     e->ms_sum += ms;
     if (e->ms_max_rank < 0 || ms > e->ms_max) {
@@ -192,7 +192,7 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at)
         e->op_rank = rank;
         e->step = b->step + 1; /* in flight: part of the step after the last one done */
     }
-    arrive(e, seen_of(j, e), rank, b->coll_since_ns);
+    arrive(e, seen_at(j, (uint64_t)b->coll_seq % JOB_COLL_RING), rank, b->coll_since_ns); /* e is seq's slot */
 }
 
 void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw)

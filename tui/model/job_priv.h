@@ -72,6 +72,7 @@ struct JobBook {
     int64_t fill_done_epoch; /* the newest epoch complete (and shown); -1 */
     /* job.c */
     int step_min_count;    /* stepped ranks that sit at Job.step */
+    int64_t step_above;    /* every stepped rank not at Job.step is at this step or past it */
     int64_t samples_total; /* sum of ranks' last `samples` */
     int64_t rate_t_ns[JOB_RATE_RING], rate_samples[JOB_RATE_RING];
     int rate_len, rate_head;  /* snapshots of samples_total; head = next write */

@@ -419,7 +419,8 @@ const char *job_cell_name(JobCell c)
 static bool missing_from(const Job *j, const JobColl *c, const JobRank *r)
 {
     if (r->state != RANK_ALIVE || job_coll_arrived(j, c, r->rank)) return false;
-    if (r->have_coll && r->coll.seq >= c->seq) return false;
+    const JobCollRec *last = job_rank_coll_at(r, 0);
+    if (last && last->c.seq >= c->seq) return false;
     if (job_rank_beat_in_coll(r) && r->beat.coll_seq >= c->seq) return false;
     return true;
 }
