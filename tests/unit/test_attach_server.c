@@ -496,8 +496,9 @@ static void take_step(Viewers *v, void *router, const Frame *f)
     msg_done(&m);
 }
 
-/* Steps kept the way take_burst keeps them (viewers_keep_msg, which copies
- * a step over its slot's blob without keep()'s detour) are kept as
+/* Steps kept the way take_burst keeps them (viewers_keep_msg, and
+ * viewers_keep_msgs for several at once, which copy a step over its slot's
+ * blob without keep()'s detour) are kept as
  * viewers_on_frame keeps them: in place exactly when the slot's blob is the
  * snapshot's alone and has room (frames that grow past it and shrink back),
  * and a newcomer's snapshot is the last steps byte for byte, never written
@@ -509,19 +510,37 @@ static void test_steps_kept_by_keep_msg(void *ctx, void *router)
     Viewers *v = viewers_new(WORLD), *ref = viewers_new(WORLD);
     static Frame old[KEEP][RANKS], cur[KEEP][RANKS];
     int big = 0;
-    for (int k = 0; k < ROUNDS * KEEP; k++)
+    for (int k = 0; k < ROUNDS * KEEP; k++) {
+        Frame fs[RANKS];
         for (int r = 0; r < RANKS; r++) {
             /* sizes that move a slot's frame past its blob's room and back */
             size_t size = (k / 3 + r) % 4 == 0 ? 300 + (size_t)(k % 5) * 70 : 60 + (size_t)(k % 3) * 20;
-            Frame f = step_sized(r, 1 + k, size);
+            fs[r] = step_sized(r, 1 + k, size);
             big += size > 128;
-            take_step(v, router, &f);
-            viewers_on_frame(ref, router, f.data, f.len);
-            if (k >= (ROUNDS - 1) * KEEP)
-                old[k - (ROUNDS - 1) * KEEP][r] = f;
-            else
-                free(f.data);
+            viewers_on_frame(ref, router, fs[r].data, fs[r].len);
         }
+        if (k % 2) { /* one message at a time, or a round of them in one call (viewers_keep_msgs) */
+            for (int r = 0; r < RANKS; r++) take_step(v, router, &fs[r]);
+        } else {
+            const void *data[RANKS];
+            size_t lens[RANKS];
+            Msg ms[RANKS];
+            char err[128];
+            for (int r = 0; r < RANKS; r++) {
+                data[r] = fs[r].data;
+                lens[r] = fs[r].len;
+                if (codec_decode(fs[r].data, fs[r].len, &ms[r], err, sizeof err)) CHECK(false, "decode: %s", err);
+            }
+            viewers_keep_msgs(v, data, lens, ms, RANKS);
+            for (int r = 0; r < RANKS; r++) msg_done(&ms[r]);
+        }
+        for (int r = 0; r < RANKS; r++) {
+            if (k >= (ROUNDS - 1) * KEEP)
+                old[k - (ROUNDS - 1) * KEEP][r] = fs[r];
+            else
+                free(fs[r].data);
+        }
+    }
     uint64_t reused = viewers_reused(v), total = (uint64_t)ROUNDS * KEEP * RANKS;
     CHECK(reused == viewers_reused(ref), "%llu steps kept in place, viewers_on_frame's way %llu",
           (unsigned long long)reused, (unsigned long long)viewers_reused(ref));

@@ -561,7 +561,7 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
  * frame copied over the blob of its rank's next step slot when that blob
  * is the snapshot's alone (no viewer's queue holds it) and has room. False
  * (nothing done) for anything else, which keep() then decides. */
-static bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
+__attribute__((always_inline)) static inline bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
 {
     if (r < 0 || r >= v->world || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) return false;
     SnapRank *s = &v->ranks[r];
@@ -575,13 +575,24 @@ static bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
     return true;
 }
 
-void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m)
+/* Every telemetry message comes here: a coll or a beat (which the snapshot
+ * does not hold) leaves at once, a step in a few instructions. */
+static inline void keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m)
 {
-    /* every telemetry message comes here: a coll or a beat (which the
-     * snapshot does not hold) leaves at once, a step in a few instructions */
-    if (!kept_kind(m->kind) || !v || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
+    if (!kept_kind(m->kind) || !frame || len == 0 || len > PROTO_MAX_FRAME_BYTES) return;
     if (m->kind == MSG_STEP && keep_step_in_place(v, m->rank, frame, len)) return;
     blob_unref(keep(v, m, frame, len));
+}
+
+void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m)
+{
+    if (v) keep_msg(v, frame, len, m);
+}
+
+void viewers_keep_msgs(Viewers *v, const void *const *frames, const size_t *lens, const Msg *ms, int n)
+{
+    if (!v) return;
+    for (int i = 0; i < n; i++) keep_msg(v, frames[i], lens[i], &ms[i]);
 }
 
 void viewers_forward(Viewers *v, void *ctl_router, const void *frame, size_t len)

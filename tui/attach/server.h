@@ -68,6 +68,9 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
  * each accepted message's frame) goes out with viewers_forward, which
  * forwards a frame as it is and keeps nothing. */
 void viewers_keep_msg(Viewers *v, const void *frame, size_t len, const Msg *m);
+/* viewers_keep_msg for ms[0..n) in order, each from its own frame
+ * (frames[i], lens[i] bytes): a burst's, one call for them. */
+void viewers_keep_msgs(Viewers *v, const void *const *frames, const size_t *lens, const Msg *ms, int n);
 void viewers_forward(Viewers *v, void *ctl_router, const void *frame, size_t len);
 
 /* A decoded message from a viewer's routing id (m->kind == MSG_CMD).
