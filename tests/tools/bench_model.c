@@ -1,31 +1,31 @@
 /* bench_model.c — the frontend's cost per message after its decode: what
  * ddptop's receive loop does with each of a rank's telemetry messages
- * (tui/run/inbox.c run_take_msg: the sender check, the viewers' snapshot,
- * the job model), on a Job and a Viewers built as `ddptop listen` builds
- * them, fed the stream tests/tools/tool_load.c's simulated ranks send.
- * Not part of the test suite; `make bench-model` runs it under callgrind
- * (tests/bench_model.sh: instructions per message, deterministic where
- * wall-clock time on a shared VM is not; docs/BENCHMARKS.md).
+ * (tui/run/inbox.c run_take_msgs, take_burst's work after decoding: the
+ * sender check, the viewers' snapshot, the job model), on a Job and a
+ * Viewers built as `ddptop listen` builds them, fed the stream
+ * tests/tools/tool_load.c's simulated ranks send. Not part of the test
+ * suite; `make bench-model` runs it under callgrind (tests/bench_model.sh:
+ * instructions per message, deterministic where wall-clock time on a
+ * shared VM is not; docs/BENCHMARKS.md).
  *
  *   bench_model [-r RANKS] [-w WARMUP_STEPS] [-s STEPS] [-b BUCKETS]
  *
  * Each rank says hello (on ctl, routing id "rank-R") and phase train, then
  * steps 100 times a second on a shared schedule: per step a `coll` per
- * bucket and a `step`, a `beat` a second, its telemetry arriving every 50 ms
- * (tool_load's grid flushes), the ranks' bursts read one after the other
- * 2 us apart. Every message is encoded and decoded (codec_decode) as the
- * wire would bring it, outside the functions measured: bm_feed_step,
- * bm_feed_coll and bm_feed_beat each hand one decoded message to
- * run_take_msg, and bm_measure runs the STEPS after the WARMUP_STEPS
+ * bucket and a `step`, a `beat` a second, its
+ * telemetry arriving as one burst every 50 ms (tool_load's grid flushes),
+ * the ranks' bursts read one after the other 2 us apart. Every message is
+ * encoded and decoded (codec_decode) as the wire would bring it, outside
+ * the functions measured: bm_feed_burst hands a rank's decoded burst to
+ * run_take_msgs, and bm_measure runs the STEPS after the WARMUP_STEPS
  * (callgrind --toggle-collect=bm_measure counts those alone). The clock is
  * the schedule's, not the machine's, so every run does the same work.
  *
  * Prints the messages fed, wall ns per message over the measured steps
  * (the encoding and decoding included: a rough look without valgrind,
- * noisy on a shared machine) and a digest of what the job model
- * shows at the end (figures, rings, series, collectives, through job.h
- * only): a change to the per-message path must leave it as it was.
- * Single-threaded.
+ * noisy on a shared machine) and a digest of what the job model shows at
+ * the end (figures, rings, series, collectives, through job.h only): a
+ * change to the per-message path must leave it as it was. Single-threaded.
  */
 #include "base/clock.h"
 #include "base/usage.h"
@@ -40,6 +40,7 @@
 
 #define WHO      "bench_model"
 #define SEE      "bench_model -r RANKS -w WARMUP_STEPS -s STEPS -b BUCKETS"
+#define MAX_BURST (5 * (16 + 1) + 1) /* a flush: 5 steps of 16 buckets, a beat */
 #define RATE     100 /* steps a second, every rank */
 #define FLUSH_NS 50000000LL
 #define READ_NS  2000LL /* between two ranks' bursts in one drain */
@@ -50,7 +51,10 @@ typedef struct {
     int world, buckets;
     int64_t mono0, wall0; /* the schedule's time 0 on both clocks */
     int64_t *seq;         /* [world] last collective sent */
-    CodecBuf buf;
+    CodecBuf buf;         /* a frame being encoded */
+    CodecBuf frame[MAX_BURST]; /* a burst's frames, each as the wire brings it */
+    Msg msg[MAX_BURST];        /* and decoded */
+    int n;
     uint64_t n_step, n_coll, n_beat, n_other;
 } Feed;
 
@@ -69,25 +73,37 @@ static void wire(Feed *b, Msg *m, Msg *out)
     if (codec_decode(b->buf.data, b->buf.len, out, err, sizeof err)) die("decode", err);
 }
 
+/* m onto the burst being gathered: its own frame, decoded. */
+static void gather(Feed *b, Msg *m)
+{
+    char err[160];
+    if (b->n == MAX_BURST) die("burst", "too many messages");
+    CodecBuf *f = &b->frame[b->n];
+    if (codec_encode(m, f, err, sizeof err)) die("encode", err);
+    if (codec_decode(f->data, f->len, &b->msg[b->n], err, sizeof err)) die("decode", err);
+    b->n++;
+}
+
 static void take(Feed *b, const void *ident, size_t ident_len, Msg *m, int64_t mono, int64_t wall)
 {
     if (run_take_msg(&b->run, ident, ident_len, PID, b->buf.data, b->buf.len, m, mono, wall))
         die("run_take_msg", "a message was refused");
 }
 
-/* One function per kind, never inlined, so callgrind counts each kind on
- * its own (inclusive cost / calls). */
-__attribute__((noipa)) static void bm_feed_step(Feed *b, Msg *m, int64_t mono, int64_t wall)
+/* A rank's burst, as take_burst takes it once decoded; never inlined, so
+ * callgrind has it to count. */
+__attribute__((noipa)) static void bm_feed_burst(Feed *b, int64_t mono, int64_t wall)
 {
-    take(b, NULL, 0, m, mono, wall);
-}
-__attribute__((noipa)) static void bm_feed_coll(Feed *b, Msg *m, int64_t mono, int64_t wall)
-{
-    take(b, NULL, 0, m, mono, wall);
-}
-__attribute__((noipa)) static void bm_feed_beat(Feed *b, Msg *m, int64_t mono, int64_t wall)
-{
-    take(b, NULL, 0, m, mono, wall);
+    const void *frames[MAX_BURST];
+    size_t lens[MAX_BURST];
+    for (int k = 0; k < b->n; k++) {
+        frames[k] = b->frame[k].data;
+        lens[k] = b->frame[k].len;
+    }
+    if (run_take_msgs(&b->run, PID, frames, lens, b->msg, b->n, mono, wall))
+        die("run_take_msgs", "a message was refused");
+    for (int k = 0; k < b->n; k++) msg_done(&b->msg[k]);
+    b->n = 0;
 }
 
 /* What tool_load's rank k sends at step s, stamped t_ns (its wall clock). */
@@ -138,20 +154,16 @@ __attribute__((noipa)) static void bm_steps(Feed *b, int64_t from, int64_t to)
         bool beat = due % 1000000000LL == 0;
         for (int k = 0; k < b->world; k++) {
             int64_t mono = b->mono0 + due + k * READ_NS, wall = b->wall0 + due + k * READ_NS;
-            Msg m, d;
+            Msg m;
             for (int64_t s = first; s < first + per_flush; s++) {
                 int64_t t_ns = b->wall0 + s * period;
                 for (int bk = 0; bk < b->buckets; bk++) {
                     coll_msg(b, k, bk, s, t_ns, &m);
-                    wire(b, &m, &d);
-                    bm_feed_coll(b, &d, mono, wall);
-                    msg_done(&d);
+                    gather(b, &m);
                     b->n_coll++;
                 }
                 step_msg(k, s, t_ns, &m);
-                wire(b, &m, &d);
-                bm_feed_step(b, &d, mono, wall);
-                msg_done(&d);
+                gather(b, &m);
                 b->n_step++;
             }
             if (beat) {
@@ -160,11 +172,10 @@ __attribute__((noipa)) static void bm_steps(Feed *b, int64_t from, int64_t to)
                 m.t_ns = b->wall0 + due;
                 m.u.beat.step = first + per_flush - 1;
                 m.u.beat.phase = PHASE_TRAIN;
-                wire(b, &m, &d);
-                bm_feed_beat(b, &d, mono, wall);
-                msg_done(&d);
+                gather(b, &m);
                 b->n_beat++;
             }
+            bm_feed_burst(b, mono, wall);
         }
     }
 }
@@ -372,8 +383,11 @@ int main(int argc, char **argv)
     long world = 64, warm = 300, steps = 100, buckets = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long *to = !strcmp(a, "-r") ? &world : !strcmp(a, "-w") ? &warm : !strcmp(a, "-s") ? &steps
-                                                                 : !strcmp(a, "-b") ? &buckets : NULL;
+        long *to = !strcmp(a, "-r")   ? &world
+                   : !strcmp(a, "-w") ? &warm
+                   : !strcmp(a, "-s") ? &steps
+                   : !strcmp(a, "-b") ? &buckets
+                                      : NULL;
         long hi = to == &world ? JOB_MAX_RANKS : to == &buckets ? 16 : 10000000;
         if (!to) return usage_fail(WHO, SEE, "unknown option %s", a);
         if (!arg_int(v, to == &world || to == &steps ? 1 : 0, hi, to))
@@ -385,6 +399,7 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.world = (int)world;
     b.buckets = (int)buckets;
+    for (int k = 0; k < MAX_BURST; k++) codec_buf_init(&b.frame[k]);
     b.mono0 = 1000000000000LL; /* a monotonic clock's time 0 of the schedule, 1000 s after boot */
     b.wall0 = 1796256000000000000LL; /* 2026-12-03 00:00 UTC */
     b.seq = calloc((size_t)world, sizeof *b.seq);
@@ -414,5 +429,6 @@ int main(int argc, char **argv)
     free(r->rk);
     free(b.seq);
     codec_buf_done(&b.buf);
+    for (int k = 0; k < MAX_BURST; k++) codec_buf_done(&b.frame[k]);
     return 0;
 }

@@ -1,17 +1,21 @@
 /* test_inbox.c — what ddptop's receive loop does with a rank's decoded
- * message (tui/run/inbox.c run_take_msg, the body of take_burst's loop):
+ * messages (tui/run/inbox.c run_take_msg, run_take_msgs and take_burst):
  * the sender check's every verdict against the process that sent it, and
  * what a verdict does (applied to the job model, kept for viewers, or
  * counted and named). The check answers the usual telemetry without its
- * full walk; these cases pin that answer to the full one's. A listen-mode
- * Run as `ddptop listen` builds it (no sockets, no launcher).
+ * full walk, and a burst's plain messages go to the model together; these
+ * cases pin both to one message at a time. A listen-mode Run as `ddptop
+ * listen` builds it (no launcher; bursts through an inproc socket).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
+#include "base/clock.h"
 #include "check.h"
 #include "model/job.h"
 #include "run/internal.h"
@@ -26,21 +30,24 @@ static Run R;
 static CodecBuf buf;
 static int64_t now = T0;
 
-static void setup(int world)
+static void run_init(Run *r, int world)
 {
-    memset(&R, 0, sizeof R);
-    R.external = true;
-    R.job = job_new(world, T0);
-    R.viewers = viewers_new(world);
-    R.rk = calloc((size_t)world, sizeof *R.rk);
+    memset(r, 0, sizeof *r);
+    r->external = true;
+    r->job = job_new(world, T0);
+    r->viewers = viewers_new(world);
+    r->rk = calloc((size_t)world, sizeof *r->rk);
 }
 
-static void teardown(void)
+static void run_done(Run *r)
 {
-    viewers_free(&R.viewers);
-    job_free(&R.job);
-    free(R.rk);
+    viewers_free(&r->viewers);
+    job_free(&r->job);
+    free(r->rk);
 }
+
+static void setup(int world) { run_init(&R, world); }
+static void teardown(void) { run_done(&R); }
 
 /* m as the wire brings it (encoded, decoded), taken from pid (ident NULL:
  * telemetry) or on ctl from ident. */
@@ -183,11 +190,283 @@ static void test_ctl(void)
     TEST_END();
 }
 
+/* ---- a burst's messages together, against one at a time ---- */
+
+/* What the two runs show that does not hang on the clock (take_burst
+ * stamps its own arrival), a's version dversion ahead: the first
+ * difference into why. */
+static bool runs_differ(const Run *a, const Run *b, uint64_t dversion, char *why, size_t n)
+{
+    const Job *x = a->job, *y = b->job;
+    if (x->version != y->version + dversion || x->step != y->step || x->epoch != y->epoch || x->drops != y->drops ||
+        x->ev_total != y->ev_total || x->n_buckets != y->n_buckets || x->loss_all.len != y->loss_all.len) {
+        snprintf(why, n, "version %llu/%llu step %lld/%lld events %llu/%llu", (unsigned long long)x->version,
+                 (unsigned long long)y->version, (long long)x->step, (long long)y->step,
+                 (unsigned long long)x->ev_total, (unsigned long long)y->ev_total);
+        return true;
+    }
+    for (int i = 0; job_event_at(x, i); i++)
+        if (strcmp(job_event_at(x, i)->text, job_event_at(y, i)->text)) {
+            snprintf(why, n, "event %d: %.80s / %.80s", i, job_event_at(x, i)->text, job_event_at(y, i)->text);
+            return true;
+        }
+    for (int k = 0; k < x->world; k++) {
+        const JobRank *p = &x->ranks[k], *q = &y->ranks[k];
+        if (memcmp(&p->last, &q->last, sizeof p->last) || p->ring_len != q->ring_len || p->colls_len != q->colls_len ||
+            p->phase != q->phase || p->logs_len != q->logs_len || p->have_beat != q->have_beat ||
+            p->loss_hist.len != q->loss_hist.len || p->lints != q->lints) {
+            snprintf(why, n, "rank %d", k);
+            return true;
+        }
+    }
+    if (viewers_reused(a->viewers) != viewers_reused(b->viewers)) {
+        snprintf(why, n, "%llu/%llu steps kept in place", (unsigned long long)viewers_reused(a->viewers),
+                 (unsigned long long)viewers_reused(b->viewers));
+        return true;
+    }
+    return false;
+}
+
+/* A burst of rank `rank`: its messages, kinds chosen by k, each a frame of
+ * its own (frames[i]) and decoded (ms[i]). */
+static int burst_of(int rank, unsigned k, int64_t *step, int64_t *seq, CodecBuf *frames, Msg *ms, int max)
+{
+    int n = 0;
+    for (unsigned q = k; n < max; q = q * 1103515245u + 12345u) {
+        Msg m;
+        unsigned what = (q >> 16) % 100;
+        if (what < 40) {
+            m = step_msg(rank, ++*step, what == 7 ? 1u << 30 : 0); /* now and then drops no worker sends */
+            m.u.step.loss = what == 8 ? NAN : 1.0 / (double)*step;
+        } else if (what < 85) {
+            m = kind_msg(MSG_COLL, rank);
+            if (what == 84) snprintf(m.u.coll.op, sizeof m.u.coll.op, "broadcast"); /* a desync, told once */
+            m.u.coll.seq = ++*seq;
+            m.u.coll.bucket = 0;
+            m.u.coll.step = *step;
+            m.u.coll.enq_ns = WALL - 2 * MS;
+            m.u.coll.done_ns = WALL;
+        } else if (what < 92) {
+            m = kind_msg(MSG_BEAT, rank);
+            m.u.beat.step = *step;
+        } else if (what < 96) {
+            m = kind_msg(MSG_PHASE, rank);
+            m.u.phase.phase = what % 2 ? PHASE_CHECKPOINT : PHASE_TRAIN;
+        } else {
+            m = kind_msg(MSG_LOG, rank);
+            snprintf(m.u.log.text, sizeof m.u.log.text, "line %u", q % 1000);
+        }
+        char err[160];
+        if (codec_encode(&m, &frames[n], err, sizeof err) ||
+            codec_decode(frames[n].data, frames[n].len, &ms[n], err, sizeof err)) {
+            CHECK(false, "codec: %s", err);
+            return n;
+        }
+        n++;
+        if ((q >> 8) % 11 == 0) break;
+    }
+    return n;
+}
+
+/* run_take_msgs (a burst's messages, the plain ones to the model together)
+ * leaves the job model, the refusals and the viewers' snapshot as
+ * run_take_msg on each in turn: bursts of 1-40 (past the 16 taken at
+ * once) of steps, collectives, beats, phases, logs, steps with drops no
+ * worker sends in the middle. */
+static void test_msgs_as_one_at_a_time(void)
+{
+    TEST_BEGIN("a_bursts_messages_together_as_one_at_a_time");
+    enum { WORLD = 3, MAXB = 40 };
+    Run a, b;
+    run_init(&a, WORLD);
+    run_init(&b, WORLD);
+    static CodecBuf frames[MAXB];
+    static Msg ms[MAXB];
+    for (int k = 0; k < MAXB; k++) codec_buf_init(&frames[k]);
+    int64_t step[WORLD] = { 0 }, seq[WORLD] = { 0 };
+    unsigned seed = 5;
+    int bad = 0, msgs = 0;
+    char why[200];
+    for (int f = 0; f < 600 && bad < 3; f++) {
+        seed = seed * 1103515245u + 12345u;
+        int r = (int)((seed >> 4) % WORLD), n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
+        const void *fp[MAXB];
+        size_t lens[MAXB];
+        for (int i = 0; i < n; i++) {
+            fp[i] = frames[i].data;
+            lens[i] = frames[i].len;
+        }
+        now += (int64_t)(seed % 4) * 20 * MS;
+        int refused_a = run_take_msgs(&a, PID, fp, lens, ms, n, now, WALL), refused_b = 0;
+        for (int i = 0; i < n; i++) refused_b += run_take_msg(&b, NULL, 0, PID, fp[i], lens[i], &ms[i], now, WALL) != 0;
+        for (int i = 0; i < n; i++) msg_done(&ms[i]);
+        msgs += n;
+        if (refused_a != refused_b || runs_differ(&a, &b, 0, why, sizeof why) || a.refused_frames != b.refused_frames ||
+            a.job->bad_frames != b.job->bad_frames || !(a.job->samples_per_s == b.job->samples_per_s)) {
+            bad++;
+            CHECK(false, "burst %d (%d messages): refused %d/%d, %s", f, n, refused_a, refused_b, why);
+        }
+    }
+    CHECK(bad == 0 && msgs > 4000 && a.refused_frames > 10, "%d bad of %d messages, %llu refused", bad, msgs,
+          (unsigned long long)a.refused_frames);
+    for (int k = 0; k < MAXB; k++) codec_buf_done(&frames[k]);
+    run_done(&a);
+    run_done(&b);
+    TEST_END();
+}
+
+/* The plain messages of a burst reach the model before the message after
+ * them that is not plain: rank 0's burst of steps 4 and 5 and then an
+ * error ("Connection closed by peer") after rank 1 finished at step 4 is
+ * the early-exit lint only if steps 4 and 5 were applied first (at step 3
+ * rank 0 would be behind rank 1's end). */
+static void test_plain_before_the_next(void)
+{
+    TEST_BEGIN("a_bursts_plain_messages_reach_the_model_before_the_one_after_them");
+    setup(2);
+    hello(0, PID);
+    hello(1, PID);
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        m = kind_msg(MSG_PHASE, r);
+        m.u.phase.phase = PHASE_TRAIN;
+        take(&m, NULL, PID);
+    }
+    for (int s = 1; s <= 4; s++) {
+        if (s < 4) {
+            m = step_msg(0, s, 0);
+            take(&m, NULL, PID);
+        }
+        m = step_msg(1, s, 0);
+        take(&m, NULL, PID);
+    }
+    m = kind_msg(MSG_PHASE, 1);
+    m.u.phase.phase = PHASE_DESTROYED;
+    take(&m, NULL, PID);
+    CodecBuf frames[3];
+    Msg ms[3], src[3];
+    const void *fp[3];
+    size_t lens[3];
+    src[0] = step_msg(0, 4, 0);
+    src[1] = step_msg(0, 5, 0);
+    src[2] = kind_msg(MSG_PHASE, 0);
+    src[2].u.phase.phase = PHASE_ERROR;
+    snprintf(src[2].u.phase.detail, sizeof src[2].u.phase.detail, "allreduce: Connection closed by peer");
+    char err[160];
+    for (int i = 0; i < 3; i++) {
+        codec_buf_init(&frames[i]);
+        codec_encode(&src[i], &frames[i], err, sizeof err);
+        codec_decode(frames[i].data, frames[i].len, &ms[i], err, sizeof err);
+        fp[i] = frames[i].data;
+        lens[i] = frames[i].len;
+    }
+    CHECK(run_take_msgs(&R, PID, fp, lens, ms, 3, now += MS, WALL) == 0, "the burst refused");
+    CHECK(R.job->ranks[0].last.step == 5 && (R.job->ranks[0].lints & JOB_LINT_EARLY),
+          "rank 0 at step %lld, lints %#x: its error judged before its steps", (long long)R.job->ranks[0].last.step,
+          R.job->ranks[0].lints);
+    for (int i = 0; i < 3; i++) {
+        msg_done(&ms[i]);
+        codec_buf_done(&frames[i]);
+    }
+    teardown();
+    TEST_END();
+}
+
+/* A real burst frame through run_drain (tel on an inproc socket), as
+ * take_burst takes it apart: decoded 16 messages at a time, a message that
+ * does not decode counted bad, one of another rank refused, the rest as
+ * each one alone would be. */
+static void test_burst_frames(void)
+{
+    TEST_BEGIN("burst_frames_taken_apart_as_their_messages_one_at_a_time");
+    enum { WORLD = 3, MAXB = 40 };
+    Run a, b;
+    run_init(&a, WORLD);
+    run_init(&b, WORLD);
+    void *ctx = zmq_ctx_new(), *pull = zmq_socket(ctx, ZMQ_PULL), *push = zmq_socket(ctx, ZMQ_PUSH);
+    int zero = 0;
+    zmq_setsockopt(push, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(pull, ZMQ_LINGER, &zero, sizeof zero);
+    CHECK(zmq_bind(pull, "inproc://test-inbox-tel") == 0 && zmq_connect(push, "inproc://test-inbox-tel") == 0, "inproc");
+    a.tel = pull;
+    static CodecBuf frames[MAXB];
+    static Msg ms[MAXB];
+    CodecBuf burst, other;
+    codec_buf_init(&burst);
+    for (int k = 0; k < MAXB; k++) codec_buf_init(&frames[k]);
+    int64_t step[WORLD] = { 0 }, seq[WORLD] = { 0 };
+    unsigned seed = 9;
+    int bad = 0, junk = 0, foreign = 0;
+    char err[160], why[200];
+    /* a refusal in both first: only the first is named in the events, and
+     * a burst's refusal of another rank's message says so otherwise */
+    Msg m = step_msg(0, 1, UINT32_MAX);
+    codec_buf_init(&other);
+    for (Run *x = &a; x; x = x == &a ? &b : NULL) {
+        char e2[160];
+        Msg d;
+        codec_encode(&m, &other, e2, sizeof e2);
+        codec_decode(other.data, other.len, &d, e2, sizeof e2);
+        CHECK(run_take_msg(x, NULL, 0, 0, other.data, other.len, &d, now, WALL) == -1, "drops no worker sends taken");
+        msg_done(&d);
+    }
+    for (int f = 0; f < 200 && bad < 3; f++) {
+        seed = seed * 1103515245u + 12345u;
+        int r = (int)((seed >> 4) % WORLD), n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
+        codec_burst_begin(&burst, r, err, sizeof err);
+        int junk_at = f % 5 == 1 ? (int)(seed % (unsigned)n) : -1, foreign_at = f % 7 == 3 ? (int)(seed % (unsigned)n) : -1;
+        for (int i = 0; i < n; i++) {
+            if (i == junk_at) codec_burst_add(&burst, "\xc1\xc1\xc1", 3, err, sizeof err); /* no msgpack at all */
+            if (i == foreign_at) {
+                Msg o = step_msg((r + 1) % WORLD, 1, 0); /* another rank's, inside r's burst */
+                codec_encode(&o, &other, err, sizeof err);
+                codec_burst_add(&burst, other.data, other.len, err, sizeof err);
+            }
+            codec_burst_add(&burst, frames[i].data, frames[i].len, err, sizeof err);
+        }
+        codec_burst_finish(&burst, WALL);
+        junk += junk_at >= 0;
+        foreign += foreign_at >= 0;
+        CHECK(zmq_send(push, burst.data, burst.len, 0) == (int)burst.len, "send");
+        run_drain(&a, mono_ms() + 10000);
+        for (int i = 0; i < n; i++) {
+            run_take_msg(&b, NULL, 0, 0, frames[i].data, frames[i].len, &ms[i], now += MS, WALL);
+            msg_done(&ms[i]);
+        }
+        /* each junk message and each other rank's: a bad frame, a version */
+        uint64_t extra = (uint64_t)(junk + foreign);
+        if (runs_differ(&a, &b, extra, why, sizeof why) || a.job->bad_frames != b.job->bad_frames + extra ||
+            a.refused_frames != b.refused_frames + (uint64_t)foreign) {
+            bad++;
+            CHECK(false, "burst %d (%d messages%s%s): bad %llu/%llu refused %llu/%llu %s", f, n,
+                  junk_at >= 0 ? ", junk" : "", foreign_at >= 0 ? ", another rank's" : "",
+                  (unsigned long long)a.job->bad_frames, (unsigned long long)b.job->bad_frames,
+                  (unsigned long long)a.refused_frames, (unsigned long long)b.refused_frames, why);
+        }
+    }
+    CHECK(junk > 20 && foreign > 20 && a.refused_frames > (uint64_t)foreign + 3, "%d junk, %d of another rank, %llu refused", junk,
+          foreign, (unsigned long long)a.refused_frames);
+    CHECK(bad == 0, "%d bursts differ", bad);
+    for (int k = 0; k < MAXB; k++) codec_buf_done(&frames[k]);
+    codec_buf_done(&burst);
+    codec_buf_done(&other);
+    zmq_close(push);
+    zmq_close(pull);
+    zmq_ctx_term(ctx);
+    a.tel = NULL;
+    run_done(&a);
+    run_done(&b);
+    TEST_END();
+}
+
 int main(void)
 {
     codec_buf_init(&buf);
     test_verdicts();
     test_ctl();
+    test_msgs_as_one_at_a_time();
+    test_plain_before_the_next();
+    test_burst_frames();
     codec_buf_done(&buf);
     CHECK_EXIT();
 }

@@ -171,21 +171,32 @@ __attribute__((noinline)) static FromVerdict check_sender_all(Tap *t, const Msg 
     return FROM_OK;
 }
 
+/* Does m plainly pass the checks, coming from process pid (0: the transport
+ * does not say) with no routing id? A rank's telemetry of a kind with
+ * nothing to weigh, or a plausible step, from its rank's own process (or
+ * from a process unnamed). Such a message is plain: let through, kept,
+ * applied. */
+static inline bool plain_from(const RunRank *rk, int world, const Msg *m, int64_t pid)
+{
+    if (!rk || m->rank < 0 || m->rank >= world) return false;
+    if (!(m->kind == MSG_COLL || m->kind == MSG_BEAT || (m->kind == MSG_STEP && !implausible(m)))) return false;
+    return !pid || pid == rk[m->rank].pid;
+}
+
+/* The check's quick answer (check_sender's first test): plain_from for a
+ * message without a routing id. */
+static inline bool sender_plain(const Tap *t, const Msg *m)
+{
+    return !t->ident && plain_from(t->r->rk, t->r->job->world, m, t->pid ? *t->pid : 0);
+}
+
 /* May this sender send m? Sets t->verdict (and t->why); no side effects,
  * so the tap and handle_msg agree. Every telemetry message asks, so the
- * usual answer comes first: a rank's telemetry (no routing id) of a kind
- * with nothing to weigh, or a plausible step, from its rank's own process
- * (or from a process the transport does not name). Anything else, and
- * every refusal, is check_sender_all's. */
+ * usual answer comes first (sender_plain); anything else, and every
+ * refusal, is check_sender_all's. */
 static inline FromVerdict check_sender(Tap *t, const Msg *m)
 {
-    Run *r = t->r;
-    if (!t->ident && r->rk && m->rank >= 0 && m->rank < r->job->world &&
-        (m->kind == MSG_COLL || m->kind == MSG_BEAT || (m->kind == MSG_STEP && !implausible(m)))) {
-        int64_t pid = t->pid ? *t->pid : 0;
-        if (!pid || pid == r->rk[m->rank].pid) return FROM_OK;
-    }
-    return check_sender_all(t, m);
+    return sender_plain(t, m) ? FROM_OK : check_sender_all(t, m);
 }
 
 static void refused(Run *r, const Tap *t, const Msg *m);
@@ -201,13 +212,10 @@ static void record_publish(Run *r, RecSource src, const void *frame, size_t len)
     if (r->pub) publisher_send(r->pub, frame, len);
 }
 
-/* One message of a burst, decoded from its own frame f: checked against
- * its sender, kept for the viewers' snapshot and applied when it passes
- * (t->verdict says whether it did). The work every telemetry message costs
- * after its decode; tests/tools/bench_model.c drives it through
- * run_take_msg and counts its instructions, so it stays a function of its
- * own (as it was when inlining did not pay). */
-__attribute__((noinline)) static FromVerdict take_msg(Tap *t, const uint8_t *f, size_t flen, Msg *m, Arrival at)
+/* One message, decoded from its own frame f: checked against its sender,
+ * kept for the viewers' snapshot and applied when it passes (t->verdict
+ * says whether it did). */
+static FromVerdict take_msg(Tap *t, const uint8_t *f, size_t flen, Msg *m, Arrival at)
 {
     Run *r = t->r;
     t->verdict = check_sender(t, m);
@@ -220,41 +228,104 @@ __attribute__((noinline)) static FromVerdict take_msg(Tap *t, const uint8_t *f, 
     return FROM_OK;
 }
 
+/* Plain messages (sender_plain), let through: kept for the viewers'
+ * snapshot and given to the job model together, what take_msg does with
+ * each (listen's sign of life, the snapshot, the model, the bench) with the
+ * work that is the burst's rather than each message's done once
+ * (viewers_keep_msgs, job_apply_burst). */
+static void take_plain(Run *r, const uint8_t *const *f, const size_t *flen, Msg *ms, int n, Arrival at)
+{
+    if (n <= 0) return;
+    if (r->external) {
+        int64_t heard_ms = at.mono_ns / 1000000;
+        for (int k = 0; k < n; k++) /* once for each rank in a row (a burst's: one) */
+            if (k == 0 || ms[k].rank != ms[k - 1].rank) r->rk[ms[k].rank].heard_ms = heard_ms;
+    }
+    if (r->viewers) viewers_keep_msgs(r->viewers, (const void *const *)f, flen, ms, n);
+    job_apply_burst(r->job, ms, n, at.mono_ns, at.wall_ns);
+    if (r->bench)
+        for (int k = 0; k < n; k++) bench_on_msg(r->bench, &ms[k], at.mono_ns);
+}
+
+/* Messages ms[0..n) of one sender, each decoded from its own frame f[i]
+ * (flen[i] bytes), arrived together at `at`, taken in order as take_msg
+ * takes one: checked, kept for the viewers' snapshot and applied, or
+ * refused (counted, and named: refused()); the bit of each one not taken
+ * is set in dropped (bit first + i). Returns how many were not taken.
+ * Plain ones go on together (take_plain), any other alone after the plain
+ * ones before it, so the snapshot and the model get every message in its
+ * place. The work every telemetry message costs after its decode:
+ * tests/tools/bench_model.c counts it through run_take_msgs, so it stays a
+ * function of its own. */
+__attribute__((noinline)) static int take_msgs(Tap *t, const uint8_t *const *f, const size_t *flen, Msg *ms, int n,
+                                               Arrival at, uint8_t *dropped, uint32_t first)
+{
+    Run *r = t->r;
+    /* the sender's, the same for all: read once */
+    int64_t pid = t->pid ? *t->pid : 0;
+    const RunRank *rk = t->ident ? NULL : r->rk;
+    int world = r->job->world, not_taken = 0;
+    int plain = 0; /* the plain messages not taken yet: ms[plain..i) */
+    for (int i = 0; i < n; i++) {
+        if (plain_from(rk, world, &ms[i], pid)) continue;
+        take_plain(r, f + plain, flen + plain, ms + plain, i - plain, at);
+        plain = i + 1;
+        FromVerdict v = take_msg(t, f[i], flen[i], &ms[i], at);
+        if (v == FROM_OK) continue;
+        not_taken++;
+        dropped[(first + i) / 8] |= (uint8_t)(1u << ((first + i) % 8));
+        if (v != FROM_STALE) refused(r, t, &ms[i]);
+    }
+    take_plain(r, f + plain, flen + plain, ms + plain, n - plain, at);
+    return not_taken;
+}
+
+/* A burst's messages decoded at a time, then taken together (take_msgs):
+ * a worker's 50 ms of one bucket's steps is 10 or 11. */
+#define TAKE_AT_ONCE 16
+
 /* A burst whose sender is rank b->rank's (checked): each message is checked
- * like a frame of its own and handled; one that fails to decode is counted
- * bad, one claiming another rank (or failing the checks) is refused. The
- * burst then goes on whole, byte for byte, unless a message was refused:
- * then only the accepted messages go on, each as its own frame. */
+ * like a frame of its own and handled, in order; one that fails to decode
+ * is counted bad, one claiming another rank (or failing the checks) is
+ * refused. The burst then goes on whole, byte for byte, unless a message
+ * was refused: then only the accepted messages go on, each as its own
+ * frame. */
 static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
 {
     Run *r = t->r;
     uint8_t dropped[PROTO_MAX_BURST / 8];
-    bool whole = true;
-    size_t pos = 0, flen;
-    const uint8_t *f;
+    bool whole = true, more = true;
+    size_t pos = 0, flen[TAKE_AT_ONCE];
+    const uint8_t *f[TAKE_AT_ONCE];
+    Msg ms[TAKE_AT_ONCE];
     char err[256];
     Arrival at = arrival_now();
     memset(dropped, 0, sizeof dropped);
-    for (uint32_t i = 0; codec_burst_next(&b->u.burst, &pos, &f, &flen); i++) {
-        Msg m;
-        int rc = codec_burst_decode(b, f, flen, &m, err, sizeof err);
+    uint32_t i = 0; /* the next message's number in the burst */
+    while (more) {
+        /* up to TAKE_AT_ONCE messages that decode; one that does not ends
+         * the group and is dealt with after it: ms[n] */
+        int n = 0, rc = 0;
+        uint32_t first = i;
+        while (n < TAKE_AT_ONCE && (more = codec_burst_next(&b->u.burst, &pos, &f[n], &flen[n]))) {
+            rc = codec_burst_decode(b, f[n], flen[n], &ms[n], err, sizeof err);
+            i++;
+            if (rc != 0) break;
+            n++;
+        }
+        if (take_msgs(t, f, flen, ms, n, at, dropped, first)) whole = false;
+        for (int k = 0; k < n; k++) msg_done(&ms[k]);
         if (rc == 1 || rc == -1) {
             r->job->bad_frames++;
             r->job->version++;
-            continue;
-        }
-        if (rc == -2) {
+        } else if (rc == -2) {
             t->verdict = FROM_FOREIGN;
             snprintf(t->why, sizeof t->why, "a burst of rank %d", (int)b->rank);
-        } else {
-            take_msg(t, f, flen, &m, at);
-        }
-        if (t->verdict != FROM_OK) {
             whole = false;
-            dropped[i / 8] |= (uint8_t)(1u << (i % 8));
-            if (t->verdict != FROM_STALE) refused(r, t, &m);
+            dropped[(i - 1) / 8] |= (uint8_t)(1u << ((i - 1) % 8));
+            refused(r, t, &ms[n]);
+            msg_done(&ms[n]);
         }
-        msg_done(&m);
     }
     t->verdict = FROM_TAKEN;
     if (whole) {
@@ -263,10 +334,12 @@ static void take_burst(Tap *t, const void *frame, size_t len, const Msg *b)
         return;
     }
     pos = 0;
-    for (uint32_t i = 0; codec_burst_next(&b->u.burst, &pos, &f, &flen); i++) {
-        if (dropped[i / 8] & (1u << (i % 8))) continue;
-        if (r->viewers) viewers_forward(r->viewers, r->ctl, f, flen);
-        record_publish(r, t->src, f, flen);
+    const uint8_t *g;
+    size_t glen;
+    for (uint32_t k = 0; codec_burst_next(&b->u.burst, &pos, &g, &glen); k++) {
+        if (dropped[k / 8] & (1u << (k % 8))) continue;
+        if (r->viewers) viewers_forward(r->viewers, r->ctl, g, glen);
+        record_publish(r, t->src, g, glen);
     }
 }
 
@@ -544,19 +617,41 @@ void run_take_hello(Run *r, RunHello *h)
     h->have = false;
 }
 
+/* The checks' Tap for one message or burst from ident (ctl) or pid (tel):
+ * only what the checks read (why and key, 700 bytes, are written on a
+ * refusal, and clearing them would cost more than the message). */
+static void tap_for(Tap *t, Run *r, const void *ident, const size_t *ident_len, const int64_t *pid)
+{
+    t->r = r;
+    t->src = ident ? REC_SRC_CTL : REC_SRC_TEL;
+    t->ident = ident;
+    t->ident_len = ident_len;
+    t->pid = pid;
+    t->store_key = false;
+}
+
 int run_take_msg(Run *r, const void *ident, size_t ident_len, int64_t pid, const void *frame, size_t len, Msg *m,
                  int64_t now_ns, int64_t wall_ns)
 {
-    /* only what the checks read: the rest (why, key: 700 bytes) is written
-     * on a refusal, and clearing it would cost more than the message */
     Tap t;
-    t.r = r;
-    t.src = ident ? REC_SRC_CTL : REC_SRC_TEL;
-    t.ident = ident;
-    t.ident_len = &ident_len;
-    t.pid = &pid;
-    t.store_key = false;
+    tap_for(&t, r, ident, &ident_len, &pid);
     FromVerdict v = take_msg(&t, frame, len, m, (Arrival){ now_ns, wall_ns });
     if (v != FROM_OK && v != FROM_STALE) refused(r, &t, m);
     return v == FROM_OK ? 0 : -1;
+}
+
+int run_take_msgs(Run *r, int64_t pid, const void *const *frames, const size_t *lens, Msg *ms, int n, int64_t now_ns,
+                  int64_t wall_ns)
+{
+    Tap t;
+    size_t no_len = 0;
+    tap_for(&t, r, NULL, &no_len, &pid);
+    uint8_t dropped[TAKE_AT_ONCE / 8] = { 0 };
+    int not_taken = 0;
+    for (int at = 0; at < n; at += TAKE_AT_ONCE) {
+        int k = n - at < TAKE_AT_ONCE ? n - at : TAKE_AT_ONCE;
+        not_taken += take_msgs(&t, (const uint8_t *const *)frames + at, lens + at, ms + at, k,
+                               (Arrival){ now_ns, wall_ns }, dropped, 0);
+    }
+    return not_taken;
 }

@@ -186,14 +186,21 @@ int run_drain(Run *r, int64_t until_ms);
 /* listen: the first hello, as if it had just arrived; frees it. */
 void run_take_hello(Run *r, RunHello *h);
 /* One rank's message m, decoded from frame (on ctl: from routing id ident;
- * ident NULL: telemetry, from process pid, 0 unknown), as a burst's
- * messages are taken: checked against its sender, kept for the viewers'
- * snapshot and applied to the job model at now_ns / wall_ns; a refused one
- * is counted as run_drain counts it. 0 taken, -1 refused. m stays the
- * caller's. What each telemetry message costs after its decode:
- * tests/tools/bench_model.c measures it. */
+ * ident NULL: telemetry, from process pid, 0 unknown): checked against its
+ * sender, kept for the viewers' snapshot and applied to the job model at
+ * now_ns / wall_ns; a refused one is counted and named as run_drain does.
+ * 0 taken, -1 refused (or dropped as a stale process's). m stays the
+ * caller's. */
 int run_take_msg(Run *r, const void *ident, size_t ident_len, int64_t pid, const void *frame, size_t len, Msg *m,
                  int64_t now_ns, int64_t wall_ns);
+/* ms[0..n), telemetry from process pid (0 unknown) that arrived together
+ * at now_ns / wall_ns, each decoded from frames[i] (lens[i] bytes), taken
+ * in order as a burst's messages are: run_take_msg's work for each, the
+ * ones a rank's own process plainly sent applied together. Returns how
+ * many were refused (or dropped). ms stay the caller's. What telemetry
+ * costs after its decode: tests/tools/bench_model.c counts it here. */
+int run_take_msgs(Run *r, int64_t pid, const void *const *frames, const size_t *lens, Msg *ms, int n, int64_t now_ns,
+                  int64_t wall_ns);
 
 /* ---- commands.c ---- */
 /* Bring every routable rank up to date with the commands issued so far. */
