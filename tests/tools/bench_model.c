@@ -38,20 +38,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WHO      "bench_model"
-#define SEE      "bench_model -r RANKS -w WARMUP_STEPS -s STEPS -b BUCKETS"
+#define WHO       "bench_model"
+#define SEE       "bench_model -r RANKS -w WARMUP_STEPS -s STEPS -b BUCKETS"
 #define MAX_BURST (5 * (16 + 1) + 1) /* a flush: 5 steps of 16 buckets, a beat */
-#define RATE     100 /* steps a second, every rank */
-#define FLUSH_NS 50000000LL
-#define READ_NS  2000LL /* between two ranks' bursts in one drain */
-#define PID      4242   /* the process the ranks claim (tool_load: one for all) */
+#define RATE      100                /* steps a second, every rank */
+#define FLUSH_NS  50000000LL
+#define READ_NS   2000LL /* between two ranks' bursts in one drain */
+#define PID       4242   /* the process the ranks claim (tool_load: one for all) */
 
 typedef struct {
     Run run;
     int world, buckets;
-    int64_t mono0, wall0; /* the schedule's time 0 on both clocks */
-    int64_t *seq;         /* [world] last collective sent */
-    CodecBuf buf;         /* a frame being encoded */
+    int64_t mono0, wall0;      /* the schedule's time 0 on both clocks */
+    int64_t *seq;              /* [world] last collective sent */
+    CodecBuf buf;              /* a frame being encoded */
     CodecBuf frame[MAX_BURST]; /* a burst's frames, each as the wire brings it */
     Msg msg[MAX_BURST];        /* and decoded */
     int n;
@@ -400,7 +400,7 @@ int main(int argc, char **argv)
     b.world = (int)world;
     b.buckets = (int)buckets;
     for (int k = 0; k < MAX_BURST; k++) codec_buf_init(&b.frame[k]);
-    b.mono0 = 1000000000000LL; /* a monotonic clock's time 0 of the schedule, 1000 s after boot */
+    b.mono0 = 1000000000000LL;       /* a monotonic clock's time 0 of the schedule, 1000 s after boot */
     b.wall0 = 1796256000000000000LL; /* 2026-12-03 00:00 UTC */
     b.seq = calloc((size_t)world, sizeof *b.seq);
     codec_buf_init(&b.buf);
@@ -422,8 +422,7 @@ int main(int argc, char **argv)
     printf("bench_model: ranks=%ld buckets=%ld warmup=%ld steps=%ld measured: step=%llu coll=%llu beat=%llu "
            "wall_ns_per_msg=%.0f digest=%016llx\n",
            world, buckets, warm, steps, (unsigned long long)ns, (unsigned long long)nc, (unsigned long long)ne,
-           msgs ? (double)(t1 - t0) / (double)msgs : 0.0,
-           (unsigned long long)digest(r->job, end));
+           msgs ? (double)(t1 - t0) / (double)msgs : 0.0, (unsigned long long)digest(r->job, end));
     viewers_free(&r->viewers);
     job_free(&r->job);
     free(r->rk);

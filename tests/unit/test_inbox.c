@@ -289,7 +289,8 @@ static void test_msgs_as_one_at_a_time(void)
     char why[200];
     for (int f = 0; f < 600 && bad < 3; f++) {
         seed = seed * 1103515245u + 12345u;
-        int r = (int)((seed >> 4) % WORLD), n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
+        int r = (int)((seed >> 4) % WORLD),
+            n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
         const void *fp[MAXB];
         size_t lens[MAXB];
         for (int i = 0; i < n; i++) {
@@ -387,7 +388,8 @@ static void test_burst_frames(void)
     int zero = 0;
     zmq_setsockopt(push, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(pull, ZMQ_LINGER, &zero, sizeof zero);
-    CHECK(zmq_bind(pull, "inproc://test-inbox-tel") == 0 && zmq_connect(push, "inproc://test-inbox-tel") == 0, "inproc");
+    CHECK(zmq_bind(pull, "inproc://test-inbox-tel") == 0 && zmq_connect(push, "inproc://test-inbox-tel") == 0,
+          "inproc");
     a.tel = pull;
     static CodecBuf frames[MAXB];
     static Msg ms[MAXB];
@@ -412,9 +414,11 @@ static void test_burst_frames(void)
     }
     for (int f = 0; f < 200 && bad < 3; f++) {
         seed = seed * 1103515245u + 12345u;
-        int r = (int)((seed >> 4) % WORLD), n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
+        int r = (int)((seed >> 4) % WORLD),
+            n = burst_of(r, seed, &step[r], &seq[r], frames, ms, 1 + (int)(seed % MAXB));
         codec_burst_begin(&burst, r, err, sizeof err);
-        int junk_at = f % 5 == 1 ? (int)(seed % (unsigned)n) : -1, foreign_at = f % 7 == 3 ? (int)(seed % (unsigned)n) : -1;
+        int junk_at = f % 5 == 1 ? (int)(seed % (unsigned)n) : -1,
+            foreign_at = f % 7 == 3 ? (int)(seed % (unsigned)n) : -1;
         for (int i = 0; i < n; i++) {
             if (i == junk_at) codec_burst_add(&burst, "\xc1\xc1\xc1", 3, err, sizeof err); /* no msgpack at all */
             if (i == foreign_at) {
@@ -444,8 +448,8 @@ static void test_burst_frames(void)
                   (unsigned long long)a.refused_frames, (unsigned long long)b.refused_frames, why);
         }
     }
-    CHECK(junk > 20 && foreign > 20 && a.refused_frames > (uint64_t)foreign + 3, "%d junk, %d of another rank, %llu refused", junk,
-          foreign, (unsigned long long)a.refused_frames);
+    CHECK(junk > 20 && foreign > 20 && a.refused_frames > (uint64_t)foreign + 3,
+          "%d junk, %d of another rank, %llu refused", junk, foreign, (unsigned long long)a.refused_frames);
     CHECK(bad == 0, "%d bursts differ", bad);
     for (int k = 0; k < MAXB; k++) codec_buf_done(&frames[k]);
     codec_buf_done(&burst);

@@ -1338,11 +1338,20 @@ static void test_series_as_before(void)
             seed = seed * 1103515245u + 12345u;
             unsigned k = (seed >> 16) % 1000;
             int64_t was = x;
-            x += k < 700 ? 1 : k < 850 ? 0 : k < 950 ? 2 + (int64_t)(k % 7) : k < 985 ? -(int64_t)(k % 40) :
-                 k < 997 ? 1000 + (int64_t)k : (int64_t)1 << (20 + k % 21);
+            x += k < 700   ? 1
+                 : k < 850 ? 0
+                 : k < 950 ? 2 + (int64_t)(k % 7)
+                 : k < 985 ? -(int64_t)(k % 40)
+                 : k < 997 ? 1000 + (int64_t)k
+                           : (int64_t)1 << (20 + k % 21);
             if (x < was && k % 2) x = got.first - 3; /* before the first x seen */
-            double v = k % 97 == 0 ? NAN : k % 89 == 0 ? INFINITY : k % 83 == 0 ? -INFINITY : k % 79 == 0 ? 1e300 :
-                       k % 73 == 0 ? -0.0 : k % 71 == 0 ? 0.0 : (double)(int)(seed % 20001 - 10000) / 997.0;
+            double v = k % 97 == 0   ? NAN
+                       : k % 89 == 0 ? INFINITY
+                       : k % 83 == 0 ? -INFINITY
+                       : k % 79 == 0 ? 1e300
+                       : k % 73 == 0 ? -0.0
+                       : k % 71 == 0 ? 0.0
+                                     : (double)(int)(seed % 20001 - 10000) / 997.0;
             int64_t stride = want.stride;
             series_add(&got, x, v);
             ref_series_add(&want, x, v);
@@ -1452,8 +1461,7 @@ static void test_samples_per_s_in_bursts(void)
                 if (q == 2) paused_walk_set(&p, true);
                 paused_walk(&p, t, total);
             }
-            CHECK(j->paused && j->samples_per_s == 0, "frame %d: not paused (%.1f samples/s)", frame,
-                  j->samples_per_s);
+            CHECK(j->paused && j->samples_per_s == 0, "frame %d: not paused (%.1f samples/s)", frame, j->samples_per_s);
             for (int q = 0; q < 3; q++) {
                 send_phase(j, q, PHASE_TRAIN, NULL, t);
                 if (q == 0) paused_walk_set(&p, false);
@@ -1508,9 +1516,8 @@ static void test_allreduce_bucket_op(void)
         size_t n = strlen(cases[c].op);
         memcpy(m.u.coll.op, cases[c].op, n + 1);
         job_apply(j, &m, T0 + MS, WALL);
-        CHECK(j->buckets[0].used == cases[c].bucket && (j->n_buckets == 1) == cases[c].bucket,
-              "op \"%s\"%s: bucket %s", cases[c].op, cases[c].garbage ? " (bytes after it)" : "",
-              j->buckets[0].used ? "fed" : "not fed");
+        CHECK(j->buckets[0].used == cases[c].bucket && (j->n_buckets == 1) == cases[c].bucket, "op \"%s\"%s: bucket %s",
+              cases[c].op, cases[c].garbage ? " (bytes after it)" : "", j->buckets[0].used ? "fed" : "not fed");
         job_free(&j);
     }
     TEST_END();
@@ -1525,19 +1532,19 @@ static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0
  * why; false when there is none. */
 static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size_t n)
 {
-#define DIFF(cond, ...)                        \
-    do {                                       \
-        if (cond) {                            \
-            snprintf(why, n, __VA_ARGS__);     \
-            return true;                       \
-        }                                      \
+#define DIFF(cond, ...)                    \
+    do {                                   \
+        if (cond) {                        \
+            snprintf(why, n, __VA_ARGS__); \
+            return true;                   \
+        }                                  \
     } while (0)
     DIFF(a->step != b->step || a->epoch != b->epoch, "step %lld/%lld epoch %lld/%lld", (long long)a->step,
          (long long)b->step, (long long)a->epoch, (long long)b->epoch);
     DIFF(!same_bits(a->samples_per_s, b->samples_per_s), "samples/s %.6f/%.6f", a->samples_per_s, b->samples_per_s);
-    DIFF(a->version != b->version || a->bad_frames != b->bad_frames || a->drops != b->drops, "version %llu/%llu bad %llu/%llu",
-         (unsigned long long)a->version, (unsigned long long)b->version, (unsigned long long)a->bad_frames,
-         (unsigned long long)b->bad_frames);
+    DIFF(a->version != b->version || a->bad_frames != b->bad_frames || a->drops != b->drops,
+         "version %llu/%llu bad %llu/%llu", (unsigned long long)a->version, (unsigned long long)b->version,
+         (unsigned long long)a->bad_frames, (unsigned long long)b->bad_frames);
     DIFF(a->state != b->state || a->paused != b->paused || a->n_stepped != b->n_stepped || a->nodes != b->nodes ||
              a->n_evals != b->n_evals || a->n_buckets != b->n_buckets,
          "state %d/%d paused %d/%d", a->state, b->state, a->paused, b->paused);
@@ -1578,7 +1585,8 @@ static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size
         double m1, a1, b1, m2, a2, b2;
         job_bucket_means(a, k, &m1, &a1, &b1);
         job_bucket_means(b, k, &m2, &a2, &b2);
-        DIFF(!same_bits(m1, m2) || !same_bits(a1, a2) || !same_bits(b1, b2) || !series_same(&a->buckets[k].ms, &b->buckets[k].ms),
+        DIFF(!same_bits(m1, m2) || !same_bits(a1, a2) || !same_bits(b1, b2) ||
+                 !series_same(&a->buckets[k].ms, &b->buckets[k].ms),
              "bucket %d", k);
     }
     const JobColl *ca[JOB_COLL_RING], *cb[JOB_COLL_RING];
@@ -1591,7 +1599,8 @@ static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size
                  !same_bits(x->ms_sum, y->ms_sum) || strcmp(x->op, y->op),
              "collective #%lld", (long long)x->seq);
         for (int r = 0; r < a->world; r++)
-            DIFF(job_coll_arrived(a, x, r) != job_coll_arrived(b, y, r), "collective #%lld rank %d", (long long)x->seq, r);
+            DIFF(job_coll_arrived(a, x, r) != job_coll_arrived(b, y, r), "collective #%lld rank %d", (long long)x->seq,
+                 r);
     }
     return false;
 #undef DIFF

@@ -442,8 +442,8 @@ static void ring_advance(int *head, int *len, int cap)
 }
 
 /* The kinds the snapshot holds. */
-#define KEPT_KINDS                                                                                                    \
-    (1u << MSG_HELLO | 1u << MSG_PHASE | 1u << MSG_SHARD | 1u << MSG_CKPT | 1u << MSG_EVAL | 1u << MSG_STEP |         \
+#define KEPT_KINDS                                                                                            \
+    (1u << MSG_HELLO | 1u << MSG_PHASE | 1u << MSG_SHARD | 1u << MSG_CKPT | 1u << MSG_EVAL | 1u << MSG_STEP | \
      1u << MSG_BYE | 1u << MSG_LOG | 1u << MSG_INFO)
 _Static_assert(MSG__COUNT <= 32, "KEPT_KINDS is a 32-bit mask");
 

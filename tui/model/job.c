@@ -281,8 +281,7 @@ static void step_min_recompute(Job *j)
  * at step_above or past it, so while that last rank's new step is short of
  * step_above it is the new minimum, alone (a burst carries a rank through
  * several steps: one scan per step round, not one per step). */
-__attribute__((always_inline)) static inline void step_min_update(Job *j, const JobRank *r, bool had,
-                                                                  int64_t old_step)
+__attribute__((always_inline)) static inline void step_min_update(Job *j, const JobRank *r, bool had, int64_t old_step)
 {
     JobBook *b = j->book;
     int64_t s = r->last.step;

@@ -168,7 +168,8 @@ static inline void job_rate_update(Job *j, int64_t now_ns)
 static inline bool job_rate_snap_due(const Job *j, int64_t now_ns)
 {
     const JobBook *b = j->book;
-    return b->rate_len == 0 || now_ns - b->rate_t_ns[(b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING] >= JOB_RATE_SNAP_NS;
+    return b->rate_len == 0 ||
+           now_ns - b->rate_t_ns[(b->rate_head + JOB_RATE_RING - 1) % JOB_RATE_RING] >= JOB_RATE_SNAP_NS;
 }
 void job_rate_pause(Job *j, bool paused, bool training);
 /* Each rank's samples/s is over its newest steps spanning about a second:
