@@ -494,6 +494,24 @@ static Blob *keep(Viewers *v, const Msg *m, const void *frame, size_t len)
     return blob_ref(b); /* the caller's reference; the slot keeps its own */
 }
 
+/* keep() of a step in the steady state, without its reference dance: the
+ * frame copied over the blob of its rank's next step slot when that blob
+ * is the snapshot's alone (no viewer's queue holds it) and has room. False
+ * (nothing done) for anything else, which keep() then decides. */
+__attribute__((always_inline)) static inline bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
+{
+    if (r < 0 || r >= v->world || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) return false;
+    SnapRank *s = &v->ranks[r];
+    Blob *b = s->steps[ring_slot(s->steps_head, s->steps_len, v->step_keep)];
+    if (!b || b->refs != 1 || b->cap < len) return false;
+    v->snap_bytes = v->snap_bytes - b->len + len;
+    memcpy(b->data, frame, len);
+    b->len = len;
+    v->reused++;
+    ring_advance(&s->steps_head, &s->steps_len, v->step_keep);
+    return true;
+}
+
 static void send_all(Viewers *v, const void *frame, size_t len, Blob *kept);
 
 /* A burst from elsewhere than ddptop's receive loop (which checks and keeps
@@ -549,30 +567,17 @@ void viewers_on_decoded(Viewers *v, void *ctl_router, const void *frame, size_t 
             forward = false; /* the store's and ddptop's business, not a screen's */
             break;
         case MSG_BURST: keep_burst(v, m); break;
-        default: b = keep(v, m, frame, len); break;
+        default:
+            /* nobody attached: the kept blob would go to no queue, so a
+             * step copied in place needs none (ddptop's single frames) */
+            if (v->n > 0 || m->kind != MSG_STEP || !keep_step_in_place(v, m->rank, frame, len))
+                b = keep(v, m, frame, len);
+            break;
         }
     }
     /* rc 1 (a newer kind): forwarded as it is */
     if (forward) send_all(v, frame, len, b);
     blob_unref(b);
-}
-
-/* keep() of a step in the steady state, without its reference dance: the
- * frame copied over the blob of its rank's next step slot when that blob
- * is the snapshot's alone (no viewer's queue holds it) and has room. False
- * (nothing done) for anything else, which keep() then decides. */
-__attribute__((always_inline)) static inline bool keep_step_in_place(Viewers *v, int r, const void *frame, size_t len)
-{
-    if (r < 0 || r >= v->world || v->snap_bytes + len > VIEWERS_SNAP_MAX_BYTES) return false;
-    SnapRank *s = &v->ranks[r];
-    Blob *b = s->steps[ring_slot(s->steps_head, s->steps_len, v->step_keep)];
-    if (!b || b->refs != 1 || b->cap < len) return false;
-    v->snap_bytes = v->snap_bytes - b->len + len;
-    memcpy(b->data, frame, len);
-    b->len = len;
-    v->reused++;
-    ring_advance(&s->steps_head, &s->steps_len, v->step_keep);
-    return true;
 }
 
 /* Every telemetry message comes here: a coll or a beat (which the snapshot
