@@ -11,13 +11,16 @@ bench: bench-codec
 bench-codec: $(BUILD)/tests/bench_codec
 	$(Q)$(BUILD)/tests/bench_codec $(BENCH_CODEC_ARGS)
 
-# `make bench-model`: the work after decoding, per message (the sender
-# check, the viewers' snapshot, the job model), as instructions counted by
-# callgrind on tests/tools/bench_model.c's stream of 64, 256 and 1024
-# ranks (tests/bench_model.sh; docs/BENCHMARKS.md). A minute or two:
-# not part of `make bench`. Override: BENCH_MODEL_ROWS.
+# `make bench-model` (also run by `make bench`, a minute and a half): the
+# work after decoding, per message (the sender check, the viewers'
+# snapshot, the job model), as instructions counted by callgrind on
+# tests/tools/bench_model.c's stream of 64, 256 and 1024 ranks
+# (tests/bench_model.sh; docs/BENCHMARKS.md); another build's column:
+# BUILD=its build directory bash tests/bench_model.sh. Override:
+# BENCH_MODEL_ROWS.
 BENCH_MODEL_ROWS ?= 64 256 1024
 
 .PHONY: bench-model
+bench: bench-model
 bench-model: $(BUILD)/tests/bench_model
 	$(Q)BUILD=$(BUILD) ROWS="$(BENCH_MODEL_ROWS)" bash tests/bench_model.sh
