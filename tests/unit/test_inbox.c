@@ -70,7 +70,7 @@ static Msg step_msg(int rank, int64_t s, uint64_t drops)
     msg_init(&m, MSG_STEP);
     m.rank = rank;
     m.u.step.step = s;
-    m.u.step.samples = 64 * s;
+    m.u.step.samples = s < ((int64_t)1 << 50) ? 64 * s : s; /* a huge step's count as it is */
     m.u.step.loss = 1.0;
     m.u.step.drops = drops;
     return m;
