@@ -107,8 +107,8 @@ typedef struct {
     MsgStep last;        /* latest step message */
     int64_t last_msg_ns; /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
-    bool have_coll;      /* a collective completed: job_rank_coll_at(r, 0) is the
-                     * latest (kept once, in the ring) */
+    bool have_coll;      /* a collective completed: job_rank_coll_at(r, 0)
+                          * is the latest (kept once, in the ring) */
     bool have_beat;
     MsgBeat beat;    /* latest heartbeat (collective in flight, beat.where) */
     int64_t beat_ns; /* its arrival, monotonic */
