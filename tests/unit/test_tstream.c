@@ -260,6 +260,105 @@ static void test_hostile(const char *dir)
     TEST_END();
 }
 
+/* Per connection: frames counted up from 0, each byte past the counter its
+ * low byte (as frame_of), the connection told apart by its id. */
+typedef struct {
+    uint64_t id[4];
+    uint32_t next[4];
+    int n;
+    bool ok;
+} Many;
+
+static void on_many(void *ctx, const uint8_t *f, size_t len, int64_t pid, uint64_t conn)
+{
+    (void)pid;
+    Many *m = ctx;
+    int k = 0;
+    while (k < 4 && m->id[k] && m->id[k] != conn) k++;
+    if (k == 4) {
+        m->ok = false;
+        return;
+    }
+    m->id[k] = conn;
+    uint32_t want = m->next[k]++, got = 0;
+    if (len >= 4) memcpy(&got, f, 4);
+    if (len < 4 || got != want) m->ok = false;
+    for (size_t i = 4; i < len; i++)
+        if (f[i] != (uint8_t)got) {
+            m->ok = false;
+            break;
+        }
+    m->n++;
+}
+
+static void test_interleaved(const char *dir)
+{
+    TEST_BEGIN("partial_frames_of_many_connections_never_mix");
+    char path[300], err[256];
+    snprintf(path, sizeof path, "%s/mix.stream", dir);
+    TStreamServer *s = NULL;
+    CHECK(tss_open(&s, path, 8, err, sizeof err) == 0, "open: %s", err);
+    if (!s) {
+        TEST_END();
+        return;
+    }
+    /* three raw peers write their greetings and frames in odd-sized pieces,
+     * one piece each in turn, the server reading between pieces: every
+     * read ends inside some frame (or inside the greeting or a length) */
+    enum { PEERS = 3, FRAMES = 40 };
+    size_t sizes[] = { 7, 3000, 100, 90000, 4, 65536 - 4, 65536, 513 };
+    int fd[PEERS];
+    uint8_t *stream[PEERS];
+    size_t slen[PEERS], off[PEERS];
+    for (int p = 0; p < PEERS; p++) {
+        fd[p] = raw_connect(path);
+        size_t total = 8;
+        for (int k = 0; k < FRAMES; k++) total += 4 + sizes[(k + p) % 8];
+        stream[p] = malloc(total);
+        memcpy(stream[p], TSTREAM_MAGIC, 8);
+        size_t o = 8;
+        for (int k = 0; k < FRAMES; k++) {
+            size_t len = sizes[(k + p) % 8];
+            uint8_t *f = frame_of((uint32_t)k, len);
+            put_len(stream[p] + o, (uint32_t)len);
+            memcpy(stream[p] + o + 4, f, len);
+            free(f);
+            o += 4 + len;
+        }
+        slen[p] = total;
+        off[p] = 0;
+    }
+    Many m = { .ok = true };
+    size_t piece[] = { 3, 5, 1, 4099, 17, 70001, 2, 600 };
+    for (int turn = 0, busy = 1; busy; turn++) {
+        busy = 0;
+        for (int p = 0; p < PEERS; p++) {
+            if (off[p] == slen[p]) continue;
+            busy = 1;
+            size_t want = piece[(turn + 3 * p) % 8];
+            if (want > slen[p] - off[p]) want = slen[p] - off[p];
+            ssize_t w = write(fd[p], stream[p] + off[p], want);
+            if (w > 0) off[p] += (size_t)w;
+            for (int i = 0; i < 4; i++) tss_drain(s, 4096, on_many, &m, NULL);
+        }
+    }
+    for (int i = 0; i < 2000 && m.n < PEERS * FRAMES; i++) {
+        tss_drain(s, 4096, on_many, &m, NULL);
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    TssStats st;
+    tss_stats(s, &st);
+    CHECK(m.n == PEERS * FRAMES && m.ok, "frames %d of %d, in order and whole: %d", m.n, PEERS * FRAMES, m.ok);
+    CHECK(st.bad == 0 && st.conns == PEERS, "bad %llu conns %d", (unsigned long long)st.bad, st.conns);
+    for (int p = 0; p < PEERS; p++) {
+        close(fd[p]);
+        free(stream[p]);
+    }
+    tss_close(&s);
+    TEST_END();
+}
+
 static void test_backpressure(const char *dir)
 {
     TEST_BEGIN("client_queues_then_drops_whole_frames_never_blocks");
@@ -435,6 +534,7 @@ int main(void)
     test_paths();
     test_round_trip(dir);
     test_hostile(dir);
+    test_interleaved(dir);
     test_backpressure(dir);
     test_down(dir);
     test_taken_paths(dir);

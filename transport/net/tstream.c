@@ -1,11 +1,14 @@
 /* tstream.c — the telemetry stream. See tstream.h.
  *
  * Server: a listening unix socket and its connections in one epoll set
- * (level-triggered), each connection with one buffer it is read into and
- * its frames decoded from in place; the partial frame at the end is moved
- * to the front, so a steady stream of ~2 KB bursts touches a page or two
- * of each buffer. Client: a non-blocking socket and a queue of the bytes it
- * did not take yet.
+ * (level-triggered). Connections are read into one buffer of the server's
+ * and their frames decoded from it in place; a connection keeps only the
+ * partial frame at the end of its last read (most often none), so 1024
+ * connections cost 1024 small structures, not 1024 read buffers that a
+ * catch-up (every connection's 64 KB read full) would leave resident.
+ * A frame larger than the shared buffer is gathered in its connection's
+ * own buffer, freed once the frame is whole. Client: a non-blocking socket
+ * and a queue of the bytes it did not take yet.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4, struct ucred */
@@ -30,11 +33,11 @@
 #include "base/err.h"
 #include "wire/protocol.h"
 
-/* A connection's buffer between frames: room for a read of many bursts. */
-#define CONN_BUF   (64u << 10)
-/* Read no less than this at a time (a buffer with less room is compacted
- * or grown first). */
-#define READ_MIN   (16u << 10)
+/* The server's read buffer: room for a read of many bursts. */
+#define READ_BUF   (64u << 10)
+/* A connection's own buffer (a partial frame) is kept across reads up to
+ * this size, freed when larger and empty. */
+#define KEEP_BUF   (4u << 10)
 #define EVENTS_MAX 256
 /* epoll passes per drain: a connection whose read filled its buffer is
  * read again in the next pass, up to this many. */
@@ -58,7 +61,7 @@ typedef struct {
     int fd;
     int64_t pid;
     uint64_t id; /* generation << 32 | slot + 1 */
-    uint8_t *buf;
+    uint8_t *buf; /* the partial frame its last read ended in */
     size_t len, cap;
     bool magic_ok;
     int slot;
@@ -72,6 +75,7 @@ struct TStreamServer {
     Conn **conns; /* [max_conns], NULL: free */
     int max_conns;
     uint32_t gen; /* connections accepted: the high half of a connection's id */
+    uint8_t *rbuf; /* [READ_BUF]: every connection is read into it */
     TssStats st;
 };
 
@@ -99,7 +103,8 @@ int tss_open(TStreamServer **out, const char *path, int max_conns, char *err, si
     s->lfd = s->ep = -1;
     s->max_conns = max_conns > 0 ? max_conns : 1;
     s->conns = calloc((size_t)s->max_conns, sizeof *s->conns);
-    if (!s->conns) goto oom;
+    s->rbuf = malloc(READ_BUF);
+    if (!s->conns || !s->rbuf) goto oom;
     s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof sa)) {
         err_set(err, errlen, "telemetry stream %s: %s", path, strerror(errno));
@@ -143,6 +148,7 @@ void tss_close(TStreamServer **sp)
     if (s->lfd >= 0) close(s->lfd);
     if (s->path[0]) unlink(s->path);
     free(s->conns);
+    free(s->rbuf);
     free(s);
     *sp = NULL;
 }
@@ -195,12 +201,12 @@ static void bad(TStreamServer *s, Conn *c, const char *why)
     conn_close(s, c);
 }
 
-/* Room for at least `need` more bytes past len (compacting first). */
-static bool room(Conn *c, size_t need)
+/* A connection's own buffer holding at least `want` bytes (its len kept). */
+static bool hold(Conn *c, size_t want)
 {
-    if (c->cap - c->len >= need) return true;
-    size_t cap = c->cap ? c->cap : CONN_BUF;
-    while (cap - c->len < need) cap *= 2;
+    if (c->cap >= want) return true;
+    size_t cap = c->cap ? c->cap : 1024;
+    while (cap < want) cap *= 2;
     uint8_t *p = realloc(c->buf, cap);
     if (!p) return false;
     c->buf = p;
@@ -208,18 +214,37 @@ static bool room(Conn *c, size_t need)
     return true;
 }
 
+/* The bytes a connection's partial frame still needs to be whole, 0 while
+ * its length is not known yet (or nothing is pending). */
+static size_t pending_frame(const Conn *c)
+{
+    return c->magic_ok && c->len >= 4 ? 4 + (size_t)le32(c->buf) : 0;
+}
+
 /* Read once and hand over the whole frames. Returns the frames, -1 when
  * the connection was closed, and sets *full when the read filled the room
- * it had (more may wait). */
+ * it had (more may wait). Reads go into the server's buffer after what the
+ * connection kept of its last; a frame too large for it is gathered in the
+ * connection's own buffer instead. */
 static int read_conn(TStreamServer *s, Conn *c, TssFrameFn fn, void *ctx, bool *full)
 {
     *full = false;
-    if (!room(c, READ_MIN)) {
-        bad(s, c, "out of memory for its buffer");
-        return -1;
+    size_t whole = pending_frame(c);
+    bool own = whole > READ_BUF;
+    uint8_t *buf;
+    size_t len = c->len, cap;
+    if (own) {
+        if (!hold(c, whole)) {
+            bad(s, c, "out of memory for a frame");
+            return -1;
+        }
+        buf = c->buf, cap = whole;
+    } else {
+        buf = s->rbuf, cap = READ_BUF;
+        if (len) memcpy(buf, c->buf, len);
     }
-    size_t want = c->cap - c->len;
-    ssize_t got = recv(c->fd, c->buf + c->len, want, MSG_DONTWAIT);
+    size_t want = cap - len;
+    ssize_t got = recv(c->fd, buf + len, want, MSG_DONTWAIT);
     if (got < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
         got = 0; /* reset by the peer: as its end */
@@ -230,58 +255,47 @@ static int read_conn(TStreamServer *s, Conn *c, TssFrameFn fn, void *ctx, bool *
         return -1;
     }
     *full = (size_t)got == want;
-    c->len += (size_t)got;
+    len += (size_t)got;
     size_t pos = 0;
     int n = 0;
-    if (!c->magic_ok) {
-        if (c->len < TSTREAM_MAGIC_LEN) return 0;
-        if (memcmp(c->buf, TSTREAM_MAGIC, TSTREAM_MAGIC_LEN)) {
+    if (!c->magic_ok && len >= TSTREAM_MAGIC_LEN) {
+        if (memcmp(buf, TSTREAM_MAGIC, TSTREAM_MAGIC_LEN)) {
             bad(s, c, "not a ddptop telemetry stream (wrong greeting)");
             return -1;
         }
         c->magic_ok = true;
         pos = TSTREAM_MAGIC_LEN;
     }
-    while (c->len - pos >= 4) {
-        uint32_t flen = le32(c->buf + pos);
+    while (c->magic_ok && len - pos >= 4) {
+        uint32_t flen = le32(buf + pos);
         if (flen == 0 || flen > PROTO_MAX_FRAME_BYTES) {
             char why[96];
             snprintf(why, sizeof why, "a frame of %u bytes (1..%u allowed)", flen, PROTO_MAX_FRAME_BYTES);
             bad(s, c, why);
             return -1;
         }
-        if (c->len - pos - 4 < flen) {
-            /* a frame larger than the buffer: grow to hold it whole */
-            if (4 + (size_t)flen > c->cap - pos) {
-                memmove(c->buf, c->buf + pos, c->len - pos);
-                c->len -= pos;
-                pos = 0;
-                if (!room(c, 4 + (size_t)flen - c->len)) {
-                    bad(s, c, "out of memory for a frame");
-                    return -1;
-                }
-            }
-            break;
-        }
-        fn(ctx, c->buf + pos + 4, flen, c->pid, c->id);
+        if (len - pos - 4 < flen) break;
+        fn(ctx, buf + pos + 4, flen, c->pid, c->id);
         s->st.frames++;
         s->st.bytes += flen;
         n++;
         pos += 4 + (size_t)flen;
     }
-    if (pos) {
-        memmove(c->buf, c->buf + pos, c->len - pos);
-        c->len -= pos;
-    }
-    /* a buffer a large frame grew goes back to its usual size */
-    if (c->cap > 2 * CONN_BUF && c->len < CONN_BUF) {
-        uint8_t *p = malloc(CONN_BUF);
-        if (p) {
-            memcpy(p, c->buf, c->len);
-            free(c->buf);
-            c->buf = p;
-            c->cap = CONN_BUF;
+    /* what is left (a partial frame) stays with the connection */
+    c->len = len - pos;
+    if (c->len) {
+        if (own) {
+            if (pos) memmove(c->buf, c->buf + pos, c->len);
+        } else if (!hold(c, c->len)) {
+            bad(s, c, "out of memory for a partial frame");
+            return -1;
+        } else {
+            memcpy(c->buf, buf + pos, c->len);
         }
+    } else if (c->cap > KEEP_BUF) {
+        free(c->buf);
+        c->buf = NULL;
+        c->cap = 0;
     }
     return n;
 }

@@ -9,8 +9,10 @@
 # frames wait in the kernel and in the generator. Afterwards ddptop must
 # catch up (the step on time again, nothing dropped by any rank on either
 # path, no bad frame) and its RSS must come back near what it was before
-# the stall (ZeroMQ's frames once pinned 8 KB read buffers each, and the
-# freed memory stayed resident in the allocator's arenas).
+# the stall (ZeroMQ's frames once pinned 8 KB read buffers each, the
+# freed memory stayed resident in the allocator's arenas, and each stream
+# connection's 64 KB read buffer, read full in the catch-up, stayed
+# resident: 8 MB for these 128 connections).
 . tests/lib.sh
 LOAD=$BUILD/tests/tool_load
 [ -x "$LOAD" ] || die "$LOAD is not built"
@@ -72,8 +74,9 @@ done
 sleep 3
 after=$(rss)
 echo "rss: $before MB before the stall, $peak MB at the peak, $after MB after catching up"
-[ $((peak - before)) -ge 20 ] || die "no backlog formed in the stall (rss $before -> $peak MB): the test did not test"
-[ "$after" -le $((before + 25)) ] || die "the backlog's memory stayed: $after MB after catching up, $before MB before"
+# ~12,800 frames queued (100 a ZeroMQ peer) hold 15-20 MB
+[ $((peak - before)) -ge 10 ] || die "no backlog formed in the stall (rss $before -> $peak MB): the test did not test"
+[ "$after" -le $((before + 10)) ] || die "the backlog's memory stayed: $after MB after catching up, $before MB before"
 # nothing lost on the way: no rank dropped telemetry (the job's count and
 # the generators' own), no bad frame
 "$PY" - "$out" <<'PYEOF' || exit 1
