@@ -370,12 +370,17 @@ static bool training(void) { return F.tr.active && !F.paused && !F.blocked && !F
 static void late_bye(int status, int delay_ms)
 {
     fflush(stdout);
+    pid_t rank_pid = getpid();
     pid_t pid = fork();
     if (pid != 0) return; /* parent (or no child): go on exiting */
     /* out of the rank's process group, which ddptop kills when the rank
      * exits (what a rank leaves running goes with it): this child stands
      * for a bye still in the socket, not for a leftover */
     setpgid(0, 0);
+    /* the bye comes after the rank's process has ended (on a loaded machine
+     * the parent may not have run its exit 200 ms later): wait to be
+     * orphaned (at most 10 s), then the delay */
+    for (int i = 0; i < 10000 && getppid() == rank_pid; i++) usleep(1000);
     usleep((useconds_t)delay_ms * 1000);
     void *ctx = zmq_ctx_new();
     void *push = zmq_socket(ctx, ZMQ_PUSH);

@@ -905,6 +905,19 @@ static void test_collectives(void)
     CHECK(fabs(bms - 6.0) < 1e-9 && j->buckets[2].last_n == 0, "half-gathered bucket shown %.3f", bms);
     job_bucket_means(j, JOB_MAX_BUCKETS, &bms, &balg, &bbus);
     CHECK(bms == 0 && balg == 0 && bbus == 0, "bucket past the end");
+    /* in bursts: rank 0's steps 5-9, then rank 1's (3 ms, 5 ms each): the
+     * mean is over both ranks at step 9, not one rank's last figure */
+    for (int r = 0; r < 2; r++)
+        for (int s = 5; s <= 9; s++) coll(j, r, 100 + 2 * s, 3, s, 40, 3.0 + 2 * r, t += MS);
+    job_bucket_means(j, 3, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 4.0) < 1e-9 && j->buckets[3].last_n == 2, "bucket 3 in bursts: %.3f over %d ranks", bms,
+          j->buckets[3].last_n);
+    /* rank 1 then stalls: rank 0's steps 10-12 alone do not make the means
+     * one rank's; a straggler's report older than the steps kept is left out */
+    for (int s = 10; s <= 12; s++) coll(j, 0, 100 + 2 * s, 3, s, 40, 9.0, t += MS);
+    coll(j, 1, 99, 3, 12 - JOB_BUCKET_STEPS, 40, 100.0, t += MS);
+    job_bucket_means(j, 3, &bms, &balg, &bbus);
+    CHECK(fabs(bms - 4.0) < 1e-9 && j->buckets[3].last_n == 2, "bucket 3 with a rank behind: %.3f", bms);
     double cf, ef, hf, cms, ems;
     CHECK(!job_comm_share(j, &cf, &ef, &hf, &cms, &ems), "share without steps");
     send_step_ms(j, 0, 3, 1.0, 10, t += MS);

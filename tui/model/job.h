@@ -52,6 +52,9 @@
 /* Gradient buckets with their own latency history (later ones are pooled
  * into the last). */
 #define JOB_MAX_BUCKETS   8
+/* Steps a bucket's means are gathered over at once: a rank's burst brings
+ * its steps of 50 ms together, one rank after another, a straggler's later. */
+#define JOB_BUCKET_STEPS  32
 #define JOB_EVALS         64
 /* The sampler's index map covers at most this many dataset indices. */
 #define JOB_SHARD_MAP_MAX (4 << 20)
@@ -193,7 +196,7 @@ typedef struct {
     bool used;
     int64_t bytes;
     Series ms;                              /* duration over steps, all ranks pooled */
-    double last_ms, last_algbw, last_busbw; /* means over ranks, last full step */
+    double last_ms, last_algbw, last_busbw; /* means over ranks, the newest step all reported */
     int last_n;
 } JobBucket;
 

@@ -21,6 +21,16 @@ static uint64_t *seen_at(const Job *j, size_t k) { return j->book->seen + seen_w
 /* Slot c's arrival bitset. */
 static uint64_t *seen_of(const Job *j, const JobColl *c) { return seen_at(j, (size_t)(c - j->book->colls)); }
 
+static void bucket_books_reset(Job *j)
+{
+    for (int b = 0; b < JOB_MAX_BUCKETS; b++) {
+        JobBucketBook *k = &j->book->bucket_book[b];
+        memset(k->at, 0, sizeof k->at);
+        for (int i = 0; i < JOB_BUCKET_STEPS; i++) k->at[i].step = -1;
+        k->newest = k->full = -1;
+    }
+}
+
 int job_comm_init(Job *j)
 {
     /* one block for every slot's bitset */
@@ -32,6 +42,7 @@ int job_comm_init(Job *j)
     }
     j->book->coll_max_seq = -1;
     for (int b = 0; b < JOB_MAX_BUCKETS; b++) series_init(&j->buckets[b].ms);
+    bucket_books_reset(j);
     return 0;
 }
 
@@ -91,36 +102,38 @@ static inline void arrive(JobColl *c, uint64_t *seen, int rank, int64_t at_ns)
     }
 }
 
-static void bucket_close(JobBucket *b, JobBucketAcc *a)
-{
-    if (a->n <= 0) return;
-    b->last_ms = a->ms / a->n;
-    b->last_algbw = a->algbw / a->n;
-    b->last_busbw = a->busbw / a->n;
-    b->last_n = a->n;
-    a->ms = a->algbw = a->busbw = 0;
-    a->n = 0;
-}
-
+/* A rank's figures of bucket i at a step, into that step's sums. Ranks
+ * report in bursts (a rank's steps of 50 ms together, then the next rank's),
+ * so each recent step keeps sums of its own; the newest step every rank
+ * reported is the one shown (JobBucket.last_*). A report older than the
+ * steps kept (a straggler JOB_BUCKET_STEPS behind) is left out of the
+ * means, not of the series. */
 static void bucket_add(Job *j, const MsgColl *c, double ms)
 {
     int i = c->bucket < JOB_MAX_BUCKETS ? c->bucket : JOB_MAX_BUCKETS - 1;
     JobBucket *b = &j->buckets[i];
-    JobBucketAcc *a = &j->book->bucket_acc[i];
-    if (!b->used || c->step != a->step) {
-        bucket_close(b, a);
-        a->step = c->step;
-    }
+    JobBucketBook *k = &j->book->bucket_book[i];
     b->used = true;
     b->bytes = c->bytes;
     series_add(&b->ms, c->step, ms);
+    if (i + 1 > j->n_buckets) j->n_buckets = i + 1;
+    JobBucketAcc *a = &k->at[(uint64_t)c->step % JOB_BUCKET_STEPS];
+    if (a->step != c->step) {
+        if (c->step < a->step) return; /* its slot holds a newer step */
+        *a = (JobBucketAcc){ .step = c->step };
+    }
     a->ms += ms;
     a->algbw += c->algbw_gbs;
     a->busbw += c->busbw_gbs;
     a->n++;
-    if (a->n >= j->world) /* every rank reported this step */
-        bucket_close(b, a);
-    if (i + 1 > j->n_buckets) j->n_buckets = i + 1;
+    if (c->step > k->newest) k->newest = c->step;
+    if (a->n >= j->world && c->step >= k->full) { /* every rank reported this step */
+        k->full = c->step;
+        b->last_ms = a->ms / a->n;
+        b->last_algbw = a->algbw / a->n;
+        b->last_busbw = a->busbw / a->n;
+        b->last_n = a->n;
+    }
 }
 
 /* strncmp(a, b, PROTO_STR_SHORT) == 0 for two op fields (PROTO_STR_SHORT
@@ -150,6 +163,7 @@ void job_comm_restart(Job *j)
         j->book->colls[i].seq = -1;
     }
     j->book->coll_max_seq = -1;
+    bucket_books_reset(j); /* steps start again from the checkpoint's */
 }
 
 void job_comm_on_coll(Job *j, int rank, const MsgColl *c, double ms, JobTime at)
@@ -200,12 +214,13 @@ void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *bu
     *ms = *algbw = *busbw = 0;
     if (b < 0 || b >= JOB_MAX_BUCKETS) return;
     const JobBucket *k = &j->buckets[b];
-    const JobBucketAcc *a = &j->book->bucket_acc[b];
+    const JobBucketBook *bk = &j->book->bucket_book[b];
+    const JobBucketAcc *a = bk->newest >= 0 ? &bk->at[(uint64_t)bk->newest % JOB_BUCKET_STEPS] : NULL;
     if (k->last_n) {
         *ms = k->last_ms;
         *algbw = k->last_algbw;
         *busbw = k->last_busbw;
-    } else if (a->n) {
+    } else if (a && a->n) {
         *ms = a->ms / a->n;
         *algbw = a->algbw / a->n;
         *busbw = a->busbw / a->n;

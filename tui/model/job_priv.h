@@ -44,12 +44,20 @@ struct JobRankBook {
     int64_t epoch_start_step;
 };
 
-/* A bucket's step being accumulated (job_comm.c). */
+/* A bucket's figures of one step, summed over the ranks that reported it
+ * (job_comm.c). */
 typedef struct {
     int64_t step;
     double ms, algbw, busbw;
     int n;
 } JobBucketAcc;
+
+/* A bucket's recent steps (slot step % JOB_BUCKET_STEPS), the newest one
+ * begun, and the newest every rank reported (published in JobBucket). */
+typedef struct {
+    JobBucketAcc at[JOB_BUCKET_STEPS];
+    int64_t newest, full; /* -1: none */
+} JobBucketBook;
 
 struct JobBook {
     JobEvent events[JOB_EVENTS]; /* event n sits in slot n % JOB_EVENTS */
@@ -58,7 +66,7 @@ struct JobBook {
     JobColl colls[JOB_COLL_RING]; /* slot seq % JOB_COLL_RING */
     uint64_t *seen;               /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
     int64_t coll_max_seq;
-    JobBucketAcc bucket_acc[JOB_MAX_BUCKETS];
+    JobBucketBook bucket_book[JOB_MAX_BUCKETS];
     /* job_shard.c: Job.shard's index map (the newest epoch every rank has
      * reported), and the one being filled as a new epoch's shards arrive */
     int16_t *shard_owner; /* [shard.mapped] -1 none, else the (first) rank */
