@@ -12,7 +12,8 @@
  *   KIND   hello phase step coll shard ckpt log beat eval bye
  *          train (a stream of steps and collectives), block (stuck inside a
  *          collective), stall (stuck outside one), silence (sends nothing),
- *          hang (ignores everything), exit, die, end
+ *          hang (ignores everything), linger (a SIGTERM ends it s=S
+ *          seconds later), exit, die, end
  *   "set beat=S sync=N" (no time, no ranks) sets options.
  * Values may be quoted ("two words"); "{r}" in a string becomes the rank.
  * docs/TUI.md ("For developers") lists every key. Each command received is
@@ -93,6 +94,8 @@ static struct {
     Train tr;
     bool paused, blocked, stalled, silent, hung;
     int64_t block_seq, block_since_ns;
+    char block_op[16];
+    double term_s; /* linger s=S: SIGTERM ends the rank S seconds later */
     bool want_stop, want_pause, want_resume;
     int64_t want_ckpt; /* ckpt id asked, 0 none */
     int64_t last_ckpt_id;
@@ -187,9 +190,15 @@ static bool rank_selected(const char *sel, int rank)
 
 /* ---- script ---- */
 
+/* linger s=S: a SIGTERM noted, the rank ends S seconds later (as a
+ * script running its finally blocks, still beating meanwhile) */
+static volatile sig_atomic_t got_term;
+static void on_term(int sig) { got_term = sig; }
+
+
 static const char *const kinds[] = { "hello", "phase", "step", "coll",  "shard", "ckpt",  "log",
                                      "beat",  "eval",  "bye",  "train", "block", "stall", "silence",
-                                     "hang",  "exit",  "die",  "end",   NULL };
+                                     "hang",  "exit",  "die",  "end",   "linger", NULL };
 
 /* Split a line into words; quotes group, \" escapes. Returns the count. */
 static int split(char *s, char **w, int max)
@@ -727,6 +736,7 @@ static void run_dir(const Dir *d)
         F.blocked = true;
         F.block_seq = F.coll_seq + 1;
         F.block_since_ns = proto_now_ns();
+        gets_(d, "op", "allreduce", F.block_op, sizeof F.block_op);
     } else if (!strcmp(k, "stall")) {
         F.stalled = true;
     } else if (!strcmp(k, "silence")) {
@@ -736,6 +746,9 @@ static void run_dir(const Dir *d)
     } else if (!strcmp(k, "exit")) {
         shutdown_clean((int)geti(d, "status", 0), geti(d, "bye", 1) != 0, "script ended",
                        (int)geti(d, "bye_after_ms", 0));
+    } else if (!strcmp(k, "linger")) {
+        F.term_s = getf(d, "s", 1.0);
+        signal(SIGTERM, on_term);
     } else if (!strcmp(k, "die")) {
         fflush(stdout);
         raise((int)geti(d, "signal", SIGKILL));
@@ -751,7 +764,7 @@ static void send_beat(void)
     m.u.beat.coll_seq = -1;
     if (F.blocked) {
         m.u.beat.coll_seq = F.block_seq;
-        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "%s", F.block_op);
         m.u.beat.coll_since_ns = F.block_since_ns;
     }
     send_tel(&m);
@@ -817,8 +830,15 @@ int main(int argc, char **argv)
     base_ns = F.job_ns > 0 ? F.job_ns : proto_now_ns();
     double next_beat = now_s() + F.beat_s;
     int di = 0;
+    double term_at = -1;
     for (;;) {
         double now = now_s();
+        if (got_term && term_at < 0) term_at = now + F.term_s;
+        if (term_at >= 0 && now >= term_at) {
+            fflush(stdout);
+            signal(SIGTERM, SIG_DFL);
+            raise(SIGTERM);
+        }
         while (di < F.ndirs && F.dirs[di].t <= now) run_dir(&F.dirs[di++]);
         /* steps due now; a rank that started late catches up with the others
          * (in bursts of at most 200 per wake-up, so commands are still read) */

@@ -16,6 +16,7 @@
 #include <malloc.h>
 #endif
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -216,6 +217,12 @@ static void take_keys(Run *r, Turns *t)
 static void watch_hangs(Run *r, int running)
 {
     if (running == 0 || !hangwatch_tick(&r->hw, r->job, r->l, mono_ns(), proto_now_ns())) return;
+    /* Once the ladder has signalled the ranks, who waits for whom is
+     * ddptop's doing (a rank it killed leaves the collective, one still in
+     * its finally blocks seems to wait for it): the hang already noted
+     * stands, as the one the summary blames. */
+    const JobHang *h = &r->job->hang;
+    if (r->rung >= 1 && h->active && (h->seq != r->hw.last.seq || strcmp(h->op, r->hw.last.op))) return;
     if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui)
         view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
     if (!r->stop_requested) /* once stopping, the status line counts down the ladder */
