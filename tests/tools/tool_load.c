@@ -24,7 +24,8 @@
  *   --tel stream   telemetry over ddptop's telemetry stream (net/tstream.h)
  *                  where it offers one, as the worker sends (default)
  *   --tel zmq      over ZeroMQ's tel PUSH (the worker before the stream)
- * A full queue drops and counts, as a worker does (step.drops).
+ * A full queue drops and counts, as a worker does (step.drops). What ddptop
+ * sends down a rank's stream (a ping a second) is read once a second.
  * --stall R@S: from S seconds (after time 0) on rank R stops stepping outside any
  * collective while the others wait inside the next all-reduce (their beats
  * say so): a hang ddptop must pin on rank R.
@@ -175,6 +176,18 @@ static void flush(Rank *k)
     }
     codec_buf_reset(&k->out);
     k->n_out = 0;
+}
+
+/* A frame ddptop sent down a rank's stream (its pings): read and dropped,
+ * as a worker reads them; a stop there ends the run too. */
+static void on_down(void *ctx, const uint8_t *frame, size_t len)
+{
+    Rank *k = ctx;
+    Msg m;
+    char err[160];
+    if (codec_decode(frame, len, &m, err, sizeof err) == 0 && m.kind == MSG_CMD && !strcmp(m.u.cmd.op, "stop"))
+        k->stop = true;
+    msg_done(&m);
 }
 
 /* Commands from ddptop: a stop ends the run; pings need no answer. */
@@ -409,7 +422,13 @@ int main(int argc, char **argv)
         }
         if (now >= next_beat) {
             next_beat += 1000000000;
-            for (int i = 0; i < L.count; i++) beat(&L.rk[i], stalled && L.rk[i].r != L.stall_rank, stall_wall);
+            for (int i = 0; i < L.count; i++) {
+                beat(&L.rk[i], stalled && L.rk[i].r != L.stall_rank, stall_wall);
+                /* ddptop pings a rank a second down its stream and falls
+                 * back to ctl for a rank that does not read it: read, as a
+                 * worker does, or ddptop's ZeroMQ pipes would be measured */
+                if (L.rk[i].ts) tsc_read(L.rk[i].ts, on_down, &L.rk[i]);
+            }
         }
         /* the ranks flush in turn (their times are spread in rank order):
          * from the next one due, as many as are due; then sleep at least
