@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,6 +361,57 @@ static void test_interleaved(const char *dir)
     TEST_END();
 }
 
+/* A read that fills the server's buffer leaves data that no new edge will
+ * announce (the peer sends nothing more): the drain must come back for it
+ * by itself, saying so through *more and tss_more. */
+static void test_full_read_again(const char *dir)
+{
+    TEST_BEGIN("a_full_read_is_read_again_without_new_data");
+    char path[300], err[256];
+    snprintf(path, sizeof path, "%s/full.stream", dir);
+    TStreamServer *s = NULL;
+    CHECK(tss_open(&s, path, 4, err, sizeof err) == 0, "open: %s", err);
+    if (!s) {
+        TEST_END();
+        return;
+    }
+    int fd = raw_connect(path);
+    enum { FRAMES = 150, LEN = 1000 };
+    static uint8_t all[8 + FRAMES * (4 + LEN)];
+    memcpy(all, TSTREAM_MAGIC, 8);
+    for (int k = 0; k < FRAMES; k++) {
+        uint8_t *f = frame_of((uint32_t)k, LEN);
+        put_len(all + 8 + k * (4 + LEN), LEN);
+        memcpy(all + 8 + k * (4 + LEN) + 4, f, LEN);
+        free(f);
+    }
+    /* as much as the socket takes without waiting: more than one read's */
+    size_t off = 0;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    while (off < sizeof all) {
+        ssize_t w = write(fd, all + off, sizeof all - off);
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    int want = (int)((off - 8) / (4 + LEN));
+    CHECK(off > 8 + 70 * (4 + LEN), "the socket took %zu bytes, not more than a read's 64 KB", off);
+    /* everything is in the socket; from here on nothing new arrives */
+    Got g = { .in_order = true };
+    bool more = true;
+    int calls = 0;
+    struct pollfd p = { tss_fd(s), POLLIN, 0 };
+    for (; calls < 1000 && g.n < want; calls++) {
+        if (!more && poll(&p, 1, 100) == 0) break; /* what the loop does: wait for the fd */
+        tss_drain(s, 20, on_frame, &g, &more);
+    }
+    CHECK(g.n == want && g.in_order, "frames %d of %d (in order %d) after %d drains", g.n, want, g.in_order, calls);
+    CHECK(!more && !tss_more(s), "more %d after everything was read", more);
+    CHECK(poll(&p, 1, 0) == 0, "the descriptor polls readable with nothing left");
+    close(fd);
+    tss_close(&s);
+    TEST_END();
+}
+
 static void test_backpressure(const char *dir)
 {
     TEST_BEGIN("client_queues_then_drops_whole_frames_never_blocks");
@@ -535,6 +588,7 @@ int main(void)
     test_round_trip(dir);
     test_hostile(dir);
     test_interleaved(dir);
+    test_full_read_again(dir);
     test_backpressure(dir);
     test_down(dir);
     test_taken_paths(dir);

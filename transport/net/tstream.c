@@ -64,6 +64,7 @@ typedef struct {
     uint8_t *buf; /* the partial frame its last read ended in */
     size_t len, cap;
     bool magic_ok;
+    bool pending; /* in the server's pend list */
     int slot;
     uint8_t down[4 + TSTREAM_DOWN_MAX]; /* the tail of a frame tss_send could not write whole */
     size_t down_off, down_len;
@@ -76,6 +77,11 @@ struct TStreamServer {
     int max_conns;
     uint32_t gen; /* connections accepted: the high half of a connection's id */
     uint8_t *rbuf; /* [READ_BUF]: every connection is read into it */
+    /* connections whose last read filled the room it had: more may wait,
+     * and epoll (edge-triggered) will not say so again (ids: a closed
+     * connection's entry no longer matches) */
+    uint64_t *pend;
+    int n_pend, cap_pend;
     TssStats st;
 };
 
@@ -104,7 +110,9 @@ int tss_open(TStreamServer **out, const char *path, int max_conns, char *err, si
     s->max_conns = max_conns > 0 ? max_conns : 1;
     s->conns = calloc((size_t)s->max_conns, sizeof *s->conns);
     s->rbuf = malloc(READ_BUF);
-    if (!s->conns || !s->rbuf) goto oom;
+    s->cap_pend = 2 * s->max_conns; /* a connection at most once, and as many closed since */
+    s->pend = malloc(sizeof *s->pend * (size_t)s->cap_pend);
+    if (!s->conns || !s->rbuf || !s->pend) goto oom;
     s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof sa)) {
         err_set(err, errlen, "telemetry stream %s: %s", path, strerror(errno));
@@ -149,6 +157,7 @@ void tss_close(TStreamServer **sp)
     if (s->path[0]) unlink(s->path);
     free(s->conns);
     free(s->rbuf);
+    free(s->pend);
     free(s);
     *sp = NULL;
 }
@@ -181,7 +190,9 @@ static void accept_all(TStreamServer *s)
         c->slot = slot;
         c->id = (uint64_t)++s->gen << 32 | (uint32_t)(slot + 1);
         c->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid > 0 ? cred.pid : 0;
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+        /* edge-triggered: a connection read short was read empty, and a
+         * level-triggered set would look at it again at every wait */
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = c };
         if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
             close(fd);
             free(c);
@@ -300,36 +311,57 @@ static int read_conn(TStreamServer *s, Conn *c, TssFrameFn fn, void *ctx, bool *
     return n;
 }
 
+/* Read c once; a read that filled its room puts c on the pend list. */
+static int read_one(TStreamServer *s, Conn *c, TssFrameFn fn, void *ctx)
+{
+    bool full = false;
+    int n = read_conn(s, c, fn, ctx, &full);
+    if (n < 0) return 0; /* closed (and freed) */
+    if (full && !c->pending && s->n_pend < s->cap_pend) {
+        c->pending = true;
+        s->pend[s->n_pend++] = c->id;
+    }
+    return n > 0 ? n : 0;
+}
+
 int tss_drain(TStreamServer *s, int max_frames, TssFrameFn fn, void *ctx, bool *more)
 {
     struct epoll_event ev[EVENTS_MAX];
     int total = 0;
-    bool again = false;
-    for (int pass = 0; pass < PASSES_MAX; pass++) {
-        int k = epoll_wait(s->ep, ev, EVENTS_MAX, 0);
-        if (k <= 0) {
-            again = false;
-            break;
+    bool events_left = false;
+    for (int pass = 0; pass < PASSES_MAX && total < max_frames; pass++) {
+        /* the connections a read filled last time first, in their order */
+        int np = s->n_pend;
+        uint64_t pend[EVENTS_MAX];
+        if (np > EVENTS_MAX) np = EVENTS_MAX;
+        memcpy(pend, s->pend, sizeof *pend * (size_t)np);
+        memmove(s->pend, s->pend + np, sizeof *s->pend * (size_t)(s->n_pend - np));
+        s->n_pend -= np;
+        for (int i = 0; i < np; i++) {
+            uint32_t slot = (uint32_t)pend[i];
+            Conn *c = slot && slot <= (uint32_t)s->max_conns ? s->conns[slot - 1] : NULL;
+            if (!c || c->id != pend[i]) continue; /* closed since */
+            c->pending = false;
+            total += read_one(s, c, fn, ctx);
         }
-        again = k == EVENTS_MAX;
+        int k = epoll_wait(s->ep, ev, EVENTS_MAX, 0);
+        events_left = k == EVENTS_MAX;
         for (int i = 0; i < k; i++) {
             if (ev[i].data.ptr == &listen_tag) {
                 accept_all(s);
                 continue;
             }
-            bool full = false;
-            int n = read_conn(s, ev[i].data.ptr, fn, ctx, &full);
-            if (n > 0) total += n;
-            again |= full;
             /* a connection closed here may be another event's pointer of
              * this pass: none, since each fd is reported once a pass */
+            total += read_one(s, ev[i].data.ptr, fn, ctx);
         }
-        if (total >= max_frames) break;
-        if (!again) break;
+        if (!s->n_pend && !events_left) break;
     }
-    if (more) *more = again || total >= max_frames;
+    if (more) *more = s->n_pend > 0 || events_left;
     return total;
 }
+
+bool tss_more(const TStreamServer *s) { return s->n_pend > 0; }
 
 /* What waits of the last frame down; true when nothing waits any more. */
 static bool down_out(Conn *c)

@@ -65,9 +65,11 @@ typedef struct TStreamServer TStreamServer;
 int tss_open(TStreamServer **out, const char *path, int max_conns, char *err, size_t errlen);
 /* Close every connection and the listening socket; remove the path. */
 void tss_close(TStreamServer **s);
-/* A descriptor that polls readable when a connection or data waits (for
- * zmq_poll's raw-fd items). */
+/* A descriptor that polls readable when a connection or new data arrives
+ * (for a poll set); data a drain left (tss_more) does not make it so. */
 int tss_fd(const TStreamServer *s);
+/* Did a drain leave data it knows waits (a read that filled its room)? */
+bool tss_more(const TStreamServer *s);
 
 /* One frame as received: its bytes (valid during the call only), the
  * sending process's pid (0 where the kernel did not say) and its
@@ -76,9 +78,11 @@ typedef void (*TssFrameFn)(void *ctx, const uint8_t *frame, size_t len, int64_t 
 
 /* Accept what connects and read what waits: every connection that has data
  * is read once (up to its buffer), and each whole frame goes to fn, in the
- * order each connection sent them. Stops after max_frames frames (the rest
- * waits for the next call). Returns the frames handed to fn; *more (if not
- * NULL) says whether data may still wait. Never blocks. */
+ * order each connection sent them; a connection whose read filled the
+ * buffer is read again in the next pass (or the next call). Stops after
+ * max_frames frames (the rest waits for the next call). Returns the frames
+ * handed to fn; *more (if not NULL) says whether data still waits that
+ * tss_fd will not announce: call again without waiting. Never blocks. */
 int tss_drain(TStreamServer *s, int max_frames, TssFrameFn fn, void *ctx, bool *more);
 
 /* Write one frame (at most TSTREAM_DOWN_MAX bytes) down connection conn,

@@ -544,8 +544,10 @@ int run_drain(Run *r, int64_t until_ms)
     Tap tel_tap = { .r = r, .src = REC_SRC_TEL, .pid = &pid };
     Tap ctl_tap = { .r = r, .src = REC_SRC_CTL, .ident = ident, .ident_len = &ident_len, .pid = &pid };
     int n_tel = 0;
-    r->tel_emptied = false;
-    for (; n_tel < 4096; n_tel++) {
+    /* tel, ctl and the streams only where the wait saw input (loop.c):
+     * reading an empty ZeroMQ socket costs a system call or two */
+    r->tel_emptied = !r->in.tel;
+    for (; r->in.tel && n_tel < 4096; n_tel++) {
         /* 1024 ranks' bursts are ~10 messages each: 4096 of them are ~70 ms
          * of work, and a frame waiting that long is a step late on screen */
         if (n_tel > 0 && n_tel % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
@@ -566,7 +568,8 @@ int run_drain(Run *r, int64_t until_ms)
             refused(r, &tel_tap, &m);
         msg_done(&m);
     }
-    if (r->tss) {
+    r->in.tel_left = r->in.tel && !r->tel_emptied;
+    if (r->tss && r->in.streams) {
         bool more = false;
         int n = drain_streams(r, &tel_tap, &pid, &more);
         if (more) {
@@ -575,7 +578,7 @@ int run_drain(Run *r, int64_t until_ms)
         }
     }
     if (!r->tel_emptied) r->backlog_frames += n_tel;
-    for (int i = 0; i < 1024; i++) {
+    for (int i = 0; r->in.ctl && i < 1024; i++) {
         Msg m;
         int rc =
             zs_recv_from_peer(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap_frame, &ctl_tap, &pid, err, sizeof err);

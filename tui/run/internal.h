@@ -112,6 +112,14 @@ typedef struct {
     char status[256];
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     bool tel_emptied;        /* run_drain read tel until it was empty */
+    /* loop.c's wait for input, read by run_drain: what this turn may read */
+    struct {
+        int tel_fd, ctl_fd;     /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
+        bool have_fds;          /* tel_fd and ctl_fd were asked for */
+        bool tel, ctl, streams; /* input may wait there this turn */
+        bool tel_left;          /* the last drain left frames on tel (no new edge will say so) */
+        int64_t tel_check_ms;   /* tel's last ZMQ_EVENTS check (one a second at least) */
+    } in;
     int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since tel was last empty */
     bool trim_due;           /* a backlog ended: its memory goes back at the next trim */
     int64_t trim_ms;         /* the last trim (mono_ms) */
@@ -177,8 +185,8 @@ void run_teardown(Run *r);
 int run_listen_first_hello(Run *r, RunHello *h, int *world, char *err, size_t errlen);
 
 /* ---- inbox.c ---- */
-/* Read whatever is waiting on both sockets (bounded, so keys stay
- * responsive) and act on it; telemetry stops at until_ms (mono_ms), after
+/* Read whatever is waiting on the sockets loop.c's wait saw input on
+ * (r->in; bounded, so keys stay responsive) and act on it; telemetry stops at until_ms (mono_ms), after
  * 64 frames at least, so a backlog does not hold the next frame back. Sets
  * r->tel_emptied, and counts a drain that left frames in r->backlog_frames.
  * Returns how many ctl messages came. */
