@@ -1,7 +1,7 @@
 /* internal.h — the state of `ddptop run`, shared by the files of tui/run/
  * that drive one job; run.h is the interface, this is not for other folders.
  *
- *   loop.c      run_job: start, the one zmq_poll loop, the end
+ *   loop.c      run_job: start, the one poll loop, the end
  *   inbox.c     what arrives on ctl and tel, routed to the store, the
  *               agents, the viewers or the job model
  *   commands.c  commands to the ranks (ckpt, stop, pause, fault, ping)

@@ -2,7 +2,7 @@
  *
  * Owns: the frontend's sockets (ctl ROUTER, tel PULL), the store, the
  * launcher, the job model and the view, and the one loop that ties them:
- * zmq_poll over sockets and stdin -> drain messages -> reap -> keys ->
+ * one poll over sockets and stdin -> drain messages -> reap -> keys ->
  * redraw. Main thread only. tui/run/internal.h maps the files behind it.
  */
 #ifndef DDPTOP_RUN_H
