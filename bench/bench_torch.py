@@ -135,9 +135,12 @@ def run_ddptop(ddptop, py, world, args, tmp, timeout, n, shim=SHIM, py_hook=Fals
     return res
 
 
-def instructions(ddptop, py, args, steps_a=100, steps_b=400):
+def instructions(ddptop, py, args, agree, steps_a=100, steps_b=400):
     """callgrind: the script's thread's instructions per step, bare and
-    under ddptop with the adapter (world 1): {"bare": Ir, "ddptop": Ir}."""
+    under ddptop with the adapter (world 1): {"bare": Ir, "ddptop": Ir}.
+    agree: the steps between two steering agreements, as the timed ddptop
+    runs had them (DDPTOP_AGREE_STEPS; under valgrind every step would
+    agree, each agreement's work counted at every step)."""
     if not shutil.which("valgrind"):
         raise RuntimeError("--instructions needs valgrind")
     tmp = tempfile.mkdtemp(prefix="ddptop-bench-ir-")
@@ -160,7 +163,7 @@ def instructions(ddptop, py, args, steps_a=100, steps_b=400):
                     p = subprocess.run([wrap, SCRIPT] + run_args, env=env, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True, timeout=3600)
                 else:
-                    env.update(DDPTOP_WORKER=SHIM, DDPTOP_PYTHON=py)
+                    env.update(DDPTOP_WORKER=SHIM, DDPTOP_PYTHON=py, DDPTOP_AGREE_STEPS=str(agree))
                     p = subprocess.run([ddptop, "run", "-n", "1", "--headless", "--timeout", "3000", "--python", wrap,
                                         "--log-dir", os.path.join(tmp, f"logs-{n}"), SCRIPT] + run_args, env=env,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
@@ -230,7 +233,11 @@ def main():
                 hook = f"  ({res['hook']} hook)" if "hook" in res else ""
                 print(f"  rep {rep + 1} {mode:9s} first step {res['first_s']:6.3f} s  {res['steps_per_s']:7.1f} steps/s"
                       f"  cpu {res['cpu_ms']:.3f} ms/step{hook}", flush=True)
-        bd = instructions(a.ddptop, a.py, args) if a.instructions else None
+        # the agreement's period at the timed runs' speed (steer.py: AGREE_S = 0.05 s of training, 1..64 steps)
+        agree = max(1, min(64, int(0.05 * median([r["steps_per_s"] for r in runs["ddptop"]]))))
+        bd = instructions(a.ddptop, a.py, args, agree) if a.instructions else None
+        if bd:
+            bd["agree"] = agree
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {m: {k: median([r[k] for r in v]) for k in v[0] if k != "hook"} for m, v in runs.items()}
@@ -274,7 +281,7 @@ def main():
     if bd:
         print(f"the script's thread's instructions a step (callgrind, world 1): {bd['bare']:,.0f} bare, "
               f"{bd['ddptop']:,.0f} under ddptop with the adapter: {bd['ddptop'] - bd['bare']:+,.0f} "
-              f"({100 * (bd['ddptop'] / bd['bare'] - 1):+.2f}%)")
+              f"({100 * (bd['ddptop'] / bd['bare'] - 1):+.2f}%; an agreement every {bd['agree']} steps, as timed)")
     # Each rep ran both modes back to back: the pairs share the machine's
     # mood, so their ratios vary far less than either mode's steps/s.
     pairs = [1 - dd["steps_per_s"] / tt["steps_per_s"] for tt, dd in zip(runs["torchrun"], runs["ddptop"])]

@@ -34,6 +34,8 @@ different sizes (Gloo aborted). Commands wait; when the context ends,
 together on every rank, the next step agrees.
 """
 import math
+import os
+import sys
 import time
 
 import torch
@@ -46,6 +48,23 @@ FL_CKPT_ID, FL_CKPT_PENDING, FL_STOP, FL_PAUSE, FL_EVERY, FL_COUNT = 0, 1, 2, 3,
 PAUSE_ROUND_S = 0.02
 AGREE_S = 0.05          # training time between two agreements
 AGREE_MAX_STEPS = 64    # ... but at least every this many steps
+
+
+def _agree_steps():
+    """DDPTOP_AGREE_STEPS=N (1..64), for measurements only: propose N steps
+    between agreements whatever the step's time. Under valgrind a step is ~50x
+    slower and every step would agree; bench_torch.py --instructions pins the
+    period a run at full speed has."""
+    v = os.environ.get("DDPTOP_AGREE_STEPS", "")
+    if not v:
+        return 0
+    if v.isdigit() and 1 <= int(v) <= AGREE_MAX_STEPS:
+        return int(v)
+    sys.stderr.write(f"ddptop-py: DDPTOP_AGREE_STEPS={v!r} ignored: expected 1..{AGREE_MAX_STEPS}\n")
+    return 0
+
+
+AGREE_STEPS = _agree_steps()
 
 
 class StopTraining(SystemExit):
@@ -96,6 +115,8 @@ class Steer:
 
     def _every(self):
         """This rank's proposal: steps to the next agreement."""
+        if AGREE_STEPS:
+            return float(AGREE_STEPS)
         if self.step_s <= 0.0:
             return 1.0
         return float(max(1, min(AGREE_MAX_STEPS, int(AGREE_S / self.step_s))))
