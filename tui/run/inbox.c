@@ -546,8 +546,8 @@ int run_drain(Run *r, int64_t until_ms)
     int n_tel = 0;
     /* tel, ctl and the streams only where the wait saw input (loop.c):
      * reading an empty ZeroMQ socket costs a system call or two */
-    r->tel_emptied = !r->in.tel;
-    for (; r->in.tel && n_tel < 4096; n_tel++) {
+    r->tel_emptied = r->in.quiet_tel;
+    for (; !r->in.quiet_tel && n_tel < 4096; n_tel++) {
         /* 1024 ranks' bursts are ~10 messages each: 4096 of them are ~70 ms
          * of work, and a frame waiting that long is a step late on screen */
         if (n_tel > 0 && n_tel % DRAIN_CLOCK_EVERY == 0 && mono_ms() >= until_ms) break;
@@ -568,8 +568,8 @@ int run_drain(Run *r, int64_t until_ms)
             refused(r, &tel_tap, &m);
         msg_done(&m);
     }
-    r->in.tel_left = r->in.tel && !r->tel_emptied;
-    if (r->tss && r->in.streams) {
+    r->in.tel_left = !r->in.quiet_tel && !r->tel_emptied;
+    if (r->tss && !r->in.quiet_streams) {
         bool more = false;
         int n = drain_streams(r, &tel_tap, &pid, &more);
         if (more) {
@@ -578,7 +578,7 @@ int run_drain(Run *r, int64_t until_ms)
         }
     }
     if (!r->tel_emptied) r->backlog_frames += n_tel;
-    for (int i = 0; r->in.ctl && i < 1024; i++) {
+    for (int i = 0; !r->in.quiet_ctl && i < 1024; i++) {
         Msg m;
         int rc =
             zs_recv_from_peer(r->ctl, ident, &ident_len, &m, ZMQ_DONTWAIT, tap_frame, &ctl_tap, &pid, err, sizeof err);

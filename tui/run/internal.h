@@ -112,11 +112,12 @@ typedef struct {
     char status[256];
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     bool tel_emptied;        /* run_drain read tel until it was empty */
-    /* loop.c's wait for input, read by run_drain: what this turn may read */
+    /* loop.c's wait for input, read by run_drain: what this turn may skip
+     * (all false, as a Run starts: read everything) */
     struct {
-        int tel_fd, ctl_fd;     /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
-        bool have_fds;          /* tel_fd and ctl_fd were asked for */
-        bool tel, ctl, streams; /* input may wait there this turn */
+        int tel_fd, ctl_fd;                    /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
+        bool have_fds;                         /* tel_fd and ctl_fd were asked for */
+        bool quiet_tel, quiet_ctl, quiet_streams; /* the wait saw no input there */
         bool tel_left;          /* the last drain left frames on tel (no new edge will say so) */
         int64_t tel_check_ms;   /* tel's last ZMQ_EVENTS check (one a second at least) */
     } in;

@@ -147,8 +147,8 @@ static bool zmq_has_input(void *s)
 }
 
 /* Until input comes, or the next frame slot when something changed (a
- * step reaches the screen within FRAME_MS of its arrival). Sets r->in: where
- * run_drain reads this turn.
+ * step reaches the screen within FRAME_MS of its arrival). Sets r->in: what
+ * run_drain may leave unread this turn.
  *
  * A poll(2) on ZeroMQ's own descriptors (ZMQ_FD) rather than zmq_poll:
  * zmq_poll asks every socket's ZMQ_EVENTS before and after it sleeps, and
@@ -194,9 +194,9 @@ static void wait_input(Run *r, const Turns *t)
         tel = ctl = true; /* read everything, as if it had said so */
     }
     /* an error or a hang-up on a descriptor is read too: the read says why */
-    r->in.tel = tel || p[0].revents;
-    r->in.ctl = ctl || p[1].revents;
-    r->in.streams = k < 0 || p[3].revents || (r->tss && tss_more(r->tss));
+    r->in.quiet_tel = !(tel || p[0].revents);
+    r->in.quiet_ctl = !(ctl || p[1].revents);
+    r->in.quiet_streams = !(k < 0 || p[3].revents || (r->tss && tss_more(r->tss)));
 }
 
 /* The store's timeouts, the recording's flush and (every REAP_MS) this
