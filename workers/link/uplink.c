@@ -204,6 +204,17 @@ void uplink_flush(Uplink *u)
     u->cost_ns += mono_ns() - t0;
 }
 
+void uplink_flush_wait(Uplink *u, int timeout_ms)
+{
+    uplink_flush(u);
+    if (u->ts) {
+        tsc_wait(u->ts, timeout_ms);
+        return;
+    }
+    struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
 static int queue_frame(Uplink *u, Msg *m);
 
 int uplink_send(Uplink *u, Msg *m)

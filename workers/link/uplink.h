@@ -43,6 +43,12 @@ int uplink_send(Uplink *u, Msg *m);
 /* Send the waiting burst now (before a long wait, so the frontend is not
  * left behind). */
 void uplink_flush(Uplink *u);
+/* Flush, then give what waits up to timeout_ms to leave: the telemetry
+ * stream's own queue (bytes its socket had no room for) is written as room
+ * comes; over ZeroMQ, its I/O thread is given the time. For a rank about to
+ * die; a rank that goes on living but stops sending must still call
+ * uplink_flush now and then, or what its socket refused never leaves. */
+void uplink_flush_wait(Uplink *u, int timeout_ms);
 /* For the few messages a user must see (hello, phase, ckpt, bye): waits up to
  * 2 s for queue room, then drops and counts. hello goes over ctl so ddptop
  * learns this rank's routing id. */

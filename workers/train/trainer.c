@@ -335,19 +335,20 @@ static void faults_before_step(Trainer *t)
     const Fault *f = fault_find(&t->faults, FAULT_KILL, r);
     if (f && t->step >= f->step) {
         fault_fired(t, f);
-        uplink_flush(t->up);
-        /* SIGKILL leaves ZeroMQ's I/O thread no time: let it send the sentence first. */
-        sleep_ms(200);
+        /* SIGKILL leaves nothing queued a chance: let the sentence leave first. */
+        uplink_flush_wait(t->up, 200);
         raise(SIGKILL);
     }
     f = fault_find(&t->faults, FAULT_STALL, r);
     if (f && t->step >= f->step) {
         fault_fired(t, f);
-        uplink_flush(t->up);
         /* Alive, sockets open, answering nothing: the peers wait in their
          * next all-reduce. ddptop's pings are still read, so its heartbeat
-         * does not end the lesson; its stop ladder or death does. */
+         * does not end the lesson; its stop ladder or death does. What was
+         * said before (the sentence too) still goes out as ddptop makes
+         * room: one that was behind would otherwise never see it. */
         for (;;) {
+            uplink_flush(t->up);
             sleep_ms(200);
             report_check_ddptop(t);
             if (t->front_gone) _exit(1); /* a stalled rank has nothing to save */

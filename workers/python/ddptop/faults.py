@@ -172,16 +172,16 @@ class Plan:
         f = self.find(KILL)
         if f and r.step >= f.step:
             self.fired(f)
-            r.up.flush()
-            time.sleep(0.2)     # SIGKILL leaves ZeroMQ's I/O thread no time: let the sentence go first
+            r.up.flush_wait(0.2)    # SIGKILL leaves nothing queued a chance: let the sentence go first
             os.kill(os.getpid(), signal.SIGKILL)
         f = self.find(STALL)
         if f and r.step >= f.step:
             self.fired(f)
             r.up.flush()
             # alive, sockets open, no steps: the peers wait in their next
-            # all-reduce; the heartbeat thread still reads ddptop's pings and
-            # says where this rank is, so ddptop's ladder (or death) ends it
+            # all-reduce; the heartbeat thread still reads ddptop's pings,
+            # says where this rank is and flushes what waits (the sentence
+            # too, when ddptop was behind), so ddptop's ladder (or death) ends it
             while True:
                 time.sleep(0.2)
         f = self.find(SLOW)

@@ -274,6 +274,17 @@ class Uplink:
             if self.stream is not None:
                 self.stream.write()      # what the socket did not take before
 
+    def flush_wait(self, timeout_s):
+        """Flush, then give what waits up to timeout_s to leave (a rank
+        about to die): the stream's queue as its socket makes room, or
+        ZeroMQ's I/O thread the time."""
+        with self.lock:
+            self._flush()
+            if self.stream is not None:
+                self.stream.wait(timeout_s)
+                return
+        time.sleep(timeout_s)
+
     def send_important(self, kind, fields):
         """hello (on ctl, so ddptop learns the routing id), phase, ckpt,
         log, bye: the burst first, then up to 2 s of waiting for room."""
