@@ -123,6 +123,31 @@ int main(void)
           "verdict: %s", h.verdict);
     TEST_END();
 
+    TEST_BEGIN("no_verdict_on_a_rank_ddptop_is_behind_on");
+    {
+        /* rank 1 left the loop and waits in its barrier (5 s); rank 0 trains
+         * on, but what ddptop reads of it now it sent 6 s ago (a backlog):
+         * it is not known to have stopped, and no verdict blames it */
+        rank(&r[0], 0, 23651, -1, "", 0);
+        rank(&r[1], 1, 23875, 23923, "barrier", now - 5 * S);
+        r[1].phase = PHASE_STOPPING;
+        r[1].sent_ns = now - S / 2;
+        r[0].sent_ns = now - 6 * S;
+        r[0].silent_ns = S / 10;
+        CHECK(hang_analyze(r, 2, now, 2 * S, &h) == 0 && !h.hung && h.catching_up == 0,
+              "a verdict on a rank still being read: catching_up %d, %s", h.catching_up, h.verdict);
+        /* caught up: the last of it came 1.5 s ago, and nothing since */
+        r[0].silent_ns = 3 * S / 2;
+        CHECK(hang_analyze(r, 2, now, 2 * S, &h) == 1 && h.catching_up == -1 &&
+                  strstr(h.verdict, "rank 0, which stopped stepping after step 23651"),
+              "no verdict once caught up: %s", h.verdict);
+        /* a rank that beats from elsewhere (newer than the wait) is judged at once */
+        r[0].silent_ns = S / 10;
+        r[0].sent_ns = now - S / 10;
+        CHECK(hang_analyze(r, 2, now, 2 * S, &h) == 1, "a beating rank held back: %s", h.verdict);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_python_rank_is_named_by_its_line");
     for (int k = 0; k < 4; k++) rank(&r[k], k, 8411, 8412, "allreduce", now - 18 * S);
     for (int k = 0; k < 4; k++) r[k].inflight_bucket = 0; /* DDP's first gradient bucket */

@@ -172,6 +172,45 @@ static void test_dropped_report_not_stalled(void)
     TEST_END();
 }
 
+static void test_backlog_not_stalled(void)
+{
+    TEST_BEGIN("a_rank_ddptop_is_behind_on_is_not_stalled_until_caught_up");
+    int64_t t;
+    Job *j = trained(&t);
+    uint8_t *cell = malloc(N);
+    JobSummary s;
+    /* the others enter all-reduce #11 and beat from inside it */
+    int64_t enq = t;
+    int64_t now = t + 3 * SEC;
+    for (int r = 0; r < N; r++)
+        if (r != 517) beat(j, r, 10, 11, enq, now - 100 * MS);
+    /* rank 517's telemetry is queued behind a backlog: what arrives now it
+     * sent 2.5 s ago, before the others entered #11 */
+    Msg m;
+    msg_init(&m, MSG_BEAT);
+    m.u.beat.step = 10;
+    m.u.beat.phase = PHASE_TRAIN;
+    m.u.beat.coll_seq = -1;
+    m.rank = 517;
+    m.t_ns = WALL + enq - 10 * MS;
+    job_apply(j, &m, now - 50 * MS, WALL + now - 50 * MS);
+    job_summary(j, now, WALL + now, &s, cell);
+    CHECK(cell[517] != JOB_CELL_STALLED && s.first_stalled < 0 && s.wait_seq < 0,
+          "blamed while being caught up on: cell %d, stalled %d, wait #%lld", cell[517], s.first_stalled,
+          (long long)s.wait_seq);
+    /* caught up, and nothing newer came for a second and more: it stopped */
+    now += 1200 * MS;
+    for (int r = 0; r < N; r++)
+        if (r != 517) beat(j, r, 10, 11, enq, now - 100 * MS);
+    job_summary(j, now, WALL + now, &s, cell);
+    CHECK(cell[517] == JOB_CELL_STALLED && s.first_stalled == 517 && s.wait_seq == 11,
+          "not stalled once caught up: cell %d, stalled %d, wait #%lld", cell[517], s.first_stalled,
+          (long long)s.wait_seq);
+    free(cell);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_cells_and_order(void)
 {
     TEST_BEGIN("cells_worst_first_within_a_cell_the_worst_first");
@@ -267,6 +306,7 @@ int main(void)
 {
     test_stalled_named();
     test_dropped_report_not_stalled();
+    test_backlog_not_stalled();
     test_cells_and_order();
     test_not_started();
     test_last_in();

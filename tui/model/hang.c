@@ -33,6 +33,7 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
             s->inflight_bucket = r->beat.coll_bucket;
         }
         s->silent_ns = r->last_msg_ns ? now_ns - r->last_msg_ns : -1;
+        s->sent_ns = r->last_sent_ns;
         job_rank_where(r, s->where, sizeof s->where);
         s->finished = r->state == RANK_EXITED_OK || (r->bye && r->bye_status == 0) ||
                       (!s->exited && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED));
@@ -243,7 +244,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
 {
     memset(out, 0, sizeof *out);
     out->seq = out->bucket = -1;
-    out->left = -1;
+    out->left = out->catching_up = -1;
     /* The stuck collective: among ranks stuck longer than hang_after, the
      * (seq, op) ranks still training wait in, before one of ranks that left
      * the loop (their final barrier waits for the trainers, not the other
@@ -270,6 +271,21 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
         }
     }
     if (best < 0) return 0;
+    /* when the wait began: its first rank's entry */
+    int64_t began = 0;
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        bool in = !a->exited && a->inflight_seq == r[best].inflight_seq && !strcmp(a->inflight_op, r[best].inflight_op);
+        if (in && (!began || a->inflight_since_ns < began)) began = a->inflight_since_ns;
+    }
+    for (int i = 0; i < n; i++) {
+        const HangRank *a = &r[i];
+        bool in = !a->exited && a->inflight_seq == r[best].inflight_seq && !strcmp(a->inflight_op, r[best].inflight_op);
+        if (!in && !a->exited && job_catching_up(a->silent_ns, a->sent_ns, began)) {
+            out->catching_up = a->rank;
+            return 0;
+        }
+    }
     out->hung = true;
     out->seq = r[best].inflight_seq;
     out->bucket = r[best].inflight_bucket;

@@ -32,6 +32,7 @@ typedef struct {
     int64_t inflight_since_ns;     /* wall clock when it entered that collective */
     int64_t inflight_bucket;       /* the DDP bucket that collective reduces; -1 none */
     int64_t silent_ns;             /* since its last message; -1 never heard */
+    int64_t sent_ns;               /* when its newest message was sent (its wall clock); 0 none */
     char where[PROTO_STR_MED + 8]; /* its Python line, "train.py:61 in save"; "" none */
     bool finished;                 /* done for good: exited cleanly, bye 0, destroying or destroyed */
     char stop_reason[64];          /* stopping/destroying: why it stopped (its phase detail); "" */
@@ -52,6 +53,8 @@ typedef struct {
     int left;                   /* a rank that left the training loop alone (stopping or destroying,
                                  * in its own collective) while the others wait in the next step's:
                                  * the cause (an unsafe stop); -1 none */
+    int catching_up;            /* no verdict yet: ddptop is still reading what this missing rank
+                                 * said before the wait began (job_catching_up); -1 none */
     char verdict[768];          /* one line */
 } HangReport;
 
@@ -65,7 +68,9 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
 /* Analyse n ranks at now_ns (wall clock). Returns 1 when a hang is reported
  * (out->hung), 0 when none. The stuck collective is the one ranks still
  * training wait in (most ranks, then the oldest wait): a rank that left the
- * loop and waits in its final barrier is the cause, not the one waited for. */
+ * loop and waits in its final barrier is the cause, not the one waited for.
+ * None either while a missing rank's telemetry is still being caught up on
+ * (out->catching_up): what it did since the wait began is not known yet. */
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
 
 /* One hang, one report: tell the job model the hang the live watch sees

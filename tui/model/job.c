@@ -535,6 +535,7 @@ __attribute__((always_inline)) static inline bool apply_msg(Job *j, const Msg *m
     }
     JobRank *r = &j->ranks[m->rank];
     r->last_msg_ns = at.mono_ns;
+    if (m->t_ns > r->last_sent_ns) r->last_sent_ns = m->t_ns;
     j->version++;
     switch (m->kind) {
     case MSG_HELLO: apply_hello(j, r, &m->u.hello, at); break;
@@ -591,6 +592,7 @@ void job_apply_burst(Job *j, const Msg *ms, int n, int64_t now_ns, int64_t wall_
             /* the most of them, without apply_msg's call and switch */
             JobRank *r = &j->ranks[m->rank];
             r->last_msg_ns = now_ns;
+            if (m->t_ns > r->last_sent_ns) r->last_sent_ns = m->t_ns;
             j->version++;
             if (m->kind == MSG_STEP)
                 apply_step(j, r, &m->u.step, at);
@@ -711,6 +713,7 @@ void job_restart(Job *j, int64_t now_ns)
         r->phase = PHASE_NONE;
         r->phase_since_ns = now_ns;
         r->last_msg_ns = now_ns;
+        r->last_sent_ns = 0;
         r->book->epoch_start_known = false; /* the restart resumes mid-epoch */
     }
     job_comm_restart(j);

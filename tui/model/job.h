@@ -60,6 +60,9 @@
 #define JOB_SHARD_MAP_MAX (4 << 20)
 /* A collective in flight this long shows as a possible hang. */
 #define JOB_INFLIGHT_NS   1000000000LL
+/* A rank heard from this recently whose newest message was sent before a
+ * wait began is one ddptop is still catching up on (job_catching_up). */
+#define JOB_CATCHUP_NS    1000000000LL
 
 typedef struct {
     int64_t step, epoch;
@@ -110,6 +113,8 @@ typedef struct {
     MsgStep last;        /* latest step message */
     int64_t last_msg_ns; /* monotonic arrival of anything from it
                                       * (launch time until its hello) */
+    int64_t last_sent_ns; /* the newest "t" of its messages: when it last said
+                           * anything, by its own clock (wall); 0 none */
     bool have_coll;      /* a collective completed: job_rank_coll_at(r, 0)
                           * is the latest (kept once, in the ring) */
     bool have_beat;
@@ -337,6 +342,20 @@ int job_alive(const Job *j);
 
 /* Alive (or launched and never heard from) and silent for JOB_STALE_NS. */
 bool job_rank_stale(const JobRank *r, int64_t now_ns);
+/* Is ddptop still reading what a rank said before since_wall_ns? Its newest
+ * message (sent at sent_ns, its own clock) is older than that, yet came in
+ * less than JOB_CATCHUP_NS ago (silent_ns, -1 never): its telemetry is
+ * queued behind a backlog (a loaded ddptop, a full socket), so nothing is
+ * known of what it did since, and its absence from a collective others
+ * wait in is ddptop's lag, not the rank's. A rank that really stopped
+ * before that wait began went quiet before it too, by more than any wait
+ * that counts (JOB_INFLIGHT_NS, the hang threshold); a rank that beats
+ * while stuck elsewhere sends newer times. The hang verdict and the ranks
+ * panel's "stalled" wait until it has caught up. */
+static inline bool job_catching_up(int64_t silent_ns, int64_t sent_ns, int64_t since_wall_ns)
+{
+    return silent_ns >= 0 && silent_ns < JOB_CATCHUP_NS && sent_ns > 0 && sent_ns < since_wall_ns;
+}
 /* All-reduce time of the rank's latest step in ms: the last all-reduce
  * collective's duration when one was reported, else the step's comm_ms. */
 double job_rank_allreduce_ms(const JobRank *r);

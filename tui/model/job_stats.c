@@ -415,10 +415,12 @@ const char *job_cell_name(JobCell c)
 }
 
 /* Has rank r not reached collective c, though it is alive and has not
- * gone past it (a dropped report must not make a rank look stuck)? */
-static bool missing_from(const Job *j, const JobColl *c, const JobRank *r)
+ * gone past it (a dropped report must not make a rank look stuck), and is
+ * ddptop not still reading what it said before c began (job_catching_up)? */
+static bool missing_from(const Job *j, const JobColl *c, const JobRank *r, int64_t now_ns)
 {
     if (r->state != RANK_ALIVE || job_coll_arrived(j, c, r->rank)) return false;
+    if (job_catching_up(now_ns - r->last_msg_ns, r->last_sent_ns, c->first_ns)) return false;
     const JobCollRec *last = job_rank_coll_at(r, 0);
     if (last && last->c.seq >= c->seq) return false;
     if (job_rank_beat_in_coll(r) && r->beat.coll_seq >= c->seq) return false;
@@ -427,7 +429,7 @@ static bool missing_from(const Job *j, const JobColl *c, const JobRank *r)
 
 /* The oldest collective some ranks have waited in for JOB_INFLIGHT_NS
  * while a live rank has not come: the one a hang is about. */
-static const JobColl *held_up(const Job *j, int64_t wall_ns)
+static const JobColl *held_up(const Job *j, int64_t now_ns, int64_t wall_ns)
 {
     const JobColl *recent[JOB_COLL_RING];
     int n = job_colls_recent(j, recent, JOB_COLL_RING);
@@ -435,7 +437,7 @@ static const JobColl *held_up(const Job *j, int64_t wall_ns)
         const JobColl *c = recent[i];
         if (c->arrived >= j->world || wall_ns - c->first_ns < JOB_INFLIGHT_NS) continue;
         for (int r = 0; r < j->world; r++)
-            if (missing_from(j, c, &j->ranks[r])) return c;
+            if (missing_from(j, c, &j->ranks[r], now_ns)) return c;
     }
     return NULL;
 }
@@ -452,7 +454,7 @@ void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, u
     s->have_med = c.have_med;
     s->straggler = c.straggler;
     s->straggler_ms = c.straggler_ms;
-    const JobColl *held = held_up(j, wall_ns);
+    const JobColl *held = held_up(j, now_ns, wall_ns);
     if (held) {
         s->wait_seq = held->seq;
         snprintf(s->wait_op, sizeof s->wait_op, "%s", held->op[0] ? held->op : "collective");
@@ -467,7 +469,7 @@ void job_summary(const Job *j, int64_t now_ns, int64_t wall_ns, JobSummary *s, u
             e = JOB_CELL_FAILED;
         else if (k == JOB_OUT_ERROR)
             e = JOB_CELL_ERROR;
-        else if (held && missing_from(j, held, r))
+        else if (held && missing_from(j, held, r, now_ns))
             e = JOB_CELL_STALLED;
         else if (k == JOB_OUT_HUNG && (r->lints & JOB_LINT_ALONE))
             e = JOB_CELL_STALLED; /* inside one nobody else will reach */

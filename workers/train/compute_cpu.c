@@ -171,7 +171,7 @@ static int cpu_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, doub
     (void)loss_sum; /* every micro-batch's loss is known after its forward */
     double w0 = mono_ms_f();
     int64_t last = t->flags_op > 0 ? t->flags_op : t->n_submitted > 0 ? t->bucket_op[t->n_submitted - 1] : 0;
-    if (last > 0 && reducer_wait(t->red, last, report_beat_cb, t, BEAT_MS, t->err, sizeof t->err)) return -1;
+    if (last > 0 && reducer_wait(t->red, last, report_wait_cb, t, PUMP_MS, t->err, sizeof t->err)) return -1;
     if (t->hook_failed) return -1;
     if (t->n_submitted != t->nb) {
         snprintf(t->err, sizeof t->err, "the model rejected a batch at step %" PRId64 " (bad label or size)",

@@ -183,8 +183,8 @@ static int cuda_finish_step(Trainer *t, double lr, float *flags, MsgStep *s, dou
     CudaMlpTimes tm;
     double w0 = mono_ms_f();
     int rc;
-    while ((rc = cuda_mlp_finish_step(t->g, BEAT_MS, &loss, flags, FL_COUNT, &tm, err, el)) == 1) {
-        report_beat(t);
+    while ((rc = cuda_mlp_finish_step(t->g, PUMP_MS, &loss, flags, FL_COUNT, &tm, err, el)) == 1) {
+        report_wait_cb(t);
         if (mono_ms_f() - w0 > a->timeout_s * 1e3) {
             comm_abort(t->comm);
             snprintf(err, el,

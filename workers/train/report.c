@@ -150,7 +150,14 @@ void report_maybe_beat(Trainer *t)
     if (mono_ms_f() - t->last_beat_ms >= BEAT_MS) report_beat(t);
 }
 
-void report_beat_cb(void *ctx) { report_beat(ctx); }
+void report_wait_cb(void *ctx)
+{
+    Trainer *t = ctx;
+    if (mono_ms_f() - t->last_beat_ms >= BEAT_MS)
+        report_beat(t);
+    else
+        uplink_flush(t->up);
+}
 
 void report_hello(Trainer *t, int64_t steps_per_epoch, int64_t planned_steps)
 {

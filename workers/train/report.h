@@ -35,11 +35,13 @@ void report_bye(Trainer *t);
  * that does not end), or gone before the rendezvous, it exits (_exit 1). */
 void report_check_ddptop(Trainer *t);
 /* This rank's heartbeat now (and report_check_ddptop first);
- * report_maybe_beat only when BEAT_MS have passed; report_beat_cb is
- * report_beat for reducer_wait (ctx: the Trainer). */
+ * report_maybe_beat only when BEAT_MS have passed. */
 void report_beat(Trainer *t);
 void report_maybe_beat(Trainer *t);
-void report_beat_cb(void *ctx);
+/* For a wait (reducer_wait's callback every PUMP_MS; ctx: the Trainer):
+ * the heartbeat when BEAT_MS have passed, else what waits to be sent goes
+ * to the socket as it makes room (uplink_flush). */
+void report_wait_cb(void *ctx);
 
 /* The hello: who, where, what is trained, how many steps are planned. */
 void report_hello(Trainer *t, int64_t steps_per_epoch, int64_t planned_steps);

@@ -27,6 +27,11 @@
 
 /* How often a heartbeat goes out, and how long one wait lasts between two. */
 #define BEAT_MS             1000
+/* While a collective waits, how often what the telemetry stream's socket
+ * had no room for is handed to it again (report_wait_cb): a rank blocked
+ * after ddptop fell behind otherwise delivered its backlog one socket-full
+ * (about 200 KB) a beat, and ddptop judged the job on seconds-old news. */
+#define PUMP_MS             50
 /* After ddptop's loss, how long the ranks have to agree on a stop, write
  * the final checkpoint and leave before a rank stops waiting (report.c). */
 #define FRONT_GONE_GRACE_MS 30000

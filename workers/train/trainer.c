@@ -113,7 +113,7 @@ static int64_t planned_steps(const Trainer *t)
 /* A one-off collective through the reducer, reported as a coll message. */
 static int collective(Trainer *t, RedOp *op)
 {
-    int rc = reducer_run(t->red, op, report_beat_cb, t, BEAT_MS, t->err, sizeof t->err);
+    int rc = reducer_run(t->red, op, report_wait_cb, t, PUMP_MS, t->err, sizeof t->err);
     if (rc == 0) report_coll(t, op, t->step);
     return rc;
 }
@@ -248,7 +248,7 @@ static int small_allreduce(Trainer *t, float *v, int n, uint32_t tag, bool repor
     op.bucket = -1;
     if (t->ops->pad_write(t, v, n)) return -1;
     op.buf = t->ops->grads(t) - n;
-    int rc = report ? collective(t, &op) : reducer_run(t->red, &op, report_beat_cb, t, BEAT_MS, t->err, sizeof t->err);
+    int rc = report ? collective(t, &op) : reducer_run(t->red, &op, report_wait_cb, t, PUMP_MS, t->err, sizeof t->err);
     if (rc) return -1;
     return t->ops->pad_read(t, v, n);
 }

@@ -6,7 +6,8 @@
 # very weights of DDP's default all-reduce (the C++ hook and the Python one
 # alike: the same colls and layout logs), and its buckets' coll messages,
 # which wait for the script's thread, go out by the next beat when no
-# optimizer step comes.
+# optimizer step comes. The heartbeat thread hands the telemetry stream's
+# backlog to its socket between beats (a script blocked in C sends nothing).
 . tests/lib.sh
 . tests/lib_py.sh
 export PYTHONPATH=$PWD/workers/python${PYTHONPATH:+:$PYTHONPATH}
@@ -236,6 +237,47 @@ def main():
     assert len(bursts) >= 6 and all(a[0] < b[0] for a, b in zip(bursts, bursts[1:])), bursts
     assert all(sent is None or sent > slot for slot, sent in bursts[:-1]), ("a burst sent inside its slot", bursts)
     pull.close(0); router.close(0); ctx.term()
+
+    # 5b. a script blocked in C after ddptop fell behind: the heartbeat thread hands the
+    # telemetry stream's backlog to the socket every PUMP_S between beats, not one
+    # socket-full a beat (what ddptop showed of such a rank was seconds old)
+    import socket as so, threading
+    from ddptop import beat
+    srv = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    srv.bind(os.path.join(tmp, "s.sock"))
+    srv.listen(1)
+    st = uplink.Stream(os.path.join(tmp, "s.sock"))
+    conn, _ = srv.accept()
+    frame = b"x" * 60000
+    while not st.q:
+        st.send(frame)
+    for _ in range(20):
+        st.send(frame)
+    assert len(st.q) >= 20 * 60000, len(st.q)
+
+    class BlockedUp:        # the uplink's lock and stream, and the two methods under test
+        lock, stream = threading.Lock(), st
+        backlog, write_backlog = uplink.Uplink.backlog, uplink.Uplink.write_backlog
+
+    class Blocked:
+        up, hello_sent = BlockedUp(), False
+    got = []
+    reader = threading.Thread(target=lambda: [got.append(len(b)) for b in iter(lambda: conn.recv(1 << 20), b"")])
+    reader.start()
+    stop = threading.Event()
+    beats = threading.Thread(target=beat._loop, args=(Blocked(), stop, 0, None))
+    beats.start()
+    t0 = time.monotonic()
+    while st.q and time.monotonic() - t0 < 0.6:       # within the first beat (BEAT_S)
+        time.sleep(0.01)
+    left = len(st.q)
+    stop.set()
+    beats.join()
+    assert left == 0, f"{left} bytes still queued {time.monotonic() - t0:.2f} s in: the beat thread did not pump"
+    st.sock.close()
+    reader.join()
+    conn.close()
+    srv.close()
 
     # 7. the C++ hook only for the torch it was built for: another (2.x on the GPU machine)
     # gets the Python hook, decided before the extension is imported (a second libtorch)

@@ -24,6 +24,7 @@ import runpy
 import signal
 import sys
 import threading
+import time
 
 import torch
 
@@ -31,6 +32,10 @@ from . import collectives, compat, front
 from .state import run
 
 BEAT_S = 1.0
+# Between beats, while the telemetry stream holds what its socket had no room
+# for, it is handed over this often: a script blocked in a collective after
+# ddptop fell behind otherwise delivered its backlog a socket-full a beat.
+PUMP_S = 0.05
 
 
 # Frames under these are the machinery, not the script's line a user looks for.
@@ -94,7 +99,17 @@ def watch_front(r, fr, ping_timeout_s):
 
 
 def _loop(r, stop, ping_timeout_s, fr):
-    while not stop.wait(BEAT_S):
+    next_beat = time.monotonic() + BEAT_S
+    while True:
+        left = next_beat - time.monotonic()
+        if left > PUMP_S and r.up.backlog():
+            left = PUMP_S
+        if stop.wait(max(0.0, left)):
+            return
+        if time.monotonic() < next_beat:
+            r.up.write_backlog()
+            continue
+        next_beat = time.monotonic() + BEAT_S
         watch_front(r, fr, ping_timeout_s)
         if r.hello_sent:      # a beat before the hello would name a rank ddptop does not know yet
             beat_once(r)

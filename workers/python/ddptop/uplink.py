@@ -274,6 +274,18 @@ class Uplink:
             if self.stream is not None:
                 self.stream.write()      # what the socket did not take before
 
+    def backlog(self):
+        """Bytes the telemetry stream's socket has not taken yet (0 over ZeroMQ)."""
+        s = self.stream
+        return len(s.q) if s is not None else 0
+
+    def write_backlog(self):
+        """Hand the stream's socket what it had no room for (the heartbeat
+        thread's, while the script's thread is blocked and sends nothing)."""
+        if self.stream is not None:
+            with self.lock:
+                self.stream.write()
+
     def flush_wait(self, timeout_s):
         """Flush, then give what waits up to timeout_s to leave (a rank
         about to die): the stream's queue as its socket makes room, or
