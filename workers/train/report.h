@@ -38,7 +38,7 @@ void report_check_ddptop(Trainer *t);
  * report_maybe_beat only when BEAT_MS have passed. */
 void report_beat(Trainer *t);
 void report_maybe_beat(Trainer *t);
-/* For a wait (reducer_wait's callback every PUMP_MS; ctx: the Trainer):
+/* For a wait (reducer_wait's callback every PUMP_MS, a pause's rounds; ctx: the Trainer):
  * the heartbeat when BEAT_MS have passed, else what waits to be sent goes
  * to the socket as it makes room (uplink_flush). */
 void report_wait_cb(void *ctx);

@@ -317,7 +317,7 @@ static int pause_loop(Trainer *t, bool *stop)
             report_phase(t, PHASE_TRAIN, "resumed");
             return 0;
         }
-        report_maybe_beat(t);
+        report_wait_cb(t); /* the beat when due, and the backlog out as ddptop makes room */
     }
 }
 
