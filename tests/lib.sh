@@ -29,6 +29,14 @@ wait_for() {
 export DDPTOP_TEST_TAG=${DDPTOP_TEST_TAG:-$$-$RANDOM}
 . tests/lib_tag.sh
 no_workers() { [ -z "$(our_workers)" ]; }
+# ended_within SECS PID: waits up to SECS for PID (a job of this shell) to
+# end and sets rc to its exit status; returns 1 while it still runs.
+ended_within() {
+    wait_for "$1" sh -c "! kill -0 $2 2>/dev/null" || return 1
+    wait "$2"
+    rc=$?
+    return 0
+}
 # free_port [N]: a port P with P..P+N-1 (default 2) free on 127.0.0.1, below
 # the kernel's ephemeral range (32768+), where Gloo's own ports live.
 free_port() {

@@ -26,9 +26,7 @@ sleep 1
 kill -CONT $dp
 # rank 0's all-reduce times out 10 s after the stall (--timeout 10): by then
 # ddptop has read what rank 1 said before it stalled, all of it
-wait_for 60 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end"
-wait $dp
-rc=$?
+ended_within 60 $dp || die "ddptop did not end"
 [ $rc -eq 1 ] || { tail -20 "$out"; die "ddptop exited $rc, want 1"; }
 grep -q '"r":1,"level":"warn","text":"fault: rank 1 stops stepping at step 20000' "$out" ||
     { grep '"r":1' "$out" | tail -5; die "the stalled rank's fault sentence never reached ddptop"; }

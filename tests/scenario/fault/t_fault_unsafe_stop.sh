@@ -23,7 +23,6 @@ assert "after step 10" in h["verdict"], h["verdict"]
 PYEOF
 grep -q '"r":0,"level":"warn","text":"fault: unsafe stop' "$out" || die "no fault sentence"
 kill -TERM "$dp"
-wait_for 15 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after SIGTERM"
-wait "$dp"; rc=$?
+ended_within 15 $dp || die "ddptop did not end after SIGTERM"
 [ $rc -eq 1 ] || die "ddptop exited $rc, want 1"
 wait_for 5 no_workers || die "workers left: $(our_workers)"

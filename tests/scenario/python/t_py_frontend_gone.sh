@@ -29,8 +29,7 @@ kill -CONT $dp
 wait_for 30 grep -q "trained on while ddptop was stopped" "$TMP/out1" || { tail "$TMP/out1"; die "no catch-up line"; }
 grep -q "is gone" "$TMP"/l1/rank-*.log && die "a rank took the stopped ddptop for gone"
 kill -INT $dp
-wait_for 60 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after Ctrl-C"
-wait $dp; rc=$?
+ended_within 60 $dp || die "ddptop did not end after Ctrl-C"
 [ $rc -eq 130 ] || { tail -20 "$TMP/out1"; die "exit $rc after the clean Ctrl-C stop, want 130 (docs/TUI.md, Exit status)"; }
 wait_for 10 no_ranks || die "ranks left: $(our_ranks)"
 

@@ -31,8 +31,7 @@ assert re.search(r"rank 0 waits in all-reduce #\d+ \(bucket 0, \d+\.\d s\)( at \
                  r"at ddp_basics\.py:\d+ in main after step \d+", v), v
 PYEOF
 kill -TERM "$dp"
-wait_for 30 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after SIGTERM"
-wait "$dp"; rc=$?
+ended_within 30 $dp || die "ddptop did not end after SIGTERM"
 [ $rc -ne 0 ] || die "ddptop exited 0 although a rank had to be killed"
 kill -CONT "$victim" 2>/dev/null
 wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"

@@ -27,8 +27,7 @@ alone = [e for e in events if "rank 0 is alone in barrier #" in e.get("text", ""
 assert len(alone) == 1 and alone[0]["level"] == "warn", alone
 PYEOF
 kill -TERM "$dp"
-wait_for 30 sh -c "! kill -0 $dp 2>/dev/null" || die "the ladder did not end the job"
-wait "$dp"; rc=$?
+ended_within 30 $dp || die "the ladder did not end the job"
 [ $rc -ne 0 ] || die "ddptop exited 0 for a hung job"
 grep -Eq 'sent SIGTERM to [12] rank' "$out" || { tail -5 "$out"; die "the ladder did not signal rank 0"; }
 wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"

@@ -19,9 +19,7 @@ stub=$(pgrep -P $dp)
 [ -n "$stub" ] || die "the stub worker did not start"
 CLEANUPS+=("kill -9 $stub")
 kill -TERM $dp
-wait_for 15 bash -c "! kill -0 $dp 2>/dev/null" || die "ddptop still running"
-wait $dp
-rc=$?
+ended_within 15 $dp || die "ddptop still running"
 cat "$out"
 [ $rc -eq 1 ] || die "ddptop exited $rc, want 1"
 grep -q "ranks did not finish the clean stop in time: sent SIGTERM to 1 rank" "$out" || die "no SIGTERM rung"

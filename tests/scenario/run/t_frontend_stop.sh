@@ -31,8 +31,7 @@ wait_for 20 sh -c "[ \$(grep -o 'step [0-9]*' '$out' | tail -1 | cut -d' ' -f2) 
     { cat "$out"; die "steps did not move on past $before"; }
 grep -q "nothing from ddptop" "$out" && die "a worker took the stopped ddptop for gone"
 kill -INT $dp
-wait_for 60 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after Ctrl-C"
-wait $dp; rc=$?
+ended_within 60 $dp || die "ddptop did not end after Ctrl-C"
 [ $rc -eq 130 ] || { tail -20 "$out"; die "exit $rc after Ctrl-C, want 130"; }
 grep -Eq "^stopped by Ctrl-C at step [0-9]+, checkpoint written$" "$out" || { tail -20 "$out"; die "no clean stop"; }
 wait_for 10 no_workers || die "workers left: $(our_workers)"

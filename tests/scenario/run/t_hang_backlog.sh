@@ -24,9 +24,7 @@ wait_for 120 grep -q "unsafe stop - rank 0 stops alone at step 20000\|unsafe sto
 grep -q '"k":"hang"' "$out" && { kill -CONT $dp; die "a hang was seen before the stop: too early to test the backlog"; }
 sleep 2
 kill -CONT $dp
-wait_for 60 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end"
-wait $dp
-rc=$?
+ended_within 60 $dp || die "ddptop did not end"
 [ $rc -eq 1 ] || { tail -20 "$out"; die "ddptop exited $rc, want 1"; }
 grep '"k":"hang"' "$out" | head -3
 grep -q '"k":"hang"' "$out" || { grep -v progress "$out" | tail -20; die "no hang object"; }

@@ -31,8 +31,7 @@ assert "rank 1" in h["verdict"] and "SIGSTOP" in h["verdict"], h["verdict"]
 PYEOF
 grep -q '"text":"hang: rank 0 waits in all-reduce' "$out" || die "no hang event line"
 kill -TERM "$dp"
-wait_for 15 sh -c "! kill -0 $dp 2>/dev/null" || die "ddptop did not end after SIGTERM"
-wait "$dp"; rc=$?
+ended_within 15 $dp || die "ddptop did not end after SIGTERM"
 [ $rc -eq 1 ] || die "ddptop exited $rc, want 1 (a rank had to be killed)"
 kill -CONT "$victim" 2>/dev/null
 wait_for 5 no_workers || die "workers left: $(our_workers)"

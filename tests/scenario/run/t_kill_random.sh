@@ -21,8 +21,7 @@ for i in $(seq 1 10); do
     vrank=$({ tr '\0' '\n' </proc/$victim/environ; } 2>/dev/null | sed -n 's/^RANK=//p')
     kill -$sig "$victim" 2>/dev/null
     start=$(date +%s)
-    wait_for 25 sh -c "! kill -0 $dp 2>/dev/null" || die "run $i: ddptop still running 25 s after killing rank $vrank"
-    wait "$dp"; rc=$?
+    ended_within 25 $dp || die "run $i: ddptop still running 25 s after killing rank $vrank"
     [ $rc -ne 0 ] || { cat "$out"; die "run $i: exit 0 although rank $vrank was killed"; }
     grep -q "rank $vrank: signal" "$out" || { tail -8 "$out"; die "run $i: rank $vrank's signal not reported"; }
     wait_for 5 no_workers || die "run $i: workers left: $(our_workers)"
