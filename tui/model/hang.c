@@ -212,6 +212,12 @@ static int left_verdict(const HangRank *r, int n, HangReport *out, const char *w
 
 static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
 
+/* Is live rank a inside collective (seq, op)? */
+static bool inside(const HangRank *a, int64_t seq, const char *op)
+{
+    return !a->exited && a->inflight_seq == seq && !strcmp(a->inflight_op, op);
+}
+
 /* A beat's "in collective #s" that the others' progress contradicts: ranks
  * number their collectives alike and one can finish #s+1 only once every
  * rank has entered it, so a rank inside #s+2 or later means this one has
@@ -258,8 +264,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
         if (a->exited || a->inflight_seq < 0 || now_ns - a->inflight_since_ns < hang_after_ns) continue;
         int count = 0;
         for (int j = 0; j < n; j++)
-            if (!r[j].exited && r[j].inflight_seq == a->inflight_seq && !strcmp(r[j].inflight_op, a->inflight_op))
-                count++;
+            if (inside(&r[j], a->inflight_seq, a->inflight_op)) count++;
         bool training = !stopping(a);
         if (best < 0 || (training && !best_training) ||
             (training == best_training &&
@@ -272,16 +277,15 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
     }
     if (best < 0) return 0;
     /* when the wait began: its first rank's entry */
-    int64_t began = 0;
+    const HangRank *b = &r[best];
+    int64_t began = b->inflight_since_ns;
+    for (int i = 0; i < n; i++)
+        if (inside(&r[i], b->inflight_seq, b->inflight_op) && r[i].inflight_since_ns < began)
+            began = r[i].inflight_since_ns;
     for (int i = 0; i < n; i++) {
         const HangRank *a = &r[i];
-        bool in = !a->exited && a->inflight_seq == r[best].inflight_seq && !strcmp(a->inflight_op, r[best].inflight_op);
-        if (in && (!began || a->inflight_since_ns < began)) began = a->inflight_since_ns;
-    }
-    for (int i = 0; i < n; i++) {
-        const HangRank *a = &r[i];
-        bool in = !a->exited && a->inflight_seq == r[best].inflight_seq && !strcmp(a->inflight_op, r[best].inflight_op);
-        if (!in && !a->exited && job_catching_up(a->silent_ns, a->sent_ns, began)) {
+        if (!a->exited && !inside(a, b->inflight_seq, b->inflight_op) &&
+            job_catching_up(a->silent_ns, a->sent_ns, began)) {
             out->catching_up = a->rank;
             return 0;
         }
@@ -292,7 +296,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
     snprintf(out->op, sizeof out->op, "%s", r[best].inflight_op);
     for (int i = 0; i < n; i++) {
         const HangRank *a = &r[i];
-        bool in = !a->exited && a->inflight_seq == out->seq && !strcmp(a->inflight_op, out->op);
+        bool in = inside(a, out->seq, out->op);
         if (in) {
             int64_t w = (now_ns - a->inflight_since_ns) / 1000000;
             if (w > out->waited_ms) out->waited_ms = w;
@@ -318,7 +322,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
     out->alone = out->n_missing > 0 && out->left < 0;
     for (int i = 0; i < n && out->alone; i++) {
         const HangRank *a = &r[i];
-        bool in = !a->exited && a->inflight_seq == out->seq && !strcmp(a->inflight_op, out->op);
+        bool in = inside(a, out->seq, out->op);
         if (!in && !a->finished) out->alone = false;
     }
 
@@ -329,7 +333,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
     const char *at = NULL;
     for (int i = 0; i < n; i++) {
         const HangRank *a = &r[i];
-        if (a->exited || a->inflight_seq != out->seq || strcmp(a->inflight_op, out->op)) continue;
+        if (!inside(a, out->seq, out->op)) continue;
         if (!a->where[0] || (at && strcmp(at, a->where))) {
             at = "";
             break;
