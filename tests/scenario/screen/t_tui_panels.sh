@@ -15,7 +15,7 @@ set beat=0.5 sync=10
 0.3  *  shard epoch=0 size=202 seed=7
 0.3  *  train from=1 to=3000 rate=40 loss0=2.3 loss1=0.2 epoch_steps=50 buckets=2 bucket_bytes=1048576,65536 late=2:30 slow=3:2.5
 0.6  1  log level=warn text="rank one is warming up"
-0.8  *  eval epoch=0 step=30 accuracy=0.712 loss=0.9
+0.8  0  eval epoch=0 step=30 accuracy=0.712 loss=0.9
 1.2  *  shard epoch=1 size=202 seed=7 repeat_epoch=0
 FEED
 start_feed 120 40 "" -n 4 -- --script "$TMP/s.feed"
