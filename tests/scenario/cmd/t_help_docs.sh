@@ -5,11 +5,12 @@
 #   for run, the built-in trainer's);
 # - `ddptop run --trainer-help` prints what ddptop-worker --help prints, and
 #   no help sends people to ddptop-worker (not on PATH);
-# - every command line in README.md's code blocks that starts with `ddptop`
-#   parses: run/listen lines under DDPTOP_PARSE_ONLY (and their trainer
-#   options through the worker's own check), sampler/export/replay for real
-#   against a recording made here, attach against an endpoint nobody serves
-#   (any answer but a usage error);
+# - every command line in README.md's and examples/README.md's code blocks
+#   that starts with `ddptop` parses: run/listen lines under
+#   DDPTOP_PARSE_ONLY (and their trainer options through the worker's own
+#   check), sampler/export/replay for real against a recording made here
+#   (replay with --headless), attach against an endpoint nobody serves (any
+#   answer but a usage error);
 # - every --flag README.md names is known to a parser (or, for the lesson
 #   scripts' own flags, to the script's argparse).
 . tests/lib.sh
@@ -76,6 +77,7 @@ echo "ok: ddptop run --trainer-help prints the trainer's $(grep -c '^  --' "$TMP
 CWD=$TMP/cwd
 PCWD=$TMP/parse # run lines parse here: README's --record job.rec must be a new file
 mkdir -p "$CWD" "$PCWD"
+ln -s "$PWD/examples" "$CWD/examples" # examples/README.md's replay lines
 (cd "$CWD" && timeout 120 "$DDPTOP" run -n 2 --headless --record job.rec -- --dataset synthetic --model mlp:16,8,3 \
     --synthetic-size 64 --batch-size 8 --eval-every 0 --steps 4 --no-final-ckpt >"$TMP/rec.out" 2>&1) \
     || die "the recording for README's commands: $(tail -3 "$TMP/rec.out")"
@@ -108,9 +110,9 @@ while IFS= read -r line; do
         [ $rc != 2 ] && [ $rc != 124 ] || die "README: \`$cmd\`: exit $rc: $out" ;;
     esac
     n=$((n + 1))
-done < <(grep -E '^    ddptop( |$)' README.md)
-[ $n -ge 15 ] || die "only $n ddptop command lines found in README.md's code blocks"
-echo "ok: README.md's $n ddptop command lines parse"
+done < <(grep -hE '^    ddptop( |$)' README.md examples/README.md)
+[ $n -ge 20 ] || die "only $n ddptop command lines found in README.md's and examples/README.md's code blocks"
+echo "ok: README.md's and examples/README.md's $n ddptop command lines parse"
 
 # Every --flag README.md names is a parser's (the lesson scripts' own: their argparse).
 for o in $(grep -o -- '--[a-z][a-z0-9_-]*' README.md | sort -u); do
