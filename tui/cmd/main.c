@@ -153,9 +153,8 @@ void cmd_print_help(FILE *f)
     for (int i = 0; i < cmd_table_len; i++) fprintf(f, "%s ddptop %s\n", i ? "      " : "usage:", cmd_table[i].usage);
     fputs("\ncommands (ddptop COMMAND --help: its own help):\n", f);
     for (int i = 0; i < cmd_table_len; i++) fprintf(f, "  %-9s %s\n", cmd_table[i].name, cmd_table[i].summary);
-    fputs("\nddptop with no command runs `ddptop run`:\n", f);
+    fputs("\nddptop --version prints the version. ddptop with no command runs `ddptop run`:\n", f);
     fputs(HELP_RUN, f);
-    fputs("  --version\n", f);
     print_keys_and_exit(f);
     fputs(TRAINER_POINTER, f);
 }
