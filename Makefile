@@ -222,7 +222,7 @@ endef
 $(foreach s,$(TEST_SRC),$(eval $(call PROG_RULE,$(s:tests/unit/%.c=$(BUILD)/tests/%),$(s:tests/unit/%.c=$(BUILD)/tests/%.o),$(s))))
 $(foreach s,$(TOOL_SRC),$(eval $(call PROG_RULE,$(s:tests/tools/%.c=$(BUILD)/tests/%),$(s:tests/tools/%.c=$(BUILD)/tests/%.o),$(s))))
 
-.PHONY: all deps pydeps run test bench clean info check-deps check-layers format
+.PHONY: all bins deps pydeps run test bench clean info check-deps check-layers format
 # Keep test objects: they are intermediate in a pattern chain.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -234,7 +234,13 @@ $(PY_ADAPTER):
 	@mkdir -p $(BUILD)
 	$(Q)ln -sfn "$$(realpath -m --relative-to=$(BUILD) workers/python)" $@
 
-all: info $(BINS) $(PY_ADAPTER) $(TEST_BIN) $(TOOL_BIN)
+# `make bins`: what `make run` runs and nothing else (ddptop, the worker, the
+# adapter's link; mk/cuda.mk adds the CPU-only worker, mk/pyhook.mk the
+# adapter's C++ hook). Tests, tools, benchmarks, examples and GPU test
+# binaries are built by `all` and by the targets that run them.
+bins: info $(BINS) $(PY_ADAPTER)
+
+all: bins $(TEST_BIN) $(TOOL_BIN)
 
 info:
 	@printf 'ddptop build: '; \
@@ -269,7 +275,7 @@ $(PYENV)/.ok:
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= 2
 run: deps
-	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all
+	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) bins
 	$(Q)./$(BUILD)/ddptop
 
 test: deps

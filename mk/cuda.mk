@@ -30,7 +30,7 @@ endif
 # CPU-only.
 ifneq ($(HAVE_NVCC),)
 CPU_WORKER := $(BUILD)/cpu/ddptop-worker
-all: $(CPU_WORKER)
+bins: $(CPU_WORKER)
 $(BUILD)/cpu/cuda/%.o: workers/cuda/%.c | $(BUILD)/inc/cuda/.ok
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $< (cpu)")

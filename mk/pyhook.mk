@@ -24,7 +24,7 @@ clean-pyhook:
 	rm -f workers/python/ddptop/_hook*.so workers/python/ddptop/_hook.torch-version
 
 ifneq ($(PY_HOOK_SO),)
-all: $(PY_HOOK_SO)
+bins: $(PY_HOOK_SO)
 
 # The torch the headers belong to: its version goes into the extension and beside it
 # (_hook.torch-version), which the adapter compares with torch.__version__ before it

@@ -21,7 +21,12 @@ typedef struct {
     const char *name;
     int (*exec)(int argc, char **argv); /* returns the exit status */
     const char *usage;                  /* after "ddptop " in the usage lines */
-    bool output_is_result;              /* stdout is what was asked for: a failed write is exit 1 */
+    const char *summary;                /* its line in ddptop --help's list of commands */
+    /* `ddptop NAME --help` after the usage line; NULL: the module that owns
+     * the command's line prints its own (attach/client.c, record/replay.c,
+     * record/export_cli.c) */
+    const char *help;
+    bool output_is_result; /* stdout is what was asked for: a failed write is exit 1 */
 } CmdEntry;
 
 /* The subcommands in --help's order; the first one is what `ddptop` with
@@ -37,8 +42,14 @@ int cmd_attach(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 
-/* `ddptop --help`: usage lines, options, keys (the key table's live rows). */
+/* `ddptop --help`: usage lines, the commands, run's options (`ddptop`
+ * alone is run), keys (the key table's live rows), exit status. */
 void cmd_print_help(FILE *f);
+/* The entry named name; NULL when there is none. */
+const CmdEntry *cmd_find(const char *name);
+/* `ddptop NAME --help` for an entry with its help in the table: its usage
+ * line and help (run and listen: the keys and exit status too). */
+void cmd_print_cmd_help(FILE *f, const CmdEntry *c);
 
 /* "ddptop: <fmt with arg> (see ddptop --help)" on stderr; returns 2. */
 int cmd_usage_error(const char *fmt, const char *arg);

@@ -15,27 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/run_target.h"
 #include "view/keys.h"
 
 #define DDPTOP_VERSION "0.1.0"
 
-// clang-format off
-const CmdEntry cmd_table[] = {
-    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]", false},
-    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]", true},
-    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]", true},
-    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]", true},
-    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]   (workers started elsewhere connect)", false},
-    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]", true},
-};
-// clang-format on
-const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);
-
-static const char HELP_BODY[] =
-    "\n"
+/* run's own help (also `ddptop --help`'s body: `ddptop` alone is run). */
+static const char HELP_RUN[] =
     "Launch one ddptop-worker per rank, train data-parallel (DDP semantics: NCCL on GPUs,\n"
-    "Gloo on CPUs) and watch every rank live. With no arguments: 2 ranks (fewer on a 1-core machine) on\n"
-    "Fashion-MNIST when installed, else a synthetic set.\n"
+    "Gloo on CPUs) and watch every rank live. With no arguments, the default job: 2 ranks (fewer\n"
+    "on a 1-core machine), Fashion-MNIST when installed (else a synthetic set), 30 epochs, paced\n"
+    "at " RUN_DEFAULT_PACE " steps a second so it can be watched (minutes; d stops it cleanly). Any trainer option\n"
+    "makes it your own job at full speed: `ddptop run -- --epochs 2`, `ddptop run -- --pace 0`.\n"
     "Or your own PyTorch script, as torchrun runs it: the first argument that is no option is the\n"
     "script and the rest is its own (`ddptop run -n 4 train.py --epochs 3`). Every rank gets\n"
     "torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/PORT,\n"
@@ -74,37 +65,115 @@ static const char HELP_BODY[] =
     "  --record FILE           record every message (replayable, exportable; docs/RECORDING.md)\n"
     "  --publish ENDPOINT      re-publish the live stream on a ZeroMQ PUB socket (ipc:// or\n"
     "                          loopback tcp://; see examples/subscriber.py)\n"
+    "  --trainer-help          the built-in trainer's options (what follows --) and exit\n"
     "\n"
     "several nodes (torchrun's shape; docs/CLUSTER.md):\n"
     "  --nnodes M              nodes in the job (default 1)\n"
     "  --node-rank K           this node (0 hosts the store and the screen; others run agents)\n"
-    "  --rdzv HOST:PORT        node 0's address; it binds PORT (control) and PORT+1 (telemetry)\n"
+    "  --rdzv HOST:PORT        node 0's address; it binds PORT (control) and PORT+1 (telemetry);\n"
+    "                          also --rdzv-endpoint\n"
     "  --rdzv-timeout S        every node must join within S seconds (default 60)\n"
     "  --keys FILE             the job's CURVE key file (0600); node 0 writes it when absent,\n"
     "                          the other nodes, workers and viewers need a copy\n"
-    "  -h, --help, --version\n"
+    "  -h, --help\n"
     "\n"
     "torchrun's spellings work too: --name=value, '_' for '-' (--nproc_per_node=4,\n"
-    "--max_restarts=3, --node_rank=1, --rdzv_endpoint=HOST:PORT), --standalone (one node)\n"
-    "\n";
+    "--max_restarts=3, --node_rank=1, --rdzv_endpoint=HOST:PORT), --standalone (one node)\n";
 
-static const char HELP_TAIL[] = "\n"
-                                "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
-                                "  2 usage; 3 a checkpoint or the recording lost (full disk, ...); 130/143/129\n"
-                                "  stopped by Ctrl-C/SIGTERM/SIGHUP with the clean stop (the last line says at which\n"
-                                "  step, and the checkpoint)\n"
-                                "\n"
-                                "trainer options: see `ddptop-worker --help` (--steps and --epochs are the built-in\n"
-                                "trainer's; a script's own arguments are the script's).\n";
+static const char HELP_LISTEN[] =
+    "The screen for workers someone else started (srun, torchrun, by hand: DDPTOP_CONNECT=ENDPOINT\n"
+    "in their environment; docs/CLUSTER.md). ENDPOINT is tcp://HOST:PORT (binds PORT and PORT+1;\n"
+    "needs --keys) or ipc://PATH in a private directory. The world size comes from the first\n"
+    "worker's hello; then it behaves as a run: the same panels, keys and verdicts, but it cannot\n"
+    "signal processes it did not start.\n"
+    "\n"
+    "options:\n"
+    "  --keys FILE             the job's CURVE key file (0600; written when absent); the workers\n"
+    "                          need a copy (DDPTOP_KEYS=FILE)\n"
+    "  --headless, --json, --record FILE, --publish ENDPOINT, --hang-after S, --timeout S,\n"
+    "  --stop-grace S, --log-dir DIR   as for ddptop run (ddptop run --help)\n"
+    "  -h, --help\n"
+    "What only a launch uses (-n, --max-restarts, --nnodes, --master-port, trainer options after\n"
+    "--, a script) is refused.\n";
+
+static const char HELP_SAMPLER[] =
+    "Print each rank's dataset indices for one epoch, as PyTorch's DistributedSampler gives\n"
+    "them (the same sampler the workers use), one line per rank.\n"
+    "\n"
+    "options:\n"
+    "  --size N                dataset size (required)\n"
+    "  --world W               number of ranks (required)\n"
+    "  --epoch E               the epoch, as set_epoch(E) (default 0)\n"
+    "  --seed S                the sampler's seed (default 0)\n"
+    "  --no-shuffle            shuffle=False\n"
+    "  --drop-last             drop_last=True\n"
+    "  -h, --help\n";
+
+// clang-format off
+const CmdEntry cmd_table[] = {
+    {"run", cmd_run, "[run] [options] [-- TRAINER OPTIONS | SCRIPT.py ARGS | -m MODULE ARGS | --no-python CMD ARGS]",
+     "train (the built-in trainer, a script, a command) and watch every rank; the default", HELP_RUN, false},
+    {"sampler", cmd_sampler, "sampler --size N --world W [--epoch E] [--seed S] [--no-shuffle] [--drop-last]",
+     "what DistributedSampler gives each rank", HELP_SAMPLER, true},
+    {"export", cmd_export, "export FILE [--chrome-trace OUT.json] [--jsonl OUT] [--csv OUT]",
+     "a recording to Perfetto/chrome://tracing, JSON lines or CSV", NULL, true},
+    {"replay", cmd_replay, "replay FILE [--speed X] [--headless [--json]]",
+     "play a recording in the live screen", NULL, true},
+    {"listen", cmd_listen, "listen ENDPOINT [--keys FILE] [run options]",
+     "the screen for workers started elsewhere (srun, torchrun)", HELP_LISTEN, false},
+    {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]",
+     "a second screen on a running job", NULL, true},
+};
+// clang-format on
+const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);
+
+/* What a screen's help ends with: the keys (the key table's live rows) and
+ * the exit status. */
+static void print_keys_and_exit(FILE *f)
+{
+    char keys[1024];
+    keys_usage(keys, sizeof keys);
+    fputs("\n", f);
+    fputs(keys, f);
+    fputs("\n"
+          "exit status: 0 every rank ended cleanly and every checkpoint was written; 1 failed;\n"
+          "  2 usage; 3 a checkpoint or the recording lost (full disk, ...); 130/143/129\n"
+          "  stopped by Ctrl-C/SIGTERM/SIGHUP with the clean stop (the last line says at which\n"
+          "  step, and the checkpoint)\n",
+          f);
+}
+
+static const char TRAINER_POINTER[] =
+    "\n"
+    "trainer options: ddptop run --trainer-help (--steps and --epochs are the built-in\n"
+    "trainer's; a script's own arguments are the script's).\n";
 
 void cmd_print_help(FILE *f)
 {
     for (int i = 0; i < cmd_table_len; i++) fprintf(f, "%s ddptop %s\n", i ? "      " : "usage:", cmd_table[i].usage);
-    fputs(HELP_BODY, f);
-    char keys[1024];
-    keys_usage(keys, sizeof keys);
-    fputs(keys, f);
-    fputs(HELP_TAIL, f);
+    fputs("\ncommands (ddptop COMMAND --help: its own help):\n", f);
+    for (int i = 0; i < cmd_table_len; i++) fprintf(f, "  %-9s %s\n", cmd_table[i].name, cmd_table[i].summary);
+    fputs("\nddptop --version prints the version. ddptop with no command runs `ddptop run`:\n", f);
+    fputs(HELP_RUN, f);
+    print_keys_and_exit(f);
+    fputs(TRAINER_POINTER, f);
+}
+
+const CmdEntry *cmd_find(const char *name)
+{
+    for (int i = 0; i < cmd_table_len; i++)
+        if (!strcmp(cmd_table[i].name, name)) return &cmd_table[i];
+    return NULL;
+}
+
+void cmd_print_cmd_help(FILE *f, const CmdEntry *c)
+{
+    fprintf(f, "usage: ddptop %s\n\n", c->usage);
+    fputs(c->help, f);
+    if (c->exec == cmd_run || c->exec == cmd_listen) {
+        print_keys_and_exit(f);
+        if (c->exec == cmd_run) fputs(TRAINER_POINTER, f);
+    }
 }
 
 int cmd_usage_error(const char *fmt, const char *arg) { return usage_fail("ddptop", "ddptop --help", fmt, arg); }
@@ -175,13 +244,6 @@ static int stdout_done(int rc, const char *who)
     if ((!e && !earlier) || rc != 0) return rc;
     fprintf(stderr, "ddptop %s: writing to stdout: %s\n", who, earlier ? "a write failed" : strerror(e));
     return 1;
-}
-
-static const CmdEntry *cmd_find(const char *name)
-{
-    for (int i = 0; i < cmd_table_len; i++)
-        if (!strcmp(cmd_table[i].name, name)) return &cmd_table[i];
-    return NULL;
 }
 
 int main(int argc, char **argv)

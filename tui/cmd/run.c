@@ -33,6 +33,7 @@ typedef struct {
     bool node_rank_set, nproc_set, stop_grace_set;
     bool standalone;   /* --standalone (torchrun's): one node, which is the default */
     bool help;         /* -h: print the help, exit 0 */
+    bool trainer_help; /* --trainer-help: the built-in trainer's options, exit 0 */
     bool no_python;    /* --no-python: the first argument is a command */
     bool dashdash;     /* "--" came: the built-in trainer's options follow */
     int first_trainer; /* argv index of the first trainer (or script) argument */
@@ -191,6 +192,10 @@ static int parse_run_args(int argc, char **argv, RunOptions *o, RunParse *p)
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             p->help = true;
+            return 0;
+        }
+        if (!strcmp(a, "--trainer-help")) {
+            p->trainer_help = true;
             return 0;
         }
         if (!strcmp(a, "--no-python")) {
@@ -378,10 +383,17 @@ static int run_main(int argc, char **argv, const char *listen_ep)
     int rc = parse_run_args(argc, argv, &o, &p);
     if (rc) return rc;
     if (p.help) {
-        cmd_print_help(stdout);
+        cmd_print_cmd_help(stdout, cmd_find(listen_ep ? "listen" : "run"));
         return 0;
     }
+    if (p.trainer_help) return run_target_trainer_help();
     if ((rc = check_run_options(&o, &p)) || (rc = check_dashdash(argc, argv, &p))) return rc;
+    /* DDPTOP_PARSE_ONLY (tests: the README's commands parse): the command
+     * line passed every check that needs nothing started; nothing runs */
+    if (getenv("DDPTOP_PARSE_ONLY")) {
+        printf("ddptop: %s: the command line parses\n", listen_ep ? "listen" : "run");
+        return 0;
+    }
     o.description = describe(argc, argv);
     /* a bare program cannot hear ddptop's stop command: the ladder starts
      * at SIGTERM, as torchrun's does (--stop-grace S keeps the clean stop
@@ -401,7 +413,7 @@ int cmd_run(int argc, char **argv) { return run_main(argc, argv, NULL); }
 int cmd_listen(int argc, char **argv)
 {
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        cmd_print_help(stdout);
+        cmd_print_cmd_help(stdout, cmd_find("listen"));
         return 0;
     }
     if (argc < 1 || argv[0][0] == '-')

@@ -106,13 +106,23 @@ static bool adapter_path(char *out, size_t n)
 
 /* The workers' arguments: --timeout (ddptop's to set for every rank), then
  * the trainer's. The default job's length is the trainer's own default
- * (--epochs 30), so an unrelated option (`-- --lr 0.05`) keeps it. */
+ * (--epochs 30), so an unrelated option (`-- --lr 0.05`) keeps it. With no
+ * trainer options at all (`ddptop`, `make run`) the built-in trainer is
+ * also paced, RUN_DEFAULT_PACE steps a second, so the first screen lasts
+ * minutes at a pace a person can follow; any trainer option (`-- --pace 0`)
+ * is a job of the user's own, at full speed. */
 static int trainer_args(int argc, char **argv, RunOptions *o, RunTargetBuf *b)
 {
-    if (!(b->args = calloc((size_t)argc + 3, sizeof *b->args))) return -1;
+    if (!(b->args = calloc((size_t)argc + 5, sizeof *b->args))) return -1;
     int n = 0;
     b->args[n++] = "--timeout";
     b->args[n++] = b->timeout;
+    char w[PATH_MAX];
+    worker_path(w, sizeof w);
+    if (argc == 0 && worker_is_trainer(w)) {
+        b->args[n++] = "--pace";
+        b->args[n++] = RUN_DEFAULT_PACE;
+    }
     for (int k = 0; k < argc; k++) b->args[n++] = argv[k];
     o->trainer_args = b->args;
     o->n_trainer_args = n;
@@ -394,6 +404,27 @@ int run_target_prepare(RunOptions *o, bool nproc_set, int argc, char **argv, Run
     /* a command may run `python -m ddptop` itself: the adapter is on its path */
     o->adapter_dir = adapter_path(b->adapter, sizeof b->adapter) ? b->adapter : NULL;
     return 0;
+}
+
+int run_target_trainer_help(void)
+{
+    char w[PATH_MAX], cpu[PATH_MAX + 8];
+    worker_path(w, sizeof w);
+    /* the CPU-only worker prints the same and maps no CUDA libraries */
+    const char *bin = cpu_worker_path(w, cpu, sizeof cpu) ? cpu : w;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(bin, "ddptop-worker", "--help", (char *)NULL);
+        fprintf(stderr, "ddptop: --trainer-help: cannot run %s: %s\n", bin, strerror(errno));
+        _exit(1);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+        fprintf(stderr, "ddptop: --trainer-help: %s\n", strerror(errno));
+        return 1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 void run_target_done(RunTargetBuf *b)

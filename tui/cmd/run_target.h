@@ -15,6 +15,10 @@
 
 #include "launch/options.h"
 
+/* The default job's pace (`ddptop` with no trainer options): the built-in
+ * trainer's --pace, steps a second (run_target.c, run's --help). */
+#define RUN_DEFAULT_PACE "20"
+
 /* The strings RunOptions points at once run_target_prepare filled it. */
 typedef struct {
     char bin[PATH_MAX], cpu_bin[PATH_MAX + 8], adapter[PATH_MAX];
@@ -29,6 +33,10 @@ typedef struct {
  * !nproc_set and the job runs on GPUs, o->nproc becomes the GPU count.
  * Returns 0, or 2 (1 when out of memory) after one line on stderr. */
 int run_target_prepare(RunOptions *o, bool nproc_set, int argc, char **argv, RunTargetBuf *b);
+/* `ddptop run --trainer-help`: runs the built-in trainer's --help (the
+ * worker beside ddptop, as a job would). Returns its exit status, or 1
+ * after one line on stderr when it cannot be run. */
+int run_target_trainer_help(void);
 /* Frees b->args; safe twice. */
 void run_target_done(RunTargetBuf *b);
 

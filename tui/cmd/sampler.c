@@ -58,7 +58,7 @@ int cmd_sampler(int argc, char **argv)
     int rc = parse_sampler_args(argc, argv, &c, &epoch, &help);
     if (rc) return rc;
     if (help) {
-        cmd_print_help(stdout);
+        cmd_print_cmd_help(stdout, cmd_find("sampler"));
         return 0;
     }
     char err[256];

@@ -64,6 +64,9 @@ static const char USAGE[] =
     "  --allow-nan           train on when a loss becomes NaN or inf (default: every rank\n"
     "                        stops at that step, exit 1, and no non-finite checkpoint is written)\n"
     "  --timeout S           collective/rendezvous timeout in seconds (default 300)\n"
+    "  --pace N              at most N steps a second: wait 1/N s between steps (default 0:\n"
+    "                        as fast as it goes; ddptop's default job, with no trainer\n"
+    "                        options, is paced: ddptop run --help)\n"
     "  --fault SPEC          a teaching fault (repeatable; docs/TRAINING.md): kill:R@S,\n"
     "                        stall:R@S, slow:R:MSms, skip-set-epoch, unsafe-stop[@S], no-barrier\n";
 
@@ -317,6 +320,7 @@ static const Opt OPTS[] = {
     {"--no-telemetry", OPT_CLEAR, A_(telemetry)},
     {"--allow-nan", OPT_SET, A_(allow_nan)},
     F64("--timeout", A_(timeout_s), 0.1, 86400.0),
+    F64("--pace", A_(pace), 0.0, 1e6),
     FN("--fault", opt_fault),
 };
 // clang-format on
@@ -362,7 +366,7 @@ int trainer_args_parse(TrainerArgs *a, int argc, char **argv, char *err, size_t 
         }
         const Opt *opt = opt_find(o);
         if (!opt) {
-            snprintf(err, errlen, "unknown trainer option \"%s\" (see ddptop-worker --help)", o);
+            snprintf(err, errlen, "unknown trainer option \"%s\" (see ddptop run --trainer-help)", o);
             return -1;
         }
         const char *v = NULL;

@@ -53,6 +53,7 @@ typedef struct {
     bool telemetry;     /* false: no step/coll/shard/beat messages */
     bool allow_nan;     /* --allow-nan: a non-finite loss does not stop the run */
     double timeout_s;   /* collectives and rendezvous */
+    double pace;        /* --pace: at most this many steps a second; 0: as fast as it goes */
     FaultPlan faults;   /* --fault: teaching faults (fault.h) */
 } TrainerArgs;
 

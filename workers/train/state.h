@@ -132,6 +132,7 @@ struct Trainer {
     FaultPlan faults;
     bool fault_said[FAULT_MAX];
     int64_t fault_slow_ms; /* the slow fault's sleep in the next step (step.c), 0: none */
+    bool pace_started;     /* --pace: the first step has started (it does not wait) */
     char err[512];
 };
 

@@ -327,6 +327,27 @@ static void sleep_ms(int64_t ms)
     while (nanosleep(&ts, &ts) && errno == EINTR) {}
 }
 
+/* --pace N: a rank waits 1/N s before each step but the first, so a person
+ * can follow the default job (ddptop gives it --pace when the user gave no
+ * trainer options): at most N steps a second. The wait is between steps,
+ * so a step's times stay its work's, and it starts when the last step's
+ * all-reduce ended, which is the same moment on every rank: a wait timed
+ * from each rank's own step start kept the ranks' skew at the start and
+ * showed it as all-reduce wait. Waited in 20 ms slices that hand the
+ * backlog and the beat to ddptop, as a pause does. */
+static void pace_wait(Trainer *t)
+{
+    double now = mono_ms_f(), due = now + 1000.0 / t->a->pace;
+    while (t->pace_started && now < due) {
+        double ms = due - now < 20 ? due - now : 20;
+        struct timespec ts = { 0, (long)(ms * 1e6) };
+        nanosleep(&ts, NULL);
+        report_wait_cb(t);
+        now = mono_ms_f();
+    }
+    t->pace_started = true;
+}
+
 /* Faults that act before a step: kill and stall once this rank has done
  * S steps, slow in every step. */
 static void faults_before_step(Trainer *t)
@@ -416,6 +437,7 @@ static int train(Trainer *t)
         int64_t off = e == e0 ? pos0 : 0;
         t->pos_in_epoch = off;
         while (off < t->ns && !stop) {
+            if (a->pace > 0) pace_wait(t);
             poll_commands(t);
             if (t->faults.n) faults_before_step(t);
             int64_t used = 0;
@@ -620,6 +642,8 @@ int trainer_run(const TrainerArgs *a, const WorkerIdentity *id, Uplink *up)
     }
 
     report_phase(t, PHASE_TRAIN, NULL);
+    if (a->pace > 0 && t->id->rank == 0)
+        report_log(t, "info", "paced: at most %g steps a second (trainer option --pace N; 0: full speed)", a->pace);
     if (train(t)) {
         status = report_fail(t, 1);
         goto out;
