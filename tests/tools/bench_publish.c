@@ -22,6 +22,7 @@
  * the most frames it was behind when one went out (published, not yet read
  * by it, as the publishing thread saw it) and what the stalled one holds.
  */
+#include "base/clock.h"
 #include "net/publish.h"
 
 #include <pthread.h>
@@ -30,20 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
 #define SEE \
     "bench_publish [-t inproc|ipc|tcp] [-m same|thread] [-H SNDHWM] [-R RCVHWM] [-n FRAMES] [-r RATE] [-s BYTES] [-b LAG] [-p old|product]"
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 typedef struct {
     void *sub;
@@ -162,27 +155,27 @@ int main(int argc, char **argv)
     if (!same) pthread_create(&th, NULL, reader_thread, &r);
     char *frame = calloc(1, (size_t)size);
     memcpy(frame, "seq:", 4);
-    int64_t worst = 0, t0 = now_ns();
+    int64_t worst = 0, t0 = mono_ns();
     long behind = 0;
     for (uint32_t i = 0; i < (uint32_t)n; i++) {
         if (rate > 0)
-            while (now_ns() - t0 < (int64_t)(i / rate * 1e9)) {}
+            while (mono_ns() - t0 < (int64_t)(i / rate * 1e9)) {}
         /* -b LAG: the reader keeps up: it is at most LAG frames behind
          * when a frame goes out (it waits for what is on its way; 200 ms
          * without one: a frame it waits for was lost, go on) */
-        for (int64_t idle = now_ns();
-             same && lagmax > 0 && (long)i - (long)r.next > lagmax && now_ns() - idle < 200000000;) {
+        for (int64_t idle = mono_ns();
+             same && lagmax > 0 && (long)i - (long)r.next > lagmax && mono_ns() - idle < 200000000;) {
             zmq_pollitem_t it = { r.sub, 0, ZMQ_POLLIN, 0 };
             if (zmq_poll(&it, 1, 10) <= 0) continue;
             int k;
-            while ((k = zmq_recv(r.sub, b, sizeof b, ZMQ_DONTWAIT)) >= 0) take(&r, b, k), idle = now_ns();
+            while ((k = zmq_recv(r.sub, b, sizeof b, ZMQ_DONTWAIT)) >= 0) take(&r, b, k), idle = mono_ns();
         }
         long lag = (long)i - (long)__atomic_load_n(&r.next, __ATOMIC_ACQUIRE); /* out, not read by it */
         if (lag > behind) behind = lag;
         memcpy(frame + 4, &i, sizeof i);
-        int64_t t = now_ns();
+        int64_t t = mono_ns();
         SEND(frame, (size_t)size);
-        t = now_ns() - t;
+        t = mono_ns() - t;
         if (t > worst) worst = t;
         if (!same) continue;
         if (!lagmax) {
@@ -190,7 +183,7 @@ int main(int argc, char **argv)
             while ((k = zmq_recv(r.sub, b, sizeof b, ZMQ_DONTWAIT)) >= 0) take(&r, b, k);
         }
     }
-    int64_t total = now_ns() - t0;
+    int64_t total = mono_ns() - t0;
     if (same) /* what is still on its way */
         for (int idle = 0; idle < 100 && r.next < r.n; idle++) {
             zmq_pollitem_t it = { r.sub, 0, ZMQ_POLLIN, 0 };
