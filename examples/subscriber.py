@@ -11,7 +11,10 @@ topic: subscribe to everything ("") and skip the kinds you do not need.
 A "burst" frame carries several messages of one rank, each a whole frame
 of its own in the list under "m": unpack them one by one (messages()).
 
-One line per step: rank, epoch, step, loss. Exits 0 once every rank has said
+One line per step: rank, epoch, step, loss. A subscriber more than 4,900
+frames behind loses frames (docs/RECORDING.md, "The live stream"): a rank's
+step numbers that jump ahead say so on stderr ("rank 1: step 7 missing").
+Exits 0 once every rank has said
 bye (the job's world size comes from the ranks' hello messages, or --world),
 or quietly on Ctrl-C. Needs pyzmq and msgpack (Debian: python3-zmq,
 python3-msgpack).
@@ -69,7 +72,7 @@ def main():
     sub.connect(args.endpoint)
     print(f"listening on {args.endpoint}", file=sys.stderr, flush=True)
 
-    state = {"world": args.world, "seen": set(), "byes": set(), "warned_version": False}
+    state = {"world": args.world, "seen": set(), "byes": set(), "warned_version": False, "steps": {}}
     last = time.monotonic()
     poller = zmq.Poller()
     poller.register(sub, zmq.POLLIN)
@@ -116,6 +119,12 @@ def show(m, args, state):
         seen.add(rank)
     elif kind == "step":
         seen.add(rank)
+        step, last = m.get("step"), state["steps"].get(rank)
+        if isinstance(step, int) and isinstance(last, int) and step > last + 1:
+            gap = f"step {last + 1}" if step == last + 2 else f"steps {last + 1}-{step - 1}"
+            print(f"rank {rank}: {gap} missing (lost on the way: this subscriber fell behind, "
+                  f"or the rank dropped them; see its 'drops')", file=sys.stderr, flush=True)
+        state["steps"][rank] = step
         print(f"rank {rank}  epoch {m.get('epoch')}  step {m.get('step')}  loss {m.get('loss', float('nan')):.6g}",
               flush=True)
     elif kind == "bye":

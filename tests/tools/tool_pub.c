@@ -1,12 +1,13 @@
 /* tool_pub.c — a publisher for tests/scenario/attach/t_publish.sh, through publish.c.
  *
- *   tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S]
+ *   tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S] [--lose L]
  *
  * Binds ENDPOINT with publisher_open and prints "endpoint=<bound endpoint>".
  * A SUB that connects late misses what was sent before (ZeroMQ's slow
  * joiner), so until FLAGFILE exists it re-sends every rank's hello every
  * 100 ms (15 s at most, then exit 1). Then per step s = 1..S and rank r a
- * step with loss (r+1)/(s+1), then every rank's bye, and
+ * step with loss (r+1)/(s+1) (none for step L: frames lost on the way, as a
+ * subscriber too far behind loses them), then every rank's bye, and
  * "sent=N drops=M". Frames are encoded with codec_encode, as workers do.
  */
 #ifndef _GNU_SOURCE
@@ -47,15 +48,17 @@ static void sleep_ms(int ms)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S]\n");
+        fprintf(stderr, "usage: tool_pub ENDPOINT FLAGFILE [--ranks N] [--steps S] [--lose L]\n");
         return 2;
     }
-    int ranks = 2, steps = 5;
+    int ranks = 2, steps = 5, lose = 0;
     for (int i = 3; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ranks"))
             ranks = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps"))
             steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--lose"))
+            lose = atoi(argv[i + 1]);
     }
     char err[512];
     void *ctx = zmq_ctx_new();
@@ -87,7 +90,7 @@ int main(int argc, char **argv)
         waited += 100;
     }
     for (int s = 1; s <= steps; s++)
-        for (int r = 0; r < ranks; r++) {
+        for (int r = 0; r < ranks && s != lose; r++) {
             msg_init(&m, MSG_STEP);
             m.rank = r;
             m.u.step.epoch = 0;

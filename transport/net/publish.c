@@ -1,12 +1,31 @@
 /* publish.c — the pub socket: re-publish received frames. See publish.h.
  *
- * A plain PUB: each subscriber has its own queue (SNDHWM frames) and when
- * one is full ZeroMQ drops that subscriber's copy only. Not
+ * A plain PUB: each subscriber has its own queue in ddptop (SNDHWM frames)
+ * and when one is full ZeroMQ drops that subscriber's copy only. Not
  * ZMQ_XPUB_NODROP: with it one stalled subscriber turned every send into
  * EAGAIN and starved the others. The price is that ZeroMQ does not say
  * which copies it dropped, so publisher_drops counts only frames that no
  * subscriber got. Every send uses ZMQ_DONTWAIT: never a wait. Main thread
  * only (the socket's owner).
+ *
+ * The promise (publisher_keeps_up): a subscriber that is at most
+ * SNDHWM/2 - PUBLISH_LOOK_EVERY frames behind whenever a frame is published
+ * gets every frame, in order. Why that number, from libzmq 4.3's pipe.cpp:
+ * the socket judges a subscriber's queue full when frames written minus the
+ * reads it has heard of reach SNDHWM; the reading end reports its reads in
+ * steps of half the queue (lwm = (SNDHWM+1)/2, an activate_write command),
+ * and the socket hears of them only when it processes its commands.
+ * zmq_send does that only once ~3M TSC ticks have passed since the last
+ * time (socket_base.cpp, max_command_delay: about 1 ms), and a fast CPU
+ * publishes thousands of frames within that: the socket then believed a
+ * subscriber that kept up full and dropped its frames (issue 28: 9-15% of
+ * them for a reader one frame behind, SNDHWM 100, on an AVX512 Xeon). So publisher_send makes the
+ * socket process them (zmq_getsockopt ZMQ_EVENTS, one poll(2) when none
+ * wait) before every PUBLISH_LOOK_EVERY-th send: then what it believes
+ * exceeds the truth by less than lwm + PUBLISH_LOOK_EVERY frames, whatever
+ * the CPU or the load. On inproc the queue is SNDHWM plus the subscriber's
+ * RCVHWM, which only adds room; on ipc/tcp frames already in the kernel or
+ * the subscriber's own queue count as behind but take no room here.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,6 +51,8 @@ struct Publisher {
     bool bound; /* endpoint is bound: an ipc file there is ours */
     char endpoint[256];
     uint64_t sent, drops;
+    uint64_t tries; /* publisher_send calls: every PUBLISH_LOOK_EVERY-th looks first */
+    int hwm;        /* SNDHWM */
 };
 
 /* ipc://PATH: PATH's directory must exist (zmq_bind would fail later, and
@@ -161,6 +182,7 @@ Publisher *publisher_open_keys(void *ctx, const char *endpoint, int sndhwm, cons
         goto fail;
     }
     p->bound = true;
+    p->hwm = hwm;
     size_t len = sizeof p->endpoint;
     if (zmq_getsockopt(p->sock, ZMQ_LAST_ENDPOINT, p->endpoint, &len))
         snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
@@ -175,6 +197,12 @@ const char *publisher_endpoint(const Publisher *p) { return p->endpoint; }
 int publisher_send(Publisher *p, const void *frame, size_t len)
 {
     if (!p) return 1;
+    /* what the subscribers have read, before a queue is judged full (top) */
+    if (p->tries++ % PUBLISH_LOOK_EVERY == 0) {
+        int events;
+        size_t evlen = sizeof events;
+        zmq_getsockopt(p->sock, ZMQ_EVENTS, &events, &evlen);
+    }
     if (zmq_send(p->sock, frame, len, ZMQ_DONTWAIT) >= 0) {
         p->sent++;
         return 0;
@@ -183,6 +211,12 @@ int publisher_send(Publisher *p, const void *frame, size_t len)
      * the frame is lost for all, and the screen must not wait for it. */
     p->drops++;
     return 1;
+}
+
+long publisher_keeps_up(const Publisher *p)
+{
+    long b = p ? p->hwm / 2 - PUBLISH_LOOK_EVERY : 0;
+    return b > 0 ? b : 0;
 }
 
 uint64_t publisher_sent(const Publisher *p) { return p ? p->sent : 0; }

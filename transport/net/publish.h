@@ -2,8 +2,11 @@
  *
  * Owns: one ZeroMQ PUB socket that re-publishes frames exactly as ddptop
  * received them (no topic: subscribers subscribe to ""), the policy on
- * which endpoints may be bound. A slow subscriber loses its own frames
- * (ZeroMQ drops them past its queue of SNDHWM), never another's. Does not own the frames' meaning: each is a protocol v1
+ * which endpoints may be bound. A subscriber at most publisher_keeps_up()
+ * frames behind gets every frame in order; one further behind loses its
+ * own frames (ZeroMQ drops them past its queue of SNDHWM), never another's,
+ * and never makes a send wait (docs/RECORDING.md, "The live stream").
+ * Does not own the frames' meaning: each is a protocol v1
  * frame (docs/PROTOCOL.md), readable by any msgpack client.
  * The socket belongs to the thread that opened it (ddptop's main loop).
  *
@@ -22,8 +25,10 @@
 
 #include "net/curve.h"
 
-/* Messages a subscriber may fall behind by before it loses some. */
+/* Each subscriber's queue in ddptop, in frames (ZMQ_SNDHWM). */
 #define PUBLISH_DEFAULT_HWM 10000
+/* publisher_send takes in the subscribers' progress every this many sends. */
+#define PUBLISH_LOOK_EVERY  100
 /* How long closing may spend handing the last frames to subscribers. */
 #define PUBLISH_LINGER_MS   200
 
@@ -53,6 +58,11 @@ const char *publisher_endpoint(const Publisher *p);
  * counted). Returns 0 handed to ZeroMQ (or nobody subscribed), 1 lost for
  * every subscriber (counted in publisher_drops). */
 int publisher_send(Publisher *p, const void *frame, size_t len);
+
+/* The promise (see the top of publish.c): a subscriber that is at most
+ * this many frames behind whenever a frame is published gets every frame,
+ * in order: SNDHWM/2 - PUBLISH_LOOK_EVERY (4,900 for the default). */
+long publisher_keeps_up(const Publisher *p);
 
 uint64_t publisher_sent(const Publisher *p);
 uint64_t publisher_drops(const Publisher *p);

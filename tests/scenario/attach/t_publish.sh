@@ -3,7 +3,8 @@
 # (pyzmq + msgpack) receives what a publisher (tests/tool_pub, through
 # transport/net/publish.c) re-publishes, prints one line per step with the
 # right loss, and exits 0 once every rank said bye. Over tcp://127.0.0.1:*
-# (the port the publisher got) and over ipc://.
+# (the port the publisher got) and over ipc://. Steps lost on the way
+# (tool_pub --lose) are named on its stderr, once per rank and gap.
 
 . tests/lib.sh
 TOOL=$BUILD/tests/tool_pub
@@ -43,6 +44,25 @@ PYEOF
 }
 one_run "tcp://127.0.0.1:*" tcp
 one_run "ipc://$TMP/pub.sock" ipc
+
+# Frames lost on the way (step 3 of every rank): the subscriber says which.
+"$TOOL" "ipc://$TMP/lose.sock" "$TMP/go-lose" --ranks 2 --steps 5 --lose 3 >"$TMP/pub-lose.out" 2>&1 &
+lose_pid=$!
+CLEANUPS+=("kill $lose_pid")
+wait_for 10 grep -q '^endpoint=' "$TMP/pub-lose.out" || die "lose: publisher did not start: $(cat "$TMP/pub-lose.out")"
+timeout 30 "$PY" "$SUB" "ipc://$TMP/lose.sock" --timeout 20 >"$TMP/sub-lose.out" 2>"$TMP/sub-lose.err" &
+sub_pid=$!
+wait_for 15 bash -c "[ \$(grep -c ' hello: ' '$TMP/sub-lose.out') -ge 2 ]" || die "lose: subscriber saw no hellos"
+touch "$TMP/go-lose"
+wait $sub_pid || die "lose: subscriber exited $?: $(cat "$TMP/sub-lose.err")"
+wait $lose_pid || die "lose: publisher failed: $(cat "$TMP/pub-lose.out")"
+for r in 0 1; do
+    grep -q "^rank $r: step 3 missing (lost on the way" "$TMP/sub-lose.err" \
+        || die "lose: no gap reported for rank $r: $(cat "$TMP/sub-lose.err")"
+done
+[ "$(grep -c missing "$TMP/sub-lose.err")" = 2 ] || die "lose: gaps reported: $(cat "$TMP/sub-lose.err")"
+grep -q "  step 3  " "$TMP/sub-lose.out" && die "lose: step 3 printed though never sent"
+echo "lose: step 3 of each rank reported missing"
 [ ! -e "$TMP/pub.sock" ] || die "the publisher left its ipc socket file"
 
 # Not loopback: refused in one line that says why.
