@@ -71,6 +71,7 @@ class Run:
         self.stop_barrier_done = False  # lifecycle.stop_barrier ran
         self.front_gone = False         # ddptop is gone (front.py): stop with a final checkpoint, exit 1
         self.ckpt_step = -1             # the step of the last checkpoint ddptop asked for (rank 0)
+        self.ckpt_agreed = -1           # the step of the last checkpoint the ranks agreed on (every rank)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs

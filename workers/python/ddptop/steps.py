@@ -231,7 +231,7 @@ def install():
         if not r.first_bwd_t:
             r.first_bwd_t = t0
         # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
-        r.losses.append(self if self.is_cuda else float(self))
+        r.losses.append(self if self.is_cuda else float(self.detach()))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
