@@ -52,6 +52,9 @@ class Run:
         self.step_t0 = time.monotonic()
         self.batch_t = 0.0              # when the DataLoader gave the last batch
         self.batch_samples = 0
+        self.sampler_passes = {}        # id(sampler) -> the pass being read, until a step commits it (sampler.py)
+        self.fetch_it = None            # weakref to the DataLoader iterator of the last batch
+        self.unbacked_n = 0             # samples fetched since the last backward (not trained on yet)
         self.losses = []
         self.bwd_s = 0.0
         self.first_bwd_t = 0.0
