@@ -174,7 +174,7 @@ static void test_interrupted(void)
     char v[512];
     job_verdict(j, v, sizeof v);
     CHECK(!job_ok(j) && job_outcome(j) == JOB_END_INTERRUPTED, "outcome %d", job_outcome(j));
-    CHECK(!strcmp(v, "stopped by Ctrl-C at step 57, checkpoint written"), "verdict '%s'", v);
+    CHECK(!strcmp(v, "stopped by Ctrl-C at step 57, checkpoint written: ck/step-00000057"), "verdict '%s'", v);
     job_free(&j);
 
     j = trained(12, &t);

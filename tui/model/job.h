@@ -380,7 +380,7 @@ bool job_ok(const Job *j);
  * once a rank has failed or every rank has exited (that verdict stands). */
 void job_set_interrupted(Job *j, const char *by);
 /* job_verdict's line for an interrupted run ("stopped by Ctrl-C at step
- * 57, checkpoint written") or a lost checkpoint ("job failed: checkpoint
+ * 57, checkpoint written: PATH") or a lost checkpoint ("job failed: checkpoint
  * lost: ..."); false (buf untouched) for any other outcome. */
 bool job_outcome_verdict(const Job *j, char *buf, size_t len);
 /* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"

@@ -76,9 +76,9 @@ bool job_outcome_verdict(const Job *j, char *buf, size_t len)
         return true;
     }
     if (o != JOB_END_INTERRUPTED) return false;
-    char ck[300];
+    char ck[PROTO_STR_LONG + 300];
     if (j->last_ckpt_step >= 0 && j->last_ckpt_step == j->step)
-        snprintf(ck, sizeof ck, "checkpoint written");
+        snprintf(ck, sizeof ck, "checkpoint written%s%s", j->last_ckpt_path[0] ? ": " : "", j->last_ckpt_path);
     else if (j->ckpts_lost && j->lost_ckpt_step >= j->step)
         snprintf(ck, sizeof ck, "no checkpoint written (step %lld lost: %.200s)", (long long)j->lost_ckpt_step,
                  j->lost_ckpt_error);

@@ -326,6 +326,7 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         json_kv_int(&w, "epoch", epoch);
         json_kv_int(&w, "ckpts", j->ckpts);
         json_kv_int(&w, "last_ckpt_step", j->last_ckpt_step);
+        json_kv_str(&w, "last_ckpt_path", j->last_ckpt_path);
         json_key(&w, "ranks");
         json_arr(&w);
         for (int i = 0; i < j->world; i++) {

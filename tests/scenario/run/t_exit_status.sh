@@ -57,7 +57,7 @@ kill -INT $pid
 wait $pid; rc=$?
 [ $rc -eq 130 ] || die "Ctrl-C: exit $rc, want 130: $(tail -5 "$TMP/int.out")"
 last=$(tail -1 "$TMP/int.out")
-echo "$last" | grep -Eq '^stopped by Ctrl-C at step [0-9]+, checkpoint written$' || die "Ctrl-C: last line: $last"
+echo "$last" | grep -Eq '^stopped by Ctrl-C at step [0-9]+, checkpoint written: /.*/step-[0-9]{8}$' || die "Ctrl-C: last line: $last"
 step=$(echo "$last" | sed 's/.*at step \([0-9]*\),.*/\1/')
 [ -d "$TMP/ck/step-$(printf %08d "$step")" ] || die "Ctrl-C: no checkpoint of step $step: $(ls "$TMP/ck")"
 grep -q 'ended cleanly' "$TMP/int.out" && die "Ctrl-C: says ended cleanly"

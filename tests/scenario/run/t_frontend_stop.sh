@@ -33,5 +33,5 @@ grep -q "nothing from ddptop" "$out" && die "a worker took the stopped ddptop fo
 kill -INT $dp
 ended_within 60 $dp || die "ddptop did not end after Ctrl-C"
 [ $rc -eq 130 ] || { tail -20 "$out"; die "exit $rc after Ctrl-C, want 130"; }
-grep -Eq "^stopped by Ctrl-C at step [0-9]+, checkpoint written$" "$out" || { tail -20 "$out"; die "no clean stop"; }
+grep -Eq "^stopped by Ctrl-C at step [0-9]+, checkpoint written: /.*/step-[0-9]{8}$" "$out" || { tail -20 "$out"; die "no clean stop"; }
 wait_for 10 no_workers || die "workers left: $(our_workers)"

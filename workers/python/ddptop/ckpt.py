@@ -11,8 +11,19 @@ into place, then `latest` (a symlink) swapped by rename. Callbacks from
 ddptop.on_checkpoint(fn) run with the temp dir before the rename, so what
 they write is part of the same atomic checkpoint. CKPT_DIR is
 DDPTOP_CKPT_DIR, default ./checkpoints. A failure is reported, not fatal.
+Files get the user's umask (the safetensors package creates them 0600).
 
-torch.save from the script is reported as phase checkpoint + `ckpt`.
+Sharded optimizers: ZeroRedundancyOptimizer holds each rank's shard of the
+state, and its state_dict() raises until consolidate_state_dict(to=0) ran on
+every rank. prepare() runs on every rank at the agreed step, before rank 0
+writes (the ranks are at the same point of the script there, so this
+collective of the optimizer's meets its peers). An optimizer whose state
+still cannot be taken leaves its trainer file out; the model files are
+written and the event and a warning say what was left out.
+
+torch.save from the script to a file is reported as phase checkpoint +
+`ckpt`; into a buffer (Lightning's and ZeRO's internal saves) it is no
+checkpoint and is not reported.
 """
 import functools
 import json
@@ -26,6 +37,15 @@ from . import safetensors_io, wire
 from .state import run
 
 _ORIG_SAVE = torch.save
+
+
+def _umask():
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+_FILE_MODE = 0o666 & ~_umask()
 
 
 def _fsync(path):
@@ -74,8 +94,13 @@ def _write_files(d, r):
             safetensors_io.save(model, os.path.join(d, numbered("model", i)), {"format": "pt"})
             models.append([numbered("model", i), type(ddp.module).__name__])
     opts = [o for o in (w() for w in r.optimizers) if o is not None] or [None]
+    left_out = []
     for i, opt in enumerate(opts):
-        opt_t, meta = _optimizer_tensors(opt, names) if opt is not None else ({}, {})
+        try:
+            opt_t, meta = _optimizer_tensors(opt, names) if opt is not None else ({}, {})
+        except Exception as e:      # a sharded optimizer not consolidated, a custom one: the models still count
+            left_out.append(f"{numbered('trainer', i)} ({type(opt).__name__}'s state: {type(e).__name__}: {e})")
+            continue
         meta.update(format="ddptop-py-trainer-1", step=r.step, epoch=r.epoch, samples=r.samples_done(),
                     world_size=r.world, torch=torch.__version__, models=json.dumps(models))
         safetensors_io.save(opt_t, os.path.join(d, numbered("trainer", i)), meta)
@@ -85,9 +110,46 @@ def _write_files(d, r):
     for f in os.listdir(d):
         p = os.path.join(d, f)
         if os.path.isfile(p):
+            os.chmod(p, _FILE_MODE)
             total += os.path.getsize(p)
             _fsync(p)
-    return total
+    return total, left_out
+
+
+def prepare():
+    """Every rank, at the agreed step, before rank 0 writes: sharded
+    optimizers gather their state on rank 0 (module docstring). Never
+    raises: what fails shows in rank 0's write as state left out."""
+    r = run()
+    for opt in [o for o in (w() for w in r.optimizers) if o is not None]:
+        consolidate = getattr(opt, "consolidate_state_dict", None)
+        if callable(consolidate):
+            try:
+                consolidate(to=0)
+            except Exception as e:
+                r.log("warn", f"checkpoint: {type(opt).__name__}.consolidate_state_dict(to=0) failed on rank "
+                              f"{r.rank}: {type(e).__name__}: {e}")
+
+
+def agreed(why, after, after_detail=""):
+    """The checkpoint the ranks agreed on, called on every rank at the same
+    step: prepare() everywhere, then rank 0 writes (write()). Rank 0 keeps
+    its step as the run's last checkpoint ddptop asked for."""
+    run().ckpt_agreed = run().step
+    prepare()
+    d = write(why, after, after_detail)
+    if d:
+        run().ckpt_step = run().step
+    return d
+
+
+def final(reason):
+    """The agreed stop's final checkpoint, on every rank, unless this step's
+    was just written (a `c` with the `d`, ddptop gone: both asked at once)."""
+    r = run()
+    if r.ckpt_agreed == r.step:     # the same answer on every rank
+        return
+    agreed(f"final: {reason}", "stopping", reason)
 
 
 def write(why, after, after_detail=""):
@@ -101,10 +163,10 @@ def write(why, after, after_detail=""):
     top = os.environ.get("DDPTOP_CKPT_DIR") or r.ckpt_dir
     final = os.path.join(top, f"step-{r.step:08d}")
     tmp = os.path.join(top, f".tmp-step-{r.step:08d}-{os.getpid()}")
-    err, nbytes = "", 0
+    err, nbytes, left_out = "", 0, []
     try:
         os.makedirs(tmp, exist_ok=True)
-        nbytes = _write_files(tmp, r)
+        nbytes, left_out = _write_files(tmp, r)
         _fsync(tmp)
         if os.path.isdir(final):      # the same step again: the new one wins
             os.rename(final, tmp + ".old")
@@ -123,6 +185,9 @@ def write(why, after, after_detail=""):
                 bytes=nbytes, ms=(time.monotonic() - t0) * 1e3, error=wire.cut(err, wire.STR_MED))
     if err:
         r.log("error", f"checkpoint failed: {err}")
+    elif left_out:
+        r.log("warn", f"checkpoint step {r.step} at {os.path.abspath(final)}: the model written, left out: "
+                      + "; ".join(left_out))
     r.set_phase(after, after_detail)
     return None if err else final
 
@@ -131,10 +196,13 @@ def install():
     @functools.wraps(_ORIG_SAVE)
     def save(obj, f, *args, **kwargs):
         r = run()
-        if r is None:
+        path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "")
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if r is None or not isinstance(path, str) or not path:
+            # no run, or into a buffer (io.BytesIO: Lightning's, ZeRO's own exchanges): not a checkpoint
             return _ORIG_SAVE(obj, f, *args, **kwargs)
         before = r.phase
-        path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "")
         r.set_phase("checkpoint", f"torch.save {path}")
         t0 = time.monotonic()
         err = ""

@@ -52,6 +52,9 @@ class Run:
         self.step_t0 = time.monotonic()
         self.batch_t = 0.0              # when the DataLoader gave the last batch
         self.batch_samples = 0
+        self.sampler_passes = {}        # id(sampler) -> the pass being read, until a step commits it (sampler.py)
+        self.fetch_it = None            # weakref to the DataLoader iterator of the last batch
+        self.unbacked_n = 0             # samples fetched since the last backward (not trained on yet)
         self.losses = []
         self.bwd_s = 0.0
         self.first_bwd_t = 0.0
@@ -71,6 +74,7 @@ class Run:
         self.stop_barrier_done = False  # lifecycle.stop_barrier ran
         self.front_gone = False         # ddptop is gone (front.py): stop with a final checkpoint, exit 1
         self.ckpt_step = -1             # the step of the last checkpoint ddptop asked for (rank 0)
+        self.ckpt_agreed = -1           # the step of the last checkpoint the ranks agreed on (every rank)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs

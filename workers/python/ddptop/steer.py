@@ -19,7 +19,8 @@ without a word more. A command waits AGREE_S more at most; the step it is
 acted on is still the same everywhere.
 
   ckpt  rank 0 writes CKPT_DIR/step-NNNNNNNN (ckpt.py), everyone goes on;
-  stop  every rank raises StopTraining (a SystemExit, so the script's
+  stop  rank 0 writes the final checkpoint of that step (ckpt.final),
+        then every rank raises StopTraining (a SystemExit, so the script's
         finally blocks run); runner.py then meets the others at a barrier
         with a timeout, destroys the process group and exits 0;
   pause every rank waits, agreeing every PAUSE_ROUND_S on the flags alone,
@@ -247,18 +248,22 @@ class Steer:
         gone = run().front_gone
         if ckpt:
             from . import ckpt as ck
-            if ck.write("final: ddptop is gone" if gone else "requested", "train"):
-                run().ckpt_step = run().step
+            ck.agreed("final: ddptop is gone" if gone else "requested", "train")
         if stop:
             self._stop("ddptop is gone" if gone else "stop requested by ddptop")
         if pause:
             self._pause_loop()
 
     def _stop(self, reason):
+        """The agreed stop, on every rank after the same step: the final
+        checkpoint (ckpt.final: rank 0 writes it, as the built-in trainer
+        does), then StopTraining unless the script polls should_stop()."""
+        from . import ckpt as ck
         r = run()
         r.stop_asked = True
         r.log("info", f"stopping after step {r.step}: {reason}")
         r.set_phase("stopping", reason)
+        ck.final(reason)
         if not r.polls_stop:
             raise StopTraining(reason)
 
@@ -272,7 +277,7 @@ class Steer:
             ckpt, stop, pause = self._decide(fl)
             if ckpt:
                 from . import ckpt as ck
-                ck.write("requested while paused", "paused", detail)
+                ck.agreed("requested while paused", "paused", detail)
             if stop:
                 self._stop("stop requested by ddptop (while paused)")
             if not pause:

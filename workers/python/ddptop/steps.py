@@ -21,7 +21,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import cxx_hook, lifecycle, state, wire
+from . import cxx_hook, lifecycle, sampler, state, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -51,6 +51,20 @@ def _batch_size(b):
     if isinstance(b, dict):
         return _batch_size(list(b.values()))
     return 0
+
+
+def _untrained(r):
+    """Batches fetched since the last backward from another DataLoader
+    iterator than this batch's were not trained on (a peeked batch, a
+    validation pass): samples/s counts training batches only. Batches read
+    ahead from one iterator still count, at the step they were read."""
+    n, r.unbacked_n = r.unbacked_n, 0
+    if not n:
+        return
+    if r.engine is not None:
+        _eng_batch_n(-n)
+    else:
+        r.batch_samples -= n
 
 
 def _tell_data(r, it):
@@ -130,7 +144,7 @@ def _first_step_of(r, opt):
 
 # The C++ engine's per-step calls (_steps.cpp's eng_*), bound at install
 # where the extension loaded; they act on r.engine once cxx_hook.activate ran.
-_eng_batch = _eng_batch_n = _eng_loss = _eng_bwd_done = _eng_before = _eng_after = None
+_eng_batch_n = _eng_loss = _eng_bwd_done = _eng_before = _eng_after = None
 
 
 def _engine_step(r, fn, opt, args, kwargs):
@@ -150,6 +164,9 @@ def _engine_step(r, fn, opt, args, kwargs):
         _first_step_of(r, opt)
     faulty = PLAN.faults
     had_batch = bool(r.engine.batch_t) if faulty else True
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
     r.step, now, ready = _eng_after(opt, r.epoch, r.up.drops)
     if ready:
         r.up.pump()
@@ -184,6 +201,9 @@ def _wrap_step(fn):
         if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
             _first_step_of(r, self)
         had_batch = bool(r.batch_t)
+        if r.sampler_passes:
+            sampler.commit(r)
+        r.unbacked_n = 0
         now = time.monotonic()
         _report(r, self, now - t0, now)
         if r.engine_next:       # a DDP got the C++ hook during this step: the engine from the next
@@ -206,10 +226,10 @@ def install():
         if not getattr(cls.step, "__ddptop_wrapped__", False):
             cls.step = _wrap_step(cls.step)
 
-    global _eng_batch, _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
+    global _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
     m = cxx_hook.fast()
     if m is not None:
-        _eng_batch, _eng_batch_n, _eng_loss = m.eng_batch, m.eng_batch_n, m.eng_loss
+        _eng_batch_n, _eng_loss = m.eng_batch_n, m.eng_loss
         _eng_bwd_done, _eng_before, _eng_after = m.eng_bwd_done, m.eng_before, m.eng_after
     orig_backward = torch.Tensor.backward
 
@@ -221,17 +241,19 @@ def install():
         # the engine: a CPU scalar's value and times kept in C++ (False: not
         # a CPU scalar, and the Python path below decides)
         if r.engine is not None and _eng_loss(self):
+            r.unbacked_n = 0
             try:
                 return orig_backward(self, gradient, *args, **kwargs)
             finally:
                 _eng_bwd_done()
         if self.numel() != 1:
             return orig_backward(self, gradient, *args, **kwargs)
+        r.unbacked_n = 0
         t0 = time.monotonic()
         if not r.first_bwd_t:
             r.first_bwd_t = t0
         # on CUDA the loss stays on the device: no wait for it every step (state.py sends it a step late)
-        r.losses.append(self if self.is_cuda else float(self))
+        r.losses.append(self if self.is_cuda else float(self.detach()))
         try:
             return orig_backward(self, gradient, *args, **kwargs)
         finally:
@@ -251,11 +273,15 @@ def install():
         if r is not None:
             if not r.data_told:
                 _tell_data(r, self)
+            if r.fetch_it is None or r.fetch_it() is not self:   # a weakref: a peeked iterator's id is soon reused
+                _untrained(r)
+                r.fetch_it = weakref.ref(self)
+            n = _batch_size(b)
+            r.unbacked_n += n
             if r.engine is not None:
-                if not _eng_batch(b):       # not (tensor, ...): counted here
-                    _eng_batch_n(_batch_size(b))
+                _eng_batch_n(n)
             else:
-                r.batch_samples += _batch_size(b)
+                r.batch_samples += n
                 if not r.batch_t:      # the step's first batch: its forward starts now
                     r.batch_t = time.monotonic()
         return b
