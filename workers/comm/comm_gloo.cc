@@ -105,8 +105,10 @@ enum class Algo { AUTO, RING, OPTS, BCUBE };
  * at 2 MB: oversubscribed cores favour it, and they are not the case to
  * tune for. The limit is 1.25 MiB rather than 1 MiB so that the default
  * MLP's single 1.08 MB bucket at 2 ranks (a tie on the idle machine) takes
- * the old ring: measured +11% steps/s end to end on the 2-core VM
- * (docs/BENCHMARKS.md), while 4 ranks x 1 MB stays on the new API. */
+ * the old ring: 1.23x / 1.29x PyTorch DDP's steps/s end to end on the
+ * 2-core VM, 0.3-0.5 ms less exposed communication a step (docs/BENCHMARKS.md,
+ * "Figures that code and decisions cite"), while 4 ranks x 1 MB stays on the
+ * new API. */
 constexpr size_t kRingMaxTrafficBytes = (5u << 20) / 4;
 
 /* Cached ring objects hold two private copies of their buffer (inbox and
