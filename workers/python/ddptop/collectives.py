@@ -66,6 +66,7 @@ def begin(op, group=None, numbered=True, bucket=-1):
     if tseq is not None and not numbered:
         tseq = -1
     with r.coll_lock:
+        r.colls_begun += 1
         if tseq is None and not compat.is_default_group(group):
             # the adapter counts the default group's collectives only: another
             # group's are made by its members alone, and counted in with the

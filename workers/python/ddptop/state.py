@@ -66,6 +66,7 @@ class Run:
         self.coll_lock = threading.Lock()
         self.main_thread = threading.main_thread().ident
         self.ddps = []                  # weakrefs to the DistributedDataParallels built, in order
+        self.colls_begun = 0            # collectives begun on any group (collectives.begin)
         self.optimizers = []            # weakrefs, in the order they stepped
         self.ckpt_callbacks = []
         self.ckpt_dir = "checkpoints"

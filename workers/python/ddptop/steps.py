@@ -136,10 +136,15 @@ def _first_step_of(r, opt):
     """An optimizer's first step in this run: it is kept for checkpoints, and
     a script with no process group (world 1) says hello now."""
     opt.__dict__["_ddptop_run"] = r
+    first = not r.optimizers
     r.optimizers.append(weakref.ref(opt))
     if not r.hello_sent:
         lifecycle.hello()
         r.set_phase("train")
+    if first and r.rank == 0 and r.world > 1 and not r.ddps and not r.colls_begun:
+        # nothing joined the ranks' models: not DDP's broadcast, not a gradient all-reduce
+        r.log("warn", f"no DistributedDataParallel and no collective before the first optimizer step: "
+                      f"each of the {r.world} ranks trains its own model (wrap it in DDP, or average the gradients)")
 
 
 # The C++ engine's per-step calls (_steps.cpp's eng_*), bound at install
