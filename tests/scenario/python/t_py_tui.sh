@@ -2,8 +2,10 @@
 # ddptop's screen in tmux: p pauses both ranks after the same step and p
 # resumes them; c has rank 0 write model.safetensors of that step, which
 # loads into the script's model with load_state_dict(strict=True) through
-# the safetensors package; d stops both after the same step, the script's
-# finally block still saves, every rank exits 0 and nothing is left running.
+# the safetensors package; d stops both after the same step, rank 0 writes
+# the final checkpoint of that step (the script's own final model), the
+# script's finally block still saves, every rank exits 0 and nothing is left
+# running.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
@@ -44,14 +46,17 @@ paused = [detail(r, "paused") for r in (0, 1)]
 assert len(paused[0]) == 1 and paused[0] == paused[1], paused
 assert [detail(r, "train").count("resumed") for r in (0, 1)] == [1, 1], [detail(r, "train") for r in (0, 1)]
 ck = [m for m in of("ckpt", 0) if "/ck/" in m["path"]]
-assert len(ck) == 1 and ck[0]["ok"] and not [m for m in of("ckpt", 1) if "/ck/" in m["path"]], ck
+assert ck and all(m["ok"] for m in ck) and not [m for m in of("ckpt", 1) if "/ck/" in m["path"]], ck
 C = ck[0]["step"]
-assert detail(0, "checkpoint")[0] == "requested" and detail(0, "checkpoint")[1].startswith("torch.save"), \
-    detail(0, "checkpoint")
+ph = detail(0, "checkpoint")
+assert ph[0] == "requested" and ph[-1].startswith("torch.save"), ph
 stops = [[m["text"] for m in of("log", r) if m["text"].startswith("stopping after")] for r in (0, 1)]
 assert stops[0] == stops[1] and len(stops[0]) == 1, stops
 S = int(stops[0][0].split()[3].rstrip(":"))
 assert [m["step"] for r in (0, 1) for m in of("bye", r)] == [S, S], S
+# d wrote the final checkpoint of the stop step (c's, when c was that very step)
+assert [m["step"] for m in ck] == ([C, S] if C != S else [C]), (ck, S)
+assert C == S or ph[1].startswith("final: "), ph
 assert [m["status"] for r in (0, 1) for m in of("bye", r)] == [0, 0]
 assert all(f == ["stopping", "destroying", "destroyed"] for f in
            ([m["phase"] for m in of("phase", r)][-3:] for r in (0, 1))), "not stopped in order"
@@ -62,9 +67,11 @@ model = build_model()
 sd = load_file(f"{tmp}/ck/step-{C:08d}/model.safetensors")
 model.load_state_dict(sd, strict=True)
 assert sorted(sd) == sorted(build_model().state_dict()), sorted(sd)
-assert os.path.realpath(f"{tmp}/ck/latest") == os.path.realpath(f"{tmp}/ck/step-{C:08d}")
+assert os.path.realpath(f"{tmp}/ck/latest") == os.path.realpath(f"{tmp}/ck/step-{S:08d}")
+fin = load_file(f"{tmp}/ck/step-{S:08d}/model.safetensors")
 final = torch.load(f"{tmp}/final.pt")
 assert any(not torch.equal(sd[k], final[k]) for k in sd) or C == S, "the checkpoint is not of step C"
+assert all(torch.equal(fin[k], final[k]) for k in fin), "the final checkpoint is not the script's final model"
 print(f"PASS: paused after step {paused[0][0].split()[-1]}, checkpoint at step {C}, stopped after step {S}")
 PYEOF
 echo "PASS: p, c and d on a torch script in the TUI"
