@@ -108,6 +108,8 @@ class Socket:
         self.h = _lib.zmq_socket(ctx.h, kind)
         if not self.h:
             raise _error("zmq_socket")
+        self._iv, self._n = ctypes.c_int(), ctypes.c_size_t()
+        self._ivp, self._np = ctypes.byref(self._iv), ctypes.byref(self._n)
 
     def setsockopt(self, opt, value):
         if isinstance(value, int):
@@ -121,8 +123,9 @@ class Socket:
 
     def getsockopt(self, opt):
         """An int option (EVENTS, LINGER, ...)."""
-        v, n = ctypes.c_int(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_int))
-        if _lib.zmq_getsockopt(self.h, opt, ctypes.byref(v), ctypes.byref(n)) != 0:
+        v, n = self._iv, self._n        # made once: uplink asks EVENTS often
+        n.value = ctypes.sizeof(v)
+        if _lib.zmq_getsockopt(self.h, opt, self._ivp, self._np) != 0:
             raise _error(f"zmq_getsockopt {opt}")
         return v.value
 
