@@ -5,16 +5,24 @@
 # script trains on both ranks with the adapter's own codec and ddptop's
 # libzmq (the ranks map libzmq.so.5 and neither pyzmq's nor msgpack's
 # extension), every step's loss reaches ddptop, c writes a checkpoint of one
-# agreed step, d stops both ranks after the same step, each exits 0.
+# agreed step, d stops both ranks after the same step, each exits 0. Through
+# the C++ comm hook and step engine (steps encoded in C) and through the
+# Python ones (DDPTOP_PY_HOOK=python: every step encoded by _msgpack.py,
+# the path torch 2.x and CUDA take).
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 py_venv "$TMP/venv" torch
 VBIN=$TMP/venv/bin
+ROOT=$TMP
+CLEANUPS+=("rm -rf '$ROOT'")
+for hook in $(py_hooks); do
+TMP=$ROOT/$hook
+mkdir -p "$TMP"
 S=ddptop-py-$$-$RANDOM
 CLEANUPS+=("command tmux -L $S kill-server" "for p in \$(our_ranks); do kill -9 \$p; done")
 tmux new-session -d -s "$S" -x 120 -y 40 \
   "cd '$PWD' && unset PYTHONPATH DDPTOP_WORKER DDPTOP_PYTHON; PATH='$VBIN':\$PATH DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' \
-   LANG=C.UTF-8 DDPTOP_CKPT_DIR='$TMP/ck' '$DDPTOP' run -n 2 --record '$TMP/rec' --log-dir '$TMP/logs' \
+   LANG=C.UTF-8 DDPTOP_CKPT_DIR='$TMP/ck' DDPTOP_PY_HOOK='$([ $hook = python ] && echo python)' '$DDPTOP' run -n 2 --record '$TMP/rec' --log-dir '$TMP/logs' \
    examples/ddp_basics.py --data synthetic --epochs 100000 --batch-size 16 --out '$TMP/final.pt' \
    >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 120 hasE " RUNNING .*step [1-9][0-9]" || { cat "$TMP/after.txt" 2>/dev/null; dies "the script never trained 10 steps on screen"; }
@@ -57,4 +65,9 @@ for name in ("model.safetensors", "trainer.safetensors"):
         assert json.loads(f.read(n))["__metadata__"], name
 print(f"PASS: {S} steps with losses on both ranks, checkpoint at step {C}, stopped after step {S}")
 PYEOF
+grep -q "DDP comm hook: $([ $hook = python ] && echo Python || echo C++)" "$TMP/rec.jsonl" \
+    || die "$hook: the ranks did not say the $hook comm hook ran"
+command tmux -L "$S" kill-server 2>/dev/null
+done
+TMP=$ROOT
 echo "PASS: a torch script in an environment with torch alone (no pyzmq, no msgpack)"
