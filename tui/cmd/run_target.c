@@ -402,9 +402,9 @@ static bool first_sight(SeenPythons *seen, const char *cand)
     return true;
 }
 
-#define TORCH_PROBE_S       5.0  /* one interpreter's answer */
-#define TORCH_SEARCH_MS 20000    /* all of them */
-#define TORCH_SHOWN         3    /* named in the line */
+#define TORCH_PROBE_S   5.0   /* one interpreter's answer */
+#define TORCH_SEARCH_MS 20000 /* all of them */
+#define TORCH_SHOWN     3     /* named in the line */
 
 /* Asks cand whether it has torch (find_spec: without importing it); its
  * version into ver. */
