@@ -8,7 +8,9 @@ poll, close, term), so uplink takes either. ctypes lets go of the GIL
 around every call, as pyzmq does around the ones that wait. Sockets are not
 thread-safe: the caller serialises (uplink's lock). No __del__: a process
 the script forked must not term its parent's context when it exits.
-DDPTOP_LIBZMQ names another library to load (one built elsewhere).
+The library is the very file ddptop has loaded (its /proc maps: ddptop is a
+rank's parent), so a ddptop built against a libzmq of its own prefix works
+too; else the loader's libzmq.so.5; DDPTOP_LIBZMQ names another.
 """
 import ctypes
 import errno
@@ -39,16 +41,43 @@ class _PollItem(ctypes.Structure):
 
 
 _lib = None
+path = None             # the file load() took
+
+
+def parent_libzmq():
+    """The libzmq file this process's parent has mapped, or None: ddptop's
+    own (a rank's parent), or the one a rank took (its script's spawned
+    ranks), wherever it was installed."""
+    try:
+        with open(f"/proc/{os.getppid()}/maps") as f:
+            for line in f:
+                parts = line.rstrip("\n").split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5]).startswith("libzmq.so") \
+                        and os.path.isfile(parts[5]):
+                    return parts[5]
+    except OSError:
+        pass
+    return None
 
 
 def load():
-    """libzmq loaded once; OSError (saying which library and why) when it
-    cannot be, or lacks a call used here."""
-    global _lib
+    """libzmq loaded once: DDPTOP_LIBZMQ when set, else the parent's file,
+    else libzmq.so.5 where the loader finds it; OSError (saying which
+    library and why) when it cannot be, or lacks a call used here."""
+    global _lib, path
     if _lib is not None:
         return _lib
-    name = os.environ.get("DDPTOP_LIBZMQ") or "libzmq.so.5"
-    lib = ctypes.CDLL(name, use_errno=True)
+    env = os.environ.get("DDPTOP_LIBZMQ")
+    names = [env] if env else [n for n in (parent_libzmq(), "libzmq.so.5") if n]
+    errors = []
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+            break
+        except OSError as e:
+            errors.append(str(e))
+    else:
+        raise OSError("; ".join(errors))
     vp, i, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
     sigs = {
         "zmq_ctx_new": ([], vp), "zmq_ctx_term": ([vp], i), "zmq_socket": ([vp, i], vp),
@@ -65,7 +94,7 @@ def load():
             f.argtypes, f.restype = args, res
     except AttributeError as e:
         raise OSError(f"{name}: {e}") from None
-    _lib = lib
+    _lib, path = lib, name
     return lib
 
 
