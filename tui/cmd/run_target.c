@@ -498,8 +498,13 @@ static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
     if (o->target == RUN_SCRIPT && check_script(o->program)) return 2;
     const char *py = o->python ? o->python : "python3";
     if (!find_program(py, b->bin, sizeof b->bin)) {
-        fprintf(stderr, "ddptop: --python %s: %s\n", py,
-                strchr(py, '/') ? "not an executable file" : "not found on PATH (name one with --python PATH)");
+        char list[3 * (PATH_MAX + 32)], first[PATH_MAX];
+        const char *script = o->target == RUN_SCRIPT ? o->program : NULL;
+        if (!o->python && torch_pythons("", script, list, sizeof list, first, sizeof first))
+            fprintf(stderr, "ddptop: python3: not found on PATH; these have torch: %s: use --python %s\n", list, first);
+        else
+            fprintf(stderr, "ddptop: --python %s: %s\n", py,
+                    strchr(py, '/') ? "not an executable file" : "not found on PATH (name one with --python PATH)");
         return 2;
     }
     o->worker_path = b->bin;

@@ -3,7 +3,8 @@
 # even a missing one); `python3` on PATH without torch is one line, exit 2,
 # naming it (path and version) and the interpreters found that have torch
 # (later on PATH, a venv in the working directory) with the --python to
-# use, or saying none was found; an environment with torch alone but no
+# use, or saying none was found (no python3 on PATH at all: the same
+# search, here the active $VIRTUAL_ENV); an environment with torch alone but no
 # libzmq for ddptop names pyzmq and the interpreter; and where libzmq cannot
 # be loaded an interpreter with pyzmq still runs the job through it.
 . tests/lib.sh
@@ -44,6 +45,13 @@ one_line_2 "no torch, one later on PATH" \
 one_line_2 "no torch anywhere" \
     "ddptop: --python $TMP/bare/bin/python: $TMP/bare/bin/python (Python $nver) cannot import torch, nor can any python3 on PATH" \
     env PATH="$TMP/bare/bin" "$DDPTOP" run -n 2 --headless --python "$TMP/bare/bin/python" examples/ddp_basics.py
+# no python3 on PATH at all: the active venv ($VIRTUAL_ENV) has torch
+mkdir -p "$TMP/nopy"
+one_line_2 "no python3, a venv active" \
+    "ddptop: python3: not found on PATH; these have torch: $TMP/proj/.venv/bin/python (Python $tver): use --python $TMP/proj/.venv/bin/python" \
+    env PATH="$TMP/nopy" VIRTUAL_ENV="$TMP/proj/.venv" "$DDPTOP" run -n 2 --headless examples/ddp_basics.py
+one_line_2 "no python3 at all" "ddptop: --python python3: not found on PATH (name one with --python PATH)" \
+    env PATH="$TMP/nopy" "$DDPTOP" run -n 2 --headless examples/ddp_basics.py
 [ -z "$(our_workers)" ] && no_ranks || die "a refused command line started ranks"
 
 # torch alone and no libzmq to load: pyzmq, named with the interpreter
