@@ -59,6 +59,14 @@ def parse(argv):
     return timeout_s, None, argv[i], argv[i:], found
 
 
+class NoTorch(Exception):
+    """The check's interpreter has no torch: exit NO_TORCH, so ddptop can
+    name interpreters that have it (tui/cmd/run_target.c)."""
+
+
+NO_TORCH = 3
+
+
 def _nvidia_gpus():
     """Whether the NVIDIA driver shows a GPU (CUDA_VISIBLE_DEVICES may hide them all)."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
@@ -88,10 +96,16 @@ def check(module, script, env):
         if not found:
             raise envmod.EnvError(f"-m {module}: no such module")
     if not env.get("DDPTOP_NO_INJECT"):
-        missing = [m for m in ("torch", "zmq", "msgpack") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise envmod.EnvError(f"{sys.executable} has no {', '.join(missing)}: pick the interpreter that "
-                                  f"runs your script with --python PATH (or run it bare with --no-inject)")
+        # torch is all the adapter asks of the interpreter (ZeroMQ is ddptop's
+        # libzmq, msgpack its own codec where the packages are not there)
+        if importlib.util.find_spec("torch") is None:
+            raise NoTorch(f"{sys.executable} (Python {sys.version.split()[0]}) cannot import torch: pick the "
+                          f"interpreter that runs your script with --python PATH (or run it bare with --no-inject)")
+        from . import uplink
+        try:
+            uplink.zmq_for(bool(env.get("DDPTOP_KEYS")))
+        except uplink.TransportError as e:
+            raise envmod.EnvError(str(e)) from None
     device = env.get("DDPTOP_DEVICE") or "auto"
     gpus = 0
     # torch takes a second to import: not asked at all where no NVIDIA GPU is
@@ -181,7 +195,11 @@ def main(argv):
         if env.get("DDPTOP_CHECK_ARGS"):
             if env.get("WORLD_SIZE", "").isdigit():
                 faults.check_ranks(plan, int(env["WORLD_SIZE"]))
-            check(module, script, env)
+            try:
+                check(module, script, env)
+            except NoTorch as e:
+                print(f"ddptop-py: {e}", file=sys.stderr)
+                return NO_TORCH
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
@@ -193,9 +211,13 @@ def main(argv):
 
     from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, state, steer, steps
     from .steer import StopTraining
-    from .uplink import Uplink, StoreError
+    from .uplink import Uplink, StoreError, TransportError
 
-    up = Uplink(ctl, tel, rank, keys)
+    try:
+        up = Uplink(ctl, tel, rank, keys)
+    except TransportError as e:
+        print(f"ddptop-py: {e}", file=sys.stderr)
+        return 2
     r = state.Run(up, rank, world, local_rank, local_world, timeout_s)
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, steer, ckpt, lifecycle):
