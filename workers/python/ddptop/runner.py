@@ -69,7 +69,7 @@ def _nvidia_gpus():
         return os.path.exists("/dev/nvidia0")
 
 
-def check(module, script, env):
+def check(module, script, env, spawns=None):
     """DDPTOP_CHECK_ARGS: the script is there, and (unless the script runs
     bare, DDPTOP_NO_INJECT) what the adapter needs; the device line for
     ddptop. find_spec finds a package without importing it (torch takes a
@@ -101,7 +101,9 @@ def check(module, script, env):
         if device == "cuda" and not gpus:
             raise envmod.EnvError("no usable CUDA GPU: use --device cpu")
     device = "cuda" if gpus and device != "cpu" else "cpu"
-    print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}")
+    # spawns WHAT:LINE: the script starts its own ranks (spawn.scan): ddptop runs it once
+    more = f" spawns {spawns[0]}:{spawns[1]}" if spawns else ""
+    print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}{more}")
 
 
 def script_traceback(e, most=8):
@@ -179,9 +181,12 @@ def main(argv):
         timeout_s, module, script, sargv, plan = parse(argv)
         plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
-            if env.get("WORLD_SIZE", "").isdigit():
+            from . import spawn
+            spawns = spawn.scan(script) if script is not None and os.path.isfile(script) else None
+            # a script that starts its own ranks has the world they declare, not -n's
+            if env.get("WORLD_SIZE", "").isdigit() and not spawns:
                 faults.check_ranks(plan, int(env["WORLD_SIZE"]))
-            check(module, script, env)
+            check(module, script, env, spawns)
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
@@ -191,7 +196,7 @@ def main(argv):
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, state, steer, steps
+    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, spawn, state, steer, steps
     from .steer import StopTraining
     from .uplink import Uplink, StoreError
 
@@ -201,11 +206,19 @@ def main(argv):
     for m in (collectives, ddp_hook, sampler, steps, steer, ckpt, lifecycle):
         m.install()
     cxx_hook.attach(up)
+    spawn.install(r, timeout_s, spawn.fault_specs(argv))
     for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)
     status = 0
     forked = False
     beater = beat.start(env)
+    known = []
+
+    def launcher():
+        if not known:
+            known.append(spawn.followed(r))
+        return known[0]
+
     try:
         lifecycle.agree_master_port(r, env)
         try:
@@ -228,18 +241,32 @@ def main(argv):
         if e.code is not None and not isinstance(e.code, int):
             # what Python prints for sys.exit("message"): the rank's log, and ddptop's events
             print(e.code, file=sys.stderr, flush=True)
-            lifecycle.hello()
-            r.set_phase("error", f"sys.exit: {e.code}")
+            if not launcher():
+                lifecycle.hello()
+                r.set_phase("error", f"sys.exit: {e.code}")
+    except spawn.Refused as e:
+        # -n N with a script that starts its own ranks: one line, exit 2
+        status = 2
+        print(f"ddptop-py: {e}", file=sys.stderr, flush=True)
+        lifecycle.hello()
+        r.set_phase("error", str(e))
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why
         status = 1
         traceback.print_exc()
-        lifecycle.hello()
-        what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
-        r.set_phase("error", what)
-        for line in script_traceback(e):
-            r.log("error", line)
+        if not launcher():            # the ranks it started say what went wrong themselves
+            lifecycle.hello()
+            what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
+            r.set_phase("error", what)
+            for line in script_traceback(e):
+                r.log("error", line)
     finally:
-        if not forked:
+        if not forked and launcher():
+            # it started the ranks (spawn.py): not a rank itself, no word as one;
+            # ddptop reports the launcher's exit
+            beater.stop()
+            up.close(500)
+            state.set_run(None)
+        elif not forked:
             # no torch callback left to take the GIL as the interpreter exits (after an
             # error a collective may never complete: its callback is not waited for long)
             compat.quiesce(2.0 if status == 0 else 0.5)
