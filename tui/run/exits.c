@@ -75,7 +75,7 @@ int run_held_exits(Run *r, bool all_now)
 static void tail_log(Run *r, int rank)
 {
     char lines[3][256];
-    int n = launcher_log_tail(r->l, rank, lines, 3);
+    int n = launcher_log_tail(r->l, r->follow.on ? 0 : rank, lines, 3); /* followed ranks: the launched log */
     for (int i = 0; i < n; i++) job_event(r->job, mono_ns(), wall_ns(), rank, EV_ERROR, "log: %s", lines[i]);
 }
 

@@ -144,6 +144,23 @@ bool run_follow_hello(Run *r, const Msg *m, int64_t claimed)
     return true;
 }
 
+/* The exit status (as waitpid's) the launched process reaped pid with, which
+ * it puts in the store as JOB/py/exit/PID (spawn.py); otherwise. */
+static int reaped_status(const Run *r, int64_t pid, int otherwise)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s/py/exit/%" PRId64, r->job_id, pid);
+    size_t len = 0;
+    const uint8_t *v = r->store ? store_peek(r->store, key, &len) : NULL;
+    char num[16];
+    if (!v || len == 0 || len >= sizeof num) return otherwise;
+    memcpy(num, v, len);
+    num[len] = 0;
+    char *end;
+    long st = strtol(num, &end, 10);
+    return *end || st < 0 || st > 0xffff ? otherwise : (int)st;
+}
+
 /* A followed rank whose process is gone: its bye may still be on its way
  * (BYE_GRACE_MS in exits.c); after this long it ends without one. */
 #define GONE_GRACE_MS 2000
@@ -184,9 +201,11 @@ void run_follow_tick(Run *r)
         RunRank *rk = &r->rk[k];
         if (rk->ext_ended) continue;
         if (rk->gone_ms) {
-            if (mono_ms() - rk->gone_ms >= GONE_GRACE_MS) {
+            /* killed by a signal (as its launcher reaped it): no bye is on its way */
+            int st = reaped_status(r, rk->pid, rk->gone_status);
+            if (mono_ms() - rk->gone_ms >= GONE_GRACE_MS || (st != rk->gone_status && WIFSIGNALED(st))) {
                 rk->ext_ended = true;
-                run_rank_ended(r, k, (int)rk->pid, rk->gone_status);
+                run_rank_ended(r, k, (int)rk->pid, st);
             }
             continue;
         }
@@ -195,7 +214,12 @@ void run_follow_tick(Run *r)
         char st = 0;
         int64_t pp = stat_fields(rk->pid, &code, &st);
         if (pp >= 0 && st != 'Z' && st != 'X') continue;
-        /* gone: a zombie's status, else a failure without one */
+        /* gone: a zombie's status (a signal's at once: no bye is on its way), else a failure without one */
+        if (pp >= 0 && code >= 0 && WIFSIGNALED(code)) {
+            rk->ext_ended = true;
+            run_rank_ended(r, k, (int)rk->pid, code);
+            continue;
+        }
         gone(r, k, pp >= 0 && code >= 0 ? code : 1 << 8);
     }
 }

@@ -1,12 +1,14 @@
 # A script that starts its own ranks, as PyTorch's DDP tutorial does
 # (examples/ddp_spawn.py: torch.multiprocessing.spawn, 2 ranks, gloo, its own
 # fixed MASTER_PORT), run once by `ddptop run SCRIPT` (no -n): both spawned
-# ranks say hello with the world they declare and train on screen; c has
-# rank 0 write a checkpoint that loads into the script's model; d stops both
-# after the same step, every rank exits 0 and nothing is left running. The
-# same with multiprocessing.Process and the fork start method, headless, to
-# its end. -n 2 with such a script is refused in one line, exit 2, before
-# anything starts.
+# ranks say hello with the world they declare and train on screen; p pauses
+# and resumes both; c has rank 0 write a checkpoint that loads into the
+# script's model; d stops both after the same step, every rank exits 0 and
+# nothing is left running. The same with multiprocessing.Process and the
+# fork start method, headless, to its end. The kill fault in a spawned
+# rank: its end is SIGKILL (as its launcher reaped it) and the job fails.
+# -n 2 with such a script is refused in one line, exit 2, before anything
+# starts.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
@@ -36,6 +38,11 @@ port=$(free_port 1)
 tmux new-session -d -s "$S" -x 120 -y 40 \
   "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_CKPT_DIR='$TMP/ck' LANG=C.UTF-8 '$DDPTOP' run --python '$PY' --record '$TMP/rec' --log-dir '$TMP/logs' examples/ddp_spawn.py --port $port --steps 1000000 --out '$TMP/final.pt' >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 90 hasE " RUNNING .*step [1-9][0-9]" || dies "the spawned ranks never trained 10 steps on screen"
+# p pauses both spawned ranks, p resumes them
+tmux send-keys -t "$S" p
+wait_for 20 has "paused: all 2 ranks at step" || dies "p did not pause both spawned ranks"
+tmux send-keys -t "$S" p
+wait_for 20 hasE " RUNNING " || dies "p did not resume"
 tmux send-keys -t "$S" c
 wait_for 30 test -e "$TMP/ck/latest/model.safetensors" || dies "no checkpoint after c"
 tmux send-keys -t "$S" d
@@ -80,4 +87,14 @@ grep -q "following the 2 ranks" "$TMP/fork.txt" && grep -q "rank 0: exit 0, step
     grep -q "rank 1: exit 0, step 30" "$TMP/fork.txt" && grep -q "job done: all 2 ranks ended cleanly" "$TMP/fork.txt" ||
     { cat "$TMP/fork.txt"; die "the forked ranks were not both followed to step 30"; }
 wait_for 10 none_tagged || die "processes left running: $(tagged)"
+# ---- a fault: rank 1 (a spawned child) kills itself: its end is SIGKILL (as its launcher
+# reaped it), and the job fails ----
+port=$(free_port 1)
+DDPTOP_FAULTS=kill:1@5 timeout 120 "$DDPTOP" run --python "$PY" --headless --log-dir "$TMP/klogs" \
+    examples/ddp_spawn.py --port "$port" --steps 1000000 >"$TMP/kill.txt" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q "^rank 1: signal 9 (Killed), step 5" "$TMP/kill.txt" &&
+    grep -q "r1 warning: fault: rank 1 kills itself at step 5" "$TMP/kill.txt" ||
+    { cat "$TMP/kill.txt"; die "the kill fault in a spawned rank: exit $rc, not rank 1 killed at step 5"; }
+wait_for 10 none_tagged || die "processes left running after the fault: $(tagged)"
 echo "PASS: a script that starts its own ranks (spawn and fork) is followed, steered and refused with -n 2"

@@ -191,7 +191,9 @@ def main(argv):
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
         rank, world, local_rank, local_world = envmod.identity(env)
-        faults.check_ranks(plan, world)
+        from . import spawn
+        if not (script and os.path.isfile(script) and spawn.scan(script)):   # else the world its ranks declare
+            faults.check_ranks(plan, world)
     except (envmod.EnvError, faults.FaultError) as e:
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2

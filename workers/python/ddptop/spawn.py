@@ -80,8 +80,37 @@ def install(r, timeout_s, plan_specs):
     _patch_command_line()
     _patch_process()
     _patch_torch_spawn()
+    _patch_reap(r)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
+
+
+def _patch_reap(r):
+    """Each child's exit status as the launched process reaps it, into
+    ddptop's store (JOB/py/exit/PID, as waitpid reports it): a rank killed
+    without a word (SIGKILL, the OOM killer) is gone before ddptop can read
+    its status (not ddptop's child), but its launcher's is."""
+    import multiprocessing.popen_fork as pf
+    if "poll" in _ORIG:
+        return
+    _ORIG["poll"] = orig = pf.Popen.poll
+    me, told = os.getpid(), set()
+    key = f"{os.environ.get('DDPTOP_JOB', 'ddptop')}/py/exit/"
+
+    def poll(self, flag=os.WNOHANG):
+        code = orig(self, flag)
+        if code is None or os.getpid() != me or self.pid in told:
+            return code
+        told.add(self.pid)
+        from . import state
+        if state.run() is r and _STARTED:
+            try:
+                r.up.store_set(key + str(self.pid), str(-code if code < 0 else (code & 0xFF) << 8).encode())
+            except Exception:       # ddptop gone: nobody to tell
+                pass
+        return code
+
+    pf.Popen.poll = poll
 
 
 def _forked():
