@@ -388,6 +388,13 @@ static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                     o->nproc * o->nnodes, o->program, b->spawns, line, o->nproc * o->nnodes);
             return 2;
         }
+        if (o->nnodes > 1) {
+            fprintf(stderr,
+                    "ddptop: --nnodes %d: %s starts its own ranks (%s, line %s): ddptop follows such a script on "
+                    "one node only; run it there without --nnodes\n",
+                    o->nnodes, o->program, b->spawns, line);
+            return 2;
+        }
         o->nproc = 1;
         return 0;
     }

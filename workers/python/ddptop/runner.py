@@ -182,7 +182,7 @@ def main(argv):
         plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
             from . import spawn
-            spawns = spawn.scan(script) if script is not None and os.path.isfile(script) else None
+            spawns = spawn.scan_target(module, script)
             # a script that starts its own ranks has the world they declare, not -n's
             if env.get("WORLD_SIZE", "").isdigit() and not spawns:
                 faults.check_ranks(plan, int(env["WORLD_SIZE"]))
@@ -192,7 +192,7 @@ def main(argv):
         keys = envmod.read_keys(keys_path) if keys_path else None
         rank, world, local_rank, local_world = envmod.identity(env)
         from . import spawn
-        if not (script and os.path.isfile(script) and spawn.scan(script)):   # else the world its ranks declare
+        if not spawn.scan_target(module, script):     # else the world its ranks declare
             faults.check_ranks(plan, world)
     except (envmod.EnvError, faults.FaultError) as e:
         print(f"ddptop-py: {e}", file=sys.stderr)

@@ -141,8 +141,11 @@ def _patch_torch_spawn():
     """mp.spawn and start_processes in a job of several launched ranks: refused at once."""
     try:
         import torch.multiprocessing as tmp
-        import torch.multiprocessing.spawn as tsp
     except ImportError:
+        return
+    # the submodule by its name: torch.multiprocessing.spawn, the attribute, is the function
+    tsp = sys.modules.get("torch.multiprocessing.spawn")
+    if tsp is None:
         return
     for name in ("spawn", "start_processes"):
         orig = getattr(tsp, name, None)
@@ -395,6 +398,25 @@ def fault_specs(argv):
 # ---- ddptop's check: does the script start its own ranks? ----
 
 _MP_MODULES = ("torch.multiprocessing", "multiprocessing")
+
+
+def scan_target(module, script):
+    """scan() of the script, or of the module's file (found, not imported)."""
+    path = script
+    if module is not None:
+        import importlib.util
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            spec = importlib.util.find_spec(module)
+            path = spec.origin if spec is not None else None
+            if spec is not None and spec.submodule_search_locations:     # a package: python -m runs its __main__
+                path = os.path.join(list(spec.submodule_search_locations)[0], "__main__.py")
+        except (ImportError, ValueError):
+            path = None
+    elif path is not None and os.path.isdir(path):
+        path = os.path.join(path, "__main__.py")
+    return scan(path) if path and os.path.isfile(path) else None
 
 
 def scan(path):
