@@ -22,6 +22,36 @@ tagged() {
 none_tagged() { [ -z "$(tagged)" ]; }
 CLEANUPS+=("for p in \$(tagged); do kill -9 \$p; done")
 
+# ---- what ddptop's check calls a script that starts its own ranks (spawn.scan) ----
+PYTHONPATH=workers/python "$PY" - "$TMP" <<'PYEOF' || die "spawn.scan misjudged a script"
+import sys
+from ddptop.spawn import scan
+tmp = sys.argv[1]
+cases = {
+    # the DDP tutorial
+    "import torch.multiprocessing as mp\nmp.spawn(f, args=(2,), nprocs=2, join=True)\n": "torch.multiprocessing.spawn",
+    "from torch.multiprocessing import start_processes as sp\nsp(f, nprocs=2, start_method='fork')\n":
+        "torch.multiprocessing.start_processes",
+    "import torch\ntorch.multiprocessing.spawn(f, nprocs=2)\n": "torch.multiprocessing.spawn",
+    # "Writing distributed applications": a Process whose target reaches init_process_group
+    "import torch.distributed as dist\nfrom multiprocessing import Process\n"
+    "def init(r, n, fn):\n    dist.init_process_group('gloo', rank=r, world_size=n)\n    fn()\n"
+    "def run(r, n):\n    init(r, n, print)\n"
+    "for r in range(2):\n    Process(target=run, args=(r, 2)).start()\n": "multiprocessing.Process",
+    # a torchrun-style script with a side process that is no rank
+    "import multiprocessing as mp\nimport torch.distributed as dist\ndef produce(q):\n    q.put(1)\n"
+    "dist.init_process_group('gloo')\nmp.Process(target=produce, args=(None,)).start()\n": None,
+    "import torch.distributed as dist\ndist.init_process_group('gloo')\n": None,
+    "this is not python(": None,
+}
+for i, (src, want) in enumerate(cases.items()):
+    p = f"{tmp}/scan{i}.py"
+    open(p, "w").write(src)
+    got = scan(p)
+    assert (got and got[0]) == want, (src, got, want)
+print("PASS: spawn.scan")
+PYEOF
+
 # ---- -n 2: refused before anything starts ----
 port=$(free_port 1)
 timeout 60 "$DDPTOP" run -n 2 --python "$PY" --headless examples/ddp_spawn.py --port "$port" >"$TMP/n2.txt" 2>&1

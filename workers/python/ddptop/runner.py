@@ -8,12 +8,18 @@ run as usual), and turn how it ended into ddptop's terms:
   StopTraining (a stop)    barrier with a timeout, destroy the process
                            group if the script did not, bye 0, exit 0;
   any other exception      phase error, the traceback as log lines, one a
-                           frame (the whole one on stderr), bye 1, exit 1.
+                           frame (the whole one on stderr), bye 1, exit 1;
+  spawn.Refused            (-n N with a script that starts its own ranks)
+                           phase error with its line, bye 2, exit 2.
+
+A script whose children became ranks (spawn.py: mp.spawn and friends) ends
+without a word as a rank: the launched process was their launcher.
 
 --timeout S is what `ddptop run` gives every worker: the default timeout of
 the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
 worker's options before launching anything) it only checks that the
-script exists and prints the device line ddptop reads.
+script exists and prints the device line ddptop reads (with `spawns
+WHAT:LINE` for a script that starts its own ranks).
 """
 import importlib.util
 import os
