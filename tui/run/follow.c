@@ -223,3 +223,11 @@ void run_follow_tick(Run *r)
         gone(r, k, pp >= 0 && code >= 0 ? code : 1 << 8);
     }
 }
+
+void run_follow_restarted(Run *r)
+{
+    if (!r->follow.on) return;
+    r->follow.pid = launcher_pid(r->l, 0);
+    r->follow.exited = false;
+    r->follow.status = 0;
+}

@@ -279,6 +279,8 @@ bool run_follow_descends_launched(const Run *r, int64_t pid);
 /* The launched process exited (status as waitpid's): ranks that did not say
  * bye end with it. */
 void run_follow_launcher_exit(Run *r, int status);
+/* --max-restarts launched the script again: its new process is the launcher followed. */
+void run_follow_restarted(Run *r);
 /* Once a turn: a followed rank whose process is gone without a bye ended. */
 void run_follow_tick(Run *r);
 

@@ -6,7 +6,8 @@
 # script's model; d stops both after the same step, every rank exits 0 and
 # nothing is left running. The same with multiprocessing.Process and the
 # fork start method, headless, to its end. The kill fault in a spawned
-# rank: its end is SIGKILL (as its launcher reaped it) and the job fails.
+# rank: its end is SIGKILL (as its launcher reaped it), and --max-restarts
+# runs the script again, followed again.
 # -n 2 with such a script is refused in one line, exit 2, before anything
 # starts.
 . tests/lib.sh
@@ -117,14 +118,15 @@ grep -q "following the 2 ranks" "$TMP/fork.txt" && grep -q "rank 0: exit 0, step
     grep -q "rank 1: exit 0, step 30" "$TMP/fork.txt" && grep -q "job done: all 2 ranks ended cleanly" "$TMP/fork.txt" ||
     { cat "$TMP/fork.txt"; die "the forked ranks were not both followed to step 30"; }
 wait_for 10 none_tagged || die "processes left running: $(tagged)"
-# ---- a fault: rank 1 (a spawned child) kills itself: its end is SIGKILL (as its launcher
-# reaped it), and the job fails ----
+# ---- a fault: rank 1 (a spawned child) kills itself at step 5: its end is SIGKILL (as its
+# launcher reaped it), and --max-restarts 1 runs the script again, followed as before ----
 port=$(free_port 1)
-DDPTOP_FAULTS=kill:1@5 timeout 120 "$DDPTOP" run --python "$PY" --headless --log-dir "$TMP/klogs" \
-    examples/ddp_spawn.py --port "$port" --steps 1000000 >"$TMP/kill.txt" 2>&1
+DDPTOP_FAULTS=kill:1@5 timeout 150 "$DDPTOP" run --max-restarts 1 --python "$PY" --headless --log-dir "$TMP/klogs" \
+    examples/ddp_spawn.py --port "$port" --steps 30 >"$TMP/kill.txt" 2>&1
 rc=$?
-[ "$rc" = 1 ] && grep -q "^rank 1: signal 9 (Killed), step 5" "$TMP/kill.txt" &&
-    grep -q "r1 warning: fault: rank 1 kills itself at step 5" "$TMP/kill.txt" ||
-    { cat "$TMP/kill.txt"; die "the kill fault in a spawned rank: exit $rc, not rank 1 killed at step 5"; }
+[ "$rc" = 0 ] && grep -q "fault: rank 1 kills itself at step 5" "$TMP/kill.txt" &&
+    grep -q "rank 1 signal 9 (Killed): every rank will be started again (restart 1/1)" "$TMP/kill.txt" &&
+    grep -q "^rank 1: exit 0, step 30" "$TMP/kill.txt" && grep -q "job done: all 2 ranks ended cleanly" "$TMP/kill.txt" ||
+    { cat "$TMP/kill.txt"; die "the kill fault in a spawned rank: exit $rc, not SIGKILL then a clean restart"; }
 wait_for 10 none_tagged || die "processes left running after the fault: $(tagged)"
 echo "PASS: a script that starts its own ranks (spawn and fork) is followed, steered and refused with -n 2"
