@@ -1,15 +1,15 @@
 # A script that starts its own ranks, as PyTorch's DDP tutorial does
 # (examples/ddp_spawn.py: torch.multiprocessing.spawn, 2 ranks, gloo, its own
 # fixed MASTER_PORT), run once by `ddptop run SCRIPT` (no -n): both spawned
-# ranks say hello with the world they declare and train on screen; p pauses
-# and resumes both; c has rank 0 write a checkpoint that loads into the
-# script's model; d stops both after the same step, every rank exits 0 and
-# nothing is left running. The same with multiprocessing.Process and the
-# fork start method, headless, to its end. The kill fault in a spawned
-# rank: its end is SIGKILL (as its launcher reaped it), and --max-restarts
-# runs the script again, followed again.
+# ranks say hello with the world they declare and train on screen; w shows
+# rank 1's Python stacks; p pauses and resumes both; c has rank 0 write a
+# checkpoint that loads into the script's model; d stops both after the same
+# step, every rank exits 0 and nothing is left running. The same with
+# multiprocessing.Process and the fork start method, headless, to its end.
+# The kill fault in a spawned rank: its end is SIGKILL (as its launcher
+# reaped it), and --max-restarts runs the script again, followed again.
 # -n 2 with such a script is refused in one line, exit 2, before anything
-# starts.
+# starts; spawn.scan's verdicts on a few scripts.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
@@ -69,6 +69,14 @@ port=$(free_port 1)
 tmux new-session -d -s "$S" -x 120 -y 40 \
   "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_CKPT_DIR='$TMP/ck' LANG=C.UTF-8 '$DDPTOP' run --python '$PY' --record '$TMP/rec' --log-dir '$TMP/logs' examples/ddp_spawn.py --port $port --steps 1000000 --out '$TMP/final.pt' >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 90 hasE " RUNNING .*step [1-9][0-9]" || dies "the spawned ranks never trained 10 steps on screen"
+# w: rank 1's Python stacks (a child of the launched process, writing to its log)
+tmux send-keys -t "$S" Down
+tmux send-keys -t "$S" w
+wait_for 15 has "rank 1 Python stacks" || { screen; dies "w did not open rank 1's stacks page"; }
+wait_for 15 has "Current thread 0x\|Thread 0x" || dies "no stack of rank 1 shown"
+tmux send-keys -t "$S" Escape
+page_closed() { ! has "Python stacks"; }
+wait_for 10 page_closed || dies "Esc did not close the stacks page"
 # p pauses both spawned ranks, p resumes them
 tmux send-keys -t "$S" p
 wait_for 20 has "paused: all 2 ranks at step" || dies "p did not pause both spawned ranks"
@@ -125,7 +133,8 @@ DDPTOP_FAULTS=kill:1@5 timeout 150 "$DDPTOP" run --max-restarts 1 --python "$PY"
     examples/ddp_spawn.py --port "$port" --steps 30 >"$TMP/kill.txt" 2>&1
 rc=$?
 [ "$rc" = 0 ] && grep -q "fault: rank 1 kills itself at step 5" "$TMP/kill.txt" &&
-    grep -q "rank 1 signal 9 (Killed): every rank will be started again (restart 1/1)" "$TMP/kill.txt" &&
+    grep -q "rank 1 (pid [0-9]*) ended: signal 9 (Killed) at step 5" "$TMP/kill.txt" &&
+    grep -q "restart 1/1: running examples/ddp_spawn.py again" "$TMP/kill.txt" &&
     grep -q "^rank 1: exit 0, step 30" "$TMP/kill.txt" && grep -q "job done: all 2 ranks ended cleanly" "$TMP/kill.txt" ||
     { cat "$TMP/kill.txt"; die "the kill fault in a spawned rank: exit $rc, not SIGKILL then a clean restart"; }
 wait_for 10 none_tagged || die "processes left running after the fault: $(tagged)"

@@ -330,6 +330,14 @@ def become_rank(rank, world):
     faults.PLAN.__init__()
     for f in plan:
         faults.PLAN.add(f, rank)
+    # the launched process blocks the stack signal in its script's thread (beat._only_here), and a
+    # child, forked or exec'd from it, inherits that mask: open it, so the beat thread starts with it
+    import signal
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, env.get("DDPTOP_STACK_SIGNAL") or "SIGUSR1",
+                                                            signal.SIGUSR1)})
+    except (AttributeError, OSError, ValueError):
+        pass
     _BEATER = beat.start(env)
     _ANNOUNCE.append(r)
     return r
