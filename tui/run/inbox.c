@@ -201,7 +201,10 @@ static inline bool sender_plain(const Tap *t, const Msg *m)
 }
 
 /* May this sender send m? Sets t->verdict (and t->why); no side effects,
- * so the tap and handle_msg agree. Every telemetry message asks, so the
+ * so the tap and handle_msg agree, but one: the first hello from a process
+ * the launched script started makes the job follow its world (follow.c),
+ * before the frame is recorded or applied, and a second look agrees with
+ * the first. Every telemetry message asks, so the
  * usual answer comes first (sender_plain); anything else, and every
  * refusal, is check_sender_all's. */
 static inline FromVerdict check_sender(Tap *t, const Msg *m)
