@@ -151,10 +151,13 @@ static int program_args(int argc, char **argv, RunOptions *o, RunTargetBuf *b)
     return 0;
 }
 
-/* The worker's answer to a check: on success "gpus N" and "device D". */
-static void read_check_answer(const char *msg, int *gpus, char *resolved, size_t rlen)
+/* The worker's answer to a check: on success "gpus N" and "device D", and
+ * from the torch adapter "spawns WHAT:LINE" for a script that starts its
+ * own ranks (workers/python/ddptop/spawn.py). */
+static void read_check_answer(const char *msg, int *gpus, char *resolved, size_t rlen, char *spawns)
 {
-    const char *g = strstr(msg, "gpus "), *dv = strstr(msg, "device ");
+    const char *g = strstr(msg, "gpus "), *dv = strstr(msg, "device "), *sp = strstr(msg, " spawns ");
+    if (spawns && sp) snprintf(spawns, 96, "%.*s", (int)strcspn(sp + 8, " \n"), sp + 8);
     if (gpus && g) *gpus = atoi(g + 5);
     if (resolved && rlen && dv) snprintf(resolved, rlen, "%.*s", (int)strcspn(dv + 7, " \n"), dv + 7);
 }
@@ -169,6 +172,7 @@ typedef struct {
     const char *pythonpath; /* NULL: PYTHONPATH left alone */
     bool bare;              /* --no-inject: only the script, not the adapter's needs */
     double timeout_s;       /* --timeout: the check's deadline, within RUN_CHECK_MIN_S..RUN_CHECK_TIMEOUT_S */
+    char *spawns;           /* out, 96 bytes: the adapter's "spawns WHAT:LINE" (NULL: not asked) */
 } Check;
 
 /* The child of run_check: the program in its check mode, its stdout and
@@ -311,7 +315,7 @@ static int run_check(const Check *c, int *gpus, char *resolved, size_t rlen, cha
         return 2;
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        read_check_answer(msg, gpus, resolved, rlen);
+        read_check_answer(msg, gpus, resolved, rlen, c->spawns);
         return 0;
     }
     /* the last line says why (a Python traceback ends with it) */
@@ -536,7 +540,9 @@ static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                 .backend = o->backend,
                 .pythonpath = b->adapter,
                 .bare = o->no_inject,
-                .timeout_s = o->timeout_s };
+                .timeout_s = o->timeout_s,
+                .spawns = b->spawns };
+    b->spawns[0] = 0;
     if (o->target == RUN_SCRIPT) {
         check_args[4] = (char *)o->program;
         c.n = 5;
@@ -560,7 +566,29 @@ static int choose_python(RunOptions *o, bool nproc_set, RunTargetBuf *b, bool ma
                     as, py, why);
         return 2;
     }
-    if (!rc && !nproc_set && gpus > 0 && strcmp(o->device, "cpu")) o->nproc = gpus;
+    if (rc) return rc;
+    char *line = strrchr(b->spawns, ':');
+    if (b->spawns[0] && line) {
+        /* it starts its own ranks (mp.spawn): run once, follow them (tui/run/follow.c) */
+        *line++ = 0;
+        if (nproc_set && o->nproc * o->nnodes > 1) {
+            fprintf(stderr,
+                    "ddptop: -n %d: %s starts its own ranks (%s, line %s), so each of the %d launched copies would "
+                    "start a world of its own: run it once, without -n (ddptop follows the ranks it starts)\n",
+                    o->nproc * o->nnodes, o->program, b->spawns, line, o->nproc * o->nnodes);
+            return 2;
+        }
+        if (o->nnodes > 1) {
+            fprintf(stderr,
+                    "ddptop: --nnodes %d: %s starts its own ranks (%s, line %s): ddptop follows such a script on "
+                    "one node only; run it there without --nnodes\n",
+                    o->nnodes, o->program, b->spawns, line);
+            return 2;
+        }
+        o->nproc = 1;
+        return 0;
+    }
+    if (!nproc_set && gpus > 0 && strcmp(o->device, "cpu")) o->nproc = gpus;
     return rc;
 }
 

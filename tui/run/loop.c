@@ -18,6 +18,7 @@
 #endif
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -209,6 +210,7 @@ static int collect(Run *r, Turns *t)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
     if (mono_ms() - t->last_reap_ms >= REAP_MS) {
         launcher_reap(r->l, run_on_exit, r);
+        run_follow_tick(r);
         t->last_reap_ms = mono_ms();
     }
     return run_held_exits(r, false);
@@ -280,6 +282,8 @@ static int exit_status(const Run *r)
     JobOutcome o = job_outcome(r->job);
     if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
     if (r->aborted || r->rdzv_failed) return 1;
+    /* the script's process that started the ranks failed after they ended well */
+    if (r->follow.exited && !(WIFEXITED(r->follow.status) && WEXITSTATUS(r->follow.status) == 0)) return 1;
     if (o == JOB_END_OK) return 0;
     return o == JOB_END_CKPT_LOST ? RUN_EXIT_CKPT_LOST : 1;
 }
