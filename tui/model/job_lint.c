@@ -147,7 +147,7 @@ void job_lint_alone(Job *j, JobTime at)
 
 /* The error text of a collective whose peer went away: Gloo's "Connection
  * closed by peer" / "reset by peer", a broken pipe. */
-static bool peer_gone(const char *error)
+bool job_error_peer_gone(const char *error)
 {
     return error && (strstr(error, "by peer") || strstr(error, "Connection closed") ||
                      strstr(error, "Connection reset") || strstr(error, "Broken pipe"));
@@ -165,7 +165,7 @@ void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
 {
     JobBook *b = j->book;
     if (j->world < 2 || j->first_failed >= 0 || b->early_by >= 0) return;
-    if (r->phase != PHASE_TRAIN || !r->have_step || !peer_gone(error)) return;
+    if (r->phase != PHASE_TRAIN || !r->have_step || !job_error_peer_gone(error)) return;
     int best = -1;
     for (int k = 0; k < j->world; k++) {
         const JobRank *o = &j->ranks[k];
@@ -184,15 +184,4 @@ void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
                   "partner. The ranks ran different numbers of steps: the same number of batches on each "
                   "(DistributedSampler, drop_last) or torch's Join",
                   best, (long long)b->early_step, r->rank);
-}
-
-bool job_lint_early_clause(const Job *j, char *buf, size_t len)
-{
-    const JobBook *b = j->book;
-    if (b->early_by < 0 || b->early_by != j->first_failed) return false;
-    snprintf(buf, len,
-             "; rank %d had finished after step %lld while rank %d trained on: the ranks ran different numbers of "
-             "steps (uneven inputs: Join)",
-             b->early_rank, (long long)b->early_step, b->early_by);
-    return true;
 }
