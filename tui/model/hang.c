@@ -485,10 +485,10 @@ static void found_alone(const Job *j, const HangReport *rep, JobDiagnosis *d)
     const JobRank *m = rep->n_missing ? &j->ranks[rep->missing[0]] : NULL;
     snprintf(d->text, sizeof d->text,
              "rank%s %s alone in %s #%" PRId64 "%s%s: every other rank had finished (rank%s %s after step %" PRId64
-             "), so only %s reach%s it (code under `if rank == %d:`?); call it on every rank",
+             "), so only rank%s %s reach%s it (code under `if rank == %d:`?); call it on every rank",
              rep->n_waiting == 1 ? "" : "s", who, op_name(rep->op), rep->seq, d->where[0] ? " at " : "", d->where,
              rep->n_missing == 1 ? "" : "s", gone, m && m->have_step ? m->last.step : 0,
-             rep->n_waiting == 1 ? "it" : "they", rep->n_waiting == 1 ? "es" : "", d->rank);
+             rep->n_waiting == 1 ? "" : "s", who, rep->n_waiting == 1 ? "es" : "", d->rank);
 }
 
 /* This report's finding, for the job's diagnosis. */
@@ -530,13 +530,15 @@ bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
     for (int i = 0; i < rep->n_missing && i < JOB_HANG_LIST && i < HANG_LIST_MAX; i++) h->missing[i] = rep->missing[i];
     h->left = rep->left >= 0;
     h->unsafe = h->left && j->ranks[rep->left].detail[0] && strstr(j->ranks[rep->left].detail, "unsafe stop");
+    if (fresh) {
+        int m = rep->n_missing > 0 ? rep->missing[0] : -1;
+        h->step = m >= 0 && m < j->world && j->ranks[m].have_step ? j->ranks[m].last.step : 0;
+    }
     /* the live line is the diagnosis (a rank's own error may outrank the hang) */
     JobDiagnosis d;
     job_diagnose(j, &d);
     const char *line = d.kind != DIAG_NONE ? d.text : rep->verdict;
     if (fresh) {
-        int m = rep->n_missing > 0 ? rep->missing[0] : -1;
-        h->step = m >= 0 && m < j->world && j->ranks[m].have_step ? j->ranks[m].last.step : 0;
         job_event(j, now_ns, wall_ns, -1, EV_ERROR, "hang: %s", line);
         h->ev = j->ev_total - 1;
     } else {

@@ -41,6 +41,7 @@ const char *job_diag_kind_name(DiagKind k)
 static bool timed_out(const char *error)
 {
     return error && (strstr(error, "Timed out") || strstr(error, "timed out") || strstr(error, "Timeout") ||
+                     strstr(error, "timeout caused pair closure") ||
                      strstr(error, "DistBackendError: Watchdog"));
 }
 
@@ -281,7 +282,7 @@ bool job_diag_is_culprit(const Job *j, int rank)
 static void consequence_words(const char *error, char *buf, size_t len)
 {
     static const char *const keys[] = { "Connection closed", "Connection reset", "Broken pipe", "Timed out",
-                                        "timed out", "Timeout" };
+                                        "timed out", "Timeout", "Application timeout" };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         const char *p = strstr(error, keys[i]);
         if (p) {
