@@ -307,6 +307,25 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("a_stalled_rank_that_d_stops_cleanly_stays_the_cause");
+    {
+        /* rank 1 stalls; d stops it cleanly while rank 0 still waits: the
+         * next look sees rank 0 alone (rank 1 finished), ddptop's doing */
+        Run r = start(2, 10);
+        beat(&r, 1, -1, "", 0, "q.py:12 <module>");
+        beat(&r, 0, 12, "allreduce", WALL - 4 * S, "q.py:14 <module>");
+        CHECK(watch(&r, WALL), "no hang seen");
+        job_set_stopping(r.j);
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        bye_exit(&r, 1, 0);
+        CHECK(watch(&r, WALL + S), "the hang went");
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_STOPPED && d.rank == 1, "%s rank %d: %s", job_diag_kind_name(d.kind), d.rank, d.text);
+        job_free(&r.j);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_clean_job_has_no_diagnosis");
     {
         Run r = start(2, 5);

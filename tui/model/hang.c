@@ -522,7 +522,13 @@ bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
     if (fresh && !hang_is_current(j)) h->found.kind = DIAG_NONE;
     JobDiagnosis f;
     found_of(j, rep, &f);
-    if (f.kind > h->found.kind || (f.kind == h->found.kind && same_hang(h, rep) && f.rank == h->found.rank)) h->found = f;
+    /* once a stop was asked or a rank failed, what follows is that doing
+     * (a stalled rank that d stopped cleanly is not a rank that finished
+     * and left the others alone): the finding stands */
+    bool frozen = h->found.kind != DIAG_NONE && (j->state == JOB_STOPPING || j->state == JOB_FAILED);
+    if (!frozen &&
+        (f.kind > h->found.kind || (f.kind == h->found.kind && same_hang(h, rep) && f.rank == h->found.rank)))
+        h->found = f;
     h->active = true;
     h->seq = rep->seq;
     snprintf(h->op, sizeof h->op, "%s", rep->op);
