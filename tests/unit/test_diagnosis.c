@@ -326,6 +326,27 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("a_line_outside_the_users_code_is_not_named");
+    {
+        /* a rank spinning on os.path.exists: its beat names the frozen
+         * stdlib module (the adapter's innermost frame); no line is better */
+        Run r = start(2, 10);
+        beat(&r, 1, -1, "", 0, "<frozen genericpath>:19 exists");
+        beat(&r, 0, 12, "allreduce", WALL - 4 * S, "spin.py:14 <module>");
+        CHECK(watch(&r, WALL), "no hang seen");
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_STOPPED && d.rank == 1 && !d.where[0], "%s rank %d at '%s'", job_diag_kind_name(d.kind),
+              d.rank, d.where);
+        job_rank_exited(r.j, 1, 101, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", r.t += S / 100, WALL);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 1 stalled at step 10 (rank 0 waited for it in all-reduce #12)"), "verdict: %s",
+              v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_clean_job_has_no_diagnosis");
     {
         Run r = start(2, 5);

@@ -441,7 +441,7 @@ static void found_desync(const Job *j, JobDiagnosis *d)
         g[ng].seq = r->beat.coll_seq;
         snprintf(g[ng].op, sizeof g[ng].op, "%s", r->beat.coll_op);
         g[ng].n = ranks_in(j, g[ng].seq, g[ng].op, g[ng].who, sizeof g[ng].who, &g[ng].first);
-        job_rank_where(r, g[ng].where, sizeof g[ng].where);
+        job_rank_user_where(r, g[ng].where, sizeof g[ng].where);
         ng++;
     }
     int c = 0;
@@ -478,7 +478,7 @@ static void found_alone(const Job *j, const HangReport *rep, JobDiagnosis *d)
     d->rank = rep->n_waiting ? rep->waiting[0] : -1;
     const JobRank *r = d->rank >= 0 ? &j->ranks[d->rank] : NULL;
     d->step = r && r->have_step ? r->last.step : -1;
-    if (r) job_rank_where(r, d->where, sizeof d->where);
+    if (r) job_rank_user_where(r, d->where, sizeof d->where);
     char who[96], gone[96];
     hang_format_ranks(rep->waiting, rep->n_waiting < HANG_LIST_MAX ? rep->n_waiting : HANG_LIST_MAX, who, sizeof who);
     hang_format_ranks(rep->missing, rep->n_missing < HANG_LIST_MAX ? rep->n_missing : HANG_LIST_MAX, gone, sizeof gone);
@@ -506,7 +506,7 @@ static void found_of(const Job *j, const HangReport *rep, JobDiagnosis *d)
     d->kind = rep->left >= 0 ? DIAG_ALONE : rep->n_missing == 0 ? DIAG_STUCK : DIAG_STOPPED;
     d->rank = rep->left >= 0 ? rep->left : rep->n_missing ? rep->missing[0] : -1;
     d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
-    if (d->rank >= 0) job_rank_where(&j->ranks[d->rank], d->where, sizeof d->where);
+    if (d->rank >= 0) job_rank_user_where(&j->ranks[d->rank], d->where, sizeof d->where);
     snprintf(d->text, sizeof d->text, "%s", rep->verdict);
 }
 

@@ -455,6 +455,11 @@ const JobEval *job_eval_at(const Job *j, int i);
  * "train.py:57 in save_checkpoint" into buf (out). False (buf "") when the
  * rank has sent none (ddptop's C trainer, no beat yet). */
 bool job_rank_where(const JobRank *r, char *buf, size_t len);
+/* job_rank_where, when the line is the user's own code: not a frozen
+ * stdlib module ("<frozen genericpath>:19 exists") nor any "<...>" the
+ * worker could not place; false (buf "") otherwise. The diagnosis names
+ * no line rather than a wrong one. */
+bool job_rank_user_where(const JobRank *r, char *buf, size_t len);
 /* A few words for the row of a rank with these JobLint bits ("set_epoch
  * not called?"), the most serious first; "" for none. */
 const char *job_lint_brief(unsigned lints);

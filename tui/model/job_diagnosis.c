@@ -133,7 +133,15 @@ static void where_of(const JobRank *r, char *buf, size_t len)
     if (r->book->tb_where[0])
         snprintf(buf, len, "%s", r->book->tb_where);
     else
-        job_rank_where(r, buf, len);
+        job_rank_user_where(r, buf, len);
+}
+
+bool job_rank_user_where(const JobRank *r, char *buf, size_t len)
+{
+    if (!job_rank_where(r, buf, len)) return false;
+    if (buf[0] != '<') return true;
+    buf[0] = '\0';
+    return false;
 }
 
 static void set(JobDiagnosis *d, DiagKind k, const JobRank *r)
