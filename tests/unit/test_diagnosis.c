@@ -347,6 +347,32 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("a_desync_without_a_hang_comes_before_the_abort_it_causes");
+    {
+        /* rank 1 all-reduces #6 where rank 0 broadcasts: Gloo pairs them
+         * and the smaller side aborts (SIGABRT), no hang in between */
+        Run r = start(2, 0);
+        const char *ops[2] = { "broadcast", "allreduce" };
+        for (int k = 1; k >= 0; k--) {
+            Msg m;
+            msg_init(&m, MSG_COLL);
+            m.rank = k;
+            m.u.coll.seq = 6;
+            snprintf(m.u.coll.op, sizeof m.u.coll.op, "%s", ops[k]);
+            job_apply(r.j, &m, r.t += S / 100, WALL);
+        }
+        job_rank_exited(r.j, 0, 100, W_EXITCODE(0, SIGABRT), NULL, r.t += S / 100, WALL);
+        phase(&r, 1, PHASE_ERROR, "RuntimeError: [../pair.cc:598] Connection reset by peer");
+        bye_exit(&r, 1, 1);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 0 called broadcast #6 where rank 1 called all-reduce: a desync") &&
+                  strstr(v, "; rank 0 ended: signal 6 (Aborted)"),
+              "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_clean_job_has_no_diagnosis");
     {
         Run r = start(2, 5);

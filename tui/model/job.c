@@ -122,6 +122,7 @@ Job *job_new(int world, int64_t now_ns)
     j->book->fill_done_epoch = -1;
     j->book->ep_rank = -1;
     j->book->early_rank = j->book->early_by = -1;
+    j->book->desync_seq = -1;
     if (job_comm_init(j)) {
         job_free(&j);
         return NULL;
@@ -737,6 +738,7 @@ void job_restart(Job *j, int64_t now_ns)
     j->state = JOB_STARTING;
     j->first_failed = -1;
     j->book->early_rank = j->book->early_by = -1;
+    j->book->desync_seq = -1;
     j->pause_wanted = false;
     j->paused = false;
     j->version++;

@@ -177,6 +177,32 @@ static bool alone_by_error(const Job *j, JobDiagnosis *d)
     return false;
 }
 
+static const char *op_words(const char *op) { return !strcmp(op, "allreduce") ? "all-reduce" : op[0] ? op : "?"; }
+
+/* Two ranks reported one collective number with different ops (the
+ * desync lint), though no hang showed it (the pair completed wrongly, or
+ * a rank aborted on it). The culprit: the rank whose op is not DDP's
+ * all-reduce, else the lower. */
+static bool lint_desync(const Job *j, JobDiagnosis *d)
+{
+    const JobBook *b = j->book;
+    if (b->desync_seq < 0) return false;
+    int c = !strcmp(b->desync_op[0], "allreduce") && strcmp(b->desync_op[1], "allreduce")        ? 1
+            : strcmp(b->desync_op[0], "allreduce") && !strcmp(b->desync_op[1], "allreduce")      ? 0
+            : b->desync_rank[0] < b->desync_rank[1]                                                ? 0
+                                                                                                   : 1;
+    const JobRank *r = &j->ranks[b->desync_rank[c]], *o = &j->ranks[b->desync_rank[1 - c]];
+    set(d, DIAG_DESYNC, r);
+    char ow[PROTO_STR_MED + 8];
+    where_of(o, ow, sizeof ow);
+    snprintf(d->text, sizeof d->text,
+             "rank %d called %s #%lld%s%s where rank %d called %s%s%s: a desync, the ranks call collectives in "
+             "different orders (one under an `if`?)",
+             r->rank, op_words(b->desync_op[c]), (long long)b->desync_seq, d->where[0] ? " at " : "", d->where, o->rank,
+             op_words(b->desync_op[1 - c]), ow[0] ? " at " : "", ow);
+    return true;
+}
+
 /* The first rank whose own failure (an exception, a death) came first. */
 static bool own_failure(const Job *j, JobDiagnosis *d)
 {
@@ -262,6 +288,7 @@ void job_diagnose(const Job *j, JobDiagnosis *d)
         *d = *hang;
         return;
     }
+    if (j->first_failed >= 0 && lint_desync(j, d)) return;
     if (alone_by_error(j, d) || own_failure(j, d)) return;
     if (hang) {
         *d = *hang;

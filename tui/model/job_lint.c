@@ -83,6 +83,14 @@ void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev
 void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b)
 {
     if (rank_a < 0 || rank_a >= j->world || rank_b < 0 || rank_b >= j->world || rank_a == rank_b) return;
+    JobBook *b = j->book;
+    if (b->desync_seq < 0) { /* the first one, for the diagnosis */
+        b->desync_seq = seq;
+        b->desync_rank[0] = rank_a;
+        b->desync_rank[1] = rank_b;
+        snprintf(b->desync_op[0], sizeof b->desync_op[0], "%s", op_a);
+        snprintf(b->desync_op[1], sizeof b->desync_op[1], "%s", op_b);
+    }
     job_lint_mark(j, &j->ranks[rank_a], JOB_LINT_DESYNC, at, NULL);
     job_lint_mark(j, &j->ranks[rank_b], JOB_LINT_DESYNC, at,
                   "desync: collective #%lld is %.20s on rank %d but %.20s on rank %d: the ranks call collectives in "

@@ -103,6 +103,9 @@ struct JobBook {
     int early_rank, early_by;   /* JOB_LINT_EARLY: the rank that had finished, the one that failed (-1) */
     int64_t early_step;         /* the finished rank's last step */
     uint64_t fail_count;        /* ranks' failures seen (JobRankBook.fail_order) */
+    int64_t desync_seq;         /* JOB_LINT_DESYNC's first collective, -1 none; its two ranks and ops */
+    int desync_rank[2];
+    char desync_op[2][PROTO_STR_SHORT];
     JobRankBook ranks[];        /* [world]: JobRank.book points here */
 };
 
