@@ -231,6 +231,7 @@ int main(void)
             if (order == 0) phase(&r, 0, PHASE_ERROR, CLOSED); /* the consequence arrives first */
             raise_(&r, 1, "ValueError: bad batch 10", "/home/u/job/train.py:10 in main: raise ValueError(\"bad\")",
                    NULL);
+
             if (order == 1) phase(&r, 0, PHASE_ERROR, CLOSED);
             bye_exit(&r, 0, 1);
             bye_exit(&r, 1, 1);
@@ -369,6 +370,19 @@ int main(void)
         CHECK(starts(v, "job failed: rank 0 called broadcast #6 where rank 1 called all-reduce: a desync") &&
                   strstr(v, "; rank 0 ended: signal 6 (Aborted)"),
               "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("an_exception_that_reads_like_a_frame_is_no_frame");
+    {
+        Run r = start(2, 3);
+        raise_(&r, 1, "ValueError: 3 in 4 batches were bad", "/home/u/job/train.py:10 in main: check()", NULL);
+        bye_exit(&r, 1, 1);
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_EXCEPTION && !strcmp(d.where, "train.py:10 in main"), "%s at '%s'",
+              job_diag_kind_name(d.kind), d.where);
         job_free(&r.j);
     }
     TEST_END();

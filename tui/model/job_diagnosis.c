@@ -92,7 +92,9 @@ void job_diag_on_log(Job *j, JobRank *r, JobEventLevel level, const char *text)
     const char *in = strstr(text, " in ");
     const char *colon = in ? in : NULL;
     while (colon > text && colon[-1] != ':') colon--;
-    if (!in || colon <= text + 1 || colon == in) { /* not a frame: the exception closes it */
+    bool digits = in && colon > text + 1 && colon < in;
+    for (const char *p = colon; digits && p < in; p++) digits = *p >= '0' && *p <= '9';
+    if (!digits) { /* not a frame ("PATH:LINE in FN"): the exception closes it */
         b->tb_open = false;
         return;
     }
