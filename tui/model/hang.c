@@ -507,7 +507,17 @@ static void found_of(const Job *j, const HangReport *rep, JobDiagnosis *d)
     d->rank = rep->left >= 0 ? rep->left : rep->n_missing ? rep->missing[0] : -1;
     d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
     if (d->rank >= 0) job_rank_user_where(&j->ranks[d->rank], d->where, sizeof d->where);
-    snprintf(d->text, sizeof d->text, "%s", rep->verdict);
+    /* a rank stopped: the cause first ("rank 1 is at q.py:12 in main
+     * (...); ranks 0,2,3 wait in all-reduce #12 (...) for it"), so a cut
+     * line still names it; the analysis says it the other way round */
+    const char *v = rep->verdict, *f = strstr(v, " for rank ");
+    const char *which = f ? strstr(f, ", which ") : NULL;
+    if (rep->left >= 0 || rep->n_missing == 0 || !which) {
+        snprintf(d->text, sizeof d->text, "%s", v);
+        return;
+    }
+    snprintf(d->text, sizeof d->text, "rank %.*s %s; %.*s for %s", (int)(which - f - 10), f + 10, which + 8,
+             (int)(f - v), v, rep->n_missing == 1 ? "it" : "them");
 }
 
 bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)

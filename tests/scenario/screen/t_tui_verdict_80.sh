@@ -14,16 +14,16 @@ set beat=0.3 sync=1
 1.0  0,2,3 block
 FEED
 start_feed 80 24 "" -n 4 --hang-after 2 --stop-grace 1 -- --script "$TMP/h.feed"
-wait_for 20 hasE "ddptop hang: ranks 0,2,3 wait in all-reduce #[0-9]+" || dies "no hang line"
-# the verdict's last words are on the screen, on a row of their own under the first
-v=$(screen | sed -n '/ddptop hang: /,$p')
-echo "$v" | tr -s ' \n' ' ' | grep -Eq "for rank 1, which stopped stepping after step [0-9]+ \(sleeping|for rank 1, which has been silent|for rank 1, which (is|stopped)" ||
-    dies "the hang's verdict is cut"
-[ "$(echo "$v" | grep -c .)" -ge 2 ] || dies "the verdict is not wrapped"
+# the events panel zoomed (6): the hang's verdict wraps under its first row
+keys 6
+wait_for 20 has "ddptop hang: rank 1 " || dies "no hang line naming rank 1 first"
+joined() { screen | tr -s ' \n' ' '; }
+whole() { joined | grep -Eq "ddptop hang: rank 1 (stopped stepping|has been silent|is) .*; ranks 0,2,3 wait in all-reduce #[0-9]+ \((bucket 0, )?[0-9.]+ s\) for it"; }
+wait_for 5 whole || dies "the hang's verdict is cut"
+[ "$(screen | grep -A3 'ddptop hang: ' | grep -c '^                [^ ]')" -ge 1 ] || dies "the verdict is not wrapped"
 keys d
 wait_for 30 has "job failed" || dies "no failure verdict"
 # the status line's one row cuts it; the events panel, zoomed, has it whole
-keys 6
 wait_for 5 sh -c "command tmux -L $TS capture-pane -p -t $TS | tr -s ' \n' ' ' | grep -q 'ddptop job failed: rank 1 stalled at step [0-9]* (ranks 0,2,3 waited for it in all-reduce #[0-9]*); ranks 0,2,3 were stopped by ddptop (SIGTERM)'" ||
     dies "the final verdict is not whole in the events panel"
 keys q
