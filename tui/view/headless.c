@@ -232,7 +232,28 @@ static void print_progress_text(ViewHeadless *h, const Job *j, double t)
     fputc('\n', o);
 }
 
-static void print_progress_json(ViewHeadless *h, const Job *j, double t)
+/* The rank the others wait for now, as the ranks panel shows it:
+ * "straggler": {"rank", "ms_per_step" (its own time beyond the others'
+ * median)}, or null. */
+static void put_straggler(Json *w, const Job *j, int64_t now_ns)
+{
+    JobSummary sum;
+    uint8_t *cell = malloc((size_t)j->world);
+    sum.straggler = -1;
+    if (cell) job_summary(j, now_ns, now_ns, &sum, cell);
+    free(cell);
+    json_key(w, "straggler");
+    if (sum.straggler < 0) {
+        json_null(w);
+        return;
+    }
+    json_obj(w);
+    json_kv_int(w, "rank", sum.straggler);
+    json_kv_fixed(w, "ms_per_step", sum.straggler_ms, 1);
+    json_obj_end(w);
+}
+
+static void print_progress_json(ViewHeadless *h, const Job *j, double t, int64_t now_ns)
 {
     Json w;
     line_begin(&w, h->out, "progress", t);
@@ -248,6 +269,7 @@ static void print_progress_json(ViewHeadless *h, const Job *j, double t)
     json_kv_uint(&w, "drops", j->drops);
     json_kv_uint(&w, "bad_frames", j->bad_frames);
     json_kv_str(&w, "state", job_state_name(j->state));
+    put_straggler(&w, j, now_ns);
     line_end(&w);
 }
 
@@ -309,7 +331,7 @@ void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
     if (j->n_stepped > 0 && !over && now_ns - h->last_print_ns >= NS_PER_S) {
         double t = secs_since_start(j, now_ns);
         if (h->json)
-            print_progress_json(h, j, t);
+            print_progress_json(h, j, t, now_ns);
         else
             print_progress_text(h, j, t);
         h->last_print_ns = now_ns;
@@ -369,21 +391,6 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         json_arr_end(&w);
         json_kv_str(&w, "verdict", verdict);
         put_cause(&w, j);
-        /* the rank the others waited for at the end, as the screen shows it */
-        JobSummary sum;
-        uint8_t *cell = malloc((size_t)j->world);
-        sum.straggler = -1;
-        if (cell) job_summary(j, now_ns, now_ns, &sum, cell);
-        free(cell);
-        json_key(&w, "straggler");
-        if (sum.straggler >= 0) {
-            json_obj(&w);
-            json_kv_int(&w, "rank", sum.straggler);
-            json_kv_fixed(&w, "ms_per_step", sum.straggler_ms, 1);
-            json_obj_end(&w);
-        } else {
-            json_null(&w);
-        }
         line_end(&w);
         fflush(o);
         return;
