@@ -160,13 +160,15 @@ static void set(JobDiagnosis *d, DiagKind k, const JobRank *r)
  * after as many steps: a collective only some ranks reach. */
 static bool alone_by_error(const Job *j, JobDiagnosis *d)
 {
-    for (int k = 0; k < j->world; k++) {
+    /* the finished rank with the most steps (the lowest of those): O(world) a frame */
+    int done = -1;
+    for (int i = 0; i < j->world; i++)
+        if (finished(&j->ranks[i]) && (done < 0 || step_of(&j->ranks[i]) > step_of(&j->ranks[done]))) done = i;
+    for (int k = 0; done >= 0 && k < j->world; k++) {
         const JobRank *r = &j->ranks[k];
         const JobRankBook *b = r->book;
         if (!r->had_error || !job_error_peer_gone(r->detail) || !b->tb_call[0] || b->tb_call[0] == '-') continue;
-        int other = -1;
-        for (int i = 0; i < j->world && other < 0; i++)
-            if (i != k && finished(&j->ranks[i]) && step_of(&j->ranks[i]) >= step_of(r)) other = i;
+        int other = done != k && step_of(&j->ranks[done]) >= step_of(r) ? done : -1;
         if (other < 0) continue;
         set(d, DIAG_ALONE, r);
         snprintf(d->text, sizeof d->text,
