@@ -168,8 +168,8 @@ int main(void)
     {
         char v[4][2048];
         for (int i = 0; i < 4; i++) desync(i & 1, i >> 1, v[i], sizeof v[i]);
-        CHECK(starts(v[0], "job failed: rank 0 in broadcast #45 at eval.py:14 in validate while rank 1 is in "
-                           "all-reduce #45 at eval.py:22 in <module>: a desync"),
+        CHECK(starts(v[0], "job failed: desync: rank 0 in broadcast #45 at eval.py:14 in validate while rank 1 is in "
+                           "all-reduce #45 at eval.py:22 in <module>: the ranks call collectives in different orders"),
               "verdict: %s", v[0]);
         CHECK(strstr(v[0], "ranks 0,1 ended: exit 1 after \"Timed out waiting 20000ms for recv operation to complete\" "
                            "(a consequence)") &&
@@ -367,7 +367,7 @@ int main(void)
         bye_exit(&r, 1, 1);
         char v[2048];
         job_verdict(r.j, v, sizeof v);
-        CHECK(starts(v, "job failed: rank 0 called broadcast #6 where rank 1 called all-reduce: a desync") &&
+        CHECK(starts(v, "job failed: desync: rank 0 called broadcast #6 where rank 1 called all-reduce: the ranks") &&
                   strstr(v, "; rank 0 ended: signal 6 (Aborted)"),
               "verdict: %s", v);
         job_free(&r.j);

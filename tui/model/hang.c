@@ -453,7 +453,7 @@ static void found_desync(const Job *j, JobDiagnosis *d)
     d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
     if (!ng) return;
     snprintf(d->where, sizeof d->where, "%s", g[c].where);
-    size_t o = (size_t)snprintf(d->text, sizeof d->text, "rank%s %s in %s #%" PRId64 "%s%s", g[c].n == 1 ? "" : "s",
+    size_t o = (size_t)snprintf(d->text, sizeof d->text, "desync: rank%s %s in %s #%" PRId64 "%s%s", g[c].n == 1 ? "" : "s",
                                 g[c].who, op_name(g[c].op), g[c].seq, g[c].where[0] ? " at " : "", g[c].where);
     for (int i = 0; i < ng && o < sizeof d->text; i++) {
         if (i == c) continue;
@@ -466,7 +466,7 @@ static void found_desync(const Job *j, JobDiagnosis *d)
     }
     if (o < sizeof d->text)
         snprintf(d->text + o, sizeof d->text - o,
-                 "%s: a desync, the ranks call collectives in different orders (one under an `if`?)",
+                 "%s: the ranks call collectives in different orders (one under an `if`?)",
                  more ? " (and more)" : "");
 }
 

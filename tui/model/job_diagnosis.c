@@ -200,7 +200,7 @@ static bool lint_desync(const Job *j, JobDiagnosis *d)
     char ow[PROTO_STR_MED + 8];
     where_of(o, ow, sizeof ow);
     snprintf(d->text, sizeof d->text,
-             "rank %d called %s #%lld%s%s where rank %d called %s%s%s: a desync, the ranks call collectives in "
+             "desync: rank %d called %s #%lld%s%s where rank %d called %s%s%s: the ranks call collectives in "
              "different orders (one under an `if`?)",
              r->rank, op_words(b->desync_op[c]), (long long)b->desync_seq, d->where[0] ? " at " : "", d->where, o->rank,
              op_words(b->desync_op[1 - c]), ow[0] ? " at " : "", ow);

@@ -11,7 +11,7 @@
 n=$(diag_line barrier_mid)
 diag_run barrier_mid
 diag_check barrier_mid desync 0 "diag_cases.py:$n in barrier_mid"
-grep -q '"verdict":"job failed: rank 0 in barrier #[0-9]* at diag_cases.py:'"$n"' in barrier_mid while rank 1 is in all-reduce #' \
+grep -q '"verdict":"job failed: desync: rank 0 in barrier #[0-9]* at diag_cases.py:'"$n"' in barrier_mid while rank 1 is in all-reduce #' \
     "$TMP/barrier_mid/out.jsonl" || die "barrier_mid: the desync's ops"
 n=$(diag_line eval_rank0)
 diag_run eval_rank0
