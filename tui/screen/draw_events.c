@@ -52,8 +52,9 @@ static int wrap_next(const char *s, int cols)
         while ((s[n] & 0xC0) == 0x80) n++; /* the rest of a UTF-8 sequence */
         col++;
     }
-    if (!s[n] || s[n] == ' ' || space <= 0) return n;
-    return space + 1;
+    if (!s[n]) return n;
+    if (s[n] == ' ') return n + 1; /* the row ends at a word's end: its space goes with it */
+    return space > 0 ? space + 1 : n;
 }
 
 /* The rows an event takes at width w: its time and who, then the text;
