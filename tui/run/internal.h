@@ -119,7 +119,8 @@ typedef struct {
     int64_t steps_reached; /* the furthest step of any earlier generation (-1: none): DDPTOP_FAULTS_SPENT */
     bool quit_after;
     int handled_signals;
-    char status[256];
+    bool verdict_told; /* the final verdict is an event (the TUI's events panel wraps it) */
+    char status[JOB_EVENT_TEXT + 512]; /* a whole verdict: never cut (the screen cuts at its width) */
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     bool tel_emptied;        /* run_drain read tel until it was empty */
     /* loop.c's wait for input, read by run_drain: what this turn may skip
