@@ -222,7 +222,7 @@ def main(argv):
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, spawn, state, steer, steps
+    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, linger, sampler, spawn, state, steer, steps
     from .steer import StopTraining
     from .uplink import Uplink, StoreError, TransportError
 
@@ -300,9 +300,11 @@ def main(argv):
             # no torch callback left to take the GIL as the interpreter exits (after an
             # error a collective may never complete: its callback is not waited for long)
             compat.quiesce(2.0 if status == 0 else 0.5)
-            beater.stop()
             lifecycle.hello()
-            r.important("bye", status=status, step=r.step)
+            said_bye = linger.wait(r, status)
+            beater.stop()
+            if not said_bye:
+                r.important("bye", status=status, step=r.step)
             up.close(2000)
             state.set_run(None)
     return status
