@@ -54,3 +54,36 @@ py_rec() {
     "$DDPTOP" export "$d/rec" --jsonl "$d/rec.jsonl" >/dev/null 2>&1 || die "$name: export failed"
 }
 rc_of() { cat "$TMP/$1/rc"; }
+# py_venv DIR [torch]: a venv of $PY's Python at DIR, without pip and
+# without the system's packages: nothing but the standard library, or with
+# `torch` everything $PY sees in its site directories (torch and what it
+# needs) except pyzmq and msgpack, linked in through a .pth file: a user's
+# training environment that has torch and nothing of ddptop's.
+py_venv() {
+    local dir=$1 what=${2:-}
+    "$PY" -m venv --without-pip "$dir" >/dev/null 2>&1 || skip "$PY cannot make a venv"
+    [ "$what" = torch ] || return 0
+    mkdir -p "$dir/torch-only"
+    "$PY" - "$dir/torch-only" <<'PYEOF' || die "py_venv: cannot link $PY's packages"
+import os, site, sys
+out = sys.argv[1]
+dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+blocked = ("zmq", "pyzmq", "msgpack")
+seen = set()
+for d in dirs:
+    for name in sorted(os.listdir(d)):
+        stem = name.split(".")[0].split("-")[0].lower()
+        if stem in blocked or name in seen or name.endswith(".pth") or name == "__pycache__":
+            continue
+        seen.add(name)
+        os.symlink(os.path.join(d, name), os.path.join(out, name))
+PYEOF
+    local sp
+    sp=$(echo "$dir"/lib/python3*/site-packages)
+    echo "$dir/torch-only" >"$sp/torch_only.pth"
+    "$dir/bin/python" -c 'import torch' 2>/dev/null || die "py_venv: torch does not import in $dir"
+    local m
+    for m in zmq msgpack; do
+        ! "$dir/bin/python" -c "import $m" 2>/dev/null || die "py_venv: $m imports in $dir"
+    done
+}

@@ -284,7 +284,10 @@ int main(void)
         CHECK(!hang_note(j, &rep, t += S, wall + 5 * S), "the same hang, longer, is not new");
         CHECK(j->ev_total == before + 1, "%llu events for one hang", (unsigned long long)(j->ev_total - before));
         const JobEvent *e = job_event_at(j, 0);
-        CHECK(e && strstr(e->text, "hang: ranks 0,2,3 wait in all-reduce #12 (8.0 s)"), "event: %s", e ? e->text : "");
+        /* the cause first: the rank that stopped, then who waits for it */
+        CHECK(e && !strcmp(e->text, "hang: rank 1 stopped stepping after step 10 (sleeping, phase train); ranks 0,2,3 "
+                                    "wait in all-reduce #12 (8.0 s) for it"),
+              "event: %s", e ? e->text : "");
         for (int k = 0; k < 4; k++)
             job_rank_exited(j, k, 100 + k, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
         char v[512];
@@ -350,7 +353,9 @@ int main(void)
         CHECK(j->hang.n_missing == 1 && j->hang.missing[0] == 1, "missing %d, first %d", j->hang.n_missing,
               j->hang.missing[0]);
         const JobEvent *e = job_event_nth(j, j->hang.ev);
-        CHECK(e && strstr(e->text, "hang: ranks 0,2,3 wait in all-reduce #12"), "event: %s", e ? e->text : "");
+        CHECK(e && strstr(e->text, "hang: rank 1 stopped stepping after step 10") &&
+                  strstr(e->text, "; ranks 0,2,3 wait in all-reduce #12"),
+              "event: %s", e ? e->text : "");
         for (int k = 0; k < 4; k++)
             if (k != 2) job_rank_exited(j, k, 100 + k, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", t += S / 10, wall);
         char v[512];

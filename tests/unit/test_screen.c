@@ -844,6 +844,57 @@ static void test_event_times(void)
     TEST_END();
 }
 
+/* Full words: an error event longer than the panel is wide wraps under
+ * its time, every word kept, a row ending at a word's end; an info event
+ * stays one row (cut at the edge). */
+static void test_event_wrap(void)
+{
+    TEST_BEGIN("a_long_verdict_wraps_whole_at_80_columns");
+    Job *j = job_new(2, T0);
+    const char *v = "hang: rank 0 alone in barrier #22 at ddp_shutdown_hang.py:40 in main: every other rank had "
+                    "finished (rank 1 after step 20), so only rank 0 reaches it (code under `if rank == 0:`?); call "
+                    "it on every rank";
+    job_event(j, T0, WALL, -1, EV_ERROR, "%s", v);
+    job_event(j, T0, WALL, 0, EV_INFO, "an info line %s", v);
+    Canvas cv;
+    canvas_init(&cv, true);
+    canvas_reset(&cv, 80, 24);
+    Ui u;
+    ui_init(&u, 2);
+    u.zoom = PANEL_EVENTS;
+    draw_screen(&cv, &u, j, T0 + SEC, WALL + SEC, NULL, true);
+    const char *t = dump(&cv);
+    /* the rows from the hang's first to the info line, joined, hold it whole */
+    const char *a = strstr(t, "ddptop hang: "), *b = strstr(t, "r0 an info line");
+    char joined[4096] = "";
+    size_t n = 0;
+    int rows = 0;
+    for (const char *p = a; a && b && p < b && n < sizeof joined - 1; p++) {
+        if (*p == '\n') rows++;
+        if (*p == '\n' || (*p == ' ' && n && joined[n - 1] == ' ')) {
+            if (n && joined[n - 1] != ' ') joined[n++] = ' ';
+            continue;
+        }
+        joined[n++] = *p;
+    }
+    joined[n] = '\0';
+    CHECK(a && b && strstr(joined, v + 6) && rows >= 3, "%d rows: '%s'\n%s", rows, joined, t);
+    bool space_first = false; /* a continuation row: 16 columns in, then a word, never a space */
+    for (const char *p = t; (p = strstr(p, "\n                 ")); p++) {
+        const char *q = p + 17;
+        while (*q == ' ') q++;
+        if (*q && *q != '\n') space_first = true;
+    }
+    CHECK(!space_first, "a wrapped row begins with a space:\n%s", t);
+    const char *info = strstr(t, "r0 an info line"); /* its row cut at the edge, nothing under it */
+    CHECK(info && !strstr(info, "ddp_shutdown_hang.py:40") && !strstr(info, "\n                every"),
+          "the info line wrapped too:\n%s", t);
+    ui_done(&u);
+    canvas_done(&cv);
+    job_free(&j);
+    TEST_END();
+}
+
 /* A Python rank's line on its row and detail, a lint on the rows, and the
  * w page: asked by the key, filled by the run loop, scrolled, closed. */
 static void test_python_rank(void)
@@ -1002,6 +1053,7 @@ int main(void)
     test_numfmt();
     test_spark_put();
     test_event_times();
+    test_event_wrap();
     test_plot_path();
     test_panels_120x40();
     test_loss_now();

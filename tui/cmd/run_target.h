@@ -24,13 +24,16 @@ typedef struct {
     char bin[PATH_MAX], cpu_bin[PATH_MAX + 8], adapter[PATH_MAX];
     char timeout[32];
     char **args; /* each rank's argv after argv[0] */
+    char spawns[96]; /* the check's "WHAT:LINE" when the script starts its own ranks (mp.spawn), else "" */
 } RunTargetBuf;
 
 /* o->worker_path, o->trainer_args/n_trainer_args and o->adapter_dir for
  * o->target and o->program; argc/argv: the user's arguments for it (after
  * "--" for the trainer, after SCRIPT, MODULE or CMD otherwise). The
  * program is checked (o->listen_ep: not: nothing is started), and, when
- * !nproc_set and the job runs on GPUs, o->nproc becomes the GPU count.
+ * !nproc_set and the job runs on GPUs, o->nproc becomes the GPU count; a
+ * script that starts its own ranks (b->spawns) runs once (o->nproc 1), and
+ * with -n N > 1 is refused.
  * Returns 0, or 2 (1 when out of memory) after one line on stderr. */
 int run_target_prepare(RunOptions *o, bool nproc_set, int argc, char **argv, RunTargetBuf *b);
 /* `ddptop run --trainer-help`: runs the built-in trainer's --help (the

@@ -393,12 +393,152 @@ static bool shrink_missing(JobHang *h, const HangReport *rep)
     return true;
 }
 
+/* The ranks of j inside collective (seq, op) now, as "0,2-5" (out), and
+ * how many. */
+static int ranks_in(const Job *j, int64_t seq, const char *op, char *buf, size_t len, int *first)
+{
+    int *in = malloc(sizeof(int) * (size_t)j->world), n = 0;
+    if (!in) {
+        buf[0] = 0;
+        return 0;
+    }
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *r = &j->ranks[k];
+        if (r->state == RANK_ALIVE && job_rank_beat_in_coll(r) && r->beat.coll_seq == seq &&
+            !strcmp(r->beat.coll_op, op))
+            in[n++] = k;
+    }
+    hang_format_ranks(in, n, buf, len);
+    if (first) *first = n ? in[0] : -1;
+    free(in);
+    return n;
+}
+
+/* A desync: the ranks wait in different collectives. Grouped by the
+ * collective each is in; the culprit is the smallest group's first rank
+ * (ties: the lowest rank), so the same job names the same rank whichever
+ * wait the analysis saw first. */
+static void found_desync(const Job *j, JobDiagnosis *d)
+{
+    enum { GROUPS = 4 };
+    struct {
+        int64_t seq;
+        char op[PROTO_STR_SHORT];
+        int n, first;
+        char who[128], where[PROTO_STR_MED + 8];
+    } g[GROUPS];
+    int ng = 0, more = 0;
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *r = &j->ranks[k];
+        if (r->state != RANK_ALIVE || !job_rank_beat_in_coll(r)) continue;
+        bool seen = false;
+        for (int i = 0; i < ng && !seen; i++) seen = g[i].seq == r->beat.coll_seq && !strcmp(g[i].op, r->beat.coll_op);
+        if (seen) continue;
+        if (ng == GROUPS) {
+            more++;
+            continue;
+        }
+        g[ng].seq = r->beat.coll_seq;
+        snprintf(g[ng].op, sizeof g[ng].op, "%s", r->beat.coll_op);
+        g[ng].n = ranks_in(j, g[ng].seq, g[ng].op, g[ng].who, sizeof g[ng].who, &g[ng].first);
+        job_rank_user_where(r, g[ng].where, sizeof g[ng].where);
+        ng++;
+    }
+    int c = 0;
+    for (int i = 1; i < ng; i++)
+        if (g[i].n < g[c].n || (g[i].n == g[c].n && g[i].first < g[c].first)) c = i;
+    memset(d, 0, sizeof *d);
+    d->kind = DIAG_DESYNC;
+    d->rank = ng ? g[c].first : -1;
+    d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
+    if (!ng) return;
+    snprintf(d->where, sizeof d->where, "%s", g[c].where);
+    size_t o = (size_t)snprintf(d->text, sizeof d->text, "desync: rank%s %s in %s #%" PRId64 "%s%s", g[c].n == 1 ? "" : "s",
+                                g[c].who, op_name(g[c].op), g[c].seq, g[c].where[0] ? " at " : "", g[c].where);
+    for (int i = 0; i < ng && o < sizeof d->text; i++) {
+        if (i == c) continue;
+        int w = snprintf(d->text + o, sizeof d->text - o, "%s rank%s %s %s in %s #%" PRId64 "%s%s",
+                         o && i > (c == 0 ? 1 : 0) ? ";" : " while", g[i].n == 1 ? "" : "s", g[i].who,
+                         g[i].n == 1 ? "is" : "are", op_name(g[i].op), g[i].seq, g[i].where[0] ? " at " : "",
+                         g[i].where);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o < sizeof d->text)
+        snprintf(d->text + o, sizeof d->text - o,
+                 "%s: the ranks call collectives in different orders (one under an `if`?)",
+                 more ? " (and more)" : "");
+}
+
+/* A collective some ranks wait in alone: every other rank has finished. */
+static void found_alone(const Job *j, const HangReport *rep, JobDiagnosis *d)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = DIAG_ALONE;
+    d->rank = rep->n_waiting ? rep->waiting[0] : -1;
+    const JobRank *r = d->rank >= 0 ? &j->ranks[d->rank] : NULL;
+    d->step = r && r->have_step ? r->last.step : -1;
+    if (r) job_rank_user_where(r, d->where, sizeof d->where);
+    char who[96], gone[96];
+    hang_format_ranks(rep->waiting, rep->n_waiting < HANG_LIST_MAX ? rep->n_waiting : HANG_LIST_MAX, who, sizeof who);
+    hang_format_ranks(rep->missing, rep->n_missing < HANG_LIST_MAX ? rep->n_missing : HANG_LIST_MAX, gone, sizeof gone);
+    const JobRank *m = rep->n_missing ? &j->ranks[rep->missing[0]] : NULL;
+    snprintf(d->text, sizeof d->text,
+             "rank%s %s alone in %s #%" PRId64 "%s%s: every other rank had finished (rank%s %s after step %" PRId64
+             "), so only rank%s %s reach%s it (code under `if rank == %d:`?); call it on every rank",
+             rep->n_waiting == 1 ? "" : "s", who, op_name(rep->op), rep->seq, d->where[0] ? " at " : "", d->where,
+             rep->n_missing == 1 ? "" : "s", gone, m && m->have_step ? m->last.step : 0,
+             rep->n_waiting == 1 ? "" : "s", who, rep->n_waiting == 1 ? "es" : "", d->rank);
+}
+
+/* This report's finding, for the job's diagnosis. */
+static void found_of(const Job *j, const HangReport *rep, JobDiagnosis *d)
+{
+    if (rep->left < 0 && rep->mismatch) {
+        found_desync(j, d);
+        return;
+    }
+    if (rep->left < 0 && rep->alone) {
+        found_alone(j, rep, d);
+        return;
+    }
+    memset(d, 0, sizeof *d);
+    d->kind = rep->left >= 0 ? DIAG_ALONE : rep->n_missing == 0 ? DIAG_STUCK : DIAG_STOPPED;
+    d->rank = rep->left >= 0 ? rep->left : rep->n_missing ? rep->missing[0] : -1;
+    d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
+    if (d->rank >= 0) job_rank_user_where(&j->ranks[d->rank], d->where, sizeof d->where);
+    /* a rank stopped: the cause first ("rank 1 is at q.py:12 in main
+     * (...); ranks 0,2,3 wait in all-reduce #12 (...) for it"), so a cut
+     * line still names it; the analysis says it the other way round */
+    const char *v = rep->verdict, *f = strstr(v, " for rank ");
+    const char *which = f ? strstr(f, ", which ") : NULL;
+    if (rep->left >= 0 || rep->n_missing == 0 || !which) {
+        snprintf(d->text, sizeof d->text, "%s", v);
+        return;
+    }
+    snprintf(d->text, sizeof d->text, "rank %.*s %s; %.*s for %s", (int)(which - f - 10), f + 10, which + 8,
+             (int)(f - v), v, rep->n_missing == 1 ? "it" : "them");
+}
+
 bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
 {
     if (!j || !rep || !rep->hung) return false;
     JobHang *h = &j->hang;
     bool fresh = !same_hang(h, rep) || !job_event_nth(j, h->ev);
     if (!fresh && shrink_missing(h, rep)) return false;
+    /* a new hang after one that resolved starts its own finding; while the
+     * same trouble lasts only a stronger finding replaces the first, so the
+     * job's diagnosis does not flip with what a second's snapshot saw */
+    if (fresh && !hang_is_current(j)) h->found.kind = DIAG_NONE;
+    JobDiagnosis f;
+    found_of(j, rep, &f);
+    /* once a stop was asked or a rank failed, what follows is that doing
+     * (a stalled rank that d stopped cleanly is not a rank that finished
+     * and left the others alone): the finding stands */
+    bool frozen = h->found.kind != DIAG_NONE && (j->state == JOB_STOPPING || j->state == JOB_FAILED);
+    if (!frozen &&
+        (f.kind > h->found.kind || (f.kind == h->found.kind && same_hang(h, rep) && f.rank == h->found.rank)))
+        h->found = f;
     h->active = true;
     h->seq = rep->seq;
     snprintf(h->op, sizeof h->op, "%s", rep->op);
@@ -409,10 +549,16 @@ bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns)
     if (fresh) {
         int m = rep->n_missing > 0 ? rep->missing[0] : -1;
         h->step = m >= 0 && m < j->world && j->ranks[m].have_step ? j->ranks[m].last.step : 0;
-        job_event(j, now_ns, wall_ns, -1, EV_ERROR, "hang: %s", rep->verdict);
+    }
+    /* the live line is the diagnosis (a rank's own error may outrank the hang) */
+    JobDiagnosis d;
+    job_diagnose(j, &d);
+    const char *line = d.kind != DIAG_NONE ? d.text : rep->verdict;
+    if (fresh) {
+        job_event(j, now_ns, wall_ns, -1, EV_ERROR, "hang: %s", line);
         h->ev = j->ev_total - 1;
     } else {
-        job_event_update(j, h->ev, EV_ERROR, "hang: %s", rep->verdict);
+        job_event_update(j, h->ev, EV_ERROR, "hang: %s", line);
     }
     return fresh;
 }
@@ -433,67 +579,29 @@ bool hang_is_current(const Job *j)
     return !m->have_step || m->last.step <= h->step;
 }
 
-/* "were stopped by ddptop (SIGTERM)" for "SIGTERM by ddptop", else
- * "ended: exit 1". */
-static void how_clause(const char *how, bool plural, char *buf, size_t len)
-{
-    const char *by = strstr(how, " by ddptop");
-    if (by)
-        snprintf(buf, len, "%s stopped by ddptop (%.*s)", plural ? "were" : "was", (int)(by - how), how);
-    else
-        snprintf(buf, len, "ended: %s", how[0] ? how : "?");
-}
-
 bool hang_verdict(const Job *j, char *buf, size_t len)
 {
     const JobHang *h = &j->hang;
-    if (!h->blamed || h->n_missing < 1 || !buf || len == 0) return false;
+    if (h->n_missing < 1 || !buf || len == 0) return false;
     int nm = h->n_missing < JOB_HANG_LIST ? h->n_missing : JOB_HANG_LIST;
-    int *waiting = malloc(sizeof(int) * (size_t)j->world), *group = malloc(sizeof(int) * (size_t)j->world);
-    bool *told = calloc((size_t)j->world, sizeof *told);
-    if (!waiting || !group || !told) {
-        free(waiting);
-        free(group);
-        free(told);
-        return false;
-    }
+    int *waiting = malloc(sizeof(int) * (size_t)j->world);
+    if (!waiting) return false;
     int nw = 0;
     for (int k = 0; k < j->world; k++)
         if (!hang_is_missing(j, k)) waiting[nw++] = k;
     char miss[128], wait[128];
     hang_format_ranks(h->missing, nm, miss, sizeof miss);
     hang_format_ranks(waiting, nw, wait, sizeof wait);
-    size_t o;
-    if (h->left) /* the first missing rank left the loop alone: the cause */
-        o = (size_t)snprintf(buf, len,
-                             "job failed: rank %d left the training loop%s after step %" PRId64 " (%s %s waited for it "
-                             "in %s #%" PRId64 ")",
-                             h->missing[0], h->unsafe ? " (unsafe stop)" : " alone", h->step,
-                             nw == 1 ? "rank" : "ranks", wait, op_name(h->op), h->seq);
-    else
-        o = (size_t)snprintf(
-            buf, len, "job failed: rank%s %s stalled at step %" PRId64 " (%s %s waited for %s in %s #%" PRId64 ")",
-            nm == 1 ? "" : "s", miss, h->step, nw == 1 ? "rank" : "ranks", wait, nm == 1 ? "it" : "them",
-            op_name(h->op), h->seq);
-    /* how every rank ended, ranks that ended alike together */
-    for (int k = 0; k < j->world && o < len; k++) {
-        const JobRank *r = &j->ranks[k];
-        if (told[k] || r->state != RANK_FAILED) continue;
-        int ng = 0;
-        for (int i = k; i < j->world; i++)
-            if (!told[i] && j->ranks[i].state == RANK_FAILED && !strcmp(j->ranks[i].how_ended, r->how_ended)) {
-                told[i] = true;
-                group[ng++] = i;
-            }
-        char who[128], how[96];
-        hang_format_ranks(group, ng, who, sizeof who);
-        how_clause(r->how_ended, ng > 1, how, sizeof how);
-        int w = snprintf(buf + o, len - o, "; rank%s %s %s", ng == 1 ? "" : "s", who, how);
-        if (w < 0) break;
-        o += (size_t)w;
-    }
     free(waiting);
-    free(group);
-    free(told);
+    const char *at = h->found.rank == h->missing[0] ? h->found.where : "";
+    if (h->left) /* the first missing rank left the loop alone: the cause */
+        snprintf(buf, len,
+                 "rank %d left the training loop%s after step %" PRId64 " (%s %s waited for it in %s #%" PRId64 ")",
+                 h->missing[0], h->unsafe ? " (unsafe stop)" : " alone", h->step, nw == 1 ? "rank" : "ranks", wait,
+                 op_name(h->op), h->seq);
+    else
+        snprintf(buf, len, "rank%s %s stalled at step %" PRId64 "%s%s (%s %s waited for %s in %s #%" PRId64 ")",
+                 nm == 1 ? "" : "s", miss, h->step, at[0] ? " at " : "", at, nw == 1 ? "rank" : "ranks", wait,
+                 nm == 1 ? "it" : "them", op_name(h->op), h->seq);
     return true;
 }

@@ -74,7 +74,9 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n);
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out);
 
 /* One hang, one report: tell the job model the hang the live watch sees
- * (j->hang). A new one (another collective than the current) is added as
+ * (j->hang) and keep its finding (JobHang.found: a desync, ranks alone in a
+ * collective, a rank stopped) when it is stronger than the one before, for
+ * the job's diagnosis (job_diagnose). The event says the diagnosis. A new one (another collective than the current) is added as
  * an event; the same one rewrites that event in place as its wait grows or
  * its verdict changes. Returns true for a new hang (the one time to print
  * it as {"k":"hang"}). */
@@ -83,10 +85,10 @@ bool hang_note(Job *j, const HangReport *rep, int64_t now_ns, int64_t wall_ns);
 bool hang_is_current(const Job *j);
 /* Is rank one the current hang's ranks waited for? */
 bool hang_is_missing(const Job *j, int rank);
-/* The job's verdict when its hang caused the failure (j->hang.blamed):
- * "job failed: rank 1 stalled at step 10 (ranks 0,2,3 waited for it in
- * all-reduce #12); ranks 0-3 were stopped by ddptop (SIGTERM)" into buf
- * (out). False (buf untouched) otherwise. */
+/* The final words for a hang whose finding is a rank that stopped or left
+ * the loop alone (job_verdict): "rank 1 stalled at step 10 at
+ * train.py:12 in main (ranks 0,2,3 waited for it in all-reduce #12)" into
+ * buf (out). False (buf untouched) when no rank was missing. */
 bool hang_verdict(const Job *j, char *buf, size_t len);
 
 /* "0-2,5,7" into buf. */

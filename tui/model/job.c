@@ -122,6 +122,7 @@ Job *job_new(int world, int64_t now_ns)
     j->book->fill_done_epoch = -1;
     j->book->ep_rank = -1;
     j->book->early_rank = j->book->early_by = -1;
+    j->book->desync_seq = -1;
     if (job_comm_init(j)) {
         job_free(&j);
         return NULL;
@@ -384,7 +385,10 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
     /* an error's text outlives the phases after it: the verdict needs it */
     if (has_detail && (p->phase == PHASE_ERROR || !r->had_error)) copy_str(r->detail, sizeof r->detail, p->detail);
     if (p->phase == PHASE_ERROR) {
-        if (!r->had_error) job_lint_early(j, r, p->detail, at); /* r->phase: the one it failed in */
+        if (!r->had_error) {
+            job_lint_early(j, r, p->detail, at); /* r->phase: the one it failed in */
+            job_diag_on_error(j, r, p->detail);
+        }
         r->had_error = true;
     }
     if (p->phase == r->phase) return;
@@ -469,6 +473,7 @@ static void apply_log(Job *j, JobRank *r, const MsgLog *l, int64_t sent_wall_ns,
     copy_str(rec->text, sizeof rec->text, l->text);
     r->book->logs_head = (r->book->logs_head + 1) % JOB_RANK_LOGS;
     if (r->logs_len < JOB_RANK_LOGS) r->logs_len++;
+    job_diag_on_log(j, r, level, l->text);
     job_ev_add(j, at, r->rank, level, "%s", l->text);
 }
 
@@ -680,8 +685,12 @@ void job_rank_exited(Job *j, int rank, int pid, int wait_status, const char *how
             j->first_failed = rank;
             /* a rank ending while the others wait for a stalled one: the
              * stall is the cause, unless the stalled one ended by itself */
-            j->hang.blamed = hang_is_current(j) && (!hang_is_missing(j, rank) || strstr(r->how_ended, "by ddptop"));
+            /* the hang the others were in when the first rank failed is
+             * the diagnosis's evidence (job_diagnose weighs it against
+             * the ranks' own errors) */
+            j->hang.blamed = hang_is_current(j);
         }
+        job_diag_on_exit(j, r);
         j->state = JOB_FAILED;
     } else if (job_all_exited(j)) {
         j->state = job_all_clean(j) && !j->ckpts_lost ? JOB_DONE : JOB_FAILED;
@@ -718,10 +727,18 @@ void job_restart(Job *j, int64_t now_ns)
     }
     job_comm_restart(j);
     memset(&j->hang, 0, sizeof j->hang);
+    for (int i = 0; i < j->world; i++) {
+        JobRankBook *b = j->ranks[i].book;
+        b->fail_order = 0;
+        b->fail_own = b->tb_open = false;
+        b->tb_where[0] = b->tb_call[0] = '\0';
+    }
+    j->book->fail_count = 0;
     j->restarts++;
     j->state = JOB_STARTING;
     j->first_failed = -1;
     j->book->early_rank = j->book->early_by = -1;
+    j->book->desync_seq = -1;
     j->pause_wanted = false;
     j->paused = false;
     j->version++;
@@ -833,24 +850,7 @@ void job_verdict(const Job *j, char *buf, size_t len)
             snprintf(buf, len, "job done: all %d ranks ended cleanly", j->world);
         return;
     }
-    if (j->first_failed >= 0 && hang_verdict(j, buf, len)) return;
-    if (j->first_failed >= 0) {
-        const JobRank *r = &j->ranks[j->first_failed];
-        int nfailed = 0;
-        for (int i = 0; i < j->world; i++) nfailed += j->ranks[i].state == RANK_FAILED;
-        char at[48], more[48] = "";
-        if (r->have_step)
-            snprintf(at, sizeof at, "at step %lld", (long long)r->last.step);
-        else
-            snprintf(at, sizeof at, "before its first step");
-        if (nfailed > 1) snprintf(more, sizeof more, " (%d ranks failed)", nfailed);
-        bool err = r->had_error && r->detail[0];
-        char early[192] = "";
-        job_lint_early_clause(j, early, sizeof early);
-        snprintf(buf, len, "job failed: rank %d %s %s%s%.200s%s%s", r->rank, r->how_ended, at, err ? ": " : "",
-                 err ? r->detail : "", more, early);
-        return;
-    }
+    if (j->first_failed >= 0 && job_diag_verdict(j, buf, len)) return;
     int running = 0;
     for (int i = 0; i < j->world; i++) running += !rank_exited(&j->ranks[i]);
     snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld", running, j->world,

@@ -32,6 +32,8 @@
 #define JOB_MAX_RANKS       4096
 #define JOB_STEP_RING       256
 #define JOB_EVENTS          512
+/* An event's text: long enough for a whole hang verdict (full words, never cut). */
+#define JOB_EVENT_TEXT      1024
 #define JOB_SHARD_FIRST     16
 /* A live rank silent this long is shown as stale (a hang, or a dead link). */
 #define JOB_STALE_NS        5000000000LL
@@ -160,7 +162,7 @@ typedef struct {
     int64_t mono_ns; /* monotonic, same clock as job start_ns */
     int rank;        /* -1: ddptop itself */
     JobEventLevel level;
-    char text[256];
+    char text[JOB_EVENT_TEXT];
 } JobEvent;
 
 typedef enum {
@@ -221,6 +223,30 @@ typedef struct {
     int64_t same_order_epoch; /* the epoch that repeated, -1 */
 } JobShardMap;
 
+/* The job's one diagnosis (job_diagnosis.c): the strongest finding the job
+ * has produced, of which the live hang line, the final verdict, --json's
+ * summary and the exit line are views. Strongest first: */
+typedef enum {
+    DIAG_NONE = 0,
+    DIAG_FAILED,    /* a rank failed; nothing tells more */
+    DIAG_TIMEOUT,   /* a collective timed out (only consequences were seen) */
+    DIAG_UNEVEN,    /* the ranks ran different numbers of steps */
+    DIAG_STUCK,     /* every rank is inside one collective that never completes */
+    DIAG_STOPPED,   /* a rank stopped (stuck, stopped, silent) while the others wait for it */
+    DIAG_DIED,      /* a rank's process ended on its own: a signal, an exit code */
+    DIAG_EXCEPTION, /* a rank's own exception */
+    DIAG_ALONE,     /* a collective reached by some ranks only */
+    DIAG_DESYNC,    /* the ranks wait in different collectives */
+} DiagKind;
+#define JOB_DIAG_TEXT 768
+typedef struct {
+    DiagKind kind;
+    int rank;                     /* the culprit (the `!`), -1 none */
+    int64_t step;                 /* its last step, -1 unknown */
+    char where[PROTO_STR_MED + 8]; /* the innermost line of the user's own code, "x.py:12 in main"; "" */
+    char text[JOB_DIAG_TEXT];     /* cause first: the rank, what it did, the line */
+} JobDiagnosis;
+
 /* The hang ddptop reported (model/hang.c keeps it: hang_note), so that the
  * job's verdict blames the rank the others waited for, not the first one
  * the shutdown ladder happened to reap. */
@@ -236,6 +262,7 @@ typedef struct {
     uint64_t ev;  /* its event (job_event_nth), updated in place */
     bool left;    /* the first missing rank left the training loop alone (HangReport.left) */
     bool unsafe;  /* and its stop says it was an unsafe stop */
+    JobDiagnosis found; /* the strongest finding of this hang (hang_note); kind DIAG_NONE: none */
 } JobHang;
 
 typedef struct {
@@ -384,8 +411,24 @@ void job_set_interrupted(Job *j, const char *by);
  * lost: ..."); false (buf untouched) for any other outcome. */
 bool job_outcome_verdict(const Job *j, char *buf, size_t len);
 /* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"
- * or "job failed: rank 1 signal 9 (Killed) at step 57". Writes buf (out). */
+ * or "job failed: rank 1 signal 9 (Killed) at step 57": a failure says the
+ * diagnosis (job_diagnose) first, then how the others ended, as
+ * consequences. Writes buf (out). */
 void job_verdict(const Job *j, char *buf, size_t len);
+/* The job's one diagnosis now (job_diagnosis.c), into *d (out): the
+ * strongest of a current hang's finding (desync, a collective some ranks
+ * reach alone, a rank stopped), what the ranks' own errors say (a
+ * collective the user called that a finished peer never reached, the first
+ * rank's own exception or death), uneven inputs when the step counts
+ * differ, a timeout, a failure. A peer's "Connection closed by peer" or a
+ * timeout is a consequence, never the cause while anything better is
+ * known. Pure: the same messages give the same diagnosis. kind DIAG_NONE
+ * when nothing is wrong. */
+void job_diagnose(const Job *j, JobDiagnosis *d);
+/* The word for a kind: "desync", "alone", "exception", ... */
+const char *job_diag_kind_name(DiagKind k);
+/* Is rank the culprit of the job's diagnosis (the `!` mark)? */
+bool job_diag_is_culprit(const Job *j, int rank);
 
 /* The rank's i-th most recent phase change (0 = current), NULL past the end. */
 const JobPhaseRec *job_rank_phase_at(const JobRank *r, int i);
@@ -412,6 +455,11 @@ const JobEval *job_eval_at(const Job *j, int i);
  * "train.py:57 in save_checkpoint" into buf (out). False (buf "") when the
  * rank has sent none (ddptop's C trainer, no beat yet). */
 bool job_rank_where(const JobRank *r, char *buf, size_t len);
+/* job_rank_where, when the line is the user's own code: not a frozen
+ * stdlib module ("<frozen genericpath>:19 exists") nor any "<...>" the
+ * worker could not place; false (buf "") otherwise. The diagnosis names
+ * no line rather than a wrong one. */
+bool job_rank_user_where(const JobRank *r, char *buf, size_t len);
 /* A few words for the row of a rank with these JobLint bits ("set_epoch
  * not called?"), the most serious first; "" for none. */
 const char *job_lint_brief(unsigned lints);

@@ -83,6 +83,14 @@ void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev
 void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b)
 {
     if (rank_a < 0 || rank_a >= j->world || rank_b < 0 || rank_b >= j->world || rank_a == rank_b) return;
+    JobBook *b = j->book;
+    if (b->desync_seq < 0) { /* the first one, for the diagnosis */
+        b->desync_seq = seq;
+        b->desync_rank[0] = rank_a;
+        b->desync_rank[1] = rank_b;
+        snprintf(b->desync_op[0], sizeof b->desync_op[0], "%s", op_a);
+        snprintf(b->desync_op[1], sizeof b->desync_op[1], "%s", op_b);
+    }
     job_lint_mark(j, &j->ranks[rank_a], JOB_LINT_DESYNC, at, NULL);
     job_lint_mark(j, &j->ranks[rank_b], JOB_LINT_DESYNC, at,
                   "desync: collective #%lld is %.20s on rank %d but %.20s on rank %d: the ranks call collectives in "
@@ -147,7 +155,7 @@ void job_lint_alone(Job *j, JobTime at)
 
 /* The error text of a collective whose peer went away: Gloo's "Connection
  * closed by peer" / "reset by peer", a broken pipe. */
-static bool peer_gone(const char *error)
+bool job_error_peer_gone(const char *error)
 {
     return error && (strstr(error, "by peer") || strstr(error, "Connection closed") ||
                      strstr(error, "Connection reset") || strstr(error, "Broken pipe"));
@@ -165,7 +173,7 @@ void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
 {
     JobBook *b = j->book;
     if (j->world < 2 || j->first_failed >= 0 || b->early_by >= 0) return;
-    if (r->phase != PHASE_TRAIN || !r->have_step || !peer_gone(error)) return;
+    if (r->phase != PHASE_TRAIN || !r->have_step || !job_error_peer_gone(error)) return;
     int best = -1;
     for (int k = 0; k < j->world; k++) {
         const JobRank *o = &j->ranks[k];
@@ -184,15 +192,4 @@ void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
                   "partner. The ranks ran different numbers of steps: the same number of batches on each "
                   "(DistributedSampler, drop_last) or torch's Join",
                   best, (long long)b->early_step, r->rank);
-}
-
-bool job_lint_early_clause(const Job *j, char *buf, size_t len)
-{
-    const JobBook *b = j->book;
-    if (b->early_by < 0 || b->early_by != j->first_failed) return false;
-    snprintf(buf, len,
-             "; rank %d had finished after step %lld while rank %d trained on: the ranks ran different numbers of "
-             "steps (uneven inputs: Join)",
-             b->early_rank, (long long)b->early_step, b->early_by);
-    return true;
 }

@@ -42,6 +42,12 @@ struct JobRankBook {
      * before the current one, when known */
     bool epoch_start_known;
     int64_t epoch_start_step;
+    /* what the diagnosis knows of its failure (job_diagnosis.c) */
+    uint64_t fail_order;            /* 0 none; else the job's count of failures when its own came */
+    bool fail_own;                  /* its own (an exception, a death), not a peer's consequence */
+    bool tb_open;                   /* its traceback's lines are arriving */
+    char tb_where[PROTO_STR_MED];   /* its traceback's innermost frame of the user's own code */
+    char tb_call[PROTO_STR_SHORT];  /* the torch.distributed function that frame called, "" */
 };
 
 /* A bucket's figures of one step, summed over the ranks that reported it
@@ -96,6 +102,10 @@ struct JobBook {
     int ep_rank;                /* finish it counted them (-1: none yet) */
     int early_rank, early_by;   /* JOB_LINT_EARLY: the rank that had finished, the one that failed (-1) */
     int64_t early_step;         /* the finished rank's last step */
+    uint64_t fail_count;        /* ranks' failures seen (JobRankBook.fail_order) */
+    int64_t desync_seq;         /* JOB_LINT_DESYNC's first collective, -1 none; its two ranks and ops */
+    int desync_rank[2];
+    char desync_op[2][PROTO_STR_SHORT];
     JobRankBook ranks[];        /* [world]: JobRank.book points here */
 };
 
@@ -141,9 +151,20 @@ void job_lint_alone(Job *j, JobTime at);
  * rank finished by then at r's step or before, and does the error say a
  * peer went away? (JOB_LINT_EARLY) */
 void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at);
-/* "; rank D had finished after step S while rank F trained on: ..." when the
- * job's first failure was that one, else false. */
-bool job_lint_early_clause(const Job *j, char *buf, size_t len);
+/* A peer went away under a collective: Gloo's "Connection closed by peer"
+ * / "reset by peer", a broken pipe (a consequence, not a cause). */
+bool job_error_peer_gone(const char *error);
+
+/* ---- the diagnosis's evidence (job_diagnosis.c) ---- */
+/* r entered the error phase for the first time with this text. */
+void job_diag_on_error(Job *j, JobRank *r, const char *error);
+/* r logged a line at this level (its traceback comes so). */
+void job_diag_on_log(Job *j, JobRank *r, JobEventLevel level, const char *text);
+/* job_verdict's line for a failed job: "job failed: " + the diagnosis,
+ * then how the other ranks ended, as consequences. */
+bool job_diag_verdict(const Job *j, char *buf, size_t len);
+/* r's process ended not cleanly (r->how_ended set). */
+void job_diag_on_exit(Job *j, JobRank *r);
 void job_lint_mark(Job *j, JobRank *r, JobLint lint, JobTime at, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

@@ -287,7 +287,8 @@ void run_request_stack(Run *r, int rank)
 {
     if (!r->tui || rank < 0 || rank >= r->job->world) return;
     const JobRank *jr = &r->job->ranks[rank];
-    pid_t pid = r->external ? -1 : launcher_pid(r->l, rank);
+    /* a followed rank (follow.c) is a child of the launched process, and writes to its log */
+    pid_t pid = r->external ? -1 : r->follow.on ? (pid_t)jr->pid : launcher_pid(r->l, rank);
     const char *signame;
     int sig = stack_signal(&signame);
     if (jr->state == RANK_EXITED_OK || jr->state == RANK_FAILED) {
@@ -303,7 +304,7 @@ void run_request_stack(Run *r, int rank)
     } else {
         /* the process that said hello: the interpreter, even under a wrapper that forked */
         if (jr->pid > 0) pid = (pid_t)jr->pid;
-        const char *log = launcher_log_path(r->l, rank);
+        const char *log = launcher_log_path(r->l, r->follow.on ? 0 : rank);
         long off = file_size(log);
         if (off < 0 || kill(pid, sig) != 0) {
             stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank, off < 0 ? "no log file" : "kill failed");
@@ -352,7 +353,7 @@ static void stack_head(Run *r, char *head, size_t len, int threads, const char *
 void run_stack_tick(Run *r)
 {
     if (!r->stack.on && !r->stack.follow) return;
-    const char *log = launcher_log_path(r->l, r->stack.rank);
+    const char *log = launcher_log_path(r->l, r->follow.on ? 0 : r->stack.rank);
     int64_t now = mono_ms();
     long size = file_size(log);
     if (size > r->stack.size) {

@@ -29,7 +29,7 @@
 int run_procs_running(const Run *r)
 {
     int n = launcher_running(r->l) + (r->nodes ? nodes_running(r->nodes) : 0);
-    if (r->external && r->job)
+    if ((r->external || r->follow.on) && r->job)
         for (int k = 0; k < r->job->world; k++) n += r->rk[k].routable && !r->rk[k].ext_ended;
     return n;
 }
@@ -39,6 +39,10 @@ int run_procs_running(const Run *r)
 void run_on_exit(void *ctx, int rank, int pid, int status)
 {
     Run *r = ctx;
+    if (r->follow.on && pid == r->follow.pid) { /* the ranks' launcher, not a rank (follow.c) */
+        run_follow_launcher_exit(r, status);
+        return;
+    }
     const JobRank *jr = &r->job->ranks[rank];
     bool silent = r->job->bare && !jr->hello; /* a bare program sends no bye: nothing to wait for */
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !jr->bye && !silent) {
@@ -71,7 +75,7 @@ int run_held_exits(Run *r, bool all_now)
 static void tail_log(Run *r, int rank)
 {
     char lines[3][256];
-    int n = launcher_log_tail(r->l, rank, lines, 3);
+    int n = launcher_log_tail(r->l, r->follow.on ? 0 : rank, lines, 3); /* followed ranks: the launched log */
     for (int i = 0; i < n; i++) job_event(r->job, mono_ns(), wall_ns(), rank, EV_ERROR, "log: %s", lines[i]);
 }
 

@@ -32,7 +32,10 @@ int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_n
     for (int k = 0; l && k < w->world && k < j->world; k++) {
         HangRank *s = &w->snap[k];
         ProcStat ps;
-        if (!s->exited && procstat_read(launcher_pid(l, k), &ps) == 0) {
+        /* the process that said hello (a child of the launched one for a script that
+         * starts its own ranks: run/follow.c), else the one launched */
+        pid_t pid = j->ranks[k].pid > 0 ? (pid_t)j->ranks[k].pid : launcher_pid(l, k);
+        if (!s->exited && procstat_read(pid, &ps) == 0) {
             s->proc_state = ps.state;
             snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
         }

@@ -92,7 +92,7 @@ static inline bool implausible(const Msg *m)
  * did not start it (listen, other nodes' ranks, before the launch). */
 static int64_t started_pid(const Run *r, int k)
 {
-    if (r->external || !r->l || k >= r->o->nproc) return 0;
+    if (r->external || r->follow.on || !r->l || k >= r->o->nproc) return 0;
     return launcher_pid(r->l, k);
 }
 
@@ -130,6 +130,11 @@ static FromVerdict check_hello(Tap *t, const Msg *m, const char *ident, size_t i
         snprintf(t->why, sizeof t->why,
                  "refused a hello for rank %d from %s: it claims pid %" PRId64 " but comes from process %" PRId64, k,
                  who, claimed, pid);
+    else if (r->follow.on && !run_follow_descends(r, claimed))
+        snprintf(t->why, sizeof t->why,
+                 "refused a hello for rank %d from %s (pid %" PRId64 "%s): not a process the script's launcher "
+                 "(pid %" PRId64 ") started",
+                 k, who, claimed, from, r->follow.pid);
     else if (expect && claimed != expect)
         snprintf(t->why, sizeof t->why,
                  "refused a hello for rank %d from %s (pid %" PRId64 "%s): ddptop started rank %d as pid %" PRId64, k,
@@ -146,6 +151,8 @@ __attribute__((noinline)) static FromVerdict check_sender_all(Tap *t, const Msg 
     const char *ident = t->ident;
     size_t ident_len = t->ident_len ? *t->ident_len : 0;
     int64_t pid = t->pid ? *t->pid : 0;
+    /* a process the launched script started: the job follows its world from now on */
+    if (ident && m->kind == MSG_HELLO && r->rk && !r->follow.on) run_follow_hello(r, m, m->u.hello.pid);
     if (!is_rank_kind(m->kind) || m->rank < 0 || !r->rk || m->rank >= r->job->world) return FROM_OK;
     const RunRank *rk = &r->rk[m->rank];
     if (ident && m->kind == MSG_HELLO) return check_hello(t, m, ident, ident_len, pid);
@@ -160,6 +167,9 @@ __attribute__((noinline)) static FromVerdict check_sender_all(Tap *t, const Msg 
         int64_t own = rk->pid ? rk->pid : started_pid(r, m->rank);
         if (own && pid != own && !(m->kind == MSG_BYE && process_ended(own))) {
             if (pid == rk->prev_pid) return FROM_STALE;
+            /* a rank the launched script started, whose hello is not read yet (follow.c) */
+            if (!r->follow.on && own == started_pid(r, m->rank) && run_follow_descends_launched(r, pid))
+                return FROM_STALE;
             snprintf(t->why, sizeof t->why, "process %" PRId64 " (rank %d is process %" PRId64 ")", pid, m->rank, own);
             return FROM_FOREIGN;
         }
@@ -191,7 +201,10 @@ static inline bool sender_plain(const Tap *t, const Msg *m)
 }
 
 /* May this sender send m? Sets t->verdict (and t->why); no side effects,
- * so the tap and handle_msg agree. Every telemetry message asks, so the
+ * so the tap and handle_msg agree, but one: the first hello from a process
+ * the launched script started makes the job follow its world (follow.c),
+ * before the frame is recorded or applied, and a second look agrees with
+ * the first. Every telemetry message asks, so the
  * usual answer comes first (sender_plain); anything else, and every
  * refusal, is check_sender_all's. */
 static inline FromVerdict check_sender(Tap *t, const Msg *m)
@@ -413,7 +426,7 @@ static inline bool listen_heard(Run *r, const Msg *m, Arrival at)
 /* A rank's own message, to the job model (and the bench). */
 static inline void apply_rank_msg(Run *r, Msg *m, Arrival at)
 {
-    if (r->external && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, at)) return;
+    if ((r->external || r->follow.on) && m->rank >= 0 && m->rank < r->job->world && listen_heard(r, m, at)) return;
     job_apply(r->job, m, at.mono_ns, at.wall_ns);
     if (r->bench) bench_on_msg(r->bench, m, at.mono_ns);
 }

@@ -11,6 +11,8 @@
  *   peers.c     the agents of other nodes and the attached viewers
  *   setup.c     sockets, keys, the job model and the per-rank rows, and
  *               their teardown
+ *   follow.c    a script that starts its own ranks (mp.spawn): its
+ *               children are the ranks, their world the job's
  *
  * Every function here that takes err returns an ErrStatus (base/err.h)
  * and fills err when it fails; loop.c turns the status into the exit code.
@@ -48,7 +50,9 @@ typedef struct {
     int64_t exit_at;           /* ms an exit 0 without bye was reaped (0: none) */
     int exit_pid, exit_status; /* that exit, waiting for its bye */
     int64_t heard_ms;          /* listen: last message from it */
-    bool ext_ended;            /* listen: bye or silence ended it */
+    bool ext_ended;            /* listen, follow.c: bye or silence ended it */
+    int64_t gone_ms;           /* follow.c: its process seen gone (0: not), its bye awaited a while */
+    int gone_status;           /* and the status it ends with without one */
     /* inbox.c: who the rank is (its hello's routing id and pid), and the
      * pid before a restart (its late frames are dropped without a word) */
     char ident[ZS_IDENT_MAX];
@@ -84,6 +88,12 @@ typedef struct {
     bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
     bool external;     /* listen: ranks are not ours to start or signal */
+    struct {           /* follow.c: the launched process started the ranks itself */
+        bool on;       /* its children's hellos came: they are the ranks */
+        int64_t pid;   /* the launched process, their launcher (not a rank) */
+        bool exited;   /* and its exit */
+        int status;
+    } follow;
     char dir[256];     /* the private directory: sockets, and logs unless --log-dir */
     bool keep_dir;     /* the run failed: keep the logs in dir (run_teardown) */
     bool rec_lost;     /* a write of the --record file failed: it ends early (run_teardown) */
@@ -109,7 +119,8 @@ typedef struct {
     int64_t steps_reached; /* the furthest step of any earlier generation (-1: none): DDPTOP_FAULTS_SPENT */
     bool quit_after;
     int handled_signals;
-    char status[256];
+    bool verdict_told; /* the final verdict is an event (the TUI's events panel wraps it) */
+    char status[JOB_EVENT_TEXT + 512]; /* a whole verdict: never cut (the screen cuts at its width) */
     uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
     bool tel_emptied;        /* run_drain read tel until it was empty */
     /* loop.c's wait for input, read by run_drain: what this turn may skip
@@ -252,6 +263,27 @@ void run_take_signals(Run *r);
 void run_request_abort(Run *r);
 /* The ladder's deadlines, with running ranks still running. */
 void run_ladder_tick(Run *r, int running);
+
+/* ---- follow.c ---- */
+/* A hello from rank m->rank claiming pid `claimed`, before any rank is known:
+ * when this node launched one process of a script and `claimed` is a process
+ * it started (a descendant), the job follows those processes as its ranks:
+ * the world becomes the hello's (the job model and everything sized by the
+ * world start again, the events kept). True when the job follows them now
+ * (also when it already did). */
+bool run_follow_hello(Run *r, const Msg *m, int64_t claimed);
+/* Whether pid descends from the launched process the job follows. */
+bool run_follow_descends(const Run *r, int64_t pid);
+/* Before it follows: whether pid descends from the one process launched
+ * for a script (its telemetry may come before its hello is read). */
+bool run_follow_descends_launched(const Run *r, int64_t pid);
+/* The launched process exited (status as waitpid's): ranks that did not say
+ * bye end with it. */
+void run_follow_launcher_exit(Run *r, int status);
+/* --max-restarts launched the script again: its new process is the launcher followed. */
+void run_follow_restarted(Run *r);
+/* Once a turn: a followed rank whose process is gone without a bye ended. */
+void run_follow_tick(Run *r);
 
 /* ---- spawn.c ---- */
 /* Start every rank (restart 0: the first time; K: the K-th restart, from

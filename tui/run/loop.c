@@ -18,6 +18,7 @@
 #endif
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -209,6 +210,7 @@ static int collect(Run *r, Turns *t)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", err);
     if (mono_ms() - t->last_reap_ms >= REAP_MS) {
         launcher_reap(r->l, run_on_exit, r);
+        run_follow_tick(r);
         t->last_reap_ms = mono_ms();
     }
     return run_held_exits(r, false);
@@ -265,8 +267,11 @@ static void watch_hangs(Run *r, int running)
     if (r->rung >= 1 && h->active && (h->seq != r->hw.last.seq || strcmp(h->op, r->hw.last.op))) return;
     if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui)
         view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
-    if (!r->stop_requested) /* once stopping, the status line counts down the ladder */
-        snprintf(r->status, sizeof r->status, "hang: %.200s", r->hw.last.verdict);
+    if (!r->stop_requested) { /* once stopping, the status line counts down the ladder */
+        JobDiagnosis d; /* the hang's event says the same */
+        job_diagnose(r->job, &d);
+        snprintf(r->status, sizeof r->status, "hang: %s", d.kind != DIAG_NONE ? d.text : r->hw.last.verdict);
+    }
 }
 
 /* Nothing runs and no exit waits for its bye: restart (--max-restarts),
@@ -280,6 +285,8 @@ static int exit_status(const Run *r)
     JobOutcome o = job_outcome(r->job);
     if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
     if (r->aborted || r->rdzv_failed) return 1;
+    /* the script's process that started the ranks failed after they ended well */
+    if (r->follow.exited && !(WIFEXITED(r->follow.status) && WEXITSTATUS(r->follow.status) == 0)) return 1;
     if (o == JOB_END_OK) return 0;
     return o == JOB_END_CKPT_LOST ? RUN_EXIT_CKPT_LOST : 1;
 }
@@ -296,14 +303,19 @@ static bool job_over(Run *r, int running, int held, bool starting)
     }
     if (running > 0 || held > 0 || r->restart_pending || starting) return false;
     if (r->nodes && r->launched) { /* every node exits as node 0 does */
-        char v[200] = "job done: every rank ended cleanly";
+        char v[sizeof r->status] = "job done: every rank ended cleanly";
         if (!job_ok(r->job)) job_verdict(r->job, v, sizeof v);
         nodes_done(r->nodes, v, exit_status(r));
     }
     if (!r->status[0] || r->stop_requested) {
-        char verdict[200] = "job done: every rank ended cleanly";
-        if (!job_ok(r->job)) /* the status line names the cause, as the summary will */
+        char verdict[sizeof r->status - 32] = "job done: every rank ended cleanly";
+        if (!job_ok(r->job)) { /* the status line names the cause, as the summary will */
             job_verdict(r->job, verdict, sizeof verdict);
+            /* and the events panel keeps it whole, wrapped, where the
+             * status line's one row cuts it */
+            if (r->tui && !r->verdict_told) job_event(r->job, mono_ns(), wall_ns(), -1, EV_ERROR, "%s", verdict);
+            r->verdict_told = true;
+        }
         snprintf(r->status, sizeof r->status, "%s — press q to leave", verdict);
     }
     return r->o->headless || r->quit_after;

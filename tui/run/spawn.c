@@ -81,7 +81,8 @@ int run_launch(Run *r, int restart, char *err, size_t errlen)
     }
     r->lc = (LaunchConfig){ .world = o->nproc,
                             .rank_offset = 0,
-                            .global_world = r->job->world,
+                            /* a followed script's world is its children's (follow.c): it runs as one */
+                            .global_world = r->follow.on ? o->nproc * o->nnodes : r->job->world,
                             .worker_path = o->worker_path,
                             .worker_args = o->trainer_args,
                             .n_worker_args = o->n_trainer_args,
@@ -136,7 +137,8 @@ int run_restart(Run *r, char *err, size_t errlen)
                               .sent_resume = r->resume_id,
                               .heard_ms = r->rk[k].heard_ms,
                               .prev_pid = r->rk[k].pid, /* its late frames are not a stranger's */
-                              .ext_ended = r->rk[k].ext_ended };
+                              /* listen's ended ranks stay ended; followed ones start again */
+                              .ext_ended = r->rk[k].ext_ended && !r->follow.on };
     r->stop_requested = false;
     r->stop_arg = 0;
     r->rung = 0;
@@ -148,6 +150,7 @@ int run_restart(Run *r, char *err, size_t errlen)
             r->steps_reached = r->job->ranks[k].last.step;
     job_restart(r->job, mono_ns());
     if (run_launch(r, r->job->restarts, err, errlen)) return ERR_FAIL;
+    run_follow_restarted(r);
     snprintf(r->status, sizeof r->status, "restart %d/%d", r->job->restarts, r->o->max_restarts);
     return ERR_OK;
 }

@@ -89,6 +89,14 @@ static Entry *slot(Entry *e, size_t cap, const char *key, uint32_t h)
         if (!e[i].key || (e[i].hash == h && !strcmp(e[i].key, key))) return &e[i];
 }
 
+const uint8_t *store_peek(const Store *s, const char *key, size_t *len)
+{
+    const Entry *e = slot(s->e, s->cap, key, hash_key(key));
+    if (!e->key) return NULL;
+    *len = e->len;
+    return e->val;
+}
+
 /* Double the table. -1 when out of memory (the table is unchanged). */
 static int rehash(Store *s)
 {

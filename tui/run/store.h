@@ -43,6 +43,8 @@ int store_handle(Store *s, void *router, const void *ident, size_t ident_len, co
 void store_refuse(void *router, const void *ident, size_t ident_len, const char *key, const char *why, CodecBuf *buf);
 /* Answer waiters whose timeout passed with ok=false. Cheap when none is due. */
 void store_tick(Store *s, void *router, int64_t now_ms, CodecBuf *buf);
+/* The value of key (*len its length), or NULL when the store has no such key. */
+const uint8_t *store_peek(const Store *s, const char *key, size_t *len);
 /* Keys held, requests waiting, bytes of keys and values held. */
 size_t store_keys(const Store *s);
 size_t store_waiting(const Store *s);

@@ -63,6 +63,9 @@ typedef struct {
      * the summary and every rank's JobCell; NULL for a small job */
     const JobSummary *sum;
     const uint8_t *cell;
+    /* the rank the job's diagnosis blames (job_diagnose), -1 none: the one
+     * row the `!` stands on while a hang or a failure is diagnosed */
+    int culprit;
 } DrawCtx;
 
 /* The panel bodies; (x, y, w, h) is the area under the panel's title line. */

@@ -40,31 +40,89 @@ static const char *event_when(int64_t t_ns)
     return when_memo[slot].text;
 }
 
-static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w)
+/* The bytes of s that fill at most cols columns (a column a code point:
+ * events are ASCII but for what ranks log), ending at a space when one is
+ * there, so a verdict wraps between words. */
+static int wrap_next(const char *s, int cols)
 {
-    int cx = x + canvas_put(d->cv, y, x, w, ST_DIM, event_when(e->t_ns));
-    char who[16] = "ddptop ";
-    if (e->rank >= 0) { /* "r%d " */
-        who[0] = 'r';
-        int len = 1 + numfmt_int(who + 1, sizeof who - 2, e->rank);
-        who[len] = ' ';
-        who[len + 1] = '\0';
+    int n = 0, col = 0, space = -1;
+    while (s[n] && col < cols) {
+        if (s[n] == ' ') space = n;
+        n++;
+        while ((s[n] & 0xC0) == 0x80) n++; /* the rest of a UTF-8 sequence */
+        col++;
     }
-    cx += canvas_put(d->cv, y, cx, x + w - cx, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
+    if (!s[n]) return n;
+    if (s[n] == ' ') return n + 1; /* the row ends at a word's end: its space goes with it */
+    return space > 0 ? space + 1 : n;
+}
+
+/* The rows an event takes at width w: its time and who, then the text;
+ * a hang's verdict and an error wrap under the text so that every word
+ * can be read, other events stay one line (cut at the edge). */
+static int event_rows(const JobEvent *e, int textw)
+{
+    if (e->level != EV_ERROR || textw < 10) return 1;
+    int rows = 0;
+    for (const char *p = e->text; *p && rows < 64; rows++) p += wrap_next(p, textw);
+    return rows ? rows : 1;
+}
+
+/* Columns the time and who take before an event's text. */
+#define EVENT_INDENT 16
+
+/* rows of the event from its row `from` on, at most `max`, from row y. */
+static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w, int from, int max)
+{
+    int textw = w - EVENT_INDENT;
     int st = e->level == EV_ERROR ? ST_ERR : e->level == EV_WARN ? ST_WARN : ST_NORMAL;
-    canvas_put(d->cv, y, cx, x + w - cx, st, e->text);
+    if (event_rows(e, textw) == 1) {
+        if (from > 0 || max < 1) return;
+        int cx = x + canvas_put(d->cv, y, x, w, ST_DIM, event_when(e->t_ns));
+        char who[16] = "ddptop ";
+        if (e->rank >= 0) { /* "r%d " */
+            who[0] = 'r';
+            int len = 1 + numfmt_int(who + 1, sizeof who - 2, e->rank);
+            who[len] = ' ';
+            who[len + 1] = '\0';
+        }
+        cx += canvas_put(d->cv, y, cx, x + w - cx, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
+        canvas_put(d->cv, y, cx, x + w - cx, st, e->text);
+        return;
+    }
+    const char *p = e->text;
+    for (int row = 0; *p && max > 0; row++) {
+        int n = wrap_next(p, textw);
+        if (row >= from) {
+            char piece[JOB_EVENT_TEXT];
+            snprintf(piece, sizeof piece, "%.*s", n, p);
+            if (row == 0) {
+                canvas_put(d->cv, y, x, w, ST_DIM, event_when(e->t_ns));
+                char who[16] = "ddptop";
+                if (e->rank >= 0) snprintf(who, sizeof who, "r%d", e->rank);
+                canvas_put(d->cv, y, x + 9, EVENT_INDENT - 9, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
+            }
+            canvas_put(d->cv, y, x + EVENT_INDENT, textw, st, piece);
+            y++;
+            max--;
+        }
+        p += n;
+    }
 }
 
 /* Newest at the bottom; rank_filter >= 0 keeps one rank's events (the
- * detail page), else the panel's scroll position applies. */
+ * detail page), else the panel's scroll position applies. An error
+ * (a hang's verdict) wraps over as many rows as it needs; when the panel
+ * is too short for the oldest shown, its first rows are the ones shown. */
 void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
 {
     const Job *j = d->j;
     if (h <= 0) return;
     const JobEvent *pick[256];
-    int n = 0, skip = rank_filter < 0 ? d->ui->events_back : 0;
+    int rows[256];
+    int n = 0, used = 0, skip = rank_filter < 0 ? d->ui->events_back : 0;
     if (rank_filter < 0) d->ui->events_rows = h;
-    for (int i = 0; n < h && n < 256; i++) {
+    for (int i = 0; used < h && n < 256; i++) {
         const JobEvent *e = job_event_at(j, i);
         if (!e) break;
         if (rank_filter >= 0 && e->rank != rank_filter) continue;
@@ -72,11 +130,21 @@ void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
             skip--;
             continue;
         }
+        rows[n] = event_rows(e, w - EVENT_INDENT);
+        used += rows[n];
         pick[n++] = e;
     }
     if (n == 0) {
         canvas_put(d->cv, y, x, w, ST_DIM, "no events");
         return;
     }
-    for (int i = 0; i < n; i++) draw_event(d, pick[n - 1 - i], x, y + i, w);
+    int row = y, left = h;
+    for (int i = n - 1; i >= 0 && left > 0; i--) {
+        /* the oldest shown may not fit whole: its first rows, then the newer ones whole */
+        int show = i == n - 1 && used > h ? rows[i] - (used - h) : rows[i];
+        if (show < 1) continue;
+        draw_event(d, pick[i], x, row, w, 0, show);
+        row += show;
+        left -= show;
+    }
 }

@@ -294,6 +294,12 @@ static void draw_rank_row(DrawCtx *d, const Cols *c, const JobRank *r, const Job
         spark = true; /* drawn below, in the note's style */
         nst = ST_SERIES(r->rank);
     }
+    /* a diagnosis names one culprit: the `!` is its, not the ranks that
+     * wait for it */
+    if (d->culprit >= 0 && r->rank == d->culprit && mark != d->g->mark_fail)
+        mark = d->g->mark_warn;
+    else if (d->culprit >= 0 && mark == d->g->mark_warn)
+        mark = " ";
     if (selected) {
         canvas_fill(d->cv, y, x0, w, ST_SEL);
         st = ST_SEL;

@@ -803,7 +803,7 @@ static void layout_body(DrawCtx *d, int y, int w, int h)
 
 void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_ns, const char *status, bool color)
 {
-    DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii, NULL, NULL };
+    DrawCtx d = { cv, u, j, now_ns, wall_ns, color, cv->utf8 ? &glyphs_utf8 : &glyphs_ascii, NULL, NULL, -1 };
     int w = cv->w, h = cv->h;
     for (int p = 0; p < PANEL__COUNT; p++) u->rect[p] = (UiRect){ 0, 0, 0, 0 };
     u->map_rows = 0;
@@ -821,6 +821,9 @@ void draw_screen(Canvas *cv, Ui *u, const Job *j, int64_t now_ns, int64_t wall_n
     /* the order the ranks are listed in: keys move through it; a big job
      * lists the ranks that stand out first */
     job_rank_order(j, u->sort, u->sort_desc, now_ns, wall_ns, u->order);
+    JobDiagnosis diag;
+    job_diagnose(j, &diag);
+    d.culprit = diag.kind != DIAG_NONE ? diag.rank : -1;
     JobSummary sum;
     uint8_t *cell = j->world > DRAW_MAP_MIN_RANKS ? malloc((size_t)j->world) : NULL;
     if (cell) {

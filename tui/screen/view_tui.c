@@ -253,6 +253,19 @@ int view_tui_open(ViewTui **out, int world, char *err, size_t errlen)
     return 0;
 }
 
+int view_tui_set_world(ViewTui *v, int world)
+{
+    Ui fresh;
+    if (ui_init(&fresh, world)) {
+        ui_done(&fresh);
+        return -1;
+    }
+    ui_done(&v->ui);
+    v->ui = fresh;
+    v->clear_next = true;
+    return 0;
+}
+
 void view_tui_close(ViewTui **pv)
 {
     if (!pv || !*pv) return;

@@ -11,6 +11,7 @@
 #include "view/view.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -231,7 +232,28 @@ static void print_progress_text(ViewHeadless *h, const Job *j, double t)
     fputc('\n', o);
 }
 
-static void print_progress_json(ViewHeadless *h, const Job *j, double t)
+/* The rank the others wait for now, as the ranks panel shows it:
+ * "straggler": {"rank", "ms_per_step" (its own time beyond the others'
+ * median)}, or null. */
+static void put_straggler(Json *w, const Job *j, int64_t now_ns)
+{
+    JobSummary sum;
+    uint8_t *cell = malloc((size_t)j->world);
+    sum.straggler = -1;
+    if (cell) job_summary(j, now_ns, now_ns, &sum, cell);
+    free(cell);
+    json_key(w, "straggler");
+    if (sum.straggler < 0) {
+        json_null(w);
+        return;
+    }
+    json_obj(w);
+    json_kv_int(w, "rank", sum.straggler);
+    json_kv_fixed(w, "ms_per_step", sum.straggler_ms, 1);
+    json_obj_end(w);
+}
+
+static void print_progress_json(ViewHeadless *h, const Job *j, double t, int64_t now_ns)
 {
     Json w;
     line_begin(&w, h->out, "progress", t);
@@ -247,7 +269,28 @@ static void print_progress_json(ViewHeadless *h, const Job *j, double t)
     json_kv_uint(&w, "drops", j->drops);
     json_kv_uint(&w, "bad_frames", j->bad_frames);
     json_kv_str(&w, "state", job_state_name(j->state));
+    put_straggler(&w, j, now_ns);
     line_end(&w);
+}
+
+/* The job's diagnosis as "cause": {"kind", "rank", "line", "step",
+ * "text"}; null when nothing is wrong. */
+static void put_cause(Json *w, const Job *j)
+{
+    JobDiagnosis d;
+    job_diagnose(j, &d);
+    json_key(w, "cause");
+    if (d.kind == DIAG_NONE) {
+        json_null(w);
+        return;
+    }
+    json_obj(w);
+    json_kv_str(w, "kind", job_diag_kind_name(d.kind));
+    json_kv_int(w, "rank", d.rank);
+    json_kv_str(w, "line", d.where);
+    json_kv_int(w, "step", d.step);
+    json_kv_str(w, "text", d.text);
+    json_obj_end(w);
 }
 
 /* Ranks as an array: the first HANG_LIST_MAX of n. */
@@ -272,6 +315,7 @@ void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int
     json_kv_int(&w, "waited_ms", hr->waited_ms);
     json_kv_bool(&w, "mismatch", hr->mismatch);
     json_kv_str(&w, "verdict", hr->verdict);
+    put_cause(&w, j);
     line_end(&w);
     fflush(h->out);
 }
@@ -287,7 +331,7 @@ void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
     if (j->n_stepped > 0 && !over && now_ns - h->last_print_ns >= NS_PER_S) {
         double t = secs_since_start(j, now_ns);
         if (h->json)
-            print_progress_json(h, j, t);
+            print_progress_json(h, j, t, now_ns);
         else
             print_progress_text(h, j, t);
         h->last_print_ns = now_ns;
@@ -313,7 +357,7 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
     /* no pending events here: after the screen closes the run loop reuses a
      * fresh printer for the summary, and the whole log would pour out */
     FILE *o = h->out;
-    char verdict[512], how[80];
+    char verdict[JOB_EVENT_TEXT + 512], how[80];
     job_verdict(j, verdict, sizeof verdict);
     double t = secs_since_start(j, now_ns);
     if (h->json) {
@@ -347,6 +391,7 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         }
         json_arr_end(&w);
         json_kv_str(&w, "verdict", verdict);
+        put_cause(&w, j);
         line_end(&w);
         fflush(o);
         return;

@@ -30,6 +30,10 @@ typedef struct ViewTui ViewTui;
  * Returns 0 or -1 with err (no terminal at all: "not a terminal"; unknown
  * TERM). */
 int view_tui_open(ViewTui **out, int world, char *err, size_t errlen);
+/* The job's world changed before any rank said hello (a script that starts
+ * its own ranks: tui/run/follow.c): the rank list starts again for `world`.
+ * -1 when out of memory (the old list stays). */
+int view_tui_set_world(ViewTui *v, int world);
 /* Give the terminal back (endwin). Safe on NULL; sets *v = NULL. */
 void view_tui_close(ViewTui **v);
 /* Draw the whole screen. `status` is a one-line message from the run loop

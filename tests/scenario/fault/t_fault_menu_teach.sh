@@ -25,7 +25,7 @@ wait_for 20 grep -q "fault: unsafe stop - rank 1 stops alone at step [1-9]" "$TM
     dies "rank 1 did not stop alone at its step"
 step=$(grep -o "stops alone at step [0-9]*" "$TMP/logs/rank-1.log" | head -1 | grep -o "[0-9]*$")
 # rank 0 is left in an all-reduce rank 1 never joins: the hang view says so
-wait_for 20 hasE "^! +0 .* in allreduce #[0-9]+ for [1-9]" || dies "rank 0 not shown waiting"
+wait_for 20 hasE "^[! ] +0 .* in allreduce #[0-9]+ for [1-9]" || dies "rank 0 not shown waiting"
 wait_for 20 hasE "^! +1 .* in barrier #[0-9]+ for" || dies "rank 1 not shown in its final barrier"
 wait_for 10 hasE "desync: collective #[0-9]+ is (barrier on rank 1 but allreduce on rank 0|allreduce on rank 0 but barrier on rank 1)" ||
     dies "no desync named"
@@ -36,6 +36,9 @@ has "job done" && dies "the job ended cleanly"
 wait_for 20 has "hang: rank 1 left the training loop (unsafe stop) after step $step and waits in barrier" ||
     dies "the hang does not blame rank 1's unsafe stop"
 has "for rank 0" && dies "the hang blames rank 0"
+# the `!` stands on the culprit alone, not on the rank that waits for it
+wait_for 5 hasE "^! +1 .* in barrier #" || dies "no ! on rank 1, the cause"
+hasE "^  +0 .* in allreduce #" || dies "rank 0, which only waits, is marked"
 keys d
 wait_for 30 has "job failed" || dies "the ladder did not end the hang"
 keys q

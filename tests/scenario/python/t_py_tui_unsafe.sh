@@ -14,7 +14,7 @@ wait_for 5 has "unsafe stop: rank 1 stops alone" || dies "the menu's u is not on
 tmux send-keys -t "$S" u
 wait_for 20 grep -q "fault: unsafe stop - rank 1 stops alone at step [1-9]" "$TMP/logs/rank-1.log" ||
     dies "rank 1 did not stop alone at its step"
-wait_for 30 hasE "^! +0 .* in allreduce #[0-9]+ for [1-9]" || dies "rank 0 not shown waiting in the all-reduce"
+wait_for 30 hasE "^[! ] +0 .* in allreduce #[0-9]+ for [1-9]" || dies "rank 0 not shown waiting in the all-reduce"
 wait_for 20 hasE "^! +1 .* in barrier #[0-9]+ for" || dies "rank 1 not shown in its barrier"
 grep -q "fault: unsafe stop" "$TMP/logs/rank-0.log" && dies "rank 0 stopped too"
 has "job done" && dies "the job ended cleanly"
@@ -22,6 +22,9 @@ has "job done" && dies "the job ended cleanly"
 wait_for 20 has "hang: rank 1 left the training loop (unsafe stop) after step [0-9]* and waits in barrier" ||
     dies "the hang does not blame rank 1's unsafe stop"
 has "for rank 0" && dies "the hang blames rank 0"
+# the `!` stands on the culprit alone, not on the rank that waits for it
+wait_for 5 hasE "^! +1 .* in barrier #" || dies "no ! on rank 1, the cause"
+hasE "^  +0 .* in allreduce #" || dies "rank 0, which only waits, is marked"
 tmux send-keys -t "$S" d
 wait_for 60 has "job failed" || dies "the ladder did not end the hang"
 tmux send-keys -t "$S" q

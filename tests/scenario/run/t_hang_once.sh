@@ -28,10 +28,16 @@ wait_for 5 no_workers || die "workers left: $(our_workers)"
 # the screen: one line, updated in place; the countdown; the verdict
 . tests/lib_tui.sh
 start_feed 120 36 "DDPTOP_WORKER=$PWD/$BUILD/ddptop-worker" -n 4 --hang-after 1 --stop-grace 8 -- "${TRAIN[@]}"
-wait_for 30 hasE '^[0-9:]+ ddptop hang: ranks 0,2,3 wait in all-reduce #[0-9]+ \(bucket 0, [0-9.]+ s\)' || dies "no hang event line"
-first=$(screen | grep -Eo '^[0-9:]+ ddptop hang: .*all-reduce #[0-9]+ \(bucket 0, [0-9.]+ s\)')
-wait_for 20 sh -c "command tmux -L $TS capture-pane -p -t $TS | grep -E '^[0-9:]+ ddptop hang: ' | grep -vqF '$first'" ||
-    dies "the hang line did not update in place"
+# the hang's event: its first row and the rows it wraps onto (16 columns in)
+hang_rows() {
+    screen | awk '/^[0-9:]+ ddptop hang: /{on=1; print; next} on && /^                [^ ]/{print; next} {on=0}' |
+        tr -s ' \n' ' '
+}
+hang_named() { hang_rows | grep -Eq 'ddptop hang: rank 1 .*; ranks 0,2,3 wait in all-reduce #[0-9]+ \(bucket 0, [0-9.]+ s\) for it'; }
+wait_for 30 hang_named || dies "no hang event line"
+first=$(hang_rows)
+hang_moved() { [ "$(hang_rows)" != "$first" ]; }
+wait_for 20 hang_moved || dies "the hang line did not update in place"
 n=$(screen | grep -Ec '^[0-9:]+ ddptop hang: ')
 [ "$n" -eq 1 ] || dies "$n hang lines in the events panel, want 1"
 keys d

@@ -29,7 +29,8 @@ assert h["waiting"] == [0] and h["missing"] == [1], h
 assert h["op"] == "allreduce" and h["seq"] > 0 and h["waited_ms"] >= 2000, h
 assert "rank 1" in h["verdict"] and "SIGSTOP" in h["verdict"], h["verdict"]
 PYEOF
-grep -q '"text":"hang: rank 0 waits in all-reduce' "$out" || die "no hang event line"
+# the event names the cause first: the stopped rank, then who waits for it
+grep -q '"text":"hang: rank 1 is stopped (SIGSTOP)[^"]*; rank 0 waits in all-reduce' "$out" || die "no hang event line"
 kill -TERM "$dp"
 ended_within 15 $dp || die "ddptop did not end after SIGTERM"
 [ $rc -eq 1 ] || die "ddptop exited $rc, want 1 (a rank had to be killed)"

@@ -7,6 +7,9 @@
 # first. Python -> C: Python packs the same messages (keys in another order,
 # unknown keys added, an unknown kind, malformed frames) and tool_wire decode
 # must read them, or exit 2 with a reason.
+# The adapter's own codec (workers/python/ddptop/_msgpack.py, for
+# interpreters without msgpack) reads every C frame to the same values and
+# packs the same messages to the C frame's bytes.
 # Env: BUILD (build dir, default build), PY (python with msgpack).
 # Exit 0 pass, 77 skip (no msgpack for $PY), anything else fail.
 set -u
@@ -31,6 +34,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$PY" - "$tmp" "$TOOL" <<'PYEOF'
 import math, os, subprocess, sys
 import msgpack
+sys.path.insert(0, "workers/python")
+from ddptop import _msgpack
 
 d, tool = sys.argv[1], sys.argv[2]
 T = 1700000000123456789
@@ -110,6 +115,8 @@ for kind in EXPECT:
     # C writes the same smallest forms as Python's packer (fixmap, compact
     # ints, float64): the bytes are identical.
     check(msgpack.packb(want) == frame, f"{kind}: C frame differs from Python's packb")
+    check(_msgpack.packb(want) == frame, f"{kind}: C frame differs from the adapter's _msgpack.packb")
+    check(_msgpack.unpackb(frame) == obj, f"{kind}: the adapter's _msgpack reads the C frame otherwise")
 
 # ---- Python -> C ---------------------------------------------------------
 def esc(s):

@@ -13,8 +13,8 @@ __version__ = "0.1.0"
 
 
 def _run():
-    # only `python -m ddptop` imports the state (and with it zmq and msgpack):
-    # a script run bare, in an environment without them, gets the no-ops
+    # only `python -m ddptop` imports the state (and with it the sockets):
+    # a script run bare gets the no-ops
     state = sys.modules.get(__name__ + ".state")
     return state.run() if state is not None else None
 

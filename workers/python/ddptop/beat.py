@@ -38,16 +38,17 @@ BEAT_S = 1.0
 PUMP_S = 0.05
 
 
-# Frames under these are the machinery, not the script's line a user looks for.
+# Frames under these are the machinery, not the script's line a user looks for
+# (the standard library's, frozen modules' such as <frozen genericpath> too).
 _SKIP = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, runpy, threading)) + \
-    (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+    (os.path.dirname(os.path.abspath(__file__)) + os.sep, "<frozen ")
 
 
-def where(r, top=None):
-    """The script's innermost frame on the main thread: "train.py:88 main"
+def frame_where(top):
+    """A thread's innermost frame of the script's: "train.py:88 main"
     (torch's and the adapter's own frames skipped; the innermost when the
-    script has none). top: the main thread's innermost frame, if known."""
-    top = f = top or sys._current_frames().get(r.main_thread)
+    script has none); "" without a frame."""
+    f = top
     while f is not None and f.f_code.co_filename.startswith(_SKIP):
         f = f.f_back
     f = f or top
@@ -56,12 +57,22 @@ def where(r, top=None):
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} {f.f_code.co_name}"
 
 
+def where(r, top=None):
+    """The script's innermost frame on the main thread (frame_where). top:
+    the main thread's innermost frame, if known."""
+    return frame_where(top or sys._current_frames().get(r.main_thread))
+
+
 _FR = None
 
 
 def beat_once(r):
     global _FR
-    top = sys._current_frames().get(r.main_thread)
+    frames = sys._current_frames()
+    top = frames.get(r.main_thread)
+    lingering = r.lingering
+    if lingering:       # the script has finished: where its process waits is a thread of its own (linger.py)
+        top = next((frames[t.ident] for t in lingering if t.is_alive() and t.ident in frames), top)
     seq, op, since, bucket = collectives.oldest_in_flight()
     if seq < 0 and compat.torch_numbering():      # a collective the wrappers do not see? (2.x)
         _FR = _FR or compat.FlightRecorder()
@@ -85,6 +96,9 @@ def watch_front(r, fr, ping_timeout_s):
     """Once a beat: is ddptop there, stopped or gone? (front.py)"""
     was_gone, was_stopped = fr.gone, bool(fr.stopped_since)
     state, why = fr.look(r.up, ping_timeout_s)
+    if state == front.GONE and r.lingering:
+        from . import linger
+        linger.front_gone(r)
     if state == front.GONE and not was_gone:
         _say(r, f"{why}: stopping after the next agreed step with a final checkpoint")
         r.front_gone = True

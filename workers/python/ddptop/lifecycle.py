@@ -26,7 +26,7 @@ import urllib.parse
 import torch
 import torch.distributed as dist
 
-from . import compat
+from . import compat, spawn
 from .state import run
 
 VERSION = "0.1.0"
@@ -113,6 +113,26 @@ def wait_for_store(addr, limit_s):
             time.sleep(STORE_PROBE_S)
 
 
+def follow_identity(init_sig, args, kwargs, env=None):
+    """(rank, world) of a process the script started (spawn.py), from its
+    init_process_group call (rank=, world_size=), else RANK and WORLD_SIZE
+    as torch's env:// reads them."""
+    env = os.environ if env is None else env
+    bound = kwargs
+    if init_sig is not None:
+        try:
+            bound = init_sig.bind(*args, **kwargs).arguments
+        except TypeError:
+            pass
+    rank, world = bound.get("rank", -1), bound.get("world_size", -1)
+    try:
+        rank = int(env.get("RANK", 0)) if rank is None or int(rank) < 0 else int(rank)
+        world = int(env.get("WORLD_SIZE", 1)) if world is None or int(world) < 0 else int(world)
+    except (TypeError, ValueError):
+        rank, world = 0, 1
+    return rank, world
+
+
 def install():
     _ORIG.update(init=dist.init_process_group, destroy=dist.destroy_process_group)
 
@@ -126,6 +146,8 @@ def install():
     @functools.wraps(_ORIG["init"])
     def init_process_group(*args, **kwargs):
         r = run()
+        if r is None and spawn.pending():      # a process the script started: a rank from now on
+            r = spawn.become_rank(*follow_identity(init_sig, args, kwargs))
         if r is None:
             return _ORIG["init"](*args, **kwargs)
         # the call as torch reads it, whichever arguments came by position; a
@@ -137,6 +159,7 @@ def install():
             except TypeError:
                 return _ORIG["init"](*args, **kwargs)
         hello(kwargs.get("backend", args[0] if args else "") or "")
+        spawn.announce()
         r.set_phase("init")
         if kwargs.get("timeout") is None and len(args) <= 2 and r.timeout_s:
             kwargs["timeout"] = datetime.timedelta(seconds=r.timeout_s)

@@ -8,12 +8,18 @@ run as usual), and turn how it ended into ddptop's terms:
   StopTraining (a stop)    barrier with a timeout, destroy the process
                            group if the script did not, bye 0, exit 0;
   any other exception      phase error, the traceback as log lines, one a
-                           frame (the whole one on stderr), bye 1, exit 1.
+                           frame (the whole one on stderr), bye 1, exit 1;
+  spawn.Refused            (-n N with a script that starts its own ranks)
+                           phase error with its line, bye 2, exit 2.
+
+A script whose children became ranks (spawn.py: mp.spawn and friends) ends
+without a word as a rank: the launched process was their launcher.
 
 --timeout S is what `ddptop run` gives every worker: the default timeout of
 the script's process group. With DDPTOP_CHECK_ARGS set (ddptop checks a
 worker's options before launching anything) it only checks that the
-script exists and prints the device line ddptop reads.
+script exists and prints the device line ddptop reads (with `spawns
+WHAT:LINE` for a script that starts its own ranks).
 """
 import importlib.util
 import os
@@ -59,6 +65,14 @@ def parse(argv):
     return timeout_s, None, argv[i], argv[i:], found
 
 
+class NoTorch(Exception):
+    """The check's interpreter has no torch: exit NO_TORCH, so ddptop can
+    name interpreters that have it (tui/cmd/run_target.c)."""
+
+
+NO_TORCH = 3
+
+
 def _nvidia_gpus():
     """Whether the NVIDIA driver shows a GPU (CUDA_VISIBLE_DEVICES may hide them all)."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
@@ -69,7 +83,7 @@ def _nvidia_gpus():
         return os.path.exists("/dev/nvidia0")
 
 
-def check(module, script, env):
+def check(module, script, env, spawns=None):
     """DDPTOP_CHECK_ARGS: the script is there, and (unless the script runs
     bare, DDPTOP_NO_INJECT) what the adapter needs; the device line for
     ddptop. find_spec finds a package without importing it (torch takes a
@@ -88,10 +102,16 @@ def check(module, script, env):
         if not found:
             raise envmod.EnvError(f"-m {module}: no such module")
     if not env.get("DDPTOP_NO_INJECT"):
-        missing = [m for m in ("torch", "zmq", "msgpack") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise envmod.EnvError(f"{sys.executable} has no {', '.join(missing)}: pick the interpreter that "
-                                  f"runs your script with --python PATH (or run it bare with --no-inject)")
+        # torch is all the adapter asks of the interpreter (ZeroMQ is ddptop's
+        # libzmq, msgpack its own codec where the packages are not there)
+        if importlib.util.find_spec("torch") is None:
+            raise NoTorch(f"{sys.executable} (Python {sys.version.split()[0]}) cannot import torch: pick the "
+                          f"interpreter that runs your script with --python PATH (or run it bare with --no-inject)")
+        from . import uplink
+        try:
+            uplink.zmq_for(bool(env.get("DDPTOP_KEYS")))
+        except uplink.TransportError as e:
+            raise envmod.EnvError(str(e)) from None
     device = env.get("DDPTOP_DEVICE") or "auto"
     gpus = 0
     # torch takes a second to import: not asked at all where no NVIDIA GPU is
@@ -101,7 +121,9 @@ def check(module, script, env):
         if device == "cuda" and not gpus:
             raise envmod.EnvError("no usable CUDA GPU: use --device cpu")
     device = "cuda" if gpus and device != "cpu" else "cpu"
-    print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}")
+    # spawns WHAT:LINE: the script starts its own ranks (spawn.scan): ddptop runs it once
+    more = f" spawns {spawns[0]}:{spawns[1]}" if spawns else ""
+    print(f"device {device} backend {'nccl' if device == 'cuda' else 'gloo'} gpus {gpus}{more}")
 
 
 def script_traceback(e, most=8):
@@ -179,33 +201,54 @@ def main(argv):
         timeout_s, module, script, sargv, plan = parse(argv)
         plan += faults.from_env(env)
         if env.get("DDPTOP_CHECK_ARGS"):
-            if env.get("WORLD_SIZE", "").isdigit():
+            from . import spawn
+            spawns = spawn.scan_target(module, script)
+            # a script that starts its own ranks has the world they declare, not -n's
+            if env.get("WORLD_SIZE", "").isdigit() and not spawns:
                 faults.check_ranks(plan, int(env["WORLD_SIZE"]))
-            check(module, script, env)
+            try:
+                check(module, script, env, spawns)
+            except NoTorch as e:
+                print(f"ddptop-py: {e}", file=sys.stderr)
+                return NO_TORCH
             return 0
         ctl, tel, keys_path = envmod.endpoints(env)
         keys = envmod.read_keys(keys_path) if keys_path else None
         rank, world, local_rank, local_world = envmod.identity(env)
-        faults.check_ranks(plan, world)
+        from . import spawn
+        if not spawn.scan_target(module, script):     # else the world its ranks declare
+            faults.check_ranks(plan, world)
     except (envmod.EnvError, faults.FaultError) as e:
         print(f"ddptop-py: {e}", file=sys.stderr)
         return 2
 
-    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, sampler, state, steer, steps
+    from . import beat, collectives, ckpt, compat, cxx_hook, ddp_hook, lifecycle, linger, sampler, spawn, state, steer, steps
     from .steer import StopTraining
-    from .uplink import Uplink, StoreError
+    from .uplink import Uplink, StoreError, TransportError
 
-    up = Uplink(ctl, tel, rank, keys)
+    try:
+        up = Uplink(ctl, tel, rank, keys)
+    except TransportError as e:
+        print(f"ddptop-py: {e}", file=sys.stderr)
+        return 2
     r = state.Run(up, rank, world, local_rank, local_world, timeout_s)
     state.set_run(r)
     for m in (collectives, ddp_hook, sampler, steps, steer, ckpt, lifecycle):
         m.install()
     cxx_hook.attach(up)
+    spawn.install(r, timeout_s, spawn.fault_specs(argv))
     for f in faults.drop_spent(plan, env):
         faults.PLAN.add(f, rank)
     status = 0
     forked = False
     beater = beat.start(env)
+    known = []
+
+    def launcher():
+        if not known:
+            known.append(spawn.followed(r))
+        return known[0]
+
     try:
         lifecycle.agree_master_port(r, env)
         try:
@@ -228,24 +271,40 @@ def main(argv):
         if e.code is not None and not isinstance(e.code, int):
             # what Python prints for sys.exit("message"): the rank's log, and ddptop's events
             print(e.code, file=sys.stderr, flush=True)
-            lifecycle.hello()
-            r.set_phase("error", f"sys.exit: {e.code}")
+            if not launcher():
+                lifecycle.hello()
+                r.set_phase("error", f"sys.exit: {e.code}")
+    except spawn.Refused as e:
+        # -n N with a script that starts its own ranks: one line, exit 2
+        status = 2
+        print(f"ddptop-py: {e}", file=sys.stderr, flush=True)
+        lifecycle.hello()
+        r.set_phase("error", str(e))
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why
         status = 1
         traceback.print_exc()
-        lifecycle.hello()
-        what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
-        r.set_phase("error", what)
-        for line in script_traceback(e):
-            r.log("error", line)
+        if not launcher():            # the ranks it started say what went wrong themselves
+            lifecycle.hello()
+            what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)
+            r.set_phase("error", what)
+            for line in script_traceback(e):
+                r.log("error", line)
     finally:
-        if not forked:
+        if not forked and launcher():
+            # it started the ranks (spawn.py): not a rank itself, no word as one;
+            # ddptop reports the launcher's exit
+            beater.stop()
+            up.close(500)
+            state.set_run(None)
+        elif not forked:
             # no torch callback left to take the GIL as the interpreter exits (after an
             # error a collective may never complete: its callback is not waited for long)
             compat.quiesce(2.0 if status == 0 else 0.5)
-            beater.stop()
             lifecycle.hello()
-            r.important("bye", status=status, step=r.step)
+            said_bye = linger.wait(r, status)
+            beater.stop()
+            if not said_bye:
+                r.important("bye", status=status, step=r.step)
             up.close(2000)
             state.set_run(None)
     return status

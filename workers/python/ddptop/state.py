@@ -65,6 +65,7 @@ class Run:
         self.in_flight = {}
         self.coll_lock = threading.Lock()
         self.main_thread = threading.main_thread().ident
+        self.lingering = None           # the non-daemon threads the finished script's process waits for (linger.py)
         self.ddps = []                  # weakrefs to the DistributedDataParallels built, in order
         self.colls_begun = 0            # collectives begun on any group (collectives.begin)
         self.optimizers = []            # weakrefs, in the order they stepped

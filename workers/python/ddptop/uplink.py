@@ -16,6 +16,10 @@ must see (hello, phase, ckpt, log, bye) flushes the burst first and may wait
 up to 2 s for queue room. Every ctl frame is a sign of life; "ping" stops
 here. Over tcp:// both sockets are CURVE clients with the job's keys.
 
+ZeroMQ is ddptop's own libzmq.so.5 through ctypes (_zmq.py): the user's
+interpreter needs no pyzmq. pyzmq is taken only where that library cannot
+be loaded, or has no CURVE and the job is on tcp:// (zmq_for).
+
 Thread use: the script's thread, DDP's communication callbacks and the
 heartbeat thread all send, so every socket call holds one lock (ZeroMQ
 sockets are not thread-safe). Store requests release it between polls.
@@ -23,12 +27,11 @@ sockets are not thread-safe). Store requests release it between polls.
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 
-import zmq
-
-from . import wire
+from . import _zmq, wire
 
 TEL_HWM = 10000
 BURST_NS = 50_000_000           # a burst a 50 ms slot of the wall clock
@@ -41,6 +44,29 @@ CMD_QUEUE = 64
 
 class StoreError(Exception):
     """ddptop's store did not answer, or refused."""
+
+
+class TransportError(Exception):
+    """No ZeroMQ to reach ddptop with: the message is the one line to print."""
+
+
+def zmq_for(curve):
+    """The ZeroMQ binding to use: _zmq on ddptop's libzmq, or pyzmq where
+    that cannot be loaded or (curve: a tcp:// job) has no CURVE."""
+    try:
+        _zmq.load()
+        if not curve or _zmq.has(b"curve"):
+            return _zmq
+        why = f"the libzmq here ({_zmq.version()}) has no CURVE for tcp://"
+    except OSError as e:
+        why = f"cannot load ddptop's libzmq ({e})"
+    try:
+        import zmq
+        return zmq
+    except ImportError:
+        pass
+    raise TransportError(f"{why}, and {sys.executable} has no pyzmq: install the package pyzmq into it "
+                         f"({sys.executable} -m pip install pyzmq)")
 
 
 STREAM_MAGIC = b"DDPTEL1\n"     # transport/net/tstream.h
@@ -169,6 +195,7 @@ class Uplink:
         self.rank = rank
         self.drops = 0
         self.lock = threading.RLock()
+        zmq = self.z = zmq_for(bool(keys))
         self.ctx = zmq.Context()
         self.ctl = self.ctx.socket(zmq.DEALER)
         self.tel = self.ctx.socket(zmq.PUSH)
@@ -178,9 +205,9 @@ class Uplink:
         self.tel.setsockopt(zmq.SNDHWM, TEL_HWM)
         for s in (self.ctl, self.tel):
             if keys:   # CURVE options go before connect
-                s.curve_serverkey = keys["server-public"].encode()
-                s.curve_publickey = keys["client-public"].encode()
-                s.curve_secretkey = keys["client-secret"].encode()
+                s.setsockopt(zmq.CURVE_SERVERKEY, keys["server-public"].encode())
+                s.setsockopt(zmq.CURVE_PUBLICKEY, keys["client-public"].encode())
+                s.setsockopt(zmq.CURVE_SECRETKEY, keys["client-secret"].encode())
         self.ctl.connect(ctl_ep)
         self.stream = None
         path = None if keys or os.environ.get("DDPTOP_TEL_STREAM") == "0" else stream_path(tel_ep)
@@ -263,9 +290,9 @@ class Uplink:
         if self.stream is not None:
             return self.stream.send(frame)
         try:
-            self.tel.send(frame, zmq.DONTWAIT)
+            self.tel.send(frame, self.z.DONTWAIT)
             return True
-        except zmq.Again:
+        except self.z.Again:
             return False
 
     def flush(self):
@@ -314,9 +341,9 @@ class Uplink:
                         return False
                 else:
                     try:
-                        sock.send(frame, zmq.DONTWAIT)
+                        sock.send(frame, self.z.DONTWAIT)
                         return True
-                    except zmq.Again:
+                    except self.z.Again:
                         pass
             if time.monotonic() >= deadline:
                 self.drops += 1
@@ -335,11 +362,11 @@ class Uplink:
         while True:
             # nothing waiting is the usual answer: asked without an exception
             # (a raised zmq.Again, its traceback and message, cost more than the read)
-            if not self.ctl.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            if not self.ctl.getsockopt(self.z.EVENTS) & self.z.POLLIN:
                 return None
             try:
-                frame = self.ctl.recv(zmq.DONTWAIT)
-            except zmq.Again:
+                frame = self.ctl.recv(self.z.DONTWAIT)
+            except self.z.Again:
                 return None
             self.last_heard = time.monotonic()
             m = wire.decode(frame)
@@ -415,7 +442,7 @@ class Uplink:
             self._flush()
             if self.stream is not None:
                 self.stream.close(min(linger_ms, self.linger_ms) / 1000.0)
-            self.tel.setsockopt(zmq.LINGER, min(linger_ms, self.linger_ms))
+            self.tel.setsockopt(self.z.LINGER, min(linger_ms, self.linger_ms))
             self.tel.close()
             self.ctl.close()
         self.ctx.term()

@@ -1,0 +1,122 @@
+"""diag_cases.py CASE — small torch DDP jobs (2 ranks, Gloo, CPU) that go
+wrong the ways users' jobs do (issue 30), one function a case. The line of
+each bug carries a `# BUG CASE` mark: the tests find the line number there and
+check that ddptop's final verdict names it.
+
+    ddptop run -n 2 --headless --json --hang-after 3 --timeout 20 diag_cases.py CASE
+"""
+import os
+import queue
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup(bn=False):
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(20, 64), nn.BatchNorm1d(64), nn.Linear(64, 3)) if bn else nn.Linear(20, 3)
+    model = DDP(net)
+    return dist.get_rank(), model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train_step(model, opt):
+    loss = model(torch.randn(16, 20)).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def barrier_end():
+    rank, model, opt = setup()
+    for _ in range(40):
+        train_step(model, opt)
+    if rank == 0:
+        dist.barrier()  # BUG barrier_end
+    dist.destroy_process_group()
+
+
+def barrier_mid():
+    rank, model, opt = setup()
+    for step in range(40):
+        train_step(model, opt)
+        if step == 20 and rank == 0:
+            dist.barrier()  # BUG barrier_mid
+
+
+def validate(model):
+    model.eval()
+    total = 0.0
+    for _ in range(3):
+        total += float(model(torch.randn(16, 20)).sum())  # BUG eval_rank0
+    model.train()
+    return total
+
+
+def eval_rank0():
+    rank, model, opt = setup(bn=True)
+    for step in range(40):
+        train_step(model, opt)
+        if step == 20 and rank == 0:
+            validate(model)
+    dist.destroy_process_group()
+
+
+def op_desync():
+    rank = setup()[0]
+    t = torch.ones(10)
+    for _ in range(5):
+        dist.all_reduce(t)
+    if rank == 0:
+        dist.broadcast(t, 0)  # BUG op_desync
+    else:
+        dist.all_reduce(t)
+    dist.destroy_process_group()
+
+
+def queue_get():
+    rank, model, opt = setup()
+    q = queue.Queue()
+    for step in range(40):
+        if step == 10 and rank == 1:
+            q.get()  # BUG queue_get
+        train_step(model, opt)
+    dist.destroy_process_group()
+
+
+def spin():
+    rank, model, opt = setup()
+    for step in range(40):
+        if step == 10 and rank == 1:
+            while time.time() > 0:  # BUG spin
+                pass
+        train_step(model, opt)
+    dist.destroy_process_group()
+
+
+def sigkill():
+    rank, model, opt = setup()
+    for step in range(40):
+        if step == 30 and rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # BUG sigkill (the OOM killer, say)
+        train_step(model, opt)
+        time.sleep(0.05)
+    dist.destroy_process_group()
+
+
+def raises():
+    rank, model, opt = setup()
+    for step in range(40):
+        if step == 10 and rank == 1:
+            raise ValueError(f"bad batch {step}")  # BUG raises
+        train_step(model, opt)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]]()
