@@ -22,21 +22,30 @@ plain SGD lr 0.1, from the same initial weights (--init-from, drawn from
 Nothing here is a figure measured on one machine: every tolerance comes from
 what torch shows in the same run, on this CPU, with its kernels.
 
-  spread   a second implementation of the same rules in torch, with exact
-           sums (float64 GEMMs and sums, rounded to FP32 where an FP32 sum
-           ends, then to bf16/TF32 where the rule rounds): how far two
-           correct implementations that sum in another order lie apart here
+  spread   other implementations of the same rules in torch, summing in
+           other orders: exact sums (float64 GEMMs and sums, rounded to FP32
+           where an FP32 sum ends, then to bf16/TF32 where the rule rounds),
+           FP32 sums split in two halves, and for bf16 against autocast the
+           emulation with torch's FP32 sums: the largest distance of one of
+           them from torch's reference is how far correct implementations
+           lie apart here
   scale    torch's reduced mode vs torch's FP32: how far the mode is from FP32
 
 ddptop's per-step losses come from its recording (--record, then ddptop export
 --jsonl), its weights from the checkpoint of a --steps 1 run (the update of
 step 1) and of the --steps run (the final weights). Claims, each per mode:
 
-  1. step 1, term by term (the loss, and the update W0 - W1 of every tensor,
-     i.e. every gradient times lr): |ddptop - torch| <= 4 x spread + a few
-     FP32 roundings of the value; and for bf16/tf32 also <= 0.2 x scale,
-     so a rounding rule that differs (FP32, truncation, a missing rounding)
-     fails, whatever the kernels.
+  1. step 1, term by term (the update W0 - W1 of every tensor, i.e. every
+     gradient times lr): the largest |ddptop - torch| within 4 x spread, one
+     rounding of the mode or a few FP32 roundings of the weights; for
+     bf16/tf32 the L2 difference within 4 x spread or 0.2 x scale, so a
+     rounding rule that differs (FP32, a missing rounding) fails. The spread
+     is what lets a ReLU whose input sums to about 0 in one order and not in
+     another (a gradient that passes on one side only) through: torch's two
+     implementations show it too. The loss of step 1: within 4 x spread or
+     8 FP32 ulps, and for bf16/tf32 within scale (the batch mean averages
+     the logits' roundings out: one logit that rounds the other way moves
+     the loss as far as the mode does).
   2. the --steps trajectory (every step's loss, the final weights):
      |ddptop - torch| <= 4 x the spread over the same steps (reduced modes
      amplify each FP32 rounding that goes the other way, differently with each
@@ -72,6 +81,14 @@ from torch_ddp import fashion, model  # noqa: E402
 SPREAD_X = 4.0
 SCALE_X = 0.2
 NOT_FP32 = 0.3
+# The share of a tensor's elements a correct reduced mode may differ in at
+# step 1 beyond FP32 roundings of the weights, where torch's own
+# implementations agree: one logit gradient that rounds the other way moves a
+# whole row of the last layer's (a tenth of it here), about half of whose
+# elements then round the other way too. Measured over 17 initial weights
+# (2026-12-06, the Xeon of docs/TRAINING.md): at most 0.73% in tf32, 2.1% in
+# bf16; tf32 without rounding dY in backward: 24%.
+SHARE = 0.1
 ULP32 = 2.0 ** -23  # FP32 epsilon: the floor of a comparison is a few of these
 # One rounding of the mode at a tensor's largest element, relative to it (an
 # output that rounds the other way moves by one ulp, at most 2^-7 of the value
@@ -96,17 +113,32 @@ def same(t):
     return t
 
 
-# A Linear's arithmetic per mode (docs/TRAINING.md, "Precision"), with FP32
-# sums in torch's kernels (exact=False) or exact sums rounded to FP32 (True).
+# A Linear's arithmetic per mode (docs/TRAINING.md, "Precision"), with sums
+# (the `exact` argument): False, FP32 in torch's kernels; True, exact
+# (float64) and rounded to FP32; "split", FP32 in two halves added last
+# (another order, as a kernel that blocks the sum would take).
+def half(n):
+    return max(n // 2, 1)
+
+
 def mm(a, b, exact):
+    if exact == "split":
+        k = half(a.shape[1])
+        return a[:, :k] @ b[:k] + a[:, k:] @ b[k:]
     return (a.double() @ b.double()).float() if exact else a @ b
 
 
 def addmm(c, a, b, exact):
+    if exact == "split":
+        k = half(a.shape[1])
+        return torch.addmm(c, a[:, :k], b[:k]) + a[:, k:] @ b[k:]
     return (c.double() + a.double() @ b.double()).float() if exact else torch.addmm(c, a, b)
 
 
 def colsum(t, exact):
+    if exact == "split":
+        k = half(t.shape[0])
+        return t[:k].sum(0) + t[k:].sum(0)
     return t.double().sum(0).float() if exact else t.sum(0)
 
 
@@ -165,6 +197,19 @@ def onednn_bf16():
     return torch.backends.mkldnn.is_available() and all(x in flags for x in ("avx512bw", "avx512vl", "avx512dq"))
 
 
+def autocast_runs():
+    """None when torch's autocast bf16 Linear runs here, else why not: torch
+    1.13 picks oneDNN by the CPU's flags alone, so with ONEDNN_MAX_CPU_ISA
+    below AVX-512 oneDNN has no kernel and the Linear raises."""
+    try:
+        lin = nn.Linear(32, 32)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lin(torch.ones(32, 32)).float().sum().backward()
+    except RuntimeError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
 def rule_logits(net, x, mode, exact):
     """The MLP by RuleLinear, ReLU between; the logits' gradient as autocast's
     cast makes it in bf16."""
@@ -200,7 +245,7 @@ def torch_run(ref, dims, init, x, y, a):
             z = rule_logits(net, xb, mode, exact)
             # exact: the loss and its gradient in float64 (as ddptop), the
             # gradient back to FP32 by the cast's backward
-            loss = nn.functional.cross_entropy(z.double() if exact else z, yb)
+            loss = nn.functional.cross_entropy(z.double() if exact is True else z, yb)
         loss.backward()
         opt.step()
         losses.append(float(loss.item()))
@@ -272,40 +317,54 @@ class Checker:
             self.fails.append(f"{what}: {got:.3g} < {limit:.3g} ({why})")
 
 
-def check_mode(c, mode, ddp, ref, alt, f32, w0, a):
-    """ddp, ref (torch's reference), alt (torch, exact sums), f32 (torch FP32):
-    (losses, weights after step 1, final weights) each."""
-    d_u, r_u, s_u = update(w0, ddp[1]), update(w0, ref[1]), update(w0, alt[1])
-    f_u = update(w0, f32[1])
+def check_mode(c, mode, ddp, ref, alts, f32, w0, a):
+    """ddp, ref (torch's reference), alts (torch's other implementations of
+    the rules), f32 (torch FP32): (losses, weights after step 1, final
+    weights) each. The spread of a figure: its largest value over alts."""
+    d_u, r_u, f_u = update(w0, ddp[1]), update(w0, ref[1]), update(w0, f32[1])
+    s_us = [update(w0, t[1]) for t in alts]
     reduced = mode != "fp32"
     # 1. step 1, term by term. The floor: a few FP32 roundings of the value
     # (the loss) or of the weights the update is the difference of.
     loss_floor = 8 * ULP32 * abs(ref[0][0])
-    c.bound(f"{mode} step-1 loss |ddptop - torch|", abs(ddp[0][0] - ref[0][0]),
-            max(SPREAD_X * abs(alt[0][0] - ref[0][0]), loss_floor), f"{SPREAD_X:g} x torch's spread, >= 8 FP32 ulps")
-    if reduced:
+    if not reduced:
         c.bound(f"{mode} step-1 loss |ddptop - torch|", abs(ddp[0][0] - ref[0][0]),
-                SCALE_X * abs(ref[0][0] - f32[0][0]), f"{SCALE_X:g} x torch {mode} vs FP32")
+                max(SPREAD_X * max(abs(t[0][0] - ref[0][0]) for t in alts), loss_floor),
+                f"{SPREAD_X:g} x torch's spread, >= 8 FP32 ulps")
+    else:
+        # the mean over the batch averages the logits' roundings out: a logit
+        # that rounds the other way moves the loss by as much as the mode
+        # does, so the loss only has to lie within the mode's own distance
+        c.bound(f"{mode} step-1 loss |ddptop - torch|", abs(ddp[0][0] - ref[0][0]),
+                max(SPREAD_X * max(abs(t[0][0] - ref[0][0]) for t in alts), abs(ref[0][0] - f32[0][0]), loss_floor),
+                f"{SPREAD_X:g} x torch's spread, >= torch {mode} vs FP32, >= 8 FP32 ulps")
     for k in sorted(r_u):
         wabs = 4 * ULP32 * float(np.max(np.abs(w0[k])))
         wfloor = wabs / max(float(np.max(np.abs(r_u[k]))), 1e-30)
         got = tdist(d_u, r_u, k)
         n = int(np.count_nonzero(np.abs(d_u[k] - r_u[k]) > wabs))
         c.bound(f"{mode} step-1 update {k} |ddptop - torch|/max ({n} of {r_u[k].size} differ)", got,
-                max(SPREAD_X * tdist(s_u, r_u, k), ONE_ROUNDING[mode], wfloor),
+                max(SPREAD_X * max(tdist(s_u, r_u, k) for s_u in s_us), ONE_ROUNDING[mode], wfloor),
                 f"{SPREAD_X:g} x torch's spread, >= one {mode} rounding, >= 4 FP32 ulps of W")
         if reduced:
+            # a correct rule differs where a sum rounds the other way: a few
+            # elements in a thousand, or as many as torch's own implementations
+            # differ in (a ReLU's mask, above); a rule that differs, in most
+            nfrac = max(int(np.count_nonzero(np.abs(s_u[k] - r_u[k]) > wabs)) for s_u in s_us) / r_u[k].size
+            c.bound(f"{mode} step-1 update {k} share of elements that differ", n / r_u[k].size,
+                    max(SPREAD_X * nfrac, SHARE), f"{SPREAD_X:g} x torch's spread, >= {SHARE:g}")
             l2 = float(np.linalg.norm(d_u[k] - r_u[k]))
             c.bound(f"{mode} step-1 update {k} ||ddptop - torch||", l2,
-                    SCALE_X * float(np.linalg.norm(r_u[k] - f_u[k])), f"{SCALE_X:g} x ||torch {mode} - FP32||")
+                    max(SPREAD_X * max(float(np.linalg.norm(s_u[k] - r_u[k])) for s_u in s_us), SCALE_X * float(np.linalg.norm(r_u[k] - f_u[k]))),
+                    f"{SPREAD_X:g} x torch's spread, >= {SCALE_X:g} x ||torch {mode} - FP32||")
     # 2. the trajectory
     dl = [abs(p - q) for p, q in zip(ddp[0], ref[0])]
-    sl = [abs(p - q) for p, q in zip(alt[0], ref[0])]
-    c.bound(f"{mode} {a.steps}-step loss max|ddptop - torch|", max(dl), max(SPREAD_X * max(sl), loss_floor),
+    sl = max(abs(p - q) for t in alts for p, q in zip(t[0], ref[0]))
+    c.bound(f"{mode} {a.steps}-step loss max|ddptop - torch|", max(dl), max(SPREAD_X * sl, loss_floor),
             f"{SPREAD_X:g} x torch's spread, >= 8 FP32 ulps")
     wf = 16 * ULP32
     c.bound(f"{mode} final weights |ddptop - torch|/max", wdist(ddp[2], ref[2]),
-            max(SPREAD_X * wdist(alt[2], ref[2]), wf), f"{SPREAD_X:g} x torch's spread, >= 16 FP32 ulps")
+            max(SPREAD_X * max(wdist(t[2], ref[2]) for t in alts), wf), f"{SPREAD_X:g} x torch's spread, >= 16 FP32 ulps")
     # 3. not FP32 in disguise
     if reduced:
         u_all = np.concatenate([d_u[k].ravel() for k in sorted(r_u)])
@@ -353,20 +412,25 @@ def main():
         print(f"torch {torch.__version__}; MLP {a.model}, batch {a.batch}, {a.steps} steps, SGD lr {a.lr} "
               f"momentum {a.momentum}, init seed {a.seed}; torch fp32 loss {f32[0][0]:.4f} -> {f32[0][-1]:.4f}")
         for mode in modes:
-            if mode == "bf16" and onednn_bf16():
+            why = autocast_runs() if mode == "bf16" and onednn_bf16() else None
+            if mode == "bf16" and onednn_bf16() and why is None:
                 ref, name = torch_run("autocast", dims, init, x, y, a), "autocast (oneDNN)"
             else:
                 ref = f32 if mode == "fp32" else torch_run((mode, False), dims, init, x, y, a)
                 name = {"fp32": "FP32", "tf32": "the TF32 emulation", "bf16": "autocast's rules emulated"}[mode]
-                if mode == "bf16":
+                if mode == "bf16" and why:
+                    name += f" (torch's autocast cannot run here: {why})"
+                elif mode == "bf16":
                     name += " (no AVX-512 BW/VL/DQ: torch 1.13's autocast sums some GEMMs in bf16 here)"
-            alt = torch_run((mode, True), dims, init, x, y, a)
+            alts = [torch_run((mode, v), dims, init, x, y, a) for v in (True, "split")]
+            if name.startswith("autocast ("):
+                alts.append(torch_run(("bf16", False), dims, init, x, y, a))
             d20 = ddptop_run(a, mode, init, tmp, a.steps)
             d1 = ddptop_run(a, mode, init, tmp, 1)
             ddp = (d20[0], d1[1], d20[1])
             print(f"{mode}: vs torch {name}; losses ddptop {ddp[0][0]:.6f} -> {ddp[0][-1]:.6f}, "
                   f"torch {ref[0][0]:.6f} -> {ref[0][-1]:.6f}")
-            check_mode(c, mode, ddp, ref, alt, f32, w0, a)
+            check_mode(c, mode, ddp, ref, alts, f32, w0, a)
     for f in c.fails:
         print("FAIL:", f)
     if a.check and c.fails:
