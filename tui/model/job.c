@@ -408,6 +408,7 @@ static void apply_phase(Job *j, JobRank *r, const MsgPhaseInfo *p, JobTime at)
                    has_detail ? " (" : "", has_detail ? p->detail : "", has_detail ? ")" : "");
     pause_update(j, at);
     update_state_from_phases(j);
+    if (p->phase == PHASE_DESTROYED && !r->finished_ns) r->finished_ns = at.mono_ns;
     if (p->phase == PHASE_DESTROYING || p->phase == PHASE_DESTROYED) job_lint_alone(j, at);
 }
 
@@ -554,6 +555,7 @@ __attribute__((always_inline)) static inline bool apply_msg(Job *j, const Msg *m
     case MSG_INFO: apply_info(j, &m->u.info); break;
     case MSG_BEAT: apply_beat(j, r, &m->u.beat, at); break;
     case MSG_BYE:
+        if (!r->finished_ns) r->finished_ns = at.mono_ns;
         r->bye = true;
         r->bye_status = m->u.bye.status;
         if (m->u.bye.status != 0)
@@ -714,6 +716,9 @@ void job_restart(Job *j, int64_t now_ns)
         r->hello = false;
         r->bye = false;
         r->bye_status = -1;
+        r->finished_ns = 0;
+        r->lingered = false;
+        r->book->linger_why[0] = r->book->linger_text[0] = '\0';
         r->wait_status = 0;
         r->how_ended[0] = '\0';
         r->had_error = false;

@@ -139,6 +139,8 @@ typedef struct {
     /* end */
     bool bye;
     int32_t bye_status;
+    int64_t finished_ns; /* monotonic, when it said bye or destroyed (the first); 0: not yet */
+    bool lingered;       /* finished, and its process did not exit (job_note_linger) */
     int wait_status;    /* raw waitpid status once exited */
     char how_ended[64]; /* "exit 0", "signal 9 (Killed)", "SIGTERM by ddptop" */
     JobRankBook *book;  /* private: the rings, the shard's hashes */
@@ -231,6 +233,7 @@ typedef enum {
     DIAG_FAILED,    /* a rank failed; nothing tells more */
     DIAG_TIMEOUT,   /* a collective timed out (only consequences were seen) */
     DIAG_UNEVEN,    /* the ranks ran different numbers of steps */
+    DIAG_LINGER,    /* a rank finished but its process did not exit (a non-daemon thread, a teardown) */
     DIAG_STUCK,     /* every rank is inside one collective that never completes */
     DIAG_STOPPED,   /* a rank stopped (stuck, stopped, silent) while the others wait for it */
     DIAG_DIED,      /* a rank's process ended on its own: a signal, an exit code */
@@ -410,6 +413,15 @@ void job_set_interrupted(Job *j, const char *by);
  * 57, checkpoint written: PATH") or a lost checkpoint ("job failed: checkpoint
  * lost: ..."); false (buf untouched) for any other outcome. */
 bool job_outcome_verdict(const Job *j, char *buf, size_t len);
+/* A rank that finished (said bye or destroyed, *since_ns: when) and whose
+ * process has not exited: what the run layer's clock and /proc watch. */
+bool job_rank_finished_alive(const JobRank *r, int64_t *since_ns);
+/* Rank `rank` finished secs ago and its process has not exited (the run
+ * layer saw it alive; wchan: its kernel wait, "" unknown): noted once as
+ * an error event and as the diagnosis's evidence (DIAG_LINGER), with why:
+ * the non-daemon threads its adapter named, else where its beat placed it.
+ * True the first time. */
+bool job_note_linger(Job *j, int rank, int64_t now_ns, int64_t wall_ns, double secs, const char *wchan);
 /* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"
  * or "job failed: rank 1 signal 9 (Killed) at step 57": a failure says the
  * diagnosis (job_diagnose) first, then how the others ended, as

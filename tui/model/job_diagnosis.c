@@ -28,6 +28,7 @@ const char *job_diag_kind_name(DiagKind k)
     case DIAG_FAILED: return "failed";
     case DIAG_TIMEOUT: return "timeout";
     case DIAG_UNEVEN: return "uneven";
+    case DIAG_LINGER: return "linger";
     case DIAG_STUCK: return "stuck";
     case DIAG_STOPPED: return "stopped";
     case DIAG_DIED: return "died";
@@ -78,10 +79,21 @@ static bool library_path(const char *path, size_t n)
 /* The adapter's traceback lines (runner.py script_traceback): a head
  * "Traceback (most recent call last)...", frames "PATH:LINE in FN: CODE",
  * innermost last, then the exception. */
+/* What the adapter says when a finished script's process waits for its
+ * threads (workers/python/ddptop/linger.py). */
+#define LINGER_SAID "the script has finished but its process waits for "
+
 void job_diag_on_log(Job *j, JobRank *r, JobEventLevel level, const char *text)
 {
     (void)j;
     JobRankBook *b = r->book;
+    if (level == EV_WARN && !strncmp(text, LINGER_SAID, strlen(LINGER_SAID))) {
+        const char *why = text + strlen(LINGER_SAID);
+        snprintf(b->linger_why, sizeof b->linger_why, "%.*s", (int)strcspn(why, "("), why);
+        size_t n = strlen(b->linger_why);
+        while (n && b->linger_why[n - 1] == ' ') b->linger_why[--n] = '\0';
+        return;
+    }
     if (level != EV_ERROR) return;
     if (!strncmp(text, "Traceback (most recent call last)", 33)) {
         b->tb_open = true;
@@ -237,6 +249,68 @@ static bool own_failure(const Job *j, JobDiagnosis *d)
     return true;
 }
 
+bool job_rank_finished_alive(const JobRank *r, int64_t *since_ns)
+{
+    if (!r || !r->finished_ns || r->state != RANK_ALIVE) return false;
+    if (since_ns) *since_ns = r->finished_ns;
+    return true;
+}
+
+/* Why a finished rank's process has not exited, as the user reads it. */
+static void linger_words(const JobRank *r, const char *wchan, char *buf, size_t len)
+{
+    char w[PROTO_STR_MED + 8];
+    if (r->book->linger_why[0])
+        snprintf(buf, len, "it waits for %s", r->book->linger_why);
+    else if (job_rank_user_where(r, w, sizeof w))
+        snprintf(buf, len, "it is at %s", w);
+    else if (wchan && wchan[0])
+        snprintf(buf, len, "it waits in the kernel (%s)", wchan);
+    else
+        snprintf(buf, len, "nothing says why");
+}
+
+static void linger_text(const JobRank *r, const char *wchan, char *buf, size_t len)
+{
+    char why[PROTO_STR_LONG + 64], said[64] = "";
+    linger_words(r, wchan, why, sizeof why);
+    if (r->bye)
+        snprintf(said, sizeof said, "said bye %d", (int)r->bye_status);
+    else
+        snprintf(said, sizeof said, "destroyed its process group");
+    snprintf(buf, len, "rank %d finished (%s after step %lld) but its process did not exit: %s", r->rank, said,
+             (long long)step_of(r), why);
+}
+
+bool job_note_linger(Job *j, int rank, int64_t now_ns, int64_t wall_ns, double secs, const char *wchan)
+{
+    JobTime at = { now_ns, wall_ns };
+    if (!j || rank < 0 || rank >= j->world) return false;
+    JobRank *r = &j->ranks[rank];
+    if (r->lingered) return false;
+    r->lingered = true;
+    char t[JOB_DIAG_TEXT];
+    linger_text(r, wchan, t, sizeof t);
+    snprintf(r->book->linger_text, sizeof r->book->linger_text, "%s", t);
+    job_ev_add(j, at, rank, EV_ERROR, "%s (%.0f s after it finished); ddptop ends it once no rank is training", t,
+               secs);
+    return true;
+}
+
+/* A finished rank whose process did not exit: the first one noted. */
+static bool lingering(const Job *j, JobDiagnosis *d)
+{
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *r = &j->ranks[k];
+        if (!r->lingered) continue;
+        set(d, DIAG_LINGER, r);
+        if (r->book->linger_why[0]) d->where[0] = '\0'; /* the thread's line is in the text */
+        snprintf(d->text, sizeof d->text, "%s", r->book->linger_text);
+        return true;
+    }
+    return false;
+}
+
 /* The uneven-inputs lint (job_lint_early) when the failing rank was not in
  * a collective of the user's own (then alone_by_error told it). */
 static bool uneven(const Job *j, JobDiagnosis *d)
@@ -293,7 +367,7 @@ void job_diagnose(const Job *j, JobDiagnosis *d)
         return;
     }
     if (j->first_failed >= 0 && lint_desync(j, d)) return;
-    if (alone_by_error(j, d) || own_failure(j, d)) return;
+    if (alone_by_error(j, d) || own_failure(j, d) || lingering(j, d)) return;
     if (hang) {
         *d = *hang;
         return;

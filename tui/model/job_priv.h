@@ -48,6 +48,8 @@ struct JobRankBook {
     bool tb_open;                   /* its traceback's lines are arriving */
     char tb_where[PROTO_STR_MED];   /* its traceback's innermost frame of the user's own code */
     char tb_call[PROTO_STR_SHORT];  /* the torch.distributed function that frame called, "" */
+    char linger_why[PROTO_STR_LONG]; /* its adapter's "non-daemon thread 'x' at f.py:9 in run" */
+    char linger_text[JOB_DIAG_TEXT]; /* the finding, as noted (job_note_linger) */
 };
 
 /* A bucket's figures of one step, summed over the ranks that reported it

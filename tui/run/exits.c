@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/signals.h"
+#include "launch/procstat.h"
 
 /* A rank that exited 0 before its bye was read: its last messages may
  * still be on their way through the socket. Judged this much later: on a
@@ -144,6 +145,42 @@ void run_take_signals(Run *r)
         else
             escalate(r, "signal received again");
     }
+}
+
+void run_linger_tick(Run *r, int running)
+{
+    if (running == 0 || r->external) return; /* listen: a rank's bye is its exit */
+    int64_t now = mono_ns(), next = r->linger_next_ns;
+    if (now < next) return;
+    r->linger_next_ns = now + 1000000000LL;
+    double after_s = r->o->hang_after_s > 0 ? r->o->hang_after_s : 10.0;
+    int alive = 0, lingering = 0, first = -1;
+    for (int k = 0; k < r->job->world; k++) {
+        const JobRank *jr = &r->job->ranks[k];
+        if (jr->state != RANK_ALIVE && jr->state != RANK_WAITING) continue;
+        alive++;
+        int64_t since;
+        if (!job_rank_finished_alive(jr, &since)) continue;
+        double secs = (double)(now - since) / 1e9;
+        if (secs < after_s) continue;
+        lingering++;
+        if (first < 0) first = k;
+        if (!jr->lingered) {
+            ProcStat ps;
+            char wchan[sizeof ps.wchan] = "";
+            if (jr->pid > 0 && procstat_read((pid_t)jr->pid, &ps) == 0) snprintf(wchan, sizeof wchan, "%s", ps.wchan);
+            job_note_linger(r->job, k, now, wall_ns(), secs, wchan);
+        }
+    }
+    if (!lingering || lingering < alive || r->stop_requested) return;
+    /* every rank still running has finished: nothing is left to stop cleanly */
+    char why[96];
+    snprintf(why, sizeof why, "rank %d finished but its process did not exit", first);
+    r->restart_pending = false;
+    r->stop_requested = true;
+    for (int k = 0; k < r->job->world; k++) r->rk[k].sent_stop = true;
+    job_set_stopping(r->job);
+    escalate(r, why);
 }
 
 /* A second a jumps to SIGKILL. */

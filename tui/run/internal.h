@@ -109,6 +109,7 @@ typedef struct {
     int64_t stop_at_ms;
     int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
     bool aborted; /* a: the job was aborted on demand (exit non-zero) */
+    int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
     int64_t ping_id, last_ping_ms;
     int64_t fault_id;
     bool restart_pending; /* a rank failed: restart once every rank is reaped */
@@ -263,6 +264,11 @@ void run_take_signals(Run *r);
 void run_request_abort(Run *r);
 /* The ladder's deadlines, with running ranks still running. */
 void run_ladder_tick(Run *r, int running);
+/* Hangs at exit: a rank that finished (bye, or destroyed) and whose process
+ * has not exited after --hang-after seconds is named (job_note_linger);
+ * once no rank is training any more, the ladder ends them (SIGTERM now,
+ * SIGKILL 5 s later). Once a second is plenty; cheap otherwise. */
+void run_linger_tick(Run *r, int running);
 
 /* ---- follow.c ---- */
 /* A hello from rank m->rank claiming pid `claimed`, before any rank is known:

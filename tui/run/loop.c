@@ -397,6 +397,7 @@ static void run_loop(Run *r)
         bool starting = r->nodes && !r->launched && !r->rdzv_failed; /* the rendezvous goes on */
         int running = run_procs_running(r);
         run_ladder_tick(r, running);
+        run_linger_tick(r, running);
         watch_hangs(r, running);
         t.leave = job_over(r, running, held, starting);
         draw(r, &t);
