@@ -26,7 +26,7 @@ import urllib.parse
 import torch
 import torch.distributed as dist
 
-from . import compat
+from . import compat, steer
 from .state import run
 
 VERSION = "0.1.0"
@@ -148,6 +148,7 @@ def install():
             wait_for_store(addr, min(STORE_PROBE_MAX_S, limit))
         out = _ORIG["init"](*args, **kwargs)
         compat.after_init()
+        agreement_group(kwargs.get("timeout", args[2] if len(args) > 2 else None))
         r.set_phase("train")
         return out
 
@@ -159,6 +160,7 @@ def install():
         if r.stop_asked:        # a finally block after an agreed stop: meet the others first
             stop_barrier(r)
         r.set_phase("destroying")
+        steer.STEER.drop_group()
         out = _ORIG["destroy"](*args, **kwargs)
         compat.after_destroy()
         r.set_phase("destroyed")
@@ -167,6 +169,50 @@ def install():
     for mod in (dist, dist.distributed_c10d):
         mod.init_process_group = init_process_group
         mod.destroy_process_group = destroy_process_group
+
+
+# ---- ddptop's own process group, for the agreement (steer.py) ----
+_agree_gen = 0      # process groups begun in this process: each agreement group's store prefix
+
+
+def agreement_group(timeout=None):
+    """Right after the script's init_process_group, on every rank: ddptop's
+    own Gloo group over every rank for the commands' agreement (steer.py),
+    so that no collective of ddptop's can pair with one of the script's.
+    Made as torch makes a Gloo group (the default group's store under a
+    prefix of ddptop's, one worker thread), but not through dist.new_group:
+    it takes no number among the script's groups and no store barrier, and
+    it costs the default group no collective and no sequence number. Its
+    timeout is the script's group's (timeout, else torch's default). A
+    world of one needs none. Failing to make it turns ddptop's commands
+    off (said once); it never fails the script's init."""
+    global _agree_gen
+    _agree_gen += 1
+    try:
+        world, rank = dist.get_world_size(), dist.get_rank()
+    except (RuntimeError, ValueError):
+        world, rank = 1, 0
+    if world <= 1:
+        steer.STEER.use_group(None)
+        return
+    try:
+        from torch.distributed.distributed_c10d import _get_default_store
+        store = dist.PrefixStore(f"ddptop/agree/{_agree_gen}", _get_default_store())
+        if not isinstance(timeout, datetime.timedelta):
+            timeout = getattr(dist.distributed_c10d, "default_pg_timeout", datetime.timedelta(minutes=30))
+        gloo = dist.ProcessGroupGloo
+        try:
+            opts = gloo._Options()
+            opts._timeout = timeout
+            opts._devices = [gloo.create_default_device()]
+            opts._threads = 1
+            pg = gloo(store, rank, world, opts)
+        except (AttributeError, TypeError):
+            pg = gloo(store, rank, world, timeout)
+    except Exception as e:      # noqa: BLE001 -- the script's init succeeded: it goes on, without commands
+        steer.STEER.no_group(f"ddptop's agreement group could not be made ({e})")
+        return
+    steer.STEER.use_group(pg)
 
 
 def stop_barrier(r, unsafe=False):
@@ -179,7 +225,7 @@ def stop_barrier(r, unsafe=False):
     if r.stop_barrier_done:
         return
     r.stop_barrier_done = True
-    from . import collectives, faults, steer
+    from . import faults
     # what ddptop sent before the stop (the f menu's no-barrier, then d) is
     # in effect here even on a rank that last read its commands before it
     # came: the stop was agreed on a peer's reading
@@ -189,14 +235,11 @@ def stop_barrier(r, unsafe=False):
     if unsafe:
         dist.barrier()      # wrapped: the heartbeat names it in flight
         return
-    try:
-        work = collectives.orig("barrier")(async_op=True)
-        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
-    except Exception as e:
-        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
+    steer.STEER.barrier(STOP_BARRIER_S)     # ddptop's group: it cannot meet a collective of the script's
 
 
 def destroy():
     """torch's own destroy, for runner.py's orderly stop."""
+    steer.STEER.drop_group()
     compat.after_destroy()
     return (_ORIG.get("destroy") or dist.destroy_process_group)()
