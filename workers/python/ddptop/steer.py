@@ -251,7 +251,7 @@ class Steer:
             self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
         self.step_end = now
         r = run()
-        if r.step != self.next_at or self.in_join or self.stopped or self.off:
+        if r.step < self.next_at or self.in_join or self.stopped or self.off:
             return
         if self.group is None:
             if r.world > 1 and dist.is_initialized():
