@@ -1,7 +1,8 @@
 """lifecycle.py — the process group's life as phases: init_process_group
-(hello, init, rendezvous, then train) and destroy_process_group
-(destroying, destroyed; after a stop from ddptop, a bounded barrier first:
-stop_barrier).
+(hello, init, rendezvous, then train; and ddptop's own Gloo group for the
+commands' agreement: agreement_group) and destroy_process_group
+(destroying, destroyed; after a stop from ddptop, a bounded barrier on
+ddptop's group first: stop_barrier).
 
 The hello goes out at init_process_group, when the backend and device are
 known (a script that fails before that still says hello, from runner.py).
@@ -218,10 +219,12 @@ def agreement_group(timeout=None):
 def stop_barrier(r, unsafe=False):
     """Once, after a stop: a barrier before the group goes, so no rank tears
     its connections down while a peer still uses them. After an agreed stop
-    it waits STOP_BARRIER_S at most (a rank that never comes must not hold
-    the others); after the unsafe-stop fault's lone stop as long as a
-    script's own barrier would, the group's timeout: the shutdown hang the
-    fault shows. None with the no-barrier fault."""
+    it is on ddptop's group (steer.Steer.barrier: it cannot meet a
+    collective of the script's finally blocks) and waits STOP_BARRIER_S at
+    most (a rank that never comes must not hold the others); after the
+    unsafe-stop fault's lone stop it is a barrier of the default group, as
+    long as a script's own barrier would wait, the group's timeout: the
+    shutdown hang the fault shows. None with the no-barrier fault."""
     if r.stop_barrier_done:
         return
     r.stop_barrier_done = True

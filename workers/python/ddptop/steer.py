@@ -89,6 +89,12 @@ AGREE_STEPS = _agree_steps()
 _KEPT = []      # groups let go of with an all-reduce unfinished (drop_group)
 
 
+def _keep(pg):
+    """pg is never destroyed, not even as the interpreter exits."""
+    _KEPT.append(pg)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(pg))
+
+
 class StopTraining(SystemExit):
     """Raised from the optimizer step when the ranks agreed to stop (or,
     unsafe, when one rank stops alone: the unsafe-stop fault)."""
@@ -127,8 +133,14 @@ class Steer:
         pg, pend = self.group, self.pending
         self.group = self.pending = None
         if pg is not None and pend is not None and not pend[0].is_completed():
-            _KEPT.append(pg)
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(pg))     # not even at the interpreter's exit
+            _keep(pg)
+
+    def forget(self):
+        """In a process the script forked (a DataLoader worker): the group's
+        threads are the parent's, so its destructor must never run here."""
+        if self.group is not None:
+            _keep(self.group)
+        self.group = self.pending = None
 
     def no_group(self, why):
         """ddptop's group could not be made (lifecycle.py): commands are off."""
@@ -353,6 +365,8 @@ def install():
     manager (torch.distributed.algorithms.join) seen entering and leaving: no
     agreement inside it (module docstring)."""
     atexit.register(STEER.at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=STEER.forget)
     try:
         from torch.distributed.algorithms.join import Join
     except ImportError:
