@@ -181,7 +181,7 @@ def agreement_group(timeout=None):
     own Gloo group over every rank for the commands' agreement (steer.py),
     so that no collective of ddptop's can pair with one of the script's.
     Made as torch makes a Gloo group (the default group's store under a
-    prefix of ddptop's, one worker thread), but not through dist.new_group:
+    prefix of ddptop's; GLOO_SOCKET_IFNAME honoured), but not through dist.new_group:
     it takes no number among the script's groups and no store barrier, and
     it costs the default group no collective and no sequence number. Its
     timeout is the script's group's (timeout, else torch's default). A
@@ -201,15 +201,8 @@ def agreement_group(timeout=None):
         store = dist.PrefixStore(f"ddptop/agree/{_agree_gen}", _get_default_store())
         if not isinstance(timeout, datetime.timedelta):
             timeout = getattr(dist.distributed_c10d, "default_pg_timeout", datetime.timedelta(minutes=30))
-        gloo = dist.ProcessGroupGloo
-        try:
-            opts = gloo._Options()
-            opts._timeout = timeout
-            opts._devices = [gloo.create_default_device()]
-            opts._threads = 1
-            pg = gloo(store, rank, world, opts)
-        except (AttributeError, TypeError):
-            pg = gloo(store, rank, world, timeout)
+        # torch's own constructor: its devices as torch's groups get them (GLOO_SOCKET_IFNAME, else the host's name)
+        pg = dist.ProcessGroupGloo(store, rank, world, timeout)
     except Exception as e:      # noqa: BLE001 -- the script's init succeeded: it goes on, without commands
         steer.STEER.no_group(f"ddptop's agreement group could not be made ({e})")
         return
