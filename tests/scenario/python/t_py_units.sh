@@ -2,12 +2,17 @@
 # in the C codec (tool_wire) and in msgpack, each burst one 50 ms slot of the
 # wall clock; its safetensors writer is read by the
 # safetensors package; long logs are cut to the field size; and DDP with
-# the adapter's comm hook (flags riding in the first bucket) ends with the
+# the adapter's comm hook ends with the
 # very weights of DDP's default all-reduce (the C++ hook and the Python one
 # alike: the same colls and layout logs), and its buckets' coll messages,
 # which wait for the script's thread, go out by the next beat when no
 # optimizer step comes. The heartbeat thread hands the telemetry stream's
 # backlog to its socket between beats (a script blocked in C sends nothing).
+# The commands' agreement on ddptop's own group (steer.py): making the
+# group costs the default group no collective (its sequence number stays),
+# ranks with different step times pick the same agreement points and stop
+# after the same step, and a peer that dies turns the commands off without
+# raising in place of the script's own error.
 . tests/lib.sh
 . tests/lib_py.sh
 export PYTHONPATH=$PWD/workers/python${PYTHONPATH:+:$PYTHONPATH}
@@ -44,7 +49,6 @@ def start(rank, world, hooked, store_path):
 # which must load here: the build made it for this torch) or "python" (forced)
 def train(rank, world, hooked, store_path, out):
     start(rank, world, hooked, store_path)
-    from ddptop import steer
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.Tanh(), torch.nn.Linear(64, 5)), bucket_cap_mb=0.004)
@@ -79,13 +83,6 @@ def train(rank, world, hooked, store_path, out):
         assert [c["seq"] for c in colls] == sorted(c["seq"] for c in colls), colls
         assert min(c["bucket"] for c in colls) == 0, colls
         assert all(c["op"] == "allreduce" and c["bytes"] > 0 and c["done"] >= c["start"] for c in colls), colls
-        if hooked == "cxx":
-            # the carried flags wait for the step wrapper, right before steer.before_step: taken by the
-            # beat, one rank alone once started the flags' own all-reduce (Gloo paired it with a bucket)
-            assert steer.STEER.agreed is None, ("the beat took the carried flags", steer.STEER.agreed)
-            r.collect(r, flags=True)
-        # no command; each rank proposes 1 step to the next agreement (no step timed: Optimizer.step is not hooked)
-        assert steer.STEER.agreed == [0.0, 0.0, 0.0, 0.0, float(world)], steer.STEER.agreed
         # what the user sees does not depend on the hook: the same buckets, numbers and layout logs
         extra = ([(c["seq"], c["bucket"], c["bytes"], c["step"]) for c in colls],
                  [t for t in r.up.logs if t.startswith("DDP gradient buckets")])
@@ -119,6 +116,51 @@ def fail(rank, world, hooked, store_path, out):
         r.step += 1
     with open(out, "w") as f:
         f.write("no error")
+    os._exit(0)
+
+
+# 7. the agreement on ddptop's own group (steer.py, lifecycle.agreement_group)
+def agree(rank, world, store_path, out):
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
+    from ddptop import lifecycle, steer
+    r = state.Run(Quiet(), rank, world, rank, world, 0)
+    state.set_run(r)
+    pg = dist.distributed_c10d._get_default_group()
+    seq = pg._get_sequence_number_for_group()
+    lifecycle.agreement_group()
+    S = steer.STEER
+    assert S.group is not None, "no agreement group"
+    points, stopped, now = [], None, 0.0
+    for step in range(1, 400):
+        now += 0.001 if rank == 0 else 0.004     # different step times: different proposals
+        if rank == 1 and step == 150:
+            S.stop_seen = True                    # one rank's view: a stop
+        r.step = step
+        at = S.next_at
+        try:
+            S.after_step(now)
+        except steer.StopTraining:
+            stopped = step
+            break
+        if r.step == at:
+            points.append(step)
+    S.barrier(10)       # the stop's barrier, on ddptop's group
+    # the group, its agreements, the stop and its barrier: no collective of the default group's
+    assert pg._get_sequence_number_for_group() == seq, "ddptop's agreement took collectives of the default group"
+    assert not [t for t in r.up.logs if "barrier" in t], r.up.logs
+    torch.save((points, stopped), f"{out}.{rank}")
+    # a peer that dies: the agreement fails, nothing raises, the commands are off (said once)
+    lifecycle.agreement_group()
+    if rank == 1:
+        os._exit(0)
+    S.stop_seen = False
+    for step in range(r.step + 1, r.step + 400):
+        r.step, now = step, now + 0.001
+        S.after_step(now)
+        if S.off:
+            break
+    off = [t for t in r.up.logs if "commands are off" in t]
+    torch.save((S.off != "", len(off)), f"{out}.off")
     os._exit(0)
 
 
@@ -314,8 +356,22 @@ def main():
             p.join(60)
         said = open(out).read() if os.path.exists(out) else "rank 0 wrote nothing"
         assert said.startswith("raised at 2 ok=True colls=[1, 2]: "), (hooked, said)
+    out = os.path.join(tmp, "agree")
+    ps = [mp.get_context("spawn").Process(target=agree, args=(r, 2, os.path.join(tmp, "fsagree"), out))
+          for r in range(2)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(60)
+    got = [torch.load(f"{out}.{r}") for r in range(2)]
+    assert got[0] == got[1], ("the ranks agreed at different steps", got)
+    points, stopped = got[0]
+    assert stopped is not None and 150 < stopped <= 150 + 2 * 64, got
+    assert len(points) >= 4 and any(b - a > 1 for a, b in zip(points, points[1:])), points
+    off = torch.load(f"{out}.off") if os.path.exists(f"{out}.off") else "rank 0 wrote nothing"
+    assert off == (True, 1), ("rank 0: the commands are not off, once, after its peer died", off)
     print("PASS: frames, chunks, safetensors, bursts on the 50 ms grid, comm hook == DDP default "
-          "(C++ and Python hooks alike)")
+          "(C++ and Python hooks alike), the agreement on ddptop's group")
 
 
 if __name__ == "__main__":

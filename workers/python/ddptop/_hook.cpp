@@ -1,8 +1,8 @@
 // _hook.cpp — DDP's comm hook in C++ for the torch adapter (ddptop._hook).
 //
 // Owns: the hook torch calls for every gradient bucket (the bucket times
-// 1/world as DDP's default does, Gloo's all-reduce, the steering flags on
-// the first bucket of an agreeing step), each bucket's record in a
+// 1/world as DDP's default does, Gloo's all-reduce of the bucket alone: the
+// commands' agreement has a group of its own, steer.py), each bucket's record in a
 // fixed-size lock-free ring, the buckets in flight for the heartbeat, the
 // bucket layout, and the adapter's collective counter (collectives.py takes
 // its numbers here too, so DDP's buckets and the script's own collectives
@@ -12,7 +12,7 @@
 // Threads: runHook runs on the script's thread (the autograd engine, GIL
 // released); the completion callback on Gloo's worker threads, or inline on
 // the script's thread when the work is done before the callback is added:
-// neither takes the GIL. drain/oldest/arm are called from Python (the
+// neither takes the GIL. drain/oldest are called from Python (the
 // script's thread or the heartbeat thread) with the GIL held, which
 // serialises the consumers. Only for the torch it was built against: the
 // adapter compares DDPTOP_TORCH_VERSION with torch.__version__ (cxx_hook.py).
@@ -50,7 +50,6 @@ class Reducer
 namespace
 {
 
-constexpr int FLAGS_N = HOOK_FLAGS_N; // steer.py's FL_COUNT
 constexpr size_t RING_N = 4096; // records between two drains (a step's buckets, or a second's at the beat)
 constexpr size_t FLIGHT_N = 64; // buckets in flight at once
 
@@ -119,14 +118,6 @@ Flight *flight_take(int64_t key, int64_t seq, int64_t bucket, int64_t start_ns)
     return nullptr; // more in flight than slots: the beat names an older one
 }
 
-// ---- the steering flags (steer.py): armed by Python, carried by the first bucket ----
-std::mutex g_flags_mu;
-bool g_armed = false;
-std::atomic<bool> g_armed_fast{ false };
-std::array<double, FLAGS_N> g_flags_out{};
-bool g_have_in = false;
-std::array<double, FLAGS_N> g_flags_in{};
-
 // ---- the bucket layout (logged by Python when it changes) ----
 std::mutex g_layout_mu;
 bool g_layout_new = false;
@@ -152,19 +143,6 @@ class Hook : public c10d::CommHookInterface
         note_layout(bucket, index, nbytes, last);
         // DDP's default: grad times 1/world as it fills the bucket (reducer.cpp), bit for bit
         if (world_ > 1) buf.mul_(scale_);
-        at::Tensor t = buf;
-        bool carry = false;
-        if (index == 0 && g_armed_fast.load(std::memory_order_acquire)) {
-            std::array<double, FLAGS_N> v;
-            {
-                std::lock_guard<std::mutex> lk(g_flags_mu);
-                carry = g_armed;
-                v = g_flags_out;
-            }
-            if (carry) {
-                t = at::cat({ buf, at::tensor(c10::ArrayRef<double>(v.data(), FLAGS_N), buf.options()) });
-            }
-        }
         const int64_t key = g_key.fetch_add(1, std::memory_order_relaxed) + 1;
         int64_t seq = key;
         if (numbering_ == 1)
@@ -174,7 +152,7 @@ class Hook : public c10d::CommHookInterface
         const int64_t start = wall_ns();
         const int64_t launch_mono = last ? mono_ns() : 0;
         Flight *fl = flight_take(key, seq, index, start);
-        std::vector<at::Tensor> ts{ t };
+        std::vector<at::Tensor> ts{ buf };
         c10::intrusive_ptr<c10::ivalue::Future> fut;
         try {
             fut = pg_->allreduce(ts)->getFuture();
@@ -185,7 +163,7 @@ class Hook : public c10d::CommHookInterface
         auto child = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
         // The record is pushed before the future DDP waits for completes, so a
         // step's buckets are all in the ring when its backward returns.
-        fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono, carry, n](c10::ivalue::Future &f) {
+        fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono](c10::ivalue::Future &f) {
             Record rec{ key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false };
             if (fl) fl->key.store(0, std::memory_order_release);
             if (f.hasError()) {
@@ -195,21 +173,8 @@ class Hook : public c10d::CommHookInterface
                 return;
             }
             try {
-                if (!carry) {
-                    ring_push(rec);
-                    child->markCompleted(f.value());
-                    return;
-                }
-                at::Tensor out = f.value().toTensorVector()[0];
-                at::Tensor tail = out.narrow(0, n, FLAGS_N).to(at::kDouble).contiguous();
-                const double *p = tail.data_ptr<double>();
-                {
-                    std::lock_guard<std::mutex> lk(g_flags_mu);
-                    std::copy(p, p + FLAGS_N, g_flags_in.begin());
-                    g_have_in = true;
-                }
                 ring_push(rec);
-                child->markCompleted(c10::IValue(std::vector<at::Tensor>{ out.narrow(0, 0, n) }));
+                child->markCompleted(f.value());
             } catch (...) {
                 child->setError(std::current_exception());
             }
@@ -281,30 +246,14 @@ py::object hook_take_layout()
     return l;
 }
 
-py::object hook_take_flags()
-{
-    std::lock_guard<std::mutex> lk(g_flags_mu);
-    if (!g_have_in) return py::none();
-    py::list l;
-    for (double v : g_flags_in) l.append(v);
-    g_have_in = false;
-    g_armed = false; // carried: the next agreement arms again
-    g_armed_fast.store(false, std::memory_order_release);
-    return l;
-}
-
 int64_t hook_take_dropped() { return g_dropped.exchange(0); }
 
 namespace
 {
 
-// (records, layout or None, carried flags or None, dropped): one call a step
-// (the Python step path; the step engine, _steps.cpp, drains records itself).
-// The carried flags are taken only with take_flags (the script's thread before
-// its optimizer step): a drain elsewhere (the beat, a message's flush) that took
-// them would leave that step's steer.before_step without them for a moment,
-// and it would start the flags' own all-reduce where the other ranks do not.
-py::tuple drain(bool take_flags)
+// (records, layout or None, dropped): one call a step (the Python step path;
+// the step engine, _steps.cpp, drains records itself), or the beat's.
+py::tuple drain()
 {
     std::vector<Record> recs;
     hook_drain_records(recs);
@@ -312,23 +261,7 @@ py::tuple drain(bool take_flags)
     for (const Record &r : recs)
         l.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error));
     py::object layout = hook_take_layout();
-    py::object flags = take_flags ? hook_take_flags() : py::object(py::none());
-    return py::make_tuple(l, layout, flags, hook_take_dropped());
-}
-
-// The next agreeing backward's first bucket carries these (None: disarm).
-void arm(py::object flags)
-{
-    std::lock_guard<std::mutex> lk(g_flags_mu);
-    if (flags.is_none()) {
-        g_armed = false;
-    } else {
-        auto v = flags.cast<std::vector<double>>();
-        if (v.size() != FLAGS_N) throw std::invalid_argument("arm: 5 flags");
-        std::copy(v.begin(), v.end(), g_flags_out.begin());
-        g_armed = true;
-    }
-    g_armed_fast.store(g_armed, std::memory_order_release);
+    return py::make_tuple(l, layout, hook_take_dropped());
 }
 
 // (key, seq, since wall ns, bucket) of the oldest bucket in flight, or None.
@@ -353,14 +286,11 @@ PYBIND11_MODULE(_hook, m)
 {
     m.doc() = "ddptop's DDP comm hook in C++ (workers/python/ddptop/cxx_hook.py uses it)";
     m.attr("TORCH_VERSION") = DDPTOP_TORCH_VERSION;
-    m.attr("FLAGS") = FLAGS_N;
     m.def("register", &hook_register, "register(reducer, process_group, numbering): the hook on a DDP's reducer");
     m.def(
         "next_key", []() { return g_key.fetch_add(1, std::memory_order_relaxed) + 1; },
         "the adapter's next collective number (shared with the buckets)");
-    m.def("drain", &drain, py::arg("take_flags"),
-          "(records, layout or None, carried flags (with take_flags) or None, dropped) since the last drain");
-    m.def("arm", &arm, "arm(flags or None): the next first bucket carries them");
+    m.def("drain", &drain, "(records, layout or None, dropped) since the last drain");
     m.def("oldest", &oldest, "(key, seq, since_ns, bucket) of the oldest bucket in flight, or None");
     steps_bind(m);
 }

@@ -1,7 +1,7 @@
 // _hook.h — what the comm hook (_hook.cpp) shares with the step engine
 // (_steps.cpp) inside the ddptop._hook extension: each finished bucket's
-// record, and the rare things a drain also brings (a new layout, the
-// carried flags, records lost to a full ring). Not a Python face: the
+// record, and the rare things a drain also brings (a new layout, records
+// lost to a full ring). Not a Python face: the
 // extension's module definition (_hook.cpp) binds both files' functions.
 #ifndef DDPTOP_PY_HOOK_H
 #define DDPTOP_PY_HOOK_H
@@ -12,8 +12,6 @@
 #include <vector>
 
 namespace py = pybind11;
-
-constexpr int HOOK_FLAGS_N = 5; // steer.py's FL_COUNT
 
 // One bucket's all-reduce, done.
 struct Record {
@@ -33,10 +31,6 @@ size_t hook_drain_records(std::vector<Record> &out);
 // The bucket layout ([(bytes, tensors)] per index) when it changed since the
 // last call, else None.
 py::object hook_take_layout();
-// The flags the last agreeing step's first bucket carried back ([5 floats]),
-// once, else None (taken only on the script's thread before its optimizer
-// step: see drain in _hook.cpp).
-py::object hook_take_flags();
 // Records the ring had no room for since the last call.
 int64_t hook_take_dropped();
 

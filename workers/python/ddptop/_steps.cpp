@@ -238,18 +238,16 @@ class Steps
     void bwd_done() { bwd_s_ += mono_s() - bwd_t0_; }
 
     // The optimizer step begins: the buckets done since the last drain as
-    // coll messages; (flags, layout, dropped) when any of those came (the
-    // carried flags only with take_flags), else None.
-    py::object before(bool take_flags)
+    // coll messages; (layout, dropped) when either came, else None.
+    py::object before()
     {
         drain_colls();
         loss_mark_ = losses_.size();
-        py::object flags = take_flags ? hook_take_flags() : py::object(py::none());
         py::object layout = hook_take_layout();
         int64_t dropped = hook_take_dropped();
         opt_t0_ = mono_s();
-        if (flags.is_none() && layout.is_none() && !dropped) return py::none();
-        return py::make_tuple(flags, layout, dropped);
+        if (layout.is_none() && !dropped) return py::none();
+        return py::make_tuple(layout, dropped);
     }
 
     // It returned: the step message. Returns (step, now, ready): the step
@@ -398,12 +396,12 @@ PyObject *py_bwd_done(PyObject *, PyObject *)
     Py_RETURN_NONE;
 }
 
-// eng_before() -> None or (flags, layout, dropped): Steps.before(True).
+// eng_before() -> None or (layout, dropped): Steps.before().
 PyObject *py_before(PyObject *, PyObject *)
 {
     if (!g_eng) Py_RETURN_NONE;
     try {
-        return g_eng->before(true).release().ptr();
+        return g_eng->before().release().ptr();
     } catch (py::error_already_set &e) {
         e.restore();
         return nullptr;
@@ -452,7 +450,7 @@ PyMethodDef g_fast[] = {
     { "eng_batch_n", py_batch_n, METH_O, "a batch of n samples counted" },
     { "eng_loss", py_loss, METH_O, "a backward on a CPU scalar begins: bool" },
     { "eng_bwd_done", py_bwd_done, METH_NOARGS, "the backward returned" },
-    { "eng_before", py_before, METH_NOARGS, "the optimizer step begins: None or (flags, layout, dropped)" },
+    { "eng_before", py_before, METH_NOARGS, "the optimizer step begins: None or (layout, dropped)" },
     { "eng_after", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_after)), METH_FASTCALL,
       "eng_after(optimizer, epoch, drops) -> (step, now, ready)" },
     { nullptr, nullptr, 0, nullptr },
@@ -483,7 +481,7 @@ void steps_bind(py::module_ &m)
         .def("batch", &Steps::batch)
         .def("loss", &Steps::loss)
         .def("bwd_done", &Steps::bwd_done)
-        .def("before", &Steps::before, py::arg("take_flags"))
+        .def("before", &Steps::before)
         .def("after", &Steps::after, py::arg("epoch"), py::arg("lr"), py::arg("drops"))
         .def("drain", &Steps::drain_colls)
         .def("reset_t0", &Steps::reset_t0)

@@ -4,9 +4,10 @@ torch 1.13 calls a Python comm hook through the GIL on the script's thread
 and its callback through the GIL on Gloo's thread, for every bucket: a
 two-line Python hook alone cost +171 us of CPU a step over DDP's default
 (docs/BENCHMARKS.md). The extension does the Python hook's work
-(ddp_hook.py) without the GIL: the multiply by 1/world, the all-reduce, the
-flags on the first bucket of an agreeing step, each bucket's record in a
-lock-free ring, the buckets in flight for the beat, the layout.
+(ddp_hook.py) without the GIL: the multiply by 1/world, the all-reduce (the
+bucket alone: the commands' agreement has a group of its own, steer.py),
+each bucket's record in a lock-free ring, the buckets in flight for the
+beat, the layout.
 
 It is built for one torch (mk/pyhook.mk records torch.__version__): it is
 used only when it imports, its version is this torch's, and the model's
@@ -32,7 +33,6 @@ import sys
 
 from . import collectives, compat
 from .state import run
-from .steer import STEER
 
 _MOD = None         # the extension, once load() accepted it
 _WHY = ""           # why not, when not
@@ -114,8 +114,6 @@ def register(ddp):
     r.engine_next = getattr(r.up, "cburst", None) is not None and r.engine is None
     if r.engine is None:
         r.collect = collect
-    STEER.arm = _MOD.arm
-    STEER.arm_next()
     _say(f"DDP comm hook: C++ (ddptop._hook for torch {_MOD.TORCH_VERSION})")
     return True
 
@@ -132,11 +130,9 @@ def activate(r):
 
 
 def extras(r, got):
-    """What a step engine's drain brought besides its buckets: (carried flags
-    or None, a new layout or None, records lost)."""
-    flags, layout, dropped = got
-    if flags is not None:
-        STEER.agreed = flags
+    """What a step engine's drain brought besides its buckets: (a new layout
+    or None, records lost)."""
+    layout, dropped = got
     if layout is not None:
         parts = ", ".join(f"{i}: {b} B ({n} tensors)" for i, (b, n) in enumerate(layout))
         r.log("info", f"DDP gradient buckets from step {r.step + 1}: {len(layout)} buckets; {parts}")
@@ -144,7 +140,7 @@ def extras(r, got):
         r.log("warn", f"DDP comm hook: {dropped} bucket records lost (the ring was full)")
 
 
-def collect_engine(r, flags=False):
+def collect_engine(r):
     """collect() where the step engine runs: the buckets done so far go into
     the burst as coll messages (the beat, a flush; the step wrapper drains
     them itself with Steps.before)."""
@@ -152,20 +148,12 @@ def collect_engine(r, flags=False):
     r.up.pump()
 
 
-def collect(r, flags=False):
+def collect(r):
     """The buckets done since the last call as coll messages (queued
     behind any that wait, else sent now, on the script's thread before its
     optimizer step, or by the beat), their time into the step's comm and
-    exposed time; a new layout to the log; with flags (only the step
-    wrapper, on the script's thread, right before steer.before_step), the
-    carried flags to steer. Taken by another thread (the beat, a flush),
-    they were not yet in STEER.agreed when before_step looked, and that rank
-    alone started the flags' own all-reduce: Gloo then paired it with the
-    other rank's next bucket (a rank aborted, "op.preamble.length <=
-    op.nbytes. 101772 vs 8", 1 run of 6 in make bench-torch)."""
-    recs, layout, flags, dropped = _MOD.drain(flags)
-    if flags is not None:
-        STEER.agreed = flags
+    exposed time; a new layout to the log."""
+    recs, layout, dropped = _MOD.drain()
     if recs:
         step = r.step + 1       # the step whose backward they belong to
         comm = exposed = 0.0

@@ -3,14 +3,11 @@
 Every DDP built while the adapter runs gets a comm hook that does what
 DDP's default does — the bucket times 1/world (the default does it as it
 fills the bucket), all-reduced with a sum — and reports each bucket as a
-`coll` message (index, bytes, time, bandwidths). The first bucket of an agreeing step's backward also carries
-the command flags (steer.py): all-reduce cat(bucket, flags), split in the
-callback, so the agreement costs one copy of that bucket (DDP caps the
-first at 1 MB by default, whatever the others' cap), about every 50 ms,
-and no collective of its own. Ours is
-registered at the first forward, so a script that registers its own comm
-hook keeps it (DDP takes one): then the flags go through steer's own small
-all-reduce instead, and buckets are not reported.
+`coll` message (index, bytes, time, bandwidths). The buckets carry nothing
+of ddptop's: the all-reduce is the bucket, bit for bit DDP's default (the
+commands' agreement has a group of its own, steer.py). Ours is registered
+at the first forward, so a script that registers its own comm hook keeps
+it (DDP takes one): then buckets are not reported.
 
 Where the adapter's C++ hook fits this torch (cxx_hook.py: torch 1.13 on
 the CPU), DDP gets that one instead, doing the same without the GIL; this
@@ -24,12 +21,10 @@ import functools
 import time
 import weakref
 
-import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from . import collectives, compat, cxx_hook, wire
 from .state import run
-from .steer import STEER, FL_COUNT
 
 
 class HookState:
@@ -81,25 +76,19 @@ def comm_hook(st, bucket):
     timer = compat.CudaTimer() if buf.is_cuda else None
     if st.world > 1:        # DDP's default: grad times 1/world as it fills the bucket (reducer.cpp), bit for bit
         buf.mul_(st.scale)
-    # the flags ride the first bucket of an agreeing step: DDP caps it (1 MB by default), so the copy stays small
-    carry = index == 0 and STEER.agrees(step)
-    t = torch.cat([buf, STEER.flags(dtype=buf.dtype, device=buf.device)]) if carry else buf
     if last:
         _log_layout(st, index, step)
         st.last_launch = time.monotonic()
     if timer is not None:
         timer.start()
     # the process group's own call: c10d.all_reduce's checks cost more than the call
-    fut = st.pg.allreduce([t]).get_future()
+    fut = st.pg.allreduce([buf]).get_future()
 
     def done(f):
         out = f.value()[0]
         if timer is not None:
             timer.stop()
         r.comm_s += collectives.end(seq, "allreduce", nbytes, index, step, timer=timer, defer=True)
-        if carry:
-            STEER.carried(out[n:n + FL_COUNT])
-            out = out[:n]
         if last:
             r.exposed_s += time.monotonic() - st.last_launch
         return out

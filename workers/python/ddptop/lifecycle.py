@@ -1,7 +1,8 @@
 """lifecycle.py — the process group's life as phases: init_process_group
-(hello, init, rendezvous, then train) and destroy_process_group
-(destroying, destroyed; after a stop from ddptop, a bounded barrier first:
-stop_barrier).
+(hello, init, rendezvous, then train; and ddptop's own Gloo group for the
+commands' agreement: agreement_group) and destroy_process_group
+(destroying, destroyed; after a stop from ddptop, a bounded barrier on
+ddptop's group first: stop_barrier).
 
 The hello goes out at init_process_group, when the backend and device are
 known (a script that fails before that still says hello, from runner.py).
@@ -26,7 +27,7 @@ import urllib.parse
 import torch
 import torch.distributed as dist
 
-from . import compat, spawn
+from . import compat, spawn, steer
 from .state import run
 
 VERSION = "0.1.0"
@@ -171,6 +172,7 @@ def install():
             wait_for_store(addr, min(STORE_PROBE_MAX_S, limit))
         out = _ORIG["init"](*args, **kwargs)
         compat.after_init()
+        agreement_group(kwargs.get("timeout", args[2] if len(args) > 2 else None))
         r.set_phase("train")
         return out
 
@@ -182,6 +184,7 @@ def install():
         if r.stop_asked:        # a finally block after an agreed stop: meet the others first
             stop_barrier(r)
         r.set_phase("destroying")
+        steer.STEER.drop_group()
         out = _ORIG["destroy"](*args, **kwargs)
         compat.after_destroy()
         r.set_phase("destroyed")
@@ -192,17 +195,56 @@ def install():
         mod.destroy_process_group = destroy_process_group
 
 
+# ---- ddptop's own process group, for the agreement (steer.py) ----
+_agree_gen = 0      # process groups begun in this process: each agreement group's store prefix
+
+
+def agreement_group(timeout=None):
+    """Right after the script's init_process_group, on every rank: ddptop's
+    own Gloo group over every rank for the commands' agreement (steer.py),
+    so that no collective of ddptop's can pair with one of the script's.
+    Made as torch makes a Gloo group (the default group's store under a
+    prefix of ddptop's; GLOO_SOCKET_IFNAME honoured), but not through dist.new_group:
+    it takes no number among the script's groups and no store barrier, and
+    it costs the default group no collective and no sequence number. Its
+    timeout is the script's group's (timeout, else torch's default). A
+    world of one needs none. Failing to make it turns ddptop's commands
+    off (said once); it never fails the script's init."""
+    global _agree_gen
+    _agree_gen += 1
+    try:
+        world, rank = dist.get_world_size(), dist.get_rank()
+    except (RuntimeError, ValueError):
+        world, rank = 1, 0
+    if world <= 1:
+        steer.STEER.use_group(None)
+        return
+    try:
+        from torch.distributed.distributed_c10d import _get_default_store
+        store = dist.PrefixStore(f"ddptop/agree/{_agree_gen}", _get_default_store())
+        if not isinstance(timeout, datetime.timedelta):
+            timeout = getattr(dist.distributed_c10d, "default_pg_timeout", datetime.timedelta(minutes=30))
+        # torch's own constructor: its devices as torch's groups get them (GLOO_SOCKET_IFNAME, else the host's name)
+        pg = dist.ProcessGroupGloo(store, rank, world, timeout)
+    except Exception as e:      # noqa: BLE001 -- the script's init succeeded: it goes on, without commands
+        steer.STEER.no_group(f"ddptop's agreement group could not be made ({e})")
+        return
+    steer.STEER.use_group(pg)
+
+
 def stop_barrier(r, unsafe=False):
     """Once, after a stop: a barrier before the group goes, so no rank tears
     its connections down while a peer still uses them. After an agreed stop
-    it waits STOP_BARRIER_S at most (a rank that never comes must not hold
-    the others); after the unsafe-stop fault's lone stop as long as a
-    script's own barrier would, the group's timeout: the shutdown hang the
-    fault shows. None with the no-barrier fault."""
+    it is on ddptop's group (steer.Steer.barrier: it cannot meet a
+    collective of the script's finally blocks) and waits STOP_BARRIER_S at
+    most (a rank that never comes must not hold the others); after the
+    unsafe-stop fault's lone stop it is a barrier of the default group, as
+    long as a script's own barrier would wait, the group's timeout: the
+    shutdown hang the fault shows. None with the no-barrier fault."""
     if r.stop_barrier_done:
         return
     r.stop_barrier_done = True
-    from . import collectives, faults, steer
+    from . import faults
     # what ddptop sent before the stop (the f menu's no-barrier, then d) is
     # in effect here even on a rank that last read its commands before it
     # came: the stop was agreed on a peer's reading
@@ -212,14 +254,11 @@ def stop_barrier(r, unsafe=False):
     if unsafe:
         dist.barrier()      # wrapped: the heartbeat names it in flight
         return
-    try:
-        work = collectives.orig("barrier")(async_op=True)
-        work.wait(timeout=datetime.timedelta(seconds=STOP_BARRIER_S))
-    except Exception as e:
-        r.log("warn", f"stop: the barrier did not complete within {STOP_BARRIER_S:g} s ({e}); destroying anyway")
+    steer.STEER.barrier(STOP_BARRIER_S)     # ddptop's group: it cannot meet a collective of the script's
 
 
 def destroy():
     """torch's own destroy, for runner.py's orderly stop."""
+    steer.STEER.drop_group()
     compat.after_destroy()
     return (_ORIG.get("destroy") or dist.destroy_process_group)()

@@ -2,38 +2,58 @@
 
 A rank never acts on a command alone (workers/train/trainer.c, "command
 agreement"): each rank puts its view of the commands in five numbers, the
-process group sums them, and the sums decide. The numbers ride at the end
-of the first gradient bucket's all-reduce (ddp_hook.py; the C++ hook,
-cxx_hook.py, gets them from arm_next at the end of the step before), so with DDP the
-agreement costs no extra collective; without DDP a five-float all-reduce
-is started before the optimizer step and waited for after it. Either way
-every rank acts right after the same optimizer step (steps.py calls
-after_step).
+ranks sum them, and the sums decide. The sum is an all-reduce on ddptop's
+own Gloo process group (lifecycle.agreement_group: made inside the wrapped
+init_process_group, over every rank, Gloo even when the script uses NCCL;
+its own connections, its own worker thread), never on the script's groups
+and never inside the script's gradient buckets: a collective of ddptop's
+cannot pair with one of the script's, whatever order the script's come in
+(issue 30: on the default group, the flags' all-reduce met the script's
+bucket all-reduce once an unused parameter or a desync parted the ranks'
+sequences, and Gloo aborted where torch raises DDP's own error). All its
+collectives are five float64s, so even two of its own that met out of
+order could not abort.
 
-Not every step agrees: copying the first bucket to append the flags costs
-about as much as the rest of the hook, so the ranks agree about every
-AGREE_S of training. The fifth number is each rank's proposal for the
-number of steps to the next agreement (AGREE_S over its step time); the
-sum is the same on every rank, so every rank picks the same next step
-without a word more. A command waits AGREE_S more at most; the step it is
-acted on is still the same everywhere.
+The agreement is a pipeline that costs the script no wait: at an
+agreement point (the end of an agreeing optimizer step, steps.py calls
+after_step) the rank takes the result of the all-reduce it started at the
+point before, acts on it, and starts the next one with its view now. The
+one it takes was started a whole period earlier on every rank, so with any
+collective of the script's in between (a DDP backward) it is done; a rank
+that comes to a point before a peer started the matching all-reduce (a
+script without collectives whose ranks drift apart) waits for it there,
+named in the beat as an all-reduce of another group (seq -1).
+
+Not every step agrees: the ranks agree about every AGREE_S of training.
+The fifth number is each rank's proposal for the number of steps to the
+next agreement point (AGREE_S over its step time); the sum is the same on
+every rank, so every rank picks the same next point without a word more.
+A command waits two periods at most; the step it is acted on is the same
+everywhere.
 
   ckpt  rank 0 writes CKPT_DIR/step-NNNNNNNN (ckpt.py), everyone goes on;
   stop  rank 0 writes the final checkpoint of that step (ckpt.final),
         then every rank raises StopTraining (a SystemExit, so the script's
         finally blocks run); runner.py then meets the others at a barrier
-        with a timeout, destroys the process group and exits 0;
+        on ddptop's group with a timeout, destroys the process group and
+        exits 0;
   pause every rank waits, agreeing every PAUSE_ROUND_S on the flags alone,
         until a round where nobody wants the pause (or a stop, or a ckpt,
         written at once). `pause` n and `resume` n pair up by id.
 
-Inside torch's Join context (uneven inputs) the ranks do not agree at all:
-a rank that has joined takes no optimizer steps, so the ranks' step counts
-part, and DDP shadows the others' bucket all-reduces with buckets of its
-own: flags carried by one rank and not by another paired buckets of
-different sizes (Gloo aborted). Commands wait; when the context ends,
-together on every rank, the next step agrees.
+A failed agreement (a peer that raised or died closes ddptop's connections
+with its own) never raises in place of the script's own failure: the
+rank says once that ddptop's commands are off, and goes on into the
+script's own collective, which fails as it would without ddptop.
+
+Inside torch's Join context (uneven inputs) the ranks do not agree: a rank
+that has joined takes no optimizer steps, so the ranks' step counts part.
+Commands wait; when the context ends, together on every rank, the next
+step is an agreement point.
 """
+import atexit
+import ctypes
+import datetime
 import math
 import os
 import sys
@@ -52,10 +72,11 @@ AGREE_MAX_STEPS = 64    # ... but at least every this many steps
 
 
 def _agree_steps():
-    """DDPTOP_AGREE_STEPS=N (1..64), for measurements only: propose N steps
-    between agreements whatever the step's time. Under valgrind a step is ~50x
-    slower and every step would agree; bench_torch.py --instructions pins the
-    period a run at full speed has."""
+    """DDPTOP_AGREE_STEPS=N (1..64), for measurements and tests only: propose N
+    steps between agreements whatever the step's time (1: every step, the
+    worst case). Under valgrind a step is ~50x slower and every step would
+    agree; bench_torch.py --instructions pins the period a run at full speed
+    has."""
     v = os.environ.get("DDPTOP_AGREE_STEPS", "")
     if not v:
         return 0
@@ -66,6 +87,13 @@ def _agree_steps():
 
 
 AGREE_STEPS = _agree_steps()
+_KEPT = []      # groups let go of with an all-reduce unfinished (drop_group)
+
+
+def _keep(pg):
+    """pg is never destroyed, not even as the interpreter exits."""
+    _KEPT.append(pg)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(pg))
 
 
 class StopTraining(SystemExit):
@@ -82,37 +110,57 @@ class Steer:
         self.ckpt_seen = self.ckpt_acted = 0
         self.stop_seen = False
         self.pause_seen = self.resume_seen = 0
-        self.agreed = None       # the step's reduced flags (a list, or on CUDA (host tensor, event)), once known
-        self.pending = None      # (work, tensor) of the flags-only all-reduce in flight
-        self.late = None         # CUDA: the last step's flags, decided on after the next step
-        self.next_at = 1         # the step whose backward (or optimizer step) agrees next; 0: not known yet
+        self.group = None        # ddptop's Gloo group (lifecycle.agreement_group); None: one process
+        self.pending = None      # (work, tensor): the all-reduce started at the last agreement point
+        self.next_at = 1         # the step after which the ranks agree next
+        self.off = ""            # why the agreement failed for good: commands are ignored from then on
+        self.stopped = False     # an agreed stop: nothing more to agree on
         self.step_s = 0.0        # this rank's step time (moving average), for its FL_EVERY proposal
         self.step_end = 0.0
-        self.arm = None          # the C++ comm hook's arm(flags): its next first bucket carries them (cxx_hook.py)
         self.in_join = 0         # depth of torch Join contexts: no agreement inside one
 
-    def agrees(self, step):
-        """Whether step `step` carries the agreement (the same answer on every rank)."""
-        return step == self.next_at and not self.in_join
+    def use_group(self, pg):
+        """A process group began (lifecycle.py): ddptop's group for it, or
+        None (one process); the next step is an agreement point."""
+        self.drop_group()
+        self.group, self.off, self.stopped = pg, "", False
+        self.next_at = run().step + 1
+
+    def drop_group(self):
+        """The script's process group goes (destroy_process_group): so does
+        ddptop's. One with an all-reduce a peer never joined is kept alive
+        for good: its destructor would wait for that all-reduce (up to the
+        group's timeout) where the script would not wait at all."""
+        pg, pend = self.group, self.pending
+        self.group = self.pending = None
+        if pg is not None and pend is not None and not pend[0].is_completed():
+            _keep(pg)
+
+    def forget(self):
+        """In a process the script forked (a DataLoader worker): the group's
+        threads are the parent's, so its destructor must never run here."""
+        if self.group is not None:
+            _keep(self.group)
+        self.group = self.pending = None
+
+    def no_group(self, why):
+        """ddptop's group could not be made (lifecycle.py): commands are off."""
+        self.drop_group()
+        self._off(why)
 
     def join_enter(self):
-        """A Join context begins (at the same point on every rank): nothing
-        carried from now on, an armed carry taken back."""
+        """A Join context begins (at the same point on every rank): no agreement until it ends."""
         self.in_join += 1
         if self.in_join == 1:
-            if self.arm is not None:
-                self.arm(None)
             run().log("info", "Join: the ranks' steps may part; ddptop's commands wait for the end of the Join context")
 
     def join_exit(self):
         """The Join context ended, together on every rank (every rank has
-        joined): the next step agrees, whatever each rank's step count."""
+        joined): the next step is an agreement point, whatever each rank's
+        step count. What was started before the context is taken there."""
         self.in_join = max(0, self.in_join - 1)
         if not self.in_join:
-            self.agreed = None
             self.next_at = run().step + 1
-            if self.arm is not None:
-                self.arm_next()
 
     def _every(self):
         """This rank's proposal: steps to the next agreement."""
@@ -152,17 +200,6 @@ class Steer:
         return [float(self.ckpt_seen) if pending else 0.0, 1.0 if pending else 0.0,
                 1.0 if self.stop_seen else 0.0, 1.0 if self.pause_seen > self.resume_seen else 0.0, self._every()]
 
-    def flags(self, dtype=torch.float32, device="cpu"):
-        """view() as a tensor."""
-        return torch.tensor(self.view(), dtype=dtype, device=device)
-
-    def arm_next(self):
-        """With the C++ comm hook: when the next step agrees, its first
-        bucket carries this rank's view (taken now, at the end of the step
-        before, where the Python hook takes it in the backward)."""
-        if self.arm is not None and self.agrees(run().step + 1):
-            self.arm(self.view())
-
     def _decide(self, fl):
         """Sums, identical on every rank, into (ckpt, stop, pause); and the
         step of the next agreement: the proposals' mean, rounded down."""
@@ -170,80 +207,83 @@ class Steer:
         if ckpt:
             # ceiling of the proposers' mean id: every rank stores the same acted id
             self.ckpt_acted = max(self.ckpt_acted, int(math.ceil(fl[FL_CKPT_ID] / fl[FL_CKPT_PENDING] - 1e-6)))
-        world = max(run().world, 1)
+        world = max(self.group.size() if self.group is not None else 1, 1)
         self.next_at = run().step + max(1, min(AGREE_MAX_STEPS, int(fl[FL_EVERY] / world + 1e-6)))
         return ckpt, fl[FL_STOP] > 0.5, fl[FL_PAUSE] > 0.5
 
-    def carried(self, t):
-        """The reduced flags a DDP bucket carried (comm hook callback). On
-        CUDA they are copied to the host without waiting for the device."""
-        if t.is_cuda:
-            host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-            host.copy_(t, non_blocking=True)
-            ev = torch.cuda.Event()
-            ev.record()
-            self.agreed = (host, ev)
-        else:
-            self.agreed = t.tolist()
-
-    def _reduce_now(self):
-        t = self.flags()
-        collectives.orig("all_reduce")(t)
-        return t.tolist()
-
-    def before_step(self):
-        """No DDP bucket carried the flags of an agreeing step: start their own all-reduce."""
-        r = run()
-        if r.step + 1 != self.next_at or self.in_join:     # not agrees(): most steps, one comparison
+    def _off(self, why):
+        if self.off:
             return
-        if self.agreed is None and self.pending is None and r.world > 1 and dist.is_initialized():
-            t = self.flags()
-            self.pending = (collectives.orig("all_reduce")(t, async_op=True), t)
+        self.off = why
+        self.pending = None
+        r = run()
+        text = (f"ddptop's commands are off from step {r.step}: {why}; "
+                f"the script runs on as it would without ddptop")
+        sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
+        r.log("warn", text)
+
+    def _start(self):
+        """This rank's view into ddptop's group, not waited for."""
+        t = torch.tensor(self.view(), dtype=torch.float64)
+        try:
+            self.pending = (self.group.allreduce([t]), t)
+        except Exception as e:      # noqa: BLE001 -- whatever Gloo raises, the script's own failure comes first
+            self._off(f"the ranks' agreement could not start ({e})")
+
+    def _wait(self, work, t, timeout_s=None):
+        """The reduced flags of `work`, or None when it failed (commands
+        off, unless timeout_s: then it only says so). A wait that blocks is
+        in flight for the beat, as an all-reduce of another group."""
+        r = run()
+        key = None
+        try:
+            if not work.is_completed():
+                key = collectives.begin("allreduce", self.group)
+            if timeout_s is None:
+                work.wait()
+            else:
+                work.wait(timeout=datetime.timedelta(seconds=timeout_s))
+            return t.tolist()
+        except Exception as e:      # noqa: BLE001 -- never raise in place of the script's own error
+            if timeout_s is None:
+                self._off(f"the ranks' agreement failed ({e})")
+            else:
+                r.log("warn", f"stop: the barrier did not complete within {timeout_s:g} s ({e}); destroying anyway")
+            return None
+        finally:
+            if key is not None:
+                with r.coll_lock:
+                    r.in_flight.pop(key, None)
 
     def after_step(self, now):
-        """Act on what the ranks agreed for the step just finished (steps.py
-        calls it after every optimizer step, `now` when the step returned;
-        most have nothing to read: they leave at the first test, and the
-        next step's carry is armed when it agrees, as arm_next does)."""
+        """At the end of every optimizer step (steps.py; `now`: when it
+        returned). Most steps leave at the first test; an agreement point
+        takes the last all-reduce's sums, acts on them and starts the next."""
         if self.step_end:      # this rank's step time (a moving average), for its FL_EVERY proposal
             dt = now - self.step_end
             self.step_s = dt if self.step_s <= 0.0 else 0.8 * self.step_s + 0.2 * dt
         self.step_end = now
-        if self.pending is None and self.agreed is None and self.late is None:
-            r = run()
-            step = r.step
-            if step != self.next_at or self.in_join or (r.world > 1 and dist.is_initialized()):
-                if self.arm is not None and step + 1 == self.next_at and not self.in_join:
-                    self.arm(self.view())
-                return
-        self._after_step()
-        if self.arm is not None:
-            self.arm_next()
-
-    def _after_step(self):
-        if self.pending is not None:
+        r = run()
+        if r.step < self.next_at or self.in_join or self.stopped or self.off:
+            return
+        if self.group is None:
+            if r.world > 1 and dist.is_initialized():
+                return          # a group of several processes without ddptop's (lifecycle made none): no agreement
+            self._act(self.view())      # one process: this rank's view is the job's
+            return
+        if self.pending is None:
+            self.next_at = r.step + 1   # the first point: the same next point on every rank
+        else:
             work, t = self.pending
-            work.wait()
-            self.agreed, self.pending = t.tolist(), None
-        fl, self.agreed = self.agreed, None
-        if isinstance(fl, tuple):
-            # CUDA: reading them now would wait for the whole step; every rank
-            # decides on them after the next step instead, the same step everywhere
-            fl, self.late = self.late, fl
-            self.next_at = 0      # known once they are read
+            self.pending = None
+            fl = self._wait(work, t)
             if fl is None:
                 return
-            fl[1].synchronize()
-            fl = fl[0].tolist()
-        elif self.late is not None:   # CUDA, the step after an agreement
-            fl, self.late = self.late, None
-            fl[1].synchronize()
-            fl = fl[0].tolist()
-        elif fl is None:
-            r = run()
-            if not self.agrees(r.step) or (r.world > 1 and dist.is_initialized()):
-                return            # not an agreeing step
-            fl = self.flags().tolist()   # one process, no process group: this rank's view is the job's
+            self._act(fl)
+        if not self.stopped and not self.off and self.group is not None:
+            self._start()
+
+    def _act(self, fl):
         ckpt, stop, pause = self._decide(fl)
         gone = run().front_gone
         if ckpt:
@@ -260,6 +300,7 @@ class Steer:
         does), then StopTraining unless the script polls should_stop()."""
         from . import ckpt as ck
         r = run()
+        self.stopped = True
         r.stop_asked = True
         r.log("info", f"stopping after step {r.step}: {reason}")
         r.set_phase("stopping", reason)
@@ -267,13 +308,28 @@ class Steer:
         if not r.polls_stop:
             raise StopTraining(reason)
 
+    def _round(self):
+        """One pause round: every rank's view now, summed at once."""
+        if self.group is None:
+            return self.view()
+        t = torch.tensor(self.view(), dtype=torch.float64)
+        try:
+            work = self.group.allreduce([t])
+        except Exception as e:      # noqa: BLE001
+            self._off(f"the ranks' agreement could not start ({e})")
+            return None
+        return self._wait(work, t)
+
     def _pause_loop(self):
         r = run()
         detail = f"paused after step {r.step}"
         r.set_phase("paused", detail)
         while True:
             time.sleep(PAUSE_ROUND_S)
-            fl = self._reduce_now() if dist.is_initialized() and r.world > 1 else self.flags().tolist()
+            fl = self._round()
+            if fl is None:          # a peer failed the round: on with the script, as without ddptop
+                r.set_phase("train", "resumed: ddptop's agreement failed")
+                return
             ckpt, stop, pause = self._decide(fl)
             if ckpt:
                 from . import ckpt as ck
@@ -287,13 +343,35 @@ class Steer:
                     r.engine.reset_t0(r.step_t0)
                 return
 
+    def barrier(self, timeout_s):
+        """After an agreed stop (lifecycle.stop_barrier): every rank meets on
+        ddptop's group, at most timeout_s, before the script's group goes."""
+        if self.group is None or self.off:
+            return
+        t = torch.zeros(FL_COUNT, dtype=torch.float64)
+        try:
+            work = self.group.allreduce([t])
+        except Exception as e:      # noqa: BLE001
+            run().log("warn", f"stop: no barrier ({e}); destroying anyway")
+            return
+        self._wait(work, t, timeout_s)
+
+    def at_exit(self):
+        """The interpreter exits: ddptop's group goes first (drop_group),
+        before module teardown could run its destructor at a worse time."""
+        self.drop_group()
+
 
 STEER = Steer()
 
 
 def install():
-    """torch's Join context manager (torch.distributed.algorithms.join),
-    seen entering and leaving: no agreement inside it (module docstring)."""
+    """ddptop's group let go of at exit (Steer.at_exit); torch's Join context
+    manager (torch.distributed.algorithms.join) seen entering and leaving: no
+    agreement inside it (module docstring)."""
+    atexit.register(STEER.at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=STEER.forget)
     try:
         from torch.distributed.algorithms.join import Join
     except ImportError:

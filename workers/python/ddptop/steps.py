@@ -156,10 +156,9 @@ def _engine_step(r, fn, opt, args, kwargs):
     """The step where the C++ engine keeps the books (cxx_hook.activate):
     the buckets' coll messages and the step message are encoded in C++
     straight into the burst; here only what Python must decide."""
-    got = _eng_before()       # the buckets so far, and the flags the first one carried back
+    got = _eng_before()       # the buckets so far (and a new layout, records lost)
     if got is not None:
         cxx_hook.extras(r, got)
-    STEER.before_step()
     _depth.n = 1
     try:
         out = fn(opt, *args, **kwargs)
@@ -189,9 +188,8 @@ def _wrap_step(fn):
             return fn(self, *args, **kwargs)
         if r.engine is not None:
             return _engine_step(r, fn, self, args, kwargs)
-        if r.collect is not None:     # the C++ hook's buckets: the step's times and the carried flags
-            r.collect(r, flags=True)
-        STEER.before_step()
+        if r.collect is not None:     # the C++ hook's buckets: the step's times
+            r.collect(r)
         _depth.n = 1
         n_losses = len(r.losses)
         t0 = time.monotonic()

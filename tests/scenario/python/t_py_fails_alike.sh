@@ -1,0 +1,137 @@
+# ddptop never changes how a script fails (issue 30): the failing cases
+# (a parameter one rank does not use, without find_unused_parameters; an op
+# desync; a shape desync; a barrier on rank 0 only, mid-training and after
+# the loop) run bare, each rank started with torchrun's environment by
+# hand, and under `ddptop run -n 2 --headless`, with ddptop agreeing every
+# step (DDPTOP_AGREE_STEPS=1, the worst case) and at its own pace: every
+# rank ends the same way (exit status or signal) with the same exception
+# text (DDP's "Expected to have finished reduction ..." for the unused
+# parameter; Gloo's abort, timeout or closed connection where torch has
+# one), addresses aside. When ddptop's agreement rode the script's
+# collectives, the unused parameter's rank 1 aborted in Gloo
+# ("op.preamble.length <= op.nbytes") instead of raising DDP's error.
+. tests/lib.sh
+. tests/lib_py.sh
+cat >"$TMP/cases.py" <<'PYEOF'
+import datetime
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+case, mode = sys.argv[1], sys.argv[2]
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=6))
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 16)
+        self.b = nn.Linear(16, 4)
+        self.c = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        return self.b(h) + (0 if case == "unused" and rank == 1 else self.c(h))
+
+
+model = Net()
+if mode == "ddp":
+    model = nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(8):
+    loss = model(torch.randn(32, 8)).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    if mode == "manual":       # the gradients averaged by hand, as tutorials do without DDP
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world
+    opt.step()
+    if step == 3:
+        t = torch.ones(10 if case != "shape" or rank == 0 else 20)
+        if case == "op" and rank == 1:
+            dist.broadcast(t, 0)
+        elif case in ("op", "shape"):
+            dist.all_reduce(t)
+        elif case == "rank0" and rank == 0:
+            dist.barrier()
+if case == "rank0end" and rank == 0:
+    dist.barrier()
+print(f"rank {rank} done", flush=True)
+dist.destroy_process_group()
+PYEOF
+
+# how RANK ended: "exit N" or "signal N", from a shell's status
+how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "exit $1"; fi; }
+# the exception a rank's log ends with: from the last line that starts one
+# (a Python exception, or C++'s terminate) to the end, the adapter's own
+# lines and the traceback's frames left out, addresses and ports masked
+exception() {
+    grep -v '^ddptop-py ' "$1" | awk '
+        /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
+        on { buf = buf $0 "\n" }
+        END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g'
+}
+
+bare() {    # bare NAME CASE MODE: $TMP/NAME/rank-R.{log,how}
+    local d=$TMP/$1 port r pids=()
+    mkdir -p "$d"
+    port=$(free_port 1)
+    for r in 0 1; do
+        RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 ROLE_RANK=$r ROLE_WORLD_SIZE=2 \
+            MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
+            timeout 120 "$PY" "$TMP/cases.py" "$2" "$3" >"$d/rank-$r.log" 2>&1 &
+        pids+=($!)
+    done
+    for r in 0 1; do wait "${pids[$r]}"; how $? >"$d/rank-$r.how"; done
+}
+
+under() {   # under NAME CASE MODE [VAR=VALUE...]: the same through ddptop
+    local name=$1 d=$TMP/$1 c=$2 m=$3 r
+    shift 3
+    mkdir -p "$d"
+    env "$@" timeout 180 "$DDPTOP" run -n 2 --python "$PY" --headless --json --log-dir "$d/logs" \
+        "$TMP/cases.py" "$c" "$m" >"$d/out.jsonl" 2>&1
+    for r in 0 1; do
+        cp "$d/logs/rank-$r.log" "$d/rank-$r.log" 2>/dev/null || { cat "$d/out.jsonl"; die "$name: no log of rank $r"; }
+        # ddptop's word for how the rank ended ("exit 1", "signal 6 (Aborted)")
+        grep -o "\"r\":$r,\"state\":\"[a-z]*\",\"how\":\"[a-z]* [0-9]*" "$d/out.jsonl" | tail -1 |
+            sed 's/.*"how":"//' >"$d/rank-$r.how"
+    done
+}
+
+same() {    # same BARE UNDER: every rank ended alike, with the same exception
+    local r
+    for r in 0 1; do
+        [ "$(cat "$TMP/$1/rank-$r.how")" = "$(cat "$TMP/$2/rank-$r.how")" ] || {
+            tail -5 "$TMP/$1/rank-$r.log" "$TMP/$2/rank-$r.log"
+            die "$2: rank $r ended \"$(cat "$TMP/$2/rank-$r.how")\" under ddptop, \"$(cat "$TMP/$1/rank-$r.how")\" bare"; }
+        exception "$TMP/$1/rank-$r.log" >"$TMP/$1/rank-$r.exc"
+        exception "$TMP/$2/rank-$r.log" >"$TMP/$2/rank-$r.exc"
+        cmp -s "$TMP/$1/rank-$r.exc" "$TMP/$2/rank-$r.exc" || {
+            diff "$TMP/$1/rank-$r.exc" "$TMP/$2/rank-$r.exc"
+            die "$2: rank $r's exception under ddptop is not the bare one (< bare, > ddptop)"; }
+    done
+}
+
+for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
+    c=${cm%:*} m=${cm#*:}
+    bare "bare-$c" "$c" "$m"
+    # the bare runs are what the claims below rest on: each case fails as torch makes it fail
+    case $c in
+        unused) grep -q "Expected to have finished reduction in the prior iteration" "$TMP/bare-$c/rank-1.log" ||
+                    die "bare unused: rank 1 did not raise DDP's error";;
+        shape)  grep -q "signal 6" "$TMP/bare-$c/rank-0.how" || die "bare shape: rank 0 did not abort";;
+        rank0end) [ "$(cat "$TMP/bare-$c/rank-1.how")" = "exit 0" ] || die "bare rank0end: rank 1 did not end 0";;
+    esac
+    [ -s "$TMP/bare-$c/rank-0.how" ] && grep -qv "exit 0" "$TMP/bare-$c/rank-0.how" || die "bare $c: rank 0 did not fail"
+    under "every-$c" "$c" "$m" DDPTOP_AGREE_STEPS=1
+    same "bare-$c" "every-$c"
+    under "paced-$c" "$c" "$m"
+    same "bare-$c" "paced-$c"
+done
+echo "ok: unused parameter, op and shape desync, rank-0-only barriers fail alike bare and under ddptop"
