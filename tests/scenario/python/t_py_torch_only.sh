@@ -56,13 +56,15 @@ for r in (0, 1):
     assert sorted(m["step"] for m in steps) == list(range(1, S + 1)), (r, len(steps), S)
     assert all(isinstance(m["loss"], float) and math.isfinite(m["loss"]) and m["loss"] > 0 for m in steps), r
 ck = [m for m in of("ckpt", 0) if "/ck/" in m["path"]]
-assert len(ck) == 1 and ck[0]["ok"] and 1 <= ck[0]["step"] <= S, ck
+# c's checkpoint, and d's final one at the stop step (one, when c was that step)
+assert all(m["ok"] for m in ck) and 1 <= ck[0]["step"] <= S and ck[-1]["step"] == S and len(ck) <= 2, ck
 C = ck[0]["step"]
-assert os.path.realpath(f"{tmp}/ck/latest") == os.path.realpath(f"{tmp}/ck/step-{C:08d}")
-for name in ("model.safetensors", "trainer.safetensors"):
-    with open(f"{tmp}/ck/step-{C:08d}/{name}", "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        assert json.loads(f.read(n))["__metadata__"], name
+assert os.path.realpath(f"{tmp}/ck/latest") == os.path.realpath(f"{tmp}/ck/step-{S:08d}")
+for step in sorted({C, S}):
+    for name in ("model.safetensors", "trainer.safetensors"):
+        with open(f"{tmp}/ck/step-{step:08d}/{name}", "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            assert json.loads(f.read(n))["__metadata__"], name
 print(f"PASS: {S} steps with losses on both ranks, checkpoint at step {C}, stopped after step {S}")
 PYEOF
 grep -q "DDP comm hook: $([ $hook = python ] && echo Python || echo C++)" "$TMP/rec.jsonl" \
