@@ -377,7 +377,7 @@ static void status_line(Attach *A, char *buf, size_t n)
     else
         what[0] = '\0';
     if (A->ended) {
-        char verdict[200];
+        char verdict[JOB_EVENT_TEXT + 512];
         if (A->ended_silent)
             snprintf(verdict, sizeof verdict, "no word from the job for %d s (ended, or the link is gone)",
                      ATTACH_SILENT_MS / 1000);
@@ -395,7 +395,7 @@ static void status_line(Attach *A, char *buf, size_t n)
 
 static int loop_tui(Attach *A)
 {
-    char err[256], status[700];
+    char err[256], status[JOB_EVENT_TEXT + 1024];
     if (view_tui_open(&A->tui, A->job->world, err, sizeof err)) {
         fprintf(stderr, "ddptop attach: %s (use --headless)\n", err);
         return 2; /* no screen here: bad usage, as for ddptop run */
@@ -646,7 +646,7 @@ int attach_main(int argc, char **argv)
     rc = A.headless ? loop_headless(&A) : loop_tui(&A);
     if (!A.headless && rc != 2) { /* 2: no screen opened, its line said why */
         /* the screen is gone: one line for the terminal */
-        char verdict[200];
+        char verdict[JOB_EVENT_TEXT + 512];
         job_verdict(A.job, verdict, sizeof verdict);
         if (A.ended)
             printf("ddptop attach: %s: %s\n", A.ep, A.ended_silent ? "no word from the job (ended?)" : verdict);

@@ -345,7 +345,7 @@ static void status_line(Replay *R, char *buf, size_t n)
     else
         what[0] = '\0';
     if (at_end(R)) {
-        char verdict[160];
+        char verdict[JOB_EVENT_TEXT + 512];
         job_verdict(R->job, verdict, sizeof verdict);
         if (R->rec->complete)
             snprintf(buf, n, "replay: end of recording (%.1f s, step %" PRId64 "): %s%s%s", (double)R->dur / NS_PER_S,
@@ -363,7 +363,7 @@ static void status_line(Replay *R, char *buf, size_t n)
 
 static int play_tui(Replay *R)
 {
-    char err[256], status[512];
+    char err[256], status[JOB_EVENT_TEXT + 1024];
     if (view_tui_open(&R->tui, R->world, err, sizeof err)) {
         fprintf(stderr, "ddptop replay: %s (use --headless)\n", err);
         return 2; /* no screen here: bad usage, as for ddptop run */
