@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "base/utf8.h"
 #include "model/job.h"
 
 #define MS   1000000LL
@@ -1918,6 +1919,39 @@ static void test_rank_histories(void)
     TEST_END();
 }
 
+/* A message cut at its byte count (a "%.200s" of a phase's detail) never
+ * leaves half a UTF-8 character: gloo's message with a non-ASCII character
+ * at the cut reached the screen and --json as two bad bytes. */
+static void test_cut_utf8(void)
+{
+    TEST_BEGIN("a_cut_message_keeps_whole_utf8_characters");
+    int64_t t;
+    Job *j = started_job(&t);
+    char detail[256];
+    memset(detail, 'x', 199);
+    snprintf(detail + 199, sizeof detail - 199, "\xc3\xa9 and more"); /* é across bytes 200-201 */
+    send_phase(j, 1, PHASE_ERROR, detail, t + 1);
+    const JobEvent *e = job_event_at(j, 0);
+    CHECK(e && strstr(e->text, "xxxxxxxx"), "event '%s'", e ? e->text : "(none)");
+    bool ok = true;
+    for (const unsigned char *p = (const unsigned char *)(e ? e->text : ""); *p;) {
+        size_t k = *p < 0x80 ? 1 : utf8_seq(p, strlen((const char *)p));
+        if (!k) {
+            ok = false;
+            break;
+        }
+        p += k;
+    }
+    CHECK(ok, "ill-formed UTF-8 in '%s'", e ? e->text : "");
+    CHECK(e && !strchr(e->text, '\xc3'), "half of the character kept: '%s'", e ? e->text : "");
+    /* whole characters stay */
+    send_phase(j, 0, PHASE_ERROR, "gloo: caf\xc3\xa9 \xe2\x9c\x93", t + 2);
+    e = job_event_at(j, 0);
+    CHECK(e && strstr(e->text, "caf\xc3\xa9 \xe2\x9c\x93"), "event '%s'", e ? e->text : "(none)");
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     test_new_free();
@@ -1951,5 +1985,6 @@ int main(void)
     test_apply_burst();
     test_step_min_as_before();
     test_rank_histories();
+    test_cut_utf8();
     CHECK_EXIT();
 }

@@ -14,6 +14,7 @@
 #endif
 #include "model/job_priv.h"
 #include "model/hang.h"
+#include "base/utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -36,6 +37,26 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 /* ---- events ---- */
 
+void job_text_mend(char *s)
+{
+    /* a "%.200s" of a message cuts wherever its byte count ends: a UTF-8
+     * character cut in two would reach the screen and --json as two bad
+     * bytes. Ill-formed bytes go; well-formed text is left as it is. */
+    unsigned char *in = (unsigned char *)s, *out = in;
+    size_t n = strlen(s);
+    while (*in) {
+        size_t k = *in < 0x80 ? 1 : utf8_seq(in, n - (size_t)(in - (unsigned char *)s));
+        if (!k) {
+            in++;
+            continue;
+        }
+        if (out != in) memmove(out, in, k);
+        out += k;
+        in += k;
+    }
+    *out = '\0';
+}
+
 static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, va_list ap)
 {
     JobEvent *e = &j->book->events[j->ev_total % JOB_EVENTS];
@@ -44,6 +65,7 @@ static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const cha
     e->rank = rank;
     e->level = level;
     vsnprintf(e->text, sizeof e->text, fmt, ap);
+    job_text_mend(e->text);
     j->ev_total++;
     j->version++;
 }
@@ -89,6 +111,7 @@ bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, 
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->text, sizeof e->text, fmt, ap);
+    job_text_mend(e->text);
     va_end(ap);
     j->version++;
     return true;
@@ -855,7 +878,10 @@ void job_verdict(const Job *j, char *buf, size_t len)
             snprintf(buf, len, "job done: all %d ranks ended cleanly", j->world);
         return;
     }
-    if (j->first_failed >= 0 && job_diag_verdict(j, buf, len)) return;
+    if (j->first_failed >= 0 && job_diag_verdict(j, buf, len)) {
+        job_text_mend(buf);
+        return;
+    }
     int running = 0;
     for (int i = 0; i < j->world; i++) running += !rank_exited(&j->ranks[i]);
     snprintf(buf, len, "job not finished: %d of %d ranks still running at step %lld", running, j->world,

@@ -118,6 +118,9 @@ typedef struct {
 } JobTime;
 
 /* Add an event seen at `at` (printf-style). */
+/* Drop the bytes of UTF-8 characters that a byte-counted cut ("%.200s")
+ * split, in place; well-formed text stays as it is. */
+void job_text_mend(char *s);
 void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
