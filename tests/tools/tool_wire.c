@@ -67,6 +67,8 @@ static void sample(Msg *m, MsgKind k)
         snprintf(c->op, sizeof c->op, "allreduce");
         c->enq_ns = 1700000000000000000LL, c->start_ns = 1700000000000001000LL;
         c->done_ns = 1700000000002501000LL, c->algbw_gbs = 10.48576, c->busbw_gbs = 15.72864;
+        c->count = 6553600;
+        snprintf(c->dtype, sizeof c->dtype, "float32");
         break;
     }
     case MSG_SHARD: {
@@ -278,6 +280,8 @@ static void print_msg(const Msg *m)
         put_i("done", c->done_ns);
         put_f("algbw", c->algbw_gbs);
         put_f("busbw", c->busbw_gbs);
+        put_i("count", c->count);
+        put_str("dtype", c->dtype);
         break;
     }
     case MSG_SHARD: {

@@ -71,6 +71,8 @@ static void fill_sample(Msg *m, MsgKind k)
         snprintf(c->op, sizeof c->op, "allreduce");
         c->enq_ns = 1700000000000000000LL, c->start_ns = c->enq_ns + 1000;
         c->done_ns = c->enq_ns + 2500000, c->algbw_gbs = 10.48576, c->busbw_gbs = 15.72864;
+        c->count = 6553600;
+        snprintf(c->dtype, sizeof c->dtype, "float32");
         break;
     }
     case MSG_SHARD: {
@@ -252,6 +254,8 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.coll.done_ns);
         EQD(u.coll.algbw_gbs);
         EQD(u.coll.busbw_gbs);
+        EQI(u.coll.count);
+        EQS(u.coll.dtype);
         break;
     case MSG_SHARD:
         EQI(u.shard.epoch);
@@ -1109,6 +1113,41 @@ static void test_beat_without_where(void)
     TEST_END();
 }
 
+/* A coll from a worker older than "count" and "dtype" (the ten keys it
+ * sent) decodes, its shape unknown (-1, ""); a new one carries both, and
+ * the fast path takes it as the encoder writes it. */
+static void test_coll_shape_optional(void)
+{
+    TEST_BEGIN("coll_count_dtype_optional");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_head(&t, "coll", 10);
+    const char *ik[] = { "seq", "bucket", "step", "bytes", "enq", "start", "done" };
+    for (int i = 0; i < 7; i++) tb_str(&t, ik[i]), tb_int(&t, 40 + i);
+    tb_str(&t, "op"), tb_str(&t, "allreduce");
+    tb_str(&t, "algbw"), msgpack_pack_double(&t.pk, 1.5);
+    tb_str(&t, "busbw"), msgpack_pack_double(&t.pk, 1.5);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.kind == MSG_COLL && m.u.coll.seq == 40 && m.u.coll.count == -1 && m.u.coll.dtype[0] == 0,
+          "rc %d count %lld dtype '%s': %s", rc, (long long)m.u.coll.count, m.u.coll.dtype, err);
+    tb_done(&t);
+    Msg c;
+    msg_init(&c, MSG_COLL);
+    c.rank = 1, c.u.coll.seq = 42, c.u.coll.count = 10;
+    snprintf(c.u.coll.op, sizeof c.u.coll.op, "allreduce");
+    snprintf(c.u.coll.dtype, sizeof c.u.coll.dtype, "float32");
+    CodecBuf out;
+    codec_buf_init(&out);
+    CHECK(codec_encode(&c, &out, err, sizeof err) == 0, "encode: %s", err);
+    memset(&m, 0, sizeof m);
+    rc = codec_fast_decode(out.data, out.len, &m);
+    CHECK(rc == 0 && m.u.coll.count == 10 && !strcmp(m.u.coll.dtype, "float32"), "fast rc %d count %lld dtype '%s'", rc,
+          (long long)m.u.coll.count, m.u.coll.dtype);
+    codec_buf_done(&out);
+    TEST_END();
+}
+
 static void test_oversize(void)
 {
     TEST_BEGIN("oversize_frames_and_limits");
@@ -1919,6 +1958,7 @@ int main(void)
     test_unknown_kind();
     test_unknown_keys();
     test_beat_without_where();
+    test_coll_shape_optional();
     test_roundtrip_key_orders();
     test_oversize();
     test_encode_errors();

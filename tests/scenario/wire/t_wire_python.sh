@@ -47,7 +47,7 @@ EXPECT = {
                  drops=17, dev_mem=1288490188, dev_mem_total=150118350848),
     "coll": dict(r=3, seq=9001, op="allreduce", bucket=-1, step=471, bytes=26214400,
                  enq=1700000000000000000, start=1700000000000001000,
-                 done=1700000000002501000, algbw=10.48576, busbw=15.72864),
+                 done=1700000000002501000, algbw=10.48576, busbw=15.72864, count=6553600, dtype="float32"),
     "shard": dict(r=3, epoch=1, seed=-5, shuffle=True, drop_last=False, size=10,
                   num_samples=3, total_size=12, padding=2, idx=[7, 0, 300, -1, 2**63 - 1]),
     "ckpt": dict(r=3, step=400, epoch=1, ok=False, path="/ckpt/step-00000400",
