@@ -101,6 +101,8 @@ static void fill_sample(Msg *m, MsgKind k)
         b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001, b->coll_bucket = 3;
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
+        b->coll_count = 10;
+        snprintf(b->coll_dtype, sizeof b->coll_dtype, "float32");
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         break;
     }
@@ -290,6 +292,8 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.beat.coll_since_ns);
         EQS(u.beat.where);
         EQI(u.beat.coll_bucket);
+        EQI(u.beat.coll_count);
+        EQS(u.beat.coll_dtype);
         break;
     case MSG_BYE:
         EQI(u.bye.status);
@@ -1096,8 +1100,10 @@ static void test_beat_without_where(void)
     tb_int(&t, 7);
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0 && m.kind == MSG_BEAT, "rc %d: %s", rc, err);
-    CHECK(m.u.beat.step == 41 && m.u.beat.coll_seq == 7 && m.u.beat.where[0] == '\0', "step %lld seq %lld where '%s'",
-          (long long)m.u.beat.step, (long long)m.u.beat.coll_seq, m.u.beat.where);
+    CHECK(m.u.beat.step == 41 && m.u.beat.coll_seq == 7 && m.u.beat.where[0] == '\0' && m.u.beat.coll_count == -1 &&
+              m.u.beat.coll_dtype[0] == '\0',
+          "step %lld seq %lld where '%s' count %lld", (long long)m.u.beat.step, (long long)m.u.beat.coll_seq,
+          m.u.beat.where, (long long)m.u.beat.coll_count);
     tb_done(&t);
     /* and a new one round trips its line */
     Msg b;

@@ -1015,7 +1015,8 @@ static void test_coll_transfer(void)
 }
 
 /* Ranks that pass one collective number different counts, dtypes or ops
- * are named, live (one event) and after the ring has moved on. */
+ * are named, live (one event) and after the ring has moved on, the lower
+ * rank first whichever reported first. */
 static void test_coll_mismatch(void)
 {
     TEST_BEGIN("collective_shape_desync_named");
@@ -1034,14 +1035,14 @@ static void test_coll_mismatch(void)
               (j->ranks[1].lints & JOB_LINT_SHAPE),
           "no live event");
     /* a dtype apart, the op apart */
-    coll_shape(j, 0, 43, "allreduce", 10, "float32", t += MS);
     coll_shape(j, 1, 43, "allreduce", 10, "int32", t += MS);
+    coll_shape(j, 0, 43, "allreduce", 10, "float32", t += MS);
     CHECK(job_coll_mismatch(j, 43, buf, sizeof buf) && !strcmp(buf, "allreduce #43: rank 0 has 10 float32, rank 1 has 10 int32"),
           "'%s'", buf);
     coll_shape(j, 2, 44, "broadcast", 10, "float32", t += MS);
     coll_shape(j, 0, 44, "allreduce", 20, "float32", t += MS);
     CHECK(job_coll_mismatch(j, 44, buf, sizeof buf) &&
-              !strcmp(buf, "collective #44: rank 2 has broadcast of 10 float32, rank 0 has allreduce of 20"),
+              !strcmp(buf, "collective #44: rank 0 has allreduce of 20 float32, rank 2 has broadcast of 10"),
           "'%s'", buf);
     coll_shape(j, 0, 45, "barrier", 0, "", t += MS);
     coll_shape(j, 1, 45, "allreduce", 4, "float32", t += MS);
@@ -1061,6 +1062,20 @@ static void test_coll_mismatch(void)
               !strcmp(buf, "allreduce #42: rank 0 has 10 float32, rank 1 has 20"),
           "first '%s'", buf);
     CHECK(!job_coll_mismatch(j, -1, buf, sizeof buf) && !job_coll_mismatch(j, 1 << 20, buf, sizeof buf), "bad seq");
+    /* in flight: the beats the ranks send as they enter (one aborts inside) */
+    for (int r = 0; r < 2; r++) {
+        Msg m;
+        msg_init(&m, MSG_BEAT);
+        m.rank = r;
+        m.u.beat.coll_seq = 200;
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        m.u.beat.coll_since_ns = 2000 * SEC;
+        m.u.beat.coll_count = r ? 20 : 10;
+        snprintf(m.u.beat.coll_dtype, sizeof m.u.beat.coll_dtype, "float32");
+        job_apply(j, &m, t += MS, WALL);
+    }
+    CHECK(job_coll_mismatch(j, 200, buf, sizeof buf) && !strcmp(buf, "allreduce #200: rank 0 has 10 float32, rank 1 has 20"),
+          "in flight '%s'", buf);
     job_free(&j);
     j = job_new(2, T0);
     CHECK(job_coll_mismatch_first(j, buf, sizeof buf) == -1 && !buf[0], "a new job has none");

@@ -92,7 +92,9 @@ extern const CodecFields codec_kind_fields[MSG__COUNT];
     X("op", F_STR, beat.coll_op)              \
     X("since", F_I64, beat.coll_since_ns)     \
     X("where", F_STR, beat.where)             \
-    X("bucket", F_I64, beat.coll_bucket)
+    X("bucket", F_I64, beat.coll_bucket)       \
+    X("count", F_I64, beat.coll_count)         \
+    X("dtype", F_STR, beat.coll_dtype)
 
 /* A burst's messages travel as bins inside "m"; codec_burst.c's rules. */
 #define CODEC_BURST_FIELDS(X)                 \

@@ -173,6 +173,10 @@ typedef struct {
      * has no such thing (ddptop's own C trainer) */
     char where[PROTO_STR_MED];
     int64_t coll_bucket; /* the DDP gradient bucket that collective reduces, -1 none or not a bucket */
+    /* that collective's payload, as MsgColl's count and dtype: -1 and ""
+     * unknown (an older worker, a DDP bucket) */
+    int64_t coll_count;
+    char coll_dtype[PROTO_STR_DTYPE];
 } MsgBeat;
 
 typedef struct {

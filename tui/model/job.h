@@ -450,8 +450,10 @@ bool job_coll_times(const Job *j, const JobColl *c, JobCollTimes *out);
  * allreduce of 10 float32, rank 1 has broadcast of 10"); false (buf "")
  * when they agree, fewer than two ranks reported it, or seq has left the
  * ring of the last JOB_COLL_RING. Two ranks' reports, the first and the
- * first that differed; counts come with completed collectives (coll), ops
- * with beats too. */
+ * first that differed, said lower rank first (the same text every run); counts come with completed collectives (coll) and
+ * with beats of the collective in flight (the torch adapter sends one as a
+ * script's own dist.* call begins, so a rank that aborts inside has said
+ * what it passed). */
 bool job_coll_mismatch(const Job *j, int64_t seq, char *buf, size_t len);
 /* The job's first (lowest-numbered) collective whose ranks disagreed, as
  * job_coll_mismatch says it, kept after the ring moved on: its seq, or -1

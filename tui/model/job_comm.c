@@ -212,59 +212,69 @@ void job_comm_restart(Job *j)
     bucket_books_reset(j); /* steps start again from the checkpoint's */
 }
 
-/* e's two reports that differ, as job_coll_mismatch says them. */
+/* One rank's side of a mismatch: its op, count and dtype. */
+typedef struct {
+    int rank;
+    const char *op, *dtype;
+    int64_t count;
+} Side;
+
+/* e's two reports that differ, as job_coll_mismatch says them: the lower
+ * rank first, whichever reported first, so a job reads the same every run. */
 static void mismatch_say(const JobColl *e, char *buf, size_t len)
 {
+    Side x = { e->shape_rank, e->shape_op, e->dtype, e->count }, y = { e->odd_rank, e->odd_op, e->odd_dtype, e->odd_count };
+    if (y.rank < x.rank) {
+        Side t = x;
+        x = y, y = t;
+    }
     char a[64], b[64];
-    bool dt_same = strcmp(e->dtype, e->odd_dtype) == 0;
-    if (op_equal(e->shape_op, e->odd_op)) {
-        snprintf(a, sizeof a, "%lld%s%s", (long long)e->count, e->dtype[0] ? " " : "", e->dtype);
-        snprintf(b, sizeof b, "%lld%s%s", (long long)e->odd_count, dt_same || !e->odd_dtype[0] ? "" : " ",
-                 dt_same ? "" : e->odd_dtype);
-        snprintf(buf, len, "%s #%lld: rank %d has %s, rank %d has %s", e->shape_op, (long long)e->seq, e->shape_rank,
-                 a, e->odd_rank, b);
+    bool dt_same = strcmp(x.dtype, y.dtype) == 0;
+    const char *ydt = dt_same ? "" : y.dtype;
+    if (op_equal(x.op, y.op)) {
+        snprintf(a, sizeof a, "%lld%s%s", (long long)x.count, x.dtype[0] ? " " : "", x.dtype);
+        snprintf(b, sizeof b, "%lld%s%s", (long long)y.count, ydt[0] ? " " : "", ydt);
+        snprintf(buf, len, "%s #%lld: rank %d has %s, rank %d has %s", x.op, (long long)e->seq, x.rank, a, y.rank, b);
         return;
     }
     /* another op: each side whole (a barrier carries nothing) */
-    if (e->count == 0 && !e->dtype[0])
-        snprintf(a, sizeof a, "%s", e->shape_op);
+    if (x.count == 0 && !x.dtype[0])
+        snprintf(a, sizeof a, "%s", x.op);
     else
-        snprintf(a, sizeof a, "%s of %lld%s%s", e->shape_op, (long long)e->count, e->dtype[0] ? " " : "", e->dtype);
-    if (e->odd_count == 0 && !e->odd_dtype[0])
-        snprintf(b, sizeof b, "%s", e->odd_op);
+        snprintf(a, sizeof a, "%s of %lld%s%s", x.op, (long long)x.count, x.dtype[0] ? " " : "", x.dtype);
+    if (y.count == 0 && !y.dtype[0])
+        snprintf(b, sizeof b, "%s", y.op);
     else
-        snprintf(b, sizeof b, "%s of %lld%s%s", e->odd_op, (long long)e->odd_count,
-                 dt_same || !e->odd_dtype[0] ? "" : " ", dt_same ? "" : e->odd_dtype);
-    snprintf(buf, len, "collective #%lld: rank %d has %s, rank %d has %s", (long long)e->seq, e->shape_rank, a,
-             e->odd_rank, b);
+        snprintf(b, sizeof b, "%s of %lld%s%s", y.op, (long long)y.count, ydt[0] ? " " : "", ydt);
+    snprintf(buf, len, "collective #%lld: rank %d has %s, rank %d has %s", (long long)e->seq, x.rank, a, y.rank, b);
 }
 
-/* A rank's completed report of e (count -1: an older worker, no shape):
- * the first sets e's op and shape; the first rank after it with another op,
- * count or dtype is kept beside it, and a count or dtype that differs under
- * one op is the shape lint (another op is check_op's). O(1): two compares
- * of short fields once per report. */
-static void check_shape(Job *j, JobColl *e, int rank, const MsgColl *c, JobTime at)
+/* A rank's report of e's op and payload (a completed one, or a beat in
+ * it; count -1: an older worker, no shape): the first sets e's op and
+ * shape; the first rank after it with another op, count or dtype is kept
+ * beside it, and a count or dtype that differs under one op is the shape
+ * lint (another op is check_op's). O(1): a few compares of short fields. */
+static void check_shape(Job *j, JobColl *e, int rank, const char *op, int64_t count, const char *dtype, JobTime at)
 {
-    if (c->count < 0) return;
+    if (count < 0) return;
     if (e->shape_rank < 0) {
         e->shape_rank = rank;
-        e->count = c->count;
-        memcpy(e->dtype, c->dtype, sizeof e->dtype);
+        e->count = count;
+        memcpy(e->dtype, dtype, sizeof e->dtype);
         e->dtype[sizeof e->dtype - 1] = '\0';
-        memcpy(e->shape_op, c->op, sizeof e->shape_op);
+        memcpy(e->shape_op, op, sizeof e->shape_op);
         e->shape_op[sizeof e->shape_op - 1] = '\0';
         return;
     }
     if (e->odd_rank >= 0 || rank == e->shape_rank) return;
-    bool dt_same = !c->dtype[0] || !e->dtype[0] || strncmp(c->dtype, e->dtype, sizeof e->dtype) == 0;
-    bool op_same = op_equal(c->op, e->shape_op);
-    if (c->count == e->count && dt_same && op_same) return;
+    bool dt_same = !dtype[0] || !e->dtype[0] || strncmp(dtype, e->dtype, sizeof e->dtype) == 0;
+    bool op_same = op_equal(op, e->shape_op);
+    if (count == e->count && dt_same && op_same) return;
     e->odd_rank = rank;
-    e->odd_count = c->count;
-    memcpy(e->odd_dtype, c->dtype, sizeof e->odd_dtype);
+    e->odd_count = count;
+    memcpy(e->odd_dtype, dtype, sizeof e->odd_dtype);
     e->odd_dtype[sizeof e->odd_dtype - 1] = '\0';
-    memcpy(e->odd_op, c->op, sizeof e->odd_op);
+    memcpy(e->odd_op, op, sizeof e->odd_op);
     e->odd_op[sizeof e->odd_op - 1] = '\0';
     JobBook *bk = j->book;
     if (bk->mismatch_seq < 0 || e->seq < bk->mismatch_seq) {
@@ -298,7 +308,7 @@ void job_comm_on_coll(Job *j, int rank, const MsgColl *c, double ms, JobTime at)
     }
     arrive(e, seen_at(j, (uint64_t)c->seq % JOB_COLL_RING), rank, c->enq_ns ? c->enq_ns : from); /* e is seq's slot */
     span_add(&e->in_first_ns, &e->in_last_ns, &e->done_last_ns, e->done++ == 0, from, c->done_ns);
-    check_shape(j, e, rank, c, at);
+    check_shape(j, e, rank, c->op, c->count, c->dtype, at);
 }
 
 void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at)
@@ -314,6 +324,9 @@ void job_comm_on_beat(Job *j, int rank, const MsgBeat *b, JobTime at)
         e->step = b->step + 1; /* in flight: part of the step after the last one done */
     }
     arrive(e, seen_at(j, (uint64_t)b->coll_seq % JOB_COLL_RING), rank, b->coll_since_ns); /* e is seq's slot */
+    /* in flight: a shape desync that hangs (or aborts a rank) is named by
+     * what the ranks said as they entered */
+    if (b->coll_count >= 0) check_shape(j, e, rank, b->coll_op, b->coll_count, b->coll_dtype, at);
 }
 
 bool job_bucket_times(const Job *j, int b, JobCollTimes *out)
