@@ -164,7 +164,7 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         draw_fmt_fit(wait, sizeof wait, 7, tm.wait_ms, 2);
         int cx = x + canvas_printf(cv, row, x, w, ST_LABEL, "b%d%s", b, b == JOB_MAX_BUCKETS - 1 ? "+" : "");
         if (!full) /* no step every rank reported yet: no transfer to tell */
-            cx += canvas_printf(cv, row, cx, x + w - cx, ST_DIM, " %8s  waiting for every rank's report ", bytes);
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_DIM, " %8s  no step reported by every rank yet ", bytes);
         else if (j->world == 1) /* an all-reduce of one rank moves no data: no bandwidth to speak of */
             cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s xfer %7s ms  bandwidth n/a (1 rank) ", bytes,
                                 xfer);
