@@ -3,6 +3,9 @@
  * thread, then one line per frame, innermost first, each starting with
  * two spaces ("  File ...", "  <no Python frame>", "  ...").
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
 #include "model/pystack.h"
 
 #include <stdbool.h>
@@ -117,10 +120,12 @@ int pystack_parse(const char *text, size_t len, PyStackThread *th, void (*each)(
             in_block = true;
             n = 0;
             th->current = starts(s, k, "Current thread");
+            th->beat = 0;
             const char *x = memchr(s, 'x', k);
             th->id = x && starts(s, k, "Stack") == 0 ? strtoull(x + 1, NULL, 16) : 0;
         } else if (in_block && frame(s, k) && n < PYSTACK_FRAMES_MAX) {
             frame_label(s, k, inner[n++], PYSTACK_FRAME_LEN);
+            if (th->current && memmem(s, k, "/ddptop/beat.py\"", 16)) th->beat = 1;
         }
     }
     return threads;

@@ -30,6 +30,8 @@ int pystack_extract(const char *text, size_t len, char *out, size_t outlen);
 typedef struct {
     unsigned long long id;
     int current;
+    int beat; /* the thread that took the signal is the adapter's heartbeat
+               * (a frame in ddptop/beat.py): ddptop's own, not the script's */
     int n;
     char frame[PYSTACK_FRAMES_MAX][PYSTACK_FRAME_LEN];
 } PyStackThread;

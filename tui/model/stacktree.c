@@ -17,6 +17,7 @@
 #define KEEP_OUTER 8 /* outermost frames kept of a stack deeper than STACKTREE_DEPTH */
 #define PATHS_RANK 64 /* stacks a rank keeps for the comparison */
 #define INDENT_MAX 40
+#define CHAIN_WHOLE 5 /* frames of one run shown whole; a longer one folds its middle */
 
 typedef struct {
     int parent, child, sibling; /* -1: none */
@@ -195,6 +196,7 @@ typedef struct {
 static void add_thread(void *ctx, const PyStackThread *th)
 {
     DumpCtx *d = ctx;
+    if (th->beat) return; /* the adapter's heartbeat thread, which wrote the dump: the same on every rank */
     const char *frames[PYSTACK_FRAMES_MAX];
     for (int i = 0; i < th->n; i++) frames[i] = th->frame[i];
     if (stacktree_add(d->t, d->rank, th->id, frames, th->n, d->token) == 0) d->added++;
@@ -356,9 +358,32 @@ static void rows_under(RowCtx *c, int node, int indent, bool odd)
             continue;
         }
         const Node *k = &t->nodes[kids[i]];
-        bool kid_odd = odd || (branch && k->count < largest);
-        put_row(c, set_of(t, kids[i]), k->count, k->label, at, branch, is_stuck(t, kids[i]), kid_odd, k->folded);
-        rows_under(c, kids[i], at + (branch ? 2 : 0), kid_odd);
+        bool kid_odd = odd || (branch && k->count < largest), stuck = is_stuck(t, kids[i]);
+        put_row(c, set_of(t, kids[i]), k->count, k->label, at, branch, stuck, kid_odd, k->folded);
+        int in = at + (branch ? 2 : 0);
+        /* a long run of frames every rank here took alike (the
+         * interpreter's and the launcher's, a recursion): its first frame,
+         * one row for the middle, its last two */
+        int len = 1, last = kids[i];
+        for (;;) {
+            int ch = t->nodes[last].child;
+            if (t->nodes[last].nchild != 1 || t->nodes[ch].count != k->count || is_stuck(t, ch) != stuck) break;
+            last = ch;
+            len++;
+        }
+        if (len > CHAIN_WHOLE) {
+            int before = t->nodes[last].parent, mid = len - 3;
+            char label[64];
+            snprintf(label, sizeof label, "... %d frames", mid);
+            put_row(c, set_of(t, kids[i]), k->count, label, in, false, stuck, kid_odd, true);
+            put_row(c, set_of(t, before), t->nodes[before].count, t->nodes[before].label, in, false, stuck, kid_odd,
+                    t->nodes[before].folded);
+            put_row(c, set_of(t, last), t->nodes[last].count, t->nodes[last].label, in, false, stuck, kid_odd,
+                    t->nodes[last].folded);
+            rows_under(c, last, in, kid_odd);
+        } else {
+            rows_under(c, kids[i], in, kid_odd);
+        }
     }
     free(kids);
 }

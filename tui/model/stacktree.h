@@ -41,8 +41,9 @@ void stacktree_clear(StackTree *t);
  * two gatherings moved even when both caught it on the same line).
  * Returns 0, or -1 for a rank out of range. */
 int stacktree_add(StackTree *t, int rank, uint64_t thread, const char *const *frames, int n, uint64_t token);
-/* Every thread of a faulthandler dump (model/pystack.h's format) of rank.
- * Returns how many threads it added. */
+/* Every thread of a faulthandler dump (model/pystack.h's format) of rank
+ * but the torch adapter's heartbeat thread that wrote it (PyStackThread.
+ * beat). Returns how many threads it added. */
 int stacktree_add_faulthandler(StackTree *t, int rank, const char *text, size_t len, uint64_t token);
 
 /* Mark the frames no rank moved through since prev (an earlier gathering
@@ -64,7 +65,12 @@ int stacktree_stuck(const StackTree *t);  /* frames marked stuck */
 size_t stacktree_ranges(const uint64_t *bits, int world, char *out, size_t len);
 
 /* One row of the tree as shown: depth-first, each node's children smallest
- * set first (then by frame), indented only where the tree branches. */
+ * set first (then by frame), indented only where the tree branches; a run
+ * of more than 5 frames with one set and one stuck mark (the interpreter's
+ * and the launcher's frames, a recursion) as its first frame, one folded
+ * "... N frames" row and its last two frames; more than STACKTREE_FANOUT
+ * branches under one frame as the smallest ones, one folded "(N more
+ * branches)" row and the largest. */
 typedef struct {
     int indent;                           /* columns */
     int count;                            /* ranks through this frame */
