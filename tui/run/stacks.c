@@ -138,8 +138,8 @@ void run_gather_viewer(Run *r, const void *ident, size_t ident_len, bool json)
 static void add_known(Run *r, StackTree *t, int k, uint64_t token, const char *why)
 {
     const JobRank *jr = &r->job->ranks[k];
-    char f0[STACKTREE_LABEL], f1[STACKTREE_LABEL], f2[STACKTREE_LABEL];
-    const char *frames[3] = { f0, f1, f2 };
+    char f0[STACKTREE_LABEL], f1[STACKTREE_LABEL], f2[STACKTREE_LABEL], f3[STACKTREE_LABEL];
+    const char *frames[4] = { f0, f1, f2, f3 };
     int n = 0;
     if (jr->state == RANK_WAITING) {
         snprintf(f0, sizeof f0, "(no hello yet)");
@@ -150,14 +150,20 @@ static void add_known(Run *r, StackTree *t, int k, uint64_t token, const char *w
     } else {
         snprintf(f0, sizeof f0, "%s", why);
         snprintf(f1, sizeof f1, "phase %s", jr->phase == PHASE_NONE ? "-" : phase_name(jr->phase));
-        n = 2;
-        if (jr->have_beat && jr->beat.coll_seq >= 0) {
-            if (jr->beat.coll_bucket >= 0)
-                snprintf(f2, sizeof f2, "%s #%lld bucket %lld", jr->beat.coll_op, (long long)jr->beat.coll_seq,
-                         (long long)jr->beat.coll_bucket);
-            else
-                snprintf(f2, sizeof f2, "%s #%lld", jr->beat.coll_op, (long long)jr->beat.coll_seq);
-            n = 3;
+        if (jr->have_beat && jr->beat.coll_seq >= 0 && jr->beat.coll_bucket >= 0)
+            snprintf(f2, sizeof f2, "%s #%lld bucket %lld", jr->beat.coll_op, (long long)jr->beat.coll_seq,
+                     (long long)jr->beat.coll_bucket);
+        else if (jr->have_beat && jr->beat.coll_seq >= 0)
+            snprintf(f2, sizeof f2, "%s #%lld", jr->beat.coll_op, (long long)jr->beat.coll_seq);
+        else
+            snprintf(f2, sizeof f2, "(in no collective)");
+        n = 3;
+        /* its heartbeats say where it was; a stopped process says no more */
+        ProcStat ps;
+        pid_t pid = r->external ? -1 : launcher_pid(r->l, k); /* ours, on this host */
+        if (pid > 0 && procstat_read(jr->pid > 0 ? (int)jr->pid : (int)pid, &ps) == 0 && (ps.state == 'T' || ps.state == 't')) {
+            snprintf(f3, sizeof f3, "(process stopped)");
+            n = 4;
         }
     }
     stacktree_add(t, k, 0, frames, n, token);
