@@ -48,8 +48,12 @@ static void test_modes(void)
               "mode %d lacks the shared keys", m);
     const KeyRow *help[64];
     int n = keys_help(KEYS_ATTACH, help, 64);
-    CHECK(n > 3 && !strcmp(help[0]->keys, "c d p a") && !strcmp(help[2]->keys, "q") && !strcmp(help[3]->keys, "?"),
+    CHECK(n > 4 && !strcmp(help[0]->keys, "c d p a") && !strcmp(help[2]->keys, "t") && !strcmp(help[3]->keys, "q") &&
+              !strcmp(help[4]->keys, "?"),
           "read-only help: %d rows, first '%s'", n, n ? help[0]->keys : "");
+    CHECK(keys_action(KEYS_LIVE, 't') == KEY_ACT_TREE && keys_action(KEYS_ATTACH, 't') == KEY_ACT_TREE &&
+              keys_action(KEYS_REPLAY, 'T') == KEY_ACT_TREE,
+          "t: the merged stacks everywhere (the replay says why not)");
     CHECK(!strcmp(keys_help_title(KEYS_REPLAY), "ddptop replay keys"), "replay title");
     TEST_END();
 }

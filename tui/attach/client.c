@@ -98,6 +98,8 @@ typedef struct {
     char *tree;
     size_t tree_len, tree_cap;
     bool tree_done, tree_lost;
+    bool tree_asked;    /* t on the screen: an answer is awaited */
+    int64_t stacks_id;  /* the last "stacks" command's id */
     char tree_head[PROTO_STR_LONG];
 } Attach;
 
@@ -404,6 +406,22 @@ static int on_key(void *ctx, int key, KeyAction act)
                  "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
         return 1;
     }
+    if (act == KEY_ACT_TREE) {
+        if (A->ended) {
+            note_set(&A->note, mono_ms(), "t: the job has ended: no stacks to gather");
+        } else if (A->tree_asked) {
+            note_set(&A->note, mono_ms(), "t: the job is still gathering every rank's stacks");
+        } else {
+            /* the job gathers (tui/run/stacks.c); loop_tui shows the answer */
+            A->tree_asked = true;
+            A->tree_done = false;
+            A->tree_len = 0;
+            if (A->tree) A->tree[0] = '\0';
+            send_cmd(A, "stacks", ++A->stacks_id, 0);
+            note_set(&A->note, mono_ms(), "t: the job gathers every rank's stacks (two looks, a second apart) ...");
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -451,6 +469,11 @@ static int loop_tui(Attach *A)
         check_end(A);
         ViewAction a;
         bool redraw = false;
+        if (A->tree_asked && A->tree_done) { /* t's answer: the same page as on the job's screen */
+            view_tui_show_stack(A->tui, UI_STACK_TREE, A->tree_head, A->tree && !A->tree_lost ? A->tree : "");
+            A->tree_asked = A->tree_done = false;
+            redraw = true;
+        }
         while ((a = view_tui_poll_key(A->tui, A->job, false)) != VIEW_ACT_NONE) {
             switch (a) {
             case VIEW_ACT_QUIT: A->quit = true; break;
@@ -513,7 +536,7 @@ static int loop_headless(Attach *A)
  * takes two looks a second apart, each up to 3 s) and print it. */
 static int loop_stacks(Attach *A)
 {
-    send_cmd(A, "stacks", 1, A->json ? 1 : 0);
+    send_cmd(A, "stacks", ++A->stacks_id, A->json ? 1 : 0);
     int64_t deadline = mono_ms() + (int64_t)(A->wait_s * 1000) + STACKS_GATHER_MS;
     while (!A->tree_done) {
         if (signals_stop_count()) return 130;

@@ -55,7 +55,11 @@ static const KeyRow key_rows[] = {
      {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}}},
     /* not listed: ui.c says why (only the screen that launched the ranks can signal them) */
     {ATTACH | CONTROL | REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
-    {ATTACH | CONTROL | REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
+    /* the viewer's key hook asks the job (attach/client.c) */
+    {ATTACH | CONTROL, "t", "every rank's stacks merged in one tree (the job gathers them)", 0, 0, NULL, NULL, NULL,
+     NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
+    /* not listed: ui.c says why (a recording holds no stacks) */
+    {REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
     {ATTACH | CONTROL, "q", "detach (the job goes on)", ATTACH | CONTROL, 5, NULL, "detach", NULL, NULL, 0,
      {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
 

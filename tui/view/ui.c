@@ -347,7 +347,7 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
     case KEY_ACT_TREE:
         if (u->keys_mode != KEYS_LIVE) {
             snprintf(u->note, sizeof u->note,
-                     "merged stacks: on the job's own screen, or ddptop stacks ENDPOINT from any terminal");
+                     "merged stacks: of a running job only (t on its screen, or ddptop stacks ENDPOINT)");
             return VIEW_ACT_REDRAW;
         }
         return u->world > 0 ? VIEW_ACT_TREE : VIEW_ACT_NONE;

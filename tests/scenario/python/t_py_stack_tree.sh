@@ -8,7 +8,8 @@
 # 2. The screen in tmux at 80x24: t opens the merged page with the sets and
 #    the stuck marks; at 200x60 the same page, whole lines; `ddptop stacks
 #    ENDPOINT` prints the same tree from another terminal, `--json` the
-#    object. Bad input to `ddptop stacks`: one line, exit 2.
+#    object; an attached screen's t shows the same page. Bad input to
+#    `ddptop stacks`: one line, exit 2.
 . tests/lib.sh
 . tests/lib_py.sh
 . tests/lib_tui.sh
@@ -110,6 +111,14 @@ timeout 60 "$DDPTOP" stacks "$EP" --json >"$TMP/tree.json" || die "ddptop stacks
 "$PY" -c 'import json,sys; t=json.load(open(sys.argv[1])); assert t["world"]==3 and t["compared"], t;
 assert any(n["frame"]=="stuck.py:14 straggle" and n["ranks"]=="1" for n in t["nodes"]), t' "$TMP/tree.json" ||
     die "ddptop stacks --json: not the tree"
+# an attached screen's t: the job gathers, the viewer shows the same page
+tmux new-session -d -s v -x 80 -y 24 "cd '$PWD' && LANG=C.UTF-8 '$DDPTOP' attach '$EP'; sleep 60"
+vhas() { tmux capture-pane -p -t v | grep -Eq -- "$1"; }
+wait_for 20 vhas "attached" || { tmux capture-pane -p -t v; die "the viewer did not attach"; }
+tmux send-keys -t v t
+wait_for 20 vhas "every rank's stacks, merged" || { tmux capture-pane -p -t v; die "t on the viewer: no page"; }
+wait_for 5 vhas '^\* ! +1 +1 +  stuck\.py:14 straggle' || { tmux capture-pane -p -t v; die "t on the viewer: no tree"; }
+tmux send-keys -t v q
 keys Escape
 wait_for 5 sh -c "! tmux -L '$TS' capture-pane -p -t '$TS' | grep -q 'every rank.s stacks, merged'" || dies "Esc did not close"
 keys a
