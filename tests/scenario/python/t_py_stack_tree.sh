@@ -9,7 +9,9 @@
 #    the stuck marks; at 200x60 the same page, whole lines; `ddptop stacks
 #    ENDPOINT` prints the same tree from another terminal, `--json` the
 #    object; an attached screen's t shows the same page. Bad input to
-#    `ddptop stacks`: one line, exit 2.
+#    `ddptop stacks`: one line, exit 2. Then rank 1 is let go: the barrier
+#    ranks 0,2 sat in through every look completes (no signal interrupted
+#    it), every rank ends cleanly and ddptop exits 0.
 . tests/lib.sh
 . tests/lib_py.sh
 . tests/lib_tui.sh
@@ -24,10 +26,10 @@ out=$(timeout 10 "$DDPTOP" stacks "ipc://$TMP/nothing/ctl" --wait 1 2>&1); rc=$?
 [ $rc = 1 ] && echo "$out" | grep -q "ddptop stacks: no job answered" || die "no job: exit $rc: $out"
 
 cat >"$TMP/stuck.py" <<'EOF'
-import time
+import os, time
 import torch
 import torch.distributed as dist
-
+RELEASE = os.environ.get("STUCK_RELEASE", "/nonexistent")
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 t = torch.ones(4)
@@ -36,13 +38,14 @@ for _ in range(3):
 
 
 def straggle():
-    while True:
+    while not os.path.exists(RELEASE):
         time.sleep(0.05)
 
 
 if rank == 1:
     straggle()
 dist.barrier()
+dist.destroy_process_group()
 EOF
 
 # ---- 1. headless --json: the tree follows the hang ----
@@ -81,7 +84,7 @@ wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 
 # ---- 2. the screen, and ddptop stacks from another terminal ----
 tmux new-session -d -s "$TS" -x 80 -y 24 \
-    "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' LANG=C.UTF-8 $(py_run_line -n 3 --hang-after 3 --log-dir "'$TMP/logs2'" -- \
+    "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' STUCK_RELEASE='$TMP/release' LANG=C.UTF-8 $(py_run_line -n 3 --hang-after 3 --log-dir "'$TMP/logs2'" -- \
     "'$TMP/stuck.py'") >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 90 has "hang" || dies "no hang on the screen"
 keys t
@@ -121,9 +124,13 @@ wait_for 5 vhas '^\* ! +1 +1 +  stuck\.py:14 straggle' || { tmux capture-pane -p
 tmux send-keys -t v q
 keys Escape
 wait_for 5 sh -c "! tmux -L '$TS' capture-pane -p -t '$TS' | grep -q 'every rank.s stacks, merged'" || dies "Esc did not close"
-keys a
-wait_for 30 test -s "$TMP/exit" || keys q
-wait_for 30 has "press q to leave" && keys q
+# six looks signalled every rank; none broke a blocking call: released, rank 1 joins the
+# barrier ranks 0 and 2 waited in all along, and every rank ends cleanly
+touch "$TMP/release"
+wait_for 60 has " DONE " || dies "the released job did not end"
+keys q
 wait_for 30 test -s "$TMP/exit" || dies "ddptop did not leave"
 wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
+grep -l Traceback "$TMP"/logs2/*.log && die "a rank raised: $(cat "$TMP"/logs2/*.log | grep -A5 Traceback | head -20)"
+[ "$(cat "$TMP/exit")" = 0 ] || { cat "$TMP/after.txt"; die "ddptop exited $(cat "$TMP/exit") after the release"; }
 echo "PASS: every rank's torch stacks merged: --json after a hang, t at 80x24 and 200x60, ddptop stacks"
