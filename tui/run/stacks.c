@@ -90,7 +90,8 @@ static void look(Run *r, RunGather *g)
         int pid = python_pid(r, k);
         if (pid <= 0) continue;
         long off = run_file_size(launcher_log_path(r->l, k));
-        if (off >= 0 && kill(pid, sig) == 0) g->off[k] = g->size[k] = off;
+        /* only a process with the adapter's handler: the signal's default would end it */
+        if (off >= 0 && procstat_catches(pid, sig) == 1 && kill(pid, sig) == 0) g->off[k] = g->size[k] = off;
     }
     g->asked_ms = g->grew_ms = mono_ms();
     g->waiting = false;
@@ -196,6 +197,8 @@ static void build(Run *r, RunGather *g, StackTree *t)
         char why[STACKTREE_LABEL];
         if (jr->python && (r->external || launcher_pid(r->l, k) <= 0))
             snprintf(why, sizeof why, "(Python on %.40s: stacks are read there)", jr->host[0] ? jr->host : "another node");
+        else if (jr->python && jr->state == RANK_ALIVE)
+            snprintf(why, sizeof why, "(Python, no handler for the stack signal)");
         else
             snprintf(why, sizeof why, "ddptop-worker");
         add_known(r, t, k, token, why);
