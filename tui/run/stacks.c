@@ -225,14 +225,12 @@ static bool look_done(Run *r, RunGather *g, int64_t now)
 static void head_line(const Run *r, const StackTree *t, char *out, size_t len)
 {
     if (stacktree_compared(t))
-        snprintf(out, len,
-                 "%d ranks, %d stacks, merged; two looks %.1f s apart: %d frame%s where no rank moved (*), ! a "
-                 "smaller set than its siblings'",
-                 stacktree_ranks(t), stacktree_stacks(t), GATHER_APART_MS / 1000.0, stacktree_stuck(t),
-                 stacktree_stuck(t) == 1 ? "" : "s");
+        /* one line at 80 columns for 1024 ranks */
+        snprintf(out, len, "%d ranks, %d stacks; looks %.1f s apart: * no rank moved (%d), ! smaller set",
+                 stacktree_ranks(t), stacktree_stacks(t), GATHER_APART_MS / 1000.0, stacktree_stuck(t));
     else
-        snprintf(out, len, "%d ranks, %d stacks, merged; ! a smaller set than its siblings'%s", stacktree_ranks(t),
-                 stacktree_stacks(t), r->gather && r->gather->on ? " (a second look follows)" : "");
+        snprintf(out, len, "%d ranks, %d stacks; ! smaller set%s", stacktree_ranks(t), stacktree_stacks(t),
+                 r->gather && r->gather->on ? "; a second look follows" : "");
 }
 
 /* Text (or JSON) to one viewer in log messages, then the end. */

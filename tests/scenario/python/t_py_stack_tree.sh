@@ -89,7 +89,7 @@ tmux new-session -d -s "$TS" -x 80 -y 24 \
 wait_for 90 has "hang" || dies "no hang on the screen"
 keys t
 wait_for 10 has "every rank's stacks, merged" || dies "t did not open the merged page"
-wait_for 15 has "where no rank moved" || dies "no second look"
+wait_for 15 has "looks 1.0 s apart: \* no rank moved" || dies "no second look"
 # 80 columns: the sets and the frames fit, the odd rank first and marked
 screen | grep -Eq '^\* ! +1 +1 +\+ stuck\.py:18 <module>' || dies "rank 1's branch (odd, stuck) not shown"
 screen | grep -Eq '^\*   +2 +0,2 +\+ stuck\.py:19 <module>' || dies "ranks 0,2's branch not shown"
@@ -107,7 +107,8 @@ done
 case $EP in ipc://*) ;; *) dies "no control endpoint found ('$EP')";; esac
 timeout 60 "$DDPTOP" stacks "$EP" >"$TMP/tree.txt" 2>"$TMP/tree.err" || { cat "$TMP/tree.err"; die "ddptop stacks failed"; }
 cat "$TMP/tree.txt"
-head -1 "$TMP/tree.txt" | grep -q "3 ranks, .* merged; two looks 1.0 s apart" || die "ddptop stacks: no head line"
+head -1 "$TMP/tree.txt" | grep -q "^3 ranks, 3 stacks; looks 1.0 s apart: \* no rank moved (13), ! smaller set$" ||
+    die "ddptop stacks: no head line"
 grep -Eq '^\* ! +1 +1 +\+ stuck\.py:18 <module>$' "$TMP/tree.txt" || die "ddptop stacks: rank 1's branch"
 grep -Eq '^\* +! +1 +1 + stuck\.py:14 straggle$' "$TMP/tree.txt" || die "ddptop stacks: straggle"
 timeout 60 "$DDPTOP" stacks "$EP" --json >"$TMP/tree.json" || die "ddptop stacks --json failed"
