@@ -25,12 +25,13 @@ static void set_bits(const int *r, int n)
 static void gather(StackTree *t, const int *line_of, const uint64_t *step)
 {
     for (int r = 0; r < WORLD; r++) {
-        const char *beat[] = { "threading.py:995 _bootstrap", "threading.py:1038 _bootstrap_inner",
-                               "beat.py:110 _loop", "threading.py:629 wait" };
+        const char *beat[] = { "threading.py:995 _bootstrap", "threading.py:1038 _bootstrap_inner", "beat.py:110 _loop",
+                               "threading.py:629 wait" };
         CHECK(stacktree_add(t, r, 0x7f00, beat, 4, step[r]) == 0, "rank %d", r);
         char mainline[64];
         snprintf(mainline, sizeof mainline, "train.py:%d main", line_of[r]);
-        const char *call = line_of[r] == 42 ? "distributed_c10d.py:3328 barrier" : "distributed_c10d.py:1536 all_reduce";
+        const char *call =
+            line_of[r] == 42 ? "distributed_c10d.py:3328 barrier" : "distributed_c10d.py:1536 all_reduce";
         const char *main_[] = { "train.py:60 <module>", mainline, call };
         CHECK(stacktree_add(t, r, 0x7f01, main_, 3, step[r]) == 0, "rank %d", r);
     }
@@ -79,7 +80,8 @@ int main(void)
     CHECK(nr == 9, "rows %d", nr);
     const StackRow *odd = find(rows, nr, "train.py:42 main"), *crowd = find(rows, nr, "train.py:45 main");
     CHECK(odd && crowd && odd < crowd, "the smaller set first");
-    CHECK(odd && odd->count == 1 && !strcmp(odd->ranks, "1") && odd->odd && odd->branch, "odd %s", odd ? odd->ranks : "-");
+    CHECK(odd && odd->count == 1 && !strcmp(odd->ranks, "1") && odd->odd && odd->branch, "odd %s",
+          odd ? odd->ranks : "-");
     CHECK(crowd && crowd->count == 1023 && !strcmp(crowd->ranks, "0,2-1023") && !crowd->odd, "crowd %s",
           crowd ? crowd->ranks : "-");
     const StackRow *barrier = find(rows, nr, "distributed_c10d.py:3328 barrier");
@@ -116,7 +118,8 @@ int main(void)
     nr = stacktree_rows(b, rows, 64);
     rest = find(rows, nr, "train.py:45 main");
     CHECK(rest && rest->stuck, "line 45: stuck");
-    CHECK(stacktree_stuck(b) == 4 + 2 + 2, "stuck frames %d: the beat thread's, rank 1's, the crowd's at 45", stacktree_stuck(b));
+    CHECK(stacktree_stuck(b) == 4 + 2 + 2, "stuck frames %d: the beat thread's, rank 1's, the crowd's at 45",
+          stacktree_stuck(b));
     stacktree_text(b, buf, sizeof buf);
     CHECK(strstr(buf, "* !     1  1                   + train.py:42 main\n"), "text:\n%s", buf);
     Json w;
@@ -135,7 +138,7 @@ int main(void)
     TEST_BEGIN("bounded_nodes_rows_and_depth");
     StackTree *t = stacktree_new(WORLD, 512);
     /* every rank a different stack 200 frames deep */
-    char (*fr)[32] = malloc(200 * sizeof *fr);
+    char(*fr)[32] = malloc(200 * sizeof *fr);
     const char *fp[200];
     for (int r = 0; r < WORLD; r++) {
         for (int i = 0; i < 200; i++) {
@@ -165,14 +168,14 @@ int main(void)
     nr = stacktree_rows(t, many, 4096);
     const StackRow *fold = find(many, nr, "(1017 more branches)");
     CHECK(nr == 1 + STACKTREE_FANOUT, "rows %d", nr);
-    CHECK(fold && fold->folded && fold->count == 1017 && !strcmp(fold->ranks, "6-1022"), "the middle branches fold: %d %s",
-          fold ? fold->count : -1, fold ? fold->ranks : "-");
+    CHECK(fold && fold->folded && fold->count == 1017 && !strcmp(fold->ranks, "6-1022"),
+          "the middle branches fold: %d %s", fold ? fold->count : -1, fold ? fold->ranks : "-");
     CHECK(!strcmp(many[nr - 1].label, "train.py:2023 main"), "the last branch stays: %s", many[nr - 1].label);
     stacktree_free(&t);
 
     /* one deep stack: its middle folds into one node */
     t = stacktree_new(4, 0);
-    char (*deep)[32] = malloc(300 * sizeof *deep);
+    char(*deep)[32] = malloc(300 * sizeof *deep);
     for (int i = 0; i < 300; i++) {
         snprintf(deep[i], sizeof deep[i], "rec.py:%d f", i);
     }

@@ -98,8 +98,8 @@ typedef struct {
     char *tree;
     size_t tree_len, tree_cap;
     bool tree_done, tree_lost;
-    bool tree_asked;    /* t on the screen: an answer is awaited */
-    int64_t stacks_id;  /* the last "stacks" command's id */
+    bool tree_asked;   /* t on the screen: an answer is awaited */
+    int64_t stacks_id; /* the last "stacks" command's id */
     char tree_head[PROTO_STR_LONG];
 } Attach;
 
@@ -578,9 +578,8 @@ static int wait_model(Attach *A)
                 fprintf(stderr, "%s: ddptop answered at %s, but no rank said hello within %g s\n", A->name, A->ep,
                         A->wait_s);
             else
-                fprintf(stderr,
-                        "%s: no job answered at %s within %g s (is it running? right endpoint/keys?)\n", A->name,
-                        A->ep, A->wait_s);
+                fprintf(stderr, "%s: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
+                        A->name, A->ep, A->wait_s);
             return 1;
         }
         if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);

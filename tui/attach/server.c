@@ -802,8 +802,7 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
     return act[op];
 }
 
-int viewers_tell(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const char *level,
-                 const char *text)
+int viewers_tell(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const char *level, const char *text)
 {
     Viewer *w = v && ctl_router && ident ? find(v, ident, ident_len) : NULL;
     if (!w) return -1;

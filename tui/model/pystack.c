@@ -83,7 +83,8 @@ static void frame_label(const char *s, size_t n, char *out, size_t outlen)
     const char *base = q;
     while (base > p && base[-1] != '/') base--;
     /* a package's __init__.py or __main__.py says little alone: keep its folder */
-    if (base > p + 1 && (starts(base, (size_t)(q - base), "__init__.py") || starts(base, (size_t)(q - base), "__main__.py")))
+    if (base > p + 1 &&
+        (starts(base, (size_t)(q - base), "__init__.py") || starts(base, (size_t)(q - base), "__main__.py")))
         for (base--; base > p && base[-1] != '/';) base--;
     long line = 0;
     const char *l = q;

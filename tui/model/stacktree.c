@@ -14,17 +14,17 @@
 
 #include "model/pystack.h"
 
-#define KEEP_OUTER 8 /* outermost frames kept of a stack deeper than STACKTREE_DEPTH */
-#define PATHS_RANK 64 /* stacks a rank keeps for the comparison */
-#define INDENT_MAX 40
+#define KEEP_OUTER  8  /* outermost frames kept of a stack deeper than STACKTREE_DEPTH */
+#define PATHS_RANK  64 /* stacks a rank keeps for the comparison */
+#define INDENT_MAX  40
 #define CHAIN_WHOLE 5 /* frames of one run shown whole; a longer one folds its middle */
 
 typedef struct {
     int parent, child, sibling; /* -1: none */
     int nchild;
-    int count;    /* ranks in the set */
-    int moved;    /* stacks through here that moved since the compared gathering */
-    bool folded;  /* the fold of a deep stack, or the "more stacks" node */
+    int count;   /* ranks in the set */
+    int moved;   /* stacks through here that moved since the compared gathering */
+    bool folded; /* the fold of a deep stack, or the "more stacks" node */
     char label[STACKTREE_LABEL];
 } Node;
 
@@ -219,7 +219,8 @@ void stacktree_compare(StackTree *t, const StackTree *prev)
     for (int i = 0; i < t->n_paths; i++) {
         const Path *p = &t->paths[i];
         bool same = false;
-        for (int q = prev->head[p->rank]; q >= 0 && !same; q = prev->paths[q].next) same = prev->paths[q].hash == p->hash;
+        for (int q = prev->head[p->rank]; q >= 0 && !same; q = prev->paths[q].next)
+            same = prev->paths[q].hash == p->hash;
         if (same) continue;
         for (int n = p->leaf; n >= 0; n = t->nodes[n].parent) t->nodes[n].moved++;
     }
@@ -232,7 +233,10 @@ int stacktree_nodes(const StackTree *t) { return t ? t->n_nodes - 1 : 0; }
 int stacktree_ranks(const StackTree *t) { return t ? t->n_ranks : 0; }
 int stacktree_stacks(const StackTree *t) { return t ? t->n_stacks : 0; }
 
-static bool is_stuck(const StackTree *t, int i) { return t->compared && t->nodes[i].count > 0 && t->nodes[i].moved == 0; }
+static bool is_stuck(const StackTree *t, int i)
+{
+    return t->compared && t->nodes[i].count > 0 && t->nodes[i].moved == 0;
+}
 
 int stacktree_stuck(const StackTree *t)
 {

@@ -21,10 +21,10 @@
 #include "base/json.h"
 
 #define STACKTREE_NODES_DEFAULT 4096
-#define STACKTREE_DEPTH         64  /* frames kept of one stack: 8 outermost, the rest innermost */
-#define STACKTREE_LABEL         96  /* bytes of a frame's label, with its NUL */
-#define STACKTREE_FANOUT        8   /* branches a row list shows under one node; the middle ones fold */
-#define STACKTREE_RANKS_COL     16  /* the ranks column of rows and text (cut with "+") */
+#define STACKTREE_DEPTH         64 /* frames kept of one stack: 8 outermost, the rest innermost */
+#define STACKTREE_LABEL         96 /* bytes of a frame's label, with its NUL */
+#define STACKTREE_FANOUT        8  /* branches a row list shows under one node; the middle ones fold */
+#define STACKTREE_RANKS_COL     16 /* the ranks column of rows and text (cut with "+") */
 
 typedef struct StackTree StackTree;
 
@@ -72,13 +72,13 @@ size_t stacktree_ranges(const uint64_t *bits, int world, char *out, size_t len);
  * branches under one frame as the smallest ones, one folded "(N more
  * branches)" row and the largest. */
 typedef struct {
-    int indent;                           /* columns */
-    int count;                            /* ranks through this frame */
-    bool stuck;                           /* no rank moved here (after a comparison) */
-    bool odd;                             /* a smaller set than a sibling's, or under one */
-    bool folded;                          /* "N more branches" or folded frames */
-    bool branch;                          /* starts a branch: "+ " before the frame */
-    char ranks[STACKTREE_RANKS_COL + 1];  /* the set, cut with "+" */
+    int indent;                          /* columns */
+    int count;                           /* ranks through this frame */
+    bool stuck;                          /* no rank moved here (after a comparison) */
+    bool odd;                            /* a smaller set than a sibling's, or under one */
+    bool folded;                         /* "N more branches" or folded frames */
+    bool branch;                         /* starts a branch: "+ " before the frame */
+    char ranks[STACKTREE_RANKS_COL + 1]; /* the set, cut with "+" */
     char label[STACKTREE_LABEL + 24];
 } StackRow;
 

@@ -162,7 +162,8 @@ static void add_known(Run *r, StackTree *t, int k, uint64_t token, const char *w
         /* its heartbeats say where it was; a stopped process says no more */
         ProcStat ps;
         pid_t pid = r->external ? -1 : launcher_pid(r->l, k); /* ours, on this host */
-        if (pid > 0 && procstat_read(jr->pid > 0 ? (int)jr->pid : (int)pid, &ps) == 0 && (ps.state == 'T' || ps.state == 't')) {
+        if (pid > 0 && procstat_read(jr->pid > 0 ? (int)jr->pid : (int)pid, &ps) == 0 &&
+            (ps.state == 'T' || ps.state == 't')) {
             snprintf(f3, sizeof f3, "(process stopped)");
             n = 4;
         }
@@ -189,14 +190,14 @@ static void build(Run *r, RunGather *g, StackTree *t)
             if (stacktree_add_faulthandler(t, k, text, got, token) > 0) continue;
             ProcStat ps;
             bool stopped = procstat_read(python_pid(r, k), &ps) == 0 && (ps.state == 'T' || ps.state == 't');
-            const char *frames[1] = { stopped ? "(stopped: no stack until it is continued)"
-                                              : "(no stack within 3 s)" };
+            const char *frames[1] = { stopped ? "(stopped: no stack until it is continued)" : "(no stack within 3 s)" };
             stacktree_add(t, k, 0, frames, 1, token);
             continue;
         }
         char why[STACKTREE_LABEL];
         if (jr->python && (r->external || launcher_pid(r->l, k) <= 0))
-            snprintf(why, sizeof why, "(Python on %.40s: stacks are read there)", jr->host[0] ? jr->host : "another node");
+            snprintf(why, sizeof why, "(Python on %.40s: stacks are read there)",
+                     jr->host[0] ? jr->host : "another node");
         else if (jr->python && jr->state == RANK_ALIVE)
             snprintf(why, sizeof why, "(Python, no handler for the stack signal)");
         else
@@ -224,8 +225,7 @@ static bool look_done(Run *r, RunGather *g, int64_t now)
 
 static void head_line(const Run *r, const StackTree *t, char *out, size_t len)
 {
-    if (stacktree_compared(t))
-        /* one line at 80 columns for 1024 ranks */
+    if (stacktree_compared(t)) /* one line at 80 columns for 1024 ranks */
         snprintf(out, len, "%d ranks, %d stacks; looks %.1f s apart: * no rank moved (%d), ! smaller set",
                  stacktree_ranks(t), stacktree_stacks(t), GATHER_APART_MS / 1000.0, stacktree_stuck(t));
     else

@@ -40,9 +40,9 @@ static void draw_tree_line(Canvas *cv, int x, int row, int w, const char *line)
     bool stuck = line[0] == '*', odd = line[2] == '!';
     /* the count and the ranks: up to the frame's column */
     size_t frame = 4;
-    while (frame < n && line[frame] == ' ') frame++;         /* the count's padding */
-    while (frame < n && line[frame] != ' ') frame++;         /* the count */
-    frame += 2;                                              /* "  " */
+    while (frame < n && line[frame] == ' ') frame++;                                    /* the count's padding */
+    while (frame < n && line[frame] != ' ') frame++;                                    /* the count */
+    frame += 2;                                                                         /* "  " */
     frame += STACKTREE_RANKS_COL + 2 < n - frame ? STACKTREE_RANKS_COL + 2 : n - frame; /* the ranks */
     int cx = x;
     char part[512];
