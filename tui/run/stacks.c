@@ -36,6 +36,7 @@ typedef struct RunGather {
     bool waiting; /* between the looks */
     int look;     /* 1 or 2 */
     unsigned want;
+    bool tui_shown; /* the page opened on this gathering's first look */
     int64_t asked_ms, grew_ms, next_ms;
     long *off, *size; /* [world]; off -1: not signalled this look */
     StackTree *prev, *cur;
@@ -105,8 +106,12 @@ void run_gather_start(Run *r, unsigned want)
         return;
     }
     g->want |= want;
+    if ((want & RUN_GATHER_TUI) && r->tui)
+        view_tui_note(r->tui, g->on ? "t: still gathering every rank's stacks"
+                                    : "t: gathering every rank's stacks (two looks, a second apart) ...");
     if (g->on) return; /* the one under way serves this want too */
     g->on = true;
+    g->tui_shown = false;
     g->look = 1;
     look(r, g);
 }
@@ -258,10 +263,12 @@ static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
     char *text = malloc(GATHER_TEXT_MAX);
     if (text) stacktree_text(t, text, GATHER_TEXT_MAX);
     if ((g->want & RUN_GATHER_TUI) && r->tui && text) {
-        if (!final)
+        /* t during a gathering for someone else: the page opens on its second look */
+        if (!g->tui_shown)
             view_tui_show_stack(r->tui, UI_STACK_TREE, head, text);
         else
-            view_tui_update_stack(r->tui, UI_STACK_TREE, head, text);
+            view_tui_update_stack(r->tui, UI_STACK_TREE, head, text); /* unless the user closed it */
+        g->tui_shown = true;
     }
     if (!final) {
         free(text);
