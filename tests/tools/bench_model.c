@@ -320,15 +320,16 @@ static uint64_t digest(const Job *j, int64_t now)
     mix_i(j->n_buckets);
     for (int k = 0; k < JOB_MAX_BUCKETS; k++) {
         const JobBucket *bk = &j->buckets[k];
-        double ms, algbw, busbw;
-        job_bucket_means(j, k, &ms, &algbw, &busbw);
+        JobCollTimes tm;
+        mix_i(job_bucket_times(j, k, &tm));
         mix_i(bk->used);
         mix_i(bk->bytes);
         mix_series(&bk->ms);
-        mix_d(ms);
-        mix_d(algbw);
-        mix_d(busbw);
-        mix_i(bk->last_n);
+        mix_d(tm.xfer_ms);
+        mix_d(tm.wait_ms);
+        mix_d(tm.algbw_gbs);
+        mix_d(tm.busbw_gbs);
+        mix_i(bk->last_step);
     }
     const JobColl *cs[JOB_COLL_RING];
     int n = job_colls_recent(j, cs, JOB_COLL_RING);
@@ -348,11 +349,11 @@ static uint64_t digest(const Job *j, int64_t now)
         mix_i(c->first_rank);
         mix_i(c->last_rank);
         mix_i(c->op_rank);
-        mix_d(c->ms_sum);
-        mix_d(c->ms_max);
-        mix_i(c->ms_max_rank);
-        mix_d(c->algbw_sum);
-        mix_d(c->busbw_sum);
+        mix_i(c->in_first_ns);
+        mix_i(c->in_last_ns);
+        mix_i(c->done_last_ns);
+        mix_i(c->count);
+        mix_i(c->odd_rank);
         for (int r = 0; r < j->world; r++) mix_i(job_coll_arrived(j, c, r));
     }
     JobStat st[JOB_METRIC__COUNT];

@@ -124,6 +124,8 @@ static void coll(int r, int64_t seq, const char *op, int bucket, int64_t step, i
     c->done_ns = start + dur;
     c->algbw_gbs = (double)bytes / (double)dur;
     c->busbw_gbs = c->algbw_gbs;
+    c->count = bytes / 4;
+    snprintf(c->dtype, sizeof c->dtype, "float32");
     add_msg(REC_SRC_TEL, &m);
 }
 

@@ -67,6 +67,8 @@ static void sample(Msg *m, MsgKind k)
         snprintf(c->op, sizeof c->op, "allreduce");
         c->enq_ns = 1700000000000000000LL, c->start_ns = 1700000000000001000LL;
         c->done_ns = 1700000000002501000LL, c->algbw_gbs = 10.48576, c->busbw_gbs = 15.72864;
+        c->count = 6553600;
+        snprintf(c->dtype, sizeof c->dtype, "float32");
         break;
     }
     case MSG_SHARD: {
@@ -96,6 +98,8 @@ static void sample(Msg *m, MsgKind k)
         b->coll_since_ns = 1700000000500000000LL;
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         b->coll_bucket = 0;
+        b->coll_count = 6553600;
+        snprintf(b->coll_dtype, sizeof b->coll_dtype, "bfloat16");
         break;
     }
     case MSG_BYE: m->u.bye.status = 0, m->u.bye.step = 9375; break;
@@ -278,6 +282,8 @@ static void print_msg(const Msg *m)
         put_i("done", c->done_ns);
         put_f("algbw", c->algbw_gbs);
         put_f("busbw", c->busbw_gbs);
+        put_i("count", c->count);
+        put_str("dtype", c->dtype);
         break;
     }
     case MSG_SHARD: {
@@ -319,6 +325,8 @@ static void print_msg(const Msg *m)
         put_i("since", b->coll_since_ns);
         put_str("where", b->where);
         put_i("bucket", b->coll_bucket);
+        put_i("count", b->coll_count);
+        put_str("dtype", b->coll_dtype);
         break;
     }
     case MSG_BYE:

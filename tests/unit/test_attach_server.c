@@ -637,6 +637,24 @@ static void test_commands(void *ctx, void *router)
     collect(v, ctl, 100, 100);
     CHECK(got.n == 0, "--control commands get no reply (%d frames)", got.n);
 
+    /* stacks changes nothing: a read-only viewer may ask; the answer is log
+     * lines to that viewer alone, in order (tui/run/stacks.c sends them) */
+    send_cmd(ro, "stacks", 1, 1);
+    CHECK(route_one(v, router, 100, who, sizeof who) == VIEWER_STACKS, "read-only stacks");
+    send_cmd(ro, "stacks", 1, 1);
+    CHECK(route_one(v, router, 100, who, sizeof who) == VIEWER_NONE, "repeated stacks id 1");
+    CHECK(viewers_tell(v, router, "view-10-ro", 10, "stacks", "{\"world\":1,") == 0 &&
+              viewers_tell(v, router, "view-10-ro", 10, "stacks", "\"nodes\":[]}") == 0 &&
+              viewers_tell(v, router, "view-10-ro", 10, "stacks-end", "1 ranks, 1 stacks") == 0,
+          "tell an attached viewer");
+    CHECK(viewers_tell(v, router, "view-12-no", 10, "stacks", "x") == -1, "tell a viewer that is not attached");
+    collect(v, ro, 100, 100);
+    CHECK(got.n == 3 && got.n_logs == 3 && !strcmp(got.level[0], "stacks") && !strcmp(got.text[0], "{\"world\":1,") &&
+              !strcmp(got.text[1], "\"nodes\":[]}") && !strcmp(got.level[2], "stacks-end"),
+          "stacks answer: %d frames, first \"%s\" (%s)", got.n, got.text[0], got.level[0]);
+    collect(v, ctl, 100, 100);
+    CHECK(got.n == 0, "the other viewer got the answer too (%d frames)", got.n);
+
     /* a read-only viewer that comes back with --control: mode and snapshot again */
     send_cmd(ro, "attach", 0, 1);
     route_one(v, router, 200, who, sizeof who);

@@ -71,6 +71,8 @@ static void fill_sample(Msg *m, MsgKind k)
         snprintf(c->op, sizeof c->op, "allreduce");
         c->enq_ns = 1700000000000000000LL, c->start_ns = c->enq_ns + 1000;
         c->done_ns = c->enq_ns + 2500000, c->algbw_gbs = 10.48576, c->busbw_gbs = 15.72864;
+        c->count = 6553600;
+        snprintf(c->dtype, sizeof c->dtype, "float32");
         break;
     }
     case MSG_SHARD: {
@@ -99,6 +101,8 @@ static void fill_sample(Msg *m, MsgKind k)
         b->step = 471, b->phase = PHASE_TRAIN, b->coll_seq = 9001, b->coll_bucket = 3;
         snprintf(b->coll_op, sizeof b->coll_op, "allreduce");
         b->coll_since_ns = 1700000000500000000LL;
+        b->coll_count = 10;
+        snprintf(b->coll_dtype, sizeof b->coll_dtype, "float32");
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         break;
     }
@@ -252,6 +256,8 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.coll.done_ns);
         EQD(u.coll.algbw_gbs);
         EQD(u.coll.busbw_gbs);
+        EQI(u.coll.count);
+        EQS(u.coll.dtype);
         break;
     case MSG_SHARD:
         EQI(u.shard.epoch);
@@ -286,6 +292,8 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQI(u.beat.coll_since_ns);
         EQS(u.beat.where);
         EQI(u.beat.coll_bucket);
+        EQI(u.beat.coll_count);
+        EQS(u.beat.coll_dtype);
         break;
     case MSG_BYE:
         EQI(u.bye.status);
@@ -1092,8 +1100,10 @@ static void test_beat_without_where(void)
     tb_int(&t, 7);
     int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
     CHECK(rc == 0 && m.kind == MSG_BEAT, "rc %d: %s", rc, err);
-    CHECK(m.u.beat.step == 41 && m.u.beat.coll_seq == 7 && m.u.beat.where[0] == '\0', "step %lld seq %lld where '%s'",
-          (long long)m.u.beat.step, (long long)m.u.beat.coll_seq, m.u.beat.where);
+    CHECK(m.u.beat.step == 41 && m.u.beat.coll_seq == 7 && m.u.beat.where[0] == '\0' && m.u.beat.coll_count == -1 &&
+              m.u.beat.coll_dtype[0] == '\0',
+          "step %lld seq %lld where '%s' count %lld", (long long)m.u.beat.step, (long long)m.u.beat.coll_seq,
+          m.u.beat.where, (long long)m.u.beat.coll_count);
     tb_done(&t);
     /* and a new one round trips its line */
     Msg b;
@@ -1105,6 +1115,41 @@ static void test_beat_without_where(void)
     CHECK(codec_encode(&b, &out, err, sizeof err) == 0, "encode: %s", err);
     rc = codec_decode(out.data, out.len, &m, err, sizeof err);
     CHECK(rc == 0 && !strcmp(m.u.beat.where, "ddp_basics.py:88 main"), "rc %d where '%s'", rc, m.u.beat.where);
+    codec_buf_done(&out);
+    TEST_END();
+}
+
+/* A coll from a worker older than "count" and "dtype" (the ten keys it
+ * sent) decodes, its shape unknown (-1, ""); a new one carries both, and
+ * the fast path takes it as the encoder writes it. */
+static void test_coll_shape_optional(void)
+{
+    TEST_BEGIN("coll_count_dtype_optional");
+    char err[256];
+    Msg m;
+    TB t;
+    tb_head(&t, "coll", 10);
+    const char *ik[] = { "seq", "bucket", "step", "bytes", "enq", "start", "done" };
+    for (int i = 0; i < 7; i++) tb_str(&t, ik[i]), tb_int(&t, 40 + i);
+    tb_str(&t, "op"), tb_str(&t, "allreduce");
+    tb_str(&t, "algbw"), msgpack_pack_double(&t.pk, 1.5);
+    tb_str(&t, "busbw"), msgpack_pack_double(&t.pk, 1.5);
+    int rc = dec(t.sb.data, t.sb.size, &m, err, sizeof err);
+    CHECK(rc == 0 && m.kind == MSG_COLL && m.u.coll.seq == 40 && m.u.coll.count == -1 && m.u.coll.dtype[0] == 0,
+          "rc %d count %lld dtype '%s': %s", rc, (long long)m.u.coll.count, m.u.coll.dtype, err);
+    tb_done(&t);
+    Msg c;
+    msg_init(&c, MSG_COLL);
+    c.rank = 1, c.u.coll.seq = 42, c.u.coll.count = 10;
+    snprintf(c.u.coll.op, sizeof c.u.coll.op, "allreduce");
+    snprintf(c.u.coll.dtype, sizeof c.u.coll.dtype, "float32");
+    CodecBuf out;
+    codec_buf_init(&out);
+    CHECK(codec_encode(&c, &out, err, sizeof err) == 0, "encode: %s", err);
+    memset(&m, 0, sizeof m);
+    rc = codec_fast_decode(out.data, out.len, &m);
+    CHECK(rc == 0 && m.u.coll.count == 10 && !strcmp(m.u.coll.dtype, "float32"), "fast rc %d count %lld dtype '%s'", rc,
+          (long long)m.u.coll.count, m.u.coll.dtype);
     codec_buf_done(&out);
     TEST_END();
 }
@@ -1919,6 +1964,7 @@ int main(void)
     test_unknown_kind();
     test_unknown_keys();
     test_beat_without_where();
+    test_coll_shape_optional();
     test_roundtrip_key_orders();
     test_oversize();
     test_encode_errors();

@@ -858,7 +858,12 @@ static void test_collectives(void)
     CHECK(c->last_rank == 1 && c->first_rank == 0, "last %d first %d", c->last_rank, c->first_rank);
     CHECK(c->last_ns - c->prev_last_ns == 2 * MS && c->last_ns - c->first_ns == 3 * MS, "lateness %lld spread %lld",
           (long long)(c->last_ns - c->prev_last_ns), (long long)(c->last_ns - c->first_ns));
-    CHECK(fabs(c->ms_sum / c->done - 8.0 / 3) < 1e-9 && c->ms_max_rank == 0, "durations");
+    /* in at 100, 103, 101 ms, all done at 104: 1 ms of transfer after 3 of
+     * waiting, and the bandwidths of the transfer alone (1 MiB / 1 ms) */
+    JobCollTimes tm;
+    CHECK(job_coll_times(j, c, &tm) && fabs(tm.xfer_ms - 1.0) < 1e-9 && fabs(tm.wait_ms - 3.0) < 1e-9 &&
+              fabs(tm.algbw_gbs - 1.048576) < 1e-9 && fabs(tm.busbw_gbs - 1.048576 * 2 * 2 / 3) < 1e-9,
+          "xfer %.3f wait %.3f algbw %.6f busbw %.6f", tm.xfer_ms, tm.wait_ms, tm.algbw_gbs, tm.busbw_gbs);
     /* seq 11 in flight on ranks 0 and 2 (heartbeats): everybody waits for rank 1 */
     Msg m;
     for (int r = 0; r <= 2; r += 2) {
@@ -873,6 +878,7 @@ static void test_collectives(void)
     n = job_colls_recent(j, list, 8);
     CHECK(n == 2 && list[0]->seq == 11 && list[0]->arrived == 2 && list[0]->done == 0, "in-flight collective");
     CHECK(list[0]->step == 8, "in-flight step %lld", (long long)list[0]->step);
+    CHECK(!job_coll_times(j, list[0], &tm) && tm.xfer_ms == 0 && tm.algbw_gbs == 0, "an open collective has no figures");
     CHECK(job_coll_arrived(j, list[0], 0) && !job_coll_arrived(j, list[0], 1) && job_coll_arrived(j, list[0], 2),
           "arrivals");
     j->ranks[0].state = RANK_ALIVE;
@@ -895,31 +901,31 @@ static void test_collectives(void)
             coll(j, r, 2 * s + 1, 1, s, s * 10, 1.0, t += MS);
         }
     CHECK(j->n_buckets == 2 && j->buckets[0].used && j->buckets[1].used, "buckets %d", j->n_buckets);
-    CHECK(fabs(j->buckets[0].last_ms - 2.5) < 1e-9 && j->buckets[0].last_n == 2, "bucket 0 mean %.3f",
-          j->buckets[0].last_ms);
-    CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 2.5) < 1e-9, "bucket series");
-    /* the means a view shows: the last full step's, or the one being gathered */
-    double bms, balg, bbus;
-    job_bucket_means(j, 0, &bms, &balg, &bbus);
-    CHECK(fabs(bms - 2.5) < 1e-9, "bucket 0 shown %.3f", bms);
+    /* both ranks in at s*10 ms, done after 2 and 3 ms: the transfer is 3 ms */
+    CHECK(fabs(j->buckets[0].last.xfer_ms - 3.0) < 1e-9 && j->buckets[0].last.wait_ms == 0 &&
+              j->buckets[0].last_step == 3,
+          "bucket 0 xfer %.3f step %lld", j->buckets[0].last.xfer_ms, (long long)j->buckets[0].last_step);
+    CHECK(j->buckets[0].ms.len == 3 && fabs(series_bin_mean(&j->buckets[0].ms.bin[2]) - 3.0) < 1e-9, "bucket series");
+    /* the figures a view shows: the last step every rank reported, none before */
+    CHECK(job_bucket_times(j, 0, &tm) && fabs(tm.xfer_ms - 3.0) < 1e-9 &&
+              fabs(tm.algbw_gbs - (double)(1 << 20) / 3e6) < 1e-12 && fabs(tm.busbw_gbs - tm.algbw_gbs) < 1e-12,
+          "bucket 0 shown %.3f ms %.6f GB/s", tm.xfer_ms, tm.algbw_gbs);
     coll(j, 0, 20, 2, 4, 40, 6.0, t += MS);
-    job_bucket_means(j, 2, &bms, &balg, &bbus);
-    CHECK(fabs(bms - 6.0) < 1e-9 && j->buckets[2].last_n == 0, "half-gathered bucket shown %.3f", bms);
-    job_bucket_means(j, JOB_MAX_BUCKETS, &bms, &balg, &bbus);
-    CHECK(bms == 0 && balg == 0 && bbus == 0, "bucket past the end");
+    CHECK(!job_bucket_times(j, 2, &tm) && tm.xfer_ms == 0 && j->buckets[2].used, "half-gathered bucket shown %.3f",
+          tm.xfer_ms);
+    CHECK(!job_bucket_times(j, JOB_MAX_BUCKETS, &tm) && tm.xfer_ms == 0, "bucket past the end");
     /* in bursts: rank 0's steps 5-9, then rank 1's (3 ms, 5 ms each): the
-     * mean is over both ranks at step 9, not one rank's last figure */
+     * figures are both ranks' at step 9, not one rank's last */
     for (int r = 0; r < 2; r++)
         for (int s = 5; s <= 9; s++) coll(j, r, 100 + 2 * s, 3, s, 40, 3.0 + 2 * r, t += MS);
-    job_bucket_means(j, 3, &bms, &balg, &bbus);
-    CHECK(fabs(bms - 4.0) < 1e-9 && j->buckets[3].last_n == 2, "bucket 3 in bursts: %.3f over %d ranks", bms,
-          j->buckets[3].last_n);
-    /* rank 1 then stalls: rank 0's steps 10-12 alone do not make the means
+    CHECK(job_bucket_times(j, 3, &tm) && fabs(tm.xfer_ms - 5.0) < 1e-9 && j->buckets[3].last_step == 9,
+          "bucket 3 in bursts: %.3f at step %lld", tm.xfer_ms, (long long)j->buckets[3].last_step);
+    /* rank 1 then stalls: rank 0's steps 10-12 alone do not make the figures
      * one rank's; a straggler's report older than the steps kept is left out */
     for (int s = 10; s <= 12; s++) coll(j, 0, 100 + 2 * s, 3, s, 40, 9.0, t += MS);
     coll(j, 1, 99, 3, 12 - JOB_BUCKET_STEPS, 40, 100.0, t += MS);
-    job_bucket_means(j, 3, &bms, &balg, &bbus);
-    CHECK(fabs(bms - 4.0) < 1e-9 && j->buckets[3].last_n == 2, "bucket 3 with a rank behind: %.3f", bms);
+    CHECK(job_bucket_times(j, 3, &tm) && fabs(tm.xfer_ms - 5.0) < 1e-9 && j->buckets[3].last_step == 9,
+          "bucket 3 with a rank behind: %.3f", tm.xfer_ms);
     double cf, ef, hf, cms, ems;
     CHECK(!job_comm_share(j, &cf, &ef, &hf, &cms, &ems), "share without steps");
     send_step_ms(j, 0, 3, 1.0, 10, t += MS);
@@ -927,6 +933,154 @@ static void test_collectives(void)
     CHECK(job_comm_share(j, &cf, &ef, &hf, &cms, &ems) && fabs(cf - 0.4) < 1e-9 && fabs(ef - 0.1) < 1e-9 &&
               fabs(hf - 0.75) < 1e-9,
           "share %.2f exposed %.2f hidden %.2f", cf, ef, hf);
+    job_free(&j);
+    TEST_END();
+}
+
+/* A collective of one rank's report, with its shape (count -1: none). */
+static void coll_shape(Job *j, int rank, int64_t seq, const char *op, int64_t count, const char *dtype, int64_t t)
+{
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.rank = rank;
+    m.u.coll.seq = seq;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "%s", op);
+    m.u.coll.count = count;
+    snprintf(m.u.coll.dtype, sizeof m.u.coll.dtype, "%s", dtype);
+    m.u.coll.bytes = count > 0 ? count * 4 : 0;
+    m.u.coll.start_ns = m.u.coll.enq_ns = 1000 * SEC;
+    m.u.coll.done_ns = m.u.coll.start_ns + MS;
+    job_apply(j, &m, t, WALL);
+}
+
+/* Events whose text holds s. */
+static int events_holding(const Job *j, const char *s)
+{
+    int n = 0;
+    for (int i = 0;; i++) {
+        const JobEvent *e = job_event_at(j, i);
+        if (!e) return n;
+        n += strstr(e->text, s) != NULL;
+    }
+}
+
+/* The issue's panel: rank 0 in at 0, rank 1 25 ms later, both done 0.8 ms
+ * after that. The old figures were a mean of the ranks' own times (25.8 and
+ * 0.8 ms) and of their ratios; the transfer is 0.8 ms, the wait 25 ms, and
+ * the bandwidth is of the 0.8 ms. A collective every rank entered but not
+ * every rank finished has no figures; hidden comm is never negative. */
+static void test_coll_transfer(void)
+{
+    TEST_BEGIN("collective_transfer_wait_and_bandwidth");
+    Job *j = job_new(2, T0);
+    int64_t t = j->start_ns;
+    coll(j, 0, 5, 0, 1, 0, 25.8, t += MS);
+    coll(j, 1, 5, 0, 1, 25, 0.8, t += MS);
+    const JobColl *list[4];
+    CHECK(job_colls_recent(j, list, 4) == 1, "one collective");
+    JobCollTimes tm, bt;
+    CHECK(job_coll_times(j, list[0], &tm) && fabs(tm.xfer_ms - 0.8) < 1e-9 && fabs(tm.wait_ms - 25.0) < 1e-9,
+          "xfer %.3f wait %.3f", tm.xfer_ms, tm.wait_ms);
+    CHECK(fabs(tm.algbw_gbs - (double)(1 << 20) / 0.8e6) < 1e-9 && fabs(tm.busbw_gbs - tm.algbw_gbs) < 1e-12,
+          "algbw %.4f busbw %.4f (want %.4f: 1 MiB / 0.8 ms)", tm.algbw_gbs, tm.busbw_gbs, (double)(1 << 20) / 0.8e6);
+    CHECK(job_bucket_times(j, 0, &bt) && !memcmp(&bt, &tm, sizeof tm), "the bucket says the same: %.3f %.3f",
+          bt.xfer_ms, bt.algbw_gbs);
+    /* every rank in (beats), one done: no figures, not 0 ms */
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_BEAT);
+        m.rank = r;
+        m.u.beat.step = 1;
+        m.u.beat.coll_seq = 6;
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        m.u.beat.coll_since_ns = 2000 * SEC;
+        job_apply(j, &m, t += MS, WALL);
+    }
+    coll(j, 0, 6, -1, 2, 1000 * 1000, 1.0, t += MS);
+    CHECK(job_colls_recent(j, list, 4) == 2 && list[0]->seq == 6 && list[0]->arrived == 2 && list[0]->done == 1,
+          "seq 6 all in, one done");
+    CHECK(!job_coll_times(j, list[0], &tm) && tm.xfer_ms == 0, "an unfinished collective has figures");
+    /* exposed above comm (two clocks): nothing hidden, not a negative share */
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_STEP);
+        m.rank = r;
+        m.u.step.step = 2;
+        m.u.step.step_ms = 10;
+        m.u.step.comm_ms = 4;
+        m.u.step.exposed_ms = 4.02;
+        job_apply(j, &m, t += MS, WALL);
+    }
+    double cf, ef, hf;
+    CHECK(job_comm_share(j, &cf, &ef, &hf, NULL, NULL) && hf == 0.0 && !signbit(hf), "hidden %.4f", hf);
+    job_free(&j);
+    TEST_END();
+}
+
+/* Ranks that pass one collective number different counts, dtypes or ops
+ * are named, live (one event) and after the ring has moved on, the lower
+ * rank first whichever reported first. */
+static void test_coll_mismatch(void)
+{
+    TEST_BEGIN("collective_shape_desync_named");
+    Job *j = job_new(3, T0);
+    int64_t t = j->start_ns;
+    char buf[160];
+    coll_shape(j, 0, 41, "allreduce", 10, "float32", t += MS);
+    coll_shape(j, 1, 41, "allreduce", 10, "float32", t += MS);
+    CHECK(!job_coll_mismatch(j, 41, buf, sizeof buf) && !buf[0], "agreeing ranks: '%s'", buf);
+    coll_shape(j, 0, 42, "allreduce", 10, "float32", t += MS);
+    coll_shape(j, 2, 42, "allreduce", 10, "float32", t += MS);
+    coll_shape(j, 1, 42, "allreduce", 20, "float32", t += MS);
+    CHECK(job_coll_mismatch(j, 42, buf, sizeof buf) && !strcmp(buf, "allreduce #42: rank 0 has 10 float32, rank 1 has 20"),
+          "'%s'", buf);
+    CHECK(events_holding(j, "allreduce #42: rank 0 has 10 float32, rank 1 has 20") == 1 &&
+              (j->ranks[1].lints & JOB_LINT_SHAPE),
+          "no live event");
+    /* a dtype apart, the op apart */
+    coll_shape(j, 1, 43, "allreduce", 10, "int32", t += MS);
+    coll_shape(j, 0, 43, "allreduce", 10, "float32", t += MS);
+    CHECK(job_coll_mismatch(j, 43, buf, sizeof buf) && !strcmp(buf, "allreduce #43: rank 0 has 10 float32, rank 1 has 10 int32"),
+          "'%s'", buf);
+    coll_shape(j, 2, 44, "broadcast", 10, "float32", t += MS);
+    coll_shape(j, 0, 44, "allreduce", 20, "float32", t += MS);
+    CHECK(job_coll_mismatch(j, 44, buf, sizeof buf) &&
+              !strcmp(buf, "collective #44: rank 0 has allreduce of 20 float32, rank 2 has broadcast of 10"),
+          "'%s'", buf);
+    coll_shape(j, 0, 45, "barrier", 0, "", t += MS);
+    coll_shape(j, 1, 45, "allreduce", 4, "float32", t += MS);
+    CHECK(job_coll_mismatch(j, 45, buf, sizeof buf) &&
+              !strcmp(buf, "collective #45: rank 0 has barrier, rank 1 has allreduce of 4 float32"),
+          "'%s'", buf);
+    /* a worker that says no shape (count -1) is no mismatch; nor is a barrier */
+    coll_shape(j, 0, 46, "allreduce", 10, "float32", t += MS);
+    coll_shape(j, 1, 46, "allreduce", -1, "", t += MS);
+    coll_shape(j, 0, 47, "barrier", 0, "", t += MS);
+    coll_shape(j, 1, 47, "barrier", 0, "", t += MS);
+    CHECK(!job_coll_mismatch(j, 46, buf, sizeof buf) && !job_coll_mismatch(j, 47, buf, sizeof buf), "'%s'", buf);
+    /* the first one stays named once the ring has moved on */
+    for (int64_t s = 48; s < 48 + JOB_COLL_RING; s++) coll_shape(j, 0, s, "allreduce", 1, "float32", t += MS);
+    CHECK(!job_coll_mismatch(j, 42, buf, sizeof buf), "seq 42 still in the ring");
+    CHECK(job_coll_mismatch_first(j, buf, sizeof buf) == 42 &&
+              !strcmp(buf, "allreduce #42: rank 0 has 10 float32, rank 1 has 20"),
+          "first '%s'", buf);
+    CHECK(!job_coll_mismatch(j, -1, buf, sizeof buf) && !job_coll_mismatch(j, 1 << 20, buf, sizeof buf), "bad seq");
+    /* in flight: the beats the ranks send as they enter (one aborts inside) */
+    for (int r = 0; r < 2; r++) {
+        Msg m;
+        msg_init(&m, MSG_BEAT);
+        m.rank = r;
+        m.u.beat.coll_seq = 200;
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        m.u.beat.coll_since_ns = 2000 * SEC;
+        m.u.beat.coll_count = r ? 20 : 10;
+        snprintf(m.u.beat.coll_dtype, sizeof m.u.beat.coll_dtype, "float32");
+        job_apply(j, &m, t += MS, WALL);
+    }
+    CHECK(job_coll_mismatch(j, 200, buf, sizeof buf) && !strcmp(buf, "allreduce #200: rank 0 has 10 float32, rank 1 has 20"),
+          "in flight '%s'", buf);
+    job_free(&j);
+    j = job_new(2, T0);
+    CHECK(job_coll_mismatch_first(j, buf, sizeof buf) == -1 && !buf[0], "a new job has none");
     job_free(&j);
     TEST_END();
 }
@@ -1597,10 +1751,10 @@ static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size
         }
     }
     for (int k = 0; k < JOB_MAX_BUCKETS; k++) {
-        double m1, a1, b1, m2, a2, b2;
-        job_bucket_means(a, k, &m1, &a1, &b1);
-        job_bucket_means(b, k, &m2, &a2, &b2);
-        DIFF(!same_bits(m1, m2) || !same_bits(a1, a2) || !same_bits(b1, b2) ||
+        JobCollTimes t1, t2;
+        bool f1 = job_bucket_times(a, k, &t1), f2 = job_bucket_times(b, k, &t2);
+        DIFF(f1 != f2 || !same_bits(t1.xfer_ms, t2.xfer_ms) || !same_bits(t1.wait_ms, t2.wait_ms) ||
+                 !same_bits(t1.algbw_gbs, t2.algbw_gbs) || !same_bits(t1.busbw_gbs, t2.busbw_gbs) ||
                  !series_same(&a->buckets[k].ms, &b->buckets[k].ms),
              "bucket %d", k);
     }
@@ -1611,7 +1765,8 @@ static bool jobs_differ(const Job *a, const Job *b, int64_t now, char *why, size
         const JobColl *x = ca[i], *y = cb[i];
         DIFF(x->seq != y->seq || x->arrived != y->arrived || x->done != y->done || x->first_rank != y->first_rank ||
                  x->last_rank != y->last_rank || x->first_ns != y->first_ns || x->last_ns != y->last_ns ||
-                 !same_bits(x->ms_sum, y->ms_sum) || strcmp(x->op, y->op),
+                 x->in_last_ns != y->in_last_ns || x->done_last_ns != y->done_last_ns || x->count != y->count ||
+                 x->odd_rank != y->odd_rank || strcmp(x->op, y->op),
              "collective #%lld", (long long)x->seq);
         for (int r = 0; r < a->world; r++)
             DIFF(job_coll_arrived(a, x, r) != job_coll_arrived(b, y, r), "collective #%lld rank %d", (long long)x->seq,
@@ -1972,6 +2127,8 @@ int main(void)
     test_pause_outcome();
     test_evals();
     test_collectives();
+    test_coll_transfer();
+    test_coll_mismatch();
     test_shard_map();
     test_shown_steps();
     test_step_parts();

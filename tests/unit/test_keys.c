@@ -48,8 +48,12 @@ static void test_modes(void)
               "mode %d lacks the shared keys", m);
     const KeyRow *help[64];
     int n = keys_help(KEYS_ATTACH, help, 64);
-    CHECK(n > 3 && !strcmp(help[0]->keys, "c d p a") && !strcmp(help[2]->keys, "q") && !strcmp(help[3]->keys, "?"),
+    CHECK(n > 4 && !strcmp(help[0]->keys, "c d p a") && !strcmp(help[2]->keys, "t") && !strcmp(help[3]->keys, "q") &&
+              !strcmp(help[4]->keys, "?"),
           "read-only help: %d rows, first '%s'", n, n ? help[0]->keys : "");
+    CHECK(keys_action(KEYS_LIVE, 't') == KEY_ACT_TREE && keys_action(KEYS_ATTACH, 't') == KEY_ACT_TREE &&
+              keys_action(KEYS_REPLAY, 'T') == KEY_ACT_TREE,
+          "t: the merged stacks everywhere (the replay says why not)");
     CHECK(!strcmp(keys_help_title(KEYS_REPLAY), "ddptop replay keys"), "replay title");
     TEST_END();
 }
@@ -67,11 +71,11 @@ static void test_lines(void)
     } cases[] = {
         { KEYS_LIVE, false,
           "c ckpt d destroy p pause q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-          "h hide f fault a abort w stack ",
+          "h hide f fault a abort w stack t tree ",
           false },
         { KEYS_LIVE, true,
           "c ckpt d destroy p resume q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-          "h hide f fault a abort w stack ",
+          "h hide f fault a abort w stack t tree ",
           false },
         { KEYS_REPLAY, true,
           "space play , . step < > 1 s [ ] 10% g go to step - + speed q quit ? help Tab panel "
@@ -96,7 +100,8 @@ static void test_lines(void)
     const char *want = "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
                        "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)  w Python stacks of the "
                        "selected rank\n"
-                       "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n";
+                       "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n"
+                       "      t every rank's stacks merged in one tree\n";
     CHECK(!strcmp(u, want) && n == (int)strlen(want), "usage:\n%s", u);
     char small[16];
     CHECK(keys_usage(small, sizeof small) == n && strlen(small) == sizeof small - 1, "a short buffer");

@@ -174,6 +174,11 @@ static void test_panels_120x40(void)
     CHECK(strstr(line_with(s, "node3 "), "slow 4.0x median"), "slow rank row: '%s'", line_with(s, "node3 "));
     CHECK(strstr(s, "▼62.5%"), "eval mark");
     CHECK(strstr(s, "last in r1 +2.00 ms"), "straggler:\n%s", s);
+    /* in at 0 and 2 ms, all done at 3: the transfer is 1 ms and the bandwidth
+     * 1 MiB / 1 ms (not the ranks' 0.5 GB/s, a ratio with the waiting in it) */
+    CHECK(strstr(s, "b0   1.05MB xfer    1.00 ms wait    2.00 ms  algbw   1.05 busbw   1.57 GB/s"), "bucket row:\n%s", s);
+    CHECK(strstr(s, " xfer    1.00 ms  algbw 1.05 busbw 1.57 GB/s  last in r1 +2.00 ms (wait 2.00 ms)"),
+          "collective row:\n%s", s);
     CHECK(strstr(s, "hidden behind backward 67%"), "comm share");
     CHECK(strstr(s, "padding 2") && strstr(s, "▚"), "padding duplicates in the sampler");
     CHECK(strstr(s, "checkpoint step 60 written by rank 0 in 41 ms (2.0 MB) -> /ck/step-00000060"), "ckpt event");
@@ -236,6 +241,56 @@ static void test_one_rank_bandwidth(void)
     u.detail_rank = 0;
     s = render(&cv, &u, j, 120, 40, true, true, t);
     CHECK(strstr(s, "    n/a      n/a") && !strstr(s, "0.50"), "rank detail:\n%s", s);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+/* A collective every rank entered and only some finished is in flight,
+ * then never completed once the ranks are gone, never "0.00 ms" as if
+ * done; comm a step waited for beyond what comm took hides nothing, never
+ * "-0%". */
+static void test_coll_unfinished(void)
+{
+    TEST_BEGIN("all_in_but_unfinished_collective");
+    Job *j = job_new(2, T0);
+    int64_t t = scripted(j, 5);
+    Ui u;
+    ui_init(&u, 2);
+    Canvas cv;
+    canvas_init(&cv, true);
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_BEAT);
+        m.u.beat.step = 5;
+        m.u.beat.coll_seq = 6;
+        snprintf(m.u.beat.coll_op, sizeof m.u.beat.coll_op, "allreduce");
+        m.u.beat.coll_since_ns = WALL + 55 * SEC;
+        apply(j, &m, r, t += MS);
+        msg_init(&m, MSG_STEP);
+        m.u.step.step = 5;
+        m.u.step.step_ms = 10;
+        m.u.step.comm_ms = 3;
+        m.u.step.exposed_ms = 3.004;
+        apply(j, &m, r, t += MS);
+    }
+    msg_init(&m, MSG_COLL);
+    m.u.coll.seq = 6;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    m.u.coll.step = 6;
+    m.u.coll.bytes = 4096;
+    m.u.coll.start_ns = m.u.coll.enq_ns = WALL + 55 * SEC;
+    m.u.coll.done_ns = WALL + 55 * SEC + MS;
+    apply(j, &m, 0, t += MS);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "#6      allreduce     step 6      all in, 1/2 done, in flight 5.0s"), "in flight:\n%s", s);
+    CHECK(strstr(s, "hidden behind backward 0%") && !strstr(s, "-0%"), "comm share:\n%s", s);
+    job_rank_exited(j, 0, 4000, W_EXITCODE(1, 0), NULL, t += MS, WALL);
+    job_rank_exited(j, 1, 4001, W_EXITCODE(0, 9), NULL, t += MS, WALL);
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "#6      allreduce     step 6      all in, 1/2 done, never completed") && !strstr(s, "0.00 ms"),
+          "never completed:\n%s", s);
     canvas_done(&cv);
     ui_done(&u);
     job_free(&j);
@@ -1058,6 +1113,7 @@ int main(void)
     test_panels_120x40();
     test_loss_now();
     test_one_rank_bandwidth();
+    test_coll_unfinished();
     test_sizes();
     test_ascii();
     test_many_ranks();

@@ -81,7 +81,9 @@ extern const CodecFields codec_kind_fields[MSG__COUNT];
     X("start", F_I64, coll.start_ns)          \
     X("done", F_I64, coll.done_ns)            \
     X("algbw", F_F64, coll.algbw_gbs)         \
-    X("busbw", F_F64, coll.busbw_gbs)
+    X("busbw", F_F64, coll.busbw_gbs)         \
+    X("count", F_I64, coll.count)             \
+    X("dtype", F_STR, coll.dtype)
 
 #define CODEC_BEAT_FIELDS(X)                  \
     X("step", F_I64, beat.step)               \
@@ -90,7 +92,9 @@ extern const CodecFields codec_kind_fields[MSG__COUNT];
     X("op", F_STR, beat.coll_op)              \
     X("since", F_I64, beat.coll_since_ns)     \
     X("where", F_STR, beat.where)             \
-    X("bucket", F_I64, beat.coll_bucket)
+    X("bucket", F_I64, beat.coll_bucket)       \
+    X("count", F_I64, beat.coll_count)         \
+    X("dtype", F_STR, beat.coll_dtype)
 
 /* A burst's messages travel as bins inside "m"; codec_burst.c's rules. */
 #define CODEC_BURST_FIELDS(X)                 \

@@ -64,8 +64,8 @@ static void msg_defaults(Msg *m, MsgKind kind)
     m->version = PROTO_VERSION;
     m->rank = -1;
     /* -1 means "none" for these; 0 would name a real bucket / collective. */
-    if (m->kind == MSG_COLL) m->u.coll.bucket = -1;
-    if (m->kind == MSG_BEAT) m->u.beat.coll_seq = m->u.beat.coll_bucket = -1;
+    if (m->kind == MSG_COLL) m->u.coll.bucket = -1, m->u.coll.count = -1; /* count: unknown, as from an older worker */
+    if (m->kind == MSG_BEAT) m->u.beat.coll_seq = m->u.beat.coll_bucket = m->u.beat.coll_count = -1;
     if (m->kind == MSG_NODE) m->u.node.spent = -1;
 }
 

@@ -38,6 +38,8 @@
 #define PROTO_STR_SHORT 32
 #define PROTO_STR_MED   128
 #define PROTO_STR_LONG  512
+/* a dtype's name: torch's longest today, "float8_e4m3fnuz", is 15 */
+#define PROTO_STR_DTYPE 16
 
 typedef enum {
     MSG_UNKNOWN = 0, /* a kind this build does not know: skip it */
@@ -132,6 +134,10 @@ typedef struct {
     int64_t bytes;
     int64_t enq_ns, start_ns, done_ns; /* wall-clock ns */
     double algbw_gbs, busbw_gbs;       /* GB/s, nccl-tests formulas */
+    /* the payload's shape, so ranks that disagree on it are named (came
+     * after the first release: absent from an older worker, -1 and "") */
+    int64_t count;                     /* elements (the first tensor's, a list's sum); -1 unknown */
+    char dtype[PROTO_STR_DTYPE];       /* "float32", "bfloat16", torch's names; "" unknown */
 } MsgColl;
 
 typedef struct {
@@ -167,6 +173,10 @@ typedef struct {
      * has no such thing (ddptop's own C trainer) */
     char where[PROTO_STR_MED];
     int64_t coll_bucket; /* the DDP gradient bucket that collective reduces, -1 none or not a bucket */
+    /* that collective's payload, as MsgColl's count and dtype: -1 and ""
+     * unknown (an older worker, a DDP bucket) */
+    int64_t coll_count;
+    char coll_dtype[PROTO_STR_DTYPE];
 } MsgBeat;
 
 typedef struct {

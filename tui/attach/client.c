@@ -56,6 +56,9 @@
 #define HELD_MAX_BYTES   (64u << 20)
 /* What ddptop's refusal says first (viewers.c). */
 #define REFUSED_PREFIX   "attach refused"
+/* ddptop stacks: the longest a gathering takes (two looks of up to 3 s
+ * each, a second apart) with room for a busy job. */
+#define STACKS_GATHER_MS 15000
 
 typedef struct {
     unsigned char *data;
@@ -67,6 +70,7 @@ static const char *const OP_NAME[OP__COUNT] = { "ckpt", "stop", "pause", "abort"
 static const char *const OP_WHAT[OP__COUNT] = { "checkpoint", "destroy", "pause/resume", "abort" };
 
 typedef struct {
+    const char *name; /* "ddptop attach", "ddptop stacks": its error lines' first words */
     const char *ep;
     bool control, headless, json;
     double wait_s;
@@ -89,6 +93,14 @@ typedef struct {
     ViewHeadless hl;
     Note note;
     bool quit;
+    /* ddptop stacks: the merged tree ddptop sends in "stacks" log lines */
+    bool stacks;
+    char *tree;
+    size_t tree_len, tree_cap;
+    bool tree_done, tree_lost;
+    bool tree_asked;   /* t on the screen: an answer is awaited */
+    int64_t stacks_id; /* the last "stacks" command's id */
+    char tree_head[PROTO_STR_LONG];
 } Attach;
 
 /* ---- talking to ddptop ---- */
@@ -163,6 +175,31 @@ static void frame_times(const Attach *A, const Msg *m, int64_t *mono, int64_t *w
     *wall = m->t_ns;
 }
 
+/* ddptop stacks: a part of the tree, or its end. True when m was one. */
+static bool on_tree(Attach *A, const Msg *m)
+{
+    if (!strcmp(m->u.log.level, "stacks-end")) {
+        snprintf(A->tree_head, sizeof A->tree_head, "%s", m->u.log.text);
+        A->tree_done = true;
+        return true;
+    }
+    if (strcmp(m->u.log.level, "stacks")) return false;
+    size_t n = strlen(m->u.log.text);
+    if (A->tree_len + n + 1 > A->tree_cap) {
+        size_t cap = (A->tree_cap ? A->tree_cap * 2 : 65536) + n;
+        char *t = realloc(A->tree, cap);
+        if (!t) {
+            A->tree_lost = true;
+            return true;
+        }
+        A->tree = t;
+        A->tree_cap = cap;
+    }
+    memcpy(A->tree + A->tree_len, m->u.log.text, n + 1);
+    A->tree_len += n;
+    return true;
+}
+
 /* One frame, or (burst not NULL) one message of that burst. */
 static void apply_frame_in(Attach *A, const void *data, size_t len, const Msg *burst)
 {
@@ -191,6 +228,10 @@ static void apply_frame_in(Attach *A, const void *data, size_t len, const Msg *b
         return;
     }
     frame_times(A, &m, &now, &wall);
+    if (m.kind == MSG_LOG && m.rank < 0 && on_tree(A, &m)) {
+        msg_done(&m);
+        return;
+    }
     if (m.kind == MSG_LOG && m.rank < 0) {
         A->snapshot_done = true; /* "attached as viewer N" closes the snapshot */
         /* ddptop's own word to this viewer */
@@ -238,12 +279,12 @@ static int make_model(Attach *A, const Msg *hello)
     int world = hello->u.hello.world;
     if (world <= 0 || hello->rank >= world) world = hello->rank + 1;
     if (world <= 0 || world > JOB_MAX_RANKS) {
-        fprintf(stderr, "ddptop attach: the job says world size %d: more ranks than ddptop shows (%d)\n",
+        fprintf(stderr, "%s: the job says world size %d: more ranks than ddptop shows (%d)\n", A->name,
                 (int)hello->u.hello.world, JOB_MAX_RANKS);
         return -1;
     }
     if (!(A->job = job_new(world, mono_ns()))) {
-        fprintf(stderr, "ddptop attach: out of memory\n");
+        fprintf(stderr, "%s: out of memory\n", A->name);
         return -1;
     }
     /* "elapsed" counts from the rank's hello, as the job's own screen counts
@@ -365,6 +406,22 @@ static int on_key(void *ctx, int key, KeyAction act)
                  "f: faults are injected from the job's own screen (ddptop run), not from a viewer");
         return 1;
     }
+    if (act == KEY_ACT_TREE) {
+        if (A->ended) {
+            note_set(&A->note, mono_ms(), "t: the job has ended: no stacks to gather");
+        } else if (A->tree_asked) {
+            note_set(&A->note, mono_ms(), "t: the job is still gathering every rank's stacks");
+        } else {
+            /* the job gathers (tui/run/stacks.c); loop_tui shows the answer */
+            A->tree_asked = true;
+            A->tree_done = false;
+            A->tree_len = 0;
+            if (A->tree) A->tree[0] = '\0';
+            send_cmd(A, "stacks", ++A->stacks_id, 0);
+            note_set(&A->note, mono_ms(), "t: the job gathers every rank's stacks (two looks, a second apart) ...");
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -412,6 +469,11 @@ static int loop_tui(Attach *A)
         check_end(A);
         ViewAction a;
         bool redraw = false;
+        if (A->tree_asked && A->tree_done) { /* t's answer: the same page as on the job's screen */
+            view_tui_show_stack(A->tui, UI_STACK_TREE, A->tree_head, A->tree && !A->tree_lost ? A->tree : "");
+            A->tree_asked = A->tree_done = false;
+            redraw = true;
+        }
         while ((a = view_tui_poll_key(A->tui, A->job, false)) != VIEW_ACT_NONE) {
             switch (a) {
             case VIEW_ACT_QUIT: A->quit = true; break;
@@ -470,6 +532,36 @@ static int loop_headless(Attach *A)
     return A->ended_silent ? 1 : 0;
 }
 
+/* ddptop stacks: ask once, then wait for the whole tree (a gathering
+ * takes two looks a second apart, each up to 3 s) and print it. */
+static int loop_stacks(Attach *A)
+{
+    send_cmd(A, "stacks", ++A->stacks_id, A->json ? 1 : 0);
+    int64_t deadline = mono_ms() + (int64_t)(A->wait_s * 1000) + STACKS_GATHER_MS;
+    while (!A->tree_done) {
+        if (signals_stop_count()) return 130;
+        if (mono_ms() >= deadline) {
+            fprintf(stderr, "ddptop stacks: %s: no stacks came within %g s\n", A->ep,
+                    (double)(deadline - A->start_ms) / 1000);
+            return 1;
+        }
+        zmq_pollitem_t it = { A->sock, 0, ZMQ_POLLIN, 0 };
+        zmq_poll(&it, 1, 50);
+        if (drain(A) < 0) return 1;
+        if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);
+    }
+    if (A->tree_lost) {
+        fprintf(stderr, "ddptop stacks: out of memory\n");
+        return 1;
+    }
+    if (A->json) {
+        printf("%s\n", A->tree ? A->tree : "{}");
+    } else {
+        printf("%s\n%s", A->tree_head, A->tree ? A->tree : "");
+    }
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+}
+
 /* Until the first hello, or --wait seconds. 0 model made, 1 none (said
  * why), -1 fatal (said why), 2 interrupted. */
 static int wait_model(Attach *A)
@@ -478,17 +570,16 @@ static int wait_model(Attach *A)
     while (!A->job) {
         if (signals_stop_count()) return 2;
         if (A->refused[0]) {
-            fprintf(stderr, "ddptop attach: %s: %s\n", A->ep, A->refused);
+            fprintf(stderr, "%s: %s: %s\n", A->name, A->ep, A->refused);
             return 1;
         }
         if (mono_ms() >= deadline) {
             if (A->answered)
-                fprintf(stderr, "ddptop attach: ddptop answered at %s, but no rank said hello within %g s\n", A->ep,
+                fprintf(stderr, "%s: ddptop answered at %s, but no rank said hello within %g s\n", A->name, A->ep,
                         A->wait_s);
             else
-                fprintf(stderr,
-                        "ddptop attach: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
-                        A->ep, A->wait_s);
+                fprintf(stderr, "%s: no job answered at %s within %g s (is it running? right endpoint/keys?)\n",
+                        A->name, A->ep, A->wait_s);
             return 1;
         }
         if (mono_ms() - A->last_attach_ms >= ATTACH_EVERY_MS) send_attach(A);
@@ -501,10 +592,12 @@ static int wait_model(Attach *A)
 
 /* ---- command line ---- */
 
-static int bad(const char *fmt, const char *arg)
+static int bad_as(bool stacks, const char *fmt, const char *arg)
 {
-    return usage_fail("ddptop attach", "ddptop attach --help", fmt, arg);
+    return stacks ? usage_fail("ddptop stacks", "ddptop stacks --help", fmt, arg)
+                  : usage_fail("ddptop attach", "ddptop attach --help", fmt, arg);
 }
+#define bad(fmt, arg) bad_as(stacks, fmt, arg)
 
 static const char HELP[] =
     "usage: ddptop attach ENDPOINT [--control] [--headless [--json]] [--keys FILE] [--wait S]\n"
@@ -515,6 +608,16 @@ static const char HELP[] =
     "q or Ctrl-C detaches: the job goes on. --headless prints ddptop run --headless's lines\n"
     "(--json: JSON lines) and exits when the job ends. --wait S: give up when no rank has said\n"
     "hello within S seconds (default 10).\n";
+
+static const char HELP_STACKS[] =
+    "usage: ddptop stacks ENDPOINT [--json] [--keys FILE] [--wait S]\n"
+    "Every rank's Python stacks (every thread), merged into one tree, from a running job: ENDPOINT\n"
+    "as for ddptop attach. ddptop looks twice, a second apart (the ranks dump from their heartbeat\n"
+    "thread: no blocking call is interrupted), and prints each frame with the ranks that took it\n"
+    "(\"0,2-1023\"), the smaller sets first and marked !, and * on the frames where no rank moved.\n"
+    "ddptop's own worker shows its phase and its collective in flight as frames. --json: one JSON\n"
+    "object (docs/TUI.md, \"Hangs\"). --wait S: give up when no rank has said hello within S seconds\n"
+    "(default 10).\n";
 
 static void random_ident(char *out, size_t n)
 {
@@ -537,22 +640,27 @@ static void cleanup(Attach *A)
     for (size_t i = 0; i < A->n_held; i++) free(A->held[i].data);
     free(A->held);
     job_free(&A->job);
+    free(A->tree);
     codec_buf_done(&A->buf);
 }
 
-int attach_main(int argc, char **argv)
+static int attach_or_stacks(int argc, char **argv, bool stacks)
 {
     Attach A;
     memset(&A, 0, sizeof A);
     A.wait_s = 10;
+    A.stacks = stacks;
+    A.name = stacks ? "ddptop stacks" : "ddptop attach";
     const char *keys_path = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(HELP, stdout);
+            fputs(stacks ? HELP_STACKS : HELP, stdout);
             return 0;
         }
-        if (!strcmp(a, "--control")) {
+        if (stacks && (!strcmp(a, "--control") || !strcmp(a, "--headless"))) {
+            return bad("unknown option \"%s\"", a);
+        } else if (!strcmp(a, "--control")) {
             A.control = true;
         } else if (!strcmp(a, "--headless")) {
             A.headless = true;
@@ -568,7 +676,7 @@ int attach_main(int argc, char **argv)
             errno = 0;
             double d = strtod(v, &end);
             if (errno || end == v || *end || !isfinite(d) || d <= 0 || d > 86400) {
-                fprintf(stderr, "ddptop attach: --wait: expected seconds in (0, 86400], got \"%s\"\n", v);
+                fprintf(stderr, "%s: --wait: expected seconds in (0, 86400], got \"%s\"\n", A.name, v);
                 return 2;
             }
             A.wait_s = d;
@@ -582,8 +690,9 @@ int attach_main(int argc, char **argv)
         }
     }
     if (!A.ep || !*A.ep)
-        return bad("%s", "which job? (ddptop attach ENDPOINT: the endpoint ddptop prints as \"attach: ...\")");
-    if (A.json && !A.headless) return bad("%s needs --headless", "--json");
+        return bad("%s", stacks ? "which job? (ddptop stacks ENDPOINT: the endpoint ddptop prints as \"attach: ...\")"
+                                : "which job? (ddptop attach ENDPOINT: the endpoint ddptop prints as \"attach: ...\")");
+    if (A.json && !A.headless && !stacks) return bad("%s needs --headless", "--json");
     bool tcp = !strncmp(A.ep, "tcp://", 6);
     if (!tcp && strncmp(A.ep, "ipc://", 6)) return bad("%s: expected ipc://PATH or tcp://HOST:PORT", A.ep);
     if (!tcp && !A.ep[6]) return bad("%s: expected ipc://PATH", A.ep);
@@ -598,13 +707,13 @@ int attach_main(int argc, char **argv)
             keys_path = env && *env ? env : NULL;
         }
         if (!keys_path) {
-            fprintf(stderr, "ddptop attach: %s: a tcp:// job needs its key file: --keys FILE (or %s=FILE)\n", A.ep,
+            fprintf(stderr, "%s: %s: a tcp:// job needs its key file: --keys FILE (or %s=FILE)\n", A.name, A.ep,
                     KEYS_ENV);
             return 2;
         }
         char err[512];
         if (keys_read(keys_path, &keys, err, sizeof err)) {
-            fprintf(stderr, "ddptop attach: %s\n", err);
+            fprintf(stderr, "%s: %s\n", A.name, err);
             return 2;
         }
     }
@@ -618,7 +727,7 @@ int attach_main(int argc, char **argv)
     A.zctx = zmq_ctx_new();
     A.sock = A.zctx ? zmq_socket(A.zctx, ZMQ_DEALER) : NULL;
     if (!A.sock) {
-        fprintf(stderr, "ddptop attach: zeromq: %s\n", zmq_strerror(errno));
+        fprintf(stderr, "%s: zeromq: %s\n", A.name, zmq_strerror(errno));
         goto done;
     }
     int zero = 0, hwm = 200000;
@@ -627,11 +736,11 @@ int attach_main(int argc, char **argv)
     /* the snapshot comes in bursts; room for it and for a busy job's stream */
     zmq_setsockopt(A.sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
     if (tcp && keys_client_socket(A.sock, &keys, err, sizeof err)) {
-        fprintf(stderr, "ddptop attach: %s\n", err);
+        fprintf(stderr, "%s: %s\n", A.name, err);
         goto done;
     }
     if (zmq_connect(A.sock, A.ep)) {
-        fprintf(stderr, "ddptop attach: cannot connect to %s: %s\n", A.ep, zmq_strerror(errno));
+        fprintf(stderr, "%s: cannot connect to %s: %s\n", A.name, A.ep, zmq_strerror(errno));
         rc = 2;
         goto done;
     }
@@ -643,6 +752,10 @@ int attach_main(int argc, char **argv)
         goto done;
     }
     if (w != 0) goto done;
+    if (A.stacks) {
+        rc = loop_stacks(&A);
+        goto done;
+    }
     rc = A.headless ? loop_headless(&A) : loop_tui(&A);
     if (!A.headless && rc != 2) { /* 2: no screen opened, its line said why */
         /* the screen is gone: one line for the terminal */
@@ -657,3 +770,7 @@ done:
     cleanup(&A);
     return rc;
 }
+#undef bad
+
+int attach_main(int argc, char **argv) { return attach_or_stacks(argc, argv, false); }
+int attach_stacks_main(int argc, char **argv) { return attach_or_stacks(argc, argv, true); }

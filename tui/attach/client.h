@@ -21,4 +21,10 @@
  * job answered within --wait seconds or the attach was refused. */
 int attach_main(int argc, char **argv);
 
+/* `ddptop stacks ENDPOINT [--json] [--keys FILE] [--wait S]`: attached as a
+ * read-only viewer, ask the job for every rank's stacks merged (viewers.h,
+ * "stacks") and print the tree (model/stacktree.h's text, or its JSON).
+ * Returns 0 once printed, 2 for bad input, 1 when no job or no tree came. */
+int attach_stacks_main(int argc, char **argv);
+
 #endif

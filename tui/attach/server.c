@@ -96,7 +96,7 @@ typedef struct {
     int64_t alive_ms;   /* attached, or sent the ping it last answered */
     int64_t ping_id[2]; /* the last two pings sent ([0] newest) */
     int64_t ping_ms[2]; /* when */
-    int64_t last_id[4]; /* highest command id seen per op */
+    int64_t last_id[5]; /* highest command id seen per op */
     Blob **q;           /* ring of q_cap */
     size_t q_head, q_len, q_cap, q_bytes;
     int64_t pump_ns; /* last burst */
@@ -337,6 +337,27 @@ static void say(Viewers *v, void *router, const void *ident, size_t ident_len, c
     snprintf(m.u.log.level, sizeof m.u.log.level, "%s", level);
     snprintf(m.u.log.text, sizeof m.u.log.text, "%s", text);
     zs_send_to(router, ident, ident_len, &m, &v->buf, ZMQ_DONTWAIT, err, sizeof err);
+}
+
+/* A log line of ddptop's to viewer w, in order with what it is still owed:
+ * through its queue when that is not empty. */
+static void tell(Viewers *v, void *router, Viewer *w, const char *level, const char *text)
+{
+    if (w->q_len == 0) {
+        say(v, router, w->ident, w->ident_len, level, text);
+        return;
+    }
+    Msg lm;
+    char err[128];
+    msg_init(&lm, MSG_LOG);
+    lm.t_ns = proto_now_ns();
+    snprintf(lm.u.log.level, sizeof lm.u.log.level, "%s", level);
+    snprintf(lm.u.log.text, sizeof lm.u.log.text, "%s", text);
+    Blob *b;
+    if (codec_encode(&lm, &v->buf, err, sizeof err) == 0 && (b = blob_new(v->buf.data, v->buf.len))) {
+        enqueue(v, w, b);
+        blob_unref(b);
+    }
 }
 
 /* Every rank's latest message of one kind: the SnapRank member at off. */
@@ -686,8 +707,8 @@ static void send_ping(Viewers *v, void *router, const void *ident, size_t ident_
 
 static int op_index(const char *op)
 {
-    static const char *const ops[4] = { "ckpt", "stop", "pause", "abort" };
-    for (int i = 0; i < 4; i++)
+    static const char *const ops[5] = { "ckpt", "stop", "pause", "abort", "stacks" };
+    for (int i = 0; i < 5; i++)
         if (!strcmp(op, ops[i])) return i;
     return -1;
 }
@@ -749,22 +770,8 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
         char text[200];
         snprintf(text, sizeof text, "attached as viewer %d (%s)", w->seq,
                  control ? "--control: c d p a act on the job" : "read-only");
-        /* after the snapshot, in order: through the queue when it is not empty */
-        if (w->q_len == 0) {
-            say(v, ctl_router, ident, ident_len, "info", text);
-        } else {
-            Msg lm;
-            char err[128];
-            msg_init(&lm, MSG_LOG);
-            lm.t_ns = proto_now_ns();
-            snprintf(lm.u.log.level, sizeof lm.u.log.level, "info");
-            snprintf(lm.u.log.text, sizeof lm.u.log.text, "%s", text);
-            Blob *b;
-            if (codec_encode(&lm, &v->buf, err, sizeof err) == 0 && (b = blob_new(v->buf.data, v->buf.len))) {
-                enqueue(v, w, b);
-                blob_unref(b);
-            }
-        }
+        /* after the snapshot, in order */
+        tell(v, ctl_router, w, "info", text);
         return VIEWER_NONE;
     }
     if (!strcmp(c->op, "detach")) {
@@ -782,6 +789,7 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
         if (c->id <= w->last_id[op]) return VIEWER_NONE; /* a repeat of a command already handled */
         w->last_id[op] = c->id;
     }
+    if (op == 4) return VIEWER_STACKS; /* reads the ranks, changes nothing: read-only viewers may */
     if (!w->control) {
         char text[200];
         snprintf(text, sizeof text,
@@ -792,6 +800,14 @@ ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, siz
     }
     static const ViewerAction act[4] = { VIEWER_CKPT, VIEWER_STOP, VIEWER_PAUSE, VIEWER_ABORT };
     return act[op];
+}
+
+int viewers_tell(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const char *level, const char *text)
+{
+    Viewer *w = v && ctl_router && ident ? find(v, ident, ident_len) : NULL;
+    if (!w) return -1;
+    tell(v, ctl_router, w, level, text);
+    return 0;
 }
 
 /* {"k":"cmd","op":"ping","id":N} to one viewer, N fresh and random; it

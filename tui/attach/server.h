@@ -12,10 +12,16 @@
  * the job's control endpoint with a routing id "view-..." that sends
  *   {"k":"cmd","op":"attach","arg":0|1,"id":P}    (1: --control), at least every 2 s
  *   {"k":"cmd","op":"ckpt"|"stop"|"pause"|"abort", "id":N}
+ *   {"k":"cmd","op":"stacks","id":N,"arg":0|1}    (every rank's stacks merged; 1: as JSON)
  *   {"k":"cmd","op":"detach"}
  * ddptop answers "attach" with the snapshot, then forwards frames as they
  * come; a command from a read-only viewer is answered with a "log" message
- * (level "warn") that says so, and applied only for --control viewers.
+ * (level "warn") that says so, and applied only for --control viewers;
+ * "stacks" (it changes nothing) is served to any attached viewer: ddptop
+ * gathers every rank's stacks twice, a second apart, and answers with log
+ * messages of level "stacks" that together hold the merged tree (as text,
+ * or JSON with arg 1; cut anywhere but inside a UTF-8 character), then
+ * one of level "stacks-end" (its text: what was gathered, or why not).
  * Every second ddptop sends each viewer {"k":"cmd","op":"ping","id":P}
  * (P random); the viewer's next "attach" carries the last P it got. A
  * viewer that has answered no ping for 6 s is forgotten (its slot freed),
@@ -41,6 +47,7 @@ typedef enum {
     VIEWER_STOP,
     VIEWER_PAUSE, /* toggles pause/resume, like the p key */
     VIEWER_ABORT,
+    VIEWER_STACKS, /* every rank's stacks merged (arg 1: JSON): viewers_tell answers */
 } ViewerAction;
 
 /* Set ctl's options the viewers rely on (ZMQ_ROUTER_MANDATORY: a viewer's
@@ -80,6 +87,11 @@ void viewers_forward(Viewers *v, void *ctl_router, const void *frame, size_t len
  * warning). *who gets a label for the event line ("viewer 2 (pid 1234)"). */
 ViewerAction viewers_handle(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const Msg *m,
                             int64_t now_ms, char *who, size_t wholen);
+
+/* A log line of ddptop's (rank -1) to the attached viewer ident, after
+ * what it is still owed. Returns 0, or -1 when no such viewer is attached. */
+int viewers_tell(Viewers *v, void *ctl_router, const void *ident, size_t ident_len, const char *level,
+                 const char *text);
 
 /* Ping the viewers (once a second each), pump their queues and forget
  * those that answered no ping for 6 s. Returns how many are attached. */

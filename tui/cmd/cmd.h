@@ -8,7 +8,7 @@
  *
  * Files: main.c (the table, dispatch, --help), run.c (run, listen),
  * run_target.c (what the ranks of run run: trainer, script, command),
- * sampler.c, attach.c, export.c, replay.c. Main thread.
+ * sampler.c, attach.c, stacks.c, export.c, replay.c. Main thread.
  */
 #ifndef DDPTOP_CMD_H
 #define DDPTOP_CMD_H
@@ -39,6 +39,7 @@ int cmd_run(int argc, char **argv);
 int cmd_listen(int argc, char **argv);
 int cmd_sampler(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 

@@ -123,6 +123,8 @@ const CmdEntry cmd_table[] = {
      "the screen for workers started elsewhere (srun, torchrun)", HELP_LISTEN, false},
     {"attach", cmd_attach, "attach ENDPOINT [--control] [--keys FILE] [--wait S] [--headless [--json]]",
      "a second screen on a running job", NULL, true},
+    {"stacks", cmd_stacks, "stacks ENDPOINT [--json] [--keys FILE] [--wait S]",
+     "every rank's stacks of a running job, merged into one tree", NULL, true},
 };
 // clang-format on
 const int cmd_table_len = (int)(sizeof cmd_table / sizeof cmd_table[0]);

@@ -2,6 +2,7 @@
 #include "launch/procstat.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int procstat_read(pid_t pid, ProcStat *out)
@@ -29,4 +30,21 @@ int procstat_read(pid_t pid, ProcStat *out)
         if (!strcmp(out->wchan, "0")) out->wchan[0] = 0;
     }
     return 0;
+}
+
+int procstat_catches(pid_t pid, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int catches = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigCgt:", 7)) {
+            unsigned long long mask = strtoull(line + 7, NULL, 16);
+            catches = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+            break;
+        }
+    fclose(f);
+    return catches;
 }

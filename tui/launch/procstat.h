@@ -16,5 +16,9 @@ typedef struct {
 
 /* Fill *out for pid. Returns 0, or -1 when the process does not exist. */
 int procstat_read(pid_t pid, ProcStat *out);
+/* Whether process pid has a handler for signal sig (/proc/PID/status's
+ * SigCgt): 1 yes, 0 no (the signal would do its default: end it, for
+ * SIGUSR1), -1 unreadable (gone). */
+int procstat_catches(pid_t pid, int sig);
 
 #endif

@@ -157,6 +157,7 @@ typedef enum {
     JOB_LINT_ALONE = 1u << 3,     /* inside a collective the other ranks will never reach: they finished */
     JOB_LINT_EARLY = 1u << 4,     /* failed while training after another rank had finished at the same step or
                                      earlier: the ranks ran different numbers of steps */
+    JOB_LINT_SHAPE = 1u << 5,     /* a collective number carried another count or dtype than on another rank */
 } JobLint;
 
 typedef struct {
@@ -194,19 +195,36 @@ typedef struct {
     int64_t first_ns, last_ns; /* earliest and latest arrival (wall) */
     int64_t prev_last_ns;      /* the arrival before the latest */
     int first_rank, last_rank;
-    int op_rank;           /* the rank whose report set op */
-    double ms_sum, ms_max; /* durations of completed ones */
-    int ms_max_rank;
-    double algbw_sum, busbw_sum;
+    int op_rank; /* the rank whose report set op */
+    /* the completed reports' starts (min, max) and their latest done, wall:
+     * the wait and the transfer (job_coll_times) */
+    int64_t in_first_ns, in_last_ns, done_last_ns;
+    /* the payload as the first rank that said (count -1: nobody yet), and
+     * the first rank whose op, count or dtype differed (odd_rank -1: none):
+     * job_coll_mismatch */
+    int64_t count, odd_count;
+    char dtype[PROTO_STR_DTYPE], odd_dtype[PROTO_STR_DTYPE];
+    char shape_op[PROTO_STR_SHORT], odd_op[PROTO_STR_SHORT];
+    int shape_rank, odd_rank;
     /* which ranks arrived: job_coll_arrived */
 } JobColl;
+
+/* One collective's (or a bucket's step's) figures as nccl-tests defines
+ * them, from the ranks' own clocks: a rank is "in" when it started it. */
+typedef struct {
+    double xfer_ms;   /* the transfer: the last rank in to the last rank done */
+    double wait_ms;   /* the first rank in to the last rank in */
+    double algbw_gbs; /* bytes / xfer (GB/s); 0 when xfer is not above 0 */
+    double busbw_gbs; /* algbw x the op's factor: 2(n-1)/n all-reduce, (n-1)/n all-gather,
+                         reduce-scatter and all-to-all, 1 otherwise, 0 a barrier */
+} JobCollTimes;
 
 typedef struct {
     bool used;
     int64_t bytes;
-    Series ms;                              /* duration over steps, all ranks pooled */
-    double last_ms, last_algbw, last_busbw; /* means over ranks, the newest step all reported */
-    int last_n;
+    Series ms; /* the transfer time (JobCollTimes.xfer_ms) of each step every rank reported */
+    JobCollTimes last; /* of the newest step every rank reported */
+    int64_t last_step; /* that step, -1 none yet */
 } JobBucket;
 
 /* The sampler's dataset index space for the newest epoch any rank reported:
@@ -479,9 +497,28 @@ const char *job_lint_brief(unsigned lints);
 /* ---- collectives (job_comm.c) ---- */
 /* Up to max collectives, newest (highest seq) first, into out. Returns n. */
 int job_colls_recent(const Job *j, const JobColl **out, int max);
-/* Bucket b's means over ranks (out): of its last full step, or of the step
- * being gathered until one is full; 0 when neither. */
-void job_bucket_means(const Job *j, int b, double *ms, double *algbw, double *busbw);
+/* Bucket b's figures (out) of the newest step every rank reported: true,
+ * or false (*out zeroed) before one is. */
+bool job_bucket_times(const Job *j, int b, JobCollTimes *out);
+/* Collective c's figures (out, zeroed when false) once every rank has
+ * completed it (c->done == world); false while one has not. */
+bool job_coll_times(const Job *j, const JobColl *c, JobCollTimes *out);
+/* Do the ranks' reports of collective number seq disagree on its op, its
+ * element count or its dtype? True with "allreduce #42: rank 0 has 10
+ * float32, rank 1 has 20" in buf (the dtype and op said again only where
+ * they differ: "rank 1 has 10 int32", "collective #42: rank 0 has
+ * allreduce of 10 float32, rank 1 has broadcast of 10"); false (buf "")
+ * when they agree, fewer than two ranks reported it, or seq has left the
+ * ring of the last JOB_COLL_RING. Two ranks' reports, the first and the
+ * first that differed, said lower rank first (the same text every run); counts come with completed collectives (coll) and
+ * with beats of the collective in flight (the torch adapter sends one as a
+ * script's own dist.* call begins, so a rank that aborts inside has said
+ * what it passed). */
+bool job_coll_mismatch(const Job *j, int64_t seq, char *buf, size_t len);
+/* The job's first (lowest-numbered) collective whose ranks disagreed, as
+ * job_coll_mismatch says it, kept after the ring moved on: its seq, or -1
+ * (buf "") when none did. */
+int64_t job_coll_mismatch_first(const Job *j, char *buf, size_t len);
 /* Did rank r reach collective c (one of job_colls_recent's)? */
 bool job_coll_arrived(const Job *j, const JobColl *c, int rank);
 /* Means over ranks' latest steps: comm/step, exposed/step and the share of

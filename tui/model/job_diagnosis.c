@@ -219,6 +219,23 @@ static bool lint_desync(const Job *j, JobDiagnosis *d)
     return true;
 }
 
+/* One collective number passed with other sizes, dtypes or ops by the
+ * ranks (job_comm.c; Gloo aborts the smaller side): named with both sides;
+ * the culprit is the lower rank, as a desync's tie goes. */
+static bool shape_desync(const Job *j, JobDiagnosis *d)
+{
+    char t[256];
+    int64_t seq = job_coll_mismatch_first(j, t, sizeof t);
+    const char *r0 = strstr(t, ": rank ");
+    if (seq < 0 || !t[0] || !r0) return false;
+    int rank = atoi(r0 + 7);
+    if (rank < 0 || rank >= j->world) return false;
+    set(d, DIAG_DESYNC, &j->ranks[rank]);
+    snprintf(d->text, sizeof d->text, "desync: %s%s%s: the ranks passed one collective different payloads", t,
+             d->where[0] ? " at " : "", d->where);
+    return true;
+}
+
 /* The first rank whose own failure (an exception, a death) came first. */
 static bool own_failure(const Job *j, JobDiagnosis *d)
 {
@@ -366,7 +383,7 @@ void job_diagnose(const Job *j, JobDiagnosis *d)
         *d = *hang;
         return;
     }
-    if (j->first_failed >= 0 && lint_desync(j, d)) return;
+    if (j->first_failed >= 0 && (lint_desync(j, d) || shape_desync(j, d))) return;
     if (alone_by_error(j, d) || own_failure(j, d) || lingering(j, d)) return;
     if (hang) {
         *d = *hang;

@@ -40,6 +40,7 @@ const char *job_lint_brief(unsigned lints)
     if (lints & JOB_LINT_ALONE) return "alone: the others finished";
     if (lints & JOB_LINT_EARLY) return "steps differ (Join?)";
     if (lints & JOB_LINT_DESYNC) return "desync: other ops, same #";
+    if (lints & JOB_LINT_SHAPE) return "desync: other sizes, same #";
     if (lints & JOB_LINT_UNEVEN) return "uneven epochs (Join?)";
     if (lints & JOB_LINT_SET_EPOCH) return "set_epoch not called?";
     return "";
@@ -96,6 +97,16 @@ void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op
                   "desync: collective #%lld is %.20s on rank %d but %.20s on rank %d: the ranks call collectives in "
                   "different orders (one under an if, or different models); they pair up wrongly or hang",
                   (long long)seq, op_a, rank_a, op_b, rank_b);
+}
+
+void job_lint_shape(Job *j, JobTime at, int rank_a, int rank_b, const char *what)
+{
+    if (rank_a < 0 || rank_a >= j->world || rank_b < 0 || rank_b >= j->world || rank_a == rank_b) return;
+    job_lint_mark(j, &j->ranks[rank_a], JOB_LINT_SHAPE, at, NULL);
+    job_lint_mark(j, &j->ranks[rank_b], JOB_LINT_SHAPE, at,
+                  "desync: %s: the ranks pass tensors of different sizes or types to one collective; it sums the "
+                  "wrong elements, aborts or hangs",
+                  what);
 }
 
 /* Done with training for good: exited cleanly, said bye 0, or destroying

@@ -56,7 +56,8 @@ struct JobRankBook {
  * (job_comm.c). */
 typedef struct {
     int64_t step;
-    double ms, algbw, busbw;
+    int64_t in_first_ns, in_last_ns, done_last_ns; /* wall, as JobColl's */
+    int64_t bytes;
     int n;
 } JobBucketAcc;
 
@@ -74,6 +75,8 @@ struct JobBook {
     JobColl colls[JOB_COLL_RING]; /* slot seq % JOB_COLL_RING */
     uint64_t *seen;               /* [JOB_COLL_RING][ceil(world/64)]: who arrived */
     int64_t coll_max_seq;
+    int64_t mismatch_seq;   /* job_coll_mismatch_first: -1 none */
+    char mismatch_text[160];
     JobBucketBook bucket_book[JOB_MAX_BUCKETS];
     /* job_shard.c: Job.shard's index map (the newest epoch every rank has
      * reported), and the one being filled as a new epoch's shards arrive */
@@ -151,6 +154,9 @@ void job_comm_restart(Job *j);
  * once (the text is the event's). */
 void job_lint_epoch(Job *j, JobRank *r, const MsgStep *s, bool had, int64_t prev_step, int64_t prev_epoch, JobTime at);
 void job_lint_desync(Job *j, JobTime at, int64_t seq, int rank_a, const char *op_a, int rank_b, const char *op_b);
+/* Collective reports of rank_a and rank_b disagree on its count or dtype
+ * (what: job_coll_mismatch's text). */
+void job_lint_shape(Job *j, JobTime at, int rank_a, int rank_b, const char *what);
 void job_lint_alone(Job *j, JobTime at);
 /* Rank r reports an error (its text `error`) while training: had another
  * rank finished by then at r's step or before, and does the error say a

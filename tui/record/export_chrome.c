@@ -283,6 +283,8 @@ static void trace_coll(Trace *tr, int rank, const Msg *m, const RecEntry *e, Tra
     json_kv_int(w, "bucket", c->bucket);
     json_kv_int(w, "seq", c->seq);
     json_kv_int(w, "step", c->step);
+    if (c->count >= 0) json_kv_int(w, "count", c->count); /* a worker older than count says none */
+    if (c->dtype[0]) json_kv_str(w, "dtype", c->dtype);
     if (sane_ns(c->enq_ns) && c->enq_ns <= start) json_kv_double(w, "queued_us", (double)(start - c->enq_ns) / 1e3);
     ev_end(w, true);
 }

@@ -250,7 +250,7 @@ void run_request_fault(Run *r, int pick, int rank)
 
 /* The adapter's signal (workers/python/ddptop/beat.py reads the same
  * variable, which the ranks inherit from ddptop). */
-static int stack_signal(const char **name)
+int run_stack_signal(const char **name)
 {
     static const struct {
         const char *name;
@@ -266,7 +266,7 @@ static int stack_signal(const char **name)
     return SIGUSR1;
 }
 
-static long file_size(const char *path)
+long run_file_size(const char *path)
 {
     struct stat st;
     return path && path[0] && stat(path, &st) == 0 ? (long)st.st_size : -1;
@@ -290,7 +290,7 @@ void run_request_stack(Run *r, int rank)
     /* a followed rank (follow.c) is a child of the launched process, and writes to its log */
     pid_t pid = r->external ? -1 : r->follow.on ? (pid_t)jr->pid : launcher_pid(r->l, rank);
     const char *signame;
-    int sig = stack_signal(&signame);
+    int sig = run_stack_signal(&signame);
     if (jr->state == RANK_EXITED_OK || jr->state == RANK_FAILED) {
         stack_note(r, "rank %d has ended (%s): no stack to show", rank, jr->how_ended);
     } else if (pid <= 0) {
@@ -305,7 +305,7 @@ void run_request_stack(Run *r, int rank)
         /* the process that said hello: the interpreter, even under a wrapper that forked */
         if (jr->pid > 0) pid = (pid_t)jr->pid;
         const char *log = launcher_log_path(r->l, r->follow.on ? 0 : rank);
-        long off = file_size(log);
+        long off = run_file_size(log);
         if (off < 0 || kill(pid, sig) != 0) {
             stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank, off < 0 ? "no log file" : "kill failed");
             return;
@@ -355,7 +355,7 @@ void run_stack_tick(Run *r)
     if (!r->stack.on && !r->stack.follow) return;
     const char *log = launcher_log_path(r->l, r->follow.on ? 0 : r->stack.rank);
     int64_t now = mono_ms();
-    long size = file_size(log);
+    long size = run_file_size(log);
     if (size > r->stack.size) {
         r->stack.size = size;
         r->stack.grew_ms = now;

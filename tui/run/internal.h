@@ -149,6 +149,7 @@ typedef struct {
         int threads;      /* threads it shows */
         size_t shown_len; /* and the length of their text */
     } stack;
+    struct RunGather *gather; /* stacks.c: every rank's stacks (NULL: none asked yet) */
 } Run;
 
 /* Frames ddptop queues per tel peer (ZMQ_RCVHWM): 5 s of a worker's
@@ -243,6 +244,24 @@ void run_request_stack(Run *r, int rank);
 /* Once a turn while a dump is awaited: read what the rank's log grew by
  * and show the stacks once it stops growing (or say none came in 3 s). */
 void run_stack_tick(Run *r);
+/* The signal that makes a Python rank dump its stacks (its *name). */
+int run_stack_signal(const char **name);
+/* A file's size; -1 when it cannot be read. */
+long run_file_size(const char *path);
+
+/* ---- stacks.c: every rank's stacks merged (model/stacktree.h) ---- */
+/* Who waits for a gathering's tree (RunGather.want). */
+enum { RUN_GATHER_TUI = 1, RUN_GATHER_HANG = 2, RUN_GATHER_VIEWERS = 4 };
+/* Gather every rank's stacks twice, a second apart, for `want`; a
+ * gathering under way takes the new wants along. */
+void run_gather_start(Run *r, unsigned want);
+/* An attached viewer's "stacks" (json: the answer as JSON). */
+void run_gather_viewer(Run *r, const void *ident, size_t ident_len, bool json);
+/* Once a turn while gathering: the second look, the logs read, the tree
+ * delivered. */
+void run_gather_tick(Run *r);
+/* The job ends: a gathering under way delivers what it has. */
+void run_gather_finish(Run *r);
 
 /* ---- exits.c ---- */
 /* Ranks still running: this node's children, the agents' ranks, or

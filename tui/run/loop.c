@@ -225,7 +225,7 @@ static void take_keys(Run *r, Turns *t)
     while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
         /* every rank has ended (the key line no longer offers these) */
         bool to_ranks = a == VIEW_ACT_CKPT || a == VIEW_ACT_DESTROY || a == VIEW_ACT_PAUSE || a == VIEW_ACT_ABORT ||
-                        a == VIEW_ACT_STACK;
+                        a == VIEW_ACT_STACK || a == VIEW_ACT_TREE;
         if (to_ranks && run_procs_running(r) == 0 && !r->restart_pending) {
             view_tui_note(r->tui, "the job has ended: no rank left to act on (q leaves)");
             t->drawn_version = (uint64_t)-1;
@@ -242,6 +242,8 @@ static void take_keys(Run *r, Turns *t)
             run_request_abort(r);
         else if (a == VIEW_ACT_STACK)
             run_request_stack(r, view_tui_stack_rank(r->tui));
+        else if (a == VIEW_ACT_TREE)
+            run_gather_start(r, RUN_GATHER_TUI);
         else if (a == VIEW_ACT_FAULT) {
             int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
             run_request_fault(r, pick, rank);
@@ -265,8 +267,10 @@ static void watch_hangs(Run *r, int running)
      * stands, as the one the summary blames. */
     const JobHang *h = &r->job->hang;
     if (r->rung >= 1 && h->active && (h->seq != r->hw.last.seq || strcmp(h->op, r->hw.last.op))) return;
-    if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui)
+    if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui) {
         view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
+        if (r->hl.json) run_gather_start(r, RUN_GATHER_HANG); /* {"k":"stacks"} follows: stacks.c */
+    }
     if (!r->stop_requested) { /* once stopping, the status line counts down the ladder */
         JobDiagnosis d; /* the hang's event says the same */
         job_diagnose(r->job, &d);
@@ -392,6 +396,7 @@ static void run_loop(Run *r)
         run_take_signals(r);
         take_keys(r, &t);
         run_stack_tick(r);
+        run_gather_tick(r);
         run_ping_ranks(r);
         run_peers_tick(r);
         bool starting = r->nodes && !r->launched && !r->rdzv_failed; /* the rendezvous goes on */
@@ -415,6 +420,7 @@ static int end_job(Run *r)
     if (r->nodes && !r->rdzv_failed) nodes_done(r->nodes, "the job ended", code);
     r->keep_dir = code == 1 || code == RUN_EXIT_CKPT_LOST || !job_all_clean(r->job) || r->job->ckpts_lost;
     view_tui_close(&r->tui);
+    run_gather_finish(r); /* a tree still owed to --json or a viewer */
     bench_finish(r->bench, r->job);
     if (!r->o->headless) view_headless_init(&r->hl, stdout, false);
     if (r->rdzv_failed && !r->launched)

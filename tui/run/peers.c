@@ -80,6 +80,7 @@ void run_viewer_cmd(Run *r, const void *ident, size_t ident_len, const Msg *m)
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_INFO, "%s toggled pause", who);
         run_request_pause(r);
         break;
+    case VIEWER_STACKS: run_gather_viewer(r, ident, ident_len, m->u.cmd.arg != 0); break;
     case VIEWER_ABORT:
         job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s asked to abort", who);
         run_request_abort(r);

@@ -1,7 +1,9 @@
 /* draw_comm.c — the all-reduce panel: how much of a step is communication
- * and how much of it backward hid, each gradient bucket's latency over the
- * run with its bandwidths, and the recent collectives with the rank that
- * arrived last (the straggler) and by how much — or, for one still open,
+ * and how much of it backward hid, each gradient bucket's transfer time over
+ * the run with its wait and bandwidths (nccl-tests' figures, from the
+ * transfer alone: job_coll_times), and the recent collectives with theirs
+ * and the rank that arrived last (the straggler) and by how much — or, for
+ * one still open,
  * which ranks everybody is waiting for (or, once they ended, that it never
  * completed); for a big job, the rank that came last most often.
  *
@@ -87,21 +89,36 @@ static void draw_coll(DrawCtx *d, const JobColl *c, int x, int y, int w)
                       miss);
         return;
     }
-    double mean = c->done ? c->ms_sum / c->done : 0;
+    JobCollTimes tm;
+    if (!job_coll_times(j, c, &tm)) {
+        /* every rank in, not every rank done: still moving, or never will */
+        bool all_ended = true;
+        for (int r = 0; r < j->world; r++)
+            all_ended &= j->ranks[r].state == RANK_EXITED_OK || j->ranks[r].state == RANK_FAILED;
+        if (all_ended)
+            canvas_printf(d->cv, y, cx, end - cx, ST_DIM, " all in, %d/%d done, never completed", c->done, j->world);
+        else
+            canvas_printf(d->cv, y, cx, end - cx, c->done ? ST_NORMAL : ST_WARN, " all in, %d/%d done, in flight %.1fs",
+                          c->done, j->world, (double)(d->wall_ns - c->last_ns) / 1e9);
+        return;
+    }
     char ms[24];
-    draw_fmt_fit(ms, sizeof ms, 7, mean, 2);
-    cx += canvas_printf(d->cv, y, cx, end - cx, ST_NORMAL, " %7s ms", ms);
+    draw_fmt_fit(ms, sizeof ms, 7, tm.xfer_ms, 2);
+    cx += canvas_printf(d->cv, y, cx, end - cx, ST_NORMAL, " xfer %7s ms", ms);
     if (j->world < 2) return;
     double late = (double)(c->last_ns - c->prev_last_ns) / 1e6;
     double spread = (double)(c->last_ns - c->first_ns) / 1e6;
-    if (spread < 0.005) {
+    if (tm.algbw_gbs > 0)
+        cx += canvas_printf(d->cv, y, cx, end - cx, ST_NORMAL, "  algbw %.2f busbw %.2f GB/s", tm.algbw_gbs,
+                            tm.busbw_gbs);
+    if (spread < 0.005 && tm.wait_ms < 0.005) {
         canvas_put(d->cv, y, cx, end - cx, ST_DIM, "  all in together");
         return;
     }
     /* a straggler worth naming stands out in colour */
-    int st = spread >= 1.0 && spread >= 0.25 * mean ? ST_WARN : ST_NORMAL;
+    int st = spread >= 1.0 && spread >= 0.25 * tm.xfer_ms ? ST_WARN : ST_NORMAL;
     cx += canvas_printf(d->cv, y, cx, end - cx, st, "  last in r%d +%.2f ms", c->last_rank, late);
-    canvas_printf(d->cv, y, cx, end - cx, ST_DIM, " (first to last %.2f ms)", spread);
+    canvas_printf(d->cv, y, cx, end - cx, ST_DIM, " (wait %.2f ms)", tm.wait_ms);
 }
 
 void draw_comm(DrawCtx *d, int x, int y, int w, int h)
@@ -139,17 +156,22 @@ void draw_comm(DrawCtx *d, int x, int y, int w, int h)
         const JobBucket *k = &j->buckets[b];
         if (!k->used) continue;
         nb++;
-        char bytes[24], lat[24];
+        char bytes[24], xfer[24], wait[24];
         draw_fmt_bytes(bytes, sizeof bytes, (double)k->bytes);
-        double ms, alg, bus;
-        job_bucket_means(j, b, &ms, &alg, &bus);
-        draw_fmt_fit(lat, sizeof lat, 7, ms, 2);
+        JobCollTimes tm;
+        bool full = job_bucket_times(j, b, &tm);
+        draw_fmt_fit(xfer, sizeof xfer, 7, tm.xfer_ms, 2);
+        draw_fmt_fit(wait, sizeof wait, 7, tm.wait_ms, 2);
         int cx = x + canvas_printf(cv, row, x, w, ST_LABEL, "b%d%s", b, b == JOB_MAX_BUCKETS - 1 ? "+" : "");
-        if (j->world == 1) /* an all-reduce of one rank moves no data: no bandwidth to speak of */
-            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  bandwidth n/a (1 rank) ", bytes, lat);
+        if (!full) /* no step every rank reported yet: no transfer to tell */
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_DIM, " %8s  no step reported by every rank yet ", bytes);
+        else if (j->world == 1) /* an all-reduce of one rank moves no data: no bandwidth to speak of */
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s xfer %7s ms  bandwidth n/a (1 rank) ", bytes,
+                                xfer);
         else
-            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL, " %8s %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes,
-                                lat, alg, bus);
+            cx += canvas_printf(cv, row, cx, x + w - cx, ST_NORMAL,
+                                " %8s xfer %7s ms wait %7s ms  algbw %6.2f busbw %6.2f GB/s ", bytes, xfer, wait,
+                                tm.algbw_gbs, tm.busbw_gbs);
         int sw = x + w - cx;
         if (sw > 2) draw_spark_series_put(d, row, cx, sw, ST_SERIES(b), &k->ms, sw > 200 ? 200 : sw, true);
         row++;

@@ -320,6 +320,17 @@ void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int
     fflush(h->out);
 }
 
+void view_headless_stacks(ViewHeadless *h, const Job *j, const StackTree *t, int64_t now_ns)
+{
+    if (!h || !h->json || !t) return;
+    Json w;
+    line_begin(&w, h->out, "stacks", secs_since_start(j, now_ns));
+    json_key(&w, "tree");
+    stacktree_json(t, &w);
+    line_end(&w);
+    fflush(h->out);
+}
+
 void view_headless_tick(ViewHeadless *h, const Job *j, int64_t now_ns)
 {
     if (!h || !j) return;

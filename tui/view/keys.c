@@ -40,6 +40,8 @@ static const KeyRow key_rows[] = {
      "f inject a fault (menu)", 22, {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}}},
     {LIVE, "w", "where is it: every thread's Python stack of the selected rank", LIVE, LINE_LAST + 2, NULL, "stack",
      NULL, "w Python stacks of the selected rank", 23, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
+    {LIVE, "t", "every rank's stacks merged in one tree; * where no rank moved", LIVE, LINE_LAST + 3, NULL, "tree",
+     NULL, "t every rank's stacks merged in one tree", 41, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
     {LIVE, "q", "quit (asks while training; destroys cleanly first)", LIVE, 4, NULL, "quit", NULL,
      "q quit (asks while training)", 14, {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
     {CONTROL, "a", "abort the job (SIGTERM, then SIGKILL)", CONTROL, 4, NULL, "abort", NULL, NULL, 0,
@@ -53,6 +55,11 @@ static const KeyRow key_rows[] = {
      {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}}},
     /* not listed: ui.c says why (only the screen that launched the ranks can signal them) */
     {ATTACH | CONTROL | REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
+    /* the viewer's key hook asks the job (attach/client.c) */
+    {ATTACH | CONTROL, "t", "every rank's stacks merged in one tree (the job gathers them)", 0, 0, NULL, NULL, NULL,
+     NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
+    /* not listed: ui.c says why (a recording holds no stacks) */
+    {REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
     {ATTACH | CONTROL, "q", "detach (the job goes on)", ATTACH | CONTROL, 5, NULL, "detach", NULL, NULL, 0,
      {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
 
@@ -179,7 +186,8 @@ static bool acts_on_ranks(const KeyRow *r)
     case KEY_ACT_PAUSE:
     case KEY_ACT_ABORT:
     case KEY_ACT_FAULT:
-    case KEY_ACT_STACK: return true;
+    case KEY_ACT_STACK:
+    case KEY_ACT_TREE: return true;
     default: return false;
     }
 }

@@ -34,6 +34,7 @@ typedef enum {
     KEY_ACT_ABORT,
     KEY_ACT_FAULT,
     KEY_ACT_STACK, /* the selected rank's Python stacks (its process is signalled) */
+    KEY_ACT_TREE,  /* every rank's stacks merged into one tree (model/stacktree.h) */
     KEY_ACT_QUIT,
     /* on the screen */
     KEY_ACT_HELP,

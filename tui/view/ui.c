@@ -341,8 +341,16 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
         }
         if (u->world <= 0) return VIEW_ACT_NONE;
         /* on its page, w asks the same rank again */
-        if (u->overlay != UI_STACK) u->stack_rank = u->overlay == UI_DETAIL ? u->detail_rank : u->sel;
+        if (u->overlay != UI_STACK || u->stack_rank == UI_STACK_TREE)
+            u->stack_rank = u->overlay == UI_DETAIL ? u->detail_rank : u->sel;
         return VIEW_ACT_STACK;
+    case KEY_ACT_TREE:
+        if (u->keys_mode != KEYS_LIVE) {
+            snprintf(u->note, sizeof u->note,
+                     "merged stacks: of a running job only (t on its screen, or ddptop stacks ENDPOINT)");
+            return VIEW_ACT_REDRAW;
+        }
+        return u->world > 0 ? VIEW_ACT_TREE : VIEW_ACT_NONE;
     case KEY_ACT_QUIT:
         if (!running) return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;

@@ -27,6 +27,7 @@ typedef enum {
     VIEW_ACT_ABORT,   /* a: abort now: SIGTERM, then SIGKILL (no clean stop) */
     VIEW_ACT_FAULT,   /* f menu: inject Ui.fault_pick on Ui.fault_rank */
     VIEW_ACT_STACK,   /* w: ask rank Ui.stack_rank for its Python stacks (ui_stack_show answers) */
+    VIEW_ACT_TREE,    /* t: every rank's stacks merged (ui_stack_show with VIEW_STACK_TREE answers) */
 } ViewAction;
 
 /* The f menu's faults, in menu order (tui/run/commands.c turns them into transport/wire/fault.h
@@ -101,7 +102,7 @@ typedef struct {
     int fault_rank; /* f menu: the rank it acts on (the selection when opened) */
     int fault_pick; /* VIEW_ACT_FAULT: the fault chosen (UiFault) */
     /* w: a rank's Python stacks, a page like the detail (ui_stack_show) */
-    int stack_rank;       /* the rank asked (VIEW_ACT_STACK) or shown */
+    int stack_rank;       /* the rank asked (VIEW_ACT_STACK) or shown; UI_STACK_TREE: every rank's, merged (t) */
     char stack_head[256]; /* what the page says first: whose, when, or why none yet */
     char *stack;          /* the dump's lines (heap, '\n' between), NULL: none yet */
     int stack_lines;      /* lines in it */
@@ -131,6 +132,9 @@ void ui_done(Ui *u);
 ViewAction ui_key(Ui *u, int key, const Job *j, bool running);
 /* A mouse event at screen cell (x, y). */
 ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j);
+/* The stacks page's rank when it shows every rank's stacks merged (t). */
+#define UI_STACK_TREE (-1)
+
 /* Open (or refresh) the stacks page of rank `rank`: head is its first line
  * ("rank 1 (pid 4711): 3 threads, 12:00:01"), text the dump (copied; NULL
  * keeps what is shown, e.g. while waiting for it). */

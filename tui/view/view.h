@@ -11,6 +11,7 @@
 
 #include "model/hang.h"
 #include "model/job.h"
+#include "model/stacktree.h"
 #include "view/ui.h" /* ViewAction, the screen's state and keys */
 
 /* ---- interactive screen (view_tui.c; drawing in draw_*.c) ---- */
@@ -92,5 +93,8 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns);
 /* JSON mode: one {"k":"hang",...} object for a new hang verdict (text mode
  * prints nothing: the verdict is also an event line). */
 void view_headless_hang(ViewHeadless *h, const Job *j, const HangReport *hr, int64_t now_ns);
+/* JSON mode: one {"k":"stacks","t":S,"tree":{...}} object, every rank's
+ * stacks merged (stacktree_json's object); text mode prints nothing. */
+void view_headless_stacks(ViewHeadless *h, const Job *j, const StackTree *t, int64_t now_ns);
 
 #endif

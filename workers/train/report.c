@@ -219,6 +219,10 @@ void report_coll(Trainer *t, const RedOp *op, int64_t step)
     c->enq_ns = op->enq_ns;
     c->start_ns = op->start_ns;
     c->done_ns = op->done_ns;
+    /* the shape, in torch's dtype names as the adapter sends them: a
+     * barrier carries nothing */
+    c->count = op->kind == RED_BARRIER ? 0 : (int64_t)op->n;
+    if (op->kind != RED_BARRIER) snprintf(c->dtype, sizeof c->dtype, "%s", op->dtype == COMM_BF16 ? "bfloat16" : "float32");
     double dt = (double)(op->done_ns - op->start_ns);
     int w = t->id->world;
     /* nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n for

@@ -37,7 +37,7 @@ known_sub() {
 # src_opts FILE...: the options a parser compares its argument against.
 src_opts() { grep -ho 'strcmp(a, "--[a-z][a-z-]*")' "$@" | sed 's/.*"\(--[a-z-]*\)".*/\1/'; }
 
-for c in run sampler export replay listen attach; do
+for c in run sampler export replay listen attach stacks; do
     h=$TMP/help.$c
     "$DDPTOP" $c --help >"$h" 2>&1 || die "ddptop $c --help: exit $?: $(head -3 "$h")"
     case $c in run) want="usage: ddptop [run] ";; *) want="usage: ddptop $c ";; esac
@@ -52,6 +52,7 @@ for c in run sampler export replay listen attach; do
     replay) opts=$(src_opts tui/record/replay.c) ;;
     export) opts=$(grep 'out_flag\[OUT__COUNT\] =' tui/record/export_cli.c | grep -o '"--[a-z-]*"' | tr -d '"') ;;
     listen) opts="--keys" ;;
+    stacks) opts="--json --keys --wait" ;; # attach/client.c's parser, less attach's own
     esac
     [ -n "$opts" ] || die "$c: no options found in its parser's source"
     for o in $opts; do

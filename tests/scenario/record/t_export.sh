@@ -79,8 +79,9 @@ for r in range(RANKS):
     check(len(ar) == STEPS * BUCKETS, f"rank {r}: {len(ar)} all-reduce spans")
     for a in ar:
         g = a["args"]
-        for k in ("bytes", "algbw_GBps", "busbw_GBps", "bucket", "seq", "step"):
+        for k in ("bytes", "algbw_GBps", "busbw_GBps", "bucket", "seq", "step", "count", "dtype"):
             check(k in g, f"all-reduce args miss {k}")
+        check(g["count"] * 4 == g["bytes"] and g["dtype"] == "float32", f"payload {g}")
         b, n = g["bucket"], g["step"]
         start = B + 1000 * MS + n * 20 * MS + r * MS - 8 * MS + b * 2 * MS
         check(a["name"] == f"allreduce bucket {b}" and g["bytes"] == 65536 * (b + 1), f"bucket {a}")

@@ -4,7 +4,10 @@
 # says hello and trains; then rank 700 stops outside any collective while the
 # other 1023 wait inside the next all-reduce. ddptop's hang verdict must name
 # rank 700 as the one everybody waits for, and nothing may be lost on the way
-# (no bad frames, every rank at the same step when the hang began).
+# (no bad frames, every rank at the same step when the hang began). The
+# merged stack tree that follows the hang ({"k":"stacks"}) holds 1024 ranks
+# in a few frames: rank 700 alone (odd, first) in no collective, the other
+# 1023 as one set, "0-699,701-1023", in the all-reduce, both stuck.
 . tests/lib.sh
 LOAD=$BUILD/tests/tool_load
 [ -x "$LOAD" ] || die "$LOAD is not built"
@@ -26,6 +29,7 @@ wait_for 90 grep -q '"k":"hang"' "$out" || { tail -5 "$out"; die "no hang verdic
 # On a busy machine the last of 1024 connections may say hello after the hang began (CI saw
 # 1017 of 1024 at that moment): every one must still arrive, just not by then.
 wait_for 30 sh -c "[ \$(grep -c ' hello pid ' '$out') -ge 1024 ]" || true
+wait_for 30 grep -q '"k":"stacks"' "$out" || { tail -3 "$out"; die "no merged stack tree after the hang"; }
 "$PY" - "$out" <<'PYEOF' || exit 1
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -40,6 +44,16 @@ if hang.get("missing") != [700] or "700" not in hang.get("verdict", ""):
     fail.append(f"the verdict does not pin rank 700: missing {hang.get('missing')}, {hang.get('verdict', '')[:300]}")
 if len(hang.get("waiting", [])) < 256 and "1023" not in hang.get("verdict", ""):
     fail.append(f"the verdict does not say the others wait: {text[:300]}")
+tree = [l for l in lines if l["k"] == "stacks"][0]["tree"]
+by = {n["frame"]: n for n in tree["nodes"]}
+alone = by.get("(in no collective)")
+coll = ([n for n in tree["nodes"] if n["frame"].startswith(f"allreduce #{hang.get('seq')}")] or [None])[0]
+if tree["ranks"] != 1024 or len(tree["nodes"]) > 8 or not tree["compared"]:
+    fail.append(f"tree: {tree['ranks']} ranks, {len(tree['nodes'])} nodes, compared {tree['compared']}")
+elif not alone or alone["ranks"] != "700" or not alone["odd"] or not alone["stuck"]:
+    fail.append(f"tree: rank 700 not alone in no collective: {alone}")
+elif not coll or coll["ranks"] != "0-699,701-1023" or not coll["stuck"] or coll["odd"]:
+    fail.append(f"tree: the 1023 others not one set in the all-reduce: {coll}")
 if prog and prog[-1]["bad_frames"] != 0:
     fail.append(f"bad frames {prog[-1]['bad_frames']}")
 if fail:
@@ -47,4 +61,4 @@ if fail:
     sys.exit(1)
 print("verdict:", hang.get("verdict", text)[:200])
 PYEOF
-echo "PASS: 1024 ranks from 2 processes; the hang is pinned on rank 700"
+echo "PASS: 1024 ranks from 2 processes; the hang is pinned on rank 700, alone in the merged stack tree"

@@ -34,11 +34,15 @@ g "^! +3 node3 .* 25\.0 .*slow 2\.5x median" "slow rank 3 not flagged"
 g '3 loss  linear r0. r1. r2. r3.' "loss legend"
 g '▼71\.2%' "eval accuracy mark"
 g '^ +step 1 ' "x axis"
-# all-reduce: share, both buckets, rank 2 arrives last by 3 ms
+# all-reduce: share, both buckets, rank 2 arrives last by 30 ms; everyone
+# leaves 1 ms after it came (the feeder's comm of 2 ms over 2 buckets): the
+# transfer is that 1 ms, the 30 ms before it the wait, and the bandwidths
+# are of the transfer (1 MiB / 1 ms), not a mean over ranks with the waiting in
 g 'hidden behind backward [0-9]+%' "comm share"
-g '^b0 +1\.05MB' "bucket 0"
-g '^b1 +65\.5kB' "bucket 1"
-g 'last in r2 \+30\.00 ms' "straggler rank 2"
+grep -q 'backward -' "$TMP/s1" && die "a negative share hidden behind backward"
+g '^b0 +1\.05MB xfer +1\.00 ms wait +30\.00 ms  algbw +1\.05 busbw +1\.57 GB/s' "bucket 0: transfer, wait, bandwidths"
+g '^b1 +65\.5kB xfer +1\.00 ms wait +30\.00 ms  algbw +0\.07 busbw +0\.10 GB/s' "bucket 1: transfer, wait, bandwidths"
+g 'allreduce b0  step [0-9]+ +xfer +1\.00 ms  algbw 1\.05 busbw 1\.57 GB/s  last in r2 \+30\.00 ms \(wait 30\.00 ms\)' "straggler rank 2"
 # sampler: epoch 1 padded by 2, the duplicates marked, each rank's shard
 g 'epoch 1  N 202  4/4 ranks  shuffle seed 7  51/rank  total 204  padding 2' "sampler summary"
 g 'rank [0-3]: epoch 1 repeats the previous epoch.s order: sampler.set_epoch\(epoch\) not called\?' "set_epoch warning"

@@ -35,6 +35,8 @@ try:
         for c in colls:
             if c["bytes"] != 2 * numel:
                 fail(f"rank {r}: coll bytes {c['bytes']}, want {2 * numel} (bf16)")
+            if c["count"] != numel or c["dtype"] != "bfloat16":
+                fail(f"rank {r}: coll count {c['count']} dtype {c['dtype']!r}, want {numel} bfloat16")
             dt = c["done"] - c["start"]
             if dt > 0 and abs(c["busbw"] - c["bytes"] / dt) > 1e-9 * max(c["busbw"], 1):
                 fail(f"busbw {c['busbw']} is not from the bf16 bytes: {c}")

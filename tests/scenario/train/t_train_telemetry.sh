@@ -46,6 +46,8 @@ for r in (0, 1):
         for c in b:
             if c["op"] != "allreduce" or c["bytes"] != sizes[c["bucket"]]:
                 fail(f"rank {r} step {s}: {c}")
+            if c["count"] * 4 != c["bytes"] or c["dtype"] != "float32":   # fp32 gradients: 4 bytes an element
+                fail(f"rank {r} step {s}: count {c['count']} dtype {c['dtype']!r} for {c['bytes']} bytes")
             if not (c["enq"] <= c["start"] <= c["done"]):
                 fail(f"times out of order: {c}")
             alg = c["bytes"] / (c["done"] - c["start"])

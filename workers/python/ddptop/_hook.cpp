@@ -65,6 +65,19 @@ int64_t mono_ns()
         .count();
 }
 
+// A dtype's name on the wire, as collectives.dtype_name says torch's
+// ("float32"): a gradient bucket is one of these.
+const char *dtype_name(c10::ScalarType t)
+{
+    switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Double: return "float64";
+    default: return c10::toString(t);
+    }
+}
+
 // ---- the collective counter (collectives.py's numbers) ----
 std::atomic<int64_t> g_key{ 0 };
 
@@ -138,6 +151,7 @@ class Hook : public c10d::CommHookInterface
         at::Tensor &buf = bucket.getBufferRef();
         const int64_t n = buf.numel();
         const int64_t nbytes = n * static_cast<int64_t>(buf.element_size());
+        const char *dt = dtype_name(buf.scalar_type());
         const int64_t index = static_cast<int64_t>(bucket.getIndex());
         const bool last = bucket.isLast();
         note_layout(bucket, index, nbytes, last);
@@ -163,8 +177,9 @@ class Hook : public c10d::CommHookInterface
         auto child = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
         // The record is pushed before the future DDP waits for completes, so a
         // step's buckets are all in the ring when its backward returns.
-        fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono](c10::ivalue::Future &f) {
-            Record rec{ key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false };
+        fut->addCallback([child, fl, key, seq, index, nbytes, start, launch_mono, n, dt](c10::ivalue::Future &f) {
+            Record rec{ key, seq, index, nbytes, start, wall_ns(), launch_mono ? mono_ns() - launch_mono : -1, false,
+                        n, dt };
             if (fl) fl->key.store(0, std::memory_order_release);
             if (f.hasError()) {
                 rec.error = true;
@@ -259,7 +274,8 @@ py::tuple drain()
     hook_drain_records(recs);
     py::list l;
     for (const Record &r : recs)
-        l.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error));
+        l.append(py::make_tuple(r.key, r.seq, r.bucket, r.bytes, r.start_ns, r.done_ns, r.exposed_ns, r.error, r.count,
+                                r.dtype));
     py::object layout = hook_take_layout();
     return py::make_tuple(l, layout, hook_take_dropped());
 }

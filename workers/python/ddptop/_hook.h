@@ -23,6 +23,8 @@ struct Record {
     int64_t done_ns;    // wall, in the completion callback
     int64_t exposed_ns; // the last bucket's: launch to completion (monotonic), else -1
     bool error;
+    int64_t count;      // the bucket's elements
+    const char *dtype;  // its dtype's wire name ("float32"), static
 };
 
 // The records finished since the last drain, appended to out in the order

@@ -312,6 +312,8 @@ class Steps
             c.bytes = r.bytes;
             c.enq_ns = c.start_ns = r.start_ns;
             c.done_ns = r.done_ns;
+            c.count = r.count;
+            snprintf(c.dtype, sizeof c.dtype, "%s", r.dtype ? r.dtype : "");
             // nccl-tests' formulas, as collectives.send: bytes/ns is GB/s
             c.algbw_gbs = dt > 0 ? static_cast<double>(r.bytes) / static_cast<double>(dt) : 0.0;
             c.busbw_gbs = c.algbw_gbs * 2.0 * (world_ - 1) / world_;

@@ -3,7 +3,7 @@
 Once a second, also while the script is stuck in a collective (torch
 releases the GIL while it waits): a `beat` with the last step, the phase,
 the oldest collective in flight (with its DDP bucket, -1 outside DDP's
-buckets) and where the script's thread is, as
+buckets, and its payload's count and dtype where known) and where the script's thread is, as
 "file:line function" of the script's innermost frame in the key "where" (ddptop skips keys it does not
 know). It also sends the telemetry burst, so a slow step never leaves
 messages waiting, and watches ddptop (front.py): gone (dead, or silent
@@ -73,7 +73,7 @@ def beat_once(r):
     lingering = r.lingering
     if lingering:       # the script has finished: where its process waits is a thread of its own (linger.py)
         top = next((frames[t.ident] for t in lingering if t.is_alive() and t.ident in frames), top)
-    seq, op, since, bucket = collectives.oldest_in_flight()
+    seq, op, since, bucket, count, dtype = collectives.oldest_in_flight()
     if seq < 0 and compat.torch_numbering():      # a collective the wrappers do not see? (2.x)
         _FR = _FR or compat.FlightRecorder()
         fr = _FR.in_flight(top)
@@ -83,7 +83,8 @@ def beat_once(r):
         r.collect(r)
     if r.later_colls:     # a backward without an optimizer step: its buckets do not wait for one
         collectives.send_later(r, host_only=True)
-    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top), bucket=bucket)
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=where(r, top), bucket=bucket,
+           count=count, dtype=dtype)
     r.up.flush()
 
 

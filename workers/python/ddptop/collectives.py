@@ -18,6 +18,7 @@ torch's number instead. Bandwidths follow nccl-tests.
 import functools
 import inspect
 import itertools
+import sys
 import threading
 
 import torch
@@ -57,9 +58,10 @@ def use_counter(next_key, oldest):
     _counter, _cxx_oldest = next_key, oldest
 
 
-def begin(op, group=None, numbered=True, bucket=-1):
+def begin(op, group=None, numbered=True, bucket=-1, count=-1, dtype=""):
     """A collective on `group` starts (a DDP bucket's all-reduce names its
-    bucket): its key for end(), and it is in flight from now.
+    bucket; count and dtype its payload, -1 and "" unknown): its key for
+    end(), and it is in flight from now.
     numbered=False: torch gives it no number of its own."""
     r = run()
     tseq = compat.next_seq(group)
@@ -77,12 +79,32 @@ def begin(op, group=None, numbered=True, bucket=-1):
             key = r.coll_seq
         else:
             key = _counter()
-        r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq, bucket)
+        r.in_flight[key] = (op, wire.wall_ns(), key if tseq is None else tseq, bucket, count, dtype)
     return key
 
 
-def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False):
-    """It completed: out of flight, and a coll message. With a CUDA timer
+def announce(key):
+    """The script's own collective `key` has begun: a beat that says so,
+    with its payload, goes out at once with what waited before it. A rank
+    can die inside a collective before any beat or its queued messages
+    leave (Gloo aborts the rank whose peer sent more than it expects: a
+    shape desync), and then only this tells ddptop what it passed. One small
+    frame and a flush a call; DDP's buckets do not come here."""
+    r = run()
+    with r.coll_lock:
+        f = r.in_flight.get(key)
+    if f is None or f[2] < 0:
+        return
+    op, since, seq, bucket, count, dtype = f
+    from . import beat      # beat imports this module
+    r.send("beat", step=r.step, phase=r.phase, seq=seq, op=op, since=since, where=beat.where(r, sys._getframe(1)),
+           bucket=bucket, count=count, dtype=dtype)
+    r.up.flush()
+
+
+def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False, count=-1, dtype=""):
+    """It completed: out of flight, and a coll message (count and dtype: the
+    payload's elements and torch's dtype name, -1 and "" unknown). With a CUDA timer
     it is sent once the device time is known (state.py); with defer (a DDP
     bucket's callback, on Gloo's thread) it waits for the script's thread,
     which sends it before its step (send_later) where encoding it is
@@ -90,23 +112,24 @@ def end(key, op, nbytes, bucket=-1, step=None, factor=2, timer=None, defer=False
     r = run()
     done = wire.wall_ns()
     with r.coll_lock:
-        _, start, seq, _ = r.in_flight.pop(key, (op, done, key, bucket))
+        _, start, seq, *_ = r.in_flight.pop(key, (op, done, key, bucket))
         if timer is not None or defer:
             r.later_colls.append((timer, (seq, op, nbytes, bucket, r.step if step is None else step, factor, start,
-                                          done)))
+                                          done, count, dtype)))
             return (done - start) / 1e9
-    send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done)
+    send(r, seq, op, nbytes, bucket, r.step if step is None else step, factor, start, done, count, dtype)
     return (done - start) / 1e9
 
 
-def send(r, seq, op, nbytes, bucket, step, factor, start, done):
-    """One coll message (bandwidths from bytes and time, nccl-tests' factors)."""
+def send(r, seq, op, nbytes, bucket, step, factor, start, done, count=-1, dtype=""):
+    """One coll message (bandwidths from bytes and time, nccl-tests' factors;
+    the payload's shape, so ddptop can name ranks that disagree on it)."""
     n = max(r.world, 1)
     dt = done - start
     alg = nbytes / dt if dt > 0 and op != "barrier" else 0.0
     bus = alg * factor * (n - 1) / n if factor else alg
     r.up.send("coll", dict(seq=seq, op=op, bucket=bucket, step=step, bytes=nbytes, enq=start, start=start, done=done,
-                           algbw=alg, busbw=bus))
+                           algbw=alg, busbw=bus, count=count, dtype=dtype))
 
 
 def send_later(r, keep_step=None, host_only=False):
@@ -119,43 +142,53 @@ def send_later(r, keep_step=None, host_only=False):
     with r.coll_lock:
         later, r.later_colls = r.later_colls, []
     keep = []
-    for timer, (seq, op, nbytes, bucket, step, factor, start, done) in later:
+    for timer, c in later:
+        step, start = c[4], c[6]
         if timer is None:
-            send(r, seq, op, nbytes, bucket, step, factor, start, done)
+            send(r, *c)
         elif host_only or step == keep_step:
-            keep.append((timer, (seq, op, nbytes, bucket, step, factor, start, done)))
+            keep.append((timer, c))
         else:
-            send(r, seq, op, nbytes, bucket, step, factor, start, start + int(timer.wait_ms() * 1e6))
+            send(r, *c[:7], start + int(timer.wait_ms() * 1e6), *c[8:])
     if keep:
         with r.coll_lock:
             r.later_colls[:0] = keep
 
 
 def oldest_in_flight():
-    """(seq, op, since_ns, bucket) of the oldest collective in flight (bucket
-    -1 outside DDP's buckets), or (-1, "", 0, -1): the wrapped calls', and
-    the C++ hook's buckets, by the number they were started with."""
+    """(seq, op, since_ns, bucket, count, dtype) of the oldest collective in
+    flight (bucket -1 outside DDP's buckets; count -1 and dtype "" unknown,
+    the C++ hook's buckets), or (-1, "", 0, -1, -1, ""): the wrapped calls',
+    and the C++ hook's buckets, by the number they were started with."""
     r = run()
     cxx = _cxx_oldest() if _cxx_oldest is not None else None
     with r.coll_lock:
         key = min(r.in_flight) if r.in_flight else None
         if key is not None and (cxx is None or key < cxx[0]):
-            op, since, seq, bucket = r.in_flight[key]
-            return seq, op, since, bucket
+            op, since, seq, bucket, count, dtype = r.in_flight[key]
+            return seq, op, since, bucket, count, dtype
     if cxx is None:
-        return -1, "", 0, -1
+        return -1, "", 0, -1, -1, ""
     _, seq, since, bucket = cxx
-    return seq, "allreduce", since, bucket
+    return seq, "allreduce", since, bucket, -1, ""
 
 
-def tensor_bytes(args, kwargs):
-    """Payload per rank: the first tensor (or list of tensors) among the arguments."""
+def dtype_name(dtype):
+    """torch.float32 -> "float32": the wire's dtype names."""
+    return str(dtype).rpartition(".")[2]
+
+
+def tensor_shape(args, kwargs):
+    """Payload per rank: (bytes, elements, dtype name) of the first tensor
+    (or list of tensors: their sums, the first one's dtype) among the
+    arguments; (0, 0, "") without one (a barrier, an object list)."""
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, torch.Tensor):
-            return a.numel() * a.element_size()
+            return a.numel() * a.element_size(), a.numel(), dtype_name(a.dtype)
         if isinstance(a, (list, tuple)) and a and all(isinstance(t, torch.Tensor) for t in a):
-            return sum(t.numel() * t.element_size() for t in a)
-    return 0
+            return (sum(t.numel() * t.element_size() for t in a), sum(t.numel() for t in a),
+                    dtype_name(a[0].dtype))
+    return 0, 0, ""
 
 
 def _group_at(fn):
@@ -176,8 +209,9 @@ def _wrap(name, fn, op, factor):
         if run() is None or getattr(_depth, "n", 0) or not dist.is_initialized():
             return fn(*args, **kwargs)
         group = kwargs.get("group", args[at] if at is not None and at < len(args) else None)
-        seq = begin(op, group, numbered)
-        nbytes = tensor_bytes(args, kwargs)
+        nbytes, count, dtype = tensor_shape(args, kwargs)
+        seq = begin(op, group, numbered, count=count, dtype=dtype)
+        announce(seq)
         _depth.n = 1
         try:
             out = fn(*args, **kwargs)
@@ -188,9 +222,10 @@ def _wrap(name, fn, op, factor):
         finally:
             _depth.n = 0
         if kwargs.get("async_op") and out is not None and hasattr(out, "get_future"):
-            out.get_future().then(compat.callback(lambda f: end(seq, op, nbytes, factor=factor)))
+            out.get_future().then(compat.callback(lambda f: end(seq, op, nbytes, factor=factor, count=count,
+                                                                dtype=dtype)))
         else:
-            end(seq, op, nbytes, factor=factor)
+            end(seq, op, nbytes, factor=factor, count=count, dtype=dtype)
         return out
     wrapper.__ddptop_wrapped__ = True
     return wrapper

@@ -158,10 +158,10 @@ def collect(r):
         step = r.step + 1       # the step whose backward they belong to
         comm = exposed = 0.0
         out = []
-        for _key, seq, bucket, nbytes, start, done, exp_ns, err in recs:
+        for _key, seq, bucket, nbytes, start, done, exp_ns, err, count, dtype in recs:
             if err:             # DDP raises the all-reduce's error in the script
                 continue
-            out.append((seq, "allreduce", nbytes, bucket, step, 2, start, done))
+            out.append((seq, "allreduce", nbytes, bucket, step, 2, start, done, count, dtype))
             comm += (done - start) / 1e9
             if exp_ns >= 0:
                 exposed += exp_ns / 1e9

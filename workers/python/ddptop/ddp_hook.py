@@ -69,6 +69,7 @@ def comm_hook(st, bucket):
     buf = bucket.buffer()
     n = buf.numel()
     nbytes = n * buf.element_size()
+    dtype = collectives.dtype_name(buf.dtype)
     index, last = bucket.index(), bucket.is_last()
     step = r.step + 1       # the step this backward belongs to
     _note_bucket(st, bucket, index, nbytes)
@@ -88,7 +89,8 @@ def comm_hook(st, bucket):
         out = f.value()[0]
         if timer is not None:
             timer.stop()
-        r.comm_s += collectives.end(seq, "allreduce", nbytes, index, step, timer=timer, defer=True)
+        r.comm_s += collectives.end(seq, "allreduce", nbytes, index, step, timer=timer, defer=True, count=n,
+                                       dtype=dtype)
         if last:
             r.exposed_s += time.monotonic() - st.last_launch
         return out
