@@ -70,7 +70,9 @@ tmux new-session -d -s "$S" -x 120 -y 40 \
   "cd '$PWD' && DDPTOP_TEST_TAG='$DDPTOP_TEST_TAG' DDPTOP_CKPT_DIR='$TMP/ck' LANG=C.UTF-8 '$DDPTOP' run --python '$PY' --record '$TMP/rec' --log-dir '$TMP/logs' examples/ddp_spawn.py --port $port --steps 1000000 --out '$TMP/final.pt' >'$TMP/after.txt' 2>&1; echo \$? >'$TMP/exit'; sleep 120"
 wait_for 90 hasE " RUNNING .*step [1-9][0-9]" || dies "the spawned ranks never trained 10 steps on screen"
 # w: rank 1's Python stacks (a child of the launched process, writing to its log)
-tmux send-keys -t "$S" Down
+# (Down until rank 1 is selected: the rows are rebuilt once the children's world is known)
+on_rank1() { hasE "▶ +1 " || { tmux send-keys -t "$S" Down; false; }; }
+wait_for 20 on_rank1 || { screen; dies "rank 1 never selected"; }
 tmux send-keys -t "$S" w
 wait_for 15 has "rank 1 Python stacks" || { screen; dies "w did not open rank 1's stacks page"; }
 wait_for 15 has "Current thread 0x\|Thread 0x" || dies "no stack of rank 1 shown"
