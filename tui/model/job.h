@@ -304,6 +304,7 @@ typedef struct {
     uint64_t bad_frames;  /* frames ddptop could not decode */
     int64_t last_ckpt_step;
     char last_ckpt_path[PROTO_STR_LONG];
+    char hang_report[400]; /* the newest hang report's directory (the run layer writes it), "" none */
     int ckpts;
     int ckpts_lost;         /* checkpoints a rank reported it could not write */
     int64_t lost_ckpt_step; /* the last of those, and why */

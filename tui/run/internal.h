@@ -110,6 +110,9 @@ typedef struct {
     int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
     bool aborted; /* a: the job was aborted on demand (exit non-zero) */
     int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
+    int hang_reports;       /* report.c: hang reports written */
+    char hang_report[400];  /* the newest one's directory, "" none */
+    uint64_t reported_hang_ev; /* the hang (its event number) a report was started for */
     int64_t ping_id, last_ping_ms;
     int64_t fault_id;
     bool restart_pending; /* a rank failed: restart once every rank is reaped */
@@ -251,7 +254,7 @@ long run_file_size(const char *path);
 
 /* ---- stacks.c: every rank's stacks merged (model/stacktree.h) ---- */
 /* Who waits for a gathering's tree (RunGather.want). */
-enum { RUN_GATHER_TUI = 1, RUN_GATHER_HANG = 2, RUN_GATHER_VIEWERS = 4 };
+enum { RUN_GATHER_TUI = 1, RUN_GATHER_HANG = 2, RUN_GATHER_VIEWERS = 4, RUN_GATHER_REPORT = 8 };
 /* Gather every rank's stacks twice, a second apart, for `want`; a
  * gathering under way takes the new wants along. */
 void run_gather_start(Run *r, unsigned want);
@@ -288,6 +291,16 @@ void run_ladder_tick(Run *r, int running);
  * once no rank is training any more, the ladder ends them (SIGTERM now,
  * SIGKILL 5 s later). Once a second is plenty; cheap otherwise. */
 void run_linger_tick(Run *r, int running);
+
+/* ---- report.c ---- */
+/* A hang report on disk (hang-N/ beside the ranks' logs): the diagnosis,
+ * the merged tree t (NULL: none), each rank's dump (its log's bytes
+ * off[k]..size[k], off -1 none), its last collectives, its log's tail,
+ * the job's versions, a README. Keeps the private directory. Writes the
+ * directory to path (out). 0, or -1 when no directory could be made. */
+struct StackTree;
+int run_hang_report(Run *r, const struct StackTree *t, const long *off, const long *size, char *path,
+                    size_t path_len);
 
 /* ---- follow.c ---- */
 /* A hello from rank m->rank claiming pid `claimed`, before any rank is known:

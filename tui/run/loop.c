@@ -269,7 +269,11 @@ static void watch_hangs(Run *r, int running)
     if (r->rung >= 1 && h->active && (h->seq != r->hw.last.seq || strcmp(h->op, r->hw.last.op))) return;
     if (hang_note(r->job, &r->hw.last, mono_ns(), wall_ns()) && !r->tui) {
         view_headless_hang(&r->hl, r->job, &r->hw.last, mono_ns());
-        if (r->hl.json) run_gather_start(r, RUN_GATHER_HANG); /* {"k":"stacks"} follows: stacks.c */
+    }
+    if (r->job->hang.active && r->job->hang.ev != r->reported_hang_ev) {
+        /* once per hang: the stacks, then its report on disk (report.c); in --json, {"k":"stacks"} too */
+        r->reported_hang_ev = r->job->hang.ev;
+        run_gather_start(r, RUN_GATHER_REPORT | (r->hl.json && !r->tui ? RUN_GATHER_HANG : 0));
     }
     if (!r->stop_requested) { /* once stopping, the status line counts down the ladder */
         JobDiagnosis d; /* the hang's event says the same */

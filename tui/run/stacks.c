@@ -13,6 +13,7 @@
  */
 #include "run/internal.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +276,13 @@ static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
         return;
     }
     if ((g->want & RUN_GATHER_HANG) && !r->tui) view_headless_stacks(&r->hl, r->job, t, mono_ns());
+    if (g->want & RUN_GATHER_REPORT) {
+        char dir[PATH_MAX];
+        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0)
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report written: %s", dir);
+        else
+            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report: no directory could be made");
+    }
     for (int i = 0; i < g->n_viewers; i++) {
         if (g->viewers[i].json) {
             Json w;

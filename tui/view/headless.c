@@ -402,6 +402,7 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         }
         json_arr_end(&w);
         json_kv_str(&w, "verdict", verdict);
+        if (j->hang_report[0]) json_kv_str(&w, "hang_report", j->hang_report);
         put_cause(&w, j);
         line_end(&w);
         fflush(o);
@@ -423,6 +424,11 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
             fputs(", host ", o);
             put_text(o, r->host);
         }
+        fputc('\n', o);
+    }
+    if (j->hang_report[0]) {
+        fputs("hang report: ", o);
+        put_text(o, j->hang_report);
         fputc('\n', o);
     }
     put_text(o, verdict);
