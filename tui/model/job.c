@@ -41,14 +41,23 @@ void job_text_mend(char *s)
 {
     /* a "%.200s" of a message cuts wherever its byte count ends: a UTF-8
      * character cut in two would reach the screen and --json as two bad
-     * bytes. Ill-formed bytes go; well-formed text is left as it is. */
+     * bytes. Such a cut leaves a lead byte with fewer continuation bytes
+     * than it announces: those go. Any other ill-formed byte stays, for
+     * the printers to mark as such. */
     unsigned char *in = (unsigned char *)s, *out = in;
     size_t n = strlen(s);
     while (*in) {
-        size_t k = *in < 0x80 ? 1 : utf8_seq(in, n - (size_t)(in - (unsigned char *)s));
+        size_t left = n - (size_t)(in - (unsigned char *)s);
+        size_t k = *in < 0x80 ? 1 : utf8_seq(in, left);
         if (!k) {
-            in++;
-            continue;
+            size_t need = *in >= 0xC2 && *in <= 0xDF ? 2 : *in >= 0xE0 && *in <= 0xEF ? 3 : *in >= 0xF0 && *in <= 0xF4 ? 4 : 0;
+            size_t c = 0;
+            while (need && c + 1 < need && c + 1 < left && (in[c + 1] & 0xC0) == 0x80) c++;
+            if (need && c + 1 < need) { /* a prefix of a character, cut: drop it */
+                in += c + 1;
+                continue;
+            }
+            k = 1; /* ill-formed of its own: kept */
         }
         if (out != in) memmove(out, in, k);
         out += k;

@@ -69,12 +69,16 @@ PYEOF
 how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "exit $1"; fi; }
 # the exception a rank's log ends with: from the last line that starts one
 # (a Python exception, or C++'s terminate) to the end, the adapter's own
-# lines and the traceback's frames left out, addresses and ports masked
+# lines and the traceback's frames left out, addresses and ports masked; a
+# rank waiting on a peer that aborts ends with Gloo's "Connection closed by
+# peer" or its timeout, whichever comes first: a race bare torch runs too
+# (seen both ways bare on one machine), so the two are one outcome here
 exception() {
     grep -v '^ddptop-py ' "$1" | awk '
         /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
         on { buf = buf $0 "\n" }
-        END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g'
+        END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g' |
+        sed -E 's/^RuntimeError: \[[^]]*\] (Connection closed by peer.*|Timed out waiting [0-9]+ms for recv operation to complete)$/RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
 }
 
 bare() {    # bare NAME CASE MODE: $TMP/NAME/rank-R.{log,how}

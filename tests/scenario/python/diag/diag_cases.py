@@ -3,7 +3,7 @@ wrong the ways users' jobs do (issue 30), one function a case. The line of
 each bug carries a `# BUG CASE` mark: the tests find the line number there and
 check that ddptop's final verdict names it.
 
-    ddptop run -n 2 --headless --json --hang-after 3 --timeout 20 diag_cases.py CASE
+    ddptop run -n 2 --headless --json --hang-after 3 --timeout 10 diag_cases.py CASE
 """
 import os
 import queue

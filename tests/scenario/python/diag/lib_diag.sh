@@ -1,7 +1,7 @@
 # tests/scenario/python/diag/lib_diag.sh — the diagnosis tests' run and check
 # (sourced after tests/lib.sh and tests/lib_py.sh): a case of diag_cases.py
 # (or another script) under `ddptop run -n 2 --headless --json --hang-after 3
-# --timeout 20`, and the final verdict's cause, rank and line checked.
+# --timeout 10`, and the final verdict's cause, rank and line checked.
 DIAG_PY=$PWD/tests/scenario/python/diag/diag_cases.py
 # diag_run NAME [SCRIPT [ARGS]]: $TMP/NAME/{out.jsonl,err,logs/,rc}; the
 # script defaults to diag_cases.py NAME.
@@ -11,7 +11,7 @@ diag_run() {
     local d=$TMP/$name
     mkdir -p "$d"
     (cd "$d" && timeout 170 env DDPTOP_WORKER="$PY_WORKER" "$DDPTOP" run -n 2 --headless --json --hang-after 3 \
-        --timeout 20 --stop-grace 2 --log-dir "$d/logs" -- "$@" >"$d/out.jsonl" 2>"$d/err")
+        --timeout 10 --stop-grace 2 --log-dir "$d/logs" -- "$@" >"$d/out.jsonl" 2>"$d/err")
     echo $? >"$d/rc"
     wait_for 10 no_ranks || die "$name: ranks left running: $(our_ranks)"
 }
