@@ -6,7 +6,7 @@
 #   prints PASS:/FAIL: lines per case); test_gpu* from tests/gpu/.
 # Scenario tests: tests/scenario/<subsystem>/t_*.sh (each one case; exit 0
 #   passes, 77 skips). PATTERN matches "screen/t_tui_keys" too.
-#   They run TEST_JOBS at a time (default 2: they mostly wait on their
+#   They run TEST_JOBS at a time (default 3: they mostly wait on their
 #   jobs' pace, timeouts and ranks), each with its own DDPTOP_TEST_TAG
 #   (RUN.NAME), so a test's no-leftover checks see only its own workers;
 #   each result is printed when it ends, the counts last.
@@ -22,7 +22,7 @@ export OPENBLAS_NUM_THREADS=1
 export DDPTOP_TEST_TAG="run-$$-$RANDOM"
 . tests/lib_tag.sh
 pat=${1:-}
-jobs_max=${TEST_JOBS:-2}
+jobs_max=${TEST_JOBS:-3}
 case $jobs_max in ''|*[!0-9]*|0) echo "run.sh: TEST_JOBS=$jobs_max: want a count of 1 or more"; exit 2;; esac
 pass=0; fail=0; skip=0; ran=0
 log=$BUILD/test-logs; rm -rf "$log"; mkdir -p "$log"

@@ -264,13 +264,16 @@ void run_teardown(Run *r)
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
     static const char *const sockets[] = { "ctl", "tel", NULL };
-    if (r->o->log_dir && r->hang_report[0])
+    /* --json: the summary's "hang_report" says it; a line here would break a
+     * reader that takes stderr along */
+    if (r->o->log_dir && r->hang_report[0] && !r->o->json)
         fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", r->hang_report);
     if (r->dir[0] && !r->o->log_dir && r->keep_dir && r->launched_any) {
         /* the events name these logs: a failed run keeps them */
         zs_private_dir_keep(r->dir, sockets);
         fprintf(stderr, "ddptop: the ranks' logs are kept in %s\n", r->dir);
-        if (r->hang_report[0]) fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", r->hang_report);
+        if (r->hang_report[0] && !r->o->json)
+            fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", r->hang_report);
     } else if (r->dir[0] && !r->o->log_dir)
         zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {

@@ -3,7 +3,8 @@
 # desync; a shape desync; a barrier on rank 0 only, mid-training and after
 # the loop) run bare, each rank started with torchrun's environment by
 # hand, and under `ddptop run -n 2 --headless`, with ddptop agreeing every
-# step (DDPTOP_AGREE_STEPS=1, the worst case) and at its own pace: every
+# step (DDPTOP_AGREE_STEPS=1, the worst case; the unused parameter also at
+# ddptop's own pace): every
 # rank ends the same way (exit status or signal) with the same exception
 # text (DDP's "Expected to have finished reduction ..." for the unused
 # parameter; Gloo's abort, timeout or closed connection where torch has
@@ -135,7 +136,11 @@ for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
     [ -s "$TMP/bare-$c/rank-0.how" ] && grep -qv "exit 0" "$TMP/bare-$c/rank-0.how" || die "bare $c: rank 0 did not fail"
     under "every-$c" "$c" "$m" DDPTOP_AGREE_STEPS=1
     same "bare-$c" "every-$c"
-    under "paced-$c" "$c" "$m"
-    same "bare-$c" "paced-$c"
+    # at ddptop's own pace too, for the case whose failure ddptop once changed (the others
+    # meet fewer agreements than at every step, the worst case above)
+    if [ "$c" = unused ]; then
+        under "paced-$c" "$c" "$m"
+        same "bare-$c" "paced-$c"
+    fi
 done
 echo "ok: unused parameter, op and shape desync, rank-0-only barriers fail alike bare and under ddptop"

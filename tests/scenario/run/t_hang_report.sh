@@ -2,17 +2,17 @@
 # gathers every rank's stacks and writes one directory beside the logs
 # (--log-dir here): the verdict, the merged tree, each rank's last
 # collectives, the logs' tails, the job's versions and a README; its path
-# is in the events, the --json summary and the exit line; written once per
-# hang, bounded in size.
+# is in the events, the summary (--json's "hang_report", and nothing else
+# beside it) and the exit line; written once per hang, bounded in size.
 . tests/lib.sh
-"$DDPTOP" run -n 2 --headless --json --hang-after 2 --timeout 12 --log-dir "$TMP/logs" -- \
+"$DDPTOP" run -n 2 --headless --json --hang-after 2 --timeout 12 --stop-grace 1 --log-dir "$TMP/logs" -- \
     --dataset synthetic --model mlp:16,32,4 --steps 100000 --fault stall:1@50 >"$TMP/out.json" 2>"$TMP/err.txt"
 rc=$?
 [ $rc -eq 1 ] || { tail "$TMP/out.json" "$TMP/err.txt"; die "exit $rc, want 1 (a hang)"; }
 d=$TMP/logs/hang-1
 grep -q "\"hang report written: $d\"" "$TMP/out.json" || { grep '"event"' "$TMP/out.json" | tail; die "no event naming the report"; }
 grep '"summary"' "$TMP/out.json" | grep -q "\"hang_report\":\"$d\"" || die "the summary does not name the report"
-grep -q "^ddptop: hang report in $d " "$TMP/err.txt" || { cat "$TMP/err.txt"; die "the exit line does not name the report"; }
+grep -q "hang report in" "$TMP/err.txt" && die "--json: a line beside the summary's \"hang_report\""
 [ "$(ls -d "$TMP"/logs/hang-* | wc -l)" -eq 1 ] || die "more than one report for one hang: $(ls "$TMP/logs")"
 for f in README.txt verdict.txt tree.txt collectives.txt versions.txt; do
     [ -s "$d/$f" ] || die "$f missing or empty in the report"
@@ -32,10 +32,11 @@ echo "ok: hang report $d ($size kB)"
 
 # A torch script's ranks: each one's own dump, every thread, beside the tree.
 . tests/lib_py.sh
-py_run -n 2 --headless --hang-after 3 --timeout 10 --log-dir "$TMP/pylogs" -- --fault stall:1@20 \
+py_run -n 2 --headless --hang-after 3 --timeout 10 --stop-grace 1 --log-dir "$TMP/pylogs" -- --fault stall:1@20 \
     examples/ddp_basics.py --data synthetic --epochs 100 >"$TMP/py.txt" 2>"$TMP/py.err"
 d=$TMP/pylogs/hang-1
 grep -q "^hang report: $d$" "$TMP/py.txt" || { tail -4 "$TMP/py.txt"; die "torch: the summary does not name the report"; }
+grep -q "^ddptop: hang report in $d " "$TMP/py.err" || { cat "$TMP/py.err"; die "the exit line does not name the report"; }
 for k in 0 1; do
     grep -Eq "^(Current thread|Thread) 0x" "$d/stacks/rank-$k.txt" || { head -3 "$d/stacks/rank-$k.txt"; die "rank $k: no thread in its dump"; }
 done
