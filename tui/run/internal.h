@@ -111,7 +111,6 @@ typedef struct {
     bool aborted; /* a: the job was aborted on demand (exit non-zero) */
     int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
     int hang_reports;       /* report.c: hang reports written */
-    char hang_report[400];  /* the newest one's directory, "" none */
     uint64_t reported_hang_ev; /* the hang (its event number) a report was started for */
     int64_t ping_id, last_ping_ms;
     int64_t fault_id;

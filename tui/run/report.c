@@ -119,7 +119,7 @@ int run_hang_report(Run *r, const StackTree *t, const long *off, const long *siz
     if (path_len) path[0] = '\0';
     const char *base = r->o->log_dir ? r->o->log_dir : r->dir;
     if (!base || !*base) return -1;
-    char dir[sizeof r->hang_report];
+    char dir[sizeof r->job->hang_report];
     int n = ++r->hang_reports;
     snprintf(dir, sizeof dir, "%.360s/hang-%d", base, n);
     char sub[sizeof dir + 16];
@@ -186,7 +186,6 @@ int run_hang_report(Run *r, const StackTree *t, const long *off, const long *siz
         fclose(f);
     }
     snprintf(path, path_len, "%s", dir);
-    snprintf(r->hang_report, sizeof r->hang_report, "%s", dir);
     snprintf(r->job->hang_report, sizeof r->job->hang_report, "%s", dir);
     return 0;
 }

@@ -264,16 +264,15 @@ void run_teardown(Run *r)
     if (r->zctx) zmq_ctx_term(r->zctx);
     if (r->keys_made) unlink(r->keys_file);
     static const char *const sockets[] = { "ctl", "tel", NULL };
-    /* --json: the summary's "hang_report" says it; a line here would break a
-     * reader that takes stderr along */
-    if (r->o->log_dir && r->hang_report[0] && !r->o->json)
-        fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", r->hang_report);
+    /* the newest hang report (report.c); --json: the summary's "hang_report"
+     * says it, and a line here would break a reader that takes stderr along */
+    const char *report = r->job && r->job->hang_report[0] && !r->o->json ? r->job->hang_report : NULL;
+    if (r->o->log_dir && report) fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", report);
     if (r->dir[0] && !r->o->log_dir && r->keep_dir && r->launched_any) {
         /* the events name these logs: a failed run keeps them */
         zs_private_dir_keep(r->dir, sockets);
         fprintf(stderr, "ddptop: the ranks' logs are kept in %s\n", r->dir);
-        if (r->hang_report[0] && !r->o->json)
-            fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", r->hang_report);
+        if (report) fprintf(stderr, "ddptop: hang report in %s (README.txt there)\n", report);
     } else if (r->dir[0] && !r->o->log_dir)
         zs_private_dir_remove(r->dir);
     else if (r->dir[0]) {
