@@ -88,6 +88,7 @@ def _agree_steps():
 
 AGREE_STEPS = _agree_steps()
 _KEPT = []      # groups let go of with an all-reduce unfinished (drop_group)
+DROP_WAIT_S = 2.0   # how long drop_group waits for the last agreement's all-reduce
 
 
 def _keep(pg):
@@ -133,7 +134,16 @@ class Steer:
         group's timeout) where the script would not wait at all."""
         pg, pend = self.group, self.pending
         self.group = self.pending = None
-        if pg is not None and pend is not None and not pend[0].is_completed():
+        if pg is None or pend is None:
+            return
+        # every rank started that all-reduce at the same step, so a peer a
+        # little behind joins it soon: wait for that (DROP_WAIT_S at most)
+        # rather than keep the group with its threads running into the
+        # interpreter's exit, where a rank once ended in std::terminate
+        end = time.monotonic() + DROP_WAIT_S
+        while not pend[0].is_completed() and time.monotonic() < end:
+            time.sleep(0.002)
+        if not pend[0].is_completed():
             _keep(pg)
 
     def forget(self):
