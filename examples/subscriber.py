@@ -18,8 +18,16 @@ Exits 0 once every rank has said
 bye (the job's world size comes from the ranks' hello messages, or --world),
 or quietly on Ctrl-C. Needs pyzmq and msgpack (Debian: python3-zmq,
 python3-msgpack).
+
+A --publish endpoint beyond loopback is a CURVE server (docs/CLUSTER.md,
+"Keys"): give the job's key file with --keys FILE (mode 0600, as ddptop
+wrote it); the subscriber presents the job's client keys.
+
+    ddptop run --headless --keys job.keys --publish tcp://0.0.0.0:5555 -- --steps 200 &
+    python3 examples/subscriber.py --keys job.keys tcp://HOST:5555
 """
 import argparse
+import os
 import signal
 import sys
 import time
@@ -28,6 +36,36 @@ import msgpack
 import zmq
 
 PROTO_VERSION = 1
+KEYS_MAGIC = "ddptop-keys v1"
+
+
+def refuse(why):
+    """One line naming the problem, exit 2 (a usage error, as ddptop's)."""
+    print(f"subscriber.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_keys(path):
+    """The job's key file: {"server-public": Z85, "client-public": ..., ...}.
+    Refused in one line, exit 2, when it cannot be used, and when group or
+    others can read it, as ddptop refuses it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        refuse(f"cannot open key file {path}: {e.strerror}")
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            refuse(f"key file {path} is readable by others: chmod 600 it")
+        text = os.read(fd, 4096).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+    lines = text.splitlines()
+    if not lines or lines[0] != KEYS_MAGIC:
+        refuse(f"{path} is not a ddptop key file")
+    keys = dict(ln.split(None, 1) for ln in lines[1:] if len(ln.split()) == 2)
+    if any(len(keys.get(k, "")) != 40 for k in ("server-public", "client-public", "client-secret")):
+        refuse(f"key file {path} is damaged: expected four Z85 keys")
+    return keys
 
 
 def messages(frame):
@@ -60,11 +98,20 @@ def main():
                     help="ranks to wait for (default: the world size the ranks' hello messages give)")
     ap.add_argument("--timeout", type=float, default=0,
                     help="give up (exit 1) after this many seconds without a message (default: wait forever)")
+    ap.add_argument("--keys", metavar="FILE",
+                    help="the job's key file, for a --publish endpoint that is a CURVE server (tcp:// beyond loopback)")
     args = ap.parse_args()
+    keys = read_keys(args.keys) if args.keys else None
+    if keys and not zmq.has("curve"):
+        refuse("this pyzmq's libzmq has no CURVE: --keys cannot be used")
 
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
+    if keys:                                  # CURVE options go before connect
+        sub.setsockopt(zmq.CURVE_SERVERKEY, keys["server-public"].encode())
+        sub.setsockopt(zmq.CURVE_PUBLICKEY, keys["client-public"].encode())
+        sub.setsockopt(zmq.CURVE_SECRETKEY, keys["client-secret"].encode())
     sub.setsockopt(zmq.SUBSCRIBE, b"")      # no topics: every frame
     # started before ddptop binds, it tries again every 10 ms (ZeroMQ's default
     # is 100): a short job's first frames are gone before a late subscription

@@ -83,4 +83,32 @@ kill -INT $sp
 wait_for 10 bash -c "! kill -0 $sp 2>/dev/null" || die "subscriber ignored Ctrl-C"
 wait $sp; rc=$?
 [ $rc = 0 ] && ! grep -q Traceback "$TMP/int.out" || die "Ctrl-C: exit $rc: $(cat "$TMP/int.out")"
+
+# A CURVE publisher (ddptop run --keys, tcp): the subscriber with the job's
+# key file gets every step; without it, nothing (CURVE refuses it); a key
+# file others can read is refused in one line, exit 2.
+if [ -x "$BUILD/ddptop" ] && "$PY" -c 'import zmq, sys; sys.exit(not zmq.has("curve"))' 2>/dev/null; then
+    mkdir -p "$TMP/curve"
+    ddptop=$(cd "$BUILD" && pwd)/ddptop
+    ( cd "$TMP/curve" && exec "$ddptop" run --headless --keys job.keys --publish 'tcp://127.0.0.1:*' \
+        -n 2 --stop-grace 1 -- --steps 30 --pace 10 >out 2>&1 ) &
+    job=$!
+    CLEANUPS+=("kill $job")
+    wait_for 15 grep -q '^ddptop: publishing on ' "$TMP/curve/out" || die "curve: no endpoint: $(cat "$TMP/curve/out")"
+    ep=$(sed -n 's/^ddptop: publishing on //p' "$TMP/curve/out")
+    timeout 60 "$PY" "$SUB" --keys "$TMP/curve/job.keys" "$ep" --timeout 30 >"$TMP/curve/keyed" 2>&1 &
+    keyed=$!
+    timeout 30 "$PY" "$SUB" "$ep" --timeout 2 >"$TMP/curve/plain" 2>&1; plain_rc=$?
+    wait $keyed || die "curve: the subscriber with keys exited $?: $(cat "$TMP/curve/keyed")"
+    wait $job || die "curve: the job failed: $(cat "$TMP/curve/out")"
+    [ "$(grep -c '  step ' "$TMP/curve/keyed")" = 60 ] && grep -q '^all 2 ranks said bye' "$TMP/curve/keyed" \
+        || die "curve: the keyed subscriber missed steps: $(cat "$TMP/curve/keyed")"
+    [ $plain_rc = 1 ] && ! grep -q '  step ' "$TMP/curve/plain" \
+        || die "curve: a subscriber without keys was let in (exit $plain_rc): $(cat "$TMP/curve/plain")"
+    cp "$TMP/curve/job.keys" "$TMP/curve/open.keys" && chmod 644 "$TMP/curve/open.keys"
+    "$PY" "$SUB" --keys "$TMP/curve/open.keys" "$ep" >"$TMP/curve/open" 2>&1; rc=$?
+    [ $rc = 2 ] && [ "$(wc -l <"$TMP/curve/open")" = 1 ] && grep -q 'readable by others' "$TMP/curve/open" \
+        || die "curve: an open key file not refused in one line, exit 2 (exit $rc): $(cat "$TMP/curve/open")"
+    echo "curve: 60 steps with the job's keys, none without"
+fi
 echo "publish: ok"
