@@ -168,6 +168,22 @@ typedef struct {
     char text[JOB_EVENT_TEXT];
 } JobEvent;
 
+/* A row of the events panel (job_event_row_at): one event, or a run of
+ * info events of one rank that said the same thing but for their numbers
+ * and paths (a checkpoint every epoch, its phase changes, a sampler's
+ * pass), folded into one row that shows the newest and counts them. */
+typedef struct {
+    JobEvent e;       /* the newest of the row's events */
+    uint64_t ev;      /* its number (job_event_nth) */
+    int64_t count;    /* events in the row: 1 unless folded */
+    uint64_t shape;   /* hash of e's rank, level and text with numbers and paths masked */
+} JobEventRow;
+/* An info event folds into the row of the same shape among the newest
+ * JOB_FOLD_RECENT rows (so that a checkpoint, its two phase changes and an
+ * epoch's other events, interleaved, keep one row each), which moves to the
+ * newest place. Warnings and errors never fold: each is a row of its own. */
+#define JOB_FOLD_RECENT 32
+
 typedef enum {
     JOB_STARTING = 0, /* launched, not every rank training yet */
     JOB_RUNNING,
@@ -371,6 +387,13 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n);
  * when it is no longer kept. */
 bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The events as the screen shows them, folded (JobEventRow): the i-th most
+ * recent row (0 = newest), NULL past the end. Of the last JOB_EVENTS rows;
+ * a row keeps its newest event's text after the event ring moved on.
+ * job_event_at and job_event_nth still give every event (headless, --json). */
+const JobEventRow *job_event_row_at(const Job *j, int i);
+/* Rows kept (at most JOB_EVENTS). */
+int job_event_rows(const Job *j);
 /* Note that a stop was requested (state becomes STOPPING unless finished). */
 void job_set_stopping(Job *j);
 /* Note that ddptop asked the ranks to pause (true) or resume (false); the
