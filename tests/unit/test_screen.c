@@ -902,6 +902,43 @@ static void test_event_times(void)
 /* Full words: an error event longer than the panel is wide wraps under
  * its time, every word kept, a row ending at a word's end; an info event
  * stays one row (cut at the edge). */
+/* Folded events on the panel: a checkpoint every epoch is one row with its
+ * count before the newest text ("×30", "x30" without UTF-8), a warning said
+ * before the flood still shows; the rank's detail shows its rows folded. */
+static void test_event_fold_rows(void)
+{
+    TEST_BEGIN("repeated_events_fold_into_one_row_with_a_count");
+    Job *j = job_new(2, T0);
+    int64_t t = T0;
+    job_event(j, t, WALL, 1, EV_WARN, "rank 1: the sampler repeats epoch 0's order (set_epoch not called?)");
+    for (int ep = 1; ep <= 30; ep++) {
+        job_event(j, t += SEC, WALL, 0, EV_INFO, "rank 0: train -> checkpoint (periodic)");
+        job_event(j, t, WALL, 0, EV_INFO, "checkpoint step %d written by rank 0 in 3 ms (1.1 MB) -> /ck/step-%08d",
+                  ep * 8, ep * 8);
+        job_event(j, t, WALL, 0, EV_INFO, "rank 0: checkpoint -> train");
+    }
+    Canvas cv;
+    canvas_init(&cv, true);
+    Ui u;
+    ui_init(&u, 2);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    const char *rows[3] = { "r0 \xc3\x97" "30 rank 0: train -> checkpoint (periodic)",
+                            "r0 \xc3\x97" "30 checkpoint step 240 written by rank 0",
+                            "r0 \xc3\x97" "30 rank 0: checkpoint -> train" };
+    for (int i = 0; i < 3; i++) CHECK(strstr(s, rows[i]), "no row '%s':\n%s", rows[i], s);
+    CHECK(!strstr(s, "step 232 written") && strstr(s, "r1 rank 1: the sampler repeats"), "events:\n%s", s);
+    s = render(&cv, &u, j, 120, 40, false, false, t);
+    CHECK(strstr(s, "r0 x30 checkpoint step 240 written"), "ASCII:\n%s", s);
+    u.overlay = UI_DETAIL;
+    u.detail_rank = 0;
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "\xc3\x97" "30 checkpoint step 240") && !strstr(s, "step 232 written"), "rank detail:\n%s", s);
+    ui_done(&u);
+    canvas_done(&cv);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_event_wrap(void)
 {
     TEST_BEGIN("a_long_verdict_wraps_whole_at_80_columns");
@@ -1109,6 +1146,7 @@ int main(void)
     test_spark_put();
     test_event_times();
     test_event_wrap();
+    test_event_fold_rows();
     test_plot_path();
     test_panels_120x40();
     test_loss_now();
