@@ -14,7 +14,7 @@
  * are private (job_priv.h, reached through the `book` pointers).
  *
  * The implementation is split by subject: job.c (ranks, phases, steps,
- * exits, events), job_comm.c (collectives, buckets, comm share),
+ * exits), job_events.c (the events log, its folded rows), job_comm.c (collectives, buckets, comm share),
  * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
  * min/median/max, outliers, the steps as shown), job_rate.c (samples/s),
  * hang.c (the hang verdict).
