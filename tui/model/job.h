@@ -527,6 +527,13 @@ bool job_bucket_times(const Job *j, int b, JobCollTimes *out);
 /* Collective c's figures (out, zeroed when false) once every rank has
  * completed it (c->done == world); false while one has not. */
 bool job_coll_times(const Job *j, const JobColl *c, JobCollTimes *out);
+/* A rank's report rec (one of job_rank_coll_at's) beside its collective:
+ * *waited_ms, how long that rank waited in it for the last rank in (its
+ * start to the last rank's; 0 when it came last), and the collective's
+ * figures (out: job_coll_times, from the transfer, the same for every
+ * rank). False (both zeroed) while a rank has not completed it, or once
+ * it has left the ring of the last JOB_COLL_RING. */
+bool job_rank_coll_times(const Job *j, const JobCollRec *rec, double *waited_ms, JobCollTimes *out);
 /* Do the ranks' reports of collective number seq disagree on its op, its
  * element count or its dtype? True with "allreduce #42: rank 0 has 10
  * float32, rank 1 has 20" in buf (the dtype and op said again only where
