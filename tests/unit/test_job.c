@@ -737,7 +737,8 @@ static void test_event_fold(void)
         if (ep == 7) job_event(j, t, WALL, -1, EV_ERROR, "hang: rank 1 waits in barrier #%d", ep);
         if (ep == 8) job_event(j, t, WALL, -1, EV_ERROR, "hang: rank 1 waits in barrier #%d", ep);
     }
-    CHECK(j->ev_total - ev0 == (uint64_t)epochs * 3 + 4, "events logged: %llu", (unsigned long long)(j->ev_total - ev0));
+    CHECK(j->ev_total - ev0 == (uint64_t)epochs * 3 + 4, "events logged: %llu",
+          (unsigned long long)(j->ev_total - ev0));
     /* three rows folded at the newest places, then the error and warning rows, none folded */
     CHECK(job_event_rows(j) == rows0 + 3 + 4, "rows %d, was %d", job_event_rows(j), rows0);
     const JobEventRow *r = job_event_row_at(j, 0);

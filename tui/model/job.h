@@ -173,10 +173,10 @@ typedef struct {
  * and paths (a checkpoint every epoch, its phase changes, a sampler's
  * pass), folded into one row that shows the newest and counts them. */
 typedef struct {
-    JobEvent e;       /* the newest of the row's events */
-    uint64_t ev;      /* its number (job_event_nth) */
-    int64_t count;    /* events in the row: 1 unless folded */
-    uint64_t shape;   /* hash of e's rank, level and text with numbers and paths masked */
+    JobEvent e;     /* the newest of the row's events */
+    uint64_t ev;    /* its number (job_event_nth) */
+    int64_t count;  /* events in the row: 1 unless folded */
+    uint64_t shape; /* hash of e's rank, level and text with numbers and paths masked */
 } JobEventRow;
 /* An info event folds into the row of the same shape among the newest
  * JOB_FOLD_RECENT rows (so that a checkpoint, its two phase changes and an

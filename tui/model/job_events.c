@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 void job_text_mend(char *s)
 {
     /* a "%.200s" of a message cuts wherever its byte count ends: a UTF-8
@@ -63,7 +62,8 @@ static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <
  * length, 0 when none (a word such as "samples" is no unit). */
 static int unit_word(const char *p)
 {
-    static const char *const words[] = { "B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "ns", "us", "ms", "s", "min", "h" };
+    static const char *const words[] = { "B",   "kB", "KB", "MB", "GB", "TB",  "KiB", "MiB",
+                                         "GiB", "ns", "us", "ms", "s",  "min", "h" };
     if (*p == ' ') p++;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         size_t n = strlen(words[i]);
@@ -241,4 +241,3 @@ bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, 
     j->version++;
     return true;
 }
-
