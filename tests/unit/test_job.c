@@ -694,6 +694,103 @@ static void test_event_ring(void)
     TEST_END();
 }
 
+/* The screen's rows: a script that checkpoints every epoch (the phase to
+ * checkpoint, the checkpoint, the phase back: three events an epoch, each
+ * with its own step and path) keeps one row for each of the three, with
+ * the newest text and a count, moved to the newest place; a warning and an
+ * error, each said again, stay rows of their own; every event is still in
+ * the log (headless, --json); the rows are bounded as the events are. */
+static const char *row_text(const Job *j, int i)
+{
+    const JobEventRow *r = job_event_row_at(j, i);
+    return r ? r->e.text : "(none)";
+}
+static long long row_count(const Job *j, int i)
+{
+    const JobEventRow *r = job_event_row_at(j, i);
+    return r ? (long long)r->count : -1;
+}
+
+static void test_event_fold(void)
+{
+    TEST_BEGIN("event_fold");
+    int64_t t;
+    Job *j = started_job(&t);
+    uint64_t ev0 = j->ev_total;
+    int rows0 = job_event_rows(j);
+    Msg m;
+    const int epochs = 40;
+    for (int ep = 1; ep <= epochs; ep++) {
+        send_phase(j, 0, PHASE_CHECKPOINT, "periodic", t += MS);
+        msg_init(&m, MSG_CKPT);
+        m.rank = 0;
+        m.u.ckpt.ok = true;
+        m.u.ckpt.step = ep * 10;
+        m.u.ckpt.ms = ep % 2 ? 3 : 12;
+        m.u.ckpt.bytes = ep < 20 ? 90000 : 1100000; /* 90.0 kB, then 1.1 MB */
+        /* a path that differs in more than its numbers (a run's name, a tmp file) */
+        snprintf(m.u.ckpt.path, sizeof m.u.ckpt.path, "/ck/%c%c/step-%08d", 'a' + ep % 26, 'a' + ep / 26, ep * 10);
+        job_apply(j, &m, t += MS, WALL);
+        send_phase(j, 0, PHASE_TRAIN, NULL, t += MS);
+        if (ep == 5 || ep == 6) /* a warning, twice, among the checkpoints */
+            job_event(j, t, WALL, 1, EV_WARN, "rank 1: epoch %d repeats epoch %d's order", ep, ep - 1);
+        if (ep == 7) job_event(j, t, WALL, -1, EV_ERROR, "hang: rank 1 waits in barrier #%d", ep);
+        if (ep == 8) job_event(j, t, WALL, -1, EV_ERROR, "hang: rank 1 waits in barrier #%d", ep);
+    }
+    CHECK(j->ev_total - ev0 == (uint64_t)epochs * 3 + 4, "events logged: %llu",
+          (unsigned long long)(j->ev_total - ev0));
+    /* three rows folded at the newest places, then the error and warning rows, none folded */
+    CHECK(job_event_rows(j) == rows0 + 3 + 4, "rows %d, was %d", job_event_rows(j), rows0);
+    const JobEventRow *r = job_event_row_at(j, 0);
+    CHECK(r && r->count == epochs && r->e.rank == 0 && r->ev == j->ev_total - 1 &&
+              !strcmp(r->e.text, "rank 0: checkpoint -> train"),
+          "newest row: x%lld '%s'", r ? (long long)r->count : 0, r ? r->e.text : "");
+    r = job_event_row_at(j, 1);
+    CHECK(r && r->count == epochs && strstr(r->e.text, "checkpoint step 400 written by rank 0") &&
+              strstr(r->e.text, "/ck/ob/step-00000400"),
+          "checkpoint row: x%lld '%s'", r ? (long long)r->count : 0, r ? r->e.text : "");
+    r = job_event_row_at(j, 2);
+    CHECK(r && r->count == epochs && !strcmp(r->e.text, "rank 0: train -> checkpoint (periodic)"),
+          "phase row: x%lld '%s'", r ? (long long)r->count : 0, r ? r->e.text : "");
+    const char *want[4] = { "barrier #8", "barrier #7", "epoch 6 repeats", "epoch 5 repeats" };
+    for (int i = 0; i < 4; i++) {
+        r = job_event_row_at(j, 3 + i);
+        CHECK(r && r->count == 1 && strstr(r->e.text, want[i]), "row %d: x%lld '%s', want '%s'", 3 + i,
+              r ? (long long)r->count : 0, r ? r->e.text : "", want[i]);
+    }
+    /* the log keeps every one of them, in order */
+    CHECK(strstr(job_event_nth(j, ev0 + 1)->text, "checkpoint step 10 written") &&
+              strstr(job_event_at(j, 1)->text, "checkpoint step 400 written"),
+          "the log lost a checkpoint");
+    /* another rank's same event, and another kind of phase, are rows of their own */
+    send_phase(j, 1, PHASE_CHECKPOINT, "periodic", t += MS);
+    send_phase(j, 0, PHASE_CHECKPOINT, "final: stop", t += MS);
+    CHECK(row_count(j, 0) == 1 && row_count(j, 1) == 1 && job_event_row_at(j, 1)->e.rank == 1 &&
+              job_event_rows(j) == rows0 + 9,
+          "rank 1's or a final checkpoint folded: rows %d", job_event_rows(j));
+    /* an event rewritten in place (a hang's report as it grows) is rewritten in its row */
+    job_event(j, t, WALL, -1, EV_ERROR, "hang: rank 0 waits");
+    uint64_t n = j->ev_total - 1;
+    send_phase(j, 0, PHASE_TRAIN, NULL, t += MS);
+    job_event_update(j, n, EV_ERROR, "hang: rank 0 waits for rank 1 in barrier #9");
+    CHECK(!strcmp(row_text(j, 1), "hang: rank 0 waits for rank 1 in barrier #9"), "row not rewritten: '%s'",
+          row_text(j, 1));
+    /* far apart (more than JOB_FOLD_RECENT rows between): no fold, the order stays readable */
+    for (int i = 0; i < JOB_FOLD_RECENT; i++) job_event(j, t, WALL, -1, EV_WARN, "warning %d", i);
+    send_phase(j, 0, PHASE_CHECKPOINT, "periodic", t += MS);
+    CHECK(row_count(j, 0) == 1, "folded into a row %d rows back", JOB_FOLD_RECENT + 2);
+    /* bounded: the rows are a ring as the events are */
+    for (int i = 0; i < 3 * JOB_EVENTS; i++) job_event(j, t, WALL, i % 2, EV_WARN, "w %d", i);
+    CHECK(job_event_rows(j) == JOB_EVENTS && job_event_row_at(j, JOB_EVENTS) == NULL &&
+              !strcmp(row_text(j, JOB_EVENTS - 1), "w 1024"),
+          "rows %d, oldest '%s'", job_event_rows(j), row_text(j, JOB_EVENTS - 1));
+    for (int i = 0; i < 3 * JOB_EVENTS; i++) job_event(j, t, WALL, 0, EV_INFO, "saved step %d", i);
+    CHECK(job_event_rows(j) == JOB_EVENTS && row_count(j, 0) == 3 * JOB_EVENTS && !strcmp(row_text(j, 1), "w 1535"),
+          "a folded flood: rows %d, newest x%lld", job_event_rows(j), row_count(j, 0));
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_state_edges(void)
 {
     TEST_BEGIN("stopping_and_hello_mismatch");
@@ -2123,6 +2220,7 @@ int main(void)
     test_bare_exits();
     test_bad_rank();
     test_event_ring();
+    test_event_fold();
     test_state_edges();
     test_pause_outcome();
     test_evals();

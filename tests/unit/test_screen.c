@@ -240,7 +240,54 @@ static void test_one_rank_bandwidth(void)
     u.overlay = UI_DETAIL;
     u.detail_rank = 0;
     s = render(&cv, &u, j, 120, 40, true, true, t);
-    CHECK(strstr(s, "    n/a      n/a") && !strstr(s, "0.50"), "rank detail:\n%s", s);
+    CHECK(strstr(s, "    n/a     n/a") && !strstr(s, "0.50"), "rank detail:\n%s", s);
+    canvas_done(&cv);
+    ui_done(&u);
+    job_free(&j);
+    TEST_END();
+}
+
+/* A rank's detail shows its own wait for the last rank in and the
+ * collective's transfer-derived algbw/busbw (nccl-tests' definitions, as the
+ * all-reduce panel's), not the rank's bytes / time taken (its waiting read
+ * as slow transfer): rank 0 starts 2 ms before rank 1, both are done 1 ms
+ * after rank 1 came: 1 MiB in 1 ms is 1.05 GB/s, busbw x 2(n-1)/n = 1.05;
+ * the ranks' own reports said 0.50 and 0.75. A collective not every rank
+ * completed has no transfer yet. */
+static void test_detail_bandwidth(void)
+{
+    TEST_BEGIN("rank_detail_bandwidth_from_the_transfer");
+    Job *j = job_new(2, T0);
+    int64_t t = scripted(j, 20);
+    Msg m;
+    msg_init(&m, MSG_COLL);
+    m.u.coll.seq = 21;
+    snprintf(m.u.coll.op, sizeof m.u.coll.op, "allreduce");
+    m.u.coll.bucket = 0;
+    m.u.coll.step = 21;
+    m.u.coll.bytes = 1 << 20;
+    m.u.coll.enq_ns = m.u.coll.start_ns = WALL + 21 * 20 * MS;
+    m.u.coll.done_ns = m.u.coll.start_ns + 3 * MS;
+    apply(j, &m, 0, t += MS);
+    Ui u;
+    ui_init(&u, 2);
+    Canvas cv;
+    canvas_init(&cv, true);
+    u.overlay = UI_DETAIL;
+    u.detail_rank = 0;
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "TOOK_MS  WAIT_MS  XFER_MS   ALGBW   BUSBW QUEUED_MS"), "header:\n%s", s);
+    const char *row = line_with(s, "    20 allreduce");
+    CHECK(strstr(row, "3.000    2.000    1.000    1.05    1.05     0.000"), "rank 0's row: '%s'\n%s", row, s);
+    row = line_with(s, "    21 allreduce");
+    CHECK(strstr(row, "3.000        -        -       -       -"), "unfinished row: '%s'", row);
+    const char *tab = strstr(s, "SEQ OP"), *logs = strstr(s, "last log lines");
+    CHECK(tab && logs && !memmem(tab, (size_t)(logs - tab), "0.50", 4) && !memmem(tab, (size_t)(logs - tab), "0.75", 4),
+          "a rank's own bandwidth shown:\n%s", s);
+    u.detail_rank = 1; /* the late rank waited for nobody; the same transfer */
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    row = line_with(s, "    20 allreduce");
+    CHECK(strstr(row, "1.000    0.000    1.000    1.05    1.05     0.000"), "rank 1's row: '%s'", row);
     canvas_done(&cv);
     ui_done(&u);
     job_free(&j);
@@ -902,6 +949,43 @@ static void test_event_times(void)
 /* Full words: an error event longer than the panel is wide wraps under
  * its time, every word kept, a row ending at a word's end; an info event
  * stays one row (cut at the edge). */
+/* Folded events on the panel: a checkpoint every epoch is one row with its
+ * count before the newest text ("×30", "x30" without UTF-8), a warning said
+ * before the flood still shows; the rank's detail shows its rows folded. */
+static void test_event_fold_rows(void)
+{
+    TEST_BEGIN("repeated_events_fold_into_one_row_with_a_count");
+    Job *j = job_new(2, T0);
+    int64_t t = T0;
+    job_event(j, t, WALL, 1, EV_WARN, "rank 1: the sampler repeats epoch 0's order (set_epoch not called?)");
+    for (int ep = 1; ep <= 30; ep++) {
+        job_event(j, t += SEC, WALL, 0, EV_INFO, "rank 0: train -> checkpoint (periodic)");
+        job_event(j, t, WALL, 0, EV_INFO, "checkpoint step %d written by rank 0 in 3 ms (1.1 MB) -> /ck/step-%08d",
+                  ep * 8, ep * 8);
+        job_event(j, t, WALL, 0, EV_INFO, "rank 0: checkpoint -> train");
+    }
+    Canvas cv;
+    canvas_init(&cv, true);
+    Ui u;
+    ui_init(&u, 2);
+    const char *s = render(&cv, &u, j, 120, 40, true, true, t);
+    const char *rows[3] = { "r0 \xc3\x97" "30 rank 0: train -> checkpoint (periodic)",
+                            "r0 \xc3\x97" "30 checkpoint step 240 written by rank 0",
+                            "r0 \xc3\x97" "30 rank 0: checkpoint -> train" };
+    for (int i = 0; i < 3; i++) CHECK(strstr(s, rows[i]), "no row '%s':\n%s", rows[i], s);
+    CHECK(!strstr(s, "step 232 written") && strstr(s, "r1 rank 1: the sampler repeats"), "events:\n%s", s);
+    s = render(&cv, &u, j, 120, 40, false, false, t);
+    CHECK(strstr(s, "r0 x30 checkpoint step 240 written"), "ASCII:\n%s", s);
+    u.overlay = UI_DETAIL;
+    u.detail_rank = 0;
+    s = render(&cv, &u, j, 120, 40, true, true, t);
+    CHECK(strstr(s, "\xc3\x97" "30 checkpoint step 240") && !strstr(s, "step 232 written"), "rank detail:\n%s", s);
+    ui_done(&u);
+    canvas_done(&cv);
+    job_free(&j);
+    TEST_END();
+}
+
 static void test_event_wrap(void)
 {
     TEST_BEGIN("a_long_verdict_wraps_whole_at_80_columns");
@@ -1109,10 +1193,12 @@ int main(void)
     test_spark_put();
     test_event_times();
     test_event_wrap();
+    test_event_fold_rows();
     test_plot_path();
     test_panels_120x40();
     test_loss_now();
     test_one_rank_bandwidth();
+    test_detail_bandwidth();
     test_coll_unfinished();
     test_sizes();
     test_ascii();

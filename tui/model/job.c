@@ -1,7 +1,7 @@
 /* job.c — the job model: folds protocol messages and process exits into
- * per-rank and job-wide state, and keeps the events log. Collectives,
+ * per-rank and job-wide state. Collectives,
  * the sampler map and rank summaries live in job_comm.c, job_shard.c and
- * job_stats.c.
+ * job_stats.c; the events log and its folded rows in job_events.c.
  *
  * Owns: everything inside a Job (job.h). Does not own: sockets, decoding,
  * processes, clocks or drawing — callers hand it decoded messages and
@@ -14,10 +14,8 @@
 #endif
 #include "model/job_priv.h"
 #include "model/hang.h"
-#include "base/utf8.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,97 +31,6 @@ static void copy_str(char *dst, size_t n, const char *src)
     if (src)
         for (; i + 1 < n && src[i]; i++) dst[i] = src[i];
     dst[i] = '\0';
-}
-
-/* ---- events ---- */
-
-void job_text_mend(char *s)
-{
-    /* a "%.200s" of a message cuts wherever its byte count ends: a UTF-8
-     * character cut in two would reach the screen and --json as two bad
-     * bytes. Such a cut leaves a lead byte with fewer continuation bytes
-     * than it announces: those go. Any other ill-formed byte stays, for
-     * the printers to mark as such. */
-    unsigned char *in = (unsigned char *)s, *out = in;
-    size_t n = strlen(s);
-    while (*in) {
-        size_t left = n - (size_t)(in - (unsigned char *)s);
-        size_t k = *in < 0x80 ? 1 : utf8_seq(in, left);
-        if (!k) {
-            size_t need = *in >= 0xC2 && *in <= 0xDF ? 2 : *in >= 0xE0 && *in <= 0xEF ? 3 : *in >= 0xF0 && *in <= 0xF4 ? 4 : 0;
-            size_t c = 0;
-            while (need && c + 1 < need && c + 1 < left && (in[c + 1] & 0xC0) == 0x80) c++;
-            if (need && c + 1 < need) { /* a prefix of a character, cut: drop it */
-                in += c + 1;
-                continue;
-            }
-            k = 1; /* ill-formed of its own: kept */
-        }
-        if (out != in) memmove(out, in, k);
-        out += k;
-        in += k;
-    }
-    *out = '\0';
-}
-
-static void ev_addv(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, va_list ap)
-{
-    JobEvent *e = &j->book->events[j->ev_total % JOB_EVENTS];
-    e->t_ns = at.wall_ns;
-    e->mono_ns = at.mono_ns;
-    e->rank = rank;
-    e->level = level;
-    vsnprintf(e->text, sizeof e->text, fmt, ap);
-    job_text_mend(e->text);
-    j->ev_total++;
-    j->version++;
-}
-
-/* Events caused by a message carry the message's arrival time, so a test
- * (or a replay) with its own clock gets consistent timestamps. */
-void job_ev_add(Job *j, JobTime at, int rank, JobEventLevel level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    ev_addv(j, at, rank, level, fmt, ap);
-    va_end(ap);
-}
-
-void job_event(Job *j, int64_t now_ns, int64_t wall_ns, int rank, JobEventLevel level, const char *fmt, ...)
-{
-    if (!j) return;
-    va_list ap;
-    va_start(ap, fmt);
-    ev_addv(j, (JobTime){ now_ns, wall_ns }, rank, level, fmt, ap);
-    va_end(ap);
-}
-
-const JobEvent *job_event_at(const Job *j, int i)
-{
-    if (!j || i < 0) return NULL;
-    uint64_t kept = j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS;
-    if ((uint64_t)i >= kept) return NULL;
-    return &j->book->events[(j->ev_total - 1 - (uint64_t)i) % JOB_EVENTS];
-}
-
-const JobEvent *job_event_nth(const Job *j, uint64_t n)
-{
-    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return NULL;
-    return &j->book->events[n % JOB_EVENTS];
-}
-
-bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
-{
-    if (!j || n >= j->ev_total || j->ev_total - n > JOB_EVENTS) return false;
-    JobEvent *e = &j->book->events[n % JOB_EVENTS];
-    e->level = level;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->text, sizeof e->text, fmt, ap);
-    job_text_mend(e->text);
-    va_end(ap);
-    j->version++;
-    return true;
 }
 
 /* ---- lifetime ---- */

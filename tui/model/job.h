@@ -14,7 +14,7 @@
  * are private (job_priv.h, reached through the `book` pointers).
  *
  * The implementation is split by subject: job.c (ranks, phases, steps,
- * exits, events), job_comm.c (collectives, buckets, comm share),
+ * exits), job_events.c (the events log, its folded rows), job_comm.c (collectives, buckets, comm share),
  * job_shard.c (sampler map, set_epoch check), job_stats.c (rank ordering,
  * min/median/max, outliers, the steps as shown), job_rate.c (samples/s),
  * hang.c (the hang verdict).
@@ -167,6 +167,22 @@ typedef struct {
     JobEventLevel level;
     char text[JOB_EVENT_TEXT];
 } JobEvent;
+
+/* A row of the events panel (job_event_row_at): one event, or a run of
+ * info events of one rank that said the same thing but for their numbers
+ * and paths (a checkpoint every epoch, its phase changes, a sampler's
+ * pass), folded into one row that shows the newest and counts them. */
+typedef struct {
+    JobEvent e;     /* the newest of the row's events */
+    uint64_t ev;    /* its number (job_event_nth) */
+    int64_t count;  /* events in the row: 1 unless folded */
+    uint64_t shape; /* hash of e's rank, level and text with numbers and paths masked */
+} JobEventRow;
+/* An info event folds into the row of the same shape among the newest
+ * JOB_FOLD_RECENT rows (so that a checkpoint, its two phase changes and an
+ * epoch's other events, interleaved, keep one row each), which moves to the
+ * newest place. Warnings and errors never fold: each is a row of its own. */
+#define JOB_FOLD_RECENT 32
 
 typedef enum {
     JOB_STARTING = 0, /* launched, not every rank training yet */
@@ -371,6 +387,13 @@ const JobEvent *job_event_nth(const Job *j, uint64_t n);
  * when it is no longer kept. */
 bool job_event_update(Job *j, uint64_t n, JobEventLevel level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The events as the screen shows them, folded (JobEventRow): the i-th most
+ * recent row (0 = newest), NULL past the end. Of the last JOB_EVENTS rows;
+ * a row keeps its newest event's text after the event ring moved on.
+ * job_event_at and job_event_nth still give every event (headless, --json). */
+const JobEventRow *job_event_row_at(const Job *j, int i);
+/* Rows kept (at most JOB_EVENTS). */
+int job_event_rows(const Job *j);
 /* Note that a stop was requested (state becomes STOPPING unless finished). */
 void job_set_stopping(Job *j);
 /* Note that ddptop asked the ranks to pause (true) or resume (false); the
@@ -504,6 +527,13 @@ bool job_bucket_times(const Job *j, int b, JobCollTimes *out);
 /* Collective c's figures (out, zeroed when false) once every rank has
  * completed it (c->done == world); false while one has not. */
 bool job_coll_times(const Job *j, const JobColl *c, JobCollTimes *out);
+/* A rank's report rec (one of job_rank_coll_at's) beside its collective:
+ * *waited_ms, how long that rank waited in it for the last rank in (its
+ * start to the last rank's; 0 when it came last), and the collective's
+ * figures (out: job_coll_times, from the transfer, the same for every
+ * rank). False (both zeroed) while a rank has not completed it, or once
+ * it has left the ring of the last JOB_COLL_RING. */
+bool job_rank_coll_times(const Job *j, const JobCollRec *rec, double *waited_ms, JobCollTimes *out);
 /* Do the ranks' reports of collective number seq disagree on its op, its
  * element count or its dtype? True with "allreduce #42: rank 0 has 10
  * float32, rank 1 has 20" in buf (the dtype and op said again only where

@@ -345,6 +345,18 @@ bool job_coll_times(const Job *j, const JobColl *c, JobCollTimes *out)
     return true;
 }
 
+bool job_rank_coll_times(const Job *j, const JobCollRec *rec, double *waited_ms, JobCollTimes *out)
+{
+    *waited_ms = 0;
+    memset(out, 0, sizeof *out);
+    if (!rec || rec->c.seq < 0 || !j->book->seen) return false;
+    const JobColl *c = &j->book->colls[(uint64_t)rec->c.seq % JOB_COLL_RING];
+    if (c->seq != rec->c.seq || !job_coll_times(j, c, out)) return false;
+    int64_t in = coll_in_ns(&rec->c);
+    *waited_ms = c->in_last_ns > in ? (double)(c->in_last_ns - in) / 1e6 : 0;
+    return true;
+}
+
 bool job_coll_mismatch(const Job *j, int64_t seq, char *buf, size_t len)
 {
     if (len) buf[0] = '\0';

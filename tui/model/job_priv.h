@@ -70,6 +70,8 @@ typedef struct {
 
 struct JobBook {
     JobEvent events[JOB_EVENTS]; /* event n sits in slot n % JOB_EVENTS */
+    JobEventRow rows[JOB_EVENTS]; /* the screen's rows (job_events.c): row n in slot n % JOB_EVENTS */
+    uint64_t rows_total;          /* rows ever begun */
     JobEval evals[JOB_EVALS];    /* eval n sits in slot n % JOB_EVALS */
     /* job_comm.c */
     JobColl colls[JOB_COLL_RING]; /* slot seq % JOB_COLL_RING */

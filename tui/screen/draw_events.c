@@ -1,8 +1,10 @@
 /* draw_events.c — the events panel: rank-prefixed log of phase changes,
  * checkpoints, evals, warnings, errors and the outcome of every command,
- * newest at the bottom; scrolls back with Up/PgUp when focused.
+ * newest at the bottom; scrolls back with Up/PgUp when focused. Repeats
+ * come folded by the model (job_event_row_at): a row shows its newest
+ * event and, before the text, how many it stands for ("×12").
  *
- * Owns: an event line's wording. Reads the Job's events ring. No curses.
+ * Owns: an event line's wording. Reads the Job's event rows. No curses.
  * Main thread.
  */
 #include "screen/draw.h"
@@ -71,8 +73,9 @@ static int event_rows(const JobEvent *e, int textw)
 /* Columns the time and who take before an event's text. */
 #define EVENT_INDENT 16
 
-/* rows of the event from its row `from` on, at most `max`, from row y. */
-static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w, int from, int max)
+/* rows of the event from its row `from` on, at most `max`, from row y;
+ * count > 1: the events a folded row stands for, said before its text. */
+static void draw_event(DrawCtx *d, const JobEvent *e, int64_t count, int x, int y, int w, int from, int max)
 {
     int textw = w - EVENT_INDENT;
     int st = e->level == EV_ERROR ? ST_ERR : e->level == EV_WARN ? ST_WARN : ST_NORMAL;
@@ -87,6 +90,15 @@ static void draw_event(DrawCtx *d, const JobEvent *e, int x, int y, int w, int f
             who[len + 1] = '\0';
         }
         cx += canvas_put(d->cv, y, cx, x + w - cx, e->rank < 0 ? ST_LABEL : ST_SERIES(e->rank), who);
+        if (count > 1) {
+            char times[24] = "\xc3\x97"; /* "×12 " ("x12 " on a terminal without UTF-8) */
+            int sign = d->cv->utf8 ? 2 : 1;
+            if (sign == 1) times[0] = 'x';
+            int len = sign + numfmt_int(times + sign, sizeof times - 4, count);
+            times[len] = ' ';
+            times[len + 1] = '\0';
+            cx += canvas_put(d->cv, y, cx, x + w - cx, ST_BOLD, times);
+        }
         canvas_put(d->cv, y, cx, x + w - cx, st, e->text);
         return;
     }
@@ -118,19 +130,19 @@ void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
 {
     const Job *j = d->j;
     if (h <= 0) return;
-    const JobEvent *pick[256];
+    const JobEventRow *pick[256];
     int rows[256];
     int n = 0, used = 0, skip = rank_filter < 0 ? d->ui->events_back : 0;
     if (rank_filter < 0) d->ui->events_rows = h;
     for (int i = 0; used < h && n < 256; i++) {
-        const JobEvent *e = job_event_at(j, i);
+        const JobEventRow *e = job_event_row_at(j, i);
         if (!e) break;
-        if (rank_filter >= 0 && e->rank != rank_filter) continue;
+        if (rank_filter >= 0 && e->e.rank != rank_filter) continue;
         if (skip > 0) {
             skip--;
             continue;
         }
-        rows[n] = event_rows(e, w - EVENT_INDENT);
+        rows[n] = event_rows(&e->e, w - EVENT_INDENT);
         used += rows[n];
         pick[n++] = e;
     }
@@ -143,7 +155,7 @@ void draw_events(DrawCtx *d, int x, int y, int w, int h, int rank_filter)
         /* the oldest shown may not fit whole: its first rows, then the newer ones whole */
         int show = i == n - 1 && used > h ? rows[i] - (used - h) : rows[i];
         if (show < 1) continue;
-        draw_event(d, pick[i], x, row, w, 0, show);
+        draw_event(d, &pick[i]->e, pick[i]->count, x, row, w, 0, show);
         row += show;
         left -= show;
     }

@@ -645,11 +645,14 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
             canvas_put(cv, row++, x, w, ST_DIM, "shard: none reported yet");
         }
     }
-    /* recent collectives */
+    /* recent collectives: the rank's own times (in it, waiting for the last
+     * rank in, queued before it began), then the collective's transfer and
+     * its bandwidths (job_coll_times, as the all-reduce panel's): a rank's
+     * own bytes / time taken would count its waiting as slow transfer */
     if (row + 1 < end) {
         canvas_fill(cv, row, x, w, ST_TITLE);
-        canvas_printf(cv, row++, x, w, ST_TITLE, "%8s %-10s %6s %7s %9s %9s %9s %8s %8s", "SEQ", "OP", "BUCKET", "STEP",
-                      "BYTES", "QUEUED_MS", "TOOK_MS", "ALGBW", "BUSBW");
+        canvas_printf(cv, row++, x, w, ST_TITLE, "%6s %-10s %3s %6s %8s %8s %8s %8s %7s %7s %9s", "SEQ", "OP", "BKT",
+                      "STEP", "BYTES", "TOOK_MS", "WAIT_MS", "XFER_MS", "ALGBW", "BUSBW", "QUEUED_MS");
         int n = r->colls_len;
         if (n == 0 && row < end) canvas_put(cv, row++, x, w, ST_DIM, "no collective reported yet");
         for (int i = 0; i < n && row < end - 2; i++) {
@@ -660,13 +663,23 @@ void draw_rank_detail(DrawCtx *d, int rank, int x, int y, int w, int h)
                 snprintf(bk, sizeof bk, "%d", (int)c->c.bucket);
             else
                 snprintf(bk, sizeof bk, "-");
-            char alg[16] = "n/a", bus[16] = "n/a"; /* one rank: nothing moves */
-            if (j->world > 1) {
-                snprintf(alg, sizeof alg, "%.2f", c->c.algbw_gbs);
-                snprintf(bus, sizeof bus, "%.2f", c->c.busbw_gbs);
+            /* "-": not every rank has completed it yet (or it left the job's ring) */
+            char wait[16] = "-", xfer[16] = "-", alg[16] = "-", bus[16] = "-";
+            double waited;
+            JobCollTimes tm;
+            if (job_rank_coll_times(j, c, &waited, &tm)) {
+                snprintf(wait, sizeof wait, "%.3f", waited);
+                snprintf(xfer, sizeof xfer, "%.3f", tm.xfer_ms);
+                snprintf(alg, sizeof alg, "%.2f", tm.algbw_gbs);
+                snprintf(bus, sizeof bus, "%.2f", tm.busbw_gbs);
             }
-            canvas_printf(cv, row++, x, w, ST_NORMAL, "%8lld %-10.10s %6s %7lld %9s %9.3f %9.3f %8s %8s",
-                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->wait_ms, c->ms, alg, bus);
+            if (j->world < 2) { /* one rank: nothing moves */
+                snprintf(alg, sizeof alg, "n/a");
+                snprintf(bus, sizeof bus, "n/a");
+            }
+            canvas_printf(cv, row++, x, w, ST_NORMAL, "%6lld %-10.10s %3s %6lld %8s %8.3f %8s %8s %7s %7s %9.3f",
+                          (long long)c->c.seq, c->c.op, bk, (long long)c->c.step, b, c->ms, wait, xfer, alg, bus,
+                          c->wait_ms);
         }
     }
     /* its log lines, then its events */

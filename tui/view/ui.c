@@ -192,7 +192,7 @@ static void scroll(Ui *u, int key, const Job *j)
             move_sel(u, dir * (amount ? 1 : page(u->list_rows)));
         break;
     case PANEL_EVENTS: {
-        int n = (int)(j && j->ev_total < JOB_EVENTS ? j->ev_total : JOB_EVENTS);
+        int n = job_event_rows(j); /* the panel's rows: repeats folded */
         int max = n - (u->events_rows > 0 ? u->events_rows : 1);
         if (max < 0) max = 0;
         if (dir == -2)

@@ -63,7 +63,7 @@ wait_for 5 has "rank 0  Esc closes" || dies "no detail page"
 screen >"$TMP/s2"
 grep -Eq 'host node0  pid [0-9]+  cpu  gloo  state alive  phase train for' "$TMP/s2" || { cat "$TMP/s2"; die "detail identity"; }
 grep -Eq 'phases: init .* > rendezvous .* > broadcast .* > train .*\(now\)' "$TMP/s2" || { cat "$TMP/s2"; die "detail phases"; }
-grep -Eq 'SEQ OP +BUCKET' "$TMP/s2" || { cat "$TMP/s2"; die "detail collectives"; }
+grep -Eq 'SEQ OP +BKT +STEP +BYTES +TOOK_MS +WAIT_MS +XFER_MS +ALGBW +BUSBW +QUEUED_MS' "$TMP/s2" || { cat "$TMP/s2"; die "detail collectives"; }
 grep -Eq '^ +[0-9]+ allreduce +[01] ' "$TMP/s2" || { cat "$TMP/s2"; die "no collective rows"; }
 grep -Eq 'shard: epoch 1  51 samples \(total 204, padding 2\)' "$TMP/s2" || { cat "$TMP/s2"; die "detail shard"; }
 keys Escape
