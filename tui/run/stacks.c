@@ -270,10 +270,8 @@ static void build(Run *r, RunGather *g, StackTree *t)
             continue;
         }
         char why[STACKTREE_LABEL];
-        if (jr->python && jr->state == RANK_ALIVE && !(r->rk && r->rk[k].routable))
-            snprintf(why, sizeof why, "(Python on %.40s: no ctl route to ask)", jr->host[0] ? jr->host : "?");
-        else if (jr->python && jr->state == RANK_ALIVE)
-            snprintf(why, sizeof why, "(Python, no handler for the stack signal)");
+        if (jr->python && jr->state == RANK_ALIVE) /* no hello on ctl: no route to ask it */
+            snprintf(why, sizeof why, "(Python on %.40s: not reachable on ctl)", jr->host[0] ? jr->host : "?");
         else
             snprintf(why, sizeof why, "ddptop-worker");
         add_known(r, t, k, token, why);
