@@ -224,6 +224,7 @@ class Uplink:
         self.cburst = None      # the C++ burst (_hook.Burst) where the extension runs: use_burst
         self.cmds = []
         self.stack_ask = None   # the token of ddptop's latest "stacks" ask not answered yet (beat.py answers)
+        self.vals = {}          # store replies another thread's read took off ctl, by key (_store takes them)
         self.last_heard = time.monotonic()
         self.pinged = False
         self.important_wait_s = IMPORTANT_WAIT_S
@@ -375,8 +376,14 @@ class Uplink:
                 continue
             if m["k"] == "cmd":
                 self._take_cmd(m)
-            elif m["k"] == "val" and want_key is not None and m.get("key") == want_key:
-                return m
+            elif m["k"] == "val":
+                key = m.get("key")
+                if want_key is not None and key == want_key:
+                    return m
+                # the heartbeat thread's read (pings, stacks asks) while the
+                # script's thread waits for this reply: kept for _store
+                if isinstance(key, str) and len(self.vals) < CMD_QUEUE:
+                    self.vals[key] = m
 
     def _take_cmd(self, m):
         """A command from ddptop: a ping is heard, a "stacks" ask waits for
@@ -444,10 +451,14 @@ class Uplink:
 
     def _store(self, kind, key, fields, timeout_s):
         with self.lock:
+            self.vals.pop(key, None)    # an earlier request's late reply
             self.ctl.send(wire.encode(kind, self.rank, dict(key=key, **fields)))
         deadline = time.monotonic() + timeout_s + STORE_MARGIN_S
         while time.monotonic() < deadline:
             with self.lock:
+                m = self.vals.pop(key, None)
+                if m is not None:
+                    return m
                 if self.ctl.poll(50):
                     m = self._read_ctl(want_key=key)
                     if m is not None:
