@@ -6,7 +6,8 @@
 # its own loop while rank 0 waits for it in a barrier:
 # 1. --json after the hang: the tree has rank 1 alone at spawned.py's
 #    straggle under its line 19, rank 0 at line 20 in torch's barrier, both
-#    stuck after the second look, and no "(no stack ...)" leaf;
+#    stuck after the second look, and no "(no stack ...)" leaf; the hang
+#    report keeps each rank's dump (hang-1/stacks/rank-N.txt);
 # 2. `ddptop stacks ENDPOINT` from another terminal prints the same
 #    branches; then rank 1 is let go, the barrier rank 0 waited in through
 #    every ask completes, and the job ends cleanly (exit 0).
@@ -73,6 +74,11 @@ assert barrier and barrier[0]["ranks"] == "0", barrier
 assert not any("beat.py" in n["frame"] for n in t["nodes"]), "ddptop's heartbeat thread in the tree"
 print("PASS: --json's tree")
 PYEOF
+
+# the hang's report keeps each rank's own dump, as its heartbeat thread sent it
+wait_for 20 test -s "$TMP/logs/hang-1/stacks/rank-1.txt" || { ls -R "$TMP/logs"; die "no stacks/rank-1.txt in the hang report"; }
+grep -q 'line 9 in straggle' "$TMP/logs/hang-1/stacks/rank-1.txt" || die "rank 1's dump: $(cat "$TMP/logs/hang-1/stacks/rank-1.txt")"
+grep -q 'in barrier' "$TMP/logs/hang-1/stacks/rank-0.txt" || die "rank 0's dump: $(cat "$TMP/logs/hang-1/stacks/rank-0.txt")"
 
 # from another terminal: the endpoint the spawned ranks were given
 EP=
