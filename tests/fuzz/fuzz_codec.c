@@ -35,6 +35,7 @@ static void **heap_part(Msg *m, size_t *bytes)
     case MSG_WAIT:
     case MSG_VAL: *bytes = m->u.store.val_len; return (void **)&m->u.store.val;
     case MSG_BURST: *bytes = m->u.burst.len; return (void **)&m->u.burst.items;
+    case MSG_STACK: *bytes = m->u.stack.len; return (void **)&m->u.stack.text;
     default: *bytes = 0; return NULL;
     }
 }

@@ -48,6 +48,9 @@ codec = {
              "total": 10},
     "bye": {"k": "bye", "r": 0, "status": 0, "step": 10},
     "cmd": {"k": "cmd", "id": 1, "op": "stop", "arg": 0},
+    "cmd-stacks": {"k": "cmd", "id": 3, "op": "stacks", "arg": 3},
+    "stack": {"k": "stack", "r": 1, "t": 1, "tok": 3, "cut": False,
+              "text": 'Thread 0x00007f0000000001 (most recent call first):\n  File "t.py", line 9 in <module>\n'},
     "node": {"k": "node", "op": "join", "node": 1, "nnodes": 2, "nproc": 2, "host": "b", "pid": 7},
     "unknown": {"k": "future-kind", "r": 0, "x": [1, {"y": b"z"}]},
 }

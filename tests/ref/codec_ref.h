@@ -477,6 +477,23 @@ static int ref_decode_field(const msgpack_object *o, Msg *m, const CodecField *f
         st->val_len = n;
         return 0;
     }
+    case F_TEXT: { /* came after the reference: as codec_decode.c has it */
+        MsgStack *st = &m->u.stack;
+        if (o->type != MSGPACK_OBJECT_STR && o->type != MSGPACK_OBJECT_BIN)
+            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        uint32_t n = o->type == MSGPACK_OBJECT_STR ? o->via.str.size : o->via.bin.size;
+        const char *src = o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr : o->via.bin.ptr;
+        if (n > PROTO_MAX_STACK_BYTES) {
+            n = PROTO_MAX_STACK_BYTES, st->cut = true;
+            while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--; /* not inside a character */
+        }
+        char *v = malloc((size_t)n + 1);
+        if (!v) return err_set(err, errlen, "%s: out of memory for %" PRIu32 " bytes of text", kind, n);
+        free(st->text);
+        st->len = (uint32_t)codec_utf8_copy(v, (size_t)n + 1, src, n);
+        st->text = v;
+        return 0;
+    }
     case F_BURST: {
         MsgBurst *bu = &m->u.burst;
         if (o->type != MSGPACK_OBJECT_ARRAY)

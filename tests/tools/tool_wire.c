@@ -112,6 +112,15 @@ static void sample(Msg *m, MsgKind k)
         snprintf(m->u.info.model, sizeof m->u.info.model, "Sequential");
         m->u.info.params = 101770, m->u.info.batch_size = 64, m->u.info.dataset_size = 60000;
         break;
+    case MSG_STACK: {
+        static char text[] = "Thread 0x00007f0000000001 (most recent call first):\n"
+                             "  File \"train.py\", line 57 in save\n";
+        m->u.stack.token = 7;
+        m->u.stack.cut = false;
+        m->u.stack.text = text;
+        m->u.stack.len = sizeof text - 1;
+        break;
+    }
     case MSG_CMD:
         m->rank = -1; /* ddptop -> worker: no rank */
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
@@ -332,6 +341,11 @@ static void print_msg(const Msg *m)
     case MSG_BYE:
         put_i("status", m->u.bye.status);
         put_i("step", m->u.bye.step);
+        break;
+    case MSG_STACK:
+        put_i("tok", m->u.stack.token);
+        put_b("cut", m->u.stack.cut);
+        put_str("text", m->u.stack.text ? m->u.stack.text : "");
         break;
     case MSG_INFO:
         put_str("dataset", m->u.info.dataset);

@@ -126,6 +126,15 @@ static void fill_sample(Msg *m, MsgKind k)
         m->u.cmd.id = 12, m->u.cmd.arg = -1;
         snprintf(m->u.cmd.op, sizeof m->u.cmd.op, "ckpt");
         break;
+    case MSG_STACK: {
+        static const char dump[] = "Thread 0x00007f0000000001 (most recent call first):\n"
+                                   "  File \"train.py\", line 57 in save \xe2\x86\x93\n";
+        m->u.stack.token = 41, m->u.stack.cut = true;
+        m->u.stack.len = sizeof dump - 1;
+        m->u.stack.text = malloc(sizeof dump);
+        memcpy(m->u.stack.text, dump, sizeof dump);
+        break;
+    }
     case MSG_SET:
     case MSG_GET:
     case MSG_WAIT:
@@ -312,6 +321,15 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
         EQS(u.cmd.op);
         EQI(u.cmd.arg);
         break;
+    case MSG_STACK:
+        EQI(u.stack.token);
+        EQI(u.stack.cut);
+        EQU(u.stack.len);
+        if (a->u.stack.len && memcmp(a->u.stack.text, b->u.stack.text, a->u.stack.len + 1)) {
+            snprintf(why, whylen, "u.stack.text differs");
+            return 0;
+        }
+        break;
     case MSG_INFO:
         EQS(u.info.dataset);
         EQS(u.info.model);
@@ -455,7 +473,7 @@ static void test_names(void)
 {
     TEST_BEGIN("names");
     const char *wire[] = { "hello", "phase", "step", "coll", "shard", "ckpt", "log",  "beat", "bye",
-                           "cmd",   "set",   "get",  "wait", "val",   "eval", "node", "burst", "info" };
+                           "cmd",   "set",   "get",  "wait", "val",   "eval", "node", "burst", "info", "stack" };
     for (int k = MSG_HELLO; k < MSG__COUNT; k++) {
         CHECK(strcmp(msg_kind_name((MsgKind)k), wire[k - 1]) == 0, "kind %d is \"%s\"", k, msg_kind_name((MsgKind)k));
         CHECK(msg_kind_from_name(wire[k - 1]) == (MsgKind)k, "from \"%s\"", wire[k - 1]);
@@ -1546,6 +1564,7 @@ static void heap_part(Msg *m, void ***ptr, size_t *bytes)
     case MSG_WAIT:
     case MSG_VAL: *ptr = (void **)&m->u.store.val, *bytes = m->u.store.val_len; break;
     case MSG_BURST: *ptr = (void **)&m->u.burst.items, *bytes = m->u.burst.len; break;
+    case MSG_STACK: *ptr = (void **)&m->u.stack.text, *bytes = m->u.stack.len; break;
     default: break;
     }
 }
@@ -1945,6 +1964,102 @@ static void test_utf8_copy(void)
     TEST_END();
 }
 
+/* "stack" (a rank's every-thread dump, answering a "stacks" command):
+ * bounded text, cut where a sender sent more, cleaned UTF-8, str or bin,
+ * unknown keys skipped; the command's token rides in cmd's "arg". */
+static void test_stack(void)
+{
+    TEST_BEGIN("stack_text_bounded");
+    char err[256];
+    CodecBuf b;
+    codec_buf_init(&b);
+    Msg m, out;
+    /* the bound encodes; one byte more is refused, naming the limit */
+    msg_init(&m, MSG_STACK);
+    m.rank = 2, m.u.stack.token = 9;
+    m.u.stack.len = PROTO_MAX_STACK_BYTES;
+    m.u.stack.text = malloc(PROTO_MAX_STACK_BYTES + 2);
+    memset(m.u.stack.text, 'a', PROTO_MAX_STACK_BYTES + 1);
+    m.u.stack.text[PROTO_MAX_STACK_BYTES + 1] = 0;
+    CHECK(codec_encode(&m, &b, err, sizeof err) == 0, "64 KiB: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0 && out.u.stack.len == PROTO_MAX_STACK_BYTES &&
+              !out.u.stack.cut && out.u.stack.token == 9 && out.rank == 2 &&
+              out.u.stack.text[PROTO_MAX_STACK_BYTES] == 0,
+          "64 KiB back: len %u", (unsigned)out.u.stack.len);
+    msg_done(&out);
+    m.u.stack.len = PROTO_MAX_STACK_BYTES + 1;
+    CHECK(codec_encode(&m, &b, err, sizeof err) == -1 && strstr(err, "65536"), "64 KiB + 1 encoded: \"%s\"", err);
+    msg_done(&m);
+    CHECK(m.u.stack.text == NULL, "msg_done frees the text");
+
+    /* a peer that sends more: the first 64 KiB kept, cut between characters, said */
+    size_t big = PROTO_MAX_STACK_BYTES + 5000;
+    char *txt = malloc(big);
+    memset(txt, 'x', big);
+    memcpy(txt + PROTO_MAX_STACK_BYTES - 1, "\xe2\x86\x93", 3); /* an arrow across the bound */
+    TB t;
+    tb_head(&t, "stack", 3);
+    tb_str(&t, "r");
+    tb_int(&t, 1);
+    tb_str(&t, "tok");
+    tb_int(&t, 3);
+    tb_str(&t, "text");
+    msgpack_pack_str(&t.pk, big);
+    msgpack_pack_str_body(&t.pk, txt, big);
+    int rc = dec(t.sb.data, t.sb.size, &out, err, sizeof err);
+    CHECK(rc == 0 && out.kind == MSG_STACK && out.u.stack.cut && out.u.stack.len == PROTO_MAX_STACK_BYTES - 1 &&
+              strlen(out.u.stack.text) == out.u.stack.len,
+          "oversize text: rc %d cut %d len %u: %s", rc, out.u.stack.cut, (unsigned)out.u.stack.len, err);
+    msg_done(&out);
+    tb_done(&t);
+    free(txt);
+
+    /* bad bytes come out as '?'; a bin is taken as text; an unknown key is skipped */
+    tb_head(&t, "stack", 4);
+    tb_str(&t, "r");
+    tb_int(&t, 0);
+    tb_str(&t, "lines");
+    tb_int(&t, 7);
+    tb_str(&t, "tok");
+    tb_int(&t, 5);
+    tb_str(&t, "text");
+    msgpack_pack_bin(&t.pk, 6);
+    msgpack_pack_bin_body(&t.pk, "ab\xff\xc0" "cd", 6);
+    rc = dec(t.sb.data, t.sb.size, &out, err, sizeof err);
+    CHECK(rc == 0 && out.u.stack.token == 5 && !strcmp(out.u.stack.text, "ab??cd") && out.u.stack.len == 6,
+          "bin text: rc %d \"%s\" %s", rc, out.u.stack.text ? out.u.stack.text : "(null)", err);
+    msg_done(&out);
+    tb_done(&t);
+
+    /* the text must be text */
+    tb_head(&t, "stack", 1);
+    tb_str(&t, "text");
+    tb_int(&t, 5);
+    CHECK(dec(t.sb.data, t.sb.size, &out, err, sizeof err) == -1 && strstr(err, "\"text\" is not a string"),
+          "int text: \"%s\"", err);
+    tb_done(&t);
+
+    /* no text at all: an empty dump, not an error */
+    tb_head(&t, "stack", 1);
+    tb_str(&t, "tok");
+    tb_int(&t, 5);
+    CHECK(dec(t.sb.data, t.sb.size, &out, err, sizeof err) == 0 && out.u.stack.len == 0 && !out.u.stack.text,
+          "no text: %s", err);
+    msg_done(&out);
+    tb_done(&t);
+
+    /* ddptop's ask: cmd "stacks", the look's token in arg */
+    msg_init(&m, MSG_CMD);
+    m.u.cmd.id = 17, m.u.cmd.arg = 17;
+    snprintf(m.u.cmd.op, sizeof m.u.cmd.op, "stacks");
+    CHECK(codec_encode(&m, &b, err, sizeof err) == 0, "stacks cmd: %s", err);
+    CHECK(dec(b.data, b.len, &out, err, sizeof err) == 0 && out.kind == MSG_CMD && !strcmp(out.u.cmd.op, "stacks") &&
+              out.u.cmd.arg == 17,
+          "stacks cmd back: %s", err);
+    codec_buf_done(&b);
+    TEST_END();
+}
+
 int main(void)
 {
     test_names();
@@ -1974,5 +2089,6 @@ int main(void)
     test_unpack_matches_msgpack_c();
     test_decode_matches_reference();
     test_burst();
+    test_stack();
     CHECK_EXIT();
 }

@@ -196,6 +196,14 @@ static void rand_msg(Msg *m, MsgKind k, int32_t rank, int depth)
             break;
         }
         case F_BURST: rand_items(m, depth); break;
+        case F_TEXT: {
+            MsgStack *s = &m->u.stack;
+            s->len = (uint32_t)below(40);
+            s->text = malloc(s->len + 1);
+            for (uint32_t j = 0; j < s->len; j++) s->text[j] = (char)(' ' + below(95));
+            s->text[s->len] = 0;
+            break;
+        }
         }
     }
 }
@@ -508,6 +516,7 @@ static void heap_part(Msg *m, void ***ptr, size_t *bytes)
     case MSG_WAIT:
     case MSG_VAL: *ptr = (void **)&m->u.store.val, *bytes = m->u.store.val_len; break;
     case MSG_BURST: *ptr = (void **)&m->u.burst.items, *bytes = m->u.burst.len; break;
+    case MSG_STACK: *ptr = (void **)&m->u.stack.text, *bytes = m->u.stack.len; break;
     default: break;
     }
 }

@@ -226,5 +226,27 @@ int main(void)
     stacktree_free(&t);
     TEST_END();
 
+    /* A look's text that starts with the rest of the previous look's dump
+     * (it was still being written when the second look began): each
+     * thread once, from the newer dump. */
+    TEST_BEGIN("faulthandler_thread_twice_its_last_block_counts");
+    t = stacktree_new(1, 0);
+    const char *two = "Thread 0x00000000000000b2 (most recent call first):\n"
+                      "  File \"slow.py\", line 5 in dump_1\n"
+                      "\n"
+                      "Thread 0x00000000000000a1 (most recent call first):\n"
+                      "  File \"slow.py\", line 9 in dump_2\n"
+                      "\n"
+                      "Thread 0x00000000000000b2 (most recent call first):\n"
+                      "  File \"slow.py\", line 5 in dump_2\n";
+    CHECK(stacktree_add_faulthandler(t, 0, two, strlen(two), 1) == 2, "two threads, not three");
+    nr = stacktree_rows(t, rows, 64);
+    bool old = false;
+    for (int i = 0; i < nr; i++) old = old || strstr(rows[i].label, "dump_1");
+    CHECK(nr == 2 && stacktree_stacks(t) == 2 && !old, "%d rows, %d stacks, the older dump's block %s", nr,
+          stacktree_stacks(t), old ? "kept" : "dropped");
+    stacktree_free(&t);
+    TEST_END();
+
     CHECK_EXIT();
 }

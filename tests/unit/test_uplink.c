@@ -113,8 +113,75 @@ static void test_bursts_on_the_grid(void)
     TEST_END();
 }
 
+/* ddptop asks only torch ranks for their stacks, but a "stacks" command
+ * reaching this worker (a newer ddptop, a hand-made one) is skipped: none
+ * reaches the trainer or takes room in its command queue, and the command
+ * after a hundred of them still comes. */
+static void test_stacks_ask_skipped(void)
+{
+    TEST_BEGIN("stacks_asks_skipped_commands_still_come");
+    char dir[256], err[256], ctl_ep[300], tel_ep[300];
+    CHECK(zs_private_dir(dir, sizeof dir, err, sizeof err) == 0, "zs_private_dir: %s", err);
+    snprintf(ctl_ep, sizeof ctl_ep, "ipc://%s/ctl", dir);
+    snprintf(tel_ep, sizeof tel_ep, "ipc://%s/tel", dir);
+    void *ctx = zmq_ctx_new();
+    void *pull = zmq_socket(ctx, ZMQ_PULL), *router = zmq_socket(ctx, ZMQ_ROUTER);
+    int timeout_ms = 2000, zero = 0;
+    zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(pull, ZMQ_LINGER, &zero, sizeof zero);
+    CHECK(zmq_bind(pull, tel_ep) == 0 && zmq_bind(router, ctl_ep) == 0, "bind: %s", zmq_strerror(zmq_errno()));
+    Uplink *u = NULL;
+    CHECK(uplink_open(&u, ctl_ep, tel_ep, 3, NULL, err, sizeof err) == 0, "uplink_open: %s", err);
+    if (!u) return;
+    Msg hello;
+    msg_init(&hello, MSG_HELLO); /* on ctl: the router learns the rank's routing id */
+    hello.rank = 3;
+    CHECK(uplink_send_important(u, &hello) == 0, "hello not sent");
+    char ident[ZS_IDENT_MAX];
+    size_t ident_len = 0;
+    Msg in;
+    CHECK(zs_recv_from(router, ident, &ident_len, &in, 0, err, sizeof err) == 0 && in.kind == MSG_HELLO,
+          "no hello on ctl: %s", err);
+    msg_done(&in);
+    CodecBuf b;
+    codec_buf_init(&b);
+    for (int i = 1; i <= 100; i++) { /* more than the worker's command queue holds */
+        Msg c;
+        msg_init(&c, MSG_CMD);
+        c.u.cmd.id = c.u.cmd.arg = i;
+        snprintf(c.u.cmd.op, sizeof c.u.cmd.op, "stacks");
+        CHECK(zs_send_to(router, ident, ident_len, &c, &b, 0, err, sizeof err) == 0, "send stacks %d: %s", i, err);
+    }
+    Msg ck;
+    msg_init(&ck, MSG_CMD);
+    ck.u.cmd.id = 1;
+    snprintf(ck.u.cmd.op, sizeof ck.u.cmd.op, "ckpt");
+    CHECK(zs_send_to(router, ident, ident_len, &ck, &b, 0, err, sizeof err) == 0, "send ckpt: %s", err);
+    MsgCmd got;
+    int n = 0, stacks = 0, ckpt = 0;
+    for (int tries = 0; tries < 200 && !ckpt; tries++) {
+        int rc;
+        while ((rc = uplink_next_cmd(u, &got)) == 1) {
+            n++;
+            stacks += !strcmp(got.op, "stacks");
+            ckpt += !strcmp(got.op, "ckpt");
+        }
+        CHECK(rc == 0, "uplink_next_cmd: %d", rc);
+        if (!ckpt) sleep_ns(10000000);
+    }
+    CHECK(ckpt == 1 && stacks == 0 && n == 1, "commands out: %d (%d stacks, %d ckpt)", n, stacks, ckpt);
+    codec_buf_done(&b);
+    uplink_close(&u, 0);
+    zmq_close(pull);
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    TEST_END();
+}
+
 int main(void)
 {
     test_bursts_on_the_grid();
+    test_stacks_ask_skipped();
     return check_failures_ != 0;
 }

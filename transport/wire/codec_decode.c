@@ -236,6 +236,24 @@ static int decode_field(const uint8_t *p, const Val *val, Msg *m, const char *ki
         st->val_len = n;
         return 0;
     }
+    case F_TEXT: {
+        MsgStack *st = &m->u.stack;
+        if (o->type != MSGPACK_OBJECT_STR && o->type != MSGPACK_OBJECT_BIN)
+            return err_set(err, errlen, "%s: key \"%s\" is not a string", kind, f->key);
+        uint32_t n = o->type == MSGPACK_OBJECT_STR ? o->via.str.size : o->via.bin.size;
+        const char *src = o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr : o->via.bin.ptr;
+        /* longer: cut, as a fixed string is, and said in "cut" */
+        if (n > PROTO_MAX_STACK_BYTES) {
+            n = PROTO_MAX_STACK_BYTES, st->cut = true;
+            while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--; /* not inside a character */
+        }
+        char *v = malloc((size_t)n + 1);
+        if (!v) return err_set(err, errlen, "%s: out of memory for %" PRIu32 " bytes of text", kind, n);
+        free(st->text); /* a repeated key replaces, it does not leak */
+        st->len = (uint32_t)codec_utf8_copy(v, (size_t)n + 1, src, n);
+        st->text = v;
+        return 0;
+    }
     case F_BURST: {
         MsgBurst *bu = &m->u.burst;
         if (o->type != MSGPACK_OBJECT_ARRAY)

@@ -164,6 +164,25 @@ static int pack_field(msgpack_packer *pk, const Msg *m, const CodecField *f, cha
         }
         return msgpack_pack_bin(pk, st->val_len) || msgpack_pack_bin_body(pk, st->val, st->val_len);
     }
+    case F_TEXT: {
+        const MsgStack *st = &m->u.stack;
+        if (st->len > PROTO_MAX_STACK_BYTES) {
+            err_set(err, errlen, "%s: text of %" PRIu32 " bytes, more than the %u allowed", kind, st->len,
+                    PROTO_MAX_STACK_BYTES);
+            return -2;
+        }
+        if (st->len && !st->text) {
+            err_set(err, errlen, "%s: len is %" PRIu32 " but text is NULL", kind, st->len);
+            return -2;
+        }
+        /* well-formed UTF-8 (Python's msgpack refuses a str with a bad byte) */
+        char *tmp = malloc((size_t)st->len + 1);
+        if (!tmp) return -1;
+        size_t n = codec_utf8_copy(tmp, (size_t)st->len + 1, st->text ? st->text : "", st->len);
+        int rc = msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, tmp, n);
+        free(tmp);
+        return rc;
+    }
     case F_BURST: {
         const MsgBurst *bu = &m->u.burst;
         if (bu->n > PROTO_MAX_BURST) {

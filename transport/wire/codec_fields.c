@@ -156,6 +156,13 @@ static const CodecField info_fields[] = {
 };
 // clang-format on
 
+/* "stack": a rank's dump for the look whose command carried token "tok". */
+static const CodecField stack_fields[] = {
+    FLD("tok", F_I64, stack.token),
+    FLD("cut", F_BOOL, stack.cut),
+    FLD("text", F_TEXT, stack),
+};
+
 /* A burst's messages travel as bins inside "m" (listed in codec_priv.h). */
 static const CodecField burst_fields[] = { CODEC_BURST_FIELDS(FLD_ITEM) };
 
@@ -170,6 +177,7 @@ const CodecFields codec_kind_fields[MSG__COUNT] = {
     [MSG_CMD] = TABLE(cmd_fields),     [MSG_SET] = TABLE(set_fields),     [MSG_GET] = TABLE(get_fields),
     [MSG_WAIT] = TABLE(get_fields),    [MSG_VAL] = TABLE(val_fields),     [MSG_EVAL] = TABLE(eval_fields),
     [MSG_NODE] = TABLE(node_fields),   [MSG_BURST] = TABLE(burst_fields), [MSG_INFO] = TABLE(info_fields),
+    [MSG_STACK] = TABLE(stack_fields),
 };
 
 /* ---- UTF-8 ---------------------------------------------------------------

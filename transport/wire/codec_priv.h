@@ -30,6 +30,7 @@ typedef enum {
     F_IDX,   /* msgpack array of int: MsgShard idx/n_idx */
     F_BIN,   /* msgpack bin: MsgStore val/val_len */
     F_BURST, /* msgpack array of bin: MsgBurst n/len/items */
+    F_TEXT,  /* msgpack str (bin accepted): MsgStack text/len, PROTO_MAX_STACK_BYTES */
 } CodecFieldType;
 
 typedef struct {

@@ -36,6 +36,7 @@ static const char *const kind_names[MSG__COUNT] = {
     [MSG_NODE] = "node",
     [MSG_BURST] = "burst",
     [MSG_INFO] = "info",
+    [MSG_STACK] = "stack",
 };
 // clang-format on
 
@@ -97,6 +98,7 @@ static size_t member_bytes(MsgKind kind)
     case MSG_NODE: return sizeof(MsgNode);
     case MSG_BURST: return sizeof(MsgBurst);
     case MSG_INFO: return sizeof(MsgInfo);
+    case MSG_STACK: return sizeof(MsgStack);
     default: return sizeof(((Msg *)0)->u);
     }
 }
@@ -125,6 +127,11 @@ void msg_done(Msg *m)
         free(m->u.store.val);
         m->u.store.val = NULL;
         m->u.store.val_len = 0;
+        break;
+    case MSG_STACK:
+        free(m->u.stack.text);
+        m->u.stack.text = NULL;
+        m->u.stack.len = 0;
         break;
     case MSG_BURST:
         free(m->u.burst.items);

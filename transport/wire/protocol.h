@@ -33,6 +33,10 @@
 /* Most messages one burst carries (the burst also stays within
  * PROTO_MAX_FRAME_BYTES). */
 #define PROTO_MAX_BURST       4096u
+/* Most bytes of a stack message's text (a rank's every-thread dump): the
+ * encoder refuses more, the decoder keeps the first this many (cut at a
+ * character). A sender cuts at a line and sets "cut". */
+#define PROTO_MAX_STACK_BYTES (64u << 10)
 
 /* Fixed string sizes: decoders truncate longer strings (NUL-terminated). */
 #define PROTO_STR_SHORT 32
@@ -69,6 +73,9 @@ typedef enum {
     /* worker -> ddptop: what it learned of the job after its hello (a torch
      * script's model at DDP, its data at the first batch) */
     MSG_INFO,
+    /* worker -> ddptop (on ctl): one rank's every-thread stack dump,
+     * answering a "stacks" command */
+    MSG_STACK,
     MSG__COUNT
 } MsgKind;
 
@@ -231,9 +238,19 @@ typedef struct {
     uint8_t *items; /* heap-owned after decode; msg_done frees */
 } MsgBurst;
 
+/* One rank's stacks, every thread, as Python's faulthandler writes them
+ * (model/pystack.h's format), sent by the torch adapter's heartbeat thread
+ * when a "stacks" command asks (cmd arg = token). */
+typedef struct {
+    int64_t token; /* the asking command's arg: a reply to an older look is ignored */
+    bool cut;      /* the sender cut the dump to fit PROTO_MAX_STACK_BYTES */
+    uint32_t len;  /* bytes of text */
+    char *text;    /* heap-owned after decode, NUL-terminated UTF-8; msg_done frees */
+} MsgStack;
+
 typedef struct {
     int64_t id;               /* per-op sequence number, from 1 */
-    char op[PROTO_STR_SHORT]; /* "ckpt", "stop", "pause", "resume", "ping" */
+    char op[PROTO_STR_SHORT]; /* "ckpt", "stop", "pause", "resume", "ping", "fault", "stacks" */
     int64_t arg;
 } MsgCmd;
 
@@ -267,6 +284,7 @@ typedef struct {
         MsgNode node;
         MsgBurst burst;
         MsgInfo info;
+        MsgStack stack;
     } u;
 } Msg;
 
@@ -280,7 +298,7 @@ void msg_init_member(Msg *m, MsgKind kind);
 /* Bytes from the start of a Msg of this kind that msg_init_member defines:
  * the envelope and the kind's member (the whole Msg for no kind). */
 size_t msg_defined_bytes(MsgKind kind);
-/* Free heap parts a decode allocated (shard indices, store values, burst items). It frees
+/* Free heap parts a decode allocated (shard indices, store values, burst items, stack text). It frees
  * idx/val whoever set them: on a message built around your own arrays, don't. */
 void msg_done(Msg *m);
 

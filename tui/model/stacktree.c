@@ -186,30 +186,57 @@ int stacktree_add(StackTree *t, int rank, uint64_t thread, const char *const *fr
     return 0;
 }
 
+/* Thread blocks of one text remembered for "the last block of a thread
+ * counts": faulthandler writes at most 100 threads a dump. */
+#define DUMP_BLOCKS_MAX 1024
+
 typedef struct {
     StackTree *t;
     int rank;
     uint64_t token;
     int added;
+    int n;                                   /* blocks seen this pass */
+    unsigned long long ids[DUMP_BLOCKS_MAX]; /* pass 1: each block's thread id */
+    int n_ids;
+    bool adding; /* pass 2 */
 } DumpCtx;
 
 static void add_thread(void *ctx, const PyStackThread *th)
 {
     DumpCtx *d = ctx;
+    int i = d->n++;
+    if (!d->adding) {
+        if (i < DUMP_BLOCKS_MAX) d->ids[d->n_ids++] = th->id;
+        return;
+    }
+    /* a thread named again later in the text (a second dump after the
+     * rest of an earlier one): its later block counts */
+    for (int j = i + 1; th->id && i < d->n_ids && j < d->n_ids; j++)
+        if (d->ids[j] == th->id) return;
     if (th->beat) return; /* the adapter's heartbeat thread, which wrote the dump: the same on every rank */
     const char *frames[PYSTACK_FRAMES_MAX];
-    for (int i = 0; i < th->n; i++) frames[i] = th->frame[i];
+    for (int k = 0; k < th->n; k++) frames[k] = th->frame[k];
     if (stacktree_add(d->t, d->rank, th->id, frames, th->n, d->token) == 0) d->added++;
 }
 
 int stacktree_add_faulthandler(StackTree *t, int rank, const char *text, size_t len, uint64_t token)
 {
     PyStackThread *th = malloc(sizeof *th);
-    if (!th) return 0;
-    DumpCtx d = { t, rank, token, 0 };
-    pystack_parse(text, len, th, add_thread, &d);
+    DumpCtx *d = calloc(1, sizeof *d);
+    if (!th || !d) {
+        free(th);
+        free(d);
+        return 0;
+    }
+    d->t = t, d->rank = rank, d->token = token;
+    pystack_parse(text, len, th, add_thread, d); /* the thread ids, in order */
+    d->n = 0;
+    d->adding = true;
+    pystack_parse(text, len, th, add_thread, d);
+    int added = d->added;
     free(th);
-    return d.added;
+    free(d);
+    return added;
 }
 
 void stacktree_compare(StackTree *t, const StackTree *prev)

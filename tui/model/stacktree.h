@@ -43,7 +43,9 @@ void stacktree_clear(StackTree *t);
 int stacktree_add(StackTree *t, int rank, uint64_t thread, const char *const *frames, int n, uint64_t token);
 /* Every thread of a faulthandler dump (model/pystack.h's format) of rank
  * but the torch adapter's heartbeat thread that wrote it (PyStackThread.
- * beat). Returns how many threads it added. */
+ * beat). A thread named twice in text (the rest of an earlier dump, then
+ * a new one) counts once, with its last block. Returns how many threads
+ * it added. */
 int stacktree_add_faulthandler(StackTree *t, int rank, const char *text, size_t len, uint64_t token);
 
 /* Mark the frames no rank moved through since prev (an earlier gathering

@@ -8,7 +8,8 @@
  * PR_SET_PDEATHSIG did not fire. The f menu sends "fault" commands whose
  * arg is fault_pack()'s (transport/wire/fault.h). The w key's stack
  * signal goes to one rank's process (Python's faulthandler answers in the
- * rank's log, read back here). Signals and the ladder are exits.c's. Main
+ * rank's log, read back here); the "stacks" ask of stacks.c's gatherings
+ * goes down ctl like any command. Signals and the ladder are exits.c's. Main
  * thread.
  */
 #include "run/internal.h"
@@ -51,6 +52,8 @@ static void send_cmd(Run *r, int rank, const char *op, int64_t id, int64_t arg)
     if (zs_send_to(r->ctl, ident, n, &m, &r->buf, ZMQ_DONTWAIT, err, sizeof err) == 0 && r->rec)
         recorder_write(r->rec, REC_SRC_SENT, r->buf.data, r->buf.len, mono_ns(), 0, err, sizeof err);
 }
+
+void run_ask_stacks(Run *r, int rank, int64_t token) { send_cmd(r, rank, "stacks", token, token); }
 
 void run_flush_cmds(Run *r)
 {

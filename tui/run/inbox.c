@@ -443,6 +443,7 @@ static inline void handle_tel(Run *r, Msg *m, Arrival at)
     case MSG_NODE:
     case MSG_CMD:
     case MSG_BURST: return; /* not a rank's to apply */
+    case MSG_STACK: run_gather_on_stack(r, m); return;
     default: apply_rank_msg(r, m, at);
     }
 }
@@ -472,6 +473,10 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arri
         return;
     }
     if (m->kind == MSG_NODE || m->kind == MSG_CMD || m->kind == MSG_BURST) return; /* not a rank's to apply */
+    if (m->kind == MSG_STACK) { /* a gathering's answer (stacks.c), not the job model's */
+        run_gather_on_stack(r, m);
+        return;
+    }
     apply_rank_msg(r, m, at);
     if (m->kind == MSG_HELLO && m->rank >= 0 && m->rank < r->job->world) {
         RunRank *rk = &r->rk[m->rank];

@@ -246,6 +246,10 @@ void run_request_stack(Run *r, int rank);
 /* Once a turn while a dump is awaited: read what the rank's log grew by
  * and show the stacks once it stops growing (or say none came in 3 s). */
 void run_stack_tick(Run *r);
+/* Ask rank's torch adapter for every thread's stack on the wire (cmd
+ * "stacks", arg token): its heartbeat thread answers with a "stack"
+ * message carrying the token (run_gather_on_stack). */
+void run_ask_stacks(Run *r, int rank, int64_t token);
 /* The signal that makes a Python rank dump its stacks (its *name). */
 int run_stack_signal(const char **name);
 /* A file's size; -1 when it cannot be read. */
@@ -264,6 +268,9 @@ void run_gather_viewer(Run *r, const void *ident, size_t ident_len, bool json);
 void run_gather_tick(Run *r);
 /* The job ends: a gathering under way delivers what it has. */
 void run_gather_finish(Run *r);
+/* A rank's "stack" reply: kept (its text taken out of m) when it answers
+ * this look's ask, else dropped (a late reply to an older look). */
+void run_gather_on_stack(Run *r, Msg *m);
 
 /* ---- exits.c ---- */
 /* Ranks still running: this node's children, the agents' ranks, or

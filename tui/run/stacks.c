@@ -1,15 +1,27 @@
 /* stacks.c — every rank's stacks merged into one tree (the t key, hangs
  * in --json, `ddptop stacks`). See internal.h and model/stacktree.h.
  *
- * A gathering looks twice, a second apart: each look signals every Python
- * rank this ddptop started here (the adapter's faulthandler dumps from its
- * heartbeat thread, so no blocking call of the script's is interrupted:
- * workers/python/ddptop/beat.py), reads what each rank's log grew by once
- * the logs have been quiet STACK_QUIET_MS (or after GATHER_WAIT_MS), and
- * adds every thread's stack to a tree; a rank that is not Python (ddptop's
- * own worker) adds its phase and its collective in flight as frames, from
- * its heartbeats. The second look's tree is compared with the first, so
- * the frames where no rank moved are marked. Main thread.
+ * A gathering looks twice, a second apart. Each look asks every Python
+ * rank one of two ways:
+ * - the signal path, for a rank this ddptop started on this host with its
+ *   own log: the stack signal makes the adapter's faulthandler dump from
+ *   its heartbeat thread (no blocking call of the script's is interrupted,
+ *   and it works even where no Python thread can run: workers/python/
+ *   ddptop/beat.py), and ddptop reads what the rank's log grew by once the
+ *   logs have been quiet GATHER_QUIET_MS (or after GATHER_WAIT_MS);
+ * - the wire path, for every other Python rank (`ddptop listen`, other
+ *   nodes', the ranks a script spawned, which share one log): a "stacks"
+ *   command on ctl whose arg is the look's token; the adapter's heartbeat
+ *   thread dumps every thread into a file of its own and sends the text
+ *   back in one "stack" message with the token (docs/PROTOCOL.md), so a
+ *   late answer to an older look is dropped.
+ * Every thread's stack goes into a tree; a rank that answered neither way
+ * within GATHER_WAIT_MS says so; a rank that is not Python (ddptop's own
+ * worker) adds its phase and its collective in flight as frames, from its
+ * heartbeats. The second look's tree is compared with the first, so the
+ * frames where no rank moved are marked. The second look's signal waits
+ * until every signalled log has been quiet GATHER_QUIET_MS (a first dump
+ * still being written is not read as the second's). Main thread.
  */
 #include "run/internal.h"
 
@@ -31,6 +43,9 @@
 #define GATHER_VIEWERS  16
 #define GATHER_TEXT_MAX (1L << 20)
 #define GATHER_CHUNK    480 /* of a log message's 512 bytes */
+#define GATHER_REPORT_RANKS 64 /* ranks whose own dump a hang report keeps (report.c's REPORT_RANKS_MAX) */
+
+enum { VIA_NONE = 0, VIA_LOG, VIA_WIRE }; /* how a rank was asked this look */
 
 typedef struct RunGather {
     bool on;
@@ -40,6 +55,12 @@ typedef struct RunGather {
     bool tui_shown; /* the page opened on this gathering's first look */
     int64_t asked_ms, grew_ms, next_ms;
     long *off, *size; /* [world]; off -1: not signalled this look */
+    int64_t token;    /* this look's, for the wire path's answers */
+    unsigned char *via; /* [world] VIA_* */
+    char **text;      /* [world] the wire path's answers this look (NULL: none yet) */
+    uint32_t *len;
+    int wire_asked, wire_got;
+    int64_t looked_ms; /* the first look's end: how long the second may wait for quiet logs */
     StackTree *prev, *cur;
     int n_viewers;
     struct {
@@ -57,11 +78,17 @@ static RunGather *gather_get(Run *r)
     if (!g) return NULL;
     g->off = malloc((size_t)world * sizeof *g->off);
     g->size = malloc((size_t)world * sizeof *g->size);
+    g->via = calloc((size_t)world, sizeof *g->via);
+    g->text = calloc((size_t)world, sizeof *g->text);
+    g->len = calloc((size_t)world, sizeof *g->len);
     g->prev = stacktree_new(world, 0);
     g->cur = stacktree_new(world, 0);
-    if (!g->off || !g->size || !g->prev || !g->cur) {
+    if (!g->off || !g->size || !g->via || !g->text || !g->len || !g->prev || !g->cur) {
         free(g->off);
         free(g->size);
+        free(g->via);
+        free(g->text);
+        free(g->len);
         stacktree_free(&g->prev);
         stacktree_free(&g->cur);
         free(g);
@@ -71,32 +98,68 @@ static RunGather *gather_get(Run *r)
     return g;
 }
 
-/* The Python process of a rank this ddptop can signal, or -1. */
+/* The Python process of a rank this ddptop can signal and whose log is
+ * its own, or -1 (listen, other nodes, and the ranks a script spawned,
+ * which share the launched process's log: the wire path's). */
 static int python_pid(const Run *r, int rank)
 {
     const JobRank *jr = &r->job->ranks[rank];
-    if (r->external || !jr->python || jr->state != RANK_ALIVE) return -1;
+    if (r->external || r->follow.on || !jr->python || jr->state != RANK_ALIVE) return -1;
     pid_t pid = launcher_pid(r->l, rank);
     if (pid <= 0) return -1;
     /* the process that said hello: the interpreter, even under a wrapper that forked */
     return jr->pid > 0 ? (int)jr->pid : (int)pid;
 }
 
-/* One look: signal every Python rank here, note where its log was. */
+static void drop_answers(RunGather *g, int world)
+{
+    for (int k = 0; k < world; k++) {
+        free(g->text[k]);
+        g->text[k] = NULL;
+        g->len[k] = 0;
+    }
+}
+
+/* One look: signal every Python rank here (noting where its log was), ask
+ * every other reachable Python rank on the wire. */
 static void look(Run *r, RunGather *g)
 {
     const char *signame;
     int sig = run_stack_signal(&signame);
+    drop_answers(g, r->job->world);
+    g->token++;
+    g->wire_asked = g->wire_got = 0;
     for (int k = 0; k < r->job->world; k++) {
+        const JobRank *jr = &r->job->ranks[k];
         g->off[k] = -1;
+        g->via[k] = VIA_NONE;
         int pid = python_pid(r, k);
-        if (pid <= 0) continue;
-        long off = run_file_size(launcher_log_path(r->l, k));
+        long off = pid > 0 ? run_file_size(launcher_log_path(r->l, k)) : -1;
         /* only a process with the adapter's handler: the signal's default would end it */
-        if (off >= 0 && procstat_catches(pid, sig) == 1 && kill(pid, sig) == 0) g->off[k] = g->size[k] = off;
+        if (off >= 0 && procstat_catches(pid, sig) == 1 && kill(pid, sig) == 0) {
+            g->off[k] = g->size[k] = off;
+            g->via[k] = VIA_LOG;
+        } else if (jr->python && jr->state == RANK_ALIVE && r->rk && r->rk[k].routable) {
+            run_ask_stacks(r, k, g->token);
+            g->via[k] = VIA_WIRE;
+            g->wire_asked++;
+        }
     }
     g->asked_ms = g->grew_ms = mono_ms();
     g->waiting = false;
+}
+
+void run_gather_on_stack(Run *r, Msg *m)
+{
+    RunGather *g = r->gather;
+    int k = m->rank;
+    if (!g || !g->on || g->waiting || !r->job || k < 0 || k >= r->job->world) return;
+    if (g->via[k] != VIA_WIRE || m->u.stack.token != g->token || g->text[k]) return; /* not this look's */
+    g->text[k] = m->u.stack.text ? m->u.stack.text : strdup("");
+    g->len[k] = m->u.stack.text ? m->u.stack.len : 0;
+    m->u.stack.text = NULL; /* kept here now */
+    m->u.stack.len = 0;
+    if (g->text[k]) g->wire_got++;
 }
 
 void run_gather_start(Run *r, unsigned want)
@@ -186,6 +249,12 @@ static void build(Run *r, RunGather *g, StackTree *t)
         const JobRank *jr = &r->job->ranks[k];
         /* a rank that trained on between the looks moved, whatever line both caught */
         uint64_t token = (uint64_t)(jr->have_beat ? jr->beat.step : jr->have_step ? jr->last.step : -1);
+        if (g->via[k] == VIA_WIRE) {
+            if (g->text[k] && stacktree_add_faulthandler(t, k, g->text[k], g->len[k], token) > 0) continue;
+            const char *frames[1] = { g->text[k] ? "(no Python stack in its answer)" : "(no stack within 3 s)" };
+            stacktree_add(t, k, 0, frames, 1, token);
+            continue;
+        }
         if (g->off[k] >= 0 && text) {
             long n = g->size[k] - g->off[k];
             if (n > GATHER_READ_MAX) n = GATHER_READ_MAX;
@@ -201,11 +270,8 @@ static void build(Run *r, RunGather *g, StackTree *t)
             continue;
         }
         char why[STACKTREE_LABEL];
-        if (jr->python && (r->external || launcher_pid(r->l, k) <= 0))
-            snprintf(why, sizeof why, "(Python on %.40s: stacks are read there)",
-                     jr->host[0] ? jr->host : "another node");
-        else if (jr->python && jr->state == RANK_ALIVE)
-            snprintf(why, sizeof why, "(Python, no handler for the stack signal)");
+        if (jr->python && jr->state == RANK_ALIVE) /* no hello on ctl: no route to ask it */
+            snprintf(why, sizeof why, "(Python on %.40s: not reachable on ctl)", jr->host[0] ? jr->host : "?");
         else
             snprintf(why, sizeof why, "ddptop-worker");
         add_known(r, t, k, token, why);
@@ -213,20 +279,35 @@ static void build(Run *r, RunGather *g, StackTree *t)
     free(text);
 }
 
-/* The logs of this look: all grew and are quiet, or time is up. */
-static bool look_done(Run *r, RunGather *g, int64_t now)
+/* Whether a signalled rank's log grew since last seen (g->size, g->grew_ms
+ * follow it); *all_grew (may be NULL): every signalled log grew this look. */
+static bool logs_grow(Run *r, RunGather *g, int64_t now, bool *all_grew)
 {
-    bool all = true;
+    bool grew = false, all = true;
     for (int k = 0; k < r->job->world; k++) {
         if (g->off[k] < 0) continue;
         long size = run_file_size(launcher_log_path(r->l, k));
         if (size > g->size[k]) {
             g->size[k] = size;
             g->grew_ms = now;
+            grew = true;
         }
         if (g->size[k] == g->off[k]) all = false;
     }
-    return (all && now - g->grew_ms >= GATHER_QUIET_MS) || now - g->asked_ms >= GATHER_WAIT_MS;
+    if (all_grew) *all_grew = all;
+    return grew;
+}
+
+/* This look: every signalled log grew and is quiet and every wire answer
+ * is in, or time is up. */
+static bool look_done(Run *r, RunGather *g, int64_t now)
+{
+    bool all = true;
+    logs_grow(r, g, now, &all);
+    bool any_log = false;
+    for (int k = 0; k < r->job->world && !any_log; k++) any_log = g->off[k] >= 0;
+    bool logs_in = all && (!any_log || now - g->grew_ms >= GATHER_QUIET_MS);
+    return (logs_in && g->wire_got == g->wire_asked) || now - g->asked_ms >= GATHER_WAIT_MS;
 }
 
 static void head_line(const Run *r, const StackTree *t, char *out, size_t len)
@@ -256,6 +337,21 @@ static void to_viewer(Run *r, const char *ident, size_t len, const char *text, c
     viewers_tell(r->viewers, r->ctl, ident, len, "stacks-end", end);
 }
 
+/* The wire path's answers into a hang report's stacks/ (report.c copies
+ * the signalled ranks' from their logs). */
+static void report_answers(Run *r, const RunGather *g, const char *dir)
+{
+    for (int k = 0; k < r->job->world && k < GATHER_REPORT_RANKS; k++) {
+        if (g->via[k] != VIA_WIRE || !g->text[k]) continue;
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/stacks/rank-%d.txt", dir, k);
+        FILE *f = fopen(path, "w");
+        if (!f) continue;
+        fwrite(g->text[k], 1, g->len[k], f);
+        fclose(f);
+    }
+}
+
 /* The tree to whoever waits: final after the second look. */
 static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
 {
@@ -278,8 +374,10 @@ static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
     if ((g->want & RUN_GATHER_HANG) && !r->tui) view_headless_stacks(&r->hl, r->job, t, mono_ns());
     if (g->want & RUN_GATHER_REPORT) {
         char dir[PATH_MAX];
-        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0)
+        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0) {
+            report_answers(r, g, dir);
             job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report written: %s", dir);
+        }
         else
             job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report: no directory could be made");
     }
@@ -306,12 +404,17 @@ void run_gather_tick(Run *r)
     if (!g || !g->on) return;
     int64_t now = mono_ms();
     if (g->waiting) {
-        if (now >= g->next_ms) look(r, g);
+        /* a first dump still being written would be read as the second's:
+         * the second look waits for quiet logs (at most GATHER_WAIT_MS more) */
+        logs_grow(r, g, now, NULL);
+        bool quiet = now - g->grew_ms >= GATHER_QUIET_MS || now - g->looked_ms >= GATHER_WAIT_MS;
+        if (now >= g->next_ms && quiet) look(r, g);
         return;
     }
     if (!look_done(r, g, now)) return;
     build(r, g, g->cur);
     if (g->look == 1) {
+        g->looked_ms = now;
         deliver(r, g, g->cur, false);
         StackTree *t = g->prev;
         g->prev = g->cur;
@@ -344,6 +447,10 @@ void run_gather_finish(Run *r)
         }
     }
     if (g) {
+        drop_answers(g, r->job ? r->job->world : 0);
+        free(g->via);
+        free(g->text);
+        free(g->len);
         free(g->off);
         free(g->size);
         stacktree_free(&g->prev);

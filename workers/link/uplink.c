@@ -322,6 +322,10 @@ static void queue_cmd(Uplink *u, const MsgCmd *c)
         u->pinged = true;
         return;
     }
+    /* ddptop asks only the torch adapter's ranks for their stacks (this
+     * worker's are its phase and collective in its beats): nothing to
+     * queue, as for any op a newer ddptop sends that the trainer ignores */
+    if (!strcmp(c->op, "stacks")) return;
     if (!strcmp(c->op, "stop") && !u->stop_heard) {
         u->stop_heard = true;
         u->stop_arg = c->arg;

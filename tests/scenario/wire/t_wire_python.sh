@@ -64,6 +64,8 @@ EXPECT = {
     "bye": dict(r=3, status=0, step=9375),
     "eval": dict(r=3, epoch=3, step=1876, loss=0.40625, accuracy=0.8575, correct=8575, total=10000),
     "info": dict(r=3, dataset="FashionMNIST", model="Sequential", params=101770, batch=64, dataset_size=60000),
+    "stack": dict(r=3, tok=7, cut=False,
+                  text='Thread 0x00007f0000000001 (most recent call first):\n  File "train.py", line 57 in save\n'),
     "cmd": dict(id=12, op="ckpt", arg=-1),
     "set": dict(r=3, key="rdzv/nccl_id", val=VAL),
     "get": dict(r=3, key="rdzv/nccl_id", timeout_ms=30000),

@@ -13,7 +13,13 @@ stopped (SIGSTOP, Ctrl-Z), it trains on.
 
 faulthandler dumps every thread's Python stack to stderr (the rank's log)
 on SIGUSR1 (DDPTOP_STACK_SIGNAL names another), even while the
-interpreter is blocked. Only this thread takes that signal: every other
+interpreter is blocked. Where ddptop cannot read this rank's log (`ddptop
+listen`, another node, ranks a script spawned, which share one log), it
+asks on ctl instead (cmd "stacks", arg a token): this thread, which runs
+while the script's thread waits in a collective (torch releases the GIL),
+looks for such an ask every STACK_POLL_S, dumps every thread into a file
+of its own and sends the text back in one "stack" message with the token
+(at most STACK_MAX bytes, cut at a line; docs/PROTOCOL.md). Only this thread takes that signal: every other
 thread blocks it, so it never interrupts a blocking call of the script's
 thread (torch 1.13's TCPStore gives up on EINTR inside
 init_process_group, and poll() is never restarted, SA_RESTART or not).
@@ -23,6 +29,7 @@ import os
 import runpy
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -36,6 +43,10 @@ BEAT_S = 1.0
 # for, it is handed over this often: a script blocked in a collective after
 # ddptop fell behind otherwise delivered its backlog a socket-full a beat.
 PUMP_S = 0.05
+# How often the thread looks for ddptop's "stacks" ask between beats.
+STACK_POLL_S = 0.1
+# Most bytes of one answer (the wire's PROTO_MAX_STACK_BYTES).
+STACK_MAX = 64 << 10
 
 
 # Frames under these are the machinery, not the script's line a user looks for
@@ -88,6 +99,45 @@ def beat_once(r):
     r.up.flush()
 
 
+_DUMP = None
+
+
+def dump_stacks():
+    """Every thread's stack as faulthandler writes it (the text the stack
+    signal puts in the log), and whether it was cut to STACK_MAX bytes (at
+    a line)."""
+    global _DUMP
+    if _DUMP is None:
+        _DUMP = tempfile.TemporaryFile()
+    fd = _DUMP.fileno()
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.ftruncate(fd, 0)
+    faulthandler.dump_traceback(file=fd, all_threads=True)
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = b""
+    while len(data) <= STACK_MAX:
+        b = os.read(fd, STACK_MAX + 1 - len(data))
+        if not b:
+            break
+        data += b
+    cut = len(data) > STACK_MAX
+    text = data.decode("utf-8", "replace")
+    while len(text.encode("utf-8")) > STACK_MAX:
+        cut = True
+        b = text.encode("utf-8")[:STACK_MAX]
+        text = b[:b.rfind(b"\n") + 1].decode("utf-8", "ignore")
+    return text, cut
+
+
+def answer_stacks(r, token):
+    """ddptop's "stacks" ask: every thread's stack back on ctl, with its token."""
+    try:
+        text, cut = dump_stacks()
+    except (OSError, ValueError, RuntimeError) as e:
+        text, cut = f"(no dump: {e})\n", False
+    r.up.send_ctl("stack", {"tok": token, "cut": cut, "text": text})
+
+
 def _say(r, text):
     sys.stderr.write(f"ddptop-py rank {r.rank}: {text}\n")
     sys.stderr.flush()
@@ -116,11 +166,15 @@ def watch_front(r, fr, ping_timeout_s):
 def _loop(r, stop, ping_timeout_s, fr):
     next_beat = time.monotonic() + BEAT_S
     while True:
-        left = next_beat - time.monotonic()
+        left = min(next_beat - time.monotonic(), STACK_POLL_S)
         if left > PUMP_S and r.up.backlog():
             left = PUMP_S
         if stop.wait(max(0.0, left)):
             return
+        if r.hello_sent:
+            token = r.up.take_stack_ask()
+            if token is not None:
+                answer_stacks(r, token)
         if time.monotonic() < next_beat:
             r.up.write_backlog()
             continue

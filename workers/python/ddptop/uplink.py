@@ -223,6 +223,8 @@ class Uplink:
         self.burst_slot = 0
         self.cburst = None      # the C++ burst (_hook.Burst) where the extension runs: use_burst
         self.cmds = []
+        self.stack_ask = None   # the token of ddptop's latest "stacks" ask not answered yet (beat.py answers)
+        self.vals = {}          # store replies another thread's read took off ctl, by key (_store takes them)
         self.last_heard = time.monotonic()
         self.pinged = False
         self.important_wait_s = IMPORTANT_WAIT_S
@@ -373,12 +375,49 @@ class Uplink:
             if m is None:
                 continue
             if m["k"] == "cmd":
-                if m.get("op") == "ping":
-                    self.pinged = True
-                elif len(self.cmds) < CMD_QUEUE:   # ddptop sends a handful; a flood is dropped
-                    self.cmds.append(m)
-            elif m["k"] == "val" and want_key is not None and m.get("key") == want_key:
-                return m
+                self._take_cmd(m)
+            elif m["k"] == "val":
+                key = m.get("key")
+                if want_key is not None and key == want_key:
+                    return m
+                # the heartbeat thread's read (pings, stacks asks) while the
+                # script's thread waits for this reply: kept for _store
+                if isinstance(key, str) and len(self.vals) < CMD_QUEUE:
+                    self.vals[key] = m
+
+    def _take_cmd(self, m):
+        """A command from ddptop: a ping is heard, a "stacks" ask waits for
+        the heartbeat thread (the latest one only: an older look is over),
+        the rest for the script's thread (steer.py). Caller holds the lock."""
+        op = m.get("op")
+        if op == "ping":
+            self.pinged = True
+        elif op == "stacks":
+            arg = m.get("arg")
+            self.stack_ask = arg if isinstance(arg, int) else 0
+        elif len(self.cmds) < CMD_QUEUE:   # ddptop sends a handful; a flood is dropped
+            self.cmds.append(m)
+
+    def take_stack_ask(self):
+        """The token of a "stacks" ask that came and is not answered yet, or
+        None (reads ctl, and the telemetry stream, for it)."""
+        with self.lock:
+            self._read_ctl()
+            if self.stream is not None:
+                self._read_stream()
+            tok, self.stack_ask = self.stack_ask, None
+        return tok
+
+    def send_ctl(self, kind, fields):
+        """One frame on ctl without waiting: False when it was dropped."""
+        frame = wire.encode(kind, self.rank, fields)
+        with self.lock:
+            try:
+                self.ctl.send(frame, self.z.DONTWAIT)
+                return True
+            except self.z.Again:
+                self.drops += 1
+                return False
 
     def commands(self):
         """Commands that arrived since the last call (dicts: op, id, arg)."""
@@ -396,10 +435,7 @@ class Uplink:
                 continue
             self.last_heard = time.monotonic()
             if m["k"] == "cmd":
-                if m.get("op") == "ping":
-                    self.pinged = True
-                elif len(self.cmds) < CMD_QUEUE:
-                    self.cmds.append(m)
+                self._take_cmd(m)
 
     def silent_s(self, timeout_s):
         """Seconds ddptop has been silent when that exceeds timeout_s after
@@ -415,10 +451,14 @@ class Uplink:
 
     def _store(self, kind, key, fields, timeout_s):
         with self.lock:
+            self.vals.pop(key, None)    # an earlier request's late reply
             self.ctl.send(wire.encode(kind, self.rank, dict(key=key, **fields)))
         deadline = time.monotonic() + timeout_s + STORE_MARGIN_S
         while time.monotonic() < deadline:
             with self.lock:
+                m = self.vals.pop(key, None)
+                if m is not None:
+                    return m
                 if self.ctl.poll(50):
                     m = self._read_ctl(want_key=key)
                     if m is not None:
