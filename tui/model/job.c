@@ -594,6 +594,10 @@ __attribute__((always_inline)) static inline bool apply_msg(Job *j, const Msg *m
         if (!r->finished_ns) r->finished_ns = at.mono_ns;
         r->bye = true;
         r->bye_status = m->u.bye.status;
+        if (m->u.bye.refused[0] && !j->refused[0]) {
+            copy_str(j->refused, sizeof j->refused, m->u.bye.refused);
+            job_ev_add(j, at, r->rank, EV_ERROR, "rank %d refused to run: %.300s", r->rank, j->refused);
+        }
         if (m->u.bye.status != 0)
             job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld", r->rank,
                        (int)m->u.bye.status, (long long)m->u.bye.step);
