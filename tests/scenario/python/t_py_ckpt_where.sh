@@ -6,8 +6,10 @@
 # event, the header's "last checkpoint", the exit summary's line and, on
 # Ctrl-C, --json's last_ckpt_path and verdict give the full path; files take
 # the user's umask. An explicitly set DDPTOP_CKPT_DIR wins over the script's
-# directory (a script that never saved a file checkpoints into
-# DDPTOP_CKPT_DIR: t_py_ckpt_promise's ZeroRedundancyOptimizer part).
+# directory (Ctrl-C's checkpoint goes there, nothing beside model.pt); a
+# script that never saved a file checkpoints into DDPTOP_CKPT_DIR:
+# t_py_ckpt_promise's ZeroRedundancyOptimizer part. No fake frontend: it
+# runs under any torch (TORCH_PY=/work/venv-t2/bin/python too).
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
@@ -103,30 +105,26 @@ print(f"ok: Ctrl-C wrote {want}, named by last_ckpt_path and the verdict")
 PYEOF
 
 # 3. DDPTOP_CKPT_DIR set: it wins over the script's directory
-"$PY" - "$TMP" <<'PYEOF' || die "DDPTOP_CKPT_DIR did not win over the script's directory"
-import os, sys
-sys.path[:0] = ["tests/tools"]
-from fake_front import Front
-tmp = sys.argv[1]
-out = f"{tmp}/run3/out"
-os.makedirs(out)
-os.makedirs(f"{tmp}/l3")
-f = Front(os.path.abspath("workers/python/ddptop-worker-py"), world=2, args=[f"{tmp}/saver.py", out],
-          env={"DDPTOP_CKPT_DIR": f"{tmp}/ck"}, log_dir=f"{tmp}/l3")
-try:
-    assert f.wait_until(lambda f: os.path.exists(f"{out}/model.pt") and all(f.max_step(r) >= 6 for r in range(2)), 90), "no save"
-    f.cmd(0, "ckpt", 1)
-    assert f.wait_until(lambda f: [m for m in f.of("ckpt", 0) if "/ck/" in m["path"]], 30), "no checkpoint after c"
-    f.cmd(0, "stop", 1)
-    codes = f.finish(60)
-except BaseException:
-    print(f.logs())
-    raise
-assert codes == [0, 0], (codes, f.logs())
-ck = [m for m in f.of("ckpt", 0) if m["path"] != f"{out}/model.pt"]
-assert len(ck) == 2 and all(m["ok"] and m["path"] == f"{tmp}/ck/step-{m['step']:08d}" for m in ck), ck
+OUT3=$TMP/run3/out
+mkdir -p "$OUT3"
+DDPTOP_CKPT_DIR=$TMP/ck py_exec -n 2 --headless --json --log-dir "$TMP/logs3" -- "$TMP/saver.py" "$OUT3" \
+    >"$TMP/k.jsonl" 2>"$TMP/k.err" &
+dp=$!
+CLEANUPS+=("kill -9 $dp")
+wait_for 90 test -s "$OUT3/model.pt" || { cat "$TMP/k.err"; die "the script did not save (DDPTOP_CKPT_DIR)"; }
+wait_for 30 grep -q '"step":[1-9][0-9]' "$TMP/k.jsonl" || { tail -3 "$TMP/k.jsonl"; die "no steps (DDPTOP_CKPT_DIR)"; }
+kill -INT $dp
+ended_within 60 $dp || die "ddptop did not end after Ctrl-C (DDPTOP_CKPT_DIR)"
+[ $rc -eq 130 ] || { tail -3 "$TMP/k.jsonl" "$TMP/k.err"; die "exit $rc after Ctrl-C, want 130 (DDPTOP_CKPT_DIR)"; }
+"$PY" - "$TMP/k.jsonl" "$OUT3" "$TMP/ck" <<'PYEOF' || { tail -3 "$TMP/k.jsonl"; die "DDPTOP_CKPT_DIR did not win over the script's directory"; }
+import json, os, sys
+out, ck = sys.argv[2], sys.argv[3]
+s = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"k":"summary"' in l][-1]
+want = f"{ck}/step-{s['last_ckpt_step']:08d}"
+assert s["last_ckpt_path"] == want and os.path.isfile(f"{want}/model.safetensors"), (s, want)
+assert os.readlink(f"{ck}/latest") == os.path.basename(want)
 assert os.listdir(out) == ["model.pt"], os.listdir(out)
-print(f"ok: DDPTOP_CKPT_DIR set: c and d went to {tmp}/ck, nothing beside the script's model.pt")
+print(f"ok: DDPTOP_CKPT_DIR set: the stop's checkpoint went to {want}, nothing beside the script's model.pt")
 PYEOF
 wait_for 10 no_ranks || die "ranks left running: $(our_ranks)"
 echo "PASS: ddptop's checkpoints of a script go where it saves (DDPTOP_CKPT_DIR wins), named in full"
