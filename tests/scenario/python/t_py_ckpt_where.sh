@@ -9,7 +9,7 @@
 # directory (Ctrl-C's checkpoint goes there, nothing beside model.pt); a
 # script that never saved a file checkpoints into DDPTOP_CKPT_DIR:
 # t_py_ckpt_promise's ZeroRedundancyOptimizer part. No fake frontend: it
-# runs under any torch (TORCH_PY=/work/venv-t2/bin/python too).
+# runs under any torch (make test T=t_py_ckpt_where TORCH_PY=a torch 2.x python).
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
