@@ -303,6 +303,8 @@ static int exit_status(const Run *r)
 
 static bool job_over(Run *r, int running, int held, bool starting)
 {
+    /* a refusal (a bye's `refused`) heard after its exit was reaped: it would be refused again */
+    if (r->restart_pending && r->job->refused[0]) r->restart_pending = false;
     if (running == 0 && held == 0 && r->restart_pending) {
         char err[512];
         if (run_restart(r, err, sizeof err)) {

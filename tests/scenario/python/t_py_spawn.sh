@@ -64,17 +64,20 @@ rc=$?
     "$TMP/n2.txt" || { cat "$TMP/n2.txt"; die "-n 2 was not refused in one line that says why"; }
 # a call the check cannot see (getattr), of mp.spawn or of a Process whose
 # child calls init_process_group: refused when made, the job's last line
-# says why, exit 2 (a usage error, as before launch), nothing left running
+# says why, exit 2 (a usage error, as before launch), no --max-restarts
+# restart, nothing left running
 sed 's/mp\.spawn(demo_basic/getattr(mp, "spawn")(demo_basic/; s/ctx\.Process(/getattr(ctx, "Process")(/' \
     examples/ddp_spawn.py >"$TMP/hidden.py"
 grep -q 'getattr(mp, "spawn")' "$TMP/hidden.py" && grep -q 'getattr(ctx, "Process")' "$TMP/hidden.py" || die "no hidden calls"
 for start in spawn fork; do
     [ "$start" = spawn ] && what="torch.multiprocessing.spawn" || what="a process it started called init_process_group"
     port=$(free_port 1)
-    timeout 120 "$DDPTOP" run -n 2 --python "$PY" --headless "$TMP/hidden.py" --port "$port" --start $start \
-        >"$TMP/hid-$start.txt" 2>&1
+    # --max-restarts: a refusal is not run again
+    timeout 120 "$DDPTOP" run -n 2 --max-restarts 1 --python "$PY" --headless "$TMP/hidden.py" --port "$port" \
+        --start $start >"$TMP/hid-$start.txt" 2>&1
     rc=$?
     [ "$rc" = 2 ] || { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: exit $rc, not 2"; }
+    ! grep -q "restart 1/1" "$TMP/hid-$start.txt" || { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: restarted"; }
     grep -v "^ddptop: the ranks' logs are kept" "$TMP/hid-$start.txt" | tail -1 |
         grep -qx "job refused: ddptop run -n 2: the script starts its own ranks ($what), .*without -n .*" ||
         { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: the last line does not say why"; }
