@@ -106,7 +106,10 @@ static void fill_sample(Msg *m, MsgKind k)
         snprintf(b->where, sizeof b->where, "train.py:57 save_checkpoint");
         break;
     }
-    case MSG_BYE: m->u.bye.status = -2, m->u.bye.step = 9375; break;
+    case MSG_BYE:
+        m->u.bye.status = -2, m->u.bye.step = 9375;
+        snprintf(m->u.bye.refused, sizeof m->u.bye.refused, "ddptop run -n 2: the script starts its own ranks");
+        break;
     case MSG_NODE: /* a restart's launch: what every node's ranks are told */
         snprintf(m->u.node.op, sizeof m->u.node.op, "launch");
         snprintf(m->u.node.job, sizeof m->u.node.job, "ddptop-1-2");
@@ -307,6 +310,7 @@ static int msg_equal(const Msg *a, const Msg *b, char *why, size_t whylen)
     case MSG_BYE:
         EQI(u.bye.status);
         EQI(u.bye.step);
+        EQS(u.bye.refused);
         break;
     case MSG_NODE:
         EQS(u.node.op);

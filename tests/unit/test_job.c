@@ -180,6 +180,32 @@ static void test_info(void)
     CHECK(!strcmp(j->model, "mlp:784,256,256,10") && j->params == 269322, "the hello's model replaced: '%s'",
           j->model);
     job_free(&j);
+
+    /* a script's ranks restarted by ddptop (--max-restarts): their hellos name
+     * no model again while the job knows it from the first run's info; no
+     * rank "runs model  (0 params)" */
+    j = job_new(2, T0);
+    for (int run = 0; run < 2; run++) {
+        if (run) job_restart(j, t += MS);
+        for (int r = 0; r < 2; r++) {
+            msg_init(&m, MSG_HELLO);
+            m.rank = r;
+            m.u.hello.world = 2;
+            m.u.hello.pid = 100 + 10 * run + r;
+            job_apply(j, &m, t += MS, WALL);
+            if (r == 0 && !run) { /* rank 0's info before rank 1's hello */
+                msg_init(&m, MSG_INFO);
+                m.rank = 0;
+                snprintf(m.u.info.model, sizeof m.u.info.model, "Sequential");
+                m.u.info.params = 101770;
+                job_apply(j, &m, t += MS, WALL);
+            }
+        }
+    }
+    CHECK(!find_event(j, "runs model"), "a hello that names no model was taken for another model");
+    CHECK(!strcmp(j->model, "Sequential") && j->params == 101770, "the model forgotten: '%s' %lld", j->model,
+          (long long)j->params);
+    job_free(&j);
     TEST_END();
 }
 

@@ -3,13 +3,16 @@
  * "ok" false though every rank exits 0; a stop signal's run says "stopped
  * by Ctrl-C at step S" and whether the checkpoint was written; a rank the
  * ladder had to end stays a failure; a signal after the end changes
- * nothing; a lost checkpoint a later one superseded is only a warning. No sockets, no terminal.
+ * nothing; a lost checkpoint a later one superseded is only a warning; a
+ * rank whose bye says it refused to run as launched ends the job "job
+ * refused: WHY" (exit 2 in run/loop.c), not a failure. No sockets, no terminal.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "check.h"
 #include "model/job.h"
@@ -204,8 +207,48 @@ static void test_interrupted(void)
     TEST_END();
 }
 
+static void test_refused(void)
+{
+    TEST_BEGIN("a_refusal_is_the_verdict");
+    int64_t t = T0;
+    Job *j = job_new(2, T0);
+    attempt(j, 100, 1, 0, &t); /* hello, no step */
+    const char *why = "ddptop run -n 2: the script starts its own ranks (torch.multiprocessing.spawn), ...";
+    Msg m;
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_BYE);
+        m.rank = r;
+        m.u.bye.status = 2;
+        snprintf(m.u.bye.refused, sizeof m.u.bye.refused, "%s", why);
+        apply(j, &m, &t);
+        CHECK(job_outcome(j) == JOB_END_RUNNING, "outcome %d before the exits", job_outcome(j));
+    }
+    for (int r = 0; r < 2; r++) job_rank_exited(j, r, 100 + r, W_EXITCODE(2, 0), NULL, t += MS, WALL);
+    char v[1024];
+    job_verdict(j, v, sizeof v);
+    CHECK(job_outcome(j) == JOB_END_REFUSED && !job_ok(j), "outcome %d", job_outcome(j));
+    CHECK(!strncmp(v, "job refused: ", 13) && !strcmp(v + 13, why), "verdict '%s'", v);
+    CHECK(has_event(j, "rank 0 refused to run: ddptop run -n 2"), "no event");
+    job_free(&j);
+
+    /* exit 2 with a bye that says nothing (a script's own sys.exit(2)): a failure */
+    j = job_new(2, T0);
+    attempt(j, 100, 1, 0, &t);
+    for (int r = 0; r < 2; r++) {
+        msg_init(&m, MSG_BYE);
+        m.rank = r;
+        m.u.bye.status = 2;
+        apply(j, &m, &t);
+        job_rank_exited(j, r, 100 + r, W_EXITCODE(2, 0), NULL, t += MS, WALL);
+    }
+    CHECK(job_outcome(j) == JOB_END_FAILED, "outcome %d", job_outcome(j));
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
+    test_refused();
     test_lost_ckpt();
     test_interrupted();
     test_superseded();

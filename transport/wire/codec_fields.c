@@ -91,6 +91,7 @@ static const CodecField beat_fields[] = { CODEC_BEAT_FIELDS(FLD_ITEM) };
 static const CodecField bye_fields[] = {
     FLD("status", F_I32, bye.status),
     FLD("step", F_I64, bye.step),
+    FLD("refused", F_STR, bye.refused), /* added within v1: absent is "" */
 };
 
 static const CodecField cmd_fields[] = {

@@ -189,6 +189,9 @@ typedef struct {
 typedef struct {
     int32_t status; /* the exit status the worker will use */
     int64_t step;
+    /* "" or why the worker refused to run as launched, a usage error
+     * (-n N with a script that starts its own ranks): ddptop exits 2 */
+    char refused[PROTO_STR_LONG];
 } MsgBye;
 
 typedef struct {

@@ -280,8 +280,12 @@ static void apply_hello(Job *j, JobRank *r, const MsgHello *h, JobTime at)
         j->max_steps = h->max_steps;
         j->steps_per_epoch = h->steps_per_epoch;
         if (h->dataset_size > 0) j->dataset_size = h->dataset_size;
-    } else if (first && (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
-        /* DDP needs identical replicas; a mismatch ends in a hang or garbage */
+    } else if (first && (h->model[0] || h->params > 0) &&
+               (h->params != j->params || strncmp(h->model, j->model, sizeof j->model) != 0)) {
+        /* DDP needs identical replicas; a mismatch ends in a hang or garbage.
+         * A torch script's hello names no model (its info does, later): it
+         * differs from nothing, also after a restart, when the job still
+         * knows the model from the first run's info */
         job_ev_add(j, at, r->rank, EV_WARN, "rank %d runs model %.60s (%lld params), the job %.60s (%lld)", r->rank,
                    h->model, (long long)h->params, j->model, (long long)j->params);
     }
@@ -497,6 +501,10 @@ __attribute__((always_inline)) static inline bool apply_msg(Job *j, const Msg *m
         if (!r->finished_ns) r->finished_ns = at.mono_ns;
         r->bye = true;
         r->bye_status = m->u.bye.status;
+        if (m->u.bye.refused[0] && !j->refused[0]) {
+            copy_str(j->refused, sizeof j->refused, m->u.bye.refused);
+            job_ev_add(j, at, r->rank, EV_ERROR, "rank %d refused to run: %.300s", r->rank, j->refused);
+        }
         if (m->u.bye.status != 0)
             job_ev_add(j, at, r->rank, EV_WARN, "rank %d says bye with status %d at step %lld", r->rank,
                        (int)m->u.bye.status, (long long)m->u.bye.step);

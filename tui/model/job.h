@@ -328,6 +328,7 @@ typedef struct {
     int lost_ckpt_restart;   /* the attempt (restarts) that lost it */
     int ckpts_superseded;    /* lost ones a later checkpoint replaced: a warning, no longer lost */
     char interrupted_by[16]; /* "Ctrl-C", "SIGTERM", "SIGHUP": the stop signal that ended the run; "" none */
+    char refused[PROTO_STR_LONG]; /* the first bye's `refused`: a rank refused to run as launched (usage, exit 2) */
     uint64_t ev_total;       /* events ever added (job_event_at, job_event_nth) */
     uint64_t version;        /* bumped on every change: views redraw when it moves */
     int first_failed;        /* rank that failed first, -1 if none */
@@ -434,6 +435,8 @@ double job_rank_allreduce_ms(const JobRank *r);
 /* The rank's i-th most recent step (0 = newest), NULL past the end. */
 const JobStepRec *job_rank_step_at(const JobRank *r, int i);
 /* How the job ended, in the order that decides it: still running, a rank
+ * refused to run as launched (its bye's `refused`: a usage error found at
+ * run time, e.g. -n N with a script that starts its own ranks), a rank
  * failed (also one the shutdown ladder ended after a stop signal), every
  * rank stopped cleanly after a stop signal (job_set_interrupted), a
  * checkpoint lost while every rank ended cleanly, or ok. */
@@ -443,6 +446,7 @@ typedef enum {
     JOB_END_FAILED,
     JOB_END_CKPT_LOST,
     JOB_END_INTERRUPTED,
+    JOB_END_REFUSED,
 } JobOutcome;
 JobOutcome job_outcome(const Job *j);
 /* Every rank ended cleanly, no checkpoint was lost, nothing interrupted
@@ -452,8 +456,9 @@ bool job_ok(const Job *j);
  * once a rank has failed or every rank has exited (that verdict stands). */
 void job_set_interrupted(Job *j, const char *by);
 /* job_verdict's line for an interrupted run ("stopped by Ctrl-C at step
- * 57, checkpoint written: PATH") or a lost checkpoint ("job failed: checkpoint
- * lost: ..."); false (buf untouched) for any other outcome. */
+ * 57, checkpoint written: PATH"), a lost checkpoint ("job failed: checkpoint
+ * lost: ...") or a refusal ("job refused: WHY"); false (buf untouched) for
+ * any other outcome. */
 bool job_outcome_verdict(const Job *j, char *buf, size_t len);
 /* A rank that finished (said bye or destroyed, *since_ns: when) and whose
  * process has not exited: what the run layer's clock and /proc watch. */

@@ -57,6 +57,8 @@ void job_set_interrupted(Job *j, const char *by)
 JobOutcome job_outcome(const Job *j)
 {
     if (!job_all_exited(j)) return JOB_END_RUNNING;
+    /* the ranks' exit 2 is the refusal's, not a failure of the training */
+    if (j->refused[0]) return JOB_END_REFUSED;
     /* a rank the ladder had to end (a hang) is a failure, signal or not */
     if (!job_all_clean(j)) return JOB_END_FAILED;
     if (j->interrupted_by[0]) return JOB_END_INTERRUPTED;
@@ -68,6 +70,10 @@ bool job_ok(const Job *j) { return job_outcome(j) == JOB_END_OK; }
 bool job_outcome_verdict(const Job *j, char *buf, size_t len)
 {
     JobOutcome o = job_outcome(j);
+    if (o == JOB_END_REFUSED) {
+        snprintf(buf, len, "job refused: %s", j->refused);
+        return true;
+    }
     if (o == JOB_END_CKPT_LOST) {
         char more[48] = "";
         if (j->ckpts_lost > 1) snprintf(more, sizeof more, " (%d checkpoints lost)", j->ckpts_lost);

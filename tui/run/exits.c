@@ -95,7 +95,8 @@ void run_rank_ended(Run *r, int rank, int pid, int status)
     tail_log(r, rank);
     /* --max-restarts: a failure outside a requested stop restarts the job
      * once every rank is reaped */
-    if (!r->stop_requested && !r->restart_pending && r->job->restarts < r->o->max_restarts) {
+    /* a refusal (the bye's `refused`: a usage error) would be refused again */
+    if (!r->stop_requested && !r->restart_pending && r->job->restarts < r->o->max_restarts && !r->job->refused[0]) {
         r->restart_pending = true;
         job_event(r->job, mono_ns(), wall_ns(), rank, EV_WARN,
                   "rank %d %s: every rank will be started again (restart %d/%d)", rank, jr->how_ended,

@@ -285,13 +285,15 @@ static void watch_hangs(Run *r, int running)
 /* Nothing runs and no exit waits for its bye: restart (--max-restarts),
  * or say how the job ended. Returns true when the loop should leave. */
 /* ddptop's exit status for the job (the table in README.md, "Exit
- * status"): 0 ok; 1 failed (a rank, an abort, the rendezvous); 3 a
+ * status"): 0 ok; 1 failed (a rank, an abort, the rendezvous); 2 a rank
+ * refused to run as launched (a usage error found at run time); 3 a
  * checkpoint lost though every rank ended cleanly; 128 + N stopped by
  * signal N (130 Ctrl-C, 143 SIGTERM), as shells report it. */
 static int exit_status(const Run *r)
 {
     JobOutcome o = job_outcome(r->job);
     if (o == JOB_END_INTERRUPTED && signals_first() > 0) return 128 + signals_first();
+    if (o == JOB_END_REFUSED) return 2; /* a usage error the ranks found (their bye's `refused`) */
     if (r->aborted || r->rdzv_failed) return 1;
     /* the script's process that started the ranks failed after they ended well */
     if (r->follow.exited && !(WIFEXITED(r->follow.status) && WEXITSTATUS(r->follow.status) == 0)) return 1;
@@ -301,6 +303,8 @@ static int exit_status(const Run *r)
 
 static bool job_over(Run *r, int running, int held, bool starting)
 {
+    /* a refusal (a bye's `refused`) heard after its exit was reaped: it would be refused again */
+    if (r->restart_pending && r->job->refused[0]) r->restart_pending = false;
     if (running == 0 && held == 0 && r->restart_pending) {
         char err[512];
         if (run_restart(r, err, sizeof err)) {

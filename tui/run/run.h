@@ -16,7 +16,8 @@
 
 /* Run the job; returns ddptop's exit status: 0 only when every rank ended
  * cleanly and every checkpoint asked for (and the recording) was written; 1 when the job
- * failed; 2 for bad input found before launch; RUN_EXIT_CKPT_LOST; 128 + N
+ * failed; 2 for bad input found before launch, or a rank that refused to run as
+ * launched (its bye's `refused`); RUN_EXIT_CKPT_LOST; 128 + N
  * when stop signal N (Ctrl-C: 130, SIGTERM: 143) interrupted it. */
 int run_job(const RunOptions *o);
 

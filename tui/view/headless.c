@@ -426,6 +426,13 @@ void view_headless_summary(ViewHeadless *h, const Job *j, int64_t now_ns)
         }
         fputc('\n', o);
     }
+    /* where the newest checkpoint is (a `c`, `d`'s final one, the script's
+     * own save), unless the verdict names it (a stop by a signal) */
+    if (j->ckpts > 0 && j->last_ckpt_path[0] && !strstr(verdict, j->last_ckpt_path)) {
+        fprintf(o, "last checkpoint: step %lld -> ", (long long)j->last_ckpt_step);
+        put_text(o, j->last_ckpt_path);
+        fputc('\n', o);
+    }
     if (j->hang_report[0]) {
         fputs("hang report: ", o);
         put_text(o, j->hang_report);

@@ -9,7 +9,9 @@
 # The kill fault in a spawned rank: its end is SIGKILL (as its launcher
 # reaped it), and --max-restarts runs the script again, followed again.
 # -n 2 with such a script is refused in one line, exit 2, before anything
-# starts; spawn.scan's verdicts on a few scripts.
+# starts; a call that check cannot see is refused when it is made, the
+# job's last line saying why, exit 2 too; spawn.scan's verdicts on a few
+# scripts.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
@@ -60,6 +62,27 @@ rc=$?
 [ "$rc" = 2 ] || { cat "$TMP/n2.txt"; die "-n 2 with an mp.spawn script: exit $rc, not 2"; }
 [ "$(wc -l <"$TMP/n2.txt")" = 1 ] && grep -q "starts its own ranks (torch.multiprocessing.spawn, line [0-9]*).*without -n" \
     "$TMP/n2.txt" || { cat "$TMP/n2.txt"; die "-n 2 was not refused in one line that says why"; }
+# a call the check cannot see (getattr), of mp.spawn or of a Process whose
+# child calls init_process_group: refused when made, the job's last line
+# says why, exit 2 (a usage error, as before launch), no --max-restarts
+# restart, nothing left running
+sed 's/mp\.spawn(demo_basic/getattr(mp, "spawn")(demo_basic/; s/ctx\.Process(/getattr(ctx, "Process")(/' \
+    examples/ddp_spawn.py >"$TMP/hidden.py"
+grep -q 'getattr(mp, "spawn")' "$TMP/hidden.py" && grep -q 'getattr(ctx, "Process")' "$TMP/hidden.py" || die "no hidden calls"
+for start in spawn fork; do
+    [ "$start" = spawn ] && what="torch.multiprocessing.spawn" || what="a process it started called init_process_group"
+    port=$(free_port 1)
+    # --max-restarts: a refusal is not run again
+    timeout 120 "$DDPTOP" run -n 2 --max-restarts 1 --python "$PY" --headless "$TMP/hidden.py" --port "$port" \
+        --start $start >"$TMP/hid-$start.txt" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: exit $rc, not 2"; }
+    ! grep -q "restart 1/1" "$TMP/hid-$start.txt" || { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: restarted"; }
+    grep -v "^ddptop: the ranks' logs are kept" "$TMP/hid-$start.txt" | tail -1 |
+        grep -qx "job refused: ddptop run -n 2: the script starts its own ranks ($what), .*without -n .*" ||
+        { cat "$TMP/hid-$start.txt"; die "-n 2, a hidden $start: the last line does not say why"; }
+    wait_for 10 none_tagged || die "-n 2, a hidden $start: left running: $(tagged)"
+done
 
 # ---- mp.spawn in the TUI: c, d ----
 command -v tmux >/dev/null || skip "tmux not installed"

@@ -9,9 +9,16 @@ others (_write_files). The same scheme as
 workers/ckpt/ckpt.c: built in a temp dir, files and dir fsynced, renamed
 into place, then `latest` (a symlink) swapped by rename. Callbacks from
 ddptop.on_checkpoint(fn) run with the temp dir before the rename, so what
-they write is part of the same atomic checkpoint. CKPT_DIR is
-DDPTOP_CKPT_DIR, default ./checkpoints. A failure is reported, not fatal.
-Files get the user's umask (the safetensors package creates them 0600).
+they write is part of the same atomic checkpoint (their own torch.save
+there is no checkpoint of the script's). Where (where()): DDPTOP_CKPT_DIR
+when it is set; else, once rank 0's script saved to a file, that file's
+directory, as DIR/ddptop-step-NNNNNNNN/ and DIR/ddptop-latest, names no
+script file is replaced by (a plain file or a symlink where the step
+directory goes fails the checkpoint; a `ddptop-latest` that is no symlink
+is left alone, with a warning); before that ./checkpoints. Rank 0 alone
+decides and writes, so every rank's checkpoint is that one directory. A
+failure is reported, not fatal. Files get the user's umask (the
+safetensors package creates them 0600).
 
 Sharded optimizers: ZeroRedundancyOptimizer holds each rank's shard of the
 state, and its state_dict() raises until consolidate_state_dict(to=0) ran on
@@ -22,8 +29,8 @@ still cannot be taken leaves its trainer file out; the model files are
 written and the event and a warning say what was left out.
 
 torch.save from the script to a file is reported as phase checkpoint +
-`ckpt`; into a buffer (Lightning's and ZeRO's internal saves) it is no
-checkpoint and is not reported.
+`ckpt`, and its directory kept for where(); into a buffer (Lightning's and
+ZeRO's internal saves) it is no checkpoint and is not reported.
 """
 import functools
 import json
@@ -152,6 +159,17 @@ def final(reason):
     agreed(f"final: {reason}", "stopping", reason)
 
 
+def where(r):
+    """(directory, name prefix) of ddptop's checkpoints on rank 0 (module
+    docstring): DDPTOP_CKPT_DIR as set; else the directory the script last
+    saved a file into, with names of ddptop's own; else ./checkpoints."""
+    if os.environ.get("DDPTOP_CKPT_DIR"):
+        return os.environ["DDPTOP_CKPT_DIR"], ""
+    if r.save_dir:
+        return r.save_dir, "ddptop-"
+    return r.ckpt_dir, ""
+
+
 def write(why, after, after_detail=""):
     """Rank 0 writes a checkpoint of this step; every rank then reports
     phase `after`. Returns the directory or None."""
@@ -160,11 +178,15 @@ def write(why, after, after_detail=""):
         return None
     r.set_phase("checkpoint", why)
     t0 = time.monotonic()
-    top = os.environ.get("DDPTOP_CKPT_DIR") or r.ckpt_dir
-    final = os.path.join(top, f"step-{r.step:08d}")
-    tmp = os.path.join(top, f".tmp-step-{r.step:08d}-{os.getpid()}")
+    top, prefix = where(r)
+    final = os.path.join(top, f"{prefix}step-{r.step:08d}")
+    tmp = os.path.join(top, f".{prefix}tmp-step-{r.step:08d}-{os.getpid()}")
+    latest = os.path.join(top, f"{prefix}latest")
     err, nbytes, left_out = "", 0, []
+    r.ckpt_writing = True
     try:
+        if os.path.lexists(final) and (os.path.islink(final) or not os.path.isdir(final)):
+            raise FileExistsError(f"{os.path.abspath(final)} exists and is no checkpoint directory: not replaced")
         os.makedirs(tmp, exist_ok=True)
         nbytes, left_out = _write_files(tmp, r)
         _fsync(tmp)
@@ -172,15 +194,20 @@ def write(why, after, after_detail=""):
             os.rename(final, tmp + ".old")
         os.rename(tmp, final)
         _fsync(top)
-        link = os.path.join(top, f".latest-{os.getpid()}")
-        if os.path.lexists(link):
-            os.unlink(link)
-        os.symlink(os.path.basename(final), link)
-        os.rename(link, os.path.join(top, "latest"))
-        _fsync(top)
+        if os.path.lexists(latest) and not os.path.islink(latest):
+            left_out.append(f"{prefix}latest (a file of that name that is no symlink is there: left as it is)")
+        else:
+            link = os.path.join(top, f".{prefix}latest-{os.getpid()}")
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(os.path.basename(final), link)
+            os.rename(link, latest)
+            _fsync(top)
         shutil.rmtree(tmp + ".old", ignore_errors=True)
     except Exception as e:      # reported, not fatal: earlier checkpoints are untouched
         err = f"{type(e).__name__}: {e}"
+    finally:
+        r.ckpt_writing = False
     r.important("ckpt", step=r.step, epoch=r.epoch, ok=not err, path=wire.cut(os.path.abspath(final), wire.STR_LONG),
                 bytes=nbytes, ms=(time.monotonic() - t0) * 1e3, error=wire.cut(err, wire.STR_MED))
     if err:
@@ -199,8 +226,9 @@ def install():
         path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "")
         if isinstance(path, bytes):
             path = os.fsdecode(path)
-        if r is None or not isinstance(path, str) or not path:
-            # no run, or into a buffer (io.BytesIO: Lightning's, ZeRO's own exchanges): not a checkpoint
+        if r is None or not isinstance(path, str) or not path or r.ckpt_writing:
+            # no run, or into a buffer (io.BytesIO: Lightning's, ZeRO's own exchanges), or an
+            # on_checkpoint callback's file inside ddptop's checkpoint: not a checkpoint of the script's
             return _ORIG_SAVE(obj, f, *args, **kwargs)
         before = r.phase
         r.set_phase("checkpoint", f"torch.save {path}")
@@ -213,6 +241,8 @@ def install():
             raise
         finally:
             size = os.path.getsize(path) if path and os.path.isfile(str(path)) else 0
+            if not err and os.path.isfile(path):    # where ddptop's own checkpoints go from now on (where())
+                r.save_dir = os.path.dirname(os.path.abspath(path))
             r.important("ckpt", step=r.step, epoch=r.epoch, ok=not err,
                         path=wire.cut(os.path.abspath(path) if path else "", wire.STR_LONG), bytes=size,
                         ms=(time.monotonic() - t0) * 1e3, error=wire.cut(err, wire.STR_MED))

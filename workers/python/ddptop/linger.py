@@ -46,7 +46,7 @@ def wait(r, status):
     threads = non_daemon()
     if not threads:
         return False
-    r.important("bye", status=status, step=r.step)
+    r.bye(status)
     r.lingering = threads
     what = describe(threads)
     n = len(threads)

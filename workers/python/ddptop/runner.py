@@ -9,8 +9,11 @@ run as usual), and turn how it ended into ddptop's terms:
                            group if the script did not, bye 0, exit 0;
   any other exception      phase error, the traceback as log lines, one a
                            frame (the whole one on stderr), bye 1, exit 1;
-  spawn.Refused            (-n N with a script that starts its own ranks)
-                           phase error with its line, bye 2, exit 2.
+  spawn.Refused            (-n N with a script that starts its own ranks,
+                           here or in a process it started) phase error
+                           with its line, bye 2 with the reason as
+                           `refused` (ddptop ends the job with it, exit 2),
+                           exit 2.
 
 A script whose children became ranks (spawn.py: mp.spawn and friends) ends
 without a word as a rank: the launched process was their launcher.
@@ -174,6 +177,18 @@ def orderly_stop(r, unsafe=False):
     r.set_phase("destroyed")
 
 
+def refuse(r, why):
+    """This rank refuses to run as launched (spawn.Refused, here or in a
+    process it started): one line, the reason in its error phase and its
+    bye (ddptop ends the job with it, exit 2). Returns the status, 2."""
+    from . import lifecycle
+    print(f"ddptop-py: {why}", file=sys.stderr, flush=True)
+    r.refused = why
+    lifecycle.hello()
+    r.set_phase("error", why)
+    return 2
+
+
 def run_script(module, script, argv):
     sys.argv = list(argv)
     # a rank's stdout is its log file, not the terminal torchrun's children
@@ -275,11 +290,8 @@ def main(argv):
                 lifecycle.hello()
                 r.set_phase("error", f"sys.exit: {e.code}")
     except spawn.Refused as e:
-        # -n N with a script that starts its own ranks: one line, exit 2
-        status = 2
-        print(f"ddptop-py: {e}", file=sys.stderr, flush=True)
-        lifecycle.hello()
-        r.set_phase("error", str(e))
+        # -n N with a script that starts its own ranks: one line, exit 2; the bye says why (ddptop exits 2)
+        status = refuse(r, str(e))
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why
         status = 1
         traceback.print_exc()
@@ -297,6 +309,9 @@ def main(argv):
             up.close(500)
             state.set_run(None)
         elif not forked:
+            below = spawn.refused_below()
+            if below and not r.refused:     # a process it started was refused (spawn.become_rank)
+                status = refuse(r, below)
             # no torch callback left to take the GIL as the interpreter exits (after an
             # error a collective may never complete: its callback is not waited for long)
             compat.quiesce(2.0 if status == 0 else 0.5)
@@ -304,7 +319,7 @@ def main(argv):
             said_bye = linger.wait(r, status)
             beater.stop()
             if not said_bye:
-                r.important("bye", status=status, step=r.step)
+                r.bye(status)
             up.close(2000)
             state.set_run(None)
     return status

@@ -30,9 +30,13 @@ init_process_group.
   -n N > 1           the launched process of a job of N ranks that calls
                      mp.spawn or start_processes, or a child of it that calls
                      init_process_group, is refused (Refused): two launched
-                     processes would each start a world of their own. ddptop
-                     refuses it earlier where the script says so plainly
-                     (scan(): its check, before anything starts).
+                     processes would each start a world of their own. A
+                     refused child writes why into DDPTOP_SPAWN_REFUSED's
+                     file; the launched process says it at its end
+                     (refused_below). Either way the rank's bye carries the
+                     reason (`refused`) and ddptop ends the job with it, exit
+                     2. ddptop refuses it earlier where the script says so
+                     plainly (scan(): its check, before anything starts).
 """
 import ast
 import os
@@ -40,6 +44,7 @@ import sys
 
 ENV_FROM = "DDPTOP_SPAWN_FROM"     # "PID:RANK:WORLD" of the launched process, for its descendants
 ENV_FAULTS = "DDPTOP_FAULTS"
+ENV_REFUSED = "DDPTOP_SPAWN_REFUSED"   # a file a refused descendant writes why into (-n N > 1: refused_below)
 _PENDING = False                  # a descendant that may become a rank
 _STARTED = []                     # the launched process started a process (not yet known to be a rank)
 _ORIG = {}
@@ -74,6 +79,10 @@ def install(r, timeout_s, plan_specs):
     prelude (spawn)."""
     os.environ[ENV_FROM] = f"{os.getpid()}:{r.rank}:{r.world}"
     os.environ["DDPTOP_SPAWN_TIMEOUT"] = f"{timeout_s:g}"
+    if r.world > 1:     # made only by a refused child: nothing is left behind otherwise
+        import tempfile
+        os.environ[ENV_REFUSED] = os.path.join(tempfile.gettempdir(),
+                                               f"ddptop-refused-{os.getpid()}-{os.urandom(4).hex()}")
     if plan_specs:
         old = os.environ.get(ENV_FAULTS, "")
         os.environ[ENV_FAULTS] = ",".join([old] + plan_specs if old else plan_specs)
@@ -273,7 +282,7 @@ def finish(status):
     if _BEATER:
         _BEATER.stop()
     lifecycle.hello()
-    r.important("bye", status=status, step=r.step)
+    r.bye(status)
     r.up.close(2000)
     state.set_run(None)
     _BEATER = None
@@ -297,6 +306,21 @@ def child():
         os.register_at_fork(after_in_child=_forked)
 
 
+def refused_below():
+    """In the launched process, at its end: why a process it started was
+    refused (become_rank), "" when none; the file is removed."""
+    path = os.environ.get(ENV_REFUSED, "")
+    if not path:
+        return ""
+    try:
+        with open(path) as f:
+            why = f.read().strip()
+        os.unlink(path)
+    except OSError:         # none was refused
+        return ""
+    return why
+
+
 def pending():
     """A descendant of the launched process that is not a rank yet."""
     from . import state
@@ -312,7 +336,13 @@ def become_rank(rank, world):
     from . import beat, cxx_hook, env as envmod, faults, state
     from .uplink import Uplink
     if launched_world() > 1:
-        raise Refused(refusal("a process it started called init_process_group"))
+        why = refusal("a process it started called init_process_group")
+        try:        # the launched process says it for it (refused_below): this one is no rank
+            with open(os.environ[ENV_REFUSED], "x") as f:
+                f.write(why)
+        except (KeyError, OSError):
+            pass
+        raise Refused(why)
     env = os.environ
     try:
         ctl, tel, keys_path = envmod.endpoints(env)

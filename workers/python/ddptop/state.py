@@ -70,7 +70,10 @@ class Run:
         self.colls_begun = 0            # collectives begun on any group (collectives.begin)
         self.optimizers = []            # weakrefs, in the order they stepped
         self.ckpt_callbacks = []
-        self.ckpt_dir = "checkpoints"
+        self.ckpt_dir = "checkpoints"       # ddptop's checkpoints when DDPTOP_CKPT_DIR is unset and the script saved nothing
+        self.save_dir = ""              # the directory of the script's last torch.save to a file (ckpt.where)
+        self.ckpt_writing = False       # ddptop writes a checkpoint: a callback's torch.save is part of it
+        self.refused = ""               # why this rank refuses to run as launched (spawn.Refused): its bye says so, exit 2
         self.stop_asked = False         # agreed: the explicit API's should_stop()
         self.polls_stop = False         # the script asks should_stop(): it stops by itself
         self.stop_barrier_done = False  # lifecycle.stop_barrier ran
@@ -106,6 +109,12 @@ class Run:
     def important(self, kind, **fields):
         self.flush_step()
         self.up.send_important(kind, fields)
+
+    def bye(self, status):
+        """The rank's last message: its exit status, and a refusal's reason
+        (ddptop ends the job with it, exit 2)."""
+        extra = {"refused": wire.cut(self.refused, wire.STR_LONG)} if self.refused else {}
+        self.important("bye", status=status, step=self.step, **extra)
 
     def send_step_later(self, fields, loss):
         """CUDA: the step's message once its loss (a device tensor) is on the
