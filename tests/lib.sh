@@ -11,7 +11,10 @@ TMP=$(mktemp -d /tmp/ddptop-test.XXXXXX)
 trap 'cleanup_all' EXIT
 CLEANUPS=()
 cleanup_all() {
+    local rc=$?
     for c in "${CLEANUPS[@]+"${CLEANUPS[@]}"}"; do eval "$c" >/dev/null 2>&1; done
+    # DDPTOP_TEST_KEEP=1: a failed test leaves its files for a look
+    if [ "${DDPTOP_TEST_KEEP:-}" = 1 ] && [ $rc != 0 ] && [ $rc != 77 ]; then echo "kept $TMP"; return; fi
     rm -rf "$TMP"
 }
 die() { echo "FAIL: $*"; exit 1; }
