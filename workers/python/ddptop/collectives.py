@@ -155,12 +155,40 @@ def send_later(r, keep_step=None, host_only=False):
             r.later_colls[:0] = keep
 
 
+def track(r, work, coll):
+    """The script's async collective `work` (coll: its key and end()'s
+    fields) stays in flight until a sweep sees it completed. No callback on
+    its Future: that would run on Gloo's worker thread and take the GIL,
+    and a thread that holds the GIL while the group's last reference goes
+    (DDP's Reducer freed by the garbage collector after
+    destroy_process_group: ~ProcessGroupGloo joins those threads) would
+    wait for it forever (the Join hang, docs/DECISIONS.md)."""
+    with r.coll_lock:
+        r.async_works.append((work, coll))
+
+
+def sweep(r):
+    """The tracked async collectives that have completed (or failed): out of
+    flight, each a coll message, done when this rank saw it (at its next
+    wrapped collective, step end, important message or beat). Cheap when
+    there are none."""
+    if not r.async_works:
+        return
+    with r.coll_lock:
+        done = [w for w in r.async_works if w[0].is_completed()]
+        if done:
+            r.async_works = [w for w in r.async_works if not any(w is d for d in done)]
+    for _work, (key, op, nbytes, factor, count, dtype) in done:
+        end(key, op, nbytes, factor=factor, count=count, dtype=dtype)
+
+
 def oldest_in_flight():
     """(seq, op, since_ns, bucket, count, dtype) of the oldest collective in
     flight (bucket -1 outside DDP's buckets; count -1 and dtype "" unknown,
     the C++ hook's buckets), or (-1, "", 0, -1, -1, ""): the wrapped calls',
     and the C++ hook's buckets, by the number they were started with."""
     r = run()
+    sweep(r)
     cxx = _cxx_oldest() if _cxx_oldest is not None else None
     with r.coll_lock:
         key = min(r.in_flight) if r.in_flight else None
@@ -208,6 +236,7 @@ def _wrap(name, fn, op, factor):
     def wrapper(*args, **kwargs):
         if run() is None or getattr(_depth, "n", 0) or not dist.is_initialized():
             return fn(*args, **kwargs)
+        sweep(run())
         group = kwargs.get("group", args[at] if at is not None and at < len(args) else None)
         nbytes, count, dtype = tensor_shape(args, kwargs)
         seq = begin(op, group, numbered, count=count, dtype=dtype)
@@ -221,9 +250,8 @@ def _wrap(name, fn, op, factor):
             raise
         finally:
             _depth.n = 0
-        if kwargs.get("async_op") and out is not None and hasattr(out, "get_future"):
-            out.get_future().then(compat.callback(lambda f: end(seq, op, nbytes, factor=factor, count=count,
-                                                                dtype=dtype)))
+        if kwargs.get("async_op") and out is not None and hasattr(out, "is_completed"):
+            track(run(), out, (seq, op, nbytes, factor, count, dtype))
         else:
             end(seq, op, nbytes, factor=factor, count=count, dtype=dtype)
         return out

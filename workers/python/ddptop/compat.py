@@ -26,7 +26,11 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
         exception", SIGABRT after a clean run (torch 1.13: 2 to 3 runs in
         100 of examples/ddp_forgot_set_epoch.py on the 2-core VM, the old
         adapter too). The adapter's callbacks are counted (callback) and
-        the rank waits for them before it exits (quiesce).
+        the rank waits for them before it exits (quiesce). Only the
+        Python comm hook has one: the script's async collectives get none
+        (collectives.track), since one waiting for the GIL deadlocks any
+        thread that holds it while the group's last reference goes
+        (~ProcessGroupGloo joins Gloo's threads).
   cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
         (NCCL's futures complete at enqueue, so host times say nothing);
         memory comes from torch.cuda.mem_get_info (steps.py).

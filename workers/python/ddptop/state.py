@@ -82,6 +82,7 @@ class Run:
         self.ckpt_agreed = -1           # the step of the last checkpoint the ranks agreed on (every rank)
         self.deferred = None            # CUDA: (fields, t_ns, host loss, event) of the last step
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
+        self.async_works = []           # (Work, coll fields) of the script's async collectives in flight (collectives.track)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs
         self.engine = None              # the C++ step engine (_hook.Steps, cxx_hook.activate), if it runs
         self.engine_next = False        # it takes over at the end of the step in progress
@@ -134,6 +135,9 @@ class Run:
         collect=False: the C++ hook's buckets were just collected."""
         if collect and self.collect is not None:
             self.collect(self)
+        if self.async_works:
+            from . import collectives
+            collectives.sweep(self)
         if self.later_colls:
             from . import collectives
             collectives.send_later(self, keep_step)
