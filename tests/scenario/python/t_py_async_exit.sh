@@ -51,7 +51,7 @@ for r in (0, 1):
     assert [m["status"] for m in msgs if m.get("k") == "bye" and m.get("r") == r] == [0], r
     # the async all-reduce of 3 float32s: one coll, once done
     ar = [m for m in msgs if m.get("k") == "coll" and m.get("r") == r and m["op"] == "allreduce" and m["bucket"] < 0]
-    assert [(m["bytes"], m["count"]) for m in ar] == [(12, 3)], (r, ar)
+    assert [(m["bytes"], m["count"], m["step"]) for m in ar] == [(12, 3, 0)], (r, ar)
     assert ar[0]["done"] >= ar[0]["start"], ar[0]
 PYEOF
 echo "ok: both ranks exited 0 after an async all-reduce completed while rank 0's group was destroyed ($(( $(date +%s) - start )) s)"

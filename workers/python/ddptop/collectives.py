@@ -157,7 +157,8 @@ def send_later(r, keep_step=None, host_only=False):
 
 def track(r, work, coll):
     """The script's async collective `work` (coll: its key and end()'s
-    fields) stays in flight until a sweep sees it completed. No callback on
+    fields, the step it was started in) stays in flight until a sweep sees
+    it completed. No callback on
     its Future: that would run on Gloo's worker thread and take the GIL,
     and a thread that holds the GIL while the group's last reference goes
     (DDP's Reducer freed by the garbage collector after
@@ -169,17 +170,18 @@ def track(r, work, coll):
 
 def sweep(r):
     """The tracked async collectives that have completed (or failed): out of
-    flight, each a coll message, done when this rank saw it (at its next
-    wrapped collective, step end, important message or beat). Cheap when
-    there are none."""
+    flight, each a coll message of the step it was started in, done when
+    this rank saw it (its next wrapped collective, important message or
+    beat, or a step's end on the Python step path). Cheap when there are
+    none."""
     if not r.async_works:
         return
     with r.coll_lock:
         done = [w for w in r.async_works if w[0].is_completed()]
         if done:
             r.async_works = [w for w in r.async_works if not any(w is d for d in done)]
-    for _work, (key, op, nbytes, factor, count, dtype) in done:
-        end(key, op, nbytes, factor=factor, count=count, dtype=dtype)
+    for _work, (key, op, nbytes, factor, count, dtype, step) in done:
+        end(key, op, nbytes, step=step, factor=factor, count=count, dtype=dtype)
 
 
 def oldest_in_flight():
@@ -251,7 +253,7 @@ def _wrap(name, fn, op, factor):
         finally:
             _depth.n = 0
         if kwargs.get("async_op") and out is not None and hasattr(out, "is_completed"):
-            track(run(), out, (seq, op, nbytes, factor, count, dtype))
+            track(run(), out, (seq, op, nbytes, factor, count, dtype, run().step))
         else:
             end(seq, op, nbytes, factor=factor, count=count, dtype=dtype)
         return out
