@@ -283,6 +283,28 @@ static void test_alone(void)
     phase(j, 1, PHASE_DESTROYED, t += MS);
     CHECK(events_with(j, "alone") == 0, "a fresh collective told as alone");
     job_free(&j);
+
+    /* the end of a torch Join script: rank 1's last beat named DDP's final
+     * broadcast #37, which completed; its DDP buckets #28, #31, #34 came
+     * after that coll (they go with the next phase). Rank 0 exits: rank 1
+     * is in no collective, so not alone in one */
+    j = started(2, &t);
+    beat(j, 1, 0, 37, "broadcast", WALL - 3 * SEC, "join.py:15 worker", t += MS);
+    coll(j, 1, 37, "broadcast", t += MS);
+    coll(j, 1, 28, "allreduce", t += MS);
+    coll(j, 1, 31, "allreduce", t += MS);
+    coll(j, 1, 34, "allreduce", t += MS);
+    phase(j, 1, PHASE_DESTROYED, t += MS);
+    phase(j, 0, PHASE_DESTROYED, t += MS);
+    msg_init(&m, MSG_BYE);
+    apply(j, &m, 0, t += MS);
+    job_rank_exited(j, 0, 500, W_EXITCODE(0, 0), NULL, t += MS, WALL);
+    CHECK(events_with(j, "alone") == 0 && j->ranks[1].lints == 0, "a completed broadcast told as alone: %s",
+          event_with(j, "alone") ? event_with(j, "alone")->text : "");
+    /* ... while a later collective it has not completed still counts */
+    beat(j, 1, 0, 38, "barrier", WALL - 3 * SEC, "join.py:16 worker", t += SEC);
+    CHECK(events_with(j, "alone") == 1, "rank 1 alone in barrier #38 not told");
+    job_free(&j);
     TEST_END();
 }
 

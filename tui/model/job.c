@@ -77,6 +77,7 @@ Job *job_new(int world, int64_t now_ns)
         k->book = &j->book->ranks[r];
         k->book->shard_mapped_epoch = -1;
         k->book->rate_old = -1;
+        k->book->coll_seq_done = -1;
         series_init(&k->loss_hist);
     }
     return j;
@@ -403,6 +404,7 @@ __attribute__((always_inline)) static inline void apply_coll(Job *j, JobRank *r,
     rec->wait_ms = (c->start_ns > c->enq_ns && c->enq_ns > 0) ? (double)(c->start_ns - c->enq_ns) / 1e6 : 0.0;
     r->book->colls_head = r->book->colls_head + 1 < JOB_RANK_COLLS ? r->book->colls_head + 1 : 0;
     if (r->colls_len < JOB_RANK_COLLS) r->colls_len++;
+    if (c->seq > r->book->coll_seq_done) r->book->coll_seq_done = c->seq;
     job_comm_on_coll(j, r->rank, c, ms, at);
 }
 
@@ -676,6 +678,7 @@ void job_restart(Job *j, int64_t now_ns)
         r->last_msg_ns = now_ns;
         r->last_sent_ns = 0;
         r->book->epoch_start_known = false; /* the restart resumes mid-epoch */
+        r->book->coll_seq_done = -1;        /* the new processes count from the start */
     }
     job_comm_restart(j);
     memset(&j->hang, 0, sizeof j->hang);
@@ -772,9 +775,9 @@ double job_rank_beat_age_s(const JobRank *r, int64_t now_ns)
 bool job_rank_beat_in_coll(const JobRank *r)
 {
     if (!r->have_beat || r->beat.coll_seq < 0 || r->beat.coll_since_ns <= 0) return false;
-    /* a completed collective with that number means the beat is old news */
-    const JobCollRec *c = job_rank_coll_at(r, 0);
-    return !(c && c->c.seq >= r->beat.coll_seq);
+    /* a completed collective with that number or a later one means the beat
+     * is old news (the newest coll alone may be an older bucket's) */
+    return r->book->coll_seq_done < r->beat.coll_seq;
 }
 
 bool job_rank_in_flight(const JobRank *r, int64_t wall_ns, int64_t *seq, double *secs)

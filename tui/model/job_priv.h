@@ -31,6 +31,11 @@ struct JobRankBook {
     int phases_head;
     JobCollRec colls[JOB_RANK_COLLS];
     int colls_head;
+    /* the highest seq of a collective it completed (-1: none): colls may
+     * arrive out of their order (DDP's buckets go at a step's end or with
+     * the next phase, after a later wrapped collective's), so a beat's
+     * collective is done once any coll with its number or a later one came */
+    int64_t coll_seq_done;
     JobLogRec logs[JOB_RANK_LOGS];
     int logs_head;
     uint64_t shard_hash; /* of the whole index list, in order */
