@@ -85,15 +85,13 @@ static int python_pid(const Run *r, int rank)
 /* One look: signal every Python rank here, note where its log was. */
 static void look(Run *r, RunGather *g)
 {
-    const char *signame;
-    int sig = run_stack_signal(&signame);
     for (int k = 0; k < r->job->world; k++) {
         g->off[k] = -1;
         int pid = python_pid(r, k);
         if (pid <= 0) continue;
         long off = run_file_size(launcher_log_path(r->l, k));
         /* only a process with the adapter's handler: the signal's default would end it */
-        if (off >= 0 && procstat_catches(pid, sig) == 1 && kill(pid, sig) == 0) g->off[k] = g->size[k] = off;
+        if (off >= 0 && run_stack_ask(pid) == 0) g->off[k] = g->size[k] = off;
     }
     g->asked_ms = g->grew_ms = mono_ms();
     g->waiting = false;
@@ -276,13 +274,7 @@ static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
         return;
     }
     if ((g->want & RUN_GATHER_HANG) && !r->tui) view_headless_stacks(&r->hl, r->job, t, mono_ns());
-    if (g->want & RUN_GATHER_REPORT) {
-        char dir[PATH_MAX];
-        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0)
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report written: %s", dir);
-        else
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report: no directory could be made");
-    }
+    if (g->want & RUN_GATHER_REPORT) run_hang_report(r, t, g->off, g->size);
     for (int i = 0; i < g->n_viewers; i++) {
         if (g->viewers[i].json) {
             Json w;
