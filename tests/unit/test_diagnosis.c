@@ -224,6 +224,35 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("no_sync_windows_that_differ_end_as_uneven_steps_at_the_users_backward");
+    {
+        /* rank 0 syncs every 2nd micro-batch, rank 1 every 3rd: as many
+         * batches, but rank 1 finished after 8 synced steps while rank 0
+         * went into its 9th, whose all-reduce lost its peer; the steps'
+         * counts agree (8 and 8), so the verdict says where rank 0 was and
+         * that the ranks' synced steps differ, never the peer's closed
+         * link as the cause */
+        Run r = start(2, 8);
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        bye_exit(&r, 1, 0);
+        raise_(&r, 0, CLOSED, "/home/u/job/train.py:21 in accumulate: model(x).square().mean().backward()",
+               "/usr/lib/python3/dist-packages/torch/_tensor.py:488 in backward: torch.autograd.backward(");
+        bye_exit(&r, 0, 1);
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_UNEVEN && d.rank == 0 && !strcmp(d.where, "train.py:21 in accumulate"),
+              "%s rank %d at '%s'", job_diag_kind_name(d.kind), d.rank, d.where);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 1 had finished after step 8 while rank 0 trained on: its next collective "
+                        "at train.py:21 in accumulate had no partner; the ranks ran different numbers of steps "
+                        "(uneven inputs, or no_sync() windows that differ by rank: Join)") &&
+                  strstr(v, "\"Connection closed by peer\" (a consequence)"),
+              "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_ranks_own_exception_comes_before_its_peers_connection_closed");
     {
         for (int order = 0; order < 2; order++) {

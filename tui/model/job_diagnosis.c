@@ -336,10 +336,15 @@ static bool uneven(const Job *j, JobDiagnosis *d)
     if (b->early_by < 0) return false;
     const JobRank *r = &j->ranks[b->early_by];
     set(d, DIAG_UNEVEN, r);
+    /* the line first: where the rank that trained on found no partner (its
+     * backward, for DDP's all-reduce); step counts alone cannot tell uneven
+     * inputs from no_sync() windows that differ (the same batches, fewer
+     * synced steps on one rank), so both are named */
     snprintf(d->text, sizeof d->text,
-             "rank %d had finished after step %lld while rank %d trained on: the ranks ran different numbers of "
-             "steps (uneven inputs: Join)",
-             b->early_rank, (long long)b->early_step, b->early_by);
+             "rank %d had finished after step %lld while rank %d trained on: its next collective%s%s had no "
+             "partner; the ranks ran different numbers of steps (uneven inputs, or no_sync() windows that differ "
+             "by rank: Join)",
+             b->early_rank, (long long)b->early_step, b->early_by, d->where[0] ? " at " : "", d->where);
     return true;
 }
 
