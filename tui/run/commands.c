@@ -317,12 +317,15 @@ void run_request_stack(Run *r, int rank)
         long off = run_file_size(log);
         int asked = off < 0 ? -1 : run_stack_ask((int)pid);
         if (asked == RUN_STACK_NO_HANDLER) {
-            stack_note(r, "rank %d (pid %d) has no handler for %s (the script replaced the adapter's?): no stack, "
-                          "the signal would end it", rank, (int)pid, signame);
+            stack_note(r,
+                       "rank %d (pid %d) has no handler for %s (the script replaced the adapter's?): no stack, "
+                       "the signal would end it",
+                       rank, (int)pid, signame);
             return;
         }
         if (asked) {
-            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank, off < 0 ? "no log file" : "its process is gone");
+            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank,
+                       off < 0 ? "no log file" : "its process is gone");
             return;
         }
         r->stack.on = true;

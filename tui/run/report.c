@@ -33,7 +33,7 @@
 #define REPORT_TAIL_MAX   (32L << 10)  /* bytes of one rank's log tail */
 #define REPORT_COLLS      16          /* each rank's last collectives */
 #define REPORT_TREE_MAX   (1L << 20)
-#define REPORT_ON_KEY_MAX 32          /* reports written on request (r) in one job */
+#define REPORT_ON_KEY_MAX 32 /* reports written on request (r) in one job */
 
 static FILE *open_in(const char *dir, const char *name)
 {
@@ -132,8 +132,9 @@ void run_report_start(Run *r, bool on_key, unsigned also)
 {
     if (r->report.due) { /* the gathering under way writes one report, for both */
         if (on_key)
-            say(r, true, r->report.on_key ? "r: a report is still being written (its stacks are being gathered)"
-                                          : "r: the hang's report is being written (its stacks are being gathered)");
+            say(r, true,
+                r->report.on_key ? "r: a report is still being written (its stacks are being gathered)"
+                                 : "r: the hang's report is being written (its stacks are being gathered)");
         if (also) run_gather_start(r, also);
         return;
     }
@@ -145,8 +146,7 @@ void run_report_start(Run *r, bool on_key, unsigned also)
     }
     r->report.due = true;
     r->report.on_key = on_key;
-    if (on_key)
-        say(r, true, "r: writing a report: gathering every rank's stacks (two looks, a second apart) ...");
+    if (on_key) say(r, true, "r: writing a report: gathering every rank's stacks (two looks, a second apart) ...");
     run_gather_start(r, RUN_GATHER_REPORT | also);
 }
 

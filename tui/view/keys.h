@@ -33,8 +33,8 @@ typedef enum {
     KEY_ACT_PAUSE,
     KEY_ACT_ABORT,
     KEY_ACT_FAULT,
-    KEY_ACT_STACK, /* the selected rank's Python stacks (its process is signalled) */
-    KEY_ACT_TREE,  /* every rank's stacks merged into one tree (model/stacktree.h) */
+    KEY_ACT_STACK,  /* the selected rank's Python stacks (its process is signalled) */
+    KEY_ACT_TREE,   /* every rank's stacks merged into one tree (model/stacktree.h) */
     KEY_ACT_REPORT, /* a report on disk now: every rank's stacks, the diagnosis (tui/run/report.c) */
     KEY_ACT_QUIT,
     /* on the screen */
