@@ -4,13 +4,16 @@
 # --timeout 10`, and the final verdict's cause, rank and line checked.
 DIAG_PY=$PWD/tests/scenario/python/diag/diag_cases.py
 # diag_run NAME [SCRIPT [ARGS]]: $TMP/NAME/{out.jsonl,err,logs/,rc}; the
-# script defaults to diag_cases.py NAME.
+# script defaults to diag_cases.py NAME. DIAG_HANG_AFTER: --hang-after
+# (default 3; a finished rank's process that has not exited by then is
+# ended by the ladder, so a test comparing endings bare and under ddptop
+# gives a loaded machine's slow interpreter exit more).
 diag_run() {
     local name=$1; shift
     [ $# -gt 0 ] || set -- "$DIAG_PY" "$name"
     local d=$TMP/$name
     mkdir -p "$d"
-    (cd "$d" && timeout 170 env DDPTOP_WORKER="$PY_WORKER" "$DDPTOP" run -n 2 --headless --json --hang-after 3 \
+    (cd "$d" && timeout 170 env DDPTOP_WORKER="$PY_WORKER" "$DDPTOP" run -n 2 --headless --json --hang-after "${DIAG_HANG_AFTER:-3}" \
         --timeout 10 --stop-grace 2 --log-dir "$d/logs" -- "$@" >"$d/out.jsonl" 2>"$d/err")
     echo $? >"$d/rc"
     wait_for 10 no_ranks || die "$name: ranks left running: $(our_ranks)"
@@ -98,7 +101,7 @@ diag_same() {
     local r
     for r in 0 1; do
         [ "$(cat "$TMP/$1/rank-$r.how")" = "$(cat "$TMP/$2/rank-$r.how")" ] || {
-            tail -5 "$TMP/$1/rank-$r.log" "$TMP/$2/rank-$r.log"
+            tail -n 5 "$TMP/$1/rank-$r.log" "$TMP/$2/rank-$r.log"; grep -E "\"k\":\"(summary|hang)\"" "$TMP/$2/out.jsonl" 2>/dev/null; cat "$TMP/$2/err" 2>/dev/null
             die "$2: rank $r ended \"$(cat "$TMP/$2/rank-$r.how")\" under ddptop, \"$(cat "$TMP/$1/rank-$r.how")\" bare"; }
         diag_exception "$TMP/$1/rank-$r.log" >"$TMP/$1/rank-$r.exc"
         diag_exception "$TMP/$2/rank-$r.log" >"$TMP/$2/rank-$r.exc"
