@@ -62,9 +62,10 @@ diag_how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "e
 # ports masked; a rank waiting on a peer that aborts ends with Gloo's
 # "Connection closed by peer" or its timeout, whichever comes first: a race
 # bare torch runs too (seen both ways bare on one machine), so the two are
-# one outcome here.
+# one outcome here. torch 2.x prefixes a bare rank's uncaught exception
+# with "[rankN]: " (its own excepthook); that goes too.
 diag_exception() {
-    grep -v '^ddptop-py ' "$1" | awk '
+    grep -v '^ddptop-py ' "$1" | sed -E 's/^\[rank[0-9]+\]: //' | awk '
         /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
         on { buf = buf $0 "\n" }
         END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g' |
