@@ -42,7 +42,7 @@ static const KeyRow key_rows[] = {
      NULL, "w Python stacks of the selected rank", 23, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
     {LIVE, "t", "every rank's stacks merged in one tree; * where no rank moved", LIVE, LINE_LAST + 3, NULL, "tree",
      NULL, "t every rank's stacks merged in one tree", 41, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
-    {LIVE, "r", "write a report now: every rank's stacks, the verdict, beside the logs", LIVE, LINE_LAST + 4, NULL,
+    {LIVE, "r", "a report on disk now: every rank's stacks and the verdict", LIVE, LINE_LAST + 4, NULL,
      "report", NULL, "r write a report (stacks, verdict) beside the logs", 42,
      {{'r', KEY_ACT_REPORT}, {'R', KEY_ACT_REPORT}}},
     {LIVE, "q", "quit (asks while training; destroys cleanly first)", LIVE, 4, NULL, "quit", NULL,
