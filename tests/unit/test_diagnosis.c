@@ -224,6 +224,63 @@ int main(void)
     }
     TEST_END();
 
+    TEST_BEGIN("no_sync_windows_that_differ_end_as_uneven_steps_at_the_users_backward");
+    {
+        /* rank 0 syncs every 2nd micro-batch, rank 1 every 3rd: as many
+         * batches, but rank 1 finished after 8 synced steps while rank 0
+         * went into its 9th, whose all-reduce lost its peer; the steps'
+         * counts agree (8 and 8), so the verdict says where rank 0 was and
+         * that the ranks' synced steps differ, never the peer's closed
+         * link as the cause */
+        Run r = start(2, 8);
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        bye_exit(&r, 1, 0);
+        raise_(&r, 0, CLOSED, "/home/u/job/train.py:21 in accumulate: model(x).square().mean().backward()",
+               "/usr/lib/python3/dist-packages/torch/_tensor.py:488 in backward: torch.autograd.backward(");
+        bye_exit(&r, 0, 1);
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_UNEVEN && d.rank == 0 && !strcmp(d.where, "train.py:21 in accumulate"),
+              "%s rank %d at '%s'", job_diag_kind_name(d.kind), d.rank, d.where);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 1 had finished after step 8 while rank 0 trained on: its next collective "
+                        "at train.py:21 in accumulate had no partner; the ranks ran different numbers of steps "
+                        "(uneven inputs, or no_sync() windows that differ by rank: Join)") &&
+                  strstr(v, "\"Connection closed by peer\" (a consequence)"),
+              "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_finished_rank_slow_to_exit_after_its_peer_failed_is_no_cause");
+    {
+        /* the same no_sync ending on a loaded machine: rank 1 said bye,
+         * rank 0's all-reduce lost its peer and rank 0 exited 1, and only
+         * then was rank 1's process seen not to have exited (--hang-after
+         * 3: its interpreter was slow to end); it exits 0 by itself. The
+         * failure's cause (the uneven steps) stays the verdict; a linger
+         * noted first would be the cause (t_py_exit_hang's) */
+        Run r = start(2, 8);
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        Msg m;
+        msg_init(&m, MSG_BYE);
+        m.rank = 1;
+        m.u.bye.status = 0;
+        job_apply(r.j, &m, r.t += S / 100, WALL);
+        raise_(&r, 0, CLOSED, "/home/u/job/train.py:21 in accumulate: model(x).square().mean().backward()",
+               "/usr/lib/python3/dist-packages/torch/_tensor.py:488 in backward: torch.autograd.backward(");
+        bye_exit(&r, 0, 1);
+        CHECK(job_note_linger(r.j, 1, r.t += 3 * S, WALL + 3 * S, 3.0, ""), "no linger noted");
+        job_rank_exited(r.j, 1, 101, W_EXITCODE(0, 0), NULL, r.t += S, WALL + 4 * S);
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_UNEVEN && d.rank == 0 && !strcmp(d.where, "train.py:21 in accumulate"),
+              "%s rank %d at '%s': %s", job_diag_kind_name(d.kind), d.rank, d.where, d.text);
+        job_free(&r.j);
+    }
+    TEST_END();
+
     TEST_BEGIN("a_ranks_own_exception_comes_before_its_peers_connection_closed");
     {
         for (int order = 0; order < 2; order++) {

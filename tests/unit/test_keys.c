@@ -71,11 +71,11 @@ static void test_lines(void)
     } cases[] = {
         { KEYS_LIVE, false,
           "c ckpt d destroy p pause q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-          "h hide f fault a abort w stack t tree ",
+          "h hide f fault a abort w stack t tree r report ",
           false },
         { KEYS_LIVE, true,
           "c ckpt d destroy p resume q quit ? help Tab panel 1-6 zoom Enter rank s sort l log "
-          "h hide f fault a abort w stack t tree ",
+          "h hide f fault a abort w stack t tree r report ",
           false },
         { KEYS_REPLAY, true,
           "space play , . step < > 1 s [ ] 10% g go to step - + speed q quit ? help Tab panel "
@@ -97,11 +97,12 @@ static void test_lines(void)
     }
     char u[1024];
     int n = keys_usage(u, sizeof u);
-    const char *want = "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
-                       "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)  w Python stacks of the "
-                       "selected rank\n"
-                       "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n"
-                       "      t every rank's stacks merged in one tree\n";
+    const char *want =
+        "keys: c checkpoint  d destroy cleanly  p pause/resume  q quit (asks while training)\n"
+        "      a abort now (SIGTERM, then SIGKILL)  f inject a fault (menu)  w Python stacks of the "
+        "selected rank\n"
+        "      ? help  Tab/arrows move  Enter rank detail  1-6 zoom  h/H hide/show  l log  s/S sort\n"
+        "      t every rank's stacks merged in one tree  r write a report (stacks, verdict) beside the logs\n";
     CHECK(!strcmp(u, want) && n == (int)strlen(want), "usage:\n%s", u);
     char small[16];
     CHECK(keys_usage(small, sizeof small) == n && strlen(small) == sizeof small - 1, "a short buffer");

@@ -439,9 +439,10 @@ static void test_early(void)
     char v[512];
     job_verdict(j, v, sizeof v);
     /* the cause first, rank 0's broken link after it, as a consequence */
-    CHECK(strstr(v, "job failed: rank 1 had finished after step 20 while rank 0 trained on: the ranks ran different "
-                    "numbers of steps (uneven inputs: Join); rank 0 ended: exit 1 after \"Connection closed by "
-                    "peer\" (a consequence)") == v,
+    CHECK(strstr(v, "job failed: rank 1 had finished after step 20 while rank 0 trained on: its next collective "
+                    "had no partner; the ranks ran different numbers of steps (uneven inputs, or no_sync() windows "
+                    "that differ by rank: Join); rank 0 ended: exit 1 after \"Connection closed by peer\" (a "
+                    "consequence)") == v,
           "verdict: %s", v);
     CHECK(events_with(j, "had finished after step") == 1, "told %d times", events_with(j, "had finished after step"));
     job_free(&j);

@@ -668,6 +668,7 @@ void job_restart(Job *j, int64_t now_ns)
         r->finished_ns = 0;
         r->lingered = false;
         r->book->linger_why[0] = r->book->linger_text[0] = '\0';
+        r->book->linger_late = false;
         r->wait_status = 0;
         r->how_ended[0] = '\0';
         r->had_error = false;

@@ -309,17 +309,21 @@ bool job_note_linger(Job *j, int rank, int64_t now_ns, int64_t wall_ns, double s
     char t[JOB_DIAG_TEXT];
     linger_text(r, wchan, t, sizeof t);
     snprintf(r->book->linger_text, sizeof r->book->linger_text, "%s", t);
+    r->book->linger_late = j->book->fail_count > 0 || j->first_failed >= 0;
     job_ev_add(j, at, rank, EV_ERROR, "%s (%.0f s after it finished); ddptop ends it once no rank is training", t,
                secs);
     return true;
 }
 
-/* A finished rank whose process did not exit: the first one noted. */
-static bool lingering(const Job *j, JobDiagnosis *d)
+/* A finished rank whose process did not exit: the first one noted; late:
+ * also one noted after a rank had failed (a slow exit under load, or a
+ * real one, came after that failure and did not cause it: what did comes
+ * first). */
+static bool lingering(const Job *j, JobDiagnosis *d, bool late)
 {
     for (int k = 0; k < j->world; k++) {
         const JobRank *r = &j->ranks[k];
-        if (!r->lingered) continue;
+        if (!r->lingered || (r->book->linger_late && !late)) continue;
         set(d, DIAG_LINGER, r);
         if (r->book->linger_why[0]) d->where[0] = '\0'; /* the thread's line is in the text */
         snprintf(d->text, sizeof d->text, "%s", r->book->linger_text);
@@ -336,10 +340,15 @@ static bool uneven(const Job *j, JobDiagnosis *d)
     if (b->early_by < 0) return false;
     const JobRank *r = &j->ranks[b->early_by];
     set(d, DIAG_UNEVEN, r);
+    /* the line first: where the rank that trained on found no partner (its
+     * backward, for DDP's all-reduce); step counts alone cannot tell uneven
+     * inputs from no_sync() windows that differ (the same batches, fewer
+     * synced steps on one rank), so both are named */
     snprintf(d->text, sizeof d->text,
-             "rank %d had finished after step %lld while rank %d trained on: the ranks ran different numbers of "
-             "steps (uneven inputs: Join)",
-             b->early_rank, (long long)b->early_step, b->early_by);
+             "rank %d had finished after step %lld while rank %d trained on: its next collective%s%s had no "
+             "partner; the ranks ran different numbers of steps (uneven inputs, or no_sync() windows that differ "
+             "by rank: Join)",
+             b->early_rank, (long long)b->early_step, b->early_by, d->where[0] ? " at " : "", d->where);
     return true;
 }
 
@@ -384,12 +393,12 @@ void job_diagnose(const Job *j, JobDiagnosis *d)
         return;
     }
     if (j->first_failed >= 0 && (lint_desync(j, d) || shape_desync(j, d))) return;
-    if (alone_by_error(j, d) || own_failure(j, d) || lingering(j, d)) return;
+    if (alone_by_error(j, d) || own_failure(j, d) || lingering(j, d, false)) return;
     if (hang) {
         *d = *hang;
         return;
     }
-    if (uneven(j, d) || first_consequence(j, d)) return;
+    if (uneven(j, d) || lingering(j, d, true) || first_consequence(j, d)) return;
     if (j->first_failed >= 0) {
         const JobRank *r = &j->ranks[j->first_failed];
         set(d, DIAG_FAILED, r);

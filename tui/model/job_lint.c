@@ -201,6 +201,6 @@ void job_lint_early(Job *j, JobRank *r, const char *error, JobTime at)
     job_lint_mark(j, r, JOB_LINT_EARLY, at,
                   "rank %d had finished after step %lld while rank %d trained on: its next collective had no "
                   "partner. The ranks ran different numbers of steps: the same number of batches on each "
-                  "(DistributedSampler, drop_last) or torch's Join",
+                  "(DistributedSampler, drop_last), the same no_sync() windows, or torch's Join",
                   best, (long long)b->early_step, r->rank);
 }

@@ -55,6 +55,7 @@ struct JobRankBook {
     char tb_call[PROTO_STR_SHORT];  /* the torch.distributed function that frame called, "" */
     char linger_why[PROTO_STR_LONG]; /* its adapter's "non-daemon thread 'x' at f.py:9 in run" */
     char linger_text[JOB_DIAG_TEXT]; /* the finding, as noted (job_note_linger) */
+    bool linger_late;                /* noted after a rank had failed: not that failure's cause */
 };
 
 /* A bucket's figures of one step, summed over the ranks that reported it

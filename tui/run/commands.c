@@ -269,6 +269,15 @@ int run_stack_signal(const char **name)
     return SIGUSR1;
 }
 
+int run_stack_ask(int pid)
+{
+    const char *name;
+    int sig = run_stack_signal(&name);
+    int catches = procstat_catches((pid_t)pid, sig);
+    if (catches == 0) return RUN_STACK_NO_HANDLER;
+    return catches == 1 && kill((pid_t)pid, sig) == 0 ? 0 : -1;
+}
+
 long run_file_size(const char *path)
 {
     struct stat st;
@@ -293,7 +302,7 @@ void run_request_stack(Run *r, int rank)
     /* a followed rank (follow.c) is a child of the launched process, and writes to its log */
     pid_t pid = r->external ? -1 : r->follow.on ? (pid_t)jr->pid : launcher_pid(r->l, rank);
     const char *signame;
-    int sig = run_stack_signal(&signame);
+    run_stack_signal(&signame);
     if (jr->state == RANK_EXITED_OK || jr->state == RANK_FAILED) {
         stack_note(r, "rank %d has ended (%s): no stack to show", rank, jr->how_ended);
     } else if (pid <= 0) {
@@ -309,8 +318,17 @@ void run_request_stack(Run *r, int rank)
         if (jr->pid > 0) pid = (pid_t)jr->pid;
         const char *log = launcher_log_path(r->l, r->follow.on ? 0 : rank);
         long off = run_file_size(log);
-        if (off < 0 || kill(pid, sig) != 0) {
-            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank, off < 0 ? "no log file" : "kill failed");
+        int asked = off < 0 ? -1 : run_stack_ask((int)pid);
+        if (asked == RUN_STACK_NO_HANDLER) {
+            stack_note(r,
+                       "rank %d (pid %d) has no handler for %s (the script replaced the adapter's?): no stack, "
+                       "the signal would end it",
+                       rank, (int)pid, signame);
+            return;
+        }
+        if (asked) {
+            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank,
+                       off < 0 ? "no log file" : "its process is gone");
             return;
         }
         r->stack.on = true;

@@ -110,7 +110,12 @@ typedef struct {
     int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
     bool aborted; /* a: the job was aborted on demand (exit non-zero) */
     int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
-    int hang_reports;       /* report.c: hang reports written */
+    int hang_reports;       /* report.c: reports made (hang-N and report-N share the count) */
+    struct {                /* report.c: the report a gathering under way writes */
+        bool due;           /* one is under way (a second r says so) */
+        bool on_key;        /* r asked for it */
+        int on_key_n;       /* reports written on request */
+    } report;
     uint64_t reported_hang_ev; /* the hang (its event number) a report was started for */
     int64_t ping_id, last_ping_ms;
     int64_t fault_id;
@@ -252,6 +257,13 @@ void run_stack_tick(Run *r);
 void run_ask_stacks(Run *r, int rank, int64_t token);
 /* The signal that makes a Python rank dump its stacks (its *name). */
 int run_stack_signal(const char **name);
+/* Signal process pid (a Python rank's interpreter) to dump its stacks
+ * (run_stack_signal), only when it has a handler for that signal: without
+ * the adapter's the signal's default action would end it. 0 asked;
+ * RUN_STACK_NO_HANDLER not asked; -1 gone (or the signal failed). The one
+ * guard of w (commands.c) and of every gathering (stacks.c). */
+enum { RUN_STACK_NO_HANDLER = 1 };
+int run_stack_ask(int pid);
 /* A file's size; -1 when it cannot be read. */
 long run_file_size(const char *path);
 
@@ -299,14 +311,21 @@ void run_ladder_tick(Run *r, int running);
 void run_linger_tick(Run *r, int running);
 
 /* ---- report.c ---- */
-/* A hang report on disk (hang-N/ beside the ranks' logs): the diagnosis,
+/* A report on disk once every rank's stacks are gathered (RUN_GATHER_REPORT,
+ * with `also` wanted of the same gathering): for a hang (on_key false), or
+ * on request (the r key: any time, hang or not; a note answers it). One at
+ * a time: while one is under way, r says so and starts nothing. */
+void run_report_start(Run *r, bool on_key, unsigned also);
+/* The gathering for a report ended (stacks.c): hang-N/ (a hang is on, or
+ * it was the hang's) or report-N/ beside the ranks' logs: the diagnosis,
  * the merged tree t (NULL: none), each rank's dump (its log's bytes
- * off[k]..size[k], off -1 none), its last collectives, its log's tail,
- * the job's versions, a README. Keeps the private directory. Writes the
- * directory to path (out). 0, or -1 when no directory could be made. */
+ * off[k]..size[k], off -1 none), its last collectives, its log's tail, the
+ * job's versions, a README. Keeps the private directory; 0 and its path in
+ * out, or -1. Its path goes to
+ * the events (and the note of an r), a hang's to Job.hang_report (the
+ * summary, the exit line). */
 struct StackTree;
-int run_hang_report(Run *r, const struct StackTree *t, const long *off, const long *size, char *path,
-                    size_t path_len);
+int run_hang_report(Run *r, const struct StackTree *t, const long *off, const long *size, char *out, size_t out_len);
 
 /* ---- follow.c ---- */
 /* A hello from rank m->rank claiming pid `claimed`, before any rank is known:

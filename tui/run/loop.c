@@ -225,7 +225,7 @@ static void take_keys(Run *r, Turns *t)
     while ((a = view_tui_poll_key(r->tui, r->job, running)) != VIEW_ACT_NONE) {
         /* every rank has ended (the key line no longer offers these) */
         bool to_ranks = a == VIEW_ACT_CKPT || a == VIEW_ACT_DESTROY || a == VIEW_ACT_PAUSE || a == VIEW_ACT_ABORT ||
-                        a == VIEW_ACT_STACK || a == VIEW_ACT_TREE;
+                        a == VIEW_ACT_STACK || a == VIEW_ACT_TREE || a == VIEW_ACT_REPORT;
         if (to_ranks && run_procs_running(r) == 0 && !r->restart_pending) {
             view_tui_note(r->tui, "the job has ended: no rank left to act on (q leaves)");
             t->drawn_version = (uint64_t)-1;
@@ -244,6 +244,8 @@ static void take_keys(Run *r, Turns *t)
             run_request_stack(r, view_tui_stack_rank(r->tui));
         else if (a == VIEW_ACT_TREE)
             run_gather_start(r, RUN_GATHER_TUI);
+        else if (a == VIEW_ACT_REPORT)
+            run_report_start(r, true, 0);
         else if (a == VIEW_ACT_FAULT) {
             int rank = 0, pick = view_tui_fault_pick(r->tui, &rank);
             run_request_fault(r, pick, rank);
@@ -273,7 +275,7 @@ static void watch_hangs(Run *r, int running)
     if (r->job->hang.active && r->job->hang.ev != r->reported_hang_ev) {
         /* once per hang: the stacks, then its report on disk (report.c); in --json, {"k":"stacks"} too */
         r->reported_hang_ev = r->job->hang.ev;
-        run_gather_start(r, RUN_GATHER_REPORT | (r->hl.json && !r->tui ? RUN_GATHER_HANG : 0));
+        run_report_start(r, false, r->hl.json && !r->tui ? RUN_GATHER_HANG : 0);
     }
     if (!r->stop_requested) { /* once stopping, the status line counts down the ladder */
         JobDiagnosis d; /* the hang's event says the same */

@@ -1,14 +1,17 @@
 /* report.c — a hang report on disk: one directory a person can attach to
  * a bug report, written once per hang when the gathering that follows it
- * (stacks.c) ends. See internal.h (run_hang_report).
+ * (stacks.c) ends, and on request (the r key) at any time, hang or not.
+ * See internal.h (run_report_start, run_hang_report).
  *
  * Beside the ranks' logs (--log-dir, else ddptop's private directory,
- * which is then kept): hang-N/ with README.txt, verdict.txt, tree.txt (the
- * merged stacks, compared over two looks), stacks/rank-K.txt (each rank's
- * own dump, every thread), collectives.txt (each rank's last collectives:
- * number, op, bucket, payload, state, times), logs/rank-K.txt (the tail of
- * each rank's log) and versions.txt. Bounded: REPORT_RANKS_MAX ranks get
- * their own stacks and log tails, each capped; the tree holds every rank.
+ * which is then kept): hang-N/ (a hang was on when it was written) or
+ * report-N/ (none was: asked with r), one count for both, with README.txt,
+ * verdict.txt, tree.txt (the merged stacks, compared over two looks),
+ * stacks/rank-K.txt (each rank's own dump, every thread), collectives.txt
+ * (each rank's last collectives: number, op, bucket, payload, state,
+ * times), logs/rank-K.txt (the tail of each rank's log) and versions.txt.
+ * Bounded: REPORT_RANKS_MAX ranks get their own stacks and log tails, each
+ * capped; the tree holds every rank; at most REPORT_ON_KEY_MAX on request.
  * Main thread.
  */
 #include "run/internal.h"
@@ -22,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include "base/clock.h"
 #include "model/stacktree.h"
 
 #define REPORT_RANKS_MAX  64          /* ranks with their own stacks and log tails */
@@ -29,6 +33,7 @@
 #define REPORT_TAIL_MAX   (32L << 10)  /* bytes of one rank's log tail */
 #define REPORT_COLLS      16          /* each rank's last collectives */
 #define REPORT_TREE_MAX   (1L << 20)
+#define REPORT_ON_KEY_MAX 32 /* reports written on request (r) in one job */
 
 static FILE *open_in(const char *dir, const char *name)
 {
@@ -114,29 +119,108 @@ static void write_versions(FILE *f, const Job *j)
     }
 }
 
-int run_hang_report(Run *r, const StackTree *t, const long *off, const long *size, char *path, size_t path_len)
+/* Someone (a note on the screen, else an event) hears it. */
+static void say(Run *r, bool on_key, const char *text)
 {
-    if (path_len) path[0] = '\0';
+    if (on_key && r->tui)
+        view_tui_note(r->tui, text);
+    else
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", text);
+}
+
+void run_report_start(Run *r, bool on_key, unsigned also)
+{
+    if (r->report.due) { /* the gathering under way writes one report, for both */
+        if (on_key)
+            say(r, true,
+                r->report.on_key ? "r: a report is still being written (its stacks are being gathered)"
+                                 : "r: the hang's report is being written (its stacks are being gathered)");
+        if (also) run_gather_start(r, also);
+        return;
+    }
+    if (on_key && r->report.on_key_n >= REPORT_ON_KEY_MAX) {
+        char t[120];
+        snprintf(t, sizeof t, "r: %d reports written on request already: no more in this job", REPORT_ON_KEY_MAX);
+        say(r, true, t);
+        return;
+    }
+    r->report.due = true;
+    r->report.on_key = on_key;
+    if (on_key) say(r, true, "r: writing a report: gathering every rank's stacks (two looks, a second apart) ...");
+    run_gather_start(r, RUN_GATHER_REPORT | also);
+}
+
+/* verdict.txt: the diagnosis, else (a report on request) that there is no hang. */
+static void write_verdict(FILE *f, Run *r, bool hang)
+{
+    JobDiagnosis d;
+    job_diagnose(r->job, &d);
+    const char *who = hang ? r->hw.last.verdict : "";
+    if (!hang) {
+        const Job *j = r->job;
+        fprintf(f, "no hang: written on request (r) at step %lld, %.1f s into the job\n", (long long)j->step,
+                (double)(mono_ns() - j->start_ns) / 1e9);
+        if (d.kind != DIAG_NONE) fprintf(f, "\nthe job's diagnosis so far: %s\n", d.text);
+        return;
+    }
+    fprintf(f, "%s\n", d.kind != DIAG_NONE ? d.text : who);
+    if (d.kind != DIAG_NONE && who[0] && strcmp(d.text, who)) fprintf(f, "\nwho waits for whom: %s\n", who);
+}
+
+/* The directory made, or "" (a message in why). */
+static int write_report(Run *r, const StackTree *t, const long *off, const long *size, bool hang, char *dir,
+                        size_t dir_len, char *why, size_t why_len);
+
+int run_hang_report(Run *r, const StackTree *t, const long *off, const long *size, char *out, size_t out_len)
+{
+    bool on_key = r->report.on_key;
+    r->report.due = r->report.on_key = false;
+    /* a hang on now makes it a hang's report, whoever asked */
+    bool hang = r->job->hang.active || !on_key;
+    char dir[sizeof r->job->hang_report], why[300], text[sizeof dir + 64];
+    if (write_report(r, t, off, size, hang, dir, sizeof dir, why, sizeof why) == 0) {
+        if (on_key) r->report.on_key_n++;
+        /* the summary and the exit line name the newest hang's report */
+        if (hang) snprintf(r->job->hang_report, sizeof r->job->hang_report, "%s", dir);
+        snprintf(text, sizeof text, "%s written: %s", hang ? "hang report" : "report", dir);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", text);
+        if (on_key && r->tui) view_tui_note(r->tui, text);
+        snprintf(out, out_len, "%s", dir);
+        return 0;
+    } else {
+        snprintf(text, sizeof text, "%s: no directory could be made (%s)", hang ? "hang report" : "report", why);
+        job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "%s", text);
+        if (on_key && r->tui) view_tui_note(r->tui, text);
+    }
+    return -1;
+}
+
+static int write_report(Run *r, const StackTree *t, const long *off, const long *size, bool hang, char *dir,
+                        size_t dir_len, char *why, size_t why_len)
+{
     const char *base = r->o->log_dir ? r->o->log_dir : r->dir;
-    if (!base || !*base) return -1;
-    char dir[sizeof r->job->hang_report];
+    dir[0] = '\0';
+    if (!base || !*base) {
+        snprintf(why, why_len, "no log directory");
+        return -1;
+    }
     int n = ++r->hang_reports;
-    snprintf(dir, sizeof dir, "%.360s/hang-%d", base, n);
-    char sub[sizeof dir + 16];
-    if (mkdir(dir, 0777) && errno != EEXIST) return -1;
+    snprintf(dir, dir_len, "%.360s/%s-%d", base, hang ? "hang" : "report", n);
+    char sub[sizeof r->job->hang_report + 16];
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        snprintf(why, why_len, "%s: %s", dir, strerror(errno));
+        dir[0] = '\0';
+        return -1;
+    }
     snprintf(sub, sizeof sub, "%s/stacks", dir);
     mkdir(sub, 0777);
     snprintf(sub, sizeof sub, "%s/logs", dir);
     mkdir(sub, 0777);
     if (!r->o->log_dir) r->keep_dir = true; /* the private directory goes unless kept */
 
-    JobDiagnosis d;
-    job_diagnose(r->job, &d);
     FILE *f = open_in(dir, "verdict.txt");
     if (f) {
-        fprintf(f, "%s\n", d.kind != DIAG_NONE ? d.text : r->hw.last.verdict);
-        if (d.kind != DIAG_NONE && strcmp(d.text, r->hw.last.verdict))
-            fprintf(f, "\nwho waits for whom: %s\n", r->hw.last.verdict);
+        write_verdict(f, r, hang);
         fclose(f);
     }
     char *text = t ? malloc(REPORT_TREE_MAX) : NULL;
@@ -171,10 +255,10 @@ int run_hang_report(Run *r, const StackTree *t, const long *off, const long *siz
     }
     if ((f = open_in(dir, "README.txt"))) {
         fprintf(f,
-                "ddptop hang report %d\n\n"
-                "A hang ddptop saw in this job, written once when its stacks had been gathered.\n"
+                "ddptop %s %d\n\n"
+                "%s\n"
                 "Attach the whole directory to a bug report.\n\n"
-                "verdict.txt      the diagnosis: the cause, the rank, the line of the script's own code\n"
+                "verdict.txt      %s\n"
                 "tree.txt         every rank's stacks merged into one tree: each frame with the set of\n"
                 "                 ranks that took it, smallest sets first (! a smaller set than its\n"
                 "                 sibling's; * no rank moved there between two looks a second apart)\n"
@@ -182,10 +266,13 @@ int run_hang_report(Run *r, const StackTree *t, const long *off, const long *siz
                 "collectives.txt  each rank's last %d collectives: number, op, bucket, payload, state, times\n"
                 "logs/            the tail of each rank's log (the first %d ranks, %ld kB each)\n"
                 "versions.txt     the job: backend, device, model, each rank's host and process\n",
-                n, REPORT_RANKS_MAX, REPORT_COLLS, REPORT_RANKS_MAX, REPORT_TAIL_MAX >> 10);
+                hang ? "hang report" : "report", n,
+                hang ? "A hang ddptop saw in this job, written once when its stacks had been gathered."
+                     : "Written on request (the r key) while the job ran, once every rank's stacks had been gathered.",
+                hang ? "the diagnosis: the cause, the rank, the line of the script's own code"
+                     : "no hang: the step it was written at (and the job's diagnosis, if any)",
+                REPORT_RANKS_MAX, REPORT_COLLS, REPORT_RANKS_MAX, REPORT_TAIL_MAX >> 10);
         fclose(f);
     }
-    snprintf(path, path_len, "%s", dir);
-    snprintf(r->job->hang_report, sizeof r->job->hang_report, "%s", dir);
     return 0;
 }

@@ -124,8 +124,6 @@ static void drop_answers(RunGather *g, int world)
  * every other reachable Python rank on the wire. */
 static void look(Run *r, RunGather *g)
 {
-    const char *signame;
-    int sig = run_stack_signal(&signame);
     drop_answers(g, r->job->world);
     g->token++;
     g->wire_asked = g->wire_got = 0;
@@ -136,7 +134,7 @@ static void look(Run *r, RunGather *g)
         int pid = python_pid(r, k);
         long off = pid > 0 ? run_file_size(launcher_log_path(r->l, k)) : -1;
         /* only a process with the adapter's handler: the signal's default would end it */
-        if (off >= 0 && procstat_catches(pid, sig) == 1 && kill(pid, sig) == 0) {
+        if (off >= 0 && run_stack_ask(pid) == 0) {
             g->off[k] = g->size[k] = off;
             g->via[k] = VIA_LOG;
         } else if (jr->python && jr->state == RANK_ALIVE && r->rk && r->rk[k].routable) {
@@ -374,12 +372,7 @@ static void deliver(Run *r, RunGather *g, const StackTree *t, bool final)
     if ((g->want & RUN_GATHER_HANG) && !r->tui) view_headless_stacks(&r->hl, r->job, t, mono_ns());
     if (g->want & RUN_GATHER_REPORT) {
         char dir[PATH_MAX];
-        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0) {
-            report_answers(r, g, dir);
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report written: %s", dir);
-        }
-        else
-            job_event(r->job, mono_ns(), wall_ns(), -1, EV_WARN, "hang report: no directory could be made");
+        if (run_hang_report(r, t, g->off, g->size, dir, sizeof dir) == 0) report_answers(r, g, dir);
     }
     for (int i = 0; i < g->n_viewers; i++) {
         if (g->viewers[i].json) {

@@ -343,8 +343,13 @@ ViewAction view_tui_poll_key(ViewTui *v, const Job *j, bool running)
             int key = translate(ch);
             if (key == UI_KEY_REDRAW) v->clear_next = true;
             if (v->hook && key != UI_KEY_RESIZE && key != UI_KEY_REDRAW &&
-                v->hook(v->hook_ctx, key, keys_action(v->ui.keys_mode, key)))
+                v->hook(v->hook_ctx, key, keys_action(v->ui.keys_mode, key))) {
+                /* a new key: the old answer goes (ui_key's rule), or a
+                 * note of r, w or t would hide what the hook says */
+                v->ui.note[0] = '\0';
+                v->ui.note_ns = 0;
                 return VIEW_ACT_REDRAW;
+            }
             a = ui_key(&v->ui, key, j, running);
         }
         apply_mouse(v);

@@ -42,6 +42,9 @@ static const KeyRow key_rows[] = {
      NULL, "w Python stacks of the selected rank", 23, {{'w', KEY_ACT_STACK}, {'W', KEY_ACT_STACK}}},
     {LIVE, "t", "every rank's stacks merged in one tree; * where no rank moved", LIVE, LINE_LAST + 3, NULL, "tree",
      NULL, "t every rank's stacks merged in one tree", 41, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
+    {LIVE, "r", "a report on disk now: every rank's stacks and the verdict", LIVE, LINE_LAST + 4, NULL,
+     "report", NULL, "r write a report (stacks, verdict) beside the logs", 42,
+     {{'r', KEY_ACT_REPORT}, {'R', KEY_ACT_REPORT}}},
     {LIVE, "q", "quit (asks while training; destroys cleanly first)", LIVE, 4, NULL, "quit", NULL,
      "q quit (asks while training)", 14, {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
     {CONTROL, "a", "abort the job (SIGTERM, then SIGKILL)", CONTROL, 4, NULL, "abort", NULL, NULL, 0,
@@ -58,8 +61,11 @@ static const KeyRow key_rows[] = {
     /* the viewer's key hook asks the job (attach/client.c) */
     {ATTACH | CONTROL, "t", "every rank's stacks merged in one tree (the job gathers them)", 0, 0, NULL, NULL, NULL,
      NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
-    /* not listed: ui.c says why (a recording holds no stacks) */
+    /* not listed: ui.c says why (a recording holds no stacks; a viewer's ddptop cannot write beside the job's
+     * logs, and a report is no read-only act) */
     {REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, {{'t', KEY_ACT_TREE}, {'T', KEY_ACT_TREE}}},
+    {ATTACH | CONTROL | REPLAY, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0,
+     {{'r', KEY_ACT_REPORT}, {'R', KEY_ACT_REPORT}}},
     {ATTACH | CONTROL, "q", "detach (the job goes on)", ATTACH | CONTROL, 5, NULL, "detach", NULL, NULL, 0,
      {{'q', KEY_ACT_QUIT}, {'Q', KEY_ACT_QUIT}}},
 
@@ -187,7 +193,8 @@ static bool acts_on_ranks(const KeyRow *r)
     case KEY_ACT_ABORT:
     case KEY_ACT_FAULT:
     case KEY_ACT_STACK:
-    case KEY_ACT_TREE: return true;
+    case KEY_ACT_TREE:
+    case KEY_ACT_REPORT: return true;
     default: return false;
     }
 }

@@ -33,8 +33,9 @@ typedef enum {
     KEY_ACT_PAUSE,
     KEY_ACT_ABORT,
     KEY_ACT_FAULT,
-    KEY_ACT_STACK, /* the selected rank's Python stacks (its process is signalled) */
-    KEY_ACT_TREE,  /* every rank's stacks merged into one tree (model/stacktree.h) */
+    KEY_ACT_STACK,  /* the selected rank's Python stacks (its process is signalled) */
+    KEY_ACT_TREE,   /* every rank's stacks merged into one tree (model/stacktree.h) */
+    KEY_ACT_REPORT, /* a report on disk now: every rank's stacks, the diagnosis (tui/run/report.c) */
     KEY_ACT_QUIT,
     /* on the screen */
     KEY_ACT_HELP,
@@ -102,7 +103,7 @@ int keys_help(KeysMode m, const KeyRow **out, int max);
  * out[max]; returns how many. alt: the mode's toggle is on (live: a pause
  * is wanted; replay: the replay is paused), so label_alt shows. ended: the
  * job is over (done or failed), so the keys that act on its ranks (c d p
- * a f w) are left out: the line shows only keys that still do something. */
+ * a f w t r) are left out: the line shows only keys that still do something. */
 int keys_line(KeysMode m, bool alt, bool ended, const char *(*out)[2], int max);
 /* `ddptop --help`'s keys paragraph ("keys: c checkpoint  ..."), one or
  * more lines each ending in '\n', into buf[n]; returns its length

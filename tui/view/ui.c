@@ -351,6 +351,15 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
             return VIEW_ACT_REDRAW;
         }
         return u->world > 0 ? VIEW_ACT_TREE : VIEW_ACT_NONE;
+    case KEY_ACT_REPORT:
+        if (u->keys_mode != KEYS_LIVE) {
+            snprintf(u->note, sizeof u->note,
+                     u->keys_mode == KEYS_REPLAY
+                         ? "report: of a running job only (r on its screen; a recording holds no stacks)"
+                         : "report: only on the job's own screen (ddptop run writes it beside the job's logs)");
+            return VIEW_ACT_REDRAW;
+        }
+        return u->world > 0 ? VIEW_ACT_REPORT : VIEW_ACT_NONE;
     case KEY_ACT_QUIT:
         if (!running) return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;

@@ -28,6 +28,7 @@ typedef enum {
     VIEW_ACT_FAULT,   /* f menu: inject Ui.fault_pick on Ui.fault_rank */
     VIEW_ACT_STACK,   /* w: ask rank Ui.stack_rank for its Python stacks (ui_stack_show answers) */
     VIEW_ACT_TREE,    /* t: every rank's stacks merged (ui_stack_show with VIEW_STACK_TREE answers) */
+    VIEW_ACT_REPORT,  /* r: a report on disk now (every rank's stacks, the diagnosis; tui/run/report.c) */
 } ViewAction;
 
 /* The f menu's faults, in menu order (tui/run/commands.c turns them into transport/wire/fault.h

@@ -127,6 +127,10 @@ wait_for 10 eval 'scr ctl >"$TMP/c0"; row 0 "$TMP/c0" >/dev/null' || dies ctl "n
 tmux send-keys -t "$S:ctl" c
 wait_for 20 test -e "$TMP/ck/latest/model.safetensors" || dies ctl "no checkpoint after c in a --control viewer"
 wait_for 5 has ctl 'checkpoint step' || dies ctl "the viewer does not show the checkpoint"
+# r: the job's own screen writes reports (beside its logs), even for a --control viewer
+tmux send-keys -t "$S:ctl" r
+wait_for 5 has ctl "report: only on the job's own screen" || dies ctl "r in a viewer does not say why not"
+ls "$TMP"/*/report-* "$TMP"/report-* >/dev/null 2>&1 && die "a viewer's r wrote a report"
 # Ctrl-C detaches as cleanly as q
 tmux send-keys -t "$S:ctl" C-c
 wait_for 5 test -s "$TMP/ctl.exit" || dies ctl "Ctrl-C did not detach"

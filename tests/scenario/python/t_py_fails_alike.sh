@@ -13,6 +13,7 @@
 # ("op.preamble.length <= op.nbytes") instead of raising DDP's error.
 . tests/lib.sh
 . tests/lib_py.sh
+. tests/scenario/python/diag/lib_diag.sh
 cat >"$TMP/cases.py" <<'PYEOF'
 import datetime
 import sys
@@ -66,66 +67,18 @@ print(f"rank {rank} done", flush=True)
 dist.destroy_process_group()
 PYEOF
 
-# how RANK ended: "exit N" or "signal N", from a shell's status
-how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "exit $1"; fi; }
-# the exception a rank's log ends with: from the last line that starts one
-# (a Python exception, or C++'s terminate) to the end, the adapter's own
-# lines and the traceback's frames left out, addresses and ports masked; a
-# rank waiting on a peer that aborts ends with Gloo's "Connection closed by
-# peer" or its timeout, whichever comes first: a race bare torch runs too
-# (seen both ways bare on one machine), so the two are one outcome here
-exception() {
-    grep -v '^ddptop-py ' "$1" | awk '
-        /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
-        on { buf = buf $0 "\n" }
-        END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g' |
-        sed -E 's/^RuntimeError: \[[^]]*\] (Connection closed by peer.*|Timed out waiting [0-9]+ms for recv operation to complete)$/RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
-}
-
-bare() {    # bare NAME CASE MODE: $TMP/NAME/rank-R.{log,how}
-    local d=$TMP/$1 port r pids=()
-    mkdir -p "$d"
-    port=$(free_port 1)
-    for r in 0 1; do
-        RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 ROLE_RANK=$r ROLE_WORLD_SIZE=2 \
-            MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-            timeout 120 "$PY" "$TMP/cases.py" "$2" "$3" >"$d/rank-$r.log" 2>&1 &
-        pids+=($!)
-    done
-    for r in 0 1; do wait "${pids[$r]}"; how $? >"$d/rank-$r.how"; done
-}
-
 under() {   # under NAME CASE MODE [VAR=VALUE...]: the same through ddptop
-    local name=$1 d=$TMP/$1 c=$2 m=$3 r
+    local name=$1 d=$TMP/$1 c=$2 m=$3
     shift 3
     mkdir -p "$d"
     env "$@" timeout 180 "$DDPTOP" run -n 2 --python "$PY" --headless --json --log-dir "$d/logs" \
         "$TMP/cases.py" "$c" "$m" >"$d/out.jsonl" 2>&1
-    for r in 0 1; do
-        cp "$d/logs/rank-$r.log" "$d/rank-$r.log" 2>/dev/null || { cat "$d/out.jsonl"; die "$name: no log of rank $r"; }
-        # ddptop's word for how the rank ended ("exit 1", "signal 6 (Aborted)")
-        grep -o "\"r\":$r,\"state\":\"[a-z]*\",\"how\":\"[a-z]* [0-9]*" "$d/out.jsonl" | tail -1 |
-            sed 's/.*"how":"//' >"$d/rank-$r.how"
-    done
-}
-
-same() {    # same BARE UNDER: every rank ended alike, with the same exception
-    local r
-    for r in 0 1; do
-        [ "$(cat "$TMP/$1/rank-$r.how")" = "$(cat "$TMP/$2/rank-$r.how")" ] || {
-            tail -5 "$TMP/$1/rank-$r.log" "$TMP/$2/rank-$r.log"
-            die "$2: rank $r ended \"$(cat "$TMP/$2/rank-$r.how")\" under ddptop, \"$(cat "$TMP/$1/rank-$r.how")\" bare"; }
-        exception "$TMP/$1/rank-$r.log" >"$TMP/$1/rank-$r.exc"
-        exception "$TMP/$2/rank-$r.log" >"$TMP/$2/rank-$r.exc"
-        cmp -s "$TMP/$1/rank-$r.exc" "$TMP/$2/rank-$r.exc" || {
-            diff "$TMP/$1/rank-$r.exc" "$TMP/$2/rank-$r.exc"
-            die "$2: rank $r's exception under ddptop is not the bare one (< bare, > ddptop)"; }
-    done
+    diag_ends "$name"
 }
 
 for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
     c=${cm%:*} m=${cm#*:}
-    bare "bare-$c" "$c" "$m"
+    diag_bare "bare-$c" "$TMP/cases.py" "$c" "$m"
     # the bare runs are what the claims below rest on: each case fails as torch makes it fail
     case $c in
         unused) grep -q "Expected to have finished reduction in the prior iteration" "$TMP/bare-$c/rank-1.log" ||
@@ -135,12 +88,12 @@ for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
     esac
     [ -s "$TMP/bare-$c/rank-0.how" ] && grep -qv "exit 0" "$TMP/bare-$c/rank-0.how" || die "bare $c: rank 0 did not fail"
     under "every-$c" "$c" "$m" DDPTOP_AGREE_STEPS=1
-    same "bare-$c" "every-$c"
+    diag_same "bare-$c" "every-$c"
     # at ddptop's own pace too, for the case whose failure ddptop once changed (the others
     # meet fewer agreements than at every step, the worst case above)
     if [ "$c" = unused ]; then
         under "paced-$c" "$c" "$m"
-        same "bare-$c" "paced-$c"
+        diag_same "bare-$c" "paced-$c"
     fi
 done
 echo "ok: unused parameter, op and shape desync, rank-0-only barriers fail alike bare and under ddptop"

@@ -35,8 +35,10 @@ s = json.loads(sys.argv[1])
 v = s["verdict"]
 print(v)
 # the cause first; rank 0's broken link after it, said as a consequence
-assert v.startswith("job failed: rank 1 had finished after step 20 while rank 0 trained on: the ranks ran different "
-                    "numbers of steps (uneven inputs: Join); "), v
+assert v.startswith("job failed: rank 1 had finished after step 20 while rank 0 trained on: its next collective at "
+                    "short.py:"), v
+assert ("had no partner; the ranks ran different numbers of steps (uneven inputs, or no_sync() windows that differ "
+        "by rank: Join); ") in v, v
 assert 'rank 0 ended: exit 1 after "Connection closed by peer" (a consequence)' in v, v
 assert s["cause"]["kind"] == "uneven", s["cause"]
 PYEOF

@@ -74,6 +74,9 @@ for k in c d p; do
     keys $k
     wait_for 5 has "$k: .* needs live workers — disabled in a replay" || dies "$k does not say it is disabled"
 done
+# r (a report on disk) is the live job's: a recording holds no stacks
+keys r
+wait_for 5 has "report: of a running job only" || dies "r does not say a replay writes no report"
 keys '>'
 wait_for 5 has "forward 1 s" || dies "> did not seek 1 s"
 # ? shows the replay's own keys, not the live job's

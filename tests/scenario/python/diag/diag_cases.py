@@ -5,6 +5,7 @@ check that ddptop's final verdict names it.
 
     ddptop run -n 2 --headless --json --hang-after 3 --timeout 10 diag_cases.py CASE
 """
+import datetime
 import os
 import queue
 import signal
@@ -18,7 +19,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def setup(bn=False):
-    dist.init_process_group("gloo")
+    # DIAG_PG_TIMEOUT: the process group's timeout in seconds (torch's default, 30 min, unset), so
+    # a bare run of a hanging case ends by itself as torch ends it
+    secs = os.environ.get("DIAG_PG_TIMEOUT")
+    dist.init_process_group("gloo", **({"timeout": datetime.timedelta(seconds=int(secs))} if secs else {}))
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(20, 64), nn.BatchNorm1d(64), nn.Linear(64, 3)) if bn else nn.Linear(20, 3)
     model = DDP(net)
@@ -76,6 +80,35 @@ def op_desync():
         dist.broadcast(t, 0)  # BUG op_desync
     else:
         dist.all_reduce(t)
+    dist.destroy_process_group()
+
+
+def accumulate(model, opt, rank):
+    """Gradient accumulation whose no_sync() window differs by rank (rank 0
+    syncs every 2nd micro-batch, rank 1 every 3rd): the ranks' DDP
+    all-reduces pair wrongly, and rank 0 goes on to all-reduces rank 1
+    never makes."""
+    accum = 2 + rank
+    for i in range(24):
+        if (i + 1) % accum:
+            with model.no_sync():
+                model(torch.randn(16, 20)).square().mean().backward()
+        else:
+            model(torch.randn(16, 20)).square().mean().backward()  # BUG no_sync
+            opt.step()
+            opt.zero_grad()
+
+
+def no_sync():
+    rank, model, opt = setup()
+    accumulate(model, opt, rank)
+    dist.barrier()  # BUG no_sync_barrier (every rank done before it leaves)
+    dist.destroy_process_group()
+
+
+def no_sync_exit():
+    rank, model, opt = setup()
+    accumulate(model, opt, rank)
     dist.destroy_process_group()
 
 
