@@ -188,6 +188,21 @@ int main(void)
     CHECK(nr == 4 && !strcmp(many[0].label, "rec.py:0 f") && !strcmp(many[1].label, "... 61 frames") &&
               many[1].folded && !strcmp(many[2].label, "rec.py:298 f") && !strcmp(many[3].label, "rec.py:299 f"),
           "rows %d: %s | %s | %s", nr, many[0].label, many[1].label, nr > 3 ? many[3].label : "-");
+    /* a report's text folds nothing: every one of the 64 frames kept, the middle's too */
+    {
+        char *whole = malloc(1 << 16), *folded = malloc(1 << 16);
+        stacktree_text_whole(t, whole, 1 << 16);
+        stacktree_text(t, folded, 1 << 16);
+        int lines = 0, frames = 0;
+        for (const char *p = whole; *p; p++) lines += *p == '\n';
+        for (const char *p = whole; (p = strstr(p, " rec.py:")); p++) frames++;
+        /* the 64 nodes the tree keeps of 300 frames: 63 frames and its own fold of the rest */
+        CHECK(lines == STACKTREE_DEPTH && frames == STACKTREE_DEPTH - 1 && !strstr(whole, "... 61 frames"),
+              "whole: %d lines, %d frames", lines, frames);
+        CHECK(strstr(folded, "... 61 frames\n") != NULL, "the screen's text folds");
+        free(whole);
+        free(folded);
+    }
     free(dp);
     free(deep);
     free(many);

@@ -345,6 +345,7 @@ typedef struct {
     StackRow *rows;
     int max, n;
     uint64_t *scratch; /* [words]: a folded row's union */
+    bool whole;        /* no folding: every frame, every branch (a report's tree) */
 } RowCtx;
 
 static void put_row(RowCtx *c, const uint64_t *set, int count, const char *label, int indent, bool branch, bool stuck,
@@ -373,7 +374,7 @@ static void rows_under(RowCtx *c, int node, int indent, bool odd)
     int at = indent > INDENT_MAX ? INDENT_MAX : indent;
     int largest = n > 0 ? t->nodes[kids[n - 1]].count : 0;
     for (int i = 0; i < n; i++) {
-        if (n > STACKTREE_FANOUT && i == STACKTREE_FANOUT - 2) {
+        if (!c->whole && n > STACKTREE_FANOUT && i == STACKTREE_FANOUT - 2) {
             /* the middle branches as one row: the smallest and the largest stay */
             int k = n - 1 - i, count = 0;
             memset(c->scratch, 0, (size_t)t->words * sizeof(uint64_t));
@@ -402,7 +403,7 @@ static void rows_under(RowCtx *c, int node, int indent, bool odd)
             last = ch;
             len++;
         }
-        if (len > CHAIN_WHOLE) {
+        if (!c->whole && len > CHAIN_WHOLE) {
             int before = t->nodes[last].parent, mid = len - 3;
             char label[64];
             snprintf(label, sizeof label, "... %d frames", mid);
@@ -419,24 +420,29 @@ static void rows_under(RowCtx *c, int node, int indent, bool odd)
     free(kids);
 }
 
-int stacktree_rows(const StackTree *t, StackRow *rows, int max)
+static int rows_of(const StackTree *t, StackRow *rows, int max, bool whole)
 {
     if (!t) return 0;
-    RowCtx c = { t, rows, max, 0, calloc((size_t)t->words, sizeof(uint64_t)) };
+    RowCtx c = { t, rows, max, 0, calloc((size_t)t->words, sizeof(uint64_t)), whole };
     if (!c.scratch) return 0;
     rows_under(&c, 0, 0, false);
     free(c.scratch);
     return c.n;
 }
 
-size_t stacktree_text(const StackTree *t, char *out, size_t len)
+int stacktree_rows(const StackTree *t, StackRow *rows, int max)
+{
+    return rows_of(t, rows, max, false);
+}
+
+static size_t text_of(const StackTree *t, char *out, size_t len, bool whole)
 {
     if (!out || len == 0) return 0;
     out[0] = '\0';
-    int n = stacktree_rows(t, NULL, 0);
+    int n = rows_of(t, NULL, 0, whole);
     StackRow *rows = n > 0 ? malloc((size_t)n * sizeof *rows) : NULL;
     if (!rows) return 0;
-    n = stacktree_rows(t, rows, n);
+    n = rows_of(t, rows, n, whole);
     size_t o = 0;
     for (int i = 0; i < n; i++) {
         const StackRow *r = &rows[i];
@@ -449,6 +455,16 @@ size_t stacktree_text(const StackTree *t, char *out, size_t len)
     }
     free(rows);
     return o;
+}
+
+size_t stacktree_text(const StackTree *t, char *out, size_t len)
+{
+    return text_of(t, out, len, false);
+}
+
+size_t stacktree_text_whole(const StackTree *t, char *out, size_t len)
+{
+    return text_of(t, out, len, true);
 }
 
 /* ---- JSON: every node, whole sets ---- */

@@ -91,6 +91,9 @@ int stacktree_rows(const StackTree *t, StackRow *rows, int max);
  * for stuck, O "!" for an odd set, a branch's first frame after "+ ". Into out[len] (cut at a line). Returns
  * the length written. */
 size_t stacktree_text(const StackTree *t, char *out, size_t len);
+/* The same with nothing folded: every frame of a long run, every branch (a
+ * hang report's tree.txt, where the user's frame must not hide in a fold). */
+size_t stacktree_text_whole(const StackTree *t, char *out, size_t len);
 
 /* As one JSON object: {"world","ranks","stacks","compared","stuck",
  * "nodes":[{"id","parent","frame","n","ranks","stuck","odd"}]} with the

@@ -225,7 +225,7 @@ static int write_report(Run *r, const StackTree *t, const long *off, const long 
     }
     char *text = t ? malloc(REPORT_TREE_MAX) : NULL;
     if ((f = open_in(dir, "tree.txt"))) {
-        if (text && stacktree_text(t, text, REPORT_TREE_MAX)) fputs(text, f);
+        if (text && stacktree_text_whole(t, text, REPORT_TREE_MAX)) fputs(text, f);
         else fputs("(no stacks gathered)\n", f);
         fclose(f);
     }
@@ -261,7 +261,8 @@ static int write_report(Run *r, const StackTree *t, const long *off, const long 
                 "verdict.txt      %s\n"
                 "tree.txt         every rank's stacks merged into one tree: each frame with the set of\n"
                 "                 ranks that took it, smallest sets first (! a smaller set than its\n"
-                "                 sibling's; * no rank moved there between two looks a second apart)\n"
+                "                 sibling's; * no rank moved there between two looks a second apart);\n"
+                "                 nothing folded, as the screen folds long runs of frames\n"
                 "stacks/          each rank's own dump, every thread (the first %d ranks)\n"
                 "collectives.txt  each rank's last %d collectives: number, op, bucket, payload, state, times\n"
                 "logs/            the tail of each rank's log (the first %d ranks, %ld kB each)\n"
