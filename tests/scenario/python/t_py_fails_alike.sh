@@ -4,13 +4,16 @@
 # the loop) run bare, each rank started with torchrun's environment by
 # hand, and under `ddptop run -n 2 --headless`, with ddptop agreeing every
 # step (DDPTOP_AGREE_STEPS=1, the worst case; the unused parameter also at
-# ddptop's own pace): every
-# rank ends the same way (exit status or signal) with the same exception
-# text (DDP's "Expected to have finished reduction ..." for the unused
-# parameter; Gloo's abort, timeout or closed connection where torch has
-# one), addresses aside. When ddptop's agreement rode the script's
-# collectives, the unused parameter's rank 1 aborted in Gloo
-# ("op.preamble.length <= op.nbytes") instead of raising DDP's error.
+# ddptop's own pace, and with the Python comm hook where the C++ one runs):
+# every rank ends the same way (exit status or signal) with the same
+# exception text as bare Python prints it (DDP's "Expected to have finished
+# reduction ..." for the unused parameter; Gloo's abort, timeout or closed
+# connection where torch has one; torch 2.x's "[rankN]: " before each line:
+# t_py2_fails_alike runs this on torch 2.x), addresses aside. When ddptop's
+# agreement rode the script's collectives, the unused parameter's rank 1
+# aborted in Gloo ("op.preamble.length <= op.nbytes") instead of raising
+# DDP's error; when the Python hook raised a failed bucket in its callback,
+# rank 0 got "Got the following error when running the callback: ...".
 . tests/lib.sh
 . tests/lib_py.sh
 cat >"$TMP/cases.py" <<'PYEOF'
@@ -76,10 +79,10 @@ how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "exit $
 # (seen both ways bare on one machine), so the two are one outcome here
 exception() {
     grep -v '^ddptop-py ' "$1" | awk '
-        /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
+        /^(\[rank[0-9]+\]: )?[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
         on { buf = buf $0 "\n" }
         END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g' |
-        sed -E 's/^RuntimeError: \[[^]]*\] (Connection closed by peer.*|Timed out waiting [0-9]+ms for recv operation to complete)$/RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
+        sed -E 's/^(\[rank[0-9]+\]: )?RuntimeError: \[[^]]*\] (Connection closed by peer.*|Timed out waiting [0-9]+ms for recv operation to complete)$/\1RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
 }
 
 bare() {    # bare NAME CASE MODE: $TMP/NAME/rank-R.{log,how}
@@ -141,6 +144,13 @@ for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
     if [ "$c" = unused ]; then
         under "paced-$c" "$c" "$m"
         same "bare-$c" "paced-$c"
+        # where the C++ hook ran above, the Python one too: a bucket's failed all-reduce
+        # raised from its Future.then callback reached the script in torch's wrapping
+        # ("Got the following error when running the callback: ...") instead of as itself
+        case " $(py_hooks) " in
+            *" cxx "*) under "pyhook-$c" "$c" "$m" DDPTOP_PY_HOOK=python
+                       same "bare-$c" "pyhook-$c";;
+        esac
     fi
 done
 echo "ok: unused parameter, op and shape desync, rank-0-only barriers fail alike bare and under ddptop"
