@@ -11,7 +11,8 @@
 # torch 2.x: TORCH2_PY=PATH, or TORCH_PY naming one; skipped, saying so,
 # without one.
 . tests/lib.sh
-PY=$(torch2_py) || skip "no torch 2.x: set TORCH2_PY=/path/to/python (python3 -m venv V && V/bin/pip install torch)"
+torch2_py || skip "no torch 2.x: set TORCH2_PY=/path/to/python (python3 -m venv V && V/bin/pip install torch)"
+PY=$PY2
 . tests/lib_py.sh
 cat >"$TMP/compiled.py" <<'PYEOF'
 import torch

@@ -8,7 +8,7 @@
 # (or TORCH_PY naming one, when t_py_fails_alike itself runs on it);
 # skipped, saying so, without one.
 . tests/lib.sh
-py2=$(torch2_py) || skip "no torch 2.x: set TORCH2_PY=/path/to/python (python3 -m venv V && V/bin/pip install torch)"
-[ "$py2" != "$PY" ] || skip "TORCH_PY is torch 2.x: t_py_fails_alike itself checks this claim on it"
+torch2_py || skip "no torch 2.x: set TORCH2_PY=/path/to/python (python3 -m venv V && V/bin/pip install torch)"
+[ "$PY2" != "$PY" ] || skip "TORCH_PY is torch 2.x: t_py_fails_alike itself checks this claim on it"
 rm -rf "$TMP"       # the test below makes its own
-TORCH_PY=$py2 exec bash tests/scenario/python/t_py_fails_alike.sh
+TORCH_PY=$PY2 exec bash tests/scenario/python/t_py_fails_alike.sh
