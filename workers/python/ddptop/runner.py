@@ -173,6 +173,7 @@ def print_uncaught(e):
             os.path.abspath(tb.tb_frame.f_code.co_filename) in skip or
             tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
         tb = tb.tb_next
+    e.__traceback__ = tb        # Python's own hook prints the exception's traceback, not its argument
     try:
         sys.excepthook(type(e), e, tb)
     except Exception:       # a broken hook of the script's: Python's own words instead
