@@ -112,28 +112,30 @@ def comm_hook(st, bucket):
 # failed all-reduce (a peer gone, a timeout) that bare DDP raises as Gloo's
 # own error. A Python hook cannot fail its future otherwise (set_exception
 # only sets a value that Python unwraps; DDP would read it as the bucket),
-# so the callback keeps the original and backward (steps.py) raises that one
-# in place of the wrapped one (install: torch.autograd.backward, which
-# Tensor.backward calls): the script sees what it sees bare.
+# so the callback keeps the original and the wrapper of torch.autograd.backward
+# (install; Tensor.backward calls it) raises that one in place of the
+# wrapped one: the script sees what it sees bare.
 WRAPPED = "Got the following error when running the callback: "
-_failed = []        # the first bucket error this process saw
+_failed = []        # the last few bucket errors the callbacks saw
 
 
 def failed(e):
     """A bucket's all-reduce raised e in the callback."""
-    if not _failed:
-        _failed.append(e)
+    _failed.append(e)
+    del _failed[:-8]
 
 
 def original(e):
     """The bucket's own error that e wraps (a RuntimeError out of backward
     whose text is torch's wrapping of our callback's), else None."""
-    if not _failed or not str(e).startswith(WRAPPED):
+    text = str(e)
+    if not text.startswith(WRAPPED):
         return None
-    orig = _failed[0]
-    if f"{type(orig).__name__}: {orig}" not in str(e) and str(orig) not in str(e):
-        return None
-    return orig.with_traceback(None)
+    name, _, msg = text[len(WRAPPED):].partition(": ")   # "[module.]Type: message\n\nAt: ..."
+    for orig in reversed(_failed):
+        if name.rsplit(".", 1)[-1] == type(orig).__name__ and msg.startswith(str(orig)):
+            return orig.with_traceback(None)
+    return None
 
 
 def _ensure_hook(ddp):
