@@ -5,6 +5,18 @@ PY=${PY:-$BUILD/pyenv/bin/python}
 # The torch tests (tests/scenario/python/) run under TORCH_PY when it is set:
 # make test T=python/ TORCH_PY=/path/to/venv/bin/python (another torch, e.g. 2.x).
 case $0 in */scenario/python/*) PY=${TORCH_PY:-$PY};; esac
+# torch2_py: PY2, the interpreter for the tests of what torch 2.x alone has
+# (its error texts, torch.compile): TORCH2_PY=PATH (make test T=py2
+# TORCH2_PY=...), else $PY when its torch is 2.x; none: status 1 (the test
+# skips, saying so). A TORCH2_PY without torch 2.x is an error.
+torch2_py() {
+    local p=${TORCH2_PY:-$PY} v
+    case $p in */*) case $p in /*) ;; *) p=$PWD/$p;; esac;; esac
+    v=$("$p" -c 'import torch; print(torch.__version__)' 2>/dev/null)
+    if [ "${v%%.*}" -ge 2 ] 2>/dev/null; then PY2=$p; return 0; fi
+    [ -z "${TORCH2_PY:-}" ] || die "TORCH2_PY=$TORCH2_PY: no torch 2.x there (torch '${v:-none}')"
+    return 1
+}
 case $BUILD in /*) DDPTOP=$BUILD/ddptop;; *) DDPTOP=$PWD/$BUILD/ddptop;; esac
 export LANG=C.UTF-8 OPENBLAS_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/ddptop-test.XXXXXX)

@@ -4,13 +4,16 @@
 # the loop) run bare, each rank started with torchrun's environment by
 # hand, and under `ddptop run -n 2 --headless`, with ddptop agreeing every
 # step (DDPTOP_AGREE_STEPS=1, the worst case; the unused parameter also at
-# ddptop's own pace): every
-# rank ends the same way (exit status or signal) with the same exception
-# text (DDP's "Expected to have finished reduction ..." for the unused
-# parameter; Gloo's abort, timeout or closed connection where torch has
-# one), addresses aside. When ddptop's agreement rode the script's
-# collectives, the unused parameter's rank 1 aborted in Gloo
-# ("op.preamble.length <= op.nbytes") instead of raising DDP's error.
+# ddptop's own pace, and with the Python comm hook where the C++ one runs):
+# every rank ends the same way (exit status or signal) with the same
+# exception text as bare Python prints it (DDP's "Expected to have finished
+# reduction ..." for the unused parameter; Gloo's abort, timeout or closed
+# connection where torch has one; torch 2.x's "[rankN]: " before each line:
+# t_py2_fails_alike runs this on torch 2.x), addresses aside. When ddptop's
+# agreement rode the script's collectives, the unused parameter's rank 1
+# aborted in Gloo ("op.preamble.length <= op.nbytes") instead of raising
+# DDP's error; when the Python hook raised a failed bucket in its callback,
+# rank 0 got "Got the following error when running the callback: ...".
 . tests/lib.sh
 . tests/lib_py.sh
 . tests/scenario/python/diag/lib_diag.sh
@@ -94,6 +97,13 @@ for cm in unused:ddp op:manual shape:manual rank0:manual rank0end:ddp; do
     if [ "$c" = unused ]; then
         under "paced-$c" "$c" "$m"
         diag_same "bare-$c" "paced-$c"
+        # where the C++ hook ran above, the Python one too: a bucket's failed all-reduce
+        # raised from its Future.then callback reached the script in torch's wrapping
+        # ("Got the following error when running the callback: ...") instead of as itself
+        case " $(py_hooks) " in
+            *" cxx "*) under "pyhook-$c" "$c" "$m" DDPTOP_PY_HOOK=python
+                       diag_same "bare-$c" "pyhook-$c";;
+        esac
     fi
 done
 echo "ok: unused parameter, op and shape desync, rank-0-only barriers fail alike bare and under ddptop"

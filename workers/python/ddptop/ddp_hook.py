@@ -6,8 +6,11 @@ fills the bucket), all-reduced with a sum — and reports each bucket as a
 `coll` message (index, bytes, time, bandwidths). The buckets carry nothing
 of ddptop's: the all-reduce is the bucket, bit for bit DDP's default (the
 commands' agreement has a group of its own, steer.py). Ours is registered
-at the first forward, so a script that registers its own comm hook keeps
-it (DDP takes one): then buckets are not reported.
+before the first backward after the DDP was built (the wrapper of
+torch.autograd.backward, which Tensor.backward calls): nothing of the
+adapter's runs in DDP's forward, which torch.compile traces, and a script
+that registers its own comm hook before it keeps it (DDP takes one): then
+buckets are not reported.
 
 Where the adapter's C++ hook fits this torch (cxx_hook.py: torch 1.13 on
 the CPU), DDP gets that one instead, doing the same without the GIL; this
@@ -21,6 +24,7 @@ import functools
 import time
 import weakref
 
+import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from . import collectives, compat, cxx_hook, wire
@@ -86,7 +90,11 @@ def comm_hook(st, bucket):
     fut = st.pg.allreduce([buf]).get_future()
 
     def done(f):
-        out = f.value()[0]
+        try:
+            out = f.value()[0]
+        except Exception as e:      # the bucket's all-reduce failed: DDP raises it from backward
+            failed(e)
+            raise
         if timer is not None:
             timer.stop()
         r.comm_s += collectives.end(seq, "allreduce", nbytes, index, step, timer=timer, defer=True, count=n,
@@ -98,9 +106,41 @@ def comm_hook(st, bucket):
     return fut.then(compat.callback(done))
 
 
+# A Python exception raised in a Future.then callback reaches the script
+# wrapped: torch makes it "Got the following error when running the
+# callback: <the error>\n\nAt:\n  <our frames>", and so would a bucket's
+# failed all-reduce (a peer gone, a timeout) that bare DDP raises as Gloo's
+# own error. A Python hook cannot fail its future otherwise (set_exception
+# only sets a value that Python unwraps; DDP would read it as the bucket),
+# so the callback keeps the original and the wrapper of torch.autograd.backward
+# (install; Tensor.backward calls it) raises that one in place of the
+# wrapped one: the script sees what it sees bare.
+WRAPPED = "Got the following error when running the callback: "
+_failed = []        # the last few bucket errors the callbacks saw
+
+
+def failed(e):
+    """A bucket's all-reduce raised e in the callback."""
+    _failed.append(e)
+    del _failed[:-8]
+
+
+def original(e):
+    """The bucket's own error that e wraps (a RuntimeError out of backward
+    whose text is torch's wrapping of our callback's), else None."""
+    text = str(e)
+    if not text.startswith(WRAPPED):
+        return None
+    name, _, msg = text[len(WRAPPED):].partition(": ")   # "[module.]Type: message\n\nAt: ..."
+    for orig in reversed(_failed):
+        if name.rsplit(".", 1)[-1] == type(orig).__name__ and msg.startswith(str(orig)):
+            return orig.with_traceback(None)
+    return None
+
+
 def _ensure_hook(ddp):
-    """Ours, at the first forward, unless the script registered its own by
-    then (DDP takes one hook, and only before the first backward)."""
+    """Ours, unless the script registered its own by then (DDP takes one
+    hook)."""
     if getattr(ddp, "__ddptop_user_hook__", False):
         run().log("info", "DDP: the script registered its own comm hook; buckets are not reported")
         return
@@ -111,16 +151,19 @@ def _ensure_hook(ddp):
 
 
 _ORIG = {}
+_pending = []       # weakrefs to the DDPs built since the last backward, without our hook yet
 
 
-def _first_forward(ddp, *args, **kwargs):
-    """A DDP's first forward (an attribute of the instance until then, so
-    that the steps after it call DDP's own forward with nothing in between):
-    our hook goes on, then the forward runs."""
-    ddp.__dict__.pop("forward", None)
-    if run() is not None:
-        _ensure_hook(ddp)
-    return ddp.forward(*args, **kwargs)
+def _register_pending():
+    """Before a backward (the first since these DDPs were built): our hook
+    goes on each, the script's own taking precedence. Not in DDP's forward:
+    torch.compile(DDP(model)) traces the forward, and anything of ours in it
+    (the registration, a log line) was a graph break of its own; backward is
+    never traced (and is a graph break bare too)."""
+    while _pending:
+        ddp = _pending.pop()()
+        if ddp is not None and run() is not None:
+            _ensure_hook(ddp)
 
 
 def install():
@@ -135,7 +178,7 @@ def install():
         if r is None:
             return
         r.ddps.append(weakref.ref(self))
-        self.__dict__["forward"] = functools.partial(_first_forward, self)
+        _pending.append(weakref.ref(self))
         params = sum(p.numel() for p in self.module.parameters())
         r.log("info", f"DDP: {type(self.module).__name__}, {params} parameters, "
                       f"bucket cap {self.bucket_bytes_cap} B")
@@ -148,6 +191,21 @@ def install():
             return _ORIG[name](self, *args, **kwargs)
         return register
 
+    orig_backward = torch.autograd.backward
+
+    @functools.wraps(orig_backward)
+    def backward(*args, **kwargs):
+        if _pending:
+            _register_pending()
+        try:
+            return orig_backward(*args, **kwargs)
+        except RuntimeError as e:
+            orig = original(e)      # a bucket's failed all-reduce, as bare DDP raises it
+            if orig is None:
+                raise
+            raise orig from None
+
+    torch.autograd.backward = backward
     DDP.__init__ = init
     DDP.register_comm_hook = user_hook("register_comm_hook")
     DDP._register_builtin_comm_hook = user_hook("builtin")

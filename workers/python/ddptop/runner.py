@@ -160,8 +160,28 @@ def child_status(e):
             print(e.code, file=sys.stderr, flush=True)
         return exit_status(e.code)
     if e is not None:
-        traceback.print_exception(type(e), e, e.__traceback__)
+        print_uncaught(e)
     return 1
+
+
+def print_uncaught(e):
+    """What Python prints for an exception the script did not catch: through
+    sys.excepthook (torch 2.x's init_process_group installs one that puts
+    "[rankN]: " before every line), the traceback from the script's own
+    first frame as bare `python script.py` shows it (without run_script's
+    and runpy's frames above it)."""
+    tb = e.__traceback__
+    skip = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+    while tb is not None and tb.tb_next is not None and (
+            os.path.abspath(tb.tb_frame.f_code.co_filename) in skip or
+            tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
+        tb = tb.tb_next
+    e.__traceback__ = tb        # Python's own hook prints the exception's traceback, not its argument
+    try:
+        sys.excepthook(type(e), e, tb)
+    except Exception:       # a broken hook of the script's: Python's own words instead
+        traceback.print_exception(type(e), e, tb)
+    sys.stderr.flush()
 
 
 def orderly_stop(r, unsafe=False):
@@ -294,7 +314,7 @@ def main(argv):
         status = refuse(r, str(e))
     except BaseException as e:        # KeyboardInterrupt too: the job must hear why
         status = 1
-        traceback.print_exc()
+        print_uncaught(e)
         if not launcher():            # the ranks it started say what went wrong themselves
             lifecycle.hello()
             what = f"{type(e).__name__}: {e}" if not isinstance(e, StoreError) else str(e)

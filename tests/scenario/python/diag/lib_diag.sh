@@ -63,13 +63,14 @@ diag_how() { if [ "$1" -gt 128 ]; then echo "signal $(($1 - 128))"; else echo "e
 # "Connection closed by peer" or its timeout, whichever comes first: a race
 # bare torch runs too (seen both ways bare on one machine), so the two are
 # one outcome here. torch 2.x prefixes a bare rank's uncaught exception
-# with "[rankN]: " (its own excepthook); that goes too.
+# with "[rankN]: " (its own excepthook); it is kept, since the adapter prints
+# an uncaught exception through the same excepthook.
 diag_exception() {
-    grep -v '^ddptop-py ' "$1" | sed -E 's/^\[rank[0-9]+\]: //' | awk '
-        /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
+    grep -v '^ddptop-py ' "$1" | awk '
+        /^(\[rank[0-9]+\]: )?[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt): / || /^terminate called/ { buf = ""; on = 1 }
         on { buf = buf $0 "\n" }
         END { printf "%s", buf }' | sed -E 's/\[[0-9.]+\]:[0-9]+/[ADDR]/g' |
-        sed -E 's/^RuntimeError: \[[^]]*\] (Connection (closed|reset) by peer.*|Read error \[ADDR\]: Connection reset by peer|Timed out waiting [0-9]+ms for recv operation to complete)$/RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
+        sed -E 's/^(\[rank[0-9]+\]: )?RuntimeError: \[[^]]*\] (Connection (closed|reset) by peer.*|Read error \[ADDR\]: Connection reset by peer|Timed out waiting [0-9]+ms for recv operation to complete)$/\1RuntimeError: (Gloo: the peer went away, or the wait timed out first)/'
 }
 # diag_bare NAME SCRIPT [ARGS]: 2 ranks of the script started with
 # torchrun's environment by hand: $TMP/NAME/rank-R.{log,how}.
