@@ -102,7 +102,10 @@ static void sample(Msg *m, MsgKind k)
         snprintf(b->coll_dtype, sizeof b->coll_dtype, "bfloat16");
         break;
     }
-    case MSG_BYE: m->u.bye.status = 0, m->u.bye.step = 9375; break;
+    case MSG_BYE:
+        m->u.bye.status = 2, m->u.bye.step = 9375;
+        snprintf(m->u.bye.refused, sizeof m->u.bye.refused, "the script starts its own ranks");
+        break;
     case MSG_EVAL:
         m->u.eval.epoch = 3, m->u.eval.step = 1876, m->u.eval.loss = 0.40625;
         m->u.eval.accuracy = 0.8575, m->u.eval.correct = 8575, m->u.eval.total = 10000;
@@ -341,6 +344,7 @@ static void print_msg(const Msg *m)
     case MSG_BYE:
         put_i("status", m->u.bye.status);
         put_i("step", m->u.bye.step);
+        put_str("refused", m->u.bye.refused);
         break;
     case MSG_STACK:
         put_i("tok", m->u.stack.token);

@@ -61,7 +61,7 @@ EXPECT = {
     "beat": dict(r=3, step=471, phase="train", seq=9001, op="allreduce",
                  since=1700000000500000000, where="train.py:57 save_checkpoint", bucket=0, count=6553600,
                  dtype="bfloat16"),
-    "bye": dict(r=3, status=0, step=9375),
+    "bye": dict(r=3, status=2, step=9375, refused="the script starts its own ranks"),
     "eval": dict(r=3, epoch=3, step=1876, loss=0.40625, accuracy=0.8575, correct=8575, total=10000),
     "info": dict(r=3, dataset="FashionMNIST", model="Sequential", params=101770, batch=64, dataset_size=60000),
     "stack": dict(r=3, tok=7, cut=False,
