@@ -1181,6 +1181,141 @@ static void test_rank_map(void)
     TEST_END();
 }
 
+/* The ? box's inside as drawn: found by its title on the top border (drawn
+ * two columns in), each inside line (border and padding off) put at
+ * lines[top + i]; returns the box's inside rows, 0 no box. */
+static int help_box(const Canvas *cv, const char *title, int top, char (*lines)[256], int max)
+{
+    char want[128], row[2048];
+    snprintf(want, sizeof want, " %s ", title);
+    for (int y = 0; y + 1 < cv->h; y++) {
+        canvas_row_text(cv, y, row, sizeof row);
+        const char *hit = strstr(row, want);
+        if (!hit) continue;
+        int x0 = -2; /* the title's column, less two */
+        for (const char *s = row; s < hit; s++) x0 += (*s & 0xC0) != 0x80;
+        uint32_t bar = canvas_at(cv, y + 1, x0)->ch;
+        if (bar != 0x2502 && bar != '|') continue;
+        int right = x0 + 1;
+        while (right < cv->w && canvas_at(cv, y + 1, right)->ch != bar) right++;
+        int n = 0;
+        for (int r = y + 1; r < cv->h && canvas_at(cv, r, x0)->ch == bar && top + n < max; r++, n++) {
+            char *l = lines[top + n];
+            int k = 0;
+            for (int x = x0 + 2; x < right - 1 && k < 255; x++) {
+                uint32_t ch = canvas_at(cv, r, x)->ch;
+                l[k++] = ch >= 32 && ch < 127 ? (char)ch : ch ? '?' : ' ';
+            }
+            l[k] = '\0';
+        }
+        return n;
+    }
+    return 0;
+}
+
+/* s with every run of spaces one space, ends trimmed, into out[n]. */
+static void collapse(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++)
+        if (*s != ' ' || (k && out[k - 1] != ' ')) out[k++] = *s;
+    while (k && out[k - 1] == ' ') k--;
+    out[k] = '\0';
+}
+
+/* ? in every mode and at every size: each row of the mode's key table is
+ * in the box, its keys and its whole line (wrapped or not), on one page
+ * when the rows fit (side by side when only the width has room), else
+ * page by page with PgDn, a mark on the border saying there is more. */
+static void test_help_every_key(void)
+{
+    TEST_BEGIN("help_shows_every_key");
+    Job *j = job_new(2, T0);
+    int64_t t = scripted(j, 10);
+    static const struct {
+        int w, h;
+        bool one_page; /* everything at once (else it scrolls) */
+    } sizes[] = { { 80, 24, true },  { 200, 60, true }, { 160, 20, true }, { 120, 40, true },
+                  { 60, 15, false }, { 60, 12, false }, { 80, 14, false } };
+    static char lines[512][256];
+    static char joined[512 * 257], need[512];
+    for (int m = 0; m < KEYS__MODES; m++) {
+        const KeyRow *rows[64];
+        int nrows = keys_help((KeysMode)m, rows, 64);
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            int w = sizes[z].w, h = sizes[z].h;
+            Ui u;
+            ui_init(&u, 2);
+            u.keys_mode = (KeysMode)m;
+            Canvas cv;
+            canvas_init(&cv, true);
+            ui_key(&u, '?', j, true);
+            int total = 0, pages = 0, box_h = 0;
+            bool marked_below = false, marked_above = false;
+            for (;;) {
+                render(&cv, &u, j, w, h, true, true, t);
+                int n = help_box(&cv, keys_help_title((KeysMode)m), u.help_top, lines, 512);
+                if (!n) break;
+                box_h = n;
+                total = u.help_top + n > total ? u.help_top + n : total;
+                pages++;
+                const char *s = dump(&cv);
+                marked_below |= strstr(s, "more (Down, PgDn)") != NULL;
+                marked_above |= strstr(s, "more (Up, PgUp)") != NULL;
+                if (u.help_top + u.help_rows >= u.help_lines || pages > 40) break;
+                int before = u.help_top;
+                CHECK(ui_key(&u, UI_KEY_PGDN, j, true) == VIEW_ACT_REDRAW && u.overlay == UI_HELP,
+                      "PgDn closed the help (mode %d, %dx%d)", m, w, h);
+                render(&cv, &u, j, w, h, true, true, t);
+                if (u.help_top <= before) {
+                    CHECK(0, "PgDn did not scroll (mode %d, %dx%d)", m, w, h);
+                    break;
+                }
+            }
+            CHECK(box_h > 0, "no help box (mode %d, %dx%d)", m, w, h);
+            CHECK(box_h <= h - 2, "box of %d rows at %dx%d", box_h, w, h);
+            size_t len = 0;
+            for (int i = 0; i < total; i++) {
+                char c[257];
+                collapse(lines[i], c, sizeof c);
+                len += (size_t)snprintf(joined + len, sizeof joined - len, "%s ", c);
+            }
+            for (int r = 0; r < nrows; r++) {
+                char raw[512];
+                snprintf(raw, sizeof raw, "%s %s", rows[r]->keys, rows[r]->help);
+                collapse(raw, need, sizeof need);
+                CHECK(strstr(joined, need), "mode %d, %dx%d: help lacks '%s'", m, w, h, need);
+            }
+            if (sizes[z].one_page)
+                CHECK(pages == 1 && !marked_below && !marked_above, "mode %d, %dx%d: %d pages", m, w, h, pages);
+            else if (m == KEYS_LIVE)
+                CHECK(pages > 1 && marked_below && marked_above, "mode %d, %dx%d: %d pages, marks %d %d", m, w, h,
+                      pages, marked_below, marked_above);
+            /* Up scrolls back, Home to the top; any other key closes */
+            ui_key(&u, UI_KEY_UP, j, true);
+            ui_key(&u, UI_KEY_HOME, j, true);
+            CHECK(u.overlay == UI_HELP && u.help_top == 0, "Up/Home closed the help or did not scroll to the top");
+            CHECK(ui_key(&u, 'x', j, true) == VIEW_ACT_REDRAW && u.overlay == UI_NO_OVERLAY, "x did not close it");
+            canvas_done(&cv);
+            ui_done(&u);
+        }
+    }
+    /* 160x20: 22 live rows in 18: two columns side by side */
+    {
+        Ui u;
+        ui_init(&u, 2);
+        Canvas cv;
+        canvas_init(&cv, true);
+        ui_key(&u, '?', j, true);
+        const char *s = render(&cv, &u, j, 160, 20, true, true, t);
+        CHECK(strstr(line_with(s, "checkpoint now"), "select a rank"), "160x20: not two columns:\n%s", s);
+        canvas_done(&cv);
+        ui_done(&u);
+    }
+    job_free(&j);
+    TEST_END();
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) setlocale(LC_ALL, "");
@@ -1204,6 +1339,7 @@ int main(void)
     test_ascii();
     test_many_ranks();
     test_keys();
+    test_help_every_key();
     test_states();
     test_python_rank();
     test_rank_map();

@@ -92,6 +92,10 @@ int draw_sampler_want(const DrawCtx *d);
 /* Helpers. */
 void draw_fmt_fit(char *buf, size_t n, int width, double x, int decimals);
 void draw_fmt_hms(char *buf, size_t n, int64_t ns);
+/* The bytes of s that fill at most cols columns (a column a code point:
+ * events and the help are ASCII but for what ranks log), ending at a space
+ * when one is there, so a verdict or a key's line wraps between words. */
+int draw_wrap_next(const char *s, int cols);
 void draw_fmt_count(char *buf, size_t n, double x);
 void draw_fmt_bytes(char *buf, size_t n, double bytes);
 /* A sparkline of v[0..k) (oldest first) into out, scaled from the smallest

@@ -42,23 +42,6 @@ static const char *event_when(int64_t t_ns)
     return when_memo[slot].text;
 }
 
-/* The bytes of s that fill at most cols columns (a column a code point:
- * events are ASCII but for what ranks log), ending at a space when one is
- * there, so a verdict wraps between words. */
-static int wrap_next(const char *s, int cols)
-{
-    int n = 0, col = 0, space = -1;
-    while (s[n] && col < cols) {
-        if (s[n] == ' ') space = n;
-        n++;
-        while ((s[n] & 0xC0) == 0x80) n++; /* the rest of a UTF-8 sequence */
-        col++;
-    }
-    if (!s[n]) return n;
-    if (s[n] == ' ') return n + 1; /* the row ends at a word's end: its space goes with it */
-    return space > 0 ? space + 1 : n;
-}
-
 /* The rows an event takes at width w: its time and who, then the text;
  * a hang's verdict and an error wrap under the text so that every word
  * can be read, other events stay one line (cut at the edge). */
@@ -66,7 +49,7 @@ static int event_rows(const JobEvent *e, int textw)
 {
     if (e->level != EV_ERROR || textw < 10) return 1;
     int rows = 0;
-    for (const char *p = e->text; *p && rows < 64; rows++) p += wrap_next(p, textw);
+    for (const char *p = e->text; *p && rows < 64; rows++) p += draw_wrap_next(p, textw);
     return rows ? rows : 1;
 }
 
@@ -104,7 +87,7 @@ static void draw_event(DrawCtx *d, const JobEvent *e, int64_t count, int x, int 
     }
     const char *p = e->text;
     for (int row = 0; *p && max > 0; row++) {
-        int n = wrap_next(p, textw);
+        int n = draw_wrap_next(p, textw);
         if (row >= from) {
             char piece[JOB_EVENT_TEXT];
             snprintf(piece, sizeof piece, "%.*s", n, p);

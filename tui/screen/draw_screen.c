@@ -88,6 +88,20 @@ void draw_fmt_hms(char *buf, size_t n, int64_t ns)
     snprintf(buf, n, "%02lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
 }
 
+int draw_wrap_next(const char *s, int cols)
+{
+    int n = 0, col = 0, space = -1;
+    while (s[n] && col < cols) {
+        if (s[n] == ' ') space = n;
+        n++;
+        while ((s[n] & 0xC0) == 0x80) n++; /* the rest of a UTF-8 sequence */
+        col++;
+    }
+    if (!s[n]) return n;
+    if (s[n] == ' ') return n + 1; /* the row ends at a word's end: its space goes with it */
+    return space > 0 ? space + 1 : n;
+}
+
 /* A number with a unit suffix ("1.25k"), as "%.*f%s" would print it. */
 static void fmt_suffixed(char *buf, size_t n, double x, int decimals, const char *suffix)
 {
@@ -509,6 +523,21 @@ static void draw_keys(DrawCtx *d, int y, int w)
 
 /* ---- overlays ---- */
 
+/* A box's ground, border and title at (x0, y0), bw x bh. */
+static void box_frame(DrawCtx *d, int x0, int y0, int bw, int bh, const char *title)
+{
+    for (int y = y0; y < y0 + bh; y++) canvas_fill(d->cv, y, x0, bw, ST_NORMAL);
+    canvas_repeat(d->cv, y0, x0, bw, ST_RULE_FOCUS, d->g->hline);
+    canvas_repeat(d->cv, y0 + bh - 1, x0, bw, ST_RULE, d->g->hline);
+    for (int y = y0 + 1; y < y0 + bh - 1; y++) {
+        canvas_put(d->cv, y, x0, 1, ST_RULE, d->g->vline);
+        canvas_put(d->cv, y, x0 + bw - 1, 1, ST_RULE, d->g->vline);
+    }
+    char t[128];
+    snprintf(t, sizeof t, " %s ", title);
+    canvas_put(d->cv, y0, x0 + 2, bw - 4, ST_RULE_FOCUS, t);
+}
+
 /* A box with a title and lines, centred; lines may start with "\t" to be
  * drawn as a label (key) column. */
 static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *const *lines, int n, int key_w)
@@ -525,16 +554,7 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
     if (bh > h - 2) bh = h - 2;
     int x0 = (w - bw) / 2, y0 = (h - bh) / 2;
     if (y0 < 1) y0 = 1;
-    for (int y = y0; y < y0 + bh; y++) canvas_fill(d->cv, y, x0, bw, ST_NORMAL);
-    canvas_repeat(d->cv, y0, x0, bw, ST_RULE_FOCUS, d->g->hline);
-    canvas_repeat(d->cv, y0 + bh - 1, x0, bw, ST_RULE, d->g->hline);
-    for (int y = y0 + 1; y < y0 + bh - 1; y++) {
-        canvas_put(d->cv, y, x0, 1, ST_RULE, d->g->vline);
-        canvas_put(d->cv, y, x0 + bw - 1, 1, ST_RULE, d->g->vline);
-    }
-    char t[128];
-    snprintf(t, sizeof t, " %s ", title);
-    canvas_put(d->cv, y0, x0 + 2, bw - 4, ST_RULE_FOCUS, t);
+    box_frame(d, x0, y0, bw, bh, title);
     for (int i = 0; i < n && i < bh - 2; i++) {
         const char *s = lines[i];
         int x = x0 + 2;
@@ -554,19 +574,143 @@ static void draw_box(DrawCtx *d, int w, int h, const char *title, const char *co
     }
 }
 
-/* ?: the mode's rows of the key table, "\tkeys\twhat" each. */
+/* ---- the help ---- */
+
+enum { HELP_ROWS_MAX = 64, HELP_LINES_MAX = 256, HELP_COLS_MAX = 4, HELP_GAP = 3 };
+
+/* One line of the help: a row's key (or "" under its first line) and a
+ * piece of its description. */
+typedef struct {
+    const char *key;
+    const char *text; /* len bytes of the row's help */
+    int len;
+    bool starts; /* a key's first line: a column may begin here (never
+                    inside a row, nor before a row that goes on the one
+                    above, as 1-6's second line) */
+} HelpLine;
+
+/* The rows as lines, each description wrapped at desc_w columns (0: not
+ * wrapped); returns how many. */
+static int help_lines(const KeyRow *const *rows, int n, int desc_w, HelpLine *out, int max)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const char *p = rows[i]->help;
+        bool first = true;
+        do {
+            int len = desc_w > 0 ? draw_wrap_next(p, desc_w) : (int)strlen(p);
+            if (len <= 0) len = (int)strlen(p);
+            if (k == max) return k;
+            out[k++] = (HelpLine){ first ? rows[i]->keys : "", p, len, first && rows[i]->keys[0] };
+            first = false;
+            p += len;
+        } while (*p);
+    }
+    return k;
+}
+
+/* The lines in `cols` columns, balanced: the fewest lines a column that
+ * lets every column begin where a column may; the columns' first lines
+ * into start[cols + 1] (start[cols] = n). */
+static int help_pack(const HelpLine *l, int n, int cols, int *start)
+{
+    for (int per = (n + cols - 1) / cols; per <= n; per++) {
+        int c = 0, from = 0;
+        start[0] = 0;
+        while (n - from > per && c < cols) {
+            int cut = from + per;
+            while (cut > from && !l[cut].starts) cut--;
+            if (cut == from) break; /* a row taller than per */
+            start[++c] = from = cut;
+        }
+        if (n - from <= per && c < cols) {
+            for (int k = c + 1; k <= cols; k++) start[k] = n;
+            return per;
+        }
+    }
+    for (int k = 1; k <= cols; k++) start[k] = n;
+    return n;
+}
+
+/* ?: the mode's rows of the key table, every one of them reachable at any
+ * size: in one column when they fit the height; else in as many columns
+ * side by side as the width holds, when that makes them fit; else in one
+ * column, descriptions wrapped to the width, scrolled (Up Down PgUp PgDn,
+ * ui.c) with the lines above and below counted on the box's border. The
+ * box takes the whole height when it needs it (an overlay: the screen
+ * under it waits). */
 static void draw_help(DrawCtx *d, int w, int h)
 {
-    const Ui *u = d->ui;
-    const KeyRow *rows[64];
-    int n = keys_help(u->keys_mode, rows, 64);
-    char text[64][160];
-    const char *lines[64];
+    Ui *u = d->ui;
+    const KeyRow *rows[HELP_ROWS_MAX];
+    int n = keys_help(u->keys_mode, rows, HELP_ROWS_MAX);
+    int key_w = 0, desc_w = 0;
     for (int i = 0; i < n; i++) {
-        snprintf(text[i], sizeof text[i], "\t%s\t%s", rows[i]->keys, rows[i]->help);
-        lines[i] = text[i];
+        int kw = canvas_text_width(d->cv, rows[i]->keys), dw = canvas_text_width(d->cv, rows[i]->help);
+        key_w = kw > key_w ? kw : key_w;
+        desc_w = dw > desc_w ? dw : desc_w;
     }
-    draw_box(d, w, h, keys_help_title(u->keys_mode), lines, n, 12);
+    key_w += 2;
+    int room_h = h - 2 > 1 ? h - 2 : 1; /* inside the border */
+    int room_w = w - 6;                 /* the box leaves a column each side; border and padding */
+    static HelpLine lines[HELP_LINES_MAX];
+    int start[HELP_COLS_MAX + 1];
+    int nl = help_lines(rows, n, 0, lines, HELP_LINES_MAX), cols = 0, per = 0;
+    for (int c = 1; c <= HELP_COLS_MAX && c * (key_w + desc_w) + (c - 1) * HELP_GAP <= room_w; c++) {
+        int p = help_pack(lines, nl, c, start);
+        if (p <= room_h) {
+            cols = c;
+            per = p;
+            break;
+        }
+    }
+    if (!cols) { /* one column, as wide as there is room for, scrolled */
+        cols = 1;
+        if (key_w + desc_w > room_w) {
+            desc_w = room_w - key_w > 8 ? room_w - key_w : 8;
+            nl = help_lines(rows, n, desc_w, lines, HELP_LINES_MAX);
+        }
+        per = nl < room_h ? nl : room_h;
+        start[0] = 0;
+        start[1] = nl;
+    }
+    /* what the keys scroll: one column; none when everything shows */
+    u->help_lines = cols == 1 ? nl : per;
+    u->help_rows = per;
+    int max_top = u->help_lines - per > 0 ? u->help_lines - per : 0;
+    if (u->help_top > max_top) u->help_top = max_top;
+    if (u->help_top < 0) u->help_top = 0;
+    int top = cols == 1 ? u->help_top : 0;
+
+    int bw = cols * (key_w + desc_w) + (cols - 1) * HELP_GAP + 4, bh = per + 2;
+    if (bw > w - 2) bw = w - 2;
+    int x0 = (w - bw) / 2, y0 = (h - bh) / 2;
+    if (y0 < 1 && bh <= h - 2) y0 = 1; /* the title bar stays when there is room */
+    if (y0 < 0) y0 = 0;
+    box_frame(d, x0, y0, bw, bh, keys_help_title(u->keys_mode));
+    for (int c = 0; c < cols; c++) {
+        int x = x0 + 2 + c * (key_w + desc_w + HELP_GAP), right = x0 + bw - 2;
+        int from = start[c] + (c == 0 ? top : 0), to = start[c + 1];
+        for (int i = from, y = y0 + 1; i < to && y < y0 + 1 + per; i++, y++) {
+            canvas_put(d->cv, y, x, right - x, ST_KEY, lines[i].key);
+            char piece[256];
+            snprintf(piece, sizeof piece, "%.*s", lines[i].len, lines[i].text);
+            if (x + key_w < right) canvas_put(d->cv, y, x + key_w, right - x - key_w, ST_NORMAL, piece);
+        }
+    }
+    /* more above or below: said on the border, with the keys that show it */
+    char more[64];
+    if (top > 0) {
+        snprintf(more, sizeof more, " %s %d more (Up, PgUp) ", d->g->sort_up, top);
+        int mw = canvas_text_width(d->cv, more);
+        canvas_put(d->cv, y0, x0 + bw - 2 - mw, mw, ST_RULE_FOCUS, more);
+    }
+    int below = nl - top - per;
+    if (cols == 1 && below > 0) {
+        snprintf(more, sizeof more, " %s %d more (Down, PgDn) ", d->g->sort_down, below);
+        int mw = canvas_text_width(d->cv, more);
+        canvas_put(d->cv, y0 + bh - 1, x0 + bw - 2 - mw, mw, ST_RULE_FOCUS, more);
+    }
 }
 
 static void draw_confirm_quit(DrawCtx *d, int w, int h)

@@ -92,7 +92,7 @@ static const KeyRow key_rows[] = {
      {{'f', KEY_ACT_FAULT}, {'F', KEY_ACT_FAULT}, {'a', KEY_ACT_ABORT}, {'A', KEY_ACT_ABORT}}},
 
     /* ---- the screen: every mode ---- */
-    {ALL, "?", "this help (any key closes it)", ALL, LINE_NAV, NULL, "help", NULL, "? help", 31,
+    {ALL, "?", "this help: Up Down PgUp PgDn scroll it, other keys close it", ALL, LINE_NAV, NULL, "help", NULL, "? help", 31,
      {{'?', KEY_ACT_HELP}}},
     {ALL, "Tab  S-Tab", "move between panels", ALL, LINE_NAV + 1, "Tab", "panel", NULL, "Tab/arrows move", 32,
      {{UI_KEY_TAB, KEY_ACT_FOCUS_NEXT}, {UI_KEY_BTAB, KEY_ACT_FOCUS_PREV}}},

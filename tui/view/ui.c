@@ -94,23 +94,30 @@ void ui_stack_show(Ui *u, int rank, const char *head, const char *text)
     if (u->stack_top > u->stack_lines - 1) u->stack_top = u->stack_lines > 0 ? u->stack_lines - 1 : 0;
 }
 
-/* Up/Down/Page/Home/End over the stacks page. */
-static void stack_scroll(Ui *u, int key)
+static bool is_scroll_key(int key)
 {
-    int page = u->stack_rows > 1 ? u->stack_rows - 1 : 1;
-    int max = u->stack_lines - (u->stack_rows > 0 ? u->stack_rows : 1);
+    return key == UI_KEY_UP || key == UI_KEY_DOWN || key == UI_KEY_PGUP || key == UI_KEY_PGDN || key == UI_KEY_HOME ||
+           key == UI_KEY_END;
+}
+
+/* Up/Down/Page/Home/End over a page of `lines` lines that shows `rows` of
+ * them from *top (the stacks page, the help). */
+static void scroll_page(int *top, int lines, int rows, int key)
+{
+    int page = rows > 1 ? rows - 1 : 1;
+    int max = lines - (rows > 0 ? rows : 1);
     if (max < 0) max = 0;
     switch (key) {
-    case UI_KEY_UP: u->stack_top--; break;
-    case UI_KEY_DOWN: u->stack_top++; break;
-    case UI_KEY_PGUP: u->stack_top -= page; break;
-    case UI_KEY_PGDN: u->stack_top += page; break;
-    case UI_KEY_HOME: u->stack_top = 0; break;
-    case UI_KEY_END: u->stack_top = max; break;
+    case UI_KEY_UP: (*top)--; break;
+    case UI_KEY_DOWN: (*top)++; break;
+    case UI_KEY_PGUP: *top -= page; break;
+    case UI_KEY_PGDN: *top += page; break;
+    case UI_KEY_HOME: *top = 0; break;
+    case UI_KEY_END: *top = max; break;
     default: break;
     }
-    if (u->stack_top > max) u->stack_top = max;
-    if (u->stack_top < 0) u->stack_top = 0;
+    if (*top > max) *top = max;
+    if (*top < 0) *top = 0;
 }
 
 bool ui_panel_visible(const Ui *u, PanelId p)
@@ -280,7 +287,12 @@ static bool overlay_key(Ui *u, int key, ViewAction *out)
         *out = VIEW_ACT_REDRAW;
         return true;
     case UI_HELP:
-        u->overlay = UI_NO_OVERLAY; /* any key closes the help */
+        /* the help's rows may not all fit (draw_help): the arrows and the
+         * page keys scroll it, any other key closes it */
+        if (is_scroll_key(key))
+            scroll_page(&u->help_top, u->help_lines, u->help_rows, key);
+        else
+            u->overlay = UI_NO_OVERLAY;
         *out = VIEW_ACT_REDRAW;
         return true;
     case UI_FAULT_MENU: *out = fault_menu_key(u, key); return true;
@@ -290,9 +302,8 @@ static bool overlay_key(Ui *u, int key, ViewAction *out)
             *out = VIEW_ACT_REDRAW;
             return true;
         }
-        if (key == UI_KEY_UP || key == UI_KEY_DOWN || key == UI_KEY_PGUP || key == UI_KEY_PGDN || key == UI_KEY_HOME ||
-            key == UI_KEY_END) {
-            stack_scroll(u, key);
+        if (is_scroll_key(key)) {
+            scroll_page(&u->stack_top, u->stack_lines, u->stack_rows, key);
             *out = VIEW_ACT_REDRAW;
             return true;
         }
@@ -364,7 +375,10 @@ ViewAction ui_key(Ui *u, int key, const Job *j, bool running)
         if (!running) return VIEW_ACT_QUIT;
         u->overlay = UI_CONFIRM_QUIT;
         return VIEW_ACT_REDRAW;
-    case KEY_ACT_HELP: u->overlay = UI_HELP; return VIEW_ACT_REDRAW;
+    case KEY_ACT_HELP:
+        u->overlay = UI_HELP;
+        u->help_top = 0;
+        return VIEW_ACT_REDRAW;
     case KEY_ACT_FOCUS_NEXT: focus_step(u, 1); return VIEW_ACT_REDRAW;
     case KEY_ACT_FOCUS_PREV: focus_step(u, -1); return VIEW_ACT_REDRAW;
     case KEY_ACT_ZOOM: zoom_key(u, key - '1'); return VIEW_ACT_REDRAW;
@@ -430,9 +444,9 @@ ViewAction ui_mouse(Ui *u, UiMouse kind, int x, int y, const Job *j)
             u->overlay = UI_NO_OVERLAY;
             return VIEW_ACT_REDRAW;
         }
-        return VIEW_ACT_NONE;
+        if (u->overlay != UI_HELP) return VIEW_ACT_NONE;
     }
-    if (u->overlay == UI_DETAIL || u->overlay == UI_STACK)
+    if (u->overlay == UI_HELP || u->overlay == UI_DETAIL || u->overlay == UI_STACK)
         return kind == UI_MOUSE_WHEEL_UP || kind == UI_MOUSE_WHEEL_DOWN
                    ? ui_key(u, kind == UI_MOUSE_WHEEL_UP ? UI_KEY_UP : UI_KEY_DOWN, j, false)
                    : VIEW_ACT_NONE;

@@ -114,6 +114,11 @@ typedef struct {
     KeysMode keys_mode;   /* whose keys: live (0), replay, attach (keys.h) */
     bool keys_alt;        /* replay: paused, so the key line offers "play" */
     int64_t note_ns;      /* when the draw first showed it (0: not yet) */
+    /* ?: the key table's rows; when they do not fit, one column scrolled
+     * (help_lines and help_rows are written by each draw) */
+    int help_top;   /* first line shown */
+    int help_lines; /* lines the help is laid out in (one column) */
+    int help_rows;  /* lines shown: fewer than help_lines, the help scrolls */
     /* written by each draw: what is where, for paging keys and mouse hits */
     UiRect rect[PANEL__COUNT];
     int *order;            /* [world] ranks in display order */
