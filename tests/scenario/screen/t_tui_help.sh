@@ -53,9 +53,10 @@ closes() {
     wait_for 10 sh -c "! command tmux -L '$TS' capture-pane -p -t '$TS' | grep -q ' ddptop keys '" || dies "Esc did not close the help at $1"
 }
 
-# 80x24: every row on one page, nothing to scroll
+# 80x24: every row on one page while the table's rows fit the 22 rows
+# inside the box (a key added later may make it scroll, never cut it)
 pages 80x24
-[ "$(cat "$TMP/80x24.count")" = 1 ] || dies "the help scrolls at 80x24"
+[ "$(wc -l <"$TMP/rows")" -gt 22 ] || [ "$(cat "$TMP/80x24.count")" = 1 ] || dies "the help scrolls at 80x24"
 all_rows 80x24
 grep -q '▲\|▼' "$TMP/80x24.0" && dies "a more mark with nothing more at 80x24"
 closes 80x24
