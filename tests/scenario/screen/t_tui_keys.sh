@@ -33,7 +33,7 @@ keys c
 wait_for 5 has "checkpoint requested" || dies "no checkpoint request event"
 wait_for 5 hasE "checkpoint step [0-9]+ written by rank 0 in 4 ms \(38\.6 kB\) -> /tmp/ddptop-feed/step-" ||
     dies "no checkpoint outcome"
-# ? help, any key closes it
+# ? help; x (any key but the scroll keys) closes it
 keys '?'
 wait_for 5 has "ddptop keys" || dies "no help"
 has "zoom a panel" || dies "help lacks the zoom keys"
