@@ -121,7 +121,10 @@ static bool watch(Run *r, int64_t at)
     HangRank snap[8];
     HangReport rep;
     hang_snapshot(r->j, r->t, snap, r->j->world);
-    for (int k = 0; k < r->j->world; k++) snap[k].proc_state = 'S';
+    for (int k = 0; k < r->j->world; k++) {
+        snap[k].proc_state = 'S';
+        if (hang_rank_silent(&snap[k])) job_note_silent(r->j, k, r->t, at); /* as run/hangwatch.c does */
+    }
     if (!hang_analyze(snap, r->j->world, at, 3 * S, &rep)) return false;
     hang_note(r->j, &rep, r->t += S / 100, at);
     return true;
@@ -440,6 +443,149 @@ int main(void)
         job_diagnose(r.j, &d);
         CHECK(d.kind == DIAG_EXCEPTION && !strcmp(d.where, "train.py:10 in main"), "%s at '%s'",
               job_diag_kind_name(d.kind), d.where);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_silent_rank_is_never_alone_in_its_stale_collective");
+    {
+        /* rank 0's last beat was inside all-reduce #7 (sent as it began);
+         * the all-reduce completed, then rank 0 blocked in native code
+         * holding the GIL: no beat, no coll since. Rank 1 finished. Its
+         * claim is old news: no "alone", and once silent (JOB_SILENT_NS) the
+         * diagnosis names the silence and the line last heard */
+        Run r = start(2, 5);
+        beat(&r, 0, 7, "allreduce", WALL - S, "s.py:12 main");
+        r.t += 3 * S; /* late, not yet silent: no verdict (nor the alone lint) either way */
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        bye_exit(&r, 1, 0);
+        CHECK(!watch(&r, WALL + 3 * S), "a verdict leaned on a late beat: %s", hang_line(r.j));
+        r.t += 4 * S;
+        CHECK(!watch(&r, WALL + 7 * S), "a silent rank's stale collective made a hang: %s", hang_line(r.j));
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_SILENT && d.rank == 0 && !strcmp(d.where, "s.py:12 in main"), "%s rank %d at '%s': %s",
+              job_diag_kind_name(d.kind), d.rank, d.where, d.text);
+        CHECK(starts(d.text, "rank 0 has been silent for 7 s after step 5 (its heartbeat thread cannot run: the "
+                             "process is blocked in native code holding Python's GIL?), last heard at s.py:12 in main"),
+              "live: %s", d.text);
+        CHECK(job_diag_is_culprit(r.j, 0), "the `!` is not on rank 0");
+        for (int i = 0; job_event_at(r.j, i); i++)
+            CHECK(!strstr(job_event_at(r.j, i)->text, "alone"), "event: %s", job_event_at(r.j, i)->text);
+        job_rank_exited(r.j, 0, 100, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", r.t += S / 100, WALL + 8 * S);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 0 went silent after step 5, for 7 s until it ended (its heartbeat thread "
+                        "could not run: the process was blocked in native code holding Python's GIL?), last heard "
+                        "at s.py:12 in main") &&
+                  !strstr(v, "alone") && !strstr(v, " is at "),
+              "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_silent_rank_another_waits_for_is_named_silent_not_a_desync");
+    {
+        /* the same silence while rank 1 waits in all-reduce #8, beating:
+         * rank 0's claim (#7) is no desync; the hang names the silence, the
+         * final verdict says it in the past tense, rank 1's timeout is a
+         * consequence */
+        Run r = start(2, 5);
+        beat(&r, 0, 7, "allreduce", WALL - S, "s.py:12 main");
+        for (int i = 0; i <= 3; i++) {
+            r.t += S;
+            beat(&r, 1, 8, "allreduce", WALL, "s.py:15 main");
+        }
+        CHECK(!watch(&r, WALL + 4 * S), "a verdict leaned on a late beat: %s", hang_line(r.j));
+        for (int i = 0; i < 3; i++) {
+            r.t += S;
+            beat(&r, 1, 8, "allreduce", WALL, "s.py:15 main");
+        }
+        CHECK(watch(&r, WALL + 7 * S), "no hang seen");
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_SILENT && d.rank == 0 && !strcmp(d.where, "s.py:12 in main"), "%s rank %d at '%s': %s",
+              job_diag_kind_name(d.kind), d.rank, d.where, d.text);
+        CHECK(starts(hang_line(r.j), "rank 0 has been silent for 7 s after step 5 (its heartbeat thread cannot run: "
+                                     "the process is blocked in native code holding Python's GIL?), last heard at "
+                                     "s.py:12 in main; rank 1 waits in all-reduce #8 (7.0 s) at s.py:15 in main for it"),
+              "live: %s", hang_line(r.j));
+        phase(&r, 1, PHASE_ERROR, TIMEOUT);
+        bye_exit(&r, 1, 1);
+        job_rank_exited(r.j, 0, 100, W_EXITCODE(0, SIGTERM), "SIGTERM by ddptop", r.t += S / 100, WALL + 9 * S);
+        char v[2048];
+        job_verdict(r.j, v, sizeof v);
+        CHECK(starts(v, "job failed: rank 0 went silent after step 5 (its heartbeat thread could not run: the process "
+                        "was blocked in native code holding Python's GIL?), last heard at s.py:12 in main (rank 1 "
+                        "waited for it in all-reduce #8)") &&
+                  strstr(v, "rank 1 ended: exit 1 after \"Timed out waiting 20000ms for recv operation to complete\" "
+                            "(a consequence)") &&
+                  !strstr(v, "desync"),
+              "verdict: %s", v);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_desync_found_while_the_ranks_beat_outranks_a_later_silence");
+    {
+        Run r = start(2, 21);
+        beat(&r, 0, 45, "broadcast", WALL - 4 * S, "eval.py:14 validate");
+        beat(&r, 1, 45, "allreduce", WALL - 4 * S, "eval.py:22 <module>");
+        CHECK(watch(&r, WALL), "no hang seen");
+        for (int i = 0; i < 7; i++) { /* rank 0 goes silent, rank 1 beats on */
+            r.t += S;
+            beat(&r, 1, 45, "allreduce", WALL - 4 * S, "eval.py:22 <module>");
+            watch(&r, WALL + (i + 1) * S);
+        }
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_DESYNC && d.rank == 0, "%s rank %d: %s", job_diag_kind_name(d.kind), d.rank, d.text);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_finished_silent_rank_is_a_linger_last_heard_at_its_line");
+    {
+        /* rank 0 destroyed its group and said bye 0, then its process
+         * blocked holding the GIL (a ProcessGroup's destructor joining a
+         * thread that waits for it): a linger, whose words say it is silent
+         * and where it was last heard, not that it "is at" that line */
+        Run r = start(2, 5);
+        beat(&r, 0, -1, "", 0, "s.py:30 main");
+        phase(&r, 0, PHASE_DESTROYED, NULL);
+        Msg m;
+        msg_init(&m, MSG_BYE);
+        m.rank = 0;
+        job_apply(r.j, &m, r.t += S / 100, WALL);
+        bye_exit(&r, 1, 0);
+        r.t += 6 * S;
+        watch(&r, WALL + 6 * S);
+        CHECK(job_note_linger(r.j, 0, r.t, WALL + 6 * S, 6.0, "futex_wait_queue"), "no linger noted");
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_LINGER && d.rank == 0 &&
+                  strstr(d.text, "but its process did not exit: it has been silent for 6 s (its heartbeat thread "
+                                 "cannot run: the process is blocked in native code holding Python's GIL?), last "
+                                 "heard at s.py:30 in main") &&
+                  !strstr(d.text, "it is at"),
+              "%s rank %d: %s", job_diag_kind_name(d.kind), d.rank, d.text);
+        job_free(&r.j);
+    }
+    TEST_END();
+
+    TEST_BEGIN("a_quiet_c_worker_rank_is_not_silent");
+    {
+        /* the built-in C worker beats from its training thread: a quiet
+         * rank of it (a long step) is no silence, its beat taken as ever */
+        Run r = start(2, 5);
+        beat(&r, 0, 7, "allreduce", WALL - S, "");
+        phase(&r, 1, PHASE_DESTROYED, NULL);
+        bye_exit(&r, 1, 0);
+        r.t += 7 * S;
+        CHECK(watch(&r, WALL + 7 * S), "no hang seen");
+        JobDiagnosis d;
+        job_diagnose(r.j, &d);
+        CHECK(d.kind == DIAG_ALONE && d.rank == 0, "%s rank %d: %s", job_diag_kind_name(d.kind), d.rank, d.text);
         job_free(&r.j);
     }
     TEST_END();

@@ -114,6 +114,37 @@ int main(void)
     CHECK(!strstr(h.verdict, "for rank 0") && !strstr(h.verdict, "stopped stepping"), "blames another: %s", h.verdict);
     TEST_END();
 
+    TEST_BEGIN("a_silent_adapter_rank_is_in_no_collective_and_a_stopped_one_stays_stopped");
+    /* rank 1 (the torch adapter's, beating from its own thread) claims
+     * all-reduce #40, which completed before it went quiet 6 s ago; rank 0
+     * waits in #41. Its claim is old news: no desync, rank 1 silent */
+    for (int k = 0; k < 2; k++) {
+        rank(&r[k], k, 40, 41, "allreduce", now - 12 * S);
+        r[k].python = true;
+        snprintf(r[k].where, sizeof r[k].where, "t.py:%d in main", 10 + k);
+    }
+    r[1].inflight_seq = 40;
+    r[1].silent_ns = 6 * S;
+    CHECK(hang_rank_silent(&r[1]) && !hang_rank_silent(&r[0]), "silence");
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 1 && !h.mismatch && h.missing_silent && h.missing[0] == 1,
+          "mismatch %d silent %d: %s", h.mismatch, h.missing_silent, h.verdict);
+    CHECK(strstr(h.verdict, "rank 1, which has been silent for 6 s after step 40 (its heartbeat thread cannot run: "
+                            "the process is blocked in native code holding Python's GIL?), last heard at t.py:11 in main"),
+          "verdict: %s", h.verdict);
+    /* late (3 s), not yet silent: no verdict until the next looks tell */
+    r[1].silent_ns = 3 * S;
+    CHECK(hang_analyze(r, 2, now, 10 * S, &h) == 0 && h.late == 1, "late %d: %s", h.late, h.verdict);
+    /* stopped (SIGSTOP) or gone: not silent, as before */
+    r[1].silent_ns = 6 * S;
+    r[1].proc_state = 'T';
+    CHECK(!hang_rank_silent(&r[1]), "a stopped rank is stopped, not silent");
+    r[1].proc_state = 0;
+    CHECK(!hang_rank_silent(&r[1]), "a rank whose process ddptop cannot see is not silent");
+    r[1].proc_state = 'S';
+    r[1].python = false;
+    CHECK(!hang_rank_silent(&r[1]), "the C worker beats from its training thread: never silent");
+    TEST_END();
+
     TEST_BEGIN("a_stuck_rank_says_where_it_sleeps");
     for (int k = 0; k < 2; k++) rank(&r[k], k, 40, 41, "allreduce", now - 12 * S);
     r[1].inflight_seq = -1;

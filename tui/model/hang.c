@@ -39,8 +39,29 @@ void hang_snapshot(const Job *j, int64_t now_ns, HangRank *out, int n)
                       (!s->exited && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED));
         if (r->phase == PHASE_STOPPING || r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED)
             snprintf(s->stop_reason, sizeof s->stop_reason, "%.63s", r->detail);
+        s->python = r->python;
     }
 }
+
+/* Its process lives as /proc sees it (not gone, stopped, a zombie). */
+static bool proc_lives(const HangRank *r)
+{
+    return !r->exited && r->proc_state && !strchr("TtZX", r->proc_state);
+}
+
+bool hang_rank_silent(const HangRank *r)
+{
+    return r->python && proc_lives(r) && r->silent_ns > JOB_SILENT_NS;
+}
+
+/* Quiet past two beat periods, not yet silent: wait for the next look. */
+static bool beat_late(const HangRank *r)
+{
+    return r->python && proc_lives(r) && r->silent_ns > JOB_BEAT_LATE_NS && r->silent_ns <= JOB_SILENT_NS;
+}
+
+/* The words of a silence, after "which has been" or "rank R has been". */
+#define SILENT_WHY "(its heartbeat thread cannot run: the process is blocked in native code holding Python's GIL?)"
 
 /* Out of the training loop: stopping, or destroying its process group. */
 static bool stopping(const HangRank *a)
@@ -114,6 +135,9 @@ static void why_missing(const HangRank *r, char *buf, size_t len)
         if (r->proc_state == 'T' || r->proc_state == 't')
             snprintf(buf, len, "which is %s at %s after step %" PRId64, hang_state_name(r->proc_state), w,
                      r->last_step);
+        else if (hang_rank_silent(r)) /* its line is where it was last heard, not where it is */
+            snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 " " SILENT_WHY
+                     ", last heard at %s", (int64_t)(r->silent_ns / 1000000000), r->last_step, w);
         else if (r->inflight_seq >= 0)
             snprintf(buf, len, "which waits in %s #%" PRId64 " instead, at %s (after step %" PRId64 ")",
                      op_name(r->inflight_op), r->inflight_seq, w, r->last_step);
@@ -139,6 +163,9 @@ static void why_missing(const HangRank *r, char *buf, size_t len)
         snprintf(buf, len, "which is %s after step %" PRId64, hang_state_name(r->proc_state), r->last_step);
     } else if (r->proc_state == 'Z') {
         snprintf(buf, len, "which died after step %" PRId64, r->last_step);
+    } else if (hang_rank_silent(r)) {
+        snprintf(buf, len, "which has been silent for %" PRId64 " s after step %" PRId64 " " SILENT_WHY,
+                 (int64_t)(r->silent_ns / 1000000000), r->last_step);
     } else if (r->inflight_seq >= 0) {
         snprintf(buf, len, "which waits in %s #%" PRId64 " instead (after step %" PRId64 ")", op_name(r->inflight_op),
                  r->inflight_seq, r->last_step);
@@ -225,19 +252,32 @@ static bool inside(const HangRank *a, int64_t seq, const char *op)
  * its last beat had been inside the bucket before): taken at its word it
  * was the oldest wait, and the verdict read "rank 1 waits in #509 for rank
  * 0" while rank 0 waited in #511 for the stopped rank 1. Such a claim is
- * read as "in no collective"; the analysis runs on a copy without them. */
+ * read as "in no collective"; the analysis runs on a copy without them.
+ * So is a silent rank's (hang_rank_silent): its beat is as old as its
+ * silence, and the collective it names may have completed long ago (a
+ * rank that holds the GIL after it: "alone in all-reduce #2" was its old
+ * news). While a rank's beat is late but not yet silent, no verdict. */
 int hang_analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_ns, HangReport *out)
 {
     int64_t top = -1;
     int stale = 0;
     for (int i = 0; i < n; i++)
-        if (!r[i].exited && r[i].inflight_seq > top) top = r[i].inflight_seq;
-    for (int i = 0; i < n; i++) stale += !r[i].exited && r[i].inflight_seq >= 0 && r[i].inflight_seq + 2 <= top;
+        if (beat_late(&r[i])) {
+            memset(out, 0, sizeof *out);
+            out->seq = out->bucket = -1;
+            out->left = out->catching_up = -1;
+            out->late = r[i].rank;
+            return 0;
+        }
+    for (int i = 0; i < n; i++)
+        if (!r[i].exited && r[i].inflight_seq > top && !hang_rank_silent(&r[i])) top = r[i].inflight_seq;
+    for (int i = 0; i < n; i++)
+        stale += !r[i].exited && r[i].inflight_seq >= 0 && (r[i].inflight_seq + 2 <= top || hang_rank_silent(&r[i]));
     HangRank *c = stale ? malloc(sizeof *c * (size_t)n) : NULL;
     if (!c) return analyze(r, n, now_ns, hang_after_ns, out);
     memcpy(c, r, sizeof *c * (size_t)n);
     for (int i = 0; i < n; i++)
-        if (!c[i].exited && c[i].inflight_seq >= 0 && c[i].inflight_seq + 2 <= top) {
+        if (!c[i].exited && c[i].inflight_seq >= 0 && (c[i].inflight_seq + 2 <= top || hang_rank_silent(&c[i]))) {
             c[i].inflight_seq = c[i].inflight_bucket = -1;
             c[i].inflight_op[0] = '\0';
         }
@@ -250,7 +290,7 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
 {
     memset(out, 0, sizeof *out);
     out->seq = out->bucket = -1;
-    out->left = out->catching_up = -1;
+    out->left = out->catching_up = out->late = -1;
     /* The stuck collective: among ranks stuck longer than hang_after, the
      * (seq, op) ranks still training wait in, before one of ranks that left
      * the loop (their final barrier waits for the trainers, not the other
@@ -317,6 +357,8 @@ static int analyze(const HangRank *r, int n, int64_t now_ns, int64_t hang_after_
             out->n_missing++;
         }
     }
+    for (int i = 0; i < n && out->n_missing; i++)
+        if (r[i].rank == out->missing[0]) out->missing_silent = hang_rank_silent(&r[i]);
     /* alone: every missing rank has finished for good; one that waits in a
      * collective of its own (a final barrier) is still coming to one */
     out->alone = out->n_missing > 0 && out->left < 0;
@@ -503,7 +545,7 @@ static void found_of(const Job *j, const HangReport *rep, JobDiagnosis *d)
         return;
     }
     memset(d, 0, sizeof *d);
-    d->kind = rep->left >= 0 ? DIAG_ALONE : rep->n_missing == 0 ? DIAG_STUCK : DIAG_STOPPED;
+    d->kind = rep->left >= 0 ? DIAG_ALONE : rep->n_missing == 0 ? DIAG_STUCK : rep->missing_silent ? DIAG_SILENT : DIAG_STOPPED;
     d->rank = rep->left >= 0 ? rep->left : rep->n_missing ? rep->missing[0] : -1;
     d->step = d->rank >= 0 && j->ranks[d->rank].have_step ? j->ranks[d->rank].last.step : -1;
     if (d->rank >= 0) job_rank_user_where(&j->ranks[d->rank], d->where, sizeof d->where);
@@ -594,7 +636,14 @@ bool hang_verdict(const Job *j, char *buf, size_t len)
     hang_format_ranks(waiting, nw, wait, sizeof wait);
     free(waiting);
     const char *at = h->found.rank == h->missing[0] ? h->found.where : "";
-    if (h->left) /* the first missing rank left the loop alone: the cause */
+    if (h->found.kind == DIAG_SILENT && h->found.rank == h->missing[0]) /* its line: where it was last heard */
+        snprintf(buf, len,
+                 "rank %d went silent after step %" PRId64
+                 " (its heartbeat thread could not run: the process was blocked in native code holding Python's "
+                 "GIL?)%s%s (%s %s waited for it in %s #%" PRId64 ")",
+                 h->missing[0], h->step, at[0] ? ", last heard at " : "", at, nw == 1 ? "rank" : "ranks", wait,
+                 op_name(h->op), h->seq);
+    else if (h->left) /* the first missing rank left the loop alone: the cause */
         snprintf(buf, len,
                  "rank %d left the training loop%s after step %" PRId64 " (%s %s waited for it in %s #%" PRId64 ")",
                  h->missing[0], h->unsafe ? " (unsafe stop)" : " alone", h->step, nw == 1 ? "rank" : "ranks", wait,

@@ -36,6 +36,7 @@ typedef struct {
     char where[PROTO_STR_MED + 8]; /* its Python line, "train.py:61 in save"; "" none */
     bool finished;                 /* done for good: exited cleanly, bye 0, destroying or destroyed */
     char stop_reason[64];          /* stopping/destroying: why it stopped (its phase detail); "" */
+    bool python;                   /* the torch adapter's rank: it beats from a thread of its own (JobRank.python) */
 } HangRank;
 
 typedef struct {
@@ -55,6 +56,9 @@ typedef struct {
                                  * the cause (an unsafe stop); -1 none */
     int catching_up;            /* no verdict yet: ddptop is still reading what this missing rank
                                  * said before the wait began (job_catching_up); -1 none */
+    int late;                   /* no verdict yet: this rank's beat is late (JOB_BEAT_LATE_NS), not
+                                 * yet silent (JOB_SILENT_NS): what it said may be old news; -1 none */
+    bool missing_silent;        /* the first missing rank is silent (hang_rank_silent) */
     char verdict[768];          /* one line */
 } HangReport;
 
@@ -90,6 +94,12 @@ bool hang_is_missing(const Job *j, int rank);
  * train.py:12 in main (ranks 0,2,3 waited for it in all-reduce #12)" into
  * buf (out). False (buf untouched) when no rank was missing. */
 bool hang_verdict(const Job *j, char *buf, size_t len);
+
+/* An adapter's rank whose process lives (its /proc state known: not gone,
+ * stopped or a zombie) and that sent nothing for JOB_SILENT_NS: its
+ * heartbeat thread cannot run, so its beat's collective and line are old
+ * news (the analysis reads it as in no collective). */
+bool hang_rank_silent(const HangRank *r);
 
 /* "0-2,5,7" into buf. */
 void hang_format_ranks(const int *ranks, int n, char *buf, size_t len);

@@ -736,6 +736,11 @@ bool job_rank_stale(const JobRank *r, int64_t now_ns)
     return live && now_ns - r->last_msg_ns > JOB_STALE_NS;
 }
 
+bool job_rank_beat_late(const JobRank *r, int64_t now_ns)
+{
+    return r->python && r->state == RANK_ALIVE && now_ns - r->last_msg_ns > JOB_BEAT_LATE_NS;
+}
+
 double job_rank_allreduce_ms(const JobRank *r)
 {
     const JobCollRec *c = job_rank_coll_at(r, 0);

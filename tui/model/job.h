@@ -60,6 +60,18 @@
 #define JOB_EVALS         64
 /* The sampler's index map covers at most this many dataset indices. */
 #define JOB_SHARD_MAP_MAX (4 << 20)
+/* The torch adapter beats once a second from a thread of its own, also
+ * while the script waits in a collective (torch releases the GIL there).
+ * Its rank whose process lives but that sent nothing for JOB_SILENT_NS (5
+ * beat periods) is silent: its heartbeat thread cannot run (the process is
+ * blocked in native code that holds Python's GIL), so what its last beat
+ * said (a collective in flight, a line) is old news, never a current fact.
+ * Quiet past JOB_BEAT_LATE_NS (2 beat periods) its beat is late: the hang
+ * verdict waits rather than lean on it. The built-in C worker beats from
+ * its training thread (between steps and while it waits), so a long step
+ * is no silence: these hold for the adapter's ranks only (JobRank.python). */
+#define JOB_SILENT_NS     5000000000LL
+#define JOB_BEAT_LATE_NS  2000000000LL
 /* A collective in flight this long shows as a possible hang. */
 #define JOB_INFLIGHT_NS   1000000000LL
 /* A rank heard from this recently whose newest message was sent before a
@@ -269,7 +281,8 @@ typedef enum {
     DIAG_UNEVEN,    /* the ranks ran different numbers of steps */
     DIAG_LINGER,    /* a rank finished but its process did not exit (a non-daemon thread, a teardown) */
     DIAG_STUCK,     /* every rank is inside one collective that never completes */
-    DIAG_STOPPED,   /* a rank stopped (stuck, stopped, silent) while the others wait for it */
+    DIAG_STOPPED,   /* a rank stopped (stuck in Python, SIGSTOP) while the others wait for it */
+    DIAG_SILENT,    /* an adapter's rank whose process lives went silent (JOB_SILENT_NS): blocked holding the GIL */
     DIAG_DIED,      /* a rank's process ended on its own: a signal, an exit code */
     DIAG_EXCEPTION, /* a rank's own exception */
     DIAG_ALONE,     /* a collective reached by some ranks only */
@@ -469,6 +482,15 @@ bool job_rank_finished_alive(const JobRank *r, int64_t *since_ns);
  * the non-daemon threads its adapter named, else where its beat placed it.
  * True the first time. */
 bool job_note_linger(Job *j, int rank, int64_t now_ns, int64_t wall_ns, double secs, const char *wchan);
+/* Rank `rank` is silent at now_ns (the caller saw its process alive and
+ * not stopped: hang_rank_silent): noted for the diagnosis (DIAG_SILENT
+ * while nothing outranks it) with how long, told once per silence as a warn
+ * event naming the last line heard. Anything it sends ends the silence.
+ * Returns true when this silence is new. */
+bool job_note_silent(Job *j, int rank, int64_t now_ns, int64_t wall_ns);
+/* Is r an adapter's rank quiet past JOB_BEAT_LATE_NS at now_ns (its beat
+ * late, or it silent)? False for the C worker and for ranks not alive. */
+bool job_rank_beat_late(const JobRank *r, int64_t now_ns);
 /* One line for the job's outcome, e.g. "job done: all 2 ranks ended cleanly"
  * or "job failed: rank 1 signal 9 (Killed) at step 57": a failure says the
  * diagnosis (job_diagnose) first, then how the others ended, as

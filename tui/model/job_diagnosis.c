@@ -31,6 +31,7 @@ const char *job_diag_kind_name(DiagKind k)
     case DIAG_LINGER: return "linger";
     case DIAG_STUCK: return "stuck";
     case DIAG_STOPPED: return "stopped";
+    case DIAG_SILENT: return "silent";
     case DIAG_DIED: return "died";
     case DIAG_EXCEPTION: return "exception";
     case DIAG_ALONE: return "alone";
@@ -273,13 +274,20 @@ bool job_rank_finished_alive(const JobRank *r, int64_t *since_ns)
     return true;
 }
 
-/* Why a finished rank's process has not exited, as the user reads it. */
-static void linger_words(const JobRank *r, const char *wchan, char *buf, size_t len)
+/* Why a finished rank's process has not exited, as the user reads it, at
+ * now_ns: an adapter's rank silent since (JOB_SILENT_NS) is not at its last
+ * beat's line any more, only last heard there. */
+static void linger_words(const JobRank *r, const char *wchan, int64_t now_ns, char *buf, size_t len)
 {
     char w[PROTO_STR_MED + 8];
+    bool heard = job_rank_user_where(r, w, sizeof w);
     if (r->book->linger_why[0])
         snprintf(buf, len, "it waits for %s", r->book->linger_why);
-    else if (job_rank_user_where(r, w, sizeof w))
+    else if (r->python && now_ns - r->last_msg_ns > JOB_SILENT_NS)
+        snprintf(buf, len, "it has been silent for %lld s (its heartbeat thread cannot run: the process is blocked in "
+                 "native code holding Python's GIL?)%s%s",
+                 (long long)((now_ns - r->last_msg_ns) / 1000000000), heard ? ", last heard at " : "", heard ? w : "");
+    else if (heard)
         snprintf(buf, len, "it is at %s", w);
     else if (wchan && wchan[0])
         snprintf(buf, len, "it waits in the kernel (%s)", wchan);
@@ -287,10 +295,10 @@ static void linger_words(const JobRank *r, const char *wchan, char *buf, size_t 
         snprintf(buf, len, "nothing says why");
 }
 
-static void linger_text(const JobRank *r, const char *wchan, char *buf, size_t len)
+static void linger_text(const JobRank *r, const char *wchan, int64_t now_ns, char *buf, size_t len)
 {
     char why[PROTO_STR_LONG + 64], said[64] = "";
-    linger_words(r, wchan, why, sizeof why);
+    linger_words(r, wchan, now_ns, why, sizeof why);
     if (r->bye)
         snprintf(said, sizeof said, "said bye %d", (int)r->bye_status);
     else
@@ -307,12 +315,57 @@ bool job_note_linger(Job *j, int rank, int64_t now_ns, int64_t wall_ns, double s
     if (r->lingered) return false;
     r->lingered = true;
     char t[JOB_DIAG_TEXT];
-    linger_text(r, wchan, t, sizeof t);
+    linger_text(r, wchan, now_ns, t, sizeof t);
     snprintf(r->book->linger_text, sizeof r->book->linger_text, "%s", t);
     r->book->linger_late = j->book->fail_count > 0 || j->first_failed >= 0;
     job_ev_add(j, at, rank, EV_ERROR, "%s (%.0f s after it finished); ddptop ends it once no rank is training", t,
                secs);
     return true;
+}
+
+bool job_note_silent(Job *j, int rank, int64_t now_ns, int64_t wall_ns)
+{
+    if (!j || rank < 0 || rank >= j->world) return false;
+    JobRank *r = &j->ranks[rank];
+    JobRankBook *b = r->book;
+    bool fresh = b->silent_from_ns != r->last_msg_ns;
+    b->silent_from_ns = r->last_msg_ns;
+    b->silent_for_ns = now_ns - r->last_msg_ns;
+    if (!fresh) return false;
+    char w[PROTO_STR_MED + 8];
+    bool heard = job_rank_user_where(r, w, sizeof w);
+    job_ev_add(j, (JobTime){ now_ns, wall_ns }, rank, EV_WARN,
+               "rank %d has been silent for %lld s after step %lld (its heartbeat thread cannot run: the process is "
+               "blocked in native code holding Python's GIL?)%s%s",
+               rank, (long long)(b->silent_for_ns / 1000000000), (long long)step_of(r), heard ? ", last heard at " : "",
+               heard ? w : "");
+    return true;
+}
+
+/* A rank noted silent (job_note_silent) and not heard from since, that has
+ * not finished (then its linger says it): the first by rank. Its line is
+ * where it was last heard, in the past tense. */
+static bool silent_rank(const Job *j, JobDiagnosis *d)
+{
+    for (int k = 0; k < j->world; k++) {
+        const JobRank *r = &j->ranks[k];
+        const JobRankBook *b = r->book;
+        if (!b->silent_from_ns || b->silent_from_ns != r->last_msg_ns || finished(r)) continue;
+        set(d, DIAG_SILENT, r);
+        long long secs = (long long)(b->silent_for_ns / 1000000000);
+        if (r->state == RANK_ALIVE)
+            snprintf(d->text, sizeof d->text,
+                     "rank %d has been silent for %lld s after step %lld (its heartbeat thread cannot run: the process "
+                     "is blocked in native code holding Python's GIL?)%s%s",
+                     k, secs, (long long)step_of(r), d->where[0] ? ", last heard at " : "", d->where);
+        else
+            snprintf(d->text, sizeof d->text,
+                     "rank %d went silent after step %lld, for %lld s until it ended (its heartbeat thread could not "
+                     "run: the process was blocked in native code holding Python's GIL?)%s%s",
+                     k, (long long)step_of(r), secs, d->where[0] ? ", last heard at " : "", d->where);
+        return true;
+    }
+    return false;
 }
 
 /* A finished rank whose process did not exit: the first one noted; late:
@@ -398,6 +451,7 @@ void job_diagnose(const Job *j, JobDiagnosis *d)
         *d = *hang;
         return;
     }
+    if (silent_rank(j, d)) return;
     if (uneven(j, d) || lingering(j, d, true) || first_consequence(j, d)) return;
     if (j->first_failed >= 0) {
         const JobRank *r = &j->ranks[j->first_failed];
@@ -459,7 +513,7 @@ bool job_diag_verdict(const Job *j, char *buf, size_t len)
     if (d.kind == DIAG_NONE) return false;
     char head[JOB_DIAG_TEXT];
     /* a stopped rank and one that left the loop: the hang's past tense */
-    if (!((d.kind == DIAG_STOPPED || (d.kind == DIAG_ALONE && j->hang.left)) &&
+    if (!((d.kind == DIAG_STOPPED || d.kind == DIAG_SILENT || (d.kind == DIAG_ALONE && j->hang.left)) &&
           d.rank == j->hang.found.rank && hang_verdict(j, head, sizeof head)))
         snprintf(head, sizeof head, "%s", d.text);
     size_t o = (size_t)snprintf(buf, len, "job failed: %s", head);

@@ -117,10 +117,13 @@ static bool finished(const JobRank *r)
     return r->state == RANK_ALIVE && (r->phase == PHASE_DESTROYING || r->phase == PHASE_DESTROYED);
 }
 
-/* In flight for a second or more (the model's one rule), by wall clock. */
-static bool waiting_in(const JobRank *r, int64_t wall_ns)
+/* In flight for a second or more (the model's one rule), by wall clock,
+ * and its beats on time: a late one's collective may be long over (it
+ * holds the GIL elsewhere: JOB_SILENT_NS). */
+static bool waiting_in(const JobRank *r, JobTime at)
 {
-    return r->state == RANK_ALIVE && job_rank_beat_in_coll(r) && wall_ns - r->beat.coll_since_ns >= JOB_INFLIGHT_NS;
+    return r->state == RANK_ALIVE && job_rank_beat_in_coll(r) && at.wall_ns - r->beat.coll_since_ns >= JOB_INFLIGHT_NS &&
+           !job_rank_beat_late(r, at.mono_ns);
 }
 
 /* Rank r is alone when every other rank has finished or waits in r's own
@@ -137,7 +140,7 @@ void job_lint_alone(Job *j, JobTime at)
     bool fresh = false; /* a waiting rank not marked yet */
     for (int k = 0; k < j->world; k++) {
         const JobRank *o = &j->ranks[k];
-        if (waiting_in(o, at.wall_ns)) {
+        if (waiting_in(o, at)) {
             if (n_wait++ == 0)
                 seq = o->beat.coll_seq;
             else if (o->beat.coll_seq != seq)
@@ -155,7 +158,7 @@ void job_lint_alone(Job *j, JobTime at)
     char who[256];
     hang_format_ranks(in, n_in, who, sizeof who);
     for (int k = 0; k < j->world; k++)
-        if (k != in[0] && waiting_in(&j->ranks[k], at.wall_ns))
+        if (k != in[0] && waiting_in(&j->ranks[k], at))
             job_lint_mark(j, &j->ranks[k], JOB_LINT_ALONE, at, NULL);
     job_lint_mark(j, &j->ranks[in[0]], JOB_LINT_ALONE, at,
                   "rank%s %s %s alone in %.20s #%lld: every other rank has finished. A collective only some "

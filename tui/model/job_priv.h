@@ -56,6 +56,9 @@ struct JobRankBook {
     char linger_why[PROTO_STR_LONG]; /* its adapter's "non-daemon thread 'x' at f.py:9 in run" */
     char linger_text[JOB_DIAG_TEXT]; /* the finding, as noted (job_note_linger) */
     bool linger_late;                /* noted after a rank had failed: not that failure's cause */
+    int64_t silent_from_ns;          /* job_note_silent: its last_msg_ns when noted silent (0 never); the
+                                      * silence lasts while last_msg_ns is still that */
+    int64_t silent_for_ns;           /* how long it had been silent at the newest note */
 };
 
 /* A bucket's figures of one step, summed over the ranks that reported it

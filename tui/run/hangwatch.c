@@ -23,7 +23,7 @@ void hangwatch_done(HangWatch *w)
     w->snap = NULL;
 }
 
-int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_ns, int64_t wall_ns)
+int hangwatch_tick(HangWatch *w, Job *j, const Launcher *l, int64_t mono_ns, int64_t wall_ns)
 {
     if (!w->snap || mono_ns < w->next_check_ns) return 0;
     w->next_check_ns = mono_ns + 1000000000LL;
@@ -39,6 +39,7 @@ int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_n
             s->proc_state = ps.state;
             snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
         }
+        if (hang_rank_silent(s)) job_note_silent(j, k, mono_ns, wall_ns);
     }
     if (!hang_analyze(w->snap, w->world, wall_ns, w->hang_after_ns, &w->last)) {
         w->reported = false;

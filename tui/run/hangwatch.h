@@ -26,9 +26,11 @@ typedef struct {
 /* hang_after_s: a collective waited on this long is a hang. Returns 0 or -1. */
 int hangwatch_init(HangWatch *w, int world, double hang_after_s);
 void hangwatch_done(HangWatch *w);
-/* Look at the job if a second has passed. Returns 1 when that look found a
- * hang (its report in w->last: a new one or the same one, longer), else 0.
- * l may be NULL (no /proc states: a replay). */
-int hangwatch_tick(HangWatch *w, const Job *j, const Launcher *l, int64_t mono_ns, int64_t wall_ns);
+/* Look at the job if a second has passed: notes each silent rank in the
+ * model (hang_rank_silent, job_note_silent; only with /proc states).
+ * Returns 1 when that look found a hang (its report in w->last: a new one
+ * or the same one, longer), else 0. l may be NULL (no /proc states: a
+ * replay). */
+int hangwatch_tick(HangWatch *w, Job *j, const Launcher *l, int64_t mono_ns, int64_t wall_ns);
 
 #endif

@@ -238,6 +238,19 @@ static void add_known(Run *r, StackTree *t, int k, uint64_t token, const char *w
     stacktree_add(t, k, 0, frames, n, token);
 }
 
+/* The label of a rank that gave no stack: an adapter's rank silent
+ * (JOB_SILENT_NS) cannot answer, its heartbeat thread waits for the GIL. */
+static const char *no_stack(const JobRank *jr, char *buf, size_t len)
+{
+    int64_t quiet = mono_ns() - jr->last_msg_ns;
+    if (jr->python && jr->state == RANK_ALIVE && quiet > JOB_SILENT_NS)
+        snprintf(buf, len, "(no stack within 3 s) silent %lld s: native code holding the GIL?",
+                 (long long)(quiet / 1000000000));
+    else
+        snprintf(buf, len, "(no stack within 3 s)");
+    return buf;
+}
+
 /* The look's tree: every rank's stacks into t. */
 static void build(Run *r, RunGather *g, StackTree *t)
 {
@@ -249,7 +262,9 @@ static void build(Run *r, RunGather *g, StackTree *t)
         uint64_t token = (uint64_t)(jr->have_beat ? jr->beat.step : jr->have_step ? jr->last.step : -1);
         if (g->via[k] == VIA_WIRE) {
             if (g->text[k] && stacktree_add_faulthandler(t, k, g->text[k], g->len[k], token) > 0) continue;
-            const char *frames[1] = { g->text[k] ? "(no Python stack in its answer)" : "(no stack within 3 s)" };
+            char none[STACKTREE_LABEL];
+            const char *frames[1] = { g->text[k] ? "(no Python stack in its answer)"
+                                                 : no_stack(jr, none, sizeof none) };
             stacktree_add(t, k, 0, frames, 1, token);
             continue;
         }
@@ -263,7 +278,9 @@ static void build(Run *r, RunGather *g, StackTree *t)
             if (stacktree_add_faulthandler(t, k, text, got, token) > 0) continue;
             ProcStat ps;
             bool stopped = procstat_read(python_pid(r, k), &ps) == 0 && (ps.state == 'T' || ps.state == 't');
-            const char *frames[1] = { stopped ? "(stopped: no stack until it is continued)" : "(no stack within 3 s)" };
+            char none[STACKTREE_LABEL];
+            const char *frames[1] = { stopped ? "(stopped: no stack until it is continued)"
+                                              : no_stack(jr, none, sizeof none) };
             stacktree_add(t, k, 0, frames, 1, token);
             continue;
         }

@@ -5,6 +5,7 @@ check that ddptop's final verdict names it.
 
     ddptop run -n 2 --headless --json --hang-after 3 --timeout 10 diag_cases.py CASE
 """
+import ctypes
 import datetime
 import os
 import queue
@@ -148,6 +149,24 @@ def raises():
         if step == 10 and rank == 1:
             raise ValueError(f"bad batch {step}")  # BUG raises
         train_step(model, opt)
+    dist.destroy_process_group()
+
+
+def gil_hold():
+    """Rank 0 blocks in native code that keeps Python's GIL (a C call made
+    through ctypes.PyDLL, as a C extension that never releases it, or a
+    ProcessGroup's destructor joining a thread that waits for the GIL)
+    right after an all-reduce: its heartbeat thread cannot run, so its last
+    beat (sent as the all-reduce began) goes stale, while rank 1 waits for
+    it in the next all-reduce until Gloo's timeout."""
+    rank, model, opt = setup()
+    for _ in range(5):
+        train_step(model, opt)
+    t = torch.ones(10)
+    dist.all_reduce(t)  # BUG gil_hold_heard (its last beat)
+    if rank == 0:
+        ctypes.PyDLL(None).sleep(int(os.environ.get("DIAG_GIL_S", "60")))  # BUG gil_hold
+    dist.all_reduce(t)
     dist.destroy_process_group()
 
 

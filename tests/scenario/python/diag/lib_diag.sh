@@ -23,7 +23,8 @@ diag_line() { grep -n "# BUG $1\b" "${2:-$DIAG_PY}" | cut -d: -f1; }
 # diag_check NAME KIND RANK LINE: the job failed (exit 1); its summary's
 # cause is KIND on RANK at LINE ("file.py:N in fn"; a prefix when it ends
 # with ':'); the verdict starts with the cause (a stopped rank's in the past
-# tense: "rank R stalled at step S at LINE") and says any other rank's end
+# tense: "rank R stalled at step S at LINE", a silent one's "rank R went
+# silent after step S (...), last heard at LINE") and says any other rank's end
 # as a consequence or ddptop's stop; a live hang record, when there is one,
 # named the same cause.
 diag_check() {
@@ -40,6 +41,8 @@ assert c and c["kind"] == kind and c["rank"] == rank, c
 assert (c["line"].startswith(line) if line.endswith(":") else c["line"] == line), (c["line"], line)
 if kind == "stopped":
     assert v.startswith(f"job failed: rank {rank} stalled at step ") and f" at {c['line']} (" in v, v
+elif kind == "silent":  # its line is where it was last heard, in the past tense
+    assert v.startswith(f"job failed: rank {rank} went silent after step ") and f", last heard at {c['line']}" in v, v
 else:
     assert v.startswith("job failed: " + c["text"]), v
 assert c["line"] in v, v
