@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "launch/procstat.h"
 
@@ -14,6 +15,7 @@ int hangwatch_init(HangWatch *w, int world, double hang_after_s)
     w->hang_after_ns = (int64_t)(hang_after_s * 1e9);
     w->world = world;
     w->snap = calloc((size_t)world, sizeof *w->snap);
+    if (gethostname(w->host, sizeof w->host - 1) != 0) w->host[0] = '\0';
     return w->snap ? 0 : -1;
 }
 
@@ -35,7 +37,10 @@ int hangwatch_tick(HangWatch *w, Job *j, const Launcher *l, int64_t mono_ns, int
         /* the process that said hello (a child of the launched one for a script that
          * starts its own ranks: run/follow.c), else the one launched */
         pid_t pid = j->ranks[k].pid > 0 ? (pid_t)j->ranks[k].pid : launcher_pid(l, k);
-        if (!s->exited && procstat_read(pid, &ps) == 0) {
+        /* only a process on this machine: another node's pid names some process of ours, or none
+         * (a rank launched here, or one whose hello names this host, as a followed rank's does) */
+        bool here = launcher_pid(l, k) > 0 || (j->ranks[k].host[0] && !strcmp(j->ranks[k].host, w->host));
+        if (!s->exited && here && procstat_read(pid, &ps) == 0) {
             s->proc_state = ps.state;
             snprintf(s->wchan, sizeof s->wchan, "%s", ps.wchan);
         }

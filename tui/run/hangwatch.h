@@ -21,6 +21,7 @@ typedef struct {
     HangReport last;       /* its report (valid when reported) */
     HangRank *snap;        /* [world] scratch */
     int world;
+    char host[256];        /* this machine's name: a rank elsewhere has no /proc here */
 } HangWatch;
 
 /* hang_after_s: a collective waited on this long is a hang. Returns 0 or -1. */
