@@ -344,8 +344,7 @@ void run_request_stack(Run *r, int rank)
         /* its own answer, whatever log it shares (a spawned rank's is the launched process's) */
         r->stack.token = r->stack.token < RUN_STACK_W_TOKEN ? RUN_STACK_W_TOKEN : r->stack.token + 1;
         run_ask_stacks(r, rank, r->stack.token);
-        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (on ctl) ...", rank,
-                 pid);
+        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (on ctl) ...", rank, pid);
     } else {
         snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (%s) ...", rank, pid,
                  signame);

@@ -443,7 +443,7 @@ static inline void handle_tel(Run *r, Msg *m, Arrival at)
     case MSG_NODE:
     case MSG_CMD:
     case MSG_BURST: return; /* not a rank's to apply */
-    case MSG_STACK: /* w's answer (commands.c) or a gathering's (stacks.c) */
+    case MSG_STACK:         /* w's answer (commands.c) or a gathering's (stacks.c) */
         run_stack_on_answer(r, m);
         run_gather_on_stack(r, m);
         return;

@@ -64,8 +64,8 @@ typedef struct {
 typedef struct {
     const RunOptions *o;
     void *zctx, *ctl, *tel;
-    TStreamServer *tss; /* the ranks' telemetry streams on this host (ipc only; NULL: ZeroMQ's tel alone) */
-    char tss_note[200]; /* why there is none, told once the job model exists */
+    TStreamServer *tss;        /* the ranks' telemetry streams on this host (ipc only; NULL: ZeroMQ's tel alone) */
+    char tss_note[200];        /* why there is none, told once the job model exists */
     uint64_t tss_bad, tss_cut; /* its connections closed and frames cut, counted in bad frames so far */
     Store *store;
     Launcher *l;
@@ -87,11 +87,11 @@ typedef struct {
     bool launched;    /* multi-node: every node joined, ranks started */
     bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
-    bool external;     /* listen: ranks are not ours to start or signal */
-    struct {           /* follow.c: the launched process started the ranks itself */
-        bool on;       /* its children's hellos came: they are the ranks */
-        int64_t pid;   /* the launched process, their launcher (not a rank) */
-        bool exited;   /* and its exit */
+    bool external;   /* listen: ranks are not ours to start or signal */
+    struct {         /* follow.c: the launched process started the ranks itself */
+        bool on;     /* its children's hellos came: they are the ranks */
+        int64_t pid; /* the launched process, their launcher (not a rank) */
+        bool exited; /* and its exit */
         int status;
     } follow;
     char dir[256];     /* the private directory: sockets, and logs unless --log-dir */
@@ -107,8 +107,8 @@ typedef struct {
     bool stop_requested;
     int64_t stop_arg; /* the stop's arg: 1 + the rank whose death ended the job, else 0 */
     int64_t stop_at_ms;
-    int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
-    bool aborted; /* a: the job was aborted on demand (exit non-zero) */
+    int rung;               /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
+    bool aborted;           /* a: the job was aborted on demand (exit non-zero) */
     int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
     int hang_reports;       /* report.c: reports made (hang-N and report-N share the count) */
     struct {                /* report.c: the report a gathering under way writes */
@@ -127,18 +127,18 @@ typedef struct {
     int64_t steps_reached; /* the furthest step of any earlier generation (-1: none): DDPTOP_FAULTS_SPENT */
     bool quit_after;
     int handled_signals;
-    bool verdict_told; /* the final verdict is an event (the TUI's events panel wraps it) */
+    bool verdict_told;                 /* the final verdict is an event (the TUI's events panel wraps it) */
     char status[JOB_EVENT_TEXT + 512]; /* a whole verdict: never cut (the screen cuts at its width) */
-    uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
-    bool tel_emptied;        /* run_drain read tel until it was empty */
+    uint64_t refused_frames;           /* inbox.c: not the sender's to send (counted in bad frames too) */
+    bool tel_emptied;                  /* run_drain read tel until it was empty */
     /* loop.c's wait for input, read by run_drain: what this turn may skip
      * (all false, as a Run starts: read everything) */
     struct {
-        int tel_fd, ctl_fd;                    /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
-        bool have_fds;                         /* tel_fd and ctl_fd were asked for */
+        int tel_fd, ctl_fd;                       /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
+        bool have_fds;                            /* tel_fd and ctl_fd were asked for */
         bool quiet_tel, quiet_ctl, quiet_streams; /* the wait saw no input there */
-        bool tel_left;          /* the last drain left frames on tel (no new edge will say so) */
-        int64_t tel_check_ms;   /* tel's last ZMQ_EVENTS check (one a second at least) */
+        bool tel_left;                            /* the last drain left frames on tel (no new edge will say so) */
+        int64_t tel_check_ms;                     /* tel's last ZMQ_EVENTS check (one a second at least) */
     } in;
     int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since tel was last empty */
     bool trim_due;           /* a backlog ended: its memory goes back at the next trim */

@@ -36,15 +36,14 @@
 #include "model/pystack.h"
 #include "model/stacktree.h"
 
-#define GATHER_QUIET_MS 200  /* the logs grew no more this long: the dumps are in */
-#define GATHER_WAIT_MS  3000 /* a rank that wrote nothing by then has no stack this look */
-#define GATHER_APART_MS 1000 /* the second look after the first (STAT's time dimension) */
-#define GATHER_READ_MAX (1L << 20)
-#define GATHER_VIEWERS  16
-#define GATHER_TEXT_MAX (1L << 20)
-#define GATHER_CHUNK    480 /* of a log message's 512 bytes */
-#define GATHER_REPORT_RANKS 64 /* ranks whose own dump a hang report keeps (report.c's REPORT_RANKS_MAX) */
-
+#define GATHER_QUIET_MS     200  /* the logs grew no more this long: the dumps are in */
+#define GATHER_WAIT_MS      3000 /* a rank that wrote nothing by then has no stack this look */
+#define GATHER_APART_MS     1000 /* the second look after the first (STAT's time dimension) */
+#define GATHER_READ_MAX     (1L << 20)
+#define GATHER_VIEWERS      16
+#define GATHER_TEXT_MAX     (1L << 20)
+#define GATHER_CHUNK        480 /* of a log message's 512 bytes */
+#define GATHER_REPORT_RANKS 64  /* ranks whose own dump a hang report keeps (report.c's REPORT_RANKS_MAX) */
 
 typedef struct RunGather {
     bool on;
@@ -53,10 +52,10 @@ typedef struct RunGather {
     unsigned want;
     bool tui_shown; /* the page opened on this gathering's first look */
     int64_t asked_ms, grew_ms, next_ms;
-    long *off, *size; /* [world]; off -1: not signalled this look */
-    int64_t token;    /* this look's, for the wire path's answers */
+    long *off, *size;   /* [world]; off -1: not signalled this look */
+    int64_t token;      /* this look's, for the wire path's answers */
     unsigned char *via; /* [world] RUN_STACK_VIA_*: how it was asked this look */
-    char **text;      /* [world] the wire path's answers this look (NULL: none yet) */
+    char **text;        /* [world] the wire path's answers this look (NULL: none yet) */
     uint32_t *len;
     int wire_asked, wire_got;
     int64_t looked_ms; /* the first look's end: how long the second may wait for quiet logs */
