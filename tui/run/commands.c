@@ -299,49 +299,57 @@ void run_request_stack(Run *r, int rank)
 {
     if (!r->tui || rank < 0 || rank >= r->job->world) return;
     const JobRank *jr = &r->job->ranks[rank];
-    /* a followed rank (follow.c) is a child of the launched process, and writes to its log */
-    pid_t pid = r->external ? -1 : r->follow.on ? (pid_t)jr->pid : launcher_pid(r->l, rank);
     const char *signame;
     run_stack_signal(&signame);
     if (jr->state == RANK_EXITED_OK || jr->state == RANK_FAILED) {
         stack_note(r, "rank %d has ended (%s): no stack to show", rank, jr->how_ended);
-    } else if (pid <= 0) {
-        stack_note(r, "rank %d runs on %s, not started by this ddptop here: its stacks can only be read there", rank,
-                   jr->host[0] ? jr->host : "another node");
-    } else if (!jr->python) {
+        return;
+    }
+    if (!jr->python) {
         stack_note(r, "rank %d is not a Python rank (its heartbeats name no Python line): no Python stack to show",
                    rank);
-    } else if (r->stack.on) {
-        stack_note(r, "still waiting for rank %d's stacks", r->stack.rank);
-    } else {
-        /* the process that said hello: the interpreter, even under a wrapper that forked */
-        if (jr->pid > 0) pid = (pid_t)jr->pid;
-        const char *log = launcher_log_path(r->l, r->follow.on ? 0 : rank);
-        long off = run_file_size(log);
-        int asked = off < 0 ? -1 : run_stack_ask((int)pid);
-        if (asked == RUN_STACK_NO_HANDLER) {
-            stack_note(r,
-                       "rank %d (pid %d) has no handler for %s (the script replaced the adapter's?): no stack, "
-                       "the signal would end it",
-                       rank, (int)pid, signame);
-            return;
-        }
-        if (asked) {
-            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank,
-                       off < 0 ? "no log file" : "its process is gone");
-            return;
-        }
-        r->stack.on = true;
-        r->stack.follow = false;
-        r->stack.rank = rank;
-        r->stack.pid = (int)pid;
-        r->stack.off = r->stack.size = off;
-        r->stack.asked_ms = r->stack.grew_ms = mono_ms();
-        char head[256];
-        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (%s) ...", rank, (int)pid,
-                 signame);
-        view_tui_show_stack(r->tui, rank, head, "");
+        return;
     }
+    if (r->stack.on) {
+        stack_note(r, "still waiting for rank %d's stacks", r->stack.rank);
+        return;
+    }
+    RunStackRoute how = run_stack_route(r, rank);
+    if (how.via == RUN_STACK_VIA_NONE) {
+        if (how.pid <= 0)
+            stack_note(r, "rank %d runs on %s, not reachable on ctl: its stacks can only be read there", rank,
+                       jr->host[0] ? jr->host : "another node");
+        else if (how.asked == RUN_STACK_NO_HANDLER)
+            stack_note(r,
+                       "rank %d (pid %d) has no handler for %s (the script replaced the adapter's?) and is not "
+                       "reachable on ctl: no stack, the signal would end it",
+                       rank, how.pid, signame);
+        else
+            stack_note(r, "rank %d: cannot ask for its stacks (%s)", rank,
+                       how.off < 0 ? "no log file" : "its process is gone");
+        return;
+    }
+    /* the process that said hello: the interpreter, even under a wrapper that forked */
+    int pid = how.pid > 0 ? how.pid : (int)jr->pid;
+    r->stack.on = true;
+    r->stack.follow = false;
+    r->stack.rank = rank;
+    r->stack.pid = pid;
+    r->stack.wire = how.via == RUN_STACK_VIA_WIRE;
+    r->stack.answered = false;
+    r->stack.off = r->stack.size = how.off;
+    r->stack.asked_ms = r->stack.grew_ms = mono_ms();
+    char head[256];
+    if (r->stack.wire) {
+        /* its own answer, whatever log it shares (a spawned rank's is the launched process's) */
+        r->stack.token = r->stack.token < RUN_STACK_W_TOKEN ? RUN_STACK_W_TOKEN : r->stack.token + 1;
+        run_ask_stacks(r, rank, r->stack.token);
+        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (on ctl) ...", rank, pid);
+    } else {
+        snprintf(head, sizeof head, "asking rank %d (pid %d) for every thread's Python stack (%s) ...", rank, pid,
+                 signame);
+    }
+    view_tui_show_stack(r->tui, rank, head, "");
 }
 
 /* The dump in the log from off to size, as pystack_extract keeps it, into
@@ -361,20 +369,53 @@ static int stack_read(const char *log, long off, long size, char **dump)
     return threads;
 }
 
-static void stack_head(Run *r, char *head, size_t len, int threads, const char *log)
+static void stack_head(Run *r, char *head, size_t len, int threads, const char *from)
 {
     char when[16] = "";
     time_t secs = time(NULL);
     struct tm tm;
     if (localtime_r(&secs, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
     snprintf(head, len, "rank %d (pid %d) at %s: %d thread%s, most recent call first (from %.120s)", r->stack.rank,
-             r->stack.pid, when, threads, threads == 1 ? "" : "s", log);
+             r->stack.pid, when, threads, threads == 1 ? "" : "s", from);
+}
+
+/* w's answer on the wire: shown as a dump from the log is (pystack_extract);
+ * one that comes after the 3 s still reaches the page if it is open. */
+void run_stack_on_answer(Run *r, Msg *m)
+{
+    if (!r->stack.wire || r->stack.answered || m->rank != r->stack.rank || m->u.stack.token != r->stack.token) return;
+    r->stack.answered = true;
+    char *dump = malloc(STACK_MAX), head[256];
+    int threads = dump && m->u.stack.text ? pystack_extract(m->u.stack.text, m->u.stack.len, dump, STACK_MAX) : 0;
+    free(m->u.stack.text); /* taken: the gathering's tokens are below RUN_STACK_W_TOKEN */
+    m->u.stack.text = NULL;
+    m->u.stack.len = 0;
+    if (threads > 0)
+        stack_head(r, head, sizeof head, threads, "its heartbeat thread, on ctl");
+    else
+        snprintf(head, sizeof head, "rank %d (pid %d): no Python stack in its answer", r->stack.rank, r->stack.pid);
+    const char *text = threads > 0 ? dump : "";
+    if (r->stack.on)
+        view_tui_show_stack(r->tui, r->stack.rank, head, text);
+    else
+        view_tui_update_stack(r->tui, r->stack.rank, head, text);
+    r->stack.on = false;
+    free(dump);
 }
 
 void run_stack_tick(Run *r)
 {
     if (!r->stack.on && !r->stack.follow) return;
-    const char *log = launcher_log_path(r->l, r->follow.on ? 0 : r->stack.rank);
+    if (r->stack.wire) { /* the answer comes as a message (run_stack_on_answer) */
+        if (mono_ms() - r->stack.asked_ms < STACK_WAIT_MS) return;
+        r->stack.on = false;
+        char head[256];
+        snprintf(head, sizeof head, "rank %d (pid %d) sent no stack within %d s (asked on ctl)", r->stack.rank,
+                 r->stack.pid, STACK_WAIT_MS / 1000);
+        view_tui_show_stack(r->tui, r->stack.rank, head, "");
+        return;
+    }
+    const char *log = launcher_log_path(r->l, r->stack.rank);
     int64_t now = mono_ms();
     long size = run_file_size(log);
     if (size > r->stack.size) {

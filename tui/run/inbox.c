@@ -443,7 +443,10 @@ static inline void handle_tel(Run *r, Msg *m, Arrival at)
     case MSG_NODE:
     case MSG_CMD:
     case MSG_BURST: return; /* not a rank's to apply */
-    case MSG_STACK: run_gather_on_stack(r, m); return;
+    case MSG_STACK:         /* w's answer (commands.c) or a gathering's (stacks.c) */
+        run_stack_on_answer(r, m);
+        run_gather_on_stack(r, m);
+        return;
     default: apply_rank_msg(r, m, at);
     }
 }
@@ -473,7 +476,8 @@ static void handle_msg(Run *r, const void *ident, size_t ident_len, Msg *m, Arri
         return;
     }
     if (m->kind == MSG_NODE || m->kind == MSG_CMD || m->kind == MSG_BURST) return; /* not a rank's to apply */
-    if (m->kind == MSG_STACK) { /* a gathering's answer (stacks.c), not the job model's */
+    if (m->kind == MSG_STACK) { /* w's answer (commands.c) or a gathering's (stacks.c), not the job model's */
+        run_stack_on_answer(r, m);
         run_gather_on_stack(r, m);
         return;
     }

@@ -64,8 +64,8 @@ typedef struct {
 typedef struct {
     const RunOptions *o;
     void *zctx, *ctl, *tel;
-    TStreamServer *tss; /* the ranks' telemetry streams on this host (ipc only; NULL: ZeroMQ's tel alone) */
-    char tss_note[200]; /* why there is none, told once the job model exists */
+    TStreamServer *tss;        /* the ranks' telemetry streams on this host (ipc only; NULL: ZeroMQ's tel alone) */
+    char tss_note[200];        /* why there is none, told once the job model exists */
     uint64_t tss_bad, tss_cut; /* its connections closed and frames cut, counted in bad frames so far */
     Store *store;
     Launcher *l;
@@ -87,11 +87,11 @@ typedef struct {
     bool launched;    /* multi-node: every node joined, ranks started */
     bool rdzv_failed; /* multi-node: the rendezvous or its launch failed */
     int64_t rdzv_start_ms;
-    bool external;     /* listen: ranks are not ours to start or signal */
-    struct {           /* follow.c: the launched process started the ranks itself */
-        bool on;       /* its children's hellos came: they are the ranks */
-        int64_t pid;   /* the launched process, their launcher (not a rank) */
-        bool exited;   /* and its exit */
+    bool external;   /* listen: ranks are not ours to start or signal */
+    struct {         /* follow.c: the launched process started the ranks itself */
+        bool on;     /* its children's hellos came: they are the ranks */
+        int64_t pid; /* the launched process, their launcher (not a rank) */
+        bool exited; /* and its exit */
         int status;
     } follow;
     char dir[256];     /* the private directory: sockets, and logs unless --log-dir */
@@ -107,8 +107,8 @@ typedef struct {
     bool stop_requested;
     int64_t stop_arg; /* the stop's arg: 1 + the rank whose death ended the job, else 0 */
     int64_t stop_at_ms;
-    int rung;     /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
-    bool aborted; /* a: the job was aborted on demand (exit non-zero) */
+    int rung;               /* 0 clean stop only, 1 SIGTERM sent, 2 SIGKILL sent */
+    bool aborted;           /* a: the job was aborted on demand (exit non-zero) */
     int64_t linger_next_ns; /* run_linger_tick: its next look (monotonic) */
     int hang_reports;       /* report.c: reports made (hang-N and report-N share the count) */
     struct {                /* report.c: the report a gathering under way writes */
@@ -127,18 +127,18 @@ typedef struct {
     int64_t steps_reached; /* the furthest step of any earlier generation (-1: none): DDPTOP_FAULTS_SPENT */
     bool quit_after;
     int handled_signals;
-    bool verdict_told; /* the final verdict is an event (the TUI's events panel wraps it) */
+    bool verdict_told;                 /* the final verdict is an event (the TUI's events panel wraps it) */
     char status[JOB_EVENT_TEXT + 512]; /* a whole verdict: never cut (the screen cuts at its width) */
-    uint64_t refused_frames; /* inbox.c: not the sender's to send (counted in bad frames too) */
-    bool tel_emptied;        /* run_drain read tel until it was empty */
+    uint64_t refused_frames;           /* inbox.c: not the sender's to send (counted in bad frames too) */
+    bool tel_emptied;                  /* run_drain read tel until it was empty */
     /* loop.c's wait for input, read by run_drain: what this turn may skip
      * (all false, as a Run starts: read everything) */
     struct {
-        int tel_fd, ctl_fd;                    /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
-        bool have_fds;                         /* tel_fd and ctl_fd were asked for */
+        int tel_fd, ctl_fd;                       /* ZeroMQ's ZMQ_FD of tel and ctl (edge: commands arrived) */
+        bool have_fds;                            /* tel_fd and ctl_fd were asked for */
         bool quiet_tel, quiet_ctl, quiet_streams; /* the wait saw no input there */
-        bool tel_left;          /* the last drain left frames on tel (no new edge will say so) */
-        int64_t tel_check_ms;   /* tel's last ZMQ_EVENTS check (one a second at least) */
+        bool tel_left;                            /* the last drain left frames on tel (no new edge will say so) */
+        int64_t tel_check_ms;                     /* tel's last ZMQ_EVENTS check (one a second at least) */
     } in;
     int64_t backlog_frames;  /* tel frames read by drains that left frames behind, since tel was last empty */
     bool trim_due;           /* a backlog ended: its memory goes back at the next trim */
@@ -155,6 +155,9 @@ typedef struct {
         long shown;       /* the size the page shows */
         int threads;      /* threads it shows */
         size_t shown_len; /* and the length of their text */
+        bool wire;        /* asked on ctl (run_stack_route's VIA_WIRE): the answer is a "stack" message */
+        bool answered;    /* that answer came (a late one still reaches the open page) */
+        int64_t token;    /* the ask's, above every gathering's (RUN_STACK_W_TOKEN) */
     } stack;
     struct RunGather *gather; /* stacks.c: every rank's stacks (NULL: none asked yet) */
 } Run;
@@ -244,17 +247,23 @@ void run_request_pause(Run *r);
 void run_request_fault(Run *r, int pick, int rank);
 /* ddptop's heartbeat: a ping to every reachable rank once a second. */
 void run_ping_ranks(Run *r);
-/* w: signal rank (a Python rank this ddptop started on this node) to dump
- * every thread's stack into its log (SIGUSR1, or DDPTOP_STACK_SIGNAL); any
- * other rank gets one line on the status line saying why not. */
+/* w: ask rank for every thread's Python stack as every gathering asks it
+ * (run_stack_route): by signal into its log (SIGUSR1, or
+ * DDPTOP_STACK_SIGNAL), or on the wire; a rank that cannot be asked gets
+ * one line on the status line saying why not. */
 void run_request_stack(Run *r, int rank);
 /* Once a turn while a dump is awaited: read what the rank's log grew by
- * and show the stacks once it stops growing (or say none came in 3 s). */
+ * and show the stacks once it stops growing (or say none came in 3 s; on
+ * the wire, only the 3 s). */
 void run_stack_tick(Run *r);
 /* Ask rank's torch adapter for every thread's stack on the wire (cmd
  * "stacks", arg token): its heartbeat thread answers with a "stack"
  * message carrying the token (run_gather_on_stack). */
 void run_ask_stacks(Run *r, int rank, int64_t token);
+/* A "stack" message: w's answer (commands.c; its text taken out of m) when
+ * it carries w's latest token, else left for the gathering. */
+void run_stack_on_answer(Run *r, Msg *m);
+#define RUN_STACK_W_TOKEN (INT64_C(1) << 40) /* w's tokens from here up, a gathering's from 1 */
 /* The signal that makes a Python rank dump its stacks (its *name). */
 int run_stack_signal(const char **name);
 /* Signal process pid (a Python rank's interpreter) to dump its stacks
@@ -268,6 +277,23 @@ int run_stack_ask(int pid);
 long run_file_size(const char *path);
 
 /* ---- stacks.c: every rank's stacks merged (model/stacktree.h) ---- */
+/* How one rank's stacks are asked for: the one rule of w (commands.c) and
+ * of every gathering's look. */
+enum { RUN_STACK_VIA_NONE, RUN_STACK_VIA_LOG, RUN_STACK_VIA_WIRE };
+enum { RUN_STACK_NOT_TRIED = 2 }; /* RunStackRoute.asked: no pid or no log, not signalled */
+typedef struct {
+    int via;   /* RUN_STACK_VIA_*: VIA_LOG, signalled: its dump goes to its log from off on */
+    int pid;   /* the Python process this ddptop may signal, -1: none (see python_pid) */
+    long off;  /* its log's size before the signal, -1: no log of its own */
+    int asked; /* run_stack_ask's answer, RUN_STACK_NOT_TRIED when not signalled */
+} RunStackRoute;
+/* Signal rank's Python process to dump its stacks into its log when this
+ * ddptop started it here, with a log of its own and the adapter's handler
+ * (VIA_LOG); else a live Python rank that said hello on ctl is to be asked
+ * on the wire (VIA_WIRE: run_ask_stacks, not sent here): `ddptop listen`
+ * ranks, other nodes', the ranks a script spawned (they share the launched
+ * process's log: follow.c), a rank without the handler; else VIA_NONE. */
+RunStackRoute run_stack_route(Run *r, int rank);
 /* Who waits for a gathering's tree (RunGather.want). */
 enum { RUN_GATHER_TUI = 1, RUN_GATHER_HANG = 2, RUN_GATHER_VIEWERS = 4, RUN_GATHER_REPORT = 8 };
 /* Gather every rank's stacks twice, a second apart, for `want`; a

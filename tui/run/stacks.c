@@ -36,16 +36,14 @@
 #include "model/pystack.h"
 #include "model/stacktree.h"
 
-#define GATHER_QUIET_MS 200  /* the logs grew no more this long: the dumps are in */
-#define GATHER_WAIT_MS  3000 /* a rank that wrote nothing by then has no stack this look */
-#define GATHER_APART_MS 1000 /* the second look after the first (STAT's time dimension) */
-#define GATHER_READ_MAX (1L << 20)
-#define GATHER_VIEWERS  16
-#define GATHER_TEXT_MAX (1L << 20)
-#define GATHER_CHUNK    480 /* of a log message's 512 bytes */
-#define GATHER_REPORT_RANKS 64 /* ranks whose own dump a hang report keeps (report.c's REPORT_RANKS_MAX) */
-
-enum { VIA_NONE = 0, VIA_LOG, VIA_WIRE }; /* how a rank was asked this look */
+#define GATHER_QUIET_MS     200  /* the logs grew no more this long: the dumps are in */
+#define GATHER_WAIT_MS      3000 /* a rank that wrote nothing by then has no stack this look */
+#define GATHER_APART_MS     1000 /* the second look after the first (STAT's time dimension) */
+#define GATHER_READ_MAX     (1L << 20)
+#define GATHER_VIEWERS      16
+#define GATHER_TEXT_MAX     (1L << 20)
+#define GATHER_CHUNK        480 /* of a log message's 512 bytes */
+#define GATHER_REPORT_RANKS 64  /* ranks whose own dump a hang report keeps (report.c's REPORT_RANKS_MAX) */
 
 typedef struct RunGather {
     bool on;
@@ -54,10 +52,10 @@ typedef struct RunGather {
     unsigned want;
     bool tui_shown; /* the page opened on this gathering's first look */
     int64_t asked_ms, grew_ms, next_ms;
-    long *off, *size; /* [world]; off -1: not signalled this look */
-    int64_t token;    /* this look's, for the wire path's answers */
-    unsigned char *via; /* [world] VIA_* */
-    char **text;      /* [world] the wire path's answers this look (NULL: none yet) */
+    long *off, *size;   /* [world]; off -1: not signalled this look */
+    int64_t token;      /* this look's, for the wire path's answers */
+    unsigned char *via; /* [world] RUN_STACK_VIA_*: how it was asked this look */
+    char **text;        /* [world] the wire path's answers this look (NULL: none yet) */
     uint32_t *len;
     int wire_asked, wire_got;
     int64_t looked_ms; /* the first look's end: how long the second may wait for quiet logs */
@@ -111,6 +109,21 @@ static int python_pid(const Run *r, int rank)
     return jr->pid > 0 ? (int)jr->pid : (int)pid;
 }
 
+RunStackRoute run_stack_route(Run *r, int rank)
+{
+    const JobRank *jr = &r->job->ranks[rank];
+    RunStackRoute how = { .via = RUN_STACK_VIA_NONE, .off = -1, .asked = RUN_STACK_NOT_TRIED };
+    how.pid = python_pid(r, rank);
+    how.off = how.pid > 0 ? run_file_size(launcher_log_path(r->l, rank)) : -1;
+    /* only a process with the adapter's handler: the signal's default would end it */
+    if (how.off >= 0) how.asked = run_stack_ask(how.pid);
+    if (how.asked == 0)
+        how.via = RUN_STACK_VIA_LOG;
+    else if (jr->python && jr->state == RANK_ALIVE && r->rk && r->rk[rank].routable)
+        how.via = RUN_STACK_VIA_WIRE;
+    return how;
+}
+
 static void drop_answers(RunGather *g, int world)
 {
     for (int k = 0; k < world; k++) {
@@ -128,18 +141,13 @@ static void look(Run *r, RunGather *g)
     g->token++;
     g->wire_asked = g->wire_got = 0;
     for (int k = 0; k < r->job->world; k++) {
-        const JobRank *jr = &r->job->ranks[k];
         g->off[k] = -1;
-        g->via[k] = VIA_NONE;
-        int pid = python_pid(r, k);
-        long off = pid > 0 ? run_file_size(launcher_log_path(r->l, k)) : -1;
-        /* only a process with the adapter's handler: the signal's default would end it */
-        if (off >= 0 && run_stack_ask(pid) == 0) {
-            g->off[k] = g->size[k] = off;
-            g->via[k] = VIA_LOG;
-        } else if (jr->python && jr->state == RANK_ALIVE && r->rk && r->rk[k].routable) {
+        RunStackRoute how = run_stack_route(r, k);
+        g->via[k] = (unsigned char)how.via;
+        if (how.via == RUN_STACK_VIA_LOG) {
+            g->off[k] = g->size[k] = how.off;
+        } else if (how.via == RUN_STACK_VIA_WIRE) {
             run_ask_stacks(r, k, g->token);
-            g->via[k] = VIA_WIRE;
             g->wire_asked++;
         }
     }
@@ -152,7 +160,7 @@ void run_gather_on_stack(Run *r, Msg *m)
     RunGather *g = r->gather;
     int k = m->rank;
     if (!g || !g->on || g->waiting || !r->job || k < 0 || k >= r->job->world) return;
-    if (g->via[k] != VIA_WIRE || m->u.stack.token != g->token || g->text[k]) return; /* not this look's */
+    if (g->via[k] != RUN_STACK_VIA_WIRE || m->u.stack.token != g->token || g->text[k]) return; /* not this look's */
     g->text[k] = m->u.stack.text ? m->u.stack.text : strdup("");
     g->len[k] = m->u.stack.text ? m->u.stack.len : 0;
     m->u.stack.text = NULL; /* kept here now */
@@ -260,7 +268,7 @@ static void build(Run *r, RunGather *g, StackTree *t)
         const JobRank *jr = &r->job->ranks[k];
         /* a rank that trained on between the looks moved, whatever line both caught */
         uint64_t token = (uint64_t)(jr->have_beat ? jr->beat.step : jr->have_step ? jr->last.step : -1);
-        if (g->via[k] == VIA_WIRE) {
+        if (g->via[k] == RUN_STACK_VIA_WIRE) {
             if (g->text[k] && stacktree_add_faulthandler(t, k, g->text[k], g->len[k], token) > 0) continue;
             char none[STACKTREE_LABEL];
             const char *frames[1] = { g->text[k] ? "(no Python stack in its answer)"
@@ -357,7 +365,7 @@ static void to_viewer(Run *r, const char *ident, size_t len, const char *text, c
 static void report_answers(Run *r, const RunGather *g, const char *dir)
 {
     for (int k = 0; k < r->job->world && k < GATHER_REPORT_RANKS; k++) {
-        if (g->via[k] != VIA_WIRE || !g->text[k]) continue;
+        if (g->via[k] != RUN_STACK_VIA_WIRE || !g->text[k]) continue;
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/stacks/rank-%d.txt", dir, k);
         FILE *f = fopen(path, "w");

@@ -6,7 +6,8 @@
 # first is being written says so and writes nothing more; r after it
 # writes the next one. The job then ends cleanly with no hang report in its
 # summary, and w on a rank that replaced the adapter's stack-signal handler
-# says so instead of signalling it (the signal's default would end it).
+# never signals it (the signal's default would end it): it asks it on ctl,
+# as every gathering does, and shows the dump its heartbeat thread sends.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 cat >"$TMP/own_sig.py" <<'PYEOF'
@@ -52,7 +53,7 @@ py_tui_destroy
 grep -q "hang report" "$TMP/after.txt" && { cat "$TMP/after.txt"; die "the summary names a hang report: there was no hang"; }
 echo "ok: r wrote $d and report-2, one at a time"
 
-# w on a rank without a handler for the stack signal: one line, the rank lives on
+# w on a rank without a handler for the stack signal: asked on ctl, the rank lives on
 command tmux -L "$S" kill-server
 rm -rf "$TMP/exit" "$TMP/rec" "$TMP/rec.jsonl" "$TMP/logs" # the first job's
 py_tui_start "" -n 2 -- "$TMP/own_sig.py"
@@ -60,9 +61,14 @@ wait_for 90 hasE " train +[0-9]+ .*at own_sig\.py:[0-9]+" || dies "no training r
 pid=$(py_rank_pid 1) || dies "no rank 1"
 tmux send-keys -t "$S" Down
 tmux send-keys -t "$S" w
-wait_for 5 has "rank 1 (pid $pid) has no handler for SIGUSR1" || dies "w did not say rank 1 has no handler"
-has "Python stacks" && dies "w opened the stacks page of a rank it could not ask"
+wait_for 15 has "rank 1 Python stacks" || dies "w did not open rank 1's stacks page"
+wait_for 15 has "rank 1 (pid $pid) at .*most recent call first (from its heartbeat thread, on ctl)" ||
+    dies "w did not show rank 1's dump asked on ctl"
+own() { has 'own_sig.py", line'; }
+for k in 1 2 3 4 5 6 7 8; do own && break; tmux send-keys -t "$S" PgDn; sleep 0.3; done
+wait_for 5 own || dies "rank 1's page has no frame of the script"
+tmux send-keys -t "$S" Escape
 sleep 2
 kill -0 "$pid" 2>/dev/null || dies "w ended rank 1"
 py_tui_destroy
-echo "PASS: r writes a report on request, once at a time; w never signals a rank without its handler"
+echo "PASS: r writes a report on request, once at a time; w asks a rank without its handler on ctl, never by signal"

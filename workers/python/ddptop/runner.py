@@ -164,18 +164,39 @@ def child_status(e):
     return 1
 
 
+_ADAPTER = os.path.dirname(os.path.abspath(__file__))
+
+
+def _adapters(tb):
+    name = tb.tb_frame.f_code.co_filename
+    return os.path.dirname(os.path.abspath(name)) == _ADAPTER or name == os.path.abspath(runpy.__file__) \
+        or name.startswith("<frozen runpy")
+
+
+def without_adapter(tb):
+    """Traceback tb as bare Python shows it: without this adapter's frames
+    (run_script's and runpy's above the script's first frame, spawn.py's
+    wrappers around mp.spawn and around a spawned rank's function) and
+    without runpy's; the frame that raised stays, whoever's. The entries
+    are unlinked in place (tb_next); returns the new first one."""
+    while tb is not None and tb.tb_next is not None and _adapters(tb):
+        tb = tb.tb_next
+    at = tb
+    while at is not None and at.tb_next is not None:
+        if at.tb_next.tb_next is not None and _adapters(at.tb_next):
+            at.tb_next = at.tb_next.tb_next
+        else:
+            at = at.tb_next
+    return tb
+
+
 def print_uncaught(e):
     """What Python prints for an exception the script did not catch: through
     sys.excepthook (torch 2.x's init_process_group installs one that puts
     "[rankN]: " before every line), the traceback from the script's own
     first frame as bare `python script.py` shows it (without run_script's
     and runpy's frames above it)."""
-    tb = e.__traceback__
-    skip = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
-    while tb is not None and tb.tb_next is not None and (
-            os.path.abspath(tb.tb_frame.f_code.co_filename) in skip or
-            tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
-        tb = tb.tb_next
+    tb = without_adapter(e.__traceback__)
     e.__traceback__ = tb        # Python's own hook prints the exception's traceback, not its argument
     try:
         sys.excepthook(type(e), e, tb)

@@ -248,9 +248,34 @@ def _guarded(fn):
             r = state.run()
             if r is not None:
                 report_error(r, e)
+            _print_as_bare(e)
             raise
     guarded.__wrapped__ = fn
     return guarded
+
+
+def _print_as_bare(e):
+    """What the child's launcher prints of e, as bare: torch's _wrap sends
+    traceback.format_exc() to the parent (which raises it in
+    ProcessRaisedException), multiprocessing's _bootstrap prints
+    traceback.print_exc(); either, once, sees the traceback without this
+    adapter's frames (runner.without_adapter: the same as the launched
+    process prints its own uncaught exception)."""
+    import traceback
+    from .runner import without_adapter
+
+    def once(name):
+        orig = getattr(traceback, name)
+
+        def call(*args, **kwargs):
+            setattr(traceback, name, orig)
+            got = sys.exc_info()[1]
+            if got is e:
+                e.__traceback__ = without_adapter(e.__traceback__)
+            return orig(*args, **kwargs)
+        setattr(traceback, name, call)
+    once("format_exc")
+    once("print_exc")
 
 
 def report_error(r, e):
