@@ -225,6 +225,13 @@ static void test_keeps_up_beside_stalled(void)
               refused);
         /* the stalled one: its own frames lost, the rest bounded by the queue */
         Seqs sq = { 0 };
+        /* what its queue holds comes through the I/O thread, which a loaded machine slows:
+         * wait for the first frame (up to 10 s), then take what else is there */
+        for (int64_t since = mono_us(); sq.got == 0 && mono_us() - since < 10000000;) {
+            zmq_pollitem_t it = { stalled, 0, ZMQ_POLLIN, 0 };
+            zmq_poll(&it, 1, 100);
+            drain(stalled, &sq);
+        }
         usleep(100000);
         drain(stalled, &sq);
         CHECK(sq.got > 0 && sq.got < N / 2 && sq.dups == 0, "%s: the stalled subscriber holds %ld frames", ep, sq.got);
