@@ -67,3 +67,78 @@ for r in 0 1; do
     [ "$n" -ge 4 ] || { grep '"k":"coll"' "$TMP/under/rec.jsonl" | head; die "rank $r: $n bucket all-reduces recorded, want 4"; }
 done
 echo "ok: torch.compile(DDP) has $(sed 's/.* //' <(grep 'graph breaks' "$TMP/bare.0")) graph breaks bare and under ddptop, the same losses, the hook on"
+
+# A compiled optimizer step (torch.compile of a function calling Adam's
+# step): dynamo traces the adapter's Optimizer.step wrapper too, and each
+# clock, lock or Work call of its books was a graph break of its own (13
+# for bare's 2). The books are two functions dynamo does not trace, one
+# break each, the original step traced between them (steps.py): at most
+# 2 breaks over bare's, and ddptop's steps are the script's, with the
+# losses it printed and a measured optimizer time.
+cat >"$TMP/optstep.py" <<'PYEOF'
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch._dynamo.utils import counters
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+ddp = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)))
+opt = torch.optim.Adam(ddp.parameters(), lr=0.01)
+
+
+@torch.compile(backend="eager")
+def step():
+    opt.step()
+
+
+for s in range(6):
+    loss = ddp(torch.randn(8, 16)).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    step()
+    print(f"rank {rank} step {s + 1} loss {loss.item()!r}", flush=True)
+print(f"rank {rank} graph breaks {sum(counters['graph_break'].values())}", flush=True)
+for why, n in sorted(counters["graph_break"].items()):
+    print(f"rank {rank} break {n} x " + " | ".join(l.strip() for l in why.splitlines()[:2]), flush=True)
+dist.destroy_process_group()
+PYEOF
+port=$(free_port 1)
+mkdir -p "$TMP/optbare"
+pids=()
+for r in 0 1; do
+    RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
+        timeout 240 "$PY" "$TMP/optstep.py" >"$TMP/optbare/rank-$r.log" 2>&1 &
+    pids+=($!)
+done
+for r in 0 1; do wait "${pids[$r]}" || { tail -n 20 "$TMP/optbare/rank-$r.log"; die "bare optimizer step: rank $r failed"; }; done
+py_rec optunder "$TMP/optstep.py"
+[ "$(rc_of optunder)" = 0 ] || { tail -n 20 "$TMP/optunder/out.jsonl" "$TMP/optunder/logs/rank-0.log"; die "compiled optimizer step under ddptop: exit $(rc_of optunder)"; }
+OPT_EXTRA=2     # ddptop's graph breaks over bare's, at most
+"$PY" - "$TMP" "$OPT_EXTRA" <<'PYEOF' || die "compiled optimizer step: see above"
+import json, re, sys
+d, extra = sys.argv[1], int(sys.argv[2])
+msgs = [json.loads(l) for l in open(f"{d}/optunder/rec.jsonl")]
+for r in (0, 1):
+    bare = open(f"{d}/optbare/rank-{r}.log").read()
+    under = open(f"{d}/optunder/logs/rank-{r}.log").read()
+    nb, nu = (int(re.search(r"^rank %d graph breaks (\d+)$" % r, t, re.M).group(1)) for t in (bare, under))
+    if nu > nb + extra:
+        print(f"rank {r}: {nu} graph breaks under ddptop, {nb} bare (at most {extra} more allowed)")
+        print("".join(re.findall(r"^rank %d break .*\n" % r, under, re.M)))
+        sys.exit(1)
+    printed = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, under, re.M)]
+    bare_losses = [(int(s), float(l)) for s, l in re.findall(r"^rank %d step (\d+) loss (\S+)$" % r, bare, re.M)]
+    steps = [m for m in msgs if m.get("k") == "step" and m.get("r") == r]
+    got = [(m["step"], m["loss"]) for m in steps]
+    if not (len(got) == len(printed) == 6 and printed == bare_losses
+            and all(g[0] == p[0] and abs(g[1] - p[1]) < 1e-9 for g, p in zip(got, printed))):
+        print(f"rank {r}: ddptop's steps {got}, printed {printed}, bare {bare_losses}")
+        sys.exit(1)
+    if not all(m["opt_ms"] > 0 for m in steps):
+        print(f"rank {r}: an optimizer time not measured: {[m['opt_ms'] for m in steps]}")
+        sys.exit(1)
+    print(f"rank {r}: compiled optimizer step: {nb} graph breaks bare, {nu} under ddptop")
+PYEOF
+echo "ok: a compiled optimizer step costs at most $OPT_EXTRA graph breaks over bare's, ddptop's steps and losses are the script's"

@@ -34,6 +34,12 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
   cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
         (NCCL's futures complete at enqueue, so host times say nothing);
         memory comes from torch.cuda.mem_get_info (steps.py).
+  dynamo
+        torch.compile (2.x) traces what it calls, the Optimizer.step
+        wrapper included: where torch has torch.compiler.is_compiling and
+        torch.library.custom_op (2.4), the wrapper asks it and keeps its
+        books in an operator of dynamo's graph before the step and a
+        function dynamo does not trace after it (steps.py).
 """
 import json
 import os
@@ -127,6 +133,42 @@ def quiesce(limit_s=2.0):
         if pending == 0 and now >= last + CALLBACK_GRACE_S:
             return True
         time.sleep(0.002 if pending else last + CALLBACK_GRACE_S - now)
+
+
+def dynamo():
+    """Whether torch.compile's dynamo may trace the script's calls, says
+    when it does (torch.compiler.is_compiling) and keeps a call of ours in
+    its graph (torch.library.custom_op): torch 2.4 and later."""
+    return (callable(getattr(getattr(torch, "compiler", None), "is_compiling", None))
+            and callable(getattr(torch.library, "custom_op", None)))
+
+
+_in_graph = {}
+
+
+def in_graph(name, fn):
+    """fn() as a call dynamo puts into its graph (an operator ddptop::name,
+    made once a process), run where the graph runs, in its order, without
+    a graph break; only where dynamo(). It mutates a token of its own: an
+    operator with no output and no effect would be dropped from the graph
+    (aot_eager, inductor)."""
+    if name not in _in_graph:
+        token = torch.empty(0)
+
+        def impl(token: torch.Tensor) -> None:
+            fn()
+
+        op = torch.library.custom_op(f"ddptop::{name}", impl, mutates_args=("token",))
+        op.register_fake(lambda token: None)
+        _in_graph[name] = lambda: op(token)
+    return _in_graph[name]
+
+
+def not_traced(fn):
+    """fn as dynamo runs it: called as it is, never traced (a graph
+    break where a traced function calls it); only where dynamo()."""
+    import torch._dynamo as dynamo
+    return dynamo.disable(fn)
 
 
 def _op(profiling_name):

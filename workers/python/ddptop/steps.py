@@ -14,6 +14,7 @@ hook is, so schedulers that wrap an instance's step still see a bound
 method; a subclass calling super().step() counts once.
 """
 import functools
+import sys
 import threading
 import time
 import weakref
@@ -21,7 +22,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import cxx_hook, lifecycle, sampler, state, wire
+from . import compat, cxx_hook, lifecycle, sampler, state, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -180,12 +181,120 @@ def _engine_step(r, fn, opt, args, kwargs):
     return out
 
 
+# Under torch.compile, dynamo traces the step wrapper: each clock, lock or C
+# call of the books was a graph break of its own (a compiled Adam step: 13
+# for bare's 2). Where torch allows (compat.dynamo), the traced wrapper
+# keeps its books in two calls around the original step, which dynamo
+# traces between them: the step's start (_begin) is an operator in dynamo's
+# graph (compat.in_graph: no graph break, run where the graph runs), and
+# the rest (_end) a function dynamo does not trace (one graph break, after
+# which all the step's updates are done: a checkpoint that `c` asks for
+# there saves them). The start cannot go after (opt_ms, the losses a
+# closure adds inside the step, a nested step), nor _end into the graph
+# (its updates are written back to the parameters after the graph ran).
+# Bare's count + 2: _end's break and one for the wrapper's frame (dynamo
+# counts a graph break again in each frame that holds it).
+# The wrapper names `torch` in that test: dynamo compiles a frame of its
+# own (as it does the wrapper's, called from compiled code) only if it
+# names a torch module or holds a tensor, and runs it uncompiled otherwise,
+# where the test is False and each callee of the books is compiled alone.
+_dynamo = False
+_traced_begin = _traced_end = None
+
+
+def _frames():
+    """How deep the caller's caller is in this thread's stack."""
+    f, n = sys._getframe(2), 0
+    while f is not None:
+        f, n = f.f_back, n + 1
+    return n
+
+
+def _begin():
+    """A traced step begins (run in dynamo's graph): what the wrapper does
+    before the original step (the buckets so far); its start, the losses so
+    far and how deep it is into r.traced. A step begun deeper than the open
+    one is inside it (a subclass's super().step(), ZeRO's local optimizer)
+    and counts once; an open one at the same depth or deeper raised (a
+    traced step has no finally: dynamo does not resume a graph break inside
+    a try block, and would run the whole step untraced) and is not reported."""
+    r = state._RUN
+    if r is None:
+        return
+    at = _frames()
+    if r.traced is not None and at > r.traced[2]:
+        r.traced_nest += 1
+        return
+    r.traced_nest = 0
+    if r.engine is not None:
+        got = _eng_before()
+        if got is not None:
+            cxx_hook.extras(r, got)
+    elif r.collect is not None:
+        r.collect(r)
+    r.traced = (len(r.losses), time.monotonic(), at)
+
+
+def _end(opt):
+    """After a traced step (dynamo does not trace this): what the wrapper
+    does after the original step, on the path (the C++ engine or Python)
+    that keeps the books."""
+    r = state._RUN
+    if r is None or r.traced is None:
+        return
+    if r.traced_nest:
+        r.traced_nest -= 1
+        return
+    n_losses, t0, _ = r.traced
+    r.traced = None
+    if r.engine is not None:
+        _engine_after(r, opt)
+        return
+    if len(r.losses) > n_losses + 1:     # LBFGS: its first evaluation, as in the wrapper
+        del r.losses[n_losses + 1:]
+    if opt.__dict__.get("_ddptop_run") is not r:
+        _first_step_of(r, opt)
+    had_batch = bool(r.batch_t)
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
+    now = time.monotonic()
+    _report(r, opt, now - t0, now)
+    if r.engine_next:
+        cxx_hook.activate(r)
+    STEER.after_step(now)
+    if PLAN.faults:
+        _faults_after_step(r, had_batch)
+
+
+def _engine_after(r, opt):
+    """The engine's books after a traced step (what _engine_step does after it)."""
+    if opt.__dict__.get("_ddptop_run") is not r:
+        _first_step_of(r, opt)
+    faulty = PLAN.faults
+    had_batch = bool(r.engine.batch_t) if faulty else True
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
+    r.step, now, ready = _eng_after(opt, r.epoch, r.up.drops)
+    if ready:
+        r.up.pump()
+    STEER.after_step(now)
+    if faulty:
+        _faults_after_step(r, had_batch)
+
+
 def _wrap_step(fn):
     @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
     def step(self, *args, **kwargs):
         r = state._RUN
         if r is None or _depth.n:
             return fn(self, *args, **kwargs)
+        if _dynamo and torch.compiler.is_compiling():
+            _traced_begin()
+            out = fn(self, *args, **kwargs)
+            _traced_end(self)
+            return out
         if r.engine is not None:
             return _engine_step(r, fn, self, args, kwargs)
         if r.collect is not None:     # the C++ hook's buckets: the step's times
@@ -230,6 +339,10 @@ def install():
             cls.step = _wrap_step(cls.step)
 
     global _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
+    global _dynamo, _traced_begin, _traced_end
+    _dynamo = compat.dynamo()
+    if _dynamo:
+        _traced_begin, _traced_end = compat.in_graph("step_begins", _begin), compat.not_traced(_end)
     m = cxx_hook.fast()
     if m is not None:
         _eng_batch_n, _eng_loss = m.eng_batch_n, m.eng_loss
