@@ -14,7 +14,6 @@ hook is, so schedulers that wrap an instance's step still see a bound
 method; a subclass calling super().step() counts once.
 """
 import functools
-import sys
 import threading
 import time
 import weakref
@@ -202,27 +201,19 @@ _dynamo = False
 _traced_begin = _traced_end = None
 
 
-def _frames():
-    """How deep the caller's caller is in this thread's stack."""
-    f, n = sys._getframe(2), 0
-    while f is not None:
-        f, n = f.f_back, n + 1
-    return n
-
-
 def _begin():
     """A traced step begins (run in dynamo's graph): what the wrapper does
-    before the original step (the buckets so far); its start, the losses so
-    far and how deep it is into r.traced. A step begun deeper than the open
-    one is inside it (a subclass's super().step(), ZeRO's local optimizer)
-    and counts once; an open one at the same depth or deeper raised (a
-    traced step has no finally: dynamo does not resume a graph break inside
-    a try block, and would run the whole step untraced) and is not reported."""
+    before the original step (the buckets so far); its start and the losses
+    so far into r.traced. A step begun while one is open with no loss since
+    is inside it (a subclass's super().step(), ZeRO's local optimizer) and
+    counts once; with a loss since, the open one raised (a traced step has
+    no finally: dynamo does not resume a graph break inside a try block, and
+    would run the whole step untraced) and is not reported. (The C++ engine
+    keeps no losses in r.losses: there an open step that raised stays open.)"""
     r = state._RUN
     if r is None:
         return
-    at = _frames()
-    if r.traced is not None and at > r.traced[2]:
+    if r.traced is not None and len(r.losses) == r.traced[0]:
         r.traced_nest += 1
         return
     r.traced_nest = 0
@@ -232,7 +223,7 @@ def _begin():
             cxx_hook.extras(r, got)
     elif r.collect is not None:
         r.collect(r)
-    r.traced = (len(r.losses), time.monotonic(), at)
+    r.traced = (len(r.losses), time.monotonic())
 
 
 def _end(opt):
@@ -245,7 +236,7 @@ def _end(opt):
     if r.traced_nest:
         r.traced_nest -= 1
         return
-    n_losses, t0, _ = r.traced
+    n_losses, t0 = r.traced
     r.traced = None
     if r.engine is not None:
         _engine_after(r, opt)
