@@ -36,8 +36,8 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
         memory comes from torch.cuda.mem_get_info (steps.py).
   dynamo
         torch.compile (2.x) traces what it calls, the Optimizer.step
-        wrapper included: where torch has torch.compiler.is_compiling and
-        torch.library.custom_op (2.4), the wrapper asks it and keeps its
+        wrapper included: where torch has torch.compiler.is_dynamo_compiling
+        and torch.library.custom_op (2.4), the wrapper asks it and keeps its
         books in an operator of dynamo's graph before the step and a
         function dynamo does not trace after it (steps.py).
 """
@@ -136,31 +136,29 @@ def quiesce(limit_s=2.0):
 
 
 def dynamo():
-    """Whether torch.compile's dynamo may trace the script's calls, says
-    when it does (torch.compiler.is_compiling) and keeps a call of ours in
-    its graph (torch.library.custom_op): torch 2.4 and later."""
-    return (callable(getattr(getattr(torch, "compiler", None), "is_compiling", None))
-            and callable(getattr(torch.library, "custom_op", None)))
+    """torch.compiler.is_dynamo_compiling (False, and True where dynamo
+    traces it) where torch also lets a call of ours into dynamo's graph
+    (torch.library.custom_op): torch 2.4 and later; else None."""
+    f = getattr(getattr(torch, "compiler", None), "is_dynamo_compiling", None)
+    return f if callable(f) and callable(getattr(torch.library, "custom_op", None)) else None
 
 
 _in_graph = {}
 
 
 def in_graph(name, fn):
-    """fn() as a call dynamo puts into its graph (an operator ddptop::name,
-    made once a process), run where the graph runs, in its order, without
-    a graph break; only where dynamo(). It mutates a token of its own: an
-    operator with no output and no effect would be dropped from the graph
-    (aot_eager, inductor)."""
+    """fn() as the operator torch.ops.ddptop.<name>(token), which dynamo
+    puts into its graph (no graph break) and which runs where the graph
+    runs, in its order; made once a process, only where dynamo(). Returns
+    the token, a tensor the operator mutates: one with no output and no
+    effect would be dropped from the graph (aot_eager, inductor)."""
     if name not in _in_graph:
-        token = torch.empty(0)
-
         def impl(token: torch.Tensor) -> None:
             fn()
 
         op = torch.library.custom_op(f"ddptop::{name}", impl, mutates_args=("token",))
         op.register_fake(lambda token: None)
-        _in_graph[name] = lambda: op(token)
+        _in_graph[name] = torch.empty(0)
     return _in_graph[name]
 
 

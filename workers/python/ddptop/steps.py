@@ -193,12 +193,12 @@ def _engine_step(r, fn, opt, args, kwargs):
 # (its updates are written back to the parameters after the graph ran).
 # Bare's count + 2: _end's break and one for the wrapper's frame (dynamo
 # counts a graph break again in each frame that holds it).
-# The wrapper names `torch` in that test: dynamo compiles a frame of its
-# own (as it does the wrapper's, called from compiled code) only if it
+# The traced branch names `torch` (torch.ops): dynamo compiles a frame of
+# its own (as it does the wrapper's, called from compiled code) only if it
 # names a torch module or holds a tensor, and runs it uncompiled otherwise,
 # where the test is False and each callee of the books is compiled alone.
-_dynamo = False
-_traced_begin = _traced_end = None
+_dynamo_compiling = None      # compat.dynamo(), bound at install
+_token = _traced_end = None
 
 
 def _begin():
@@ -281,8 +281,8 @@ def _wrap_step(fn):
         r = state._RUN
         if r is None or _depth.n:
             return fn(self, *args, **kwargs)
-        if _dynamo and torch.compiler.is_compiling():
-            _traced_begin()
+        if _dynamo_compiling is not None and _dynamo_compiling():
+            torch.ops.ddptop.step_begins(_token)
             out = fn(self, *args, **kwargs)
             _traced_end(self)
             return out
@@ -330,10 +330,10 @@ def install():
             cls.step = _wrap_step(cls.step)
 
     global _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
-    global _dynamo, _traced_begin, _traced_end
-    _dynamo = compat.dynamo()
-    if _dynamo:
-        _traced_begin, _traced_end = compat.in_graph("step_begins", _begin), compat.not_traced(_end)
+    global _dynamo_compiling, _token, _traced_end
+    _dynamo_compiling = compat.dynamo()
+    if _dynamo_compiling is not None:
+        _token, _traced_end = compat.in_graph("step_begins", _begin), compat.not_traced(_end)
     m = cxx_hook.fast()
     if m is not None:
         _eng_batch_n, _eng_loss = m.eng_batch_n, m.eng_loss
