@@ -39,8 +39,10 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
         wrapper included: where torch has torch.compiler.is_dynamo_compiling
         and torch.library.custom_op (2.4), the wrapper asks it and keeps its
         books in an operator of dynamo's graph before the step and a
-        function dynamo does not trace after it (steps.py).
+        function dynamo does not trace after it (steps.py), made when the
+        script first calls torch.compile (when_dynamo).
 """
+import functools
 import json
 import os
 import threading
@@ -162,11 +164,33 @@ def in_graph(name, fn):
     return _in_graph[name]
 
 
-def not_traced(fn):
-    """fn as dynamo runs it: called as it is, never traced (a graph
-    break where a traced function calls it); only where dynamo()."""
-    import torch._dynamo as dynamo
-    return dynamo.disable(fn)
+_dynamo_wait = []    # what when_dynamo() keeps until torch.compile is first called
+
+
+def when_dynamo(fn):
+    """fn(torch._dynamo.disable) once dynamo is loaded: now if it is, else
+    when the script first calls torch.compile (which loads it, before
+    dynamo traces anything). Not at install: importing torch._dynamo costs
+    seconds (3.4 s after torch on the loaded 2-core VM), which a script
+    that never compiles would pay before its first step. Only where
+    dynamo()."""
+    import sys
+    if "torch._dynamo" in sys.modules:
+        fn(sys.modules["torch._dynamo"].disable)
+        return
+    if not _dynamo_wait:
+        orig = torch.compile
+
+        @functools.wraps(orig)
+        def compile(*args, **kwargs):
+            if _dynamo_wait:
+                import torch._dynamo as dynamo
+                for f in _dynamo_wait:
+                    f(dynamo.disable)
+                _dynamo_wait.clear()
+            return orig(*args, **kwargs)
+        torch.compile = compile
+    _dynamo_wait.append(fn)
 
 
 def _op(profiling_name):

@@ -258,6 +258,11 @@ def _end(opt):
         _faults_after_step(r, had_batch)
 
 
+def _bind_end(disable):
+    global _traced_end
+    _traced_end = disable(_end)
+
+
 def _engine_after(r, opt):
     """The engine's books after a traced step (what _engine_step does after it)."""
     if opt.__dict__.get("_ddptop_run") is not r:
@@ -282,6 +287,8 @@ def _wrap_step(fn):
         if r is None or _depth.n:
             return fn(self, *args, **kwargs)
         if _dynamo_compiling is not None and _dynamo_compiling():
+            if _traced_end is None:     # traced without torch.compile (compat.when_dynamo): no books
+                return fn(self, *args, **kwargs)
             torch.ops.ddptop.step_begins(_token)
             out = fn(self, *args, **kwargs)
             _traced_end(self)
@@ -333,7 +340,8 @@ def install():
     global _dynamo_compiling, _token, _traced_end
     _dynamo_compiling = compat.dynamo()
     if _dynamo_compiling is not None:
-        _token, _traced_end = compat.in_graph("step_begins", _begin), compat.not_traced(_end)
+        _token = compat.in_graph("step_begins", _begin)
+        compat.when_dynamo(_bind_end)
     m = cxx_hook.fast()
     if m is not None:
         _eng_batch_n, _eng_loss = m.eng_batch_n, m.eng_loss
