@@ -172,7 +172,8 @@ def when_dynamo(fn):
     when the script first calls torch.compile (which loads it, before
     dynamo traces anything). Not at install: importing torch._dynamo costs
     seconds (3.4 s after torch on the loaded 2-core VM), which a script
-    that never compiles would pay before its first step. Only where
+    that never loads it would pay before its first step (torch 2.15's DDP
+    and optimizers load it themselves by their first step). Only where
     dynamo()."""
     import sys
     if "torch._dynamo" in sys.modules:
