@@ -182,7 +182,7 @@ def _engine_step(r, fn, opt, args, kwargs):
 
 # Under torch.compile, dynamo traces the step wrapper: each clock, lock or C
 # call of the books was a graph break of its own (a compiled Adam step: 13
-# for bare's 2). Where torch allows (compat.dynamo), the traced wrapper
+# or 14 for bare's 2, torch 2.15). Where torch allows (compat.dynamo), the traced wrapper
 # keeps its books in two calls around the original step, which dynamo
 # traces between them: the step's start (_begin) is an operator in dynamo's
 # graph (compat.in_graph: no graph break, run where the graph runs), and
@@ -190,7 +190,8 @@ def _engine_step(r, fn, opt, args, kwargs):
 # which all the step's updates are done: a checkpoint that `c` asks for
 # there saves them). The start cannot go after (opt_ms, the losses a
 # closure adds inside the step, a nested step), nor _end into the graph
-# (its updates are written back to the parameters after the graph ran).
+# (aot_eager and inductor write the step's updates back to the parameters
+# after the graph ran: a checkpoint there saved the step before).
 # Bare's count + 2: _end's break and one for the wrapper's frame (dynamo
 # counts a graph break again in each frame that holds it).
 # The traced branch names `torch` (torch.ops): dynamo compiles a frame of
