@@ -34,7 +34,15 @@ checks (never by version number), so one adapter runs on 1.13 and on 2.x.
   cuda  On a CUDA bucket, CUDA events time the all-reduce on the device
         (NCCL's futures complete at enqueue, so host times say nothing);
         memory comes from torch.cuda.mem_get_info (steps.py).
+  dynamo
+        torch.compile (2.x) traces what it calls, the Optimizer.step
+        wrapper included: where torch has torch.compiler.is_dynamo_compiling
+        and torch.library.custom_op (2.4), the wrapper asks it and keeps its
+        books in an operator of dynamo's graph before the step and a
+        function dynamo does not trace after it (steps.py), made when the
+        script first calls torch.compile (when_dynamo).
 """
+import functools
 import json
 import os
 import threading
@@ -127,6 +135,63 @@ def quiesce(limit_s=2.0):
         if pending == 0 and now >= last + CALLBACK_GRACE_S:
             return True
         time.sleep(0.002 if pending else last + CALLBACK_GRACE_S - now)
+
+
+def dynamo():
+    """torch.compiler.is_dynamo_compiling (False, and True where dynamo
+    traces it) where torch also lets a call of ours into dynamo's graph
+    (torch.library.custom_op): torch 2.4 and later; else None."""
+    f = getattr(getattr(torch, "compiler", None), "is_dynamo_compiling", None)
+    return f if callable(f) and callable(getattr(torch.library, "custom_op", None)) else None
+
+
+_in_graph = {}
+
+
+def in_graph(name, fn):
+    """fn() as the operator torch.ops.ddptop.<name>(token), which dynamo
+    puts into its graph (no graph break) and which runs where the graph
+    runs, in its order; made once a process, only where dynamo(). Returns
+    the token, a tensor the operator mutates: one with no output and no
+    effect would be dropped from the graph (aot_eager, inductor)."""
+    if name not in _in_graph:
+        def impl(token: torch.Tensor) -> None:
+            fn()
+
+        op = torch.library.custom_op(f"ddptop::{name}", impl, mutates_args=("token",))
+        op.register_fake(lambda token: None)
+        _in_graph[name] = torch.empty(0)
+    return _in_graph[name]
+
+
+_dynamo_wait = []    # what when_dynamo() keeps until torch.compile is first called
+
+
+def when_dynamo(fn):
+    """fn(torch._dynamo.disable) once dynamo is loaded: now if it is, else
+    when the script first calls torch.compile (which loads it, before
+    dynamo traces anything). Not at install: importing torch._dynamo costs
+    seconds (3.4 s after torch on the loaded 2-core VM), which a script
+    that never loads it would pay before its first step (torch 2.15's DDP
+    and optimizers load it themselves by their first step). Only where
+    dynamo()."""
+    import sys
+    if "torch._dynamo" in sys.modules:
+        fn(sys.modules["torch._dynamo"].disable)
+        return
+    if not _dynamo_wait:
+        orig = torch.compile
+
+        @functools.wraps(orig)
+        def compile(*args, **kwargs):
+            if _dynamo_wait:
+                import torch._dynamo as dynamo
+                for f in _dynamo_wait:
+                    f(dynamo.disable)
+                _dynamo_wait.clear()
+            return orig(*args, **kwargs)
+        torch.compile = compile
+    _dynamo_wait.append(fn)
 
 
 def _op(profiling_name):

@@ -84,6 +84,8 @@ class Run:
         self.later_colls = []           # (CudaTimer or None, coll fields) of colls not sent yet (collectives.end)
         self.async_works = []           # (Work, coll fields) of the script's async collectives in flight (collectives.track)
         self.collect = None             # the C++ comm hook's drain into later_colls (cxx_hook.collect), if it runs
+        self.traced = None              # the open step that dynamo traces: (len(losses), start) (steps._begin)
+        self.traced_nest = 0            # steps begun inside it
         self.engine = None              # the C++ step engine (_hook.Steps, cxx_hook.activate), if it runs
         self.engine_next = False        # it takes over at the end of the step in progress
         self.dev_mem, self.dev_mem_t = (0, 0), -1.0

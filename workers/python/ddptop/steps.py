@@ -21,7 +21,7 @@ import weakref
 import torch
 from torch.utils.data import dataloader
 
-from . import cxx_hook, lifecycle, sampler, state, wire
+from . import compat, cxx_hook, lifecycle, sampler, state, wire
 from .state import run
 from .faults import PLAN
 from .steer import STEER, StopTraining
@@ -180,12 +180,120 @@ def _engine_step(r, fn, opt, args, kwargs):
     return out
 
 
+# Under torch.compile, dynamo traces the step wrapper: each clock, lock or C
+# call of the books was a graph break of its own (a compiled Adam step: 13
+# or 14 for bare's 2, torch 2.15). Where torch allows (compat.dynamo), the traced wrapper
+# keeps its books in two calls around the original step, which dynamo
+# traces between them: the step's start (_begin) is an operator in dynamo's
+# graph (compat.in_graph: no graph break, run where the graph runs), and
+# the rest (_end) a function dynamo does not trace (one graph break, after
+# which all the step's updates are done: a checkpoint that `c` asks for
+# there saves them). The start cannot go after (opt_ms, the losses a
+# closure adds inside the step, a nested step), nor _end into the graph
+# (aot_eager and inductor write the step's updates back to the parameters
+# after the graph ran: a checkpoint there saved the step before).
+# Bare's count + 2: _end's break and one for the wrapper's frame (dynamo
+# counts a graph break again in each frame that holds it).
+# The traced branch names `torch` (torch.ops): dynamo compiles a frame of
+# its own (as it does the wrapper's, called from compiled code) only if it
+# names a torch module or holds a tensor, and runs it uncompiled otherwise,
+# where the test is False and each callee of the books is compiled alone.
+_dynamo_compiling = None      # compat.dynamo(), bound at install
+_token = _traced_end = None
+
+
+def _begin():
+    """A traced step begins (run in dynamo's graph): what the wrapper does
+    before the original step (the buckets so far); its start and the losses
+    so far into r.traced. A step begun while one is open with no loss since
+    is inside it (a subclass's super().step(), ZeRO's local optimizer) and
+    counts once; with a loss since, the open one raised (a traced step has
+    no finally: dynamo does not resume a graph break inside a try block, and
+    would run the whole step untraced) and is not reported. (The C++ engine
+    keeps no losses in r.losses: there an open step that raised stays open.)"""
+    r = state._RUN
+    if r is None:
+        return
+    if r.traced is not None and len(r.losses) == r.traced[0]:
+        r.traced_nest += 1
+        return
+    r.traced_nest = 0
+    if r.engine is not None:
+        got = _eng_before()
+        if got is not None:
+            cxx_hook.extras(r, got)
+    elif r.collect is not None:
+        r.collect(r)
+    r.traced = (len(r.losses), time.monotonic())
+
+
+def _end(opt):
+    """After a traced step (dynamo does not trace this): what the wrapper
+    does after the original step, on the path (the C++ engine or Python)
+    that keeps the books."""
+    r = state._RUN
+    if r is None or r.traced is None:
+        return
+    if r.traced_nest:
+        r.traced_nest -= 1
+        return
+    n_losses, t0 = r.traced
+    r.traced = None
+    if r.engine is not None:
+        _engine_after(r, opt)
+        return
+    if len(r.losses) > n_losses + 1:     # LBFGS: its first evaluation, as in the wrapper
+        del r.losses[n_losses + 1:]
+    if opt.__dict__.get("_ddptop_run") is not r:
+        _first_step_of(r, opt)
+    had_batch = bool(r.batch_t)
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
+    now = time.monotonic()
+    _report(r, opt, now - t0, now)
+    if r.engine_next:
+        cxx_hook.activate(r)
+    STEER.after_step(now)
+    if PLAN.faults:
+        _faults_after_step(r, had_batch)
+
+
+def _bind_end(disable):
+    global _traced_end
+    _traced_end = disable(_end)
+
+
+def _engine_after(r, opt):
+    """The engine's books after a traced step (what _engine_step does after it)."""
+    if opt.__dict__.get("_ddptop_run") is not r:
+        _first_step_of(r, opt)
+    faulty = PLAN.faults
+    had_batch = bool(r.engine.batch_t) if faulty else True
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
+    r.step, now, ready = _eng_after(opt, r.epoch, r.up.drops)
+    if ready:
+        r.up.pump()
+    STEER.after_step(now)
+    if faulty:
+        _faults_after_step(r, had_batch)
+
+
 def _wrap_step(fn):
     @functools.wraps(fn)    # copies torch's "hooked" mark: its profiler hook does not wrap us again
     def step(self, *args, **kwargs):
         r = state._RUN
         if r is None or _depth.n:
             return fn(self, *args, **kwargs)
+        if _dynamo_compiling is not None and _dynamo_compiling():
+            if _traced_end is None:     # traced without torch.compile (compat.when_dynamo): no books
+                return fn(self, *args, **kwargs)
+            torch.ops.ddptop.step_begins(_token)
+            out = fn(self, *args, **kwargs)
+            _traced_end(self)
+            return out
         if r.engine is not None:
             return _engine_step(r, fn, self, args, kwargs)
         if r.collect is not None:     # the C++ hook's buckets: the step's times
@@ -230,6 +338,11 @@ def install():
             cls.step = _wrap_step(cls.step)
 
     global _eng_batch_n, _eng_loss, _eng_bwd_done, _eng_before, _eng_after
+    global _dynamo_compiling, _token, _traced_end
+    _dynamo_compiling = compat.dynamo()
+    if _dynamo_compiling is not None:
+        _token = compat.in_graph("step_begins", _begin)
+        compat.when_dynamo(_bind_end)
     m = cxx_hook.fast()
     if m is not None:
         _eng_batch_n, _eng_loss = m.eng_batch_n, m.eng_loss
