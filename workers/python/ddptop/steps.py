@@ -164,19 +164,7 @@ def _engine_step(r, fn, opt, args, kwargs):
         out = fn(opt, *args, **kwargs)
     finally:
         _depth.n = 0
-    if opt.__dict__.get("_ddptop_run") is not r:
-        _first_step_of(r, opt)
-    faulty = PLAN.faults
-    had_batch = bool(r.engine.batch_t) if faulty else True
-    if r.sampler_passes:
-        sampler.commit(r)
-    r.unbacked_n = 0
-    r.step, now, ready = _eng_after(opt, r.epoch, r.up.drops)
-    if ready:
-        r.up.pump()
-    STEER.after_step(now)
-    if faulty:
-        _faults_after_step(r, had_batch)
+    _engine_after(r, opt)
     return out
 
 
@@ -241,22 +229,8 @@ def _end(opt):
     r.traced = None
     if r.engine is not None:
         _engine_after(r, opt)
-        return
-    if len(r.losses) > n_losses + 1:     # LBFGS: its first evaluation, as in the wrapper
-        del r.losses[n_losses + 1:]
-    if opt.__dict__.get("_ddptop_run") is not r:
-        _first_step_of(r, opt)
-    had_batch = bool(r.batch_t)
-    if r.sampler_passes:
-        sampler.commit(r)
-    r.unbacked_n = 0
-    now = time.monotonic()
-    _report(r, opt, now - t0, now)
-    if r.engine_next:
-        cxx_hook.activate(r)
-    STEER.after_step(now)
-    if PLAN.faults:
-        _faults_after_step(r, had_batch)
+    else:
+        _after(r, opt, n_losses, t0)
 
 
 def _bind_end(disable):
@@ -265,7 +239,7 @@ def _bind_end(disable):
 
 
 def _engine_after(r, opt):
-    """The engine's books after a traced step (what _engine_step does after it)."""
+    """The engine's books after the original step (_engine_step's, a traced step's)."""
     if opt.__dict__.get("_ddptop_run") is not r:
         _first_step_of(r, opt)
     faulty = PLAN.faults
@@ -278,6 +252,28 @@ def _engine_after(r, opt):
         r.up.pump()
     STEER.after_step(now)
     if faulty:
+        _faults_after_step(r, had_batch)
+
+
+def _after(r, opt, n_losses, t0):
+    """The Python path's books after the original step (the wrapper's, a
+    traced step's): n_losses, t0 as the step began."""
+    if len(r.losses) > n_losses + 1:
+        # a closure evaluated several times inside the step (LBFGS): the
+        # step's loss is its first evaluation, the one step() returns
+        del r.losses[n_losses + 1:]
+    if opt.__dict__.get("_ddptop_run") is not r:     # its first step in this run
+        _first_step_of(r, opt)
+    had_batch = bool(r.batch_t)
+    if r.sampler_passes:
+        sampler.commit(r)
+    r.unbacked_n = 0
+    now = time.monotonic()
+    _report(r, opt, now - t0, now)
+    if r.engine_next:       # a DDP got the C++ hook during this step: the engine from the next
+        cxx_hook.activate(r)
+    STEER.after_step(now)
+    if PLAN.faults:
         _faults_after_step(r, had_batch)
 
 
@@ -305,23 +301,7 @@ def _wrap_step(fn):
             out = fn(self, *args, **kwargs)
         finally:
             _depth.n = 0
-        if len(r.losses) > n_losses + 1:
-            # a closure evaluated several times inside the step (LBFGS): the
-            # step's loss is its first evaluation, the one step() returns
-            del r.losses[n_losses + 1:]
-        if self.__dict__.get("_ddptop_run") is not r:     # its first step in this run
-            _first_step_of(r, self)
-        had_batch = bool(r.batch_t)
-        if r.sampler_passes:
-            sampler.commit(r)
-        r.unbacked_n = 0
-        now = time.monotonic()
-        _report(r, self, now - t0, now)
-        if r.engine_next:       # a DDP got the C++ hook during this step: the engine from the next
-            cxx_hook.activate(r)
-        STEER.after_step(now)
-        if PLAN.faults:
-            _faults_after_step(r, had_batch)
+        _after(r, self, n_losses, t0)
         return out
     step.__ddptop_wrapped__ = True
     return step
