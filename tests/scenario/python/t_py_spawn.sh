@@ -15,15 +15,7 @@
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
 "$PY" -c 'import safetensors' 2>/dev/null || skip "no safetensors for $PY"
-# every process of this test's (the spawned children carry the tag too)
-tagged() {
-    local p
-    for p in $(pgrep -f -- '-m ddptop|--multiprocessing-fork|resource_tracker'); do
-        { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
-    done
-}
-none_tagged() { [ -z "$(tagged)" ]; }
-CLEANUPS+=("for p in \$(tagged); do kill -9 \$p; done")
+. tests/scenario/python/lib_spawn.sh
 
 # ---- what ddptop's check calls a script that starts its own ranks (spawn.scan) ----
 PYTHONPATH=workers/python "$PY" - "$TMP" <<'PYEOF' || die "spawn.scan misjudged a script"

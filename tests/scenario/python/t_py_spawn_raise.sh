@@ -12,14 +12,8 @@
 # torch 2.x too: TORCH_PY=/path/to/python.
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
-tagged() {
-    local p
-    for p in $(pgrep -f -- 'raiser(_proc)?\.py|--multiprocessing-fork|resource_tracker'); do
-        { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
-    done
-}
-none_tagged() { [ -z "$(tagged)" ]; }
-CLEANUPS+=("for p in \$(tagged); do kill -9 \$p; done")
+SPAWN_PROCS='raiser(_proc)?\.py|--multiprocessing-fork|resource_tracker'   # bare runs too
+. tests/scenario/python/lib_spawn.sh
 
 cat >"$TMP/raiser.py" <<'PYEOF'
 import os, sys, time

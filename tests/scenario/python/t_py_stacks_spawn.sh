@@ -13,42 +13,9 @@
 #    every ask completes, and the job ends cleanly (exit 0).
 . tests/lib.sh
 . tests/scenario/python/lib_py.sh
-tagged() {
-    local p
-    for p in $(pgrep -f -- '-m ddptop|--multiprocessing-fork|resource_tracker'); do
-        { tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | grep -qx "DDPTOP_TEST_TAG=$DDPTOP_TEST_TAG" && echo "$p"
-    done
-}
-none_tagged() { [ -z "$(tagged)" ]; }
-CLEANUPS+=("for p in \$(tagged); do kill -9 \$p; done")
+. tests/scenario/python/lib_spawn.sh
 
-cat >"$TMP/spawned.py" <<'PYEOF'
-import os, sys, time
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-
-
-def straggle(release):
-    while not os.path.exists(release):
-        time.sleep(0.05)
-
-
-def worker(rank, world, port, release):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    t = torch.ones(4)
-    for _ in range(3):
-        dist.all_reduce(t)
-    if rank == 1:
-        straggle(release)
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    mp.spawn(worker, args=(2, int(sys.argv[1]), sys.argv[2]), nprocs=2, join=True)
-PYEOF
+spawned_straggler "$TMP/spawned.py"
 
 port=$(free_port 1)
 out=$TMP/out.jsonl
