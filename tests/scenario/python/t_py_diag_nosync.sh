@@ -31,7 +31,10 @@ for c in no_sync no_sync_exit; do
     diag_same "bare-$c" "$c"
 done
 # the bare runs fail as the verdicts below say
-grep -q "Timed out waiting" "$TMP/bare-no_sync/rank-1.log" || die "bare no_sync: rank 1 did not time out in its barrier"
+# (rank 1 waits in its barrier until its timeout, or until rank 0's own timeout closes
+# the connection first: Gloo's race, bare as under ddptop)
+grep -Eq "Timed out waiting|Connection (closed|reset) by peer" "$TMP/bare-no_sync/rank-1.log" ||
+    die "bare no_sync: rank 1's barrier neither timed out nor lost its peer"
 [ "$(cat "$TMP/bare-no_sync_exit/rank-1.how")" = "exit 0" ] || die "bare no_sync_exit: rank 1 did not end 0"
 grep -q "exit 1" "$TMP/bare-no_sync_exit/rank-0.how" || die "bare no_sync_exit: rank 0 did not fail"
 
